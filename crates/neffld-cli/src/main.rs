@@ -1,0 +1,3 @@
+fn main() {
+    println!("neffld {}", env!("CARGO_PKG_VERSION"));
+}

@@ -1,0 +1,66 @@
+//! Device architectures (`al_hal_tpb_arch_type`) and the NEFF `target` strings.
+//!
+//! Both the manifest (the kelf `target`) and the device (its geometry) speak
+//! of architectures, so the type lives below both.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A NeuronCore architecture. The discriminants are the runtime's enum values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    /// v2: trn1 / inf2.
+    Sunda = 2,
+    /// v3: trn2.
+    Cayman = 3,
+    /// v4: trn3.
+    Mariana = 4,
+}
+
+impl Arch {
+    pub const ALL: [Arch; 3] = [Arch::Sunda, Arch::Cayman, Arch::Mariana];
+
+    /// The runtime's numeric id (printed as `v%u` in the arch-gate message).
+    pub fn id(self) -> u32 {
+        self as u32
+    }
+
+    /// The instance family name users pass on the command line.
+    pub fn instance(self) -> &'static str {
+        match self {
+            Arch::Sunda => "trn1",
+            Arch::Cayman => "trn2",
+            Arch::Mariana => "trn3",
+        }
+    }
+
+    /// The compiler's target name.
+    pub fn target_name(self) -> &'static str {
+        match self {
+            Arch::Sunda => "sunda",
+            Arch::Cayman => "cayman",
+            Arch::Mariana => "mariana",
+        }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}, v{})", self.instance(), self.target_name(), self.id())
+    }
+}
+
+/// Parses an instance name (`trn1`, `inf2`, `trn2`, `trn3`) or a target name.
+impl FromStr for Arch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Arch, String> {
+        match s {
+            "trn1" | "inf2" | "sunda" | "v2" => Ok(Arch::Sunda),
+            "trn2" | "cayman" | "v3" => Ok(Arch::Cayman),
+            "trn3" | "mariana" | "v4" => Ok(Arch::Mariana),
+            _ => Err(format!(
+                "unknown architecture '{s}' (expected trn1, trn2 or trn3)"
+            )),
+        }
+    }
+}

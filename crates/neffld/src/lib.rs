@@ -1,0 +1,17 @@
+//! neffld: an open, hardware-free implementation of the Neuron runtime's
+//! model loader-linker (`nrt_load`).
+//!
+//! The pipeline, one module per stage (a later stage imports an earlier one,
+//! never the reverse):
+//!
+//! ```text
+//! bytes ─S1─▶ container ─S2─▶ manifest ─S3─▶ kbin ─S4─▶ stage + device ─S5─▶ relocate + registry
+//! ```
+
+pub mod arch;
+pub mod container;
+pub mod ids;
+pub mod status;
+
+pub use arch::Arch;
+pub use status::NrtStatus;
