@@ -1,2 +1,151 @@
 //! S1: the NEFF container — the 1024-byte header, payload integrity, and the
 //! in-memory archive (gzip → tar → member table). Knows nothing of JSON.
+
+pub mod archive;
+pub mod header;
+pub mod integrity;
+pub mod writer;
+
+use thiserror::Error;
+
+pub use archive::{Archive, Encoding, Member, MemberKind};
+pub use header::{NeffHeader, HEADER_LEN};
+pub use integrity::{DigestForm, HashAlgorithm, Verified};
+
+use crate::NrtStatus;
+
+/// Everything that can be wrong with a container. Messages keep the
+/// reference runtime's wording where one is known (parse.md §9 rows 3–18).
+#[derive(Debug, Error)]
+pub enum ContainerError {
+    #[error("Invalid number of NEFF bytes received {size:x}: a NEFF is at least 0x400 bytes (the header)")]
+    TooShort { size: u64 },
+    #[error("Invalid NEFF file size hdr sz: {header_size:x}, file sz: {file_size:x}: header_size (offset 0x8) must be smaller than the file")]
+    HeaderSize { header_size: u64, file_size: u64 },
+    #[error("Mismatch detected between Runtime configuration and NEFF. Runtime currently configured with `NEURON_LOGICAL_NC_CONFIG={runtime_lnc}` but NEFF {name} was compiled with `--lnc={neff_lnc}`. To resolve, either recompile the NEFF with `--lnc={runtime_lnc}` or re-run with `NEURON_LOGICAL_NC_CONFIG={neff_lnc}`.")]
+    LncMismatch {
+        name: String,
+        runtime_lnc: u32,
+        neff_lnc: u32,
+    },
+    #[error("NEFF version: {major}.{minor} is not supported, accepted version range: 0.x-2.x (header offset 0x18)")]
+    UnsupportedVersion { major: u64, minor: u64 },
+    #[error("This NEFF (version: 2.{minor}, features: {offending:#x}) has been compiled by a newer version of Neuron compiler. Features supported by this Neuron Runtime: 0x7ffffff. Please update the aws-neuronx-runtime-lib package to the latest version.")]
+    UnsupportedFeatures { minor: u64, offending: u64 },
+    #[error("Invalid NEFF data size({data_size:x} vs {available:x}): data_size (header offset 0x10) exceeds the {available} bytes after the header")]
+    DataSize { data_size: u64, available: u64 },
+    #[error("Unsupported NEFF packager: {pkg_version} (header offset 0x0; expected 1 or 2)")]
+    UnsupportedPackager { pkg_version: u64 },
+    #[error("Empty NEFF payload cannot be verified (data_size is 0)")]
+    EmptyPayload,
+    #[error("{} mismatch! header holds {stored}, payload digest is {computed} (neither plain nor word-swapped order matches)", algorithm.name())]
+    HashMismatch {
+        algorithm: HashAlgorithm,
+        stored: String,
+        computed: String,
+    },
+    #[error("failure while reading NEFF metadata: gzip member {member} at payload offset {offset:#x}: {detail}")]
+    Gzip {
+        member: u32,
+        offset: u64,
+        detail: String,
+    },
+    #[error("Inflated NEFF payload exceeds the limit of {limit} bytes")]
+    InflateLimit { limit: u64 },
+    #[error("failure while reading NEFF metadata: tar header at offset {offset:#x} has a bad checksum (stored {stored}, computed {computed})")]
+    TarChecksum {
+        offset: u64,
+        stored: u64,
+        computed: u64,
+    },
+    #[error("failure while reading NEFF metadata: truncated tar archive at offset {offset:#x}: {detail}")]
+    TarTruncated { offset: u64, detail: String },
+    #[error("failure while reading NEFF metadata: tar header at offset {offset:#x}: bad {field} field: {detail}")]
+    TarField {
+        offset: u64,
+        field: &'static str,
+        detail: String,
+    },
+    #[error("failure while reading NEFF metadata: member {name:?} (header at offset {offset:#x}) runs past the end of the archive: size {size}, {available} bytes left")]
+    MemberPastEnd {
+        name: String,
+        offset: u64,
+        size: u64,
+        available: u64,
+    },
+    #[error("failure while reading NEFF metadata: pax header at offset {offset:#x}: {detail}")]
+    BadPax { offset: u64, detail: String },
+    #[error(
+        "failure while reading NEFF metadata: tar entry at offset {offset:#x} has an empty name"
+    )]
+    EmptyMemberName { offset: u64 },
+    #[error("failure while reading NEFF metadata: member {name:?} at offset {offset:#x}: {what} is not supported")]
+    Unsupported {
+        name: String,
+        offset: u64,
+        what: String,
+    },
+    #[error("fail to allocate memory({size}) for {what}")]
+    OutOfMemory { what: String, size: u64 },
+}
+
+impl ContainerError {
+    /// The `NRT_STATUS` the reference runtime returns for this failure.
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            ContainerError::UnsupportedVersion { .. }
+            | ContainerError::UnsupportedFeatures { .. }
+            | ContainerError::UnsupportedPackager { .. } => NrtStatus::UnsupportedNeffVersion,
+            ContainerError::OutOfMemory { .. } => NrtStatus::Resource,
+            _ => NrtStatus::Invalid,
+        }
+    }
+}
+
+/// How to open a container.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Check the payload digest (`NEURON_RT_VALIDATE_HASH`; off by default,
+    /// as in the reference runtime).
+    pub verify_hash: bool,
+    /// Ceiling on the decoded payload; `None` = [`archive::default_inflate_limit`].
+    pub inflate_limit: Option<u64>,
+}
+
+/// A parsed container: the header, what integrity found, and the archive.
+#[derive(Debug)]
+pub struct Neff {
+    pub header: NeffHeader,
+    /// `Some` when the hash was verified.
+    pub verified: Option<Verified>,
+    pub archive: Archive,
+}
+
+/// Runs every S1 gate in the reference order (preflight, version, feature
+/// trap, data size, packager, integrity), then decodes the payload window.
+pub fn open(bytes: &[u8], opts: &OpenOptions) -> Result<Neff, ContainerError> {
+    let header = NeffHeader::parse(bytes)?;
+    header.validate(bytes.len() as u64)?;
+    // validate() proved data_size <= len - 0x400, so this cannot overflow.
+    let window = &bytes[HEADER_LEN..HEADER_LEN + header.data_size as usize];
+    let verified = if opts.verify_hash {
+        Some(integrity::verify(header.pkg_version, &header.hash, window)?)
+    } else {
+        None
+    };
+    let limit = opts
+        .inflate_limit
+        .unwrap_or_else(|| archive::default_inflate_limit(window.len() as u64));
+    let archive = Archive::decode(window, limit)?;
+    Ok(Neff {
+        header,
+        verified,
+        archive,
+    })
+}
+
+/// The payload window of a buffer whose header already passed `validate`.
+pub fn payload_window<'a>(bytes: &'a [u8], header: &NeffHeader) -> Option<&'a [u8]> {
+    let end = HEADER_LEN.checked_add(usize::try_from(header.data_size).ok()?)?;
+    bytes.get(HEADER_LEN..end)
+}

@@ -1,0 +1,742 @@
+//! The payload as an in-memory archive: decode the window once into ONE
+//! buffer, then walk the tar in place so every member is a borrowed view.
+//!
+//! Decoding is chosen by content, as libarchive does for the reference
+//! runtime: a window starting with a gzip header is inflated, anything else
+//! is read as a raw tar. Real producers pad the gzip member with zeros up to
+//! a multiple of 10240 bytes, so after a member ends the decoder continues
+//! only if another gzip header follows and ignores every other trailing byte
+//! (a strict multi-member decoder rejects every real NEFF).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::ops::Range;
+
+use super::ContainerError;
+
+/// Default ceiling on the inflated payload: `RATIO ×` the window, but never
+/// below `FLOOR` nor above `CAP`. Real NEFFs inflate about 6×; the ratio
+/// leaves ten times that headroom, and callers with unusually compressible
+/// payloads (zero-filled weights) raise the limit explicitly.
+pub const DEFAULT_INFLATE_RATIO: u64 = 64;
+pub const DEFAULT_INFLATE_FLOOR: u64 = 256 << 20;
+pub const DEFAULT_INFLATE_CAP: u64 = 32 << 30;
+
+/// The default inflated-size ceiling for a window of `window_len` bytes.
+pub fn default_inflate_limit(window_len: u64) -> u64 {
+    window_len
+        .saturating_mul(DEFAULT_INFLATE_RATIO)
+        .clamp(DEFAULT_INFLATE_FLOOR, DEFAULT_INFLATE_CAP)
+}
+
+/// Members whose name ends with this are dropped during the walk (the
+/// reference runtime never keeps them).
+pub const DROPPED_SUFFIX: &str = "wavegraph-bin.json";
+
+const BLOCK: usize = 512;
+const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
+
+/// How the window was encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// gzip: number of members decoded, bytes after the last member, and
+    /// whether any of them was non-zero (real producers pad with zeros).
+    Gzip {
+        members: u32,
+        trailing: u64,
+        nonzero_trailing: bool,
+    },
+    /// A raw tar (the pkg 1 form).
+    RawTar,
+}
+
+/// What kind of tar entry a member came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberKind {
+    Regular,
+    /// Links, devices, fifos: stored as empty members, never followed.
+    Special(u8),
+}
+
+/// One archive member: its name and where its bytes are in the buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    /// Byte range of the body inside the decoded buffer.
+    pub range: Range<usize>,
+    /// Offset of the member's tar header in the decoded buffer.
+    pub header_offset: usize,
+    pub kind: MemberKind,
+}
+
+/// The decoded payload and its member table.
+///
+/// Owns the one decoded buffer; members are ranges into it, so looking a
+/// member up never copies. Duplicate names: the **last** occurrence wins
+/// (as in the reference runtime's map assignment and Python's `tarfile`),
+/// the earlier body is dropped and a warning names the path.
+#[derive(Debug, Default)]
+pub struct Archive {
+    data: Vec<u8>,
+    members: Vec<Member>,
+    index: HashMap<String, usize>,
+    encoding: Option<Encoding>,
+    warnings: Vec<String>,
+}
+
+impl Archive {
+    /// Decodes a payload window and walks its tar.
+    pub fn decode(window: &[u8], inflate_limit: u64) -> Result<Archive, ContainerError> {
+        let (data, encoding) = if window.len() >= 3 && window[..3] == GZIP_MAGIC {
+            inflate(window, inflate_limit)?
+        } else {
+            if window.len() as u64 > inflate_limit {
+                return Err(ContainerError::InflateLimit {
+                    limit: inflate_limit,
+                });
+            }
+            (window.to_vec(), Encoding::RawTar)
+        };
+        let mut archive = Archive::from_tar(data)?;
+        if let Encoding::Gzip {
+            nonzero_trailing: true,
+            trailing,
+            ..
+        } = encoding
+        {
+            archive.warnings.push(format!(
+                "{trailing} bytes after the gzip stream are not all zero"
+            ));
+        }
+        archive.encoding = Some(encoding);
+        Ok(archive)
+    }
+
+    /// Walks an already-decoded tar buffer.
+    pub fn from_tar(data: Vec<u8>) -> Result<Archive, ContainerError> {
+        let walk = walk_tar(&data)?;
+        let mut members = walk.members;
+        let mut warnings = walk.warnings;
+        let mut index: HashMap<String, usize> = HashMap::with_capacity(members.len());
+        let mut superseded = vec![false; members.len()];
+        for (i, m) in members.iter().enumerate() {
+            if let Some(prev) = index.insert(m.name.clone(), i) {
+                superseded[prev] = true;
+                warnings.push(format!(
+                    "duplicate member {:?} at offset {:#x}: the later entry replaces the one at {:#x}",
+                    m.name, m.header_offset, members[prev].header_offset
+                ));
+            }
+        }
+        if superseded.iter().any(|&s| s) {
+            let mut keep = superseded.iter().map(|s| !s);
+            members.retain(|_| keep.next().unwrap_or(true));
+            index = members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.name.clone(), i))
+                .collect();
+        }
+        Ok(Archive {
+            data,
+            members,
+            index,
+            encoding: None,
+            warnings,
+        })
+    }
+
+    /// The body of a member, by exact (byte-wise, case-sensitive) name.
+    pub fn get(&self, name: &str) -> Option<&[u8]> {
+        self.index
+            .get(name)
+            .map(|&i| &self.data[self.members[i].range.clone()])
+    }
+
+    /// The member record, by name.
+    pub fn member(&self, name: &str) -> Option<&Member> {
+        self.index.get(name).map(|&i| &self.members[i])
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+
+    /// Members in archive order (duplicates already resolved).
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// Name and body of every member, in archive order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.members
+            .iter()
+            .map(|m| (m.name.as_str(), &self.data[m.range.clone()]))
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Size of the decoded buffer (the inflated tar).
+    pub fn decoded_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The decoded tar bytes.
+    pub fn decoded(&self) -> &[u8] {
+        &self.data
+    }
+
+    pub fn encoding(&self) -> Option<Encoding> {
+        self.encoding
+    }
+
+    /// Non-fatal findings: duplicate names, non-zero padding, a missing end marker.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+}
+
+/// Inflates gzip members into one buffer, stopping at the first byte
+/// sequence after a member that is not another gzip header.
+fn inflate(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), ContainerError> {
+    // Real payloads inflate about 6x; reserving up front avoids regrowth copies.
+    let guess = (window.len() as u64)
+        .saturating_mul(8)
+        .min(limit)
+        .min(1 << 34);
+    let mut out = Vec::new();
+    out.try_reserve_exact(guess as usize)
+        .map_err(|_| ContainerError::OutOfMemory {
+            what: "inflated payload".into(),
+            size: guess,
+        })?;
+    let mut rest = window;
+    let mut members = 0u32;
+    loop {
+        members += 1;
+        let consumed_before = window.len() - rest.len();
+        let mut dec = flate2::bufread::GzDecoder::new(rest);
+        let room = limit - out.len() as u64;
+        let read = (&mut dec)
+            .take(room.saturating_add(1))
+            .read_to_end(&mut out);
+        if let Err(e) = read {
+            let detail = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                "truncated gzip input".to_string()
+            } else {
+                format!("gzip decompression failed: {e}")
+            };
+            return Err(ContainerError::Gzip {
+                member: members,
+                offset: consumed_before as u64,
+                detail,
+            });
+        }
+        if out.len() as u64 > limit {
+            return Err(ContainerError::InflateLimit { limit });
+        }
+        rest = dec.into_inner();
+        if rest.len() < 3 || rest[..3] != GZIP_MAGIC {
+            break;
+        }
+    }
+    let encoding = Encoding::Gzip {
+        members,
+        trailing: rest.len() as u64,
+        nonzero_trailing: rest.iter().any(|&b| b != 0),
+    };
+    Ok((out, encoding))
+}
+
+struct Walk {
+    members: Vec<Member>,
+    warnings: Vec<String>,
+}
+
+/// Overrides carried by pax or GNU metadata entries for the next entry.
+#[derive(Default, Clone)]
+struct Overrides {
+    path: Option<String>,
+    size: Option<u64>,
+}
+
+fn walk_tar(data: &[u8]) -> Result<Walk, ContainerError> {
+    let mut members = Vec::new();
+    let mut warnings = Vec::new();
+    let mut global = Overrides::default();
+    let mut local = Overrides::default();
+    let mut pos = 0usize;
+    loop {
+        if pos == data.len() {
+            if pos > 0 {
+                warnings.push("tar archive has no end-of-archive marker".to_string());
+            }
+            break;
+        }
+        let Some(block) = data.get(pos..pos + BLOCK) else {
+            return Err(ContainerError::TarTruncated {
+                offset: pos as u64,
+                detail: format!("a partial header of {} bytes", data.len() - pos),
+            });
+        };
+        if block.iter().all(|&b| b == 0) {
+            break;
+        }
+        let header: &[u8; BLOCK] = block.try_into().expect("block length");
+        verify_checksum(header, pos)?;
+        let typeflag = header[156];
+        let header_size = numeric(&header[124..136], pos, "size")?;
+        let size = local.size.or(global.size).unwrap_or(header_size);
+        let body_start = pos + BLOCK;
+        let body_end = usize::try_from(size)
+            .ok()
+            .and_then(|s| body_start.checked_add(s))
+            .filter(|&e| e <= data.len());
+        let name_for_error = || entry_name(header, &local, &global);
+        let Some(body_end) = body_end else {
+            return Err(ContainerError::MemberPastEnd {
+                name: name_for_error(),
+                offset: pos as u64,
+                size,
+                available: (data.len() - body_start.min(data.len())) as u64,
+            });
+        };
+        let body = &data[body_start..body_end];
+        let next = body_start + padded(body_end - body_start);
+        match typeflag {
+            b'x' => local = merge_pax(local, body, pos)?,
+            b'g' => global = merge_pax(global, body, pos)?,
+            b'L' => local.path = Some(c_string(body)),
+            b'K' => {} // GNU long link name: links are never followed.
+            b'5' => local = Overrides::default(),
+            b'S' => {
+                return Err(ContainerError::Unsupported {
+                    name: name_for_error(),
+                    offset: pos as u64,
+                    what: "GNU sparse member".into(),
+                })
+            }
+            _ => {
+                let raw = entry_name(header, &local, &global);
+                local = Overrides::default();
+                let name = raw.strip_prefix("./").unwrap_or(&raw).to_string();
+                // A v7 regular file whose name ends in '/' is a directory.
+                if name.ends_with('/') && matches!(typeflag, b'0' | 0) {
+                    pos = next;
+                    continue;
+                }
+                if name.is_empty() {
+                    return Err(ContainerError::EmptyMemberName { offset: pos as u64 });
+                }
+                if !name.ends_with(DROPPED_SUFFIX) {
+                    let regular =
+                        matches!(typeflag, b'0' | 0 | b'7') || !is_known_special(typeflag);
+                    let (kind, range) = if regular {
+                        (MemberKind::Regular, body_start..body_end)
+                    } else {
+                        (MemberKind::Special(typeflag), body_start..body_start)
+                    };
+                    members.push(Member {
+                        name,
+                        range,
+                        header_offset: pos,
+                        kind,
+                    });
+                }
+            }
+        }
+        pos = next.min(data.len());
+    }
+    Ok(Walk { members, warnings })
+}
+
+/// POSIX: an unknown typeflag is read as a regular file.
+fn is_known_special(t: u8) -> bool {
+    matches!(t, b'1' | b'2' | b'3' | b'4' | b'6')
+}
+
+fn padded(n: usize) -> usize {
+    n.div_ceil(BLOCK) * BLOCK
+}
+
+fn entry_name(header: &[u8; BLOCK], local: &Overrides, global: &Overrides) -> String {
+    if let Some(p) = local.path.as_ref().or(global.path.as_ref()) {
+        return p.clone();
+    }
+    let name = c_string(&header[0..100]);
+    // POSIX ustar ("ustar\0" "00") has a prefix field; GNU ("ustar  \0") uses those bytes otherwise.
+    if &header[257..263] == b"ustar\0" {
+        let prefix = c_string(&header[345..500]);
+        if !prefix.is_empty() {
+            return format!("{prefix}/{name}");
+        }
+    }
+    name
+}
+
+fn c_string(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+fn verify_checksum(header: &[u8; BLOCK], pos: usize) -> Result<(), ContainerError> {
+    let stored = numeric(&header[148..156], pos, "checksum")?;
+    let mut unsigned: u64 = 0;
+    let mut signed: i64 = 0;
+    for (i, &b) in header.iter().enumerate() {
+        let b = if (148..156).contains(&i) { b' ' } else { b };
+        unsigned += u64::from(b);
+        signed += i64::from(b as i8);
+    }
+    if stored != unsigned && stored as i64 != signed {
+        return Err(ContainerError::TarChecksum {
+            offset: pos as u64,
+            stored,
+            computed: unsigned,
+        });
+    }
+    Ok(())
+}
+
+/// A tar numeric field: octal digits (with leading spaces/NULs, ended by a
+/// space or NUL) or GNU base-256 when the high bit of the first byte is set.
+fn numeric(field: &[u8], pos: usize, what: &'static str) -> Result<u64, ContainerError> {
+    let bad = |detail: String| ContainerError::TarField {
+        offset: pos as u64,
+        field: what,
+        detail,
+    };
+    if field.first().is_some_and(|&b| b & 0x80 != 0) {
+        if field[0] & 0x40 != 0 {
+            return Err(bad("negative base-256 value".into()));
+        }
+        let mut v: u64 = u64::from(field[0] & 0x3f);
+        for &b in &field[1..] {
+            v = v
+                .checked_mul(256)
+                .and_then(|v| v.checked_add(u64::from(b)))
+                .ok_or_else(|| bad("base-256 value overflows 64 bits".into()))?;
+        }
+        return Ok(v);
+    }
+    let mut v: u64 = 0;
+    let mut seen_digit = false;
+    for &b in field {
+        match b {
+            b'0'..=b'7' => {
+                seen_digit = true;
+                v = v
+                    .checked_mul(8)
+                    .and_then(|v| v.checked_add(u64::from(b - b'0')))
+                    .ok_or_else(|| bad("octal value overflows 64 bits".into()))?;
+            }
+            b' ' | 0 if !seen_digit => {}
+            b' ' | 0 => break,
+            _ => return Err(bad(format!("invalid byte {b:#04x} in an octal field"))),
+        }
+    }
+    Ok(v)
+}
+
+/// Applies the `path` and `size` records of a pax header; other keys are
+/// metadata the loader does not use.
+fn merge_pax(mut into: Overrides, body: &[u8], pos: usize) -> Result<Overrides, ContainerError> {
+    let bad = |detail: String| ContainerError::BadPax {
+        offset: pos as u64,
+        detail,
+    };
+    let mut rest = body;
+    while !rest.is_empty() {
+        if rest.iter().all(|&b| b == 0) {
+            break;
+        }
+        let sp = rest
+            .iter()
+            .position(|&b| b == b' ')
+            .ok_or_else(|| bad("record without a length".into()))?;
+        let len: usize = std::str::from_utf8(&rest[..sp])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| bad("record length is not a number".into()))?;
+        if len <= sp + 1 || len > rest.len() || rest[len - 1] != b'\n' {
+            return Err(bad(format!("record length {len} does not fit the header")));
+        }
+        let record = &rest[sp + 1..len - 1];
+        let eq = record
+            .iter()
+            .position(|&b| b == b'=')
+            .ok_or_else(|| bad("record without '='".into()))?;
+        let (key, value) = (&record[..eq], &record[eq + 1..]);
+        match key {
+            b"path" => into.path = Some(String::from_utf8_lossy(value).into_owned()),
+            b"size" => {
+                let s = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .ok_or_else(|| bad("size record is not a number".into()))?;
+                into.size = Some(s);
+            }
+            _ => {}
+        }
+        rest = &rest[len..];
+    }
+    Ok(into)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::writer::{pax_record, tar_entry, TarEntry, TarFormat};
+    use crate::NrtStatus;
+
+    fn tar(entries: &[TarEntry]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for e in entries {
+            v.extend_from_slice(&tar_entry(e));
+        }
+        v.extend_from_slice(&[0u8; 1024]);
+        v
+    }
+
+    #[test]
+    fn walks_ustar_and_borrows_bodies() {
+        let data = tar(&[
+            TarEntry::file("a.json", b"{}"),
+            TarEntry::file("sg00/x.bin", &[7u8; 600]),
+        ]);
+        let a = Archive::from_tar(data).unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(a.get("a.json"), Some(&b"{}"[..]));
+        assert_eq!(a.get("sg00/x.bin").unwrap().len(), 600);
+        assert_eq!(a.member("sg00/x.bin").unwrap().header_offset, 1024);
+        // The body is a view into the one buffer, not a copy.
+        let base = a.decoded().as_ptr() as usize;
+        let body = a.get("sg00/x.bin").unwrap().as_ptr() as usize;
+        assert_eq!(body - base, 1536);
+    }
+
+    #[test]
+    fn skips_dirs_strips_dot_slash_and_drops_wavegraph() {
+        let mut dir = TarEntry::file("sg00/", b"");
+        dir.typeflag = b'5';
+        let data = tar(&[
+            dir,
+            TarEntry::file("./neff.json", b"1"),
+            TarEntry::file("sg00/wavegraph-bin.json", b"zz"),
+            TarEntry::file("wavegraph-bin.json", b"zz"),
+        ]);
+        let a = Archive::from_tar(data).unwrap();
+        let names: Vec<_> = a.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["neff.json"]);
+    }
+
+    #[test]
+    fn duplicate_names_last_wins_with_warning() {
+        let data = tar(&[
+            TarEntry::file("./a", b"first"),
+            TarEntry::file("b", b"b"),
+            TarEntry::file("a", b"second"),
+        ]);
+        let a = Archive::from_tar(data).unwrap();
+        assert_eq!(a.get("a"), Some(&b"second"[..]));
+        assert_eq!(a.len(), 2);
+        assert!(a
+            .warnings()
+            .iter()
+            .any(|w| w.contains("duplicate member \"a\"")));
+        let names: Vec<_> = a.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["b", "a"]);
+    }
+
+    #[test]
+    fn pax_gnu_and_prefix_names() {
+        let long = format!("sg00/{}.npy", "n".repeat(140));
+        let mut pax = TarEntry::file("PaxHeader/x", pax_record("path", &long).as_bytes());
+        pax.typeflag = b'x';
+        let mut gnu_l = TarEntry::file("././@LongLink", format!("{long}.gnu\0").as_bytes());
+        gnu_l.typeflag = b'L';
+        gnu_l.format = TarFormat::Gnu;
+        let mut gnu_file = TarEntry::file("truncated", b"g");
+        gnu_file.format = TarFormat::Gnu;
+        let mut prefixed = TarEntry::file("leaf.json", b"p");
+        prefixed.prefix = "some/deep/dir".into();
+        let data = tar(&[
+            pax,
+            TarEntry::file("short", b"p1"),
+            gnu_l,
+            gnu_file,
+            prefixed,
+        ]);
+        let a = Archive::from_tar(data).unwrap();
+        assert_eq!(a.get(&long), Some(&b"p1"[..]));
+        assert_eq!(a.get(&format!("{long}.gnu")), Some(&b"g"[..]));
+        assert_eq!(a.get("some/deep/dir/leaf.json"), Some(&b"p"[..]));
+        assert!(!a.contains("short"));
+        assert_eq!(a.len(), 3);
+    }
+
+    #[test]
+    fn pax_size_override_and_global_header() {
+        let mut g = TarEntry::file("pax_global_header", b"20 comment=anything\n");
+        g.typeflag = b'g';
+        let mut x = TarEntry::file("PaxHeader/f", b"12 size=300\n");
+        x.typeflag = b'x';
+        let mut f = TarEntry::file("f", &[1u8; 300]);
+        f.header_size = Some(0);
+        let a = Archive::from_tar(tar(&[g, x, f])).unwrap();
+        assert_eq!(a.get("f").unwrap().len(), 300);
+        assert_eq!(a.len(), 1);
+    }
+
+    #[test]
+    fn base256_size() {
+        let mut f = TarEntry::file("big", &[3u8; 10]);
+        f.base256_size = true;
+        let a = Archive::from_tar(tar(&[f])).unwrap();
+        assert_eq!(a.get("big"), Some(&[3u8; 10][..]));
+    }
+
+    #[test]
+    fn links_are_empty_members() {
+        let mut l = TarEntry::file("link", b"");
+        l.typeflag = b'2';
+        let a = Archive::from_tar(tar(&[l])).unwrap();
+        assert_eq!(a.member("link").unwrap().kind, MemberKind::Special(b'2'));
+        assert_eq!(a.get("link"), Some(&b""[..]));
+    }
+
+    #[test]
+    fn bad_checksum_names_the_offset() {
+        let mut data = tar(&[TarEntry::file("a", b"x"), TarEntry::file("b", b"y")]);
+        data[1024 + 10] ^= 0x40; // corrupt the second header's name
+        let e = Archive::from_tar(data).unwrap_err();
+        assert!(
+            matches!(e, ContainerError::TarChecksum { offset: 1024, .. }),
+            "{e:?}"
+        );
+        assert_eq!(e.status(), NrtStatus::Invalid);
+        assert!(e.to_string().contains("0x400"), "{e}");
+    }
+
+    #[test]
+    fn member_running_past_the_end_is_named() {
+        let mut data = tar(&[TarEntry::file("sg00/def.json", &[b'x'; 2000])]);
+        data.truncate(1200);
+        let e = Archive::from_tar(data).unwrap_err();
+        assert!(e.to_string().contains("sg00/def.json"), "{e}");
+        assert!(matches!(
+            e,
+            ContainerError::MemberPastEnd { size: 2000, .. }
+        ));
+    }
+
+    #[test]
+    fn partial_header_and_missing_end_marker() {
+        let mut data = tar(&[TarEntry::file("a", b"x")]);
+        data.truncate(1024 + 100);
+        assert!(matches!(
+            Archive::from_tar(data).unwrap_err(),
+            ContainerError::TarTruncated { offset: 1024, .. }
+        ));
+        let mut data = tar(&[TarEntry::file("a", b"x")]);
+        data.truncate(1024);
+        let a = Archive::from_tar(data).unwrap();
+        assert_eq!(a.len(), 1);
+        assert!(a.warnings()[0].contains("end-of-archive"));
+    }
+
+    #[test]
+    fn empty_window_is_an_empty_archive() {
+        let a = Archive::decode(&[], 1 << 20).unwrap();
+        assert!(a.is_empty());
+        assert_eq!(a.encoding(), Some(Encoding::RawTar));
+    }
+
+    #[test]
+    fn gzip_padding_is_ignored_and_a_second_member_is_appended() {
+        use crate::container::writer::gzip;
+        let t1 = tar(&[TarEntry::file("a", b"1")]);
+        let mut w = gzip(&t1[..512 * 2], 1);
+        let t2_start = w.len();
+        w.extend_from_slice(&gzip(&t1[1024..], 1));
+        let _ = t2_start;
+        w.extend_from_slice(&[0u8; 3000]);
+        let a = Archive::decode(&w, 1 << 20).unwrap();
+        assert_eq!(a.get("a"), Some(&b"1"[..]));
+        assert_eq!(
+            a.encoding(),
+            Some(Encoding::Gzip {
+                members: 2,
+                trailing: 3000,
+                nonzero_trailing: false
+            })
+        );
+        // Non-zero garbage after the member is ignored, with a warning.
+        let mut w = gzip(&t1, 1);
+        w.extend_from_slice(b"garbage!");
+        let a = Archive::decode(&w, 1 << 20).unwrap();
+        assert_eq!(a.len(), 1);
+        assert!(!a.warnings().is_empty());
+    }
+
+    #[test]
+    fn gzip_errors_are_clean() {
+        use crate::container::writer::gzip;
+        let t = tar(&[TarEntry::file("a", &[9u8; 5000])]);
+        let w = gzip(&t, 1);
+        // truncated
+        let e = Archive::decode(&w[..w.len() / 2], 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("truncated gzip input"), "{e}");
+        // bad CRC (trailer bytes)
+        let mut bad = w.clone();
+        let n = bad.len();
+        bad[n - 6] ^= 0xff;
+        let e = Archive::decode(&bad, 1 << 20).unwrap_err();
+        assert!(matches!(e, ContainerError::Gzip { member: 1, .. }), "{e:?}");
+        assert_eq!(e.status(), NrtStatus::Invalid);
+        // corrupt deflate body
+        let mut bad = w.clone();
+        for b in &mut bad[12..40] {
+            *b = 0xff;
+        }
+        assert!(Archive::decode(&bad, 1 << 20).is_err());
+    }
+
+    #[test]
+    fn inflate_limit_stops_a_bomb() {
+        use crate::container::writer::gzip;
+        let zeros = vec![0u8; 8 << 20];
+        let w = gzip(&zeros, 9);
+        assert!(w.len() < 64 << 10);
+        let e = Archive::decode(&w, 1 << 20).unwrap_err();
+        assert!(matches!(e, ContainerError::InflateLimit { limit: 1048576 }));
+        assert_eq!(e.status(), NrtStatus::Invalid);
+        assert!(e.to_string().contains("1048576"), "{e}");
+    }
+
+    #[test]
+    fn default_limit_is_clamped() {
+        assert_eq!(default_inflate_limit(1000), DEFAULT_INFLATE_FLOOR);
+        assert_eq!(default_inflate_limit(1 << 30), DEFAULT_INFLATE_CAP);
+        assert_eq!(default_inflate_limit(100 << 20), 6400 << 20);
+    }
+
+    #[test]
+    fn numeric_fields() {
+        assert_eq!(numeric(b"000664 \0", 0, "mode").unwrap(), 0o664);
+        assert_eq!(numeric(b"  17\0\0\0\0", 0, "x").unwrap(), 0o17);
+        assert_eq!(numeric(b"\0\0\0\0\0\0\0\0", 0, "x").unwrap(), 0);
+        assert!(numeric(b"0009    ", 0, "x").is_err());
+        assert!(numeric(&[0xff; 12], 0, "x").is_err());
+        let mut big = [0u8; 12];
+        big[0] = 0x80;
+        big[11] = 5;
+        assert_eq!(numeric(&big, 0, "x").unwrap(), 5);
+    }
+}

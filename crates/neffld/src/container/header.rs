@@ -1,0 +1,406 @@
+//! The 1024-byte NEFF header (`neff_header_t`) and its validation gates.
+//!
+//! There is no magic number: a NEFF is identified by structure alone, so the
+//! gates below are the only thing standing between arbitrary bytes and the
+//! decoder. They run in the reference runtime's order (parse.md §2.2) because
+//! the first failing gate decides the status a caller sees.
+
+use super::ContainerError;
+
+/// Size of the header; the payload always starts here, whatever `header_size` says.
+pub const HEADER_LEN: usize = 0x400;
+
+/// Feature bits the reference runtime refuses on NEFF major 2 (bits 27..62).
+pub const FEATURE_TRAP_MASK: u64 = 0x7FFF_FFFF_F800_0000;
+/// The supported set the runtime prints in the feature-trap message (bits 0..26).
+pub const FEATURE_SUPPORTED: u64 = 0x7FF_FFFF;
+/// `neff_feature_vnc`: the NEFF was compiled for a multi-core logical core.
+pub const FEATURE_VNC: u64 = 0x400;
+
+/// Highest accepted `neff_version_major`.
+pub const MAX_VERSION_MAJOR: u64 = 2;
+
+mod off {
+    pub const PKG_VERSION: usize = 0x000;
+    pub const HEADER_SIZE: usize = 0x008;
+    pub const DATA_SIZE: usize = 0x010;
+    pub const VERSION_MAJOR: usize = 0x018;
+    pub const VERSION_MINOR: usize = 0x020;
+    pub const BUILD_VERSION: usize = 0x028;
+    pub const UNUSED_0: usize = 0x0A8;
+    pub const HASH: usize = 0x0AC;
+    pub const UUID: usize = 0x0CC;
+    pub const NAME: usize = 0x0DC;
+    pub const REQUESTED_TPB_COUNT: usize = 0x1DC;
+    pub const TPB_PER_NODE: usize = 0x1E0;
+    pub const FEATURE_BITS: usize = 0x220;
+    pub const VNC_SIZE: usize = 0x228;
+    pub const PAD: usize = 0x22C;
+}
+
+/// Every field of the header, decoded with explicit little-endian offsets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NeffHeader {
+    /// 1 = raw tar + SHA-256, 2 = gzip tar + MD5.
+    pub pkg_version: u64,
+    /// Only range-checked; the payload is read at 0x400 regardless.
+    pub header_size: u64,
+    /// Bytes of the payload window at 0x400 (compressed stream plus padding).
+    pub data_size: u64,
+    pub version_major: u64,
+    /// Printed, never gated.
+    pub version_minor: u64,
+    /// Free ASCII label, never parsed.
+    pub build_version: [u8; 128],
+    /// Written as 1 by every producer seen; not read by the loader.
+    pub unused_0: u32,
+    /// pkg 1: SHA-256; pkg 2: MD5 in bytes 0..16 (plain or word-swapped).
+    pub hash: [u8; 32],
+    /// Key of the parse cache.
+    pub uuid: [u8; 16],
+    /// NUL-terminated model name (may be unterminated).
+    pub name: [u8; 256],
+    pub requested_tpb_count: u32,
+    pub tpb_per_node: [u8; 64],
+    pub feature_bits: u64,
+    /// LNC size the NEFF was compiled for (`--lnc`).
+    pub vnc_size: u32,
+    /// Reserved bytes 0x22C..0x400, kept so a header round-trips byte for byte.
+    pub pad: [u8; HEADER_LEN - off::PAD],
+}
+
+impl Default for NeffHeader {
+    fn default() -> Self {
+        NeffHeader {
+            pkg_version: 2,
+            header_size: HEADER_LEN as u64,
+            data_size: 0,
+            version_major: 2,
+            version_minor: 0,
+            build_version: [0; 128],
+            unused_0: 1,
+            hash: [0; 32],
+            uuid: [0; 16],
+            name: [0; 256],
+            requested_tpb_count: 1,
+            tpb_per_node: {
+                let mut t = [0; 64];
+                t[0] = 1;
+                t
+            },
+            feature_bits: 0,
+            vnc_size: 1,
+            pad: [0; HEADER_LEN - off::PAD],
+        }
+    }
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[o..o + 8]);
+    u64::from_le_bytes(w)
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[o..o + 4]);
+    u32::from_le_bytes(w)
+}
+
+fn array_at<const N: usize>(b: &[u8], o: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[o..o + N]);
+    a
+}
+
+impl NeffHeader {
+    /// Decodes the header after the preflight gates 1b/1c (parse.md §2.2):
+    /// the buffer must hold more than the header, and `header_size` must be
+    /// smaller than the buffer. (Gate 1a, the null pointer, belongs to the C ABI.)
+    pub fn parse(bytes: &[u8]) -> Result<NeffHeader, ContainerError> {
+        if bytes.len() < HEADER_LEN {
+            return Err(ContainerError::TooShort {
+                size: bytes.len() as u64,
+            });
+        }
+        let h = NeffHeader::decode(bytes[..HEADER_LEN].try_into().expect("length checked"));
+        if h.header_size >= bytes.len() as u64 {
+            return Err(ContainerError::HeaderSize {
+                header_size: h.header_size,
+                file_size: bytes.len() as u64,
+            });
+        }
+        Ok(h)
+    }
+
+    /// Decodes the fields without any check.
+    pub fn decode(b: &[u8; HEADER_LEN]) -> NeffHeader {
+        NeffHeader {
+            pkg_version: u64_at(b, off::PKG_VERSION),
+            header_size: u64_at(b, off::HEADER_SIZE),
+            data_size: u64_at(b, off::DATA_SIZE),
+            version_major: u64_at(b, off::VERSION_MAJOR),
+            version_minor: u64_at(b, off::VERSION_MINOR),
+            build_version: array_at(b, off::BUILD_VERSION),
+            unused_0: u32_at(b, off::UNUSED_0),
+            hash: array_at(b, off::HASH),
+            uuid: array_at(b, off::UUID),
+            name: array_at(b, off::NAME),
+            requested_tpb_count: u32_at(b, off::REQUESTED_TPB_COUNT),
+            tpb_per_node: array_at(b, off::TPB_PER_NODE),
+            feature_bits: u64_at(b, off::FEATURE_BITS),
+            vnc_size: u32_at(b, off::VNC_SIZE),
+            pad: array_at(b, off::PAD),
+        }
+    }
+
+    /// Encodes the header; `decode(encode(h)) == h` for every header.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[off::PKG_VERSION..][..8].copy_from_slice(&self.pkg_version.to_le_bytes());
+        b[off::HEADER_SIZE..][..8].copy_from_slice(&self.header_size.to_le_bytes());
+        b[off::DATA_SIZE..][..8].copy_from_slice(&self.data_size.to_le_bytes());
+        b[off::VERSION_MAJOR..][..8].copy_from_slice(&self.version_major.to_le_bytes());
+        b[off::VERSION_MINOR..][..8].copy_from_slice(&self.version_minor.to_le_bytes());
+        b[off::BUILD_VERSION..][..128].copy_from_slice(&self.build_version);
+        b[off::UNUSED_0..][..4].copy_from_slice(&self.unused_0.to_le_bytes());
+        b[off::HASH..][..32].copy_from_slice(&self.hash);
+        b[off::UUID..][..16].copy_from_slice(&self.uuid);
+        b[off::NAME..][..256].copy_from_slice(&self.name);
+        b[off::REQUESTED_TPB_COUNT..][..4].copy_from_slice(&self.requested_tpb_count.to_le_bytes());
+        b[off::TPB_PER_NODE..][..64].copy_from_slice(&self.tpb_per_node);
+        b[off::FEATURE_BITS..][..8].copy_from_slice(&self.feature_bits.to_le_bytes());
+        b[off::VNC_SIZE..][..4].copy_from_slice(&self.vnc_size.to_le_bytes());
+        b[off::PAD..].copy_from_slice(&self.pad);
+        b
+    }
+
+    /// The gates inside the parse (2a–2d), in the reference order: version,
+    /// feature trap, data-size fit, packager. `file_size` is the whole buffer.
+    pub fn validate(&self, file_size: u64) -> Result<(), ContainerError> {
+        if self.version_major > MAX_VERSION_MAJOR {
+            return Err(ContainerError::UnsupportedVersion {
+                major: self.version_major,
+                minor: self.version_minor,
+            });
+        }
+        if self.version_major == 2 && self.feature_bits & FEATURE_TRAP_MASK != 0 {
+            return Err(ContainerError::UnsupportedFeatures {
+                minor: self.version_minor,
+                offending: self.feature_bits & FEATURE_TRAP_MASK,
+            });
+        }
+        // `file_size - 1024` cannot underflow: parse() guaranteed file_size >= 1024.
+        if file_size.saturating_sub(HEADER_LEN as u64) < self.data_size {
+            return Err(ContainerError::DataSize {
+                data_size: self.data_size,
+                available: file_size.saturating_sub(HEADER_LEN as u64),
+            });
+        }
+        if self.pkg_version != 1 && self.pkg_version != 2 {
+            return Err(ContainerError::UnsupportedPackager {
+                pkg_version: self.pkg_version,
+            });
+        }
+        Ok(())
+    }
+
+    /// The model name: bytes up to the first NUL, lossily decoded.
+    pub fn name_str(&self) -> String {
+        let end = self
+            .name
+            .iter()
+            .position(|&c| c == 0)
+            .unwrap_or(self.name.len());
+        String::from_utf8_lossy(&self.name[..end]).into_owned()
+    }
+
+    /// Sets the name field (truncated to 255 bytes so it stays terminated).
+    pub fn set_name(&mut self, name: &str) {
+        self.name = [0; 256];
+        let n = name.len().min(255);
+        self.name[..n].copy_from_slice(&name.as_bytes()[..n]);
+    }
+
+    /// The build label up to the first NUL.
+    pub fn build_version_str(&self) -> String {
+        let end = self
+            .build_version
+            .iter()
+            .position(|&c| c == 0)
+            .unwrap_or(128);
+        String::from_utf8_lossy(&self.build_version[..end]).into_owned()
+    }
+
+    /// The uuid in the canonical 8-4-4-4-12 form (bytes in stored order).
+    pub fn uuid_string(&self) -> String {
+        let h: String = self.uuid.iter().map(|b| format!("{b:02x}")).collect();
+        format!(
+            "{}-{}-{}-{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..32]
+        )
+    }
+
+    /// True when the NEFF declares a logical-core size (`neff_feature_vnc`);
+    /// only then is `vnc_size` compared with the runtime's LNC size.
+    pub fn declares_lnc(&self) -> bool {
+        self.feature_bits & FEATURE_VNC != 0
+    }
+
+    /// The LNC gate of parse.md §2.2 1d, for the loader to call with the
+    /// runtime's configured logical-core size.
+    pub fn check_lnc(&self, runtime_lnc: u32) -> Result<(), ContainerError> {
+        if self.declares_lnc() && self.vnc_size != runtime_lnc {
+            return Err(ContainerError::LncMismatch {
+                name: self.name_str(),
+                runtime_lnc,
+                neff_lnc: self.vnc_size,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NrtStatus;
+
+    fn file_with(h: &NeffHeader, payload: usize) -> Vec<u8> {
+        let mut v = h.encode().to_vec();
+        v.resize(HEADER_LEN + payload, 0);
+        v
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let mut h = NeffHeader {
+            data_size: 77,
+            feature_bits: 0x209C00,
+            vnc_size: 2,
+            ..Default::default()
+        };
+        h.set_name("file.neff");
+        h.hash[3] = 9;
+        h.uuid[15] = 0xAB;
+        h.pad[10] = 1;
+        assert_eq!(NeffHeader::decode(&h.encode()), h);
+        assert_eq!(h.name_str(), "file.neff");
+    }
+
+    #[test]
+    fn preflight_gates() {
+        let h = NeffHeader::default();
+        let e = NeffHeader::parse(&[0u8; 1023]).unwrap_err();
+        assert_eq!(e.status(), NrtStatus::Invalid);
+        assert!(e.to_string().contains("3ff"), "{e}");
+        // header_size >= size
+        let bad = NeffHeader {
+            header_size: 2048,
+            ..h.clone()
+        };
+        let e = NeffHeader::parse(&file_with(&bad, 0)).unwrap_err();
+        assert!(matches!(
+            e,
+            ContainerError::HeaderSize {
+                header_size: 2048,
+                file_size: 1024
+            }
+        ));
+        assert_eq!(e.status(), NrtStatus::Invalid);
+    }
+
+    #[test]
+    fn gates_run_in_order() {
+        // Every gate failing at once: the version gate wins.
+        let h = NeffHeader {
+            version_major: 3,
+            feature_bits: 1 << 40,
+            data_size: 1 << 30,
+            pkg_version: 7,
+            ..Default::default()
+        };
+        let e = h.validate(2048).unwrap_err();
+        assert!(matches!(
+            e,
+            ContainerError::UnsupportedVersion { major: 3, .. }
+        ));
+        assert_eq!(e.status(), NrtStatus::UnsupportedNeffVersion);
+        let h = NeffHeader {
+            version_major: 2,
+            ..h
+        };
+        let e = h.validate(2048).unwrap_err();
+        assert!(
+            matches!(e, ContainerError::UnsupportedFeatures { offending, .. } if offending == 1 << 40)
+        );
+        assert!(e.to_string().contains("0x7ffffff"), "{e}");
+        assert_eq!(e.status(), NrtStatus::UnsupportedNeffVersion);
+        let h = NeffHeader {
+            feature_bits: 0x209C00,
+            ..h
+        };
+        let e = h.validate(2048).unwrap_err();
+        assert!(matches!(e, ContainerError::DataSize { .. }));
+        assert_eq!(e.status(), NrtStatus::Invalid);
+        let h = NeffHeader {
+            data_size: 1024,
+            ..h
+        };
+        let e = h.validate(2048).unwrap_err();
+        assert!(matches!(
+            e,
+            ContainerError::UnsupportedPackager { pkg_version: 7 }
+        ));
+        assert_eq!(e.status(), NrtStatus::UnsupportedNeffVersion);
+        let h = NeffHeader {
+            pkg_version: 1,
+            ..h
+        };
+        h.validate(2048).unwrap();
+    }
+
+    #[test]
+    fn feature_trap_only_on_major_2_and_ignores_bit_63() {
+        let h = NeffHeader {
+            version_major: 1,
+            feature_bits: u64::MAX,
+            ..Default::default()
+        };
+        h.validate(1024).unwrap();
+        let h = NeffHeader {
+            version_major: 2,
+            feature_bits: 1 << 63 | FEATURE_SUPPORTED,
+            ..Default::default()
+        };
+        h.validate(1024).unwrap();
+        let h = NeffHeader {
+            feature_bits: 1 << 27,
+            ..h
+        };
+        assert!(h.validate(1024).is_err());
+    }
+
+    #[test]
+    fn lnc_gate_only_with_the_vnc_bit() {
+        let h = NeffHeader {
+            feature_bits: FEATURE_VNC,
+            vnc_size: 2,
+            ..Default::default()
+        };
+        h.check_lnc(2).unwrap();
+        let e = h.check_lnc(1).unwrap_err();
+        assert_eq!(e.status(), NrtStatus::Invalid);
+        assert!(e.to_string().contains("--lnc=2"), "{e}");
+        let h = NeffHeader {
+            feature_bits: 0,
+            vnc_size: 2,
+            ..h
+        };
+        h.check_lnc(1).unwrap();
+    }
+}
