@@ -1,3 +1,135 @@
-fn main() {
-    println!("neffld {}", env!("CARGO_PKG_VERSION"));
+//! The `neffld` command: inspect, verify, extract, pack (and, as the
+//! pipeline grows, load) NEFF files.
+
+mod container_cmds;
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "neffld",
+    version,
+    about = "Inspect, verify, pack and load Neuron NEFF files without hardware"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show the header, integrity and archive members of a NEFF.
+    Inspect {
+        file: PathBuf,
+        /// Machine-readable output (stable schema, see docs/cli.md).
+        #[arg(long)]
+        json: bool,
+        /// Ceiling on the inflated payload in bytes (default: 64x the payload, 256 MiB to 32 GiB).
+        #[arg(long)]
+        max_inflated: Option<u64>,
+    },
+    /// Run every gate with the payload hash checked; exit 0 only if the file is sound.
+    Verify {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        max_inflated: Option<u64>,
+    },
+    /// Write every archive member of a NEFF under DIR.
+    Extract {
+        file: PathBuf,
+        dir: PathBuf,
+        #[arg(long)]
+        max_inflated: Option<u64>,
+    },
+    /// Build a NEFF from the files under DIR, in a compiler family's byte format.
+    Pack {
+        dir: PathBuf,
+        out: PathBuf,
+        /// Which compiler family's container format to write.
+        #[arg(long, value_enum, default_value_t = ProducerArg::V2_21)]
+        producer: ProducerArg,
+        /// Copy the header fields (name, uuid, version, feature bits, LNC) from this NEFF.
+        #[arg(long)]
+        header_from: Option<PathBuf>,
+        /// Model name stored in the header.
+        #[arg(long)]
+        name: Option<String>,
+        /// Header uuid as 32 hex digits (dashes allowed).
+        #[arg(long)]
+        uuid: Option<String>,
+    },
+}
+
+/// Container families the writer reproduces.
+#[derive(Clone, Copy, ValueEnum)]
+enum ProducerArg {
+    /// 2.21 and later (trn2): sorted ustar, neff.json last, word-swapped MD5.
+    #[value(name = "2.21")]
+    V2_21,
+    /// 2.18 (trn1): sorted ustar, word-swapped MD5.
+    #[value(name = "2.18")]
+    V2_18,
+    /// 2.0.99229 (trn1): a PAX header before every member, plain MD5.
+    #[value(name = "2.0.99229")]
+    V2_0_99229,
+    /// pkg_version 1: raw tar and SHA-256.
+    #[value(name = "pkg1")]
+    Pkg1,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect {
+            file,
+            json,
+            max_inflated,
+        } => container_cmds::inspect(&file, json, max_inflated, false),
+        Command::Verify {
+            file,
+            json,
+            max_inflated,
+        } => container_cmds::inspect(&file, json, max_inflated, true),
+        Command::Extract {
+            file,
+            dir,
+            max_inflated,
+        } => container_cmds::extract(&file, &dir, max_inflated),
+        Command::Pack {
+            dir,
+            out,
+            producer,
+            header_from,
+            name,
+            uuid,
+        } => {
+            let producer = match producer {
+                ProducerArg::V2_21 => neffld::container::writer::Producer::V2_21,
+                ProducerArg::V2_18 => neffld::container::writer::Producer::V2_18,
+                ProducerArg::V2_0_99229 => neffld::container::writer::Producer::V2_0_99229,
+                ProducerArg::Pkg1 => neffld::container::writer::Producer::Pkg1,
+            };
+            container_cmds::pack(
+                &dir,
+                &out,
+                producer,
+                header_from.as_deref(),
+                name.as_deref(),
+                uuid.as_deref(),
+            )
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("neffld: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

@@ -17,6 +17,47 @@ pub const FEATURE_SUPPORTED: u64 = 0x7FF_FFFF;
 /// `neff_feature_vnc`: the NEFF was compiled for a multi-core logical core.
 pub const FEATURE_VNC: u64 = 0x400;
 
+/// The compiler's names for feature bits (producer-side; the runtime
+/// interprets none of them except `FEATURE_VNC`). For tooling output only.
+pub const FEATURE_NAMES: [(u64, &str); 21] = [
+    (0x2, "collective_has_offset"),
+    (0x4, "custom_ops"),
+    (0x8, "coalesced_ccops"),
+    (0x10, "queue_set_instances"),
+    (0x20, "has_functions"),
+    (0x40, "dynamic_pwp"),
+    (0x80, "indirect_memcpy_32b_sem_wait"),
+    (0x100, "indirect_memcpy_bound_check"),
+    (0x200, "DMA_desc_higher_dim"),
+    (0x400, "vnc"),
+    (0x800, "dve_perf_mode"),
+    (0x1000, "DGE"),
+    (0x2000, "POOL_RSQRT"),
+    (0x4000, "remote_sem"),
+    (0x8000, "DGE_cast"),
+    (0x10000, "vector_DGE"),
+    (0x20000, "embedding_stride32"),
+    (0x100000, "SQI_no_rearm"),
+    (0x200000, "hardware_DGE"),
+    (0x400000, "partial_sb2sb_ccop"),
+    (0x2000000, "large_tensor_support"),
+];
+
+/// Names of the set feature bits; unnamed bits appear as `bitN`.
+pub fn feature_names(bits: u64) -> Vec<String> {
+    (0..64)
+        .filter(|i| bits & (1u64 << i) != 0)
+        .map(|i| {
+            let bit = 1u64 << i;
+            FEATURE_NAMES
+                .iter()
+                .find(|(b, _)| *b == bit)
+                .map(|(_, n)| (*n).to_string())
+                .unwrap_or_else(|| format!("bit{i}"))
+        })
+        .collect()
+}
+
 /// Highest accepted `neff_version_major`.
 pub const MAX_VERSION_MAJOR: u64 = 2;
 

@@ -149,7 +149,8 @@ pub fn tar_entry(e: &TarEntry) -> Vec<u8> {
     octal(&mut h[108..116], u64::from(e.uid), 6, b" \0");
     octal(&mut h[116..124], u64::from(e.gid), 6, b" \0");
     let size = e.header_size.unwrap_or(e.data.len() as u64);
-    if e.base256_size {
+    // Sizes of 8 GiB and more do not fit 11 octal digits: use base-256.
+    if e.base256_size || size > 0o777_7777_7777 {
         h[124] = 0x80;
         h[128..136].copy_from_slice(&size.to_be_bytes());
     } else {
@@ -302,7 +303,17 @@ impl NeffWriter {
                 x.gname = entry.gname.clone();
                 x.mtime = entry.mtime;
                 if x.name.len() > 100 {
-                    x.name = x.name[x.name.len() - 100..].to_string();
+                    // Keep the marker directory and the tail of the name; the
+                    // reader takes the real path from the records anyway.
+                    let tail: String = name
+                        .chars()
+                        .rev()
+                        .take(89)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect();
+                    x.name = format!("PaxHeader/{tail}");
                 }
                 out.extend_from_slice(&tar_entry(&x));
             }
