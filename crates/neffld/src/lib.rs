@@ -9,6 +9,7 @@
 //! ```
 
 pub mod arch;
+pub mod cache;
 pub mod container;
 pub mod ids;
 pub mod status;
