@@ -46,7 +46,13 @@ impl Arch {
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}, v{})", self.instance(), self.target_name(), self.id())
+        write!(
+            f,
+            "{} ({}, v{})",
+            self.instance(),
+            self.target_name(),
+            self.id()
+        )
     }
 }
 

@@ -137,6 +137,9 @@ mod tests {
         assert_eq!(NrtStatus::from_code(12), None);
         assert_eq!(NrtStatus::Invalid.code(), 2);
         assert_eq!(NrtStatus::UnsupportedNeffVersion.code(), 10);
-        assert_eq!(NrtStatus::LoadNotEnoughNc.as_str(), "NRT_LOAD_NOT_ENOUGH_NC");
+        assert_eq!(
+            NrtStatus::LoadNotEnoughNc.as_str(),
+            "NRT_LOAD_NOT_ENOUGH_NC"
+        );
     }
 }
