@@ -356,6 +356,52 @@ fn sparse_storage_keeps_a_4gib_buffer_cheap() {
 }
 
 #[test]
+fn copies_are_bounded_by_the_requested_size_not_the_granule() {
+    for dev in backends(Geometry::for_arch(Arch::Sunda)) {
+        let a = dev.alloc(req(0, 100, 0, MemUsage::Weight)).unwrap();
+        assert_eq!(a.charged, 4096);
+        dev.write(a.handle, 99, &[1]).unwrap();
+        let e = dev.write(a.handle, 100, &[1]).unwrap_err();
+        assert_eq!(
+            e,
+            DeviceError::OutOfBounds {
+                op: CopyOp::Write,
+                handle: a.handle,
+                offset: 100,
+                len: 1,
+                size: 100
+            }
+        );
+        let e = dev.read(a.handle, 50, &mut [0u8; 51]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DeviceError::OutOfBounds {
+                    op: CopyOp::Read,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        dev.write(a.handle, 100, &[]).unwrap();
+    }
+}
+
+#[test]
+fn zero_bytes_overwrite_stored_bytes() {
+    let dev = SimDevice::new(Geometry::for_arch(Arch::Sunda));
+    let a = dev.alloc(req(0, 3 * 4096, 0, MemUsage::Weight)).unwrap();
+    dev.write(a.handle, 4000, &[0xEE; 200]).unwrap();
+    assert_eq!(dev.stored_pages(), 2);
+    dev.write(a.handle, 4050, &[0; 100]).unwrap();
+    let mut back = [0u8; 200];
+    dev.read(a.handle, 4000, &mut back).unwrap();
+    assert!(back[..50].iter().all(|&b| b == 0xEE));
+    assert!(back[50..150].iter().all(|&b| b == 0));
+    assert!(back[150..].iter().all(|&b| b == 0xEE));
+}
+
+#[test]
 fn null_device_checksums_writes_and_refuses_reads() {
     let dev = NullDevice::new(Geometry::for_arch(Arch::Cayman));
     let a = dev.alloc(req(0, 4 * GIB, 0, MemUsage::Weight)).unwrap();

@@ -367,6 +367,18 @@ mod tests {
     }
 
     #[test]
+    fn the_small_pool_needs_two_gib_of_usable_channel() {
+        let just_under = Geometry::custom(Arch::Cayman, 2, 1, 2 * GIB + CARVEOUT - 4096).unwrap();
+        let a = HbmAllocator::new(&just_under);
+        assert_eq!(a.pool_capacity(0, Pool::Small), 0);
+        assert_eq!(a.pool_capacity(0, Pool::Main), 2 * GIB - 4096);
+        let exactly = Geometry::custom(Arch::Cayman, 2, 1, 2 * GIB + CARVEOUT).unwrap();
+        let a = HbmAllocator::new(&exactly);
+        assert_eq!(a.pool_capacity(0, Pool::Small), GIB);
+        assert_eq!(a.pool_capacity(0, Pool::Main), GIB);
+    }
+
+    #[test]
     fn aligned_first_fit_skips_to_the_next_boundary() {
         let (_, mut a) = sunda();
         let first = a.alloc(0, MIB, 0).unwrap();
@@ -414,5 +426,17 @@ mod tests {
         assert!(a.free(&carve).is_err());
         let bad_channel = Block { channel: 9, ..b };
         assert!(a.free(&bad_channel).is_err());
+        // A forged block running into free space above it is refused too.
+        let b1 = a.alloc(0, MIB, 0).unwrap();
+        let b2 = a.alloc(0, MIB, 0).unwrap();
+        let _b3 = a.alloc(0, MIB, 0).unwrap();
+        assert_eq!(b1.pa, CARVEOUT);
+        a.free(&b2).unwrap();
+        let runs_into_b2 = Block {
+            charged: 2 * MIB,
+            ..b1
+        };
+        assert!(a.free(&runs_into_b2).is_err());
+        a.free(&b1).unwrap();
     }
 }

@@ -215,4 +215,21 @@ mod tests {
         assert!(d.read_pa(Pa(a.pa.0 + 9_999), &mut b).is_err());
         assert!(d.read_pa(Pa(4096), &mut b).is_err());
     }
+
+    #[test]
+    fn read_by_pa_forgets_freed_allocations() {
+        let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
+        let a = d.alloc(req(1 << 20)).unwrap();
+        let b = d.alloc(req(1 << 20)).unwrap();
+        assert_eq!(b.pa.0, a.pa.0 + (1 << 20));
+        d.free(a.handle).unwrap();
+        d.free(b.handle).unwrap();
+        let mut byte = [0u8; 1];
+        assert!(d.read_pa(b.pa, &mut byte).is_err());
+        let c = d.alloc(req(2 << 20)).unwrap();
+        assert_eq!(c.pa, a.pa);
+        d.write(c.handle, (1 << 20) + 10, &[5]).unwrap();
+        d.read_pa(Pa(b.pa.0 + 10), &mut byte).unwrap();
+        assert_eq!(byte, [5]);
+    }
 }
