@@ -233,6 +233,43 @@ fn kernel_validation_is_invalid() {
     }
 }
 
+/// Scratchpad pages as §6.5 reserves them: 512 MiB, 4 MiB aligned, usage
+/// SCRATCHPAD, from both cores of one cayman HBM until the channel is full.
+#[test]
+fn scratchpad_pages_fill_one_shared_channel() {
+    let dev = NullDevice::new(Geometry::for_arch(Arch::Cayman));
+    let page = 512 * MIB;
+    let mut pages = Vec::new();
+    let err = loop {
+        let core = 2 + (pages.len() % 2) as u32;
+        match dev.alloc(AllocReq {
+            hint: "scratchpad",
+            ..req(core, page, 4 * MIB, MemUsage::Scratchpad)
+        }) {
+            Ok(a) => {
+                assert_eq!(a.pa.0 % (4 * MIB), 0);
+                pages.push(a);
+            }
+            Err(e) => break e,
+        }
+    };
+    // 23 GiB - 16 MiB of main pool holds 45 pages, the 1 GiB small pool 2.
+    assert_eq!(pages.len(), 47);
+    assert_eq!(err.status(), NrtStatus::Resource);
+    assert!(
+        err.to_string().contains("usage: SCRATCHPAD) on NC 3"),
+        "{err}"
+    );
+    let l = dev.ledger();
+    assert_eq!(l.used(PCore(2), MemUsage::Scratchpad), 24 * page);
+    assert_eq!(l.used(PCore(3), MemUsage::Scratchpad), 23 * page);
+    assert_eq!(l.channel_used(1), 47 * page);
+    // The neighbouring HBM is untouched.
+    dev.alloc(req(4, page, 4 * MIB, MemUsage::Scratchpad))
+        .unwrap();
+    assert_sane_layout(&dev);
+}
+
 #[test]
 fn ledger_adds_up_per_core_and_usage_and_returns_to_zero() {
     let dev = SimDevice::new(Geometry::for_arch(Arch::Cayman));

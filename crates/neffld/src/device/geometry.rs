@@ -31,7 +31,7 @@ pub const SB_PARTITION_STRIDE: u64 = 1 << 18;
 
 /// Where the simulated state-buffer apertures start.
 ///
-/// The device-side value is not documented (§13.3 [L]); what matters is that
+/// The device-side value is not documented (§13.3, confidence L); what matters is that
 /// it never collides with HBM. `1 << 48` (256 TiB) lies above every HBM window
 /// a geometry may declare ([`Geometry::custom`] rejects layouts that would
 /// reach it), and the apertures themselves end below `1 << 49`.

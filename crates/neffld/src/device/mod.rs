@@ -3,7 +3,7 @@
 //! No Trainium host is reachable, so the loader talks to a [`Device`] trait:
 //! allocate HBM for a core, copy bytes in (and out, for tests), free, and
 //! answer where the state buffer and event registers are. Two backends share
-//! one allocator and ledger ([`books`]):
+//! one allocator and ledger (the private `books` module):
 //!
 //! - [`SimDevice`] keeps what is written, sparsely, so tests can read back
 //!   weights, instruction images and rings at the addresses the loader chose;
