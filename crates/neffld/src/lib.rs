@@ -11,6 +11,7 @@
 pub mod arch;
 pub mod cache;
 pub mod container;
+pub mod device;
 pub mod ids;
 pub mod status;
 

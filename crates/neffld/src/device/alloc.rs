@@ -1,0 +1,442 @@
+//! The HBM allocator, modelled on the kernel's (spec/stage.md §13.2).
+//!
+//! Per channel: the first 16 MiB is the firmware carve-out and never handed
+//! out; the top 1 GiB is the *small pool*, preferred by requests of at most
+//! 512 KiB so that small, long-lived objects do not fragment the main pool
+//! below it; each request falls back to the other pool when its preferred one
+//! is full. Both pools are first-fit free lists with 4 KiB granularity, and
+//! requests aligned above 4 KiB take the first free range that can hold an
+//! aligned block.
+//!
+//! A channel whose usable part (after the carve-out) is smaller than 2 GiB
+//! has no small pool: splitting would leave a main pool smaller than the
+//! small one, which no real device has. Everything then comes from one pool.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use super::geometry::{Geometry, CARVEOUT, GRANULE};
+
+/// Size of the small pool at the top of each channel.
+pub const SMALL_POOL_BYTES: u64 = 1 << 30;
+
+/// Requests up to this size (after rounding) prefer the small pool.
+pub const SMALL_REQUEST_MAX: u64 = 512 << 10;
+
+/// Which pool of a channel a block came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pool {
+    Main,
+    Small,
+}
+
+/// A block handed out by [`HbmAllocator::alloc`]; give it back unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub channel: u32,
+    pub pool: Pool,
+    /// First byte; a multiple of the requested alignment and of 4 KiB.
+    pub pa: u64,
+    /// Bytes reserved: the request rounded up to 4 KiB (one granule for 0).
+    pub charged: u64,
+}
+
+/// Why an allocation failed, before the device adds who asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllocFailure {
+    /// The request itself is malformed (the kernel's `-EINVAL`).
+    Invalid(String),
+    /// No free range is large enough (`-ENOMEM`).
+    NoMem,
+}
+
+/// Rounds a request up to the granule. Size 0 takes one granule so that a
+/// zero-size variable still gets a unique, real address (§6.2). `None` for
+/// sizes the kernel rejects (above `i64::MAX`).
+pub fn charged_size(size: u64) -> Option<u64> {
+    if size > i64::MAX as u64 {
+        return None;
+    }
+    Some(size.max(1).div_ceil(GRANULE) * GRANULE)
+}
+
+/// Free ranges of one pool, keyed by start, values are lengths. Adjacent
+/// ranges are always merged, so the map stays as small as the fragmentation.
+#[derive(Clone, Debug)]
+struct FreeList {
+    start: u64,
+    end: u64,
+    free: BTreeMap<u64, u64>,
+    free_bytes: u64,
+}
+
+impl FreeList {
+    fn new(start: u64, end: u64) -> FreeList {
+        let mut free = BTreeMap::new();
+        if end > start {
+            free.insert(start, end - start);
+        }
+        FreeList {
+            start,
+            end,
+            free,
+            free_bytes: end - start,
+        }
+    }
+
+    /// First-fit: the lowest range that can hold `size` bytes at an address
+    /// that is a multiple of `align` (a power of two, at least the granule).
+    /// The walk is linear in the number of free ranges, which coalescing
+    /// keeps small for loader workloads.
+    fn take(&mut self, size: u64, align: u64) -> Option<u64> {
+        let (range_start, range_len, at) = self.free.iter().find_map(|(&start, &len)| {
+            let at = start.checked_add(align - 1)? & !(align - 1);
+            let end = start + len;
+            let block_end = at.checked_add(size)?;
+            (block_end <= end).then_some((start, len, at))
+        })?;
+        self.free.remove(&range_start);
+        if at > range_start {
+            self.free.insert(range_start, at - range_start);
+        }
+        let tail = range_start + range_len - (at + size);
+        if tail > 0 {
+            self.free.insert(at + size, tail);
+        }
+        self.free_bytes -= size;
+        Some(at)
+    }
+
+    /// Returns `[start, start + len)` to the pool, merging with both
+    /// neighbours. Refuses ranges outside the pool or overlapping free space,
+    /// so a bookkeeping bug cannot hand the same bytes out twice.
+    fn give(&mut self, start: u64, len: u64) -> Result<(), String> {
+        let end = start
+            .checked_add(len)
+            .filter(|&e| start >= self.start && e <= self.end && len > 0)
+            .ok_or_else(|| format!("block {start:#x}+{len:#x} is not inside its pool"))?;
+        let before = self.free.range(..=start).next_back().map(|(&s, &l)| (s, l));
+        let after = self
+            .free
+            .range((Bound::Excluded(start), Bound::Unbounded))
+            .next()
+            .map(|(&s, &l)| (s, l));
+        if before.is_some_and(|(s, l)| s + l > start) || after.is_some_and(|(s, _)| s < end) {
+            return Err(format!("block {start:#x}+{len:#x} overlaps free space"));
+        }
+        let mut new_start = start;
+        let mut new_len = len;
+        if let Some((s, l)) = before.filter(|&(s, l)| s + l == start) {
+            self.free.remove(&s);
+            new_start = s;
+            new_len += l;
+        }
+        if let Some((s, l)) = after.filter(|&(s, _)| s == end) {
+            self.free.remove(&s);
+            new_len += l;
+        }
+        self.free.insert(new_start, new_len);
+        self.free_bytes += len;
+        Ok(())
+    }
+
+    fn capacity(&self) -> u64 {
+        self.end - self.start
+    }
+}
+
+/// The two pools of one HBM channel.
+#[derive(Clone, Debug)]
+struct ChannelHeap {
+    main: FreeList,
+    small: Option<FreeList>,
+}
+
+impl ChannelHeap {
+    fn pool_mut(&mut self, pool: Pool) -> Option<&mut FreeList> {
+        match pool {
+            Pool::Main => Some(&mut self.main),
+            Pool::Small => self.small.as_mut(),
+        }
+    }
+
+    fn pool(&self, pool: Pool) -> Option<&FreeList> {
+        match pool {
+            Pool::Main => Some(&self.main),
+            Pool::Small => self.small.as_ref(),
+        }
+    }
+}
+
+/// All channels of one device. Not locked: the device owning it is.
+#[derive(Clone, Debug)]
+pub struct HbmAllocator {
+    channels: Vec<ChannelHeap>,
+}
+
+impl HbmAllocator {
+    pub fn new(geometry: &Geometry) -> HbmAllocator {
+        let channels = (0..geometry.hbm_channels())
+            .map(|c| {
+                // `channel_base` only fails for an out-of-range channel.
+                let base = geometry.channel_base(c).map_or(0, |pa| pa.0);
+                let usable_start = base + CARVEOUT;
+                let end = base + geometry.hbm_bytes_per_channel();
+                if end - usable_start >= 2 * SMALL_POOL_BYTES {
+                    let split = end - SMALL_POOL_BYTES;
+                    ChannelHeap {
+                        main: FreeList::new(usable_start, split),
+                        small: Some(FreeList::new(split, end)),
+                    }
+                } else {
+                    ChannelHeap {
+                        main: FreeList::new(usable_start, end),
+                        small: None,
+                    }
+                }
+            })
+            .collect();
+        HbmAllocator { channels }
+    }
+
+    /// Allocates `size` bytes (rounded up to 4 KiB) on `channel`. `align` 0
+    /// means none; otherwise it must be a power of two. Validation follows the
+    /// kernel: bad size, alignment or channel is `Invalid`, no room is `NoMem`.
+    pub fn alloc(&mut self, channel: u32, size: u64, align: u64) -> Result<Block, AllocFailure> {
+        let charged = charged_size(size).ok_or_else(|| {
+            AllocFailure::Invalid(format!(
+                "size {size} exceeds the largest allocation (i64::MAX)"
+            ))
+        })?;
+        if align != 0 && !align.is_power_of_two() {
+            return Err(AllocFailure::Invalid(format!(
+                "alignment {align} is not a power of two"
+            )));
+        }
+        let channel_count = self.channels.len();
+        let heap = self.channels.get_mut(channel as usize).ok_or_else(|| {
+            AllocFailure::Invalid(format!(
+                "HBM channel {channel} out of range (device has {channel_count})"
+            ))
+        })?;
+        let align = align.max(GRANULE);
+        let order = if charged <= SMALL_REQUEST_MAX {
+            [Pool::Small, Pool::Main]
+        } else {
+            [Pool::Main, Pool::Small]
+        };
+        for pool in order {
+            if let Some(pa) = heap.pool_mut(pool).and_then(|p| p.take(charged, align)) {
+                return Ok(Block {
+                    channel,
+                    pool,
+                    pa,
+                    charged,
+                });
+            }
+        }
+        Err(AllocFailure::NoMem)
+    }
+
+    /// Gives a block back; neighbours coalesce.
+    pub fn free(&mut self, block: &Block) -> Result<(), String> {
+        self.channels
+            .get_mut(block.channel as usize)
+            .and_then(|h| h.pool_mut(block.pool))
+            .ok_or_else(|| format!("block names an unknown pool: {block:?}"))?
+            .give(block.pa, block.charged)
+    }
+
+    /// Free bytes of a channel, both pools (0 for an unknown channel).
+    pub fn free_bytes(&self, channel: u32) -> u64 {
+        self.channels.get(channel as usize).map_or(0, |h| {
+            h.main.free_bytes + h.small.as_ref().map_or(0, |s| s.free_bytes)
+        })
+    }
+
+    /// Capacity of one pool of a channel (0 if it has no such pool).
+    pub fn pool_capacity(&self, channel: u32, pool: Pool) -> u64 {
+        self.channels
+            .get(channel as usize)
+            .and_then(|h| h.pool(pool))
+            .map_or(0, FreeList::capacity)
+    }
+
+    /// Address range `[start, end)` of one pool (for tests and reports).
+    pub fn pool_range(&self, channel: u32, pool: Pool) -> Option<(u64, u64)> {
+        self.channels
+            .get(channel as usize)
+            .and_then(|h| h.pool(pool))
+            .map(|p| (p.start, p.end))
+    }
+
+    /// Number of disjoint free ranges of a channel (a fragmentation measure).
+    pub fn free_ranges(&self, channel: u32) -> usize {
+        self.channels.get(channel as usize).map_or(0, |h| {
+            h.main.free.len() + h.small.as_ref().map_or(0, |s| s.free.len())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::Arch;
+
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+
+    fn sunda() -> (Geometry, HbmAllocator) {
+        let g = Geometry::for_arch(Arch::Sunda);
+        let a = HbmAllocator::new(&g);
+        (g, a)
+    }
+
+    #[test]
+    fn rounding_and_zero_size() {
+        assert_eq!(charged_size(0), Some(4096));
+        assert_eq!(charged_size(1), Some(4096));
+        assert_eq!(charged_size(4096), Some(4096));
+        assert_eq!(charged_size(4097), Some(8192));
+        assert_eq!(charged_size(i64::MAX as u64), Some(1 << 63));
+        assert_eq!(charged_size(i64::MAX as u64 + 1), None);
+        let (_, mut a) = sunda();
+        assert_eq!(a.alloc(0, 0, 0).unwrap().charged, 4096);
+        assert_eq!(a.alloc(0, 5000, 0).unwrap().charged, 8192);
+    }
+
+    #[test]
+    fn kernel_validation() {
+        let (_, mut a) = sunda();
+        assert!(matches!(a.alloc(2, 4096, 0), Err(AllocFailure::Invalid(_))));
+        assert!(matches!(
+            a.alloc(0, u64::MAX, 0),
+            Err(AllocFailure::Invalid(_))
+        ));
+        assert!(matches!(
+            a.alloc(0, 4096, 3 * 4096),
+            Err(AllocFailure::Invalid(_))
+        ));
+        assert!(matches!(a.alloc(0, 20 * GIB, 0), Err(AllocFailure::NoMem)));
+        assert!(matches!(
+            a.alloc(0, 4096, 1 << 62),
+            Err(AllocFailure::NoMem)
+        ));
+    }
+
+    #[test]
+    fn small_requests_go_to_the_top_gib_large_ones_below() {
+        let (g, mut a) = sunda();
+        let base = g.channel_base(1).unwrap().0;
+        let end = base + 16 * GIB;
+        let small = a.alloc(1, 512 * 1024, 0).unwrap();
+        assert_eq!((small.pool, small.pa), (Pool::Small, end - GIB));
+        let large = a.alloc(1, 512 * 1024 + 1, 0).unwrap();
+        assert_eq!((large.pool, large.pa), (Pool::Main, base + CARVEOUT));
+        assert_eq!(
+            a.pool_range(1, Pool::Main),
+            Some((base + CARVEOUT, end - GIB))
+        );
+    }
+
+    #[test]
+    fn pools_fall_back_to_each_other() {
+        let g = Geometry::custom(Arch::Cayman, 2, 1, 3 * GIB + CARVEOUT).unwrap();
+        let mut a = HbmAllocator::new(&g);
+        let whole_main = a.alloc(0, 2 * GIB, 0).unwrap();
+        assert_eq!((whole_main.pool, whole_main.pa), (Pool::Main, CARVEOUT));
+        // The main pool is full: a large request falls back to the small pool.
+        let large = a.alloc(0, GIB, 0).unwrap();
+        assert_eq!((large.pool, large.pa), (Pool::Small, CARVEOUT + 2 * GIB));
+        assert_eq!(a.free_bytes(0), 0);
+        assert_eq!(a.alloc(0, 4096, 0), Err(AllocFailure::NoMem));
+        // The small pool is full: a small request falls back to the main pool.
+        a.free(&whole_main).unwrap();
+        let spilled = a.alloc(0, 4096, 0).unwrap();
+        assert_eq!(spilled.pool, Pool::Main);
+    }
+
+    #[test]
+    fn tiny_channels_have_a_single_pool() {
+        let g = Geometry::custom(Arch::Sunda, 1, 1, 64 * MIB).unwrap();
+        let mut a = HbmAllocator::new(&g);
+        assert_eq!(a.pool_capacity(0, Pool::Small), 0);
+        assert_eq!(a.pool_capacity(0, Pool::Main), 48 * MIB);
+        let b = a.alloc(0, 4096, 0).unwrap();
+        assert_eq!((b.pool, b.pa), (Pool::Main, CARVEOUT));
+    }
+
+    #[test]
+    fn the_small_pool_needs_two_gib_of_usable_channel() {
+        let just_under = Geometry::custom(Arch::Cayman, 2, 1, 2 * GIB + CARVEOUT - 4096).unwrap();
+        let a = HbmAllocator::new(&just_under);
+        assert_eq!(a.pool_capacity(0, Pool::Small), 0);
+        assert_eq!(a.pool_capacity(0, Pool::Main), 2 * GIB - 4096);
+        let exactly = Geometry::custom(Arch::Cayman, 2, 1, 2 * GIB + CARVEOUT).unwrap();
+        let a = HbmAllocator::new(&exactly);
+        assert_eq!(a.pool_capacity(0, Pool::Small), GIB);
+        assert_eq!(a.pool_capacity(0, Pool::Main), GIB);
+    }
+
+    #[test]
+    fn aligned_first_fit_skips_to_the_next_boundary() {
+        let (_, mut a) = sunda();
+        let first = a.alloc(0, MIB, 0).unwrap();
+        assert_eq!(first.pa, CARVEOUT);
+        let aligned = a.alloc(0, MIB, 64 * MIB).unwrap();
+        assert_eq!(aligned.pa % (64 * MIB), 0);
+        assert_eq!(aligned.pa, 64 * MIB);
+        // The gap left before the aligned block is used by the next request.
+        let filler = a.alloc(0, MIB, 0).unwrap();
+        assert_eq!(filler.pa, CARVEOUT + MIB);
+    }
+
+    #[test]
+    fn free_coalesces_so_the_whole_channel_comes_back() {
+        let g = Geometry::custom(Arch::Cayman, 2, 1, 3 * GIB + CARVEOUT).unwrap();
+        let mut a = HbmAllocator::new(&g);
+        let mut blocks = Vec::new();
+        while let Ok(b) = a.alloc(0, 3 * MIB + 4096, 0) {
+            blocks.push(b);
+        }
+        while let Ok(b) = a.alloc(0, 4096, 0) {
+            blocks.push(b);
+        }
+        assert_eq!(a.free_bytes(0), 0);
+        // Free in an interleaved order so merges happen on both sides.
+        let (even, odd): (Vec<_>, Vec<_>) =
+            blocks.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+        for (_, b) in odd.into_iter().chain(even) {
+            a.free(b).unwrap();
+        }
+        assert_eq!(a.free_ranges(0), 2);
+        let main = a.alloc(0, a.pool_capacity(0, Pool::Main), 0).unwrap();
+        let small = a.alloc(0, a.pool_capacity(0, Pool::Small), 0).unwrap();
+        assert_eq!((main.pa, main.charged), (CARVEOUT, 2 * GIB));
+        assert_eq!((small.pa, small.charged), (CARVEOUT + 2 * GIB, GIB));
+    }
+
+    #[test]
+    fn double_free_and_foreign_blocks_are_refused() {
+        let (_, mut a) = sunda();
+        let b = a.alloc(0, 8192, 0).unwrap();
+        a.free(&b).unwrap();
+        assert!(a.free(&b).is_err());
+        let carve = Block { pa: 0, ..b };
+        assert!(a.free(&carve).is_err());
+        let bad_channel = Block { channel: 9, ..b };
+        assert!(a.free(&bad_channel).is_err());
+        // A forged block running into free space above it is refused too.
+        let b1 = a.alloc(0, MIB, 0).unwrap();
+        let b2 = a.alloc(0, MIB, 0).unwrap();
+        let _b3 = a.alloc(0, MIB, 0).unwrap();
+        assert_eq!(b1.pa, CARVEOUT);
+        a.free(&b2).unwrap();
+        let runs_into_b2 = Block {
+            charged: 2 * MIB,
+            ..b1
+        };
+        assert!(a.free(&runs_into_b2).is_err());
+        a.free(&b1).unwrap();
+    }
+}

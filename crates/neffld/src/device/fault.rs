@@ -1,0 +1,128 @@
+//! Fault injection: make the k-th allocation or the k-th write fail, so every
+//! rollback path of a load can be driven from a test.
+//!
+//! Counting starts when a plan is armed ([`super::Device::set_fault_plan`]);
+//! `k` is 1-based (`Some(1)` fails the very next call) and each trigger fires
+//! once. Every call counts, whether or not it would have succeeded, so a test
+//! can enumerate `k = 1..=n` over a load that makes `n` calls and hit each one.
+
+use std::fmt;
+
+use super::DeviceError;
+
+/// Which operations to fail. The default plan fails nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultPlan {
+    /// Fail the k-th `alloc` after arming (1-based).
+    pub fail_alloc_at: Option<u64>,
+    /// Fail the k-th `write` after arming (1-based).
+    pub fail_write_at: Option<u64>,
+}
+
+impl FaultPlan {
+    /// A plan failing only the k-th allocation.
+    pub fn alloc(k: u64) -> FaultPlan {
+        FaultPlan {
+            fail_alloc_at: Some(k),
+            ..FaultPlan::default()
+        }
+    }
+
+    /// A plan failing only the k-th write.
+    pub fn write(k: u64) -> FaultPlan {
+        FaultPlan {
+            fail_write_at: Some(k),
+            ..FaultPlan::default()
+        }
+    }
+}
+
+/// The operation a fault was injected into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultOp {
+    Alloc,
+    Write,
+}
+
+impl fmt::Display for FaultOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FaultOp::Alloc => "allocation",
+            FaultOp::Write => "write",
+        })
+    }
+}
+
+/// An armed plan and the calls seen since arming.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FaultState {
+    plan: FaultPlan,
+    allocs: u64,
+    writes: u64,
+}
+
+impl FaultState {
+    /// Arms `plan` and restarts both counters.
+    pub(crate) fn arm(&mut self, plan: FaultPlan) {
+        *self = FaultState {
+            plan,
+            allocs: 0,
+            writes: 0,
+        };
+    }
+
+    pub(crate) fn plan(&self) -> FaultPlan {
+        self.plan
+    }
+
+    /// Counts one allocation call; fails it if it is the planned one.
+    pub(crate) fn on_alloc(&mut self) -> Result<(), DeviceError> {
+        self.allocs += 1;
+        check(FaultOp::Alloc, self.allocs, self.plan.fail_alloc_at)
+    }
+
+    /// Counts one write call; fails it if it is the planned one.
+    pub(crate) fn on_write(&mut self) -> Result<(), DeviceError> {
+        self.writes += 1;
+        check(FaultOp::Write, self.writes, self.plan.fail_write_at)
+    }
+}
+
+fn check(op: FaultOp, nth: u64, planned: Option<u64>) -> Result<(), DeviceError> {
+    if planned == Some(nth) {
+        Err(DeviceError::InjectedFault { op, nth })
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fires_exactly_once_at_k_and_rearming_restarts_the_count() {
+        let mut s = FaultState::default();
+        s.arm(FaultPlan::alloc(3));
+        assert!(s.on_alloc().is_ok());
+        assert!(s.on_write().is_ok());
+        assert!(s.on_alloc().is_ok());
+        let e = s.on_alloc().unwrap_err();
+        assert_eq!(
+            e,
+            DeviceError::InjectedFault {
+                op: FaultOp::Alloc,
+                nth: 3
+            }
+        );
+        assert!(s.on_alloc().is_ok());
+        s.arm(FaultPlan::write(1));
+        assert!(s.on_alloc().is_ok());
+        assert!(s.on_write().is_err());
+        assert!(s.on_write().is_ok());
+        s.arm(FaultPlan::default());
+        for _ in 0..10 {
+            assert!(s.on_alloc().is_ok() && s.on_write().is_ok());
+        }
+    }
+}
