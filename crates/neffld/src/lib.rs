@@ -13,6 +13,7 @@ pub mod cache;
 pub mod container;
 pub mod device;
 pub mod ids;
+pub mod registry;
 pub mod status;
 
 pub use arch::Arch;

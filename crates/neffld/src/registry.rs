@@ -1,0 +1,271 @@
+//! The two handle spaces and the model table (stage.md §3.4, §10, §11).
+//!
+//! `H_MODEL` names a load's per-core model records; it is taken from an
+//! atomic counter **before** staging (so every core of the load shares it)
+//! and skips 0. `H_NN` names the registered model; it is taken under the
+//! registry's write lock **after** staging succeeded, so a failed load never
+//! consumes one. Unload erases the entry first (no new users can find it),
+//! then waits for the users that already hold it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::ids::{HModel, HNn};
+use crate::NrtStatus;
+
+/// `DLR_MODEL_STATE` value of a loaded, idle model: the only value load
+/// stores and unload accepts.
+pub const STATE_READY: u32 = 4;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum RegistryError {
+    #[error("Failed to find model: {0}")]
+    UnknownModel(u32),
+    #[error("DLR {h_nn} state {state}, must be stopped before unloading")]
+    WrongState { h_nn: u32, state: u32 },
+}
+
+impl RegistryError {
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            RegistryError::UnknownModel(_) => NrtStatus::InvalidHandle,
+            RegistryError::WrongState { .. } => NrtStatus::Invalid,
+        }
+    }
+}
+
+/// A registered model: its handle, state, in-flight users and payload.
+#[derive(Debug)]
+pub struct Registered<M> {
+    pub h_nn: HNn,
+    state: AtomicU32,
+    users: AtomicU64,
+    pub model: M,
+}
+
+impl<M> Registered<M> {
+    pub fn state(&self) -> u32 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Sets the state word (tests use it to exercise the unload guard).
+    pub fn set_state(&self, state: u32) {
+        self.state.store(state, Ordering::Release);
+    }
+
+    pub fn users(&self) -> u64 {
+        self.users.load(Ordering::Acquire)
+    }
+}
+
+/// A counted use of a registered model; unload waits until it is dropped.
+pub struct ModelRef<M> {
+    entry: Arc<Registered<M>>,
+}
+
+impl<M> std::ops::Deref for ModelRef<M> {
+    type Target = Registered<M>;
+    fn deref(&self) -> &Registered<M> {
+        &self.entry
+    }
+}
+
+impl<M> Drop for ModelRef<M> {
+    fn drop(&mut self) {
+        self.entry.users.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct Table<M> {
+    next_nn: u32,
+    models: HashMap<HNn, Arc<Registered<M>>>,
+}
+
+/// The process-wide model table.
+pub struct Registry<M> {
+    table: RwLock<Table<M>>,
+    last_model: AtomicU32,
+}
+
+impl<M> Default for Registry<M> {
+    fn default() -> Self {
+        Registry {
+            table: RwLock::new(Table {
+                next_nn: 1,
+                models: HashMap::new(),
+            }),
+            last_model: AtomicU32::new(0),
+        }
+    }
+}
+
+impl<M> Registry<M> {
+    fn read(&self) -> RwLockReadGuard<'_, Table<M>> {
+        self.table.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Table<M>> {
+        self.table.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A fresh `H_MODEL`: increments, and increments again past 0 (reserved).
+    pub fn new_h_model(&self) -> HModel {
+        loop {
+            let id = self
+                .last_model
+                .fetch_add(1, Ordering::AcqRel)
+                .wrapping_add(1);
+            if id != 0 {
+                return HModel(id);
+            }
+        }
+    }
+
+    /// Registers a staged model as READY and returns its `H_NN`.
+    pub fn register(&self, model: M) -> HNn {
+        let mut t = self.write();
+        let mut id = t.next_nn;
+        // Skip 0 and any handle still in use after a wrap.
+        while id == 0 || t.models.contains_key(&HNn(id)) {
+            id = id.wrapping_add(1);
+        }
+        t.next_nn = id.wrapping_add(1);
+        let h = HNn(id);
+        t.models.insert(
+            h,
+            Arc::new(Registered {
+                h_nn: h,
+                state: AtomicU32::new(STATE_READY),
+                users: AtomicU64::new(0),
+                model,
+            }),
+        );
+        h
+    }
+
+    /// Looks a model up and counts a user until the returned reference drops.
+    pub fn acquire(&self, h: HNn) -> Result<ModelRef<M>, RegistryError> {
+        let t = self.read();
+        let entry = t.models.get(&h).ok_or(RegistryError::UnknownModel(h.0))?;
+        entry.users.fetch_add(1, Ordering::AcqRel);
+        Ok(ModelRef {
+            entry: Arc::clone(entry),
+        })
+    }
+
+    /// The unload commit point: checks the state, erases the entry so no new
+    /// user can find it, then waits (without a timeout, as the reference
+    /// does) for current users to finish. Returns the model for teardown.
+    pub fn remove(&self, h: HNn) -> Result<Arc<Registered<M>>, RegistryError> {
+        let entry = {
+            let mut t = self.write();
+            let entry = t.models.get(&h).ok_or(RegistryError::UnknownModel(h.0))?;
+            let state = entry.state();
+            if state != STATE_READY {
+                return Err(RegistryError::WrongState { h_nn: h.0, state });
+            }
+            t.models.remove(&h).expect("present")
+        };
+        let mut spins: u64 = 0;
+        while entry.users() != 0 {
+            std::thread::sleep(Duration::from_millis(1));
+            spins += 1;
+            if spins.is_multiple_of(10_000) {
+                tracing::warn!("still waiting for model[{}] ref count 0", h.0);
+            }
+        }
+        Ok(entry)
+    }
+
+    /// Every registered handle, in ascending order.
+    pub fn handles(&self) -> Vec<HNn> {
+        let mut v: Vec<HNn> = self.read().models.keys().copied().collect();
+        v.sort();
+        v
+    }
+
+    pub fn len(&self) -> usize {
+        self.read().models.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The 64-bit fold of a uuid used for traces and metrics. No source gives
+/// the reference formula; ours is the XOR of the little-endian halves.
+pub fn fold_uuid(uuid: &[u8; 16]) -> u64 {
+    let lo = u64::from_le_bytes(uuid[..8].try_into().expect("8 bytes"));
+    let hi = u64::from_le_bytes(uuid[8..].try_into().expect("8 bytes"));
+    lo ^ hi
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h_model_skips_zero_and_h_nn_is_taken_at_registration() {
+        let r = Registry::<&str>::default();
+        assert_eq!(r.new_h_model(), HModel(1));
+        assert_eq!(r.new_h_model(), HModel(2));
+        r.last_model.store(u32::MAX, Ordering::SeqCst);
+        assert_eq!(r.new_h_model(), HModel(1), "wraps past 0");
+        let a = r.register("a");
+        let b = r.register("b");
+        assert_eq!((a, b), (HNn(1), HNn(2)));
+        assert_eq!(r.acquire(a).unwrap().model, "a");
+        assert_eq!(r.acquire(a).unwrap().state(), STATE_READY);
+    }
+
+    #[test]
+    fn unload_guards_and_commit_point() {
+        let r = Registry::<u32>::default();
+        let h = r.register(7);
+        assert_eq!(
+            r.remove(HNn(99)).unwrap_err().status(),
+            NrtStatus::InvalidHandle
+        );
+        r.acquire(h).unwrap().set_state(2);
+        let e = r.remove(h).unwrap_err();
+        assert_eq!(e, RegistryError::WrongState { h_nn: 1, state: 2 });
+        assert_eq!(e.status(), NrtStatus::Invalid);
+        assert_eq!(r.len(), 1, "a refused unload changes nothing");
+        r.acquire(h).unwrap().set_state(STATE_READY);
+        assert_eq!(r.remove(h).unwrap().model, 7);
+        assert!(r.is_empty());
+        assert_eq!(
+            r.remove(h).unwrap_err(),
+            RegistryError::UnknownModel(1),
+            "double unload"
+        );
+    }
+
+    #[test]
+    fn unload_waits_for_users_and_hides_the_model_at_once() {
+        let r = Registry::<u32>::default();
+        let h = r.register(1);
+        let user = r.acquire(h).unwrap();
+        std::thread::scope(|s| {
+            let t = s.spawn(|| r.remove(h).map(|e| e.model));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(r.acquire(h).is_err(), "erased before draining");
+            assert!(!t.is_finished(), "still draining");
+            drop(user);
+            assert_eq!(t.join().unwrap(), Ok(1));
+        });
+    }
+
+    #[test]
+    fn uuid_fold() {
+        let mut u = [0u8; 16];
+        u[0] = 1;
+        u[8] = 3;
+        assert_eq!(fold_uuid(&u), 2);
+    }
+}
