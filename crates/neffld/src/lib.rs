@@ -10,6 +10,7 @@
 
 pub mod arch;
 pub mod cache;
+pub mod config;
 pub mod container;
 pub mod device;
 pub mod ids;

@@ -1,0 +1,259 @@
+//! Runtime and per-load configuration, from explicit values or from the
+//! `NEURON_RT_*` environment variables the reference runtime reads
+//! (stage.md §15). Parsing takes a lookup function, so it is tested without
+//! touching the process environment; only [`RuntimeConfig::from_env`] reads it.
+
+use thiserror::Error;
+
+use crate::Arch;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("invalid value {value:?} for {var}: {reason}")]
+pub struct ConfigError {
+    pub var: &'static str,
+    pub value: String,
+    pub reason: String,
+}
+
+impl ConfigError {
+    pub fn status(&self) -> crate::NrtStatus {
+        crate::NrtStatus::Invalid
+    }
+}
+
+/// Which simulated backend a runtime stages onto.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// Keeps every written byte (sparsely): the device image can be read back.
+    Sim,
+    /// Keeps only a checksum: for NEFFs too large to mirror.
+    Null,
+}
+
+/// Everything a runtime is configured with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    /// The instance architecture (the arch gate compares NEFFs against it).
+    pub arch: Arch,
+    pub device: DeviceKind,
+    /// Logical-core size; `None` = the architecture's default (sunda: 1, else 2).
+    pub lnc: Option<u32>,
+    /// Logical cores this process may use (`NEURON_RT_VISIBLE_CORES` /
+    /// `NEURON_RT_NUM_CORES`); `None` = all.
+    pub visible_cores: Option<Vec<u32>>,
+    /// `NEURON_RT_VALIDATE_HASH`: check the payload digest (default off).
+    pub validate_hash: bool,
+    /// `NEURON_RT_ALLOW_LEGACY_NEFF`: accept an architecture mismatch and a
+    /// missing Cayman SB reservation.
+    pub allow_legacy_neff: bool,
+    /// `NEURON_RT_EXEC_TIMEOUT`, seconds (recorded with each model).
+    pub exec_timeout_s: u32,
+    /// `NEURON_SCRATCHPAD_PAGE_SIZE` in bytes (given in MiB).
+    pub scratchpad_page: u64,
+    /// Ceiling on a NEFF's inflated payload (`NEFFLD_MAX_INFLATED`); `None` =
+    /// the container default.
+    pub max_inflated: Option<u64>,
+    /// Parse-cache slots (`NEFFLD_CACHE_SLOTS`); 1 = the reference behaviour.
+    pub cache_slots: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            arch: Arch::Cayman,
+            device: DeviceKind::Sim,
+            lnc: None,
+            visible_cores: None,
+            validate_hash: false,
+            allow_legacy_neff: false,
+            exec_timeout_s: 30,
+            scratchpad_page: 512 << 20,
+            max_inflated: None,
+            cache_slots: 1,
+        }
+    }
+}
+
+fn parse_bool(var: &'static str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err(ConfigError {
+            var,
+            value: v.into(),
+            reason: "expected 0/1 or true/false".into(),
+        }),
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(var: &'static str, v: &str) -> Result<T, ConfigError> {
+    v.trim().parse().map_err(|_| ConfigError {
+        var,
+        value: v.into(),
+        reason: "expected a non-negative integer".into(),
+    })
+}
+
+/// `"0-3,6"` → `[0, 1, 2, 3, 6]` (sorted, deduplicated).
+pub fn parse_core_list(var: &'static str, v: &str) -> Result<Vec<u32>, ConfigError> {
+    let bad = |reason: &str| ConfigError {
+        var,
+        value: v.into(),
+        reason: reason.into(),
+    };
+    let mut out = Vec::new();
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (parse_num(var, a)?, parse_num(var, b)?);
+                if a > b || b - a > 4096 {
+                    return Err(bad("a range must be ascending and at most 4096 long"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(parse_num(var, part)?),
+        }
+    }
+    if out.is_empty() {
+        return Err(bad("no core listed"));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+impl RuntimeConfig {
+    /// Applies every recognised variable that `lookup` knows over `self`.
+    pub fn with_env(
+        mut self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<RuntimeConfig, ConfigError> {
+        if let Some(v) = lookup("NEFFLD_ARCH") {
+            self.arch = v.parse().map_err(|reason| ConfigError {
+                var: "NEFFLD_ARCH",
+                value: v.clone(),
+                reason,
+            })?;
+        }
+        if let Some(v) = lookup("NEFFLD_DEVICE") {
+            self.device = match v.trim() {
+                "sim" => DeviceKind::Sim,
+                "null" => DeviceKind::Null,
+                _ => {
+                    return Err(ConfigError {
+                        var: "NEFFLD_DEVICE",
+                        value: v,
+                        reason: "expected sim or null".into(),
+                    })
+                }
+            };
+        }
+        for var in ["NEURON_RT_VIRTUAL_CORE_SIZE", "NEURON_LOGICAL_NC_CONFIG"] {
+            if let Some(v) = lookup(var) {
+                self.lnc = Some(parse_num(var, &v)?);
+            }
+        }
+        if let Some(v) = lookup("NEURON_RT_NUM_CORES") {
+            let n: u32 = parse_num("NEURON_RT_NUM_CORES", &v)?;
+            self.visible_cores = Some((0..n).collect());
+        }
+        if let Some(v) = lookup("NEURON_RT_VISIBLE_CORES") {
+            self.visible_cores = Some(parse_core_list("NEURON_RT_VISIBLE_CORES", &v)?);
+        }
+        if let Some(v) = lookup("NEURON_RT_VALIDATE_HASH") {
+            self.validate_hash = parse_bool("NEURON_RT_VALIDATE_HASH", &v)?;
+        }
+        if let Some(v) = lookup("NEURON_RT_ALLOW_LEGACY_NEFF") {
+            self.allow_legacy_neff = parse_bool("NEURON_RT_ALLOW_LEGACY_NEFF", &v)?;
+        }
+        if let Some(v) = lookup("NEURON_RT_EXEC_TIMEOUT") {
+            self.exec_timeout_s = parse_num("NEURON_RT_EXEC_TIMEOUT", &v)?;
+        }
+        if let Some(v) = lookup("NEURON_SCRATCHPAD_PAGE_SIZE") {
+            let mib: u64 = parse_num("NEURON_SCRATCHPAD_PAGE_SIZE", &v)?;
+            if mib == 0 || mib >= 4096 {
+                return Err(ConfigError {
+                    var: "NEURON_SCRATCHPAD_PAGE_SIZE",
+                    value: v,
+                    reason: "Invalid scratchpad page size: expected 1..4095 MiB".into(),
+                });
+            }
+            self.scratchpad_page = mib << 20;
+        }
+        if let Some(v) = lookup("NEFFLD_MAX_INFLATED") {
+            self.max_inflated = Some(parse_num("NEFFLD_MAX_INFLATED", &v)?);
+        }
+        if let Some(v) = lookup("NEFFLD_CACHE_SLOTS") {
+            self.cache_slots = parse_num::<usize>("NEFFLD_CACHE_SLOTS", &v)?.max(1);
+        }
+        Ok(self)
+    }
+
+    /// Defaults overridden by the process environment.
+    pub fn from_env() -> Result<RuntimeConfig, ConfigError> {
+        RuntimeConfig::default().with_env(|k| std::env::var(k).ok())
+    }
+
+    /// The effective logical-core size: sunda is forced to 1 (stage.md §5.1).
+    pub fn lnc_size(&self) -> u32 {
+        match self.arch {
+            Arch::Sunda => 1,
+            _ => self.lnc.unwrap_or(2),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn variables_override_defaults() {
+        let c = RuntimeConfig::default()
+            .with_env(env(&[
+                ("NEFFLD_ARCH", "trn1"),
+                ("NEFFLD_DEVICE", "null"),
+                ("NEURON_RT_VISIBLE_CORES", "2-3,0"),
+                ("NEURON_RT_VALIDATE_HASH", "true"),
+                ("NEURON_SCRATCHPAD_PAGE_SIZE", "64"),
+                ("NEURON_RT_ALLOW_LEGACY_NEFF", "1"),
+            ]))
+            .unwrap();
+        assert_eq!(c.arch, Arch::Sunda);
+        assert_eq!(c.device, DeviceKind::Null);
+        assert_eq!(c.visible_cores, Some(vec![0, 2, 3]));
+        assert!(c.validate_hash && c.allow_legacy_neff);
+        assert_eq!(c.scratchpad_page, 64 << 20);
+        assert_eq!(c.lnc_size(), 1, "sunda forces LNC 1");
+        let d = RuntimeConfig::default();
+        assert_eq!(d.lnc_size(), 2);
+        assert!(!d.validate_hash);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let e = RuntimeConfig::default()
+            .with_env(env(&[("NEURON_RT_VALIDATE_HASH", "maybe")]))
+            .unwrap_err();
+        assert_eq!(e.var, "NEURON_RT_VALIDATE_HASH");
+        assert!(e.to_string().contains("maybe"));
+        assert!(RuntimeConfig::default()
+            .with_env(env(&[("NEURON_RT_VISIBLE_CORES", "3-1")]))
+            .is_err());
+        assert!(RuntimeConfig::default()
+            .with_env(env(&[("NEURON_SCRATCHPAD_PAGE_SIZE", "4096")]))
+            .is_err());
+        assert!(RuntimeConfig::default()
+            .with_env(env(&[("NEFFLD_ARCH", "trn9")]))
+            .is_err());
+    }
+}
