@@ -8,6 +8,7 @@
 //! bytes ─S1─▶ container ─S2─▶ manifest ─S3─▶ kbin ─S4─▶ stage + device ─S5─▶ relocate + registry
 //! ```
 
+pub mod api;
 pub mod arch;
 pub mod cache;
 pub mod config;

@@ -1,0 +1,341 @@
+//! S0: the public load API — what `nrt_init`, `nrt_load`, `nrt_unload`,
+//! `nrt_get_model_tensor_info` and `nrt_close` do, as a Rust [`Runtime`].
+//!
+//! Every entry point checks the runtime state first; `load` then applies the
+//! guard of stage.md §2 in the reference order (vnc_count, state, header
+//! preflight, LNC gate, logical-core claim) before the pipeline runs. A load
+//! that fails after the claim releases it, and leaves no device allocation
+//! and no registry entry behind.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use thiserror::Error;
+
+use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
+use crate::container::{self, ContainerError, NeffHeader, OpenOptions};
+use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice, VncMemoryStats};
+use crate::ids::{HNn, LCore};
+use crate::registry::{Registry, RegistryError};
+use crate::NrtStatus;
+
+/// Why a call failed: the layer's own error, or a guard of this layer.
+#[derive(Debug, Error)]
+pub enum LoadError {
+    #[error("NRT uninitialized")]
+    Uninitialized,
+    #[error("NRT already closed")]
+    Closed,
+    #[error("vnc_count is deprecated. only use -1. (got {0})")]
+    VncCount(i32),
+    #[error("Invalid vnc {vnc}, visible vncs: {visible}")]
+    BadVnc { vnc: i32, visible: u32 },
+    #[error("No free logical NeuronCore to load {0}")]
+    NoFreeVnc(String),
+    #[error("Invalid model handle")]
+    NullModel,
+    #[error(transparent)]
+    Container(#[from] ContainerError),
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    NotBuilt(&'static str),
+}
+
+impl LoadError {
+    /// The `NRT_STATUS` a C caller sees.
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            LoadError::Uninitialized => NrtStatus::Uninitialized,
+            LoadError::Closed => NrtStatus::Closed,
+            LoadError::VncCount(_) | LoadError::BadVnc { .. } | LoadError::NullModel => {
+                NrtStatus::Invalid
+            }
+            LoadError::NoFreeVnc(_) => NrtStatus::LoadNotEnoughNc,
+            LoadError::Container(e) => e.status(),
+            LoadError::Device(e) => e.status(),
+            LoadError::Registry(e) => e.status(),
+            LoadError::Config(e) => e.status(),
+            LoadError::NotBuilt(_) => NrtStatus::Failure,
+        }
+    }
+}
+
+/// Whether a tensor is read or written by the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorUsage {
+    Input = 0,
+    Output = 1,
+}
+
+/// One tensor a client binds against (`nrt_tensor_info_t`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorInfo {
+    pub name: String,
+    pub usage: TensorUsage,
+    /// Bytes (u64: a real input is exactly 4 GiB).
+    pub size: u64,
+    /// `nrt_dtype_t` value.
+    pub dtype: u32,
+    pub shape: Vec<u32>,
+}
+
+/// The caller's handle of a loaded model (`nrt_model_t`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Model {
+    pub h_nn: HNn,
+    pub vnc: LCore,
+    pub name: String,
+    pub uuid: [u8; 16],
+    /// Global device id of a collectives load.
+    pub gid: Option<u32>,
+}
+
+/// What the registry keeps for each loaded model.
+#[derive(Debug)]
+pub struct LoadedModel {
+    pub name: String,
+    pub uuid: [u8; 16],
+    pub vnc: LCore,
+    pub tensors: Vec<TensorInfo>,
+    pub gid: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RtState {
+    Init,
+    Closed,
+}
+
+/// An initialised runtime: one device, its logical cores, the model table.
+pub struct Runtime {
+    config: RuntimeConfig,
+    device: Arc<dyn Device>,
+    state: Mutex<RtState>,
+    /// Per visible logical core: how many models claim it.
+    vnc_usage: Mutex<Vec<u32>>,
+    /// Index → device logical core, for `NEURON_RT_VISIBLE_CORES`.
+    visible: Vec<u32>,
+    registry: Registry<LoadedModel>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Runtime {
+    /// `nrt_init`: a runtime on the configured simulated device.
+    pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
+        let geometry = Geometry::for_arch(config.arch);
+        let device: Arc<dyn Device> = match config.device {
+            DeviceKind::Sim => Arc::new(SimDevice::new(geometry)),
+            DeviceKind::Null => Arc::new(NullDevice::new(geometry)),
+        };
+        Runtime::with_device(config, device)
+    }
+
+    /// A runtime on a given device (tests use custom geometries and faults).
+    pub fn with_device(
+        config: RuntimeConfig,
+        device: Arc<dyn Device>,
+    ) -> Result<Runtime, LoadError> {
+        let lnc = config.lnc_size();
+        let cores = device.geometry().cores();
+        if lnc == 0 || !lnc.is_power_of_two() || !cores.is_multiple_of(lnc) {
+            return Err(ConfigError {
+                var: "NEURON_LOGICAL_NC_CONFIG",
+                value: lnc.to_string(),
+                reason: format!("the LNC size must be a power of two dividing the {cores} cores"),
+            }
+            .into());
+        }
+        let total = cores / lnc;
+        let visible: Vec<u32> = match &config.visible_cores {
+            None => (0..total).collect(),
+            Some(list) => {
+                if let Some(bad) = list.iter().find(|&&c| c >= total) {
+                    return Err(ConfigError {
+                        var: "NEURON_RT_VISIBLE_CORES",
+                        value: bad.to_string(),
+                        reason: format!("the device has {total} logical cores"),
+                    }
+                    .into());
+                }
+                list.clone()
+            }
+        };
+        Ok(Runtime {
+            vnc_usage: Mutex::new(vec![0; visible.len()]),
+            visible,
+            config,
+            device,
+            state: Mutex::new(RtState::Init),
+            registry: Registry::default(),
+        })
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    pub fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+
+    fn guard(&self) -> Result<(), LoadError> {
+        match *lock(&self.state) {
+            RtState::Init => Ok(()),
+            RtState::Closed => Err(LoadError::Closed),
+        }
+    }
+
+    /// Logical cores this process may use.
+    pub fn visible_vnc_count(&self) -> u32 {
+        self.visible.len() as u32
+    }
+
+    /// Logical cores on the device.
+    pub fn total_vnc_count(&self) -> u32 {
+        self.device.geometry().cores() / self.config.lnc_size()
+    }
+
+    /// Claims a logical core: the first unused one for -1, else the given
+    /// index (an explicit core may be shared by several models).
+    fn claim(&self, vnc: i32, name: &str) -> Result<usize, LoadError> {
+        let mut usage = lock(&self.vnc_usage);
+        let idx = if vnc == -1 {
+            usage
+                .iter()
+                .position(|&u| u == 0)
+                .ok_or_else(|| LoadError::NoFreeVnc(name.to_string()))?
+        } else {
+            usize::try_from(vnc)
+                .ok()
+                .filter(|&v| v < usage.len())
+                .ok_or(LoadError::BadVnc {
+                    vnc,
+                    visible: usage.len() as u32,
+                })?
+        };
+        usage[idx] += 1;
+        Ok(idx)
+    }
+
+    fn release(&self, idx: usize) {
+        let mut usage = lock(&self.vnc_usage);
+        if let Some(u) = usage.get_mut(idx) {
+            *u = u.saturating_sub(1);
+        }
+    }
+
+    /// `nrt_load`: loads a NEFF on logical core `vnc` (-1: the first free).
+    pub fn load(&self, bytes: &[u8], vnc: i32, vnc_count: i32) -> Result<Model, LoadError> {
+        self.load_with_gid(bytes, vnc, vnc_count, None)
+    }
+
+    /// `nrt_load_collectives`: as `load`, recording the global device id.
+    pub fn load_collectives(
+        &self,
+        bytes: &[u8],
+        vnc: i32,
+        vnc_count: i32,
+        device_id: u32,
+        _device_count: u32,
+    ) -> Result<Model, LoadError> {
+        self.load_with_gid(bytes, vnc, vnc_count, Some(device_id))
+    }
+
+    fn load_with_gid(
+        &self,
+        bytes: &[u8],
+        vnc: i32,
+        vnc_count: i32,
+        gid: Option<u32>,
+    ) -> Result<Model, LoadError> {
+        if !matches!(vnc_count, -1..=1) {
+            return Err(LoadError::VncCount(vnc_count));
+        }
+        self.guard()?;
+        let header = NeffHeader::parse(bytes)?;
+        header.check_lnc(self.config.lnc_size())?;
+        let name = header.name_str();
+        let idx = self.claim(vnc, &name)?;
+        let result = self.load_claimed(bytes, &header, idx, gid);
+        if result.is_err() {
+            self.release(idx);
+        }
+        result
+    }
+
+    fn load_claimed(
+        &self,
+        bytes: &[u8],
+        header: &NeffHeader,
+        idx: usize,
+        gid: Option<u32>,
+    ) -> Result<Model, LoadError> {
+        let opts = OpenOptions {
+            verify_hash: self.config.validate_hash,
+            inflate_limit: self.config.max_inflated,
+        };
+        let _neff = container::open(bytes, &opts)?;
+        let _ = (header, idx, gid);
+        Err(LoadError::NotBuilt(
+            "the manifest, staging and relocation stages are not built yet",
+        ))
+    }
+
+    /// `nrt_unload`.
+    pub fn unload(&self, model: &Model) -> Result<(), LoadError> {
+        self.guard()?;
+        let entry = self.registry.remove(model.h_nn)?;
+        if let Some(i) = self.visible.iter().position(|&v| v == entry.model.vnc.0) {
+            self.release(i);
+        }
+        Ok(())
+    }
+
+    /// `nrt_get_model_tensor_info`: all inputs in name order, then all outputs.
+    pub fn tensor_info(&self, model: &Model) -> Result<Vec<TensorInfo>, LoadError> {
+        self.guard()?;
+        Ok(self.registry.acquire(model.h_nn)?.model.tensors.clone())
+    }
+
+    /// `nrt_get_vnc_memory_stats`-style figures for a visible logical core.
+    pub fn memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, LoadError> {
+        self.guard()?;
+        let lcore = *self.visible.get(vnc as usize).ok_or(LoadError::BadVnc {
+            vnc: vnc as i32,
+            visible: self.visible_vnc_count(),
+        })?;
+        Ok(self
+            .device
+            .vnc_memory_stats(LCore(lcore), self.config.lnc_size())?)
+    }
+
+    /// Registered models.
+    pub fn loaded_models(&self) -> usize {
+        self.registry.len()
+    }
+
+    /// `nrt_close`: unloads every model, then refuses further calls.
+    pub fn close(&self) {
+        {
+            let mut s = lock(&self.state);
+            if *s == RtState::Closed {
+                return;
+            }
+            *s = RtState::Closed;
+        }
+        for h in self.registry.handles() {
+            if let Ok(entry) = self.registry.remove(h) {
+                if let Some(i) = self.visible.iter().position(|&v| v == entry.model.vnc.0) {
+                    self.release(i);
+                }
+            }
+        }
+    }
+}
