@@ -16,6 +16,7 @@ pub mod container;
 pub mod device;
 pub mod ids;
 pub mod registry;
+pub mod relocate;
 pub mod status;
 
 pub use arch::Arch;

@@ -1,0 +1,57 @@
+//! S5: relocation — rewriting compiler-relative references into device
+//! addresses. Pure functions of (what the NEFF says, where the plan put
+//! things) → bytes; nothing here touches a device, so everything is tested
+//! without staging.
+
+pub mod dma;
+pub mod instr;
+pub mod ipmap;
+
+use thiserror::Error;
+
+use crate::NrtStatus;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum RelocError {
+    #[error("instruction {index} (opcode {opcode:#04x}) of {engine}: {detail}")]
+    Instruction {
+        engine: String,
+        index: u64,
+        opcode: u8,
+        detail: String,
+    },
+    #[error("Instruction size {size} for {engine} is not a multiple of 64")]
+    PartialRecord { engine: String, size: u64 },
+    #[error("invalid offset in {var}, {size} < ({offset} + {len})")]
+    OutOfBounds {
+        var: String,
+        size: u64,
+        offset: u64,
+        len: u64,
+    },
+    #[error("Variable {0} is not staged in HBM")]
+    NotStaged(String),
+    #[error("invalid var_id {0}")]
+    UnknownVar(u32),
+    #[error("the subgraph has {0} dge-table variables; ADDR8 mode 0x20 needs exactly one")]
+    DgeTables(usize),
+    #[error("DMA trigger {queue}/{id} has no matching block")]
+    UnboundTrigger { queue: String, id: u32 },
+    #[error("template pointer cannot encode var_id {var} offset {offset} (19 and 36 bits)")]
+    TemplateRange { var: u32, offset: u64 },
+    #[error("DMA access pattern: {0}")]
+    BadPattern(String),
+    #[error("device address arithmetic overflows 64 bits")]
+    AddressOverflow,
+    #[error("Descriptor limit reached in a DMA ring")]
+    RingFull,
+}
+
+impl RelocError {
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            RelocError::RingFull => NrtStatus::QueueFull,
+            _ => NrtStatus::Invalid,
+        }
+    }
+}
