@@ -158,7 +158,7 @@ pub fn lower(
     base: u64,
     r: &dyn Resolve,
 ) -> Result<EngineImage, RelocError> {
-    if stream.len() % RECORD as usize != 0 {
+    if !stream.len().is_multiple_of(RECORD as usize) {
         return Err(RelocError::PartialRecord {
             engine: name.into(),
             size: stream.len() as u64,
