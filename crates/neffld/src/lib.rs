@@ -11,6 +11,7 @@
 pub mod arch;
 pub mod container;
 pub mod ids;
+pub mod manifest;
 pub mod status;
 
 pub use arch::Arch;
