@@ -11,8 +11,12 @@
 pub mod arch;
 pub mod container;
 pub mod ids;
+pub mod kbin;
 pub mod manifest;
+pub mod parse;
 pub mod status;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 
 pub use arch::Arch;
 pub use status::NrtStatus;
