@@ -15,9 +15,14 @@ pub mod config;
 pub mod container;
 pub mod device;
 pub mod ids;
+pub mod kbin;
+pub mod manifest;
+pub mod parse;
 pub mod registry;
 pub mod relocate;
 pub mod status;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 
 pub use arch::Arch;
 pub use status::NrtStatus;

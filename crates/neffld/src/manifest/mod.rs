@@ -1,0 +1,164 @@
+//! S2: the manifest chain — `neff.json` → kelf json → per-subgraph `def.json`
+//! → engine json and blobs (parse.md §5, §6). Knows nothing of devices.
+//!
+//! Manifests are deserialised into typed structs; blobs (instruction
+//! streams, tables, weights) are never copied: a [`Blob`] is the byte range
+//! of a member inside the archive's decoded buffer.
+
+pub mod def;
+pub mod dtype;
+pub mod engine;
+mod error;
+pub mod json;
+pub mod kelf;
+pub mod neff_json;
+pub mod npy;
+pub mod tensor;
+
+use std::ops::Range;
+
+pub use def::{Def, DmaQueue, Var, VarKind, Vars};
+pub use dtype::{KbinDtype, NrtDtype};
+pub use engine::{EngineType, Engines};
+pub use error::ManifestError;
+pub use kelf::{GraphRef, Kelf};
+pub use neff_json::{IoMaps, IoTensor, NeffJson};
+pub use tensor::{TensorInfo, TensorUsage};
+
+use crate::container::{Archive, Neff};
+use crate::Arch;
+
+/// What the caller loads for. Options come from the caller (the API layer
+/// reads `NEURON_RT_*`); the library core never reads the environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// The architecture of the instance the NEFF is loaded on.
+    pub instance_arch: Arch,
+    /// `NEURON_RT_ALLOW_LEGACY_NEFF=1`: accept a foreign-arch NEFF and a
+    /// Cayman NEFF without the EVTACCEL reservation, with a warning.
+    pub allow_legacy_neff: bool,
+    /// The runtime's logical-core size (`NEURON_LOGICAL_NC_CONFIG`).
+    pub runtime_lnc: u32,
+}
+
+impl ParseOptions {
+    pub fn new(instance_arch: Arch, runtime_lnc: u32) -> ParseOptions {
+        ParseOptions {
+            instance_arch,
+            allow_legacy_neff: false,
+            runtime_lnc,
+        }
+    }
+}
+
+/// A zero-copy view of (part of) an archive member: its name and the byte
+/// range inside [`Archive::decoded`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Blob {
+    pub member: String,
+    pub range: Range<usize>,
+}
+
+impl Blob {
+    /// The whole member, if the archive has it.
+    pub fn of(archive: &Archive, name: &str) -> Option<Blob> {
+        archive.member(name).map(|m| Blob {
+            member: m.name.clone(),
+            range: m.range.clone(),
+        })
+    }
+
+    /// The bytes `[start, end)` of this blob (clamped to it).
+    pub fn sub(&self, start: usize, end: usize) -> Blob {
+        let s = self.range.start.saturating_add(start).min(self.range.end);
+        let e = self
+            .range
+            .start
+            .saturating_add(end)
+            .clamp(s, self.range.end);
+        Blob {
+            member: self.member.clone(),
+            range: s..e,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.range.is_empty()
+    }
+
+    /// The bytes, borrowed from the archive this blob was made from.
+    pub fn bytes<'a>(&self, archive: &'a Archive) -> &'a [u8] {
+        archive
+            .decoded()
+            .get(self.range.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// One subgraph's manifests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Subgraph {
+    pub graph: GraphRef,
+    pub def: Def,
+    pub engines: Engines,
+}
+
+/// The whole manifest chain of a NEFF.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    pub neff_json: NeffJson,
+    pub kelf: Kelf,
+    pub subgraphs: Vec<Subgraph>,
+    /// Every non-fatal finding, in order (also logged).
+    pub warnings: Vec<String>,
+}
+
+impl Manifest {
+    pub fn io(&self) -> &IoMaps {
+        &self.neff_json.io
+    }
+}
+
+/// Runs S2 over an opened container.
+pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<Manifest, ManifestError> {
+    parse_archive(&neff.archive, &neff.header.name_str(), opts)
+}
+
+/// Runs S2 over an archive; `neff_name` only appears in messages.
+pub fn parse_archive(
+    archive: &Archive,
+    neff_name: &str,
+    opts: &ParseOptions,
+) -> Result<Manifest, ManifestError> {
+    let neff_json = neff_json::parse(archive, neff_name)?;
+    let mut warnings = neff_json.warnings.clone();
+    let kelf = kelf::parse(archive, &neff_json.kelf_member, opts)?;
+    warnings.extend(kelf.warnings.iter().cloned());
+    let mut subgraphs = Vec::with_capacity(kelf.graphs.len());
+    for graph in &kelf.graphs {
+        let def = def::parse(archive, graph, kelf.target, opts.allow_legacy_neff)?;
+        warnings.extend(def.warnings.iter().cloned());
+        let engines = engine::parse(archive, graph, &def)?;
+        warnings.extend(engines.warnings.iter().cloned());
+        subgraphs.push(Subgraph {
+            graph: graph.clone(),
+            def,
+            engines,
+        });
+    }
+    let manifest = Manifest {
+        neff_json,
+        kelf,
+        subgraphs,
+        warnings,
+    };
+    tensor::cross_check(&manifest)?;
+    for w in &manifest.warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(manifest)
+}

@@ -1,0 +1,58 @@
+//! The parse side in one call: S2 (manifests) then S3 (kbins), over a
+//! container S1 already opened. Lives above both layers so that neither
+//! imports the other in the wrong direction.
+
+use thiserror::Error;
+
+use crate::container::Neff;
+use crate::kbin::{self, Kbin, KbinError};
+pub use crate::manifest::ParseOptions;
+use crate::manifest::{self, IoMaps, Manifest, ManifestError, TensorInfo};
+use crate::NrtStatus;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    Kbin(#[from] KbinError),
+}
+
+impl ParseError {
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            ParseError::Manifest(e) => e.status(),
+            ParseError::Kbin(e) => e.status(),
+        }
+    }
+}
+
+/// A parsed model: the manifests and one kbin per subgraph. Blobs are ranges
+/// into the archive of the [`Neff`] it was parsed from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParsedModel {
+    pub manifest: Manifest,
+    pub kbins: Vec<Kbin>,
+}
+
+impl ParsedModel {
+    pub fn io(&self) -> &IoMaps {
+        self.manifest.io()
+    }
+
+    /// What `nrt_get_model_tensor_info` reports: inputs then outputs, each in name order.
+    pub fn tensor_info(&self) -> Vec<TensorInfo> {
+        manifest::tensor::tensor_info(self.manifest.io())
+    }
+
+    pub fn warnings(&self) -> &[String] {
+        &self.manifest.warnings
+    }
+}
+
+/// Runs S2 and S3.
+pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<ParsedModel, ParseError> {
+    let manifest = manifest::parse(neff, opts)?;
+    let kbins = kbin::build(&manifest, &neff.archive, opts)?;
+    Ok(ParsedModel { manifest, kbins })
+}

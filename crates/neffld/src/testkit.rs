@@ -1,0 +1,520 @@
+//! Synthetic NEFFs for tests of every stage: a member table built from JSON
+//! values and instruction records, editable before it is written with the
+//! container writer in any producer family's format.
+//!
+//! Two starting points cover what the real fixtures lack and what they have:
+//! * [`Synth::static_sunda`] — a trn1 single-graph NEFF in the style of the
+//!   2.0.99229 / 2.18 producers: static DMA blocks in the engine json, `0xC1`
+//!   triggers, the single sunda `control_table`, no EVTACCEL reservation.
+//! * [`Synth::dynamic_cayman`] — a trn2 LNC-2 NEFF in the style of the 2.23
+//!   producers: `0xD4` records with ADDR8 operands, a `dge-table`, dynamic
+//!   queues, the EVTACCEL reservation and fp8 config, an idle second graph.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::container::writer::{NeffWriter, Producer};
+use crate::container::{self, Neff, OpenOptions};
+use crate::kbin::isa::{self, encode, Addr8};
+
+/// A NEFF's members before writing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Synth {
+    pub members: BTreeMap<String, Vec<u8>>,
+}
+
+/// An `.npy` v1.0 member with a 128-byte-aligned header, as numpy writes it.
+pub fn npy_v1(descr: &str, shape: &[u64], payload: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let tuple = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
+    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}");
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    out.extend_from_slice(h.as_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Concatenates 64-byte records into a stream.
+pub fn stream(records: &[[u8; isa::RECORD_LEN]]) -> Vec<u8> {
+    records.iter().flatten().copied().collect()
+}
+
+fn sems(start: u64) -> Value {
+    json!((start..start + 16).collect::<Vec<u64>>())
+}
+
+/// A TVM-style neff.json: inputs `(name, dtype, shape)`, then `heads` output
+/// entries (the same outputs once per graph, as LNC-2 producers write them).
+pub fn neff_json(
+    inputs: &[(&str, &str, &[u64])],
+    outputs: &[(&str, &str, &[u64])],
+    copies: usize,
+    kelf: &str,
+) -> Value {
+    let mut nodes = Vec::new();
+    let mut dltype = Vec::new();
+    let mut shape = Vec::new();
+    let mut row_ptr = Vec::new();
+    for (i, (name, dt, sh)) in inputs.iter().enumerate() {
+        nodes.push(
+            json!({"op":"null","name":name,"inputs":[],"output_names":[name],"is_param":"0"}),
+        );
+        dltype.push(json!(dt));
+        shape.push(json!(sh));
+        row_ptr.push(json!(i));
+    }
+    let kelf_node = inputs.len();
+    row_ptr.push(json!(kelf_node));
+    let mut output_names = Vec::new();
+    let mut heads = Vec::new();
+    for _ in 0..copies {
+        for (name, dt, sh) in outputs {
+            heads.push(json!([kelf_node, output_names.len(), 0]));
+            output_names.push(json!(name));
+            dltype.push(json!(dt));
+            shape.push(json!(sh));
+        }
+    }
+    row_ptr.push(json!(kelf_node + output_names.len()));
+    nodes.push(json!({
+        "op":"tvm_op","name":"sg_coreV10",
+        "attrs":{"func_name":"__kelf","flatten_data":"0","num_inputs":inputs.len().to_string(),
+                 "kelf":kelf,"num_outputs":output_names.len().to_string()},
+        "inputs": (0..inputs.len()).map(|i| json!([i,0,0])).collect::<Vec<_>>(),
+        "output_names": output_names,
+    }));
+    let n = dltype.len();
+    json!({
+        "nodes": nodes,
+        "arg_nodes": (0..inputs.len()).collect::<Vec<_>>(),
+        "heads": heads,
+        "attrs": {"shape":["list_shape", shape], "storage_id":["list_int", (0..n).collect::<Vec<_>>()],
+                  "dltype":["list_str", dltype]},
+        "node_row_ptr": row_ptr,
+        "metadata": {"signatures":{"default":{"inputs":{},"outputs":{}}}}
+    })
+}
+
+fn act_info() -> Value {
+    json!({
+        "pwp_file_keys": ["bkt_bin","ctrl_bin","profile_json"],
+        "act_func_sets": [
+            {"name":"exp_and_others","bkt_bin":"exp_and_others_bkt.bin","ctrl_bin":"exp_and_others_ctrl.bin",
+             "profile_json":"exp_and_others.json","act":{"exp":400,"identity":1}},
+            {"name":"softplus_and_others","bkt_bin":"softplus_and_others_bkt.bin",
+             "ctrl_bin":"softplus_and_others_ctrl.bin","profile_json":"softplus_and_others.json",
+             "act":{"softplus":40}}
+        ]
+    })
+}
+
+fn act_profile() -> Value {
+    json!({
+        "bkt_bin":"exp_and_others_bkt.bin","ctl_bin":"exp_and_others_ctrl.bin",
+        "bkt_entry_cnt": 4, "ctl_entry_cnt": 2,
+        "profile_meta_data": [
+            {"func_name":"exp_400p","func_id":7,"use_multipass":false},
+            {"func_name":"identity","func_id":1,"use_multipass":false}
+        ]
+    })
+}
+
+fn engine_keys(def: &mut Value) {
+    for (k, j, b) in [
+        ("pe", "PE.json", "PE.bin"),
+        ("act", "Activation.json", "Activation.bin"),
+        ("pool", "Pool.json", "Pool.bin"),
+        ("dve", "DVE.json", "DVE.bin"),
+        ("sp", "SP.json", "SP.bin"),
+    ] {
+        def[k] = json!(j);
+        def[format!("{k}_instr")] = json!(b);
+        def[format!("{k}_dbg")] = json!([format!("debug_info_backend_{k}.dbg")]);
+    }
+}
+
+impl Synth {
+    pub fn new() -> Synth {
+        Synth::default()
+    }
+
+    pub fn set_json(&mut self, name: &str, v: &Value) {
+        self.members.insert(
+            name.to_string(),
+            serde_json::to_vec_pretty(v).unwrap_or_default(),
+        );
+    }
+
+    pub fn set(&mut self, name: &str, bytes: Vec<u8>) {
+        self.members.insert(name.to_string(), bytes);
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Vec<u8>> {
+        self.members.remove(name)
+    }
+
+    /// The member parsed as JSON (`Null` when absent or not JSON).
+    pub fn json(&self, name: &str) -> Value {
+        self.members
+            .get(name)
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    /// Edits a JSON member in place.
+    pub fn edit(&mut self, name: &str, f: impl FnOnce(&mut Value)) {
+        let mut v = self.json(name);
+        f(&mut v);
+        self.set_json(name, &v);
+    }
+
+    /// Moves a member.
+    pub fn rename(&mut self, from: &str, to: &str) {
+        if let Some(b) = self.members.remove(from) {
+            self.members.insert(to.to_string(), b);
+        }
+    }
+
+    /// Renames the kelf member and points the `__kelf` node at it.
+    pub fn rename_kelf(&mut self, to: &str) {
+        let tier1 = if self.members.contains_key("neff.json") {
+            "neff.json"
+        } else {
+            "kelp.json"
+        };
+        let mut from = String::new();
+        self.edit(tier1, |v| {
+            if let Some(nodes) = v["nodes"].as_array_mut() {
+                for n in nodes {
+                    if n["attrs"]["func_name"] == "__kelf" {
+                        from = n["attrs"]["kelf"].as_str().unwrap_or_default().to_string();
+                        n["attrs"]["kelf"] = json!(to);
+                    }
+                }
+            }
+        });
+        self.rename(&from, to);
+    }
+
+    /// The members as the writer takes them.
+    pub fn member_list(&self) -> Vec<(&str, &[u8])> {
+        self.members
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_slice()))
+            .collect()
+    }
+
+    /// A whole NEFF in `producer`'s format.
+    pub fn write(&self, producer: Producer) -> Vec<u8> {
+        NeffWriter::new(producer).write(&self.member_list())
+    }
+
+    /// Writes and opens (with the hash verified).
+    pub fn open(&self, producer: Producer) -> Neff {
+        let bytes = self.write(producer);
+        match container::open(
+            &bytes,
+            &OpenOptions {
+                verify_hash: true,
+                ..Default::default()
+            },
+        ) {
+            Ok(n) => n,
+            Err(e) => panic!("synthetic NEFF does not open: {e}"),
+        }
+    }
+
+    /// A trn1 single-graph NEFF with static DMA (see the module doc).
+    ///
+    /// IO: input `a` f16 [128,64] and output `out` f16 [128,64] (16 KiB each);
+    /// a 16 KiB fp16 weight `identity_1`; two overlapping 4 KiB virtual spill
+    /// vars (local scratchpad extent 6 KiB). Queues `qSPIO0`/`qPoolIO0` (in)
+    /// and `qSPSpillReload0`/`qPoolSpillReload0` (data); five blocks, each
+    /// triggered once by a `0xC1` in its owner's stream.
+    pub fn static_sunda() -> Synth {
+        let mut s = Synth::new();
+        s.set_json(
+            "neff.json",
+            &neff_json(
+                &[("a", "float16", &[128, 64])],
+                &[("out", "float16", &[128, 64])],
+                1,
+                "kelf-0.json",
+            ),
+        );
+        s.set_json(
+            "kelf-0.json",
+            &json!({"graphs":[{"definition":"sg00/def.json","name":"sg00"}],"version":"0.5","target":"sunda"}),
+        );
+        s.set_json(
+            "info.json",
+            &json!({"tool_version":"2.0.99229.0a0+1897edc9","kelp_version":"Dynamic","name":"file.neff",
+                    "num_tpb":1,"num_tpb_requested":1}),
+        );
+        let mut def = json!({
+            "version":"0.6","name":"definition","debug_info":{},
+            "neff_features":[], "runtime_event_count":12, "runtime_semaphore_count":3,
+            "var": {
+                "SB": {"type":"state-buffer","var_id":0},
+                "a": {"ops":[],"size":16384,"type":"input","var_id":1},
+                "out": {"ops":[],"size":16384,"type":"output","var_id":2},
+                "identity_1": {"alignment":16384,"fabric_path":"main","file_name":"value_sg0000_identity_1_CRSM.npy",
+                               "ops":[],"size":16384,"type":"file","var_id":3},
+                "spill_a": {"backing_variable_off":0,"fabric_path":"main","ops":[],"size":4096,"type":"virtual","var_id":4},
+                "spill_b": {"backing_variable_off":2048,"fabric_path":"main","ops":[],"size":4096,"type":"virtual","var_id":5}
+            },
+            "dma_queue": {
+                "qSPIO0": {"fabric_path":"main","num_queues":16,"owner":"sp","semaphore_set":sems(8),"type":"in"},
+                "qPoolIO0": {"fabric_path":"main","num_queues":16,"owner":"pool","semaphore_set":sems(24),"type":"in"},
+                "qSPSpillReload0": {"fabric_path":"main","num_queues":16,"owner":"sp","semaphore_set":sems(40),"type":"data"},
+                "qPoolSpillReload0": {"fabric_path":"main","num_queues":16,"owner":"pool","semaphore_set":sems(56),"type":"data"}
+            }
+        });
+        engine_keys(&mut def);
+        s.set_json("sg00/def.json", &def);
+
+        let row = |from: &str, to: &str, foff: u64, toff: u64| {
+            json!({"from":from,"from_dtype":"float16","from_off":foff,"from_sizes":[128,128],"from_steps":[1,128],
+                   "num_tiling_dimensions":1,"op":"copy",
+                   "to":to,"to_dtype":"float16","to_off":toff,"to_sizes":[128,128],"to_steps":[1,262144]})
+        };
+        let sb_to = |from: &str, to: &str| {
+            json!({"from":from,"from_dtype":"float16","from_off":0,"from_sizes":[128,128],"from_steps":[1,262144],
+                   "num_tiling_dimensions":1,"op":"copy",
+                   "to":to,"to_dtype":"float16","to_off":0,"to_sizes":[128,128],"to_steps":[1,128]})
+        };
+        let spill = |from: &str, to: &str, op: &str| {
+            json!({"from":from,"from_dtype":"float32","from_off":0,"from_sizes":[4096],"from_steps":[1],
+                   "op":op,"to":to,"to_dtype":"float16","to_off":0,"to_sizes":[4096],"to_steps":[1]})
+        };
+        let block = |q: &str, id: u64, sem: u64, desc: Value| json!({"#comment":format!("{q}-{id}-block-1"),"desc":[desc],"id":id,"queue":q,"semaphore":sem});
+        s.set_json(
+            "sg00/SP.json",
+            &json!({"dma":[
+                block("qSPIO0",0,8,row("a","SB",0,0)),
+                block("qSPSpillReload0",1,41,spill("spill_a","SB","copy")),
+                block("qSPSpillReload0",0,40,row("identity_1","SB",0,32768)),
+            ],"instr":"SP.bin","name":"SP.json"}),
+        );
+        s.set_json(
+            "sg00/Pool.json",
+            &json!({"dma":[
+                block("qPoolIO0",0,24,sb_to("SB","out")),
+                block("qPoolSpillReload0",0,56,spill("SB","spill_b","cast")),
+            ],"instr":"Pool.bin","name":"Pool.json"}),
+        );
+        s.set_json(
+            "sg00/PE.json",
+            &json!({"dma":[],"instr":"PE.bin","name":"PE.json"}),
+        );
+        s.set_json(
+            "sg00/Activation.json",
+            &json!({"act_info":"act_info.json","act_semaphore":12,"activation_function_sets":["exp_and_others"],
+                    "dma":[],"instr":"Activation.bin","name":"Activation.json"}),
+        );
+        s.set_json(
+            "sg00/DVE.json",
+            &json!({"dma":[],"dve_tables":[{"control_table":"default_control_table.bin",
+                    "datapath_table":"default_datapath_table.bin","opcode_table":"default_opcode_table.bin"}],
+                    "instr":"DVE.bin","name":"DVE.json"}),
+        );
+        s.set(
+            "sg00/SP.bin",
+            stream(&[
+                encode::record(isa::OP_SET_ORDERING_MODE),
+                encode::trigger("qSPSpillReload0", 0),
+                encode::trigger("qSPIO0", 0),
+                encode::record(isa::OP_EVENT_SEMAPHORE),
+                encode::trigger("qSPSpillReload0", 1),
+            ]),
+        );
+        s.set(
+            "sg00/Pool.bin",
+            stream(&[
+                encode::record(isa::OP_SET_ORDERING_MODE),
+                encode::trigger("qPoolSpillReload0", 0),
+                encode::trigger("qPoolIO0", 0),
+                encode::record(isa::OP_NOP),
+            ]),
+        );
+        s.set(
+            "sg00/PE.bin",
+            stream(&[encode::record(isa::OP_SET_ORDERING_MODE)]),
+        );
+        s.set(
+            "sg00/Activation.bin",
+            stream(&[
+                encode::record(isa::OP_SET_ORDERING_MODE),
+                encode::record(0x23),
+                encode::record(0x21),
+            ]),
+        );
+        s.set(
+            "sg00/DVE.bin",
+            stream(&[
+                encode::record(isa::OP_SET_ORDERING_MODE),
+                encode::record(0x46),
+            ]),
+        );
+        s.set_json("sg00/act_info.json", &act_info());
+        s.set_json("sg00/exp_and_others.json", &act_profile());
+        s.set("sg00/exp_and_others_bkt.bin", vec![1; 256]);
+        s.set("sg00/exp_and_others_ctrl.bin", vec![2; 128]);
+        s.set("sg00/default_control_table.bin", vec![3; 2048]);
+        s.set("sg00/default_datapath_table.bin", vec![4; 8192]);
+        s.set("sg00/default_opcode_table.bin", vec![5; 2048]);
+        let identity: Vec<u8> = (0..8192u32)
+            .flat_map(|i| if i % 65 == 0 { [0x00, 0x3C] } else { [0, 0] })
+            .collect();
+        s.set(
+            "sg00/value_sg0000_identity_1_CRSM.npy",
+            npy_v1("<f2", &[128, 64, 1, 1], &identity),
+        );
+        s
+    }
+
+    /// A trn2 LNC-2 NEFF with dynamic DMA (see the module doc).
+    ///
+    /// IO: inputs `q`, `k` and output `o`, all f32 [4,16] (256 B). sg00 has
+    /// a 256-byte f32 weight `w`, a 512-byte virtual `v`, `DGETable0` with
+    /// list `[2, 1, 3]` (k, q, o: first-use order), and `0xD4` records using
+    /// both ADDR8 modes. sg01 is idle.
+    pub fn dynamic_cayman() -> Synth {
+        let mut s = Synth::new();
+        s.set_json(
+            "neff.json",
+            &neff_json(
+                &[("q", "float32", &[4, 16]), ("k", "float32", &[4, 16])],
+                &[("o", "float32", &[4, 16])],
+                2,
+                "kelf-0.json",
+            ),
+        );
+        s.set_json(
+            "kelf-0.json",
+            &json!({"graphs":[{"definition":"sg00/def.json","name":"sg00"},
+                              {"definition":"sg01/def.json","name":"sg01"}],
+                    "version":"0.5","target":"cayman"}),
+        );
+        let base_vars = json!({
+            "SB": {"type":"state-buffer","var_id":0},
+            "q": {"ops":[],"size":256,"type":"input","var_id":1},
+            "k": {"ops":[],"size":256,"type":"input","var_id":2},
+            "o": {"ops":[],"size":256,"type":"output","var_id":3},
+            "w_sg0000": {"alignment":256,"fabric_path":"main","file_name":"value_sg0000_w_CRSM.npy",
+                         "ops":[],"size":256,"type":"file","var_id":4}
+        });
+        for (sg, active) in [("sg00", true), ("sg01", false)] {
+            let mut vars = base_vars.clone();
+            let mut queues = json!({});
+            if active {
+                vars["DGETable0"] = json!({"list":[2,1,3],"type":"dge-table","var_id":6});
+                vars["v_sg0000"] = json!({"backing_variable_off":0,"ops":[],"size":512,"type":"virtual","var_id":5});
+                queues = json!({
+                    "qPoolDynamic": {"dynamic_dma":{"SB_scratch_partition_offset":0,"SB_scratch_partition_size":16384},
+                                     "fabric_path":"main","num_queues":16,"owner":"pool","semaphore_set":sems(24),"type":"dynamic"},
+                    "qSPDynamicHW": {"fabric_path":"main","num_queues":16,"owner":"sp","semaphore_set":sems(8),"type":"dynamic"}
+                });
+            }
+            let mut def = json!({
+                "#rank_world_size":0, "version":"0.6", "name":"definition", "debug_info":{},
+                "cc_streams":{"num_streams":0}, "neff_features":["neff_feature_vnc"],
+                "runtime_event_count":12, "runtime_semaphore_count":3,
+                "runtime_statebuffer_reservation":[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}],
+                "fp8_conversion_config":{"emax_fp8_e4m3":8,"emax_fp8_e5m2":15,"fp8_range_extension":true,
+                                         "fp8_sis":false,"fp8_sns":false,"ocp_sat":true},
+                "var": vars, "dma_queue": queues
+            });
+            engine_keys(&mut def);
+            s.set_json(&format!("{sg}/def.json"), &def);
+            for (j, b) in [
+                ("PE.json", "PE.bin"),
+                ("Pool.json", "Pool.bin"),
+                ("SP.json", "SP.bin"),
+            ] {
+                s.set_json(&format!("{sg}/{j}"), &json!({"dma":[],"instr":b,"name":j}));
+            }
+            s.set_json(
+                &format!("{sg}/Activation.json"),
+                &json!({"act_info":"act_info.json","act_semaphore":12,
+                        "activation_function_sets": if active { json!(["exp_and_others"]) } else { json!([]) },
+                        "dma":[],"instr":"Activation.bin","name":"Activation.json"}),
+            );
+            s.set_json(
+                &format!("{sg}/DVE.json"),
+                &json!({"dma":[],"dve_tables":[{"control_fast_table":"default_control_fast_table.bin",
+                        "control_slow_table":"default_control_slow_table.bin",
+                        "datapath_table":"default_datapath_table.bin","opcode_table":"default_opcode_table.bin"}],
+                        "instr":"DVE.bin","name":"DVE.json"}),
+            );
+            s.set_json(&format!("{sg}/act_info.json"), &act_info());
+            s.set(
+                &format!("{sg}/default_control_fast_table.bin"),
+                vec![1; 4096],
+            );
+            s.set(
+                &format!("{sg}/default_control_slow_table.bin"),
+                vec![2; 4096],
+            );
+            s.set(&format!("{sg}/default_datapath_table.bin"), vec![3; 16384]);
+            s.set(&format!("{sg}/default_opcode_table.bin"), vec![4; 1024]);
+            s.set(
+                &format!("{sg}/value_sg0000_w_CRSM.npy"),
+                npy_v1("<f4", &[4, 16], &[0u8; 256]),
+            );
+            let idle = stream(&[
+                encode::record(isa::OP_SET_ORDERING_MODE),
+                encode::record(isa::OP_PSEUDO_BRANCH_LABEL),
+            ]);
+            for b in ["PE.bin", "Activation.bin", "Pool.bin", "DVE.bin", "SP.bin"] {
+                s.set(&format!("{sg}/{b}"), idle.clone());
+            }
+            if active {
+                let var = |id: u16, offset: u32| Addr8 {
+                    offset,
+                    id,
+                    reserved: 0,
+                    mode: isa::ADDR8_STATIC_VAR,
+                };
+                let dge = |id: u16, offset: u32| Addr8 {
+                    offset,
+                    id,
+                    reserved: 0,
+                    mode: isa::ADDR8_DGE_INDEX,
+                };
+                let head = [
+                    encode::record(isa::OP_SET_ORDERING_MODE),
+                    encode::record(isa::OP_PSEUDO_BRANCH_LABEL),
+                ];
+                let mut sp = head.to_vec();
+                sp.push(encode::dma_direct2d(dge(0, 0), var(0, 0x100)));
+                sp.push(encode::dma_direct2d(dge(1, 0), var(0, 0x200)));
+                sp.push(encode::dma_direct2d(var(4, 0), var(0, 0x300)));
+                s.set("sg00/SP.bin", stream(&sp));
+                let mut pool = head.to_vec();
+                pool.push(encode::dma_direct2d(var(0, 0x400), var(5, 256)));
+                pool.push(encode::dma_direct2d(var(0, 0x400), dge(2, 0xFC)));
+                pool.push(encode::record(isa::OP_NOP));
+                s.set("sg00/Pool.bin", stream(&pool));
+                let mut pe = head.to_vec();
+                pe.push(encode::record(0x01));
+                pe.push(encode::record(0x02));
+                s.set("sg00/PE.bin", stream(&pe));
+                s.set_json("sg00/exp_and_others.json", &act_profile());
+                s.set("sg00/exp_and_others_bkt.bin", vec![1; 256]);
+                s.set("sg00/exp_and_others_ctrl.bin", vec![2; 128]);
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,198 @@
+//! S3 on the real fixtures: kbins build, the opcode census of parse.md §8.2
+//! holds, every ADDR8 operand resolves in bounds, idle subgraphs are valid.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use neffld::container::{self, Neff, OpenOptions};
+use neffld::kbin::isa;
+use neffld::manifest::{EngineType, VarKind};
+use neffld::parse::{self, ParseOptions};
+use neffld::Arch;
+
+fn fixture(name: &str) -> Neff {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures")
+        .join(name);
+    let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    container::open(&bytes, &OpenOptions::default()).unwrap()
+}
+
+fn opts() -> ParseOptions {
+    ParseOptions::new(Arch::Cayman, 2)
+}
+
+fn census(pairs: &[(u8, u64)]) -> BTreeMap<u8, u64> {
+    pairs.iter().copied().collect()
+}
+
+#[test]
+fn every_fixture_builds_kbins_with_addr8_in_bounds() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".neff") {
+            continue;
+        }
+        n += 1;
+        let neff = fixture(&name);
+        let m = parse::parse(&neff, &opts()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(m.kbins.len(), 2);
+        // Resolve every 0xD4 operand again and count the modes.
+        let mut modes = BTreeMap::new();
+        for k in &m.kbins {
+            assert_eq!(k.target, Arch::Cayman);
+            for e in &k.engines {
+                let bytes = e.instr.as_ref().unwrap().bytes(&neff.archive);
+                for (i, r) in isa::records(bytes).enumerate() {
+                    if let Some((s, d)) = isa::d4_operands(r) {
+                        for a in [s, d] {
+                            k.vars.resolve_addr8(a, "x", i as u64).unwrap();
+                            *modes.entry(a.mode).or_insert(0u64) += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            modes.keys().all(|&m| m == 0x10 || m == 0x20),
+            "{name}: {modes:?}"
+        );
+        assert!(
+            modes.contains_key(&0x20),
+            "{name}: IO goes through the DGE list"
+        );
+    }
+    assert_eq!(n, 12);
+}
+
+#[test]
+fn matmul_small_census() {
+    let neff = fixture("matmul_small.neff");
+    let m = parse::parse(&neff, &opts()).unwrap();
+    for k in &m.kbins {
+        let c = |t: EngineType| k.engine(t).census.clone();
+        assert_eq!(
+            c(EngineType::Pe),
+            census(&[(0xB1, 1), (0xCC, 1), (0xA0, 2), (0x01, 4), (0x02, 4)])
+        );
+        assert_eq!(
+            c(EngineType::Sp),
+            census(&[(0xB1, 1), (0xCC, 1), (0xD4, 1)])
+        );
+        assert_eq!(
+            c(EngineType::Pool),
+            census(&[(0xB1, 1), (0xCC, 1), (0xD4, 4), (0xA4, 1)])
+        );
+        assert_eq!(
+            c(EngineType::Act),
+            census(&[(0xB1, 1), (0xCC, 1), (0x23, 1), (0x46, 2)])
+        );
+        assert_eq!(c(EngineType::Dve), census(&[(0xB1, 1), (0xCC, 1)]));
+        assert_eq!(k.engine(EngineType::Pe).ninstr, 12);
+        assert!(!k.is_idle());
+        assert_eq!(k.vars.len(), 6);
+        assert_eq!(k.scratchpad.local, 0);
+        assert_eq!(k.dma_rings.len(), 2);
+        assert_eq!(k.num_inputs, 2);
+        assert_eq!(k.num_outputs, 1);
+        assert!(!k.default_ucode_lib_requested, "never on Cayman");
+        assert_eq!(k.cc_num_streams, 1, "top-level num_streams is absent");
+        assert_eq!(k.sb_carveouts[0].offset, 0x37FF8);
+    }
+    let info = m.tensor_info();
+    assert_eq!(info.len(), 3);
+    assert_eq!(info[2].name, "output0");
+}
+
+#[test]
+fn matmul_large_census_and_scratchpad() {
+    let neff = fixture("matmul_large.neff");
+    let m = parse::parse(&neff, &opts()).unwrap();
+    let k = &m.kbins[0];
+    let c = |t: EngineType| k.engine(t).census.clone();
+    assert_eq!(
+        c(EngineType::Pe),
+        census(&[
+            (0xB1, 1),
+            (0xCC, 1),
+            (0xA0, 275),
+            (0x01, 4352),
+            (0x02, 16640)
+        ])
+    );
+    assert_eq!(
+        c(EngineType::Sp),
+        census(&[(0xB1, 1), (0xCC, 1), (0xA0, 207), (0xD4, 240)])
+    );
+    assert_eq!(
+        c(EngineType::Pool),
+        census(&[(0xB1, 1), (0xCC, 1), (0xA0, 2742), (0xA4, 1), (0xD4, 4128)])
+    );
+    assert_eq!(
+        c(EngineType::Act),
+        census(&[
+            (0xB1, 1),
+            (0xCC, 1),
+            (0x23, 1),
+            (0x46, 22),
+            (0x47, 47),
+            (0xA0, 15),
+            (0xD4, 16)
+        ])
+    );
+    assert_eq!(
+        c(EngineType::Dve),
+        census(&[
+            (0xB1, 1),
+            (0xCC, 1),
+            (0x41, 512),
+            (0x46, 10),
+            (0x47, 17),
+            (0x49, 64),
+            (0xA0, 496)
+        ])
+    );
+    assert_eq!(k.engine(EngineType::Pe).ninstr, 21269);
+    assert_eq!(k.vars.count(VarKind::Virtual), 16);
+    assert_eq!(k.scratchpad.local, 8 << 20);
+    assert_eq!(k.scratchpad.shared, 0);
+    assert_eq!(k.vars.len(), 22);
+    // sg01 has the same counts (§8.2)
+    for t in EngineType::ALL {
+        assert_eq!(m.kbins[1].engine(t).census, k.engine(t).census);
+    }
+}
+
+#[test]
+fn kfusion_sg01_is_idle_and_valid() {
+    let neff = fixture("kfusion__fused_attention__fused.neff");
+    let m = parse::parse(&neff, &opts()).unwrap();
+    assert!(!m.kbins[0].is_idle());
+    let idle = &m.kbins[1];
+    assert!(idle.is_idle());
+    assert!(idle.dma_rings.is_empty());
+    assert!(idle.act_sets.is_empty());
+    assert_eq!(idle.scratchpad.local, 0);
+    assert!(
+        idle.vars.count(VarKind::File) >= 1,
+        "idle graphs still stage weights"
+    );
+    let dge = m.kbins[0].vars.dge_table().unwrap();
+    assert_eq!(
+        dge.list.iter().map(|v| v.0).collect::<Vec<_>>(),
+        [3, 1, 2, 4]
+    );
+}
+
+#[test]
+fn subgraph_count_must_fit_the_logical_core() {
+    let neff = fixture("matmul_small.neff");
+    let e = parse::parse(&neff, &ParseOptions::new(Arch::Cayman, 1)).unwrap_err();
+    assert_eq!(e.status().code(), 2);
+    assert_eq!(
+        e.to_string(),
+        "NEFF has 2 subgraphs, which do not fit one logical core of size 1"
+    );
+}
