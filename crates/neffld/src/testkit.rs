@@ -33,7 +33,7 @@ pub fn npy_v1(descr: &str, shape: &[u64], payload: &[u8]) -> Vec<u8> {
         format!("({})", dims.join(", "))
     };
     let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}");
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');

@@ -285,7 +285,7 @@ pub fn parse(archive: &Archive, graph: &GraphRef, def: &Def) -> Result<Engines, 
                 size,
             });
         }
-        if size % 64 != 0 {
+        if !size.is_multiple_of(64) {
             return Err(ManifestError::InstrNotMultiple {
                 member: instr_member,
                 size,
@@ -455,14 +455,11 @@ fn parse_desc(
             .map(str::to_string)
             .unwrap_or_else(|| describe(v))
     });
-    let transpose = match d.get("transpose_op") {
-        None => None,
-        Some(t) => Some(Transpose {
-            op: t.as_str().map_or_else(|| describe(t), str::to_string),
-            shape: u64_list(d.get("transpose_shape")).unwrap_or_default(),
-            element_size: d.get("transpose_element_size").and_then(Value::as_u64),
-        }),
-    };
+    let transpose = d.get("transpose_op").map(|t| Transpose {
+        op: t.as_str().map_or_else(|| describe(t), str::to_string),
+        shape: u64_list(d.get("transpose_shape")).unwrap_or_default(),
+        element_size: d.get("transpose_element_size").and_then(Value::as_u64),
+    });
     let op = if transpose.is_some() {
         DmaOp::Transpose
     } else {

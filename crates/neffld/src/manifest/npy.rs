@@ -172,7 +172,7 @@ mod tests {
 
     fn npy_v1(dict: &str, payload: &[u8]) -> Vec<u8> {
         let mut h = dict.to_string();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
         h.push('\n');
