@@ -30,41 +30,19 @@ use super::dma::{template, Target};
 use super::ipmap::{ImageLayout, Patch, PatchList, Section, RECORD};
 use super::RelocError;
 use crate::ids::VarId;
+use crate::kbin::isa::{
+    self, Addr8, ADDR8_DGE_INDEX, ADDR8_STATIC_VAR, D4_DST, D4_SRC, OP_PSEUDO_BRANCH_LABEL,
+    OP_PSEUDO_DMATRIGGER, OP_PSEUDO_DMA_DIRECT2D,
+};
 
-pub const OP_DMA_TRIGGER: u8 = 0xC1;
-pub const OP_BRANCH_LABEL: u8 = 0xCC;
 pub const OP_FUNCTION_BEGIN: u8 = 0xD1;
 pub const OP_FUNCTION_CALL: u8 = 0xD3;
-pub const OP_DMA_DIRECT2D: u8 = 0xD4;
 pub const OP_PSEUDO_INST: u8 = 0xDF;
 pub const OP_COMPARE_BRANCH: u8 = 0xA9;
-
-/// ADDR8 operand positions inside a `0xD4` record (source, destination).
-pub const ADDR8_OPERANDS: [usize; 2] = [16, 40];
-pub const ADDR8_STATIC: u8 = 0x10;
-pub const ADDR8_DGE: u8 = 0x20;
 
 /// True for the host-only opcodes that must be lowered.
 pub fn is_pseudo(op: u8) -> bool {
     (0xC1..=0xDF).contains(&op) || op == OP_COMPARE_BRANCH
-}
-
-/// A decoded 8-byte address operand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Addr8 {
-    pub offset: u32,
-    pub id: u16,
-    pub mode: u8,
-}
-
-impl Addr8 {
-    pub fn decode(b: &[u8]) -> Addr8 {
-        Addr8 {
-            offset: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-            id: u16::from_le_bytes([b[4], b[5]]),
-            mode: b[7],
-        }
-    }
 }
 
 /// Where a static DMA block sits in its queue's ring.
@@ -199,15 +177,16 @@ pub fn lower(
             device_count,
         };
         match op {
-            OP_BRANCH_LABEL => img.patches.push(patch(0)),
+            OP_PSEUDO_BRANCH_LABEL => img.patches.push(patch(0)),
             OP_PSEUDO_INST if rec[12] == 1 => img.patches.push(patch(0)),
-            OP_DMA_DIRECT2D => {
+            OP_PSEUDO_DMA_DIRECT2D => {
                 let mut out: [u8; 64] = rec.try_into().expect("64-byte record");
-                for at in ADDR8_OPERANDS {
-                    let a = Addr8::decode(&rec[at..at + 8]);
+                for at in [D4_SRC, D4_DST] {
+                    let a =
+                        Addr8::decode(&rec[at..at + 8]).expect("8 bytes inside a 64-byte record");
                     let target = match a.mode {
-                        ADDR8_STATIC => r.var(VarId(u32::from(a.id)), u64::from(a.offset), 1),
-                        ADDR8_DGE => {
+                        ADDR8_STATIC_VAR => r.var(VarId(u32::from(a.id)), u64::from(a.offset), 1),
+                        ADDR8_DGE_INDEX => {
                             let list = r.dge_list().map_err(|e| err(e.to_string()))?;
                             let var = *list.get(usize::from(a.id)).ok_or_else(|| {
                                 err(format!("invalid var_id {} in instruction {i} of {name}: the dge-table has {} rows", a.id, list.len()))
@@ -240,16 +219,11 @@ pub fn lower(
                 img.bytes.extend_from_slice(&out);
                 img.patches.push(patch(1));
             }
-            OP_DMA_TRIGGER => {
-                let name_bytes = &rec[12..44];
-                let end = name_bytes
-                    .iter()
-                    .position(|&b| b == 0)
-                    .unwrap_or(name_bytes.len());
-                let queue = std::str::from_utf8(&name_bytes[..end])
-                    .map_err(|_| err("queue name is not UTF-8".into()))?;
-                let id = u32::from_le_bytes([rec[48], rec[49], rec[50], rec[51]]);
-                let b = r.trigger(queue, id).map_err(|e| err(e.to_string()))?;
+            OP_PSEUDO_DMATRIGGER => {
+                let t = isa::trigger(rec).expect("a 64-byte 0xC1 record");
+                let b = r
+                    .trigger(&t.queue, t.block_id)
+                    .map_err(|e| err(e.to_string()))?;
                 let mut out: [u8; 64] = rec.try_into().expect("64-byte record");
                 out[12..44].fill(0);
                 out[12..20].copy_from_slice(&b.ring_pa.to_le_bytes());
@@ -364,13 +338,13 @@ mod tests {
 
     #[test]
     fn lowers_labels_dma_and_triggers() {
-        let mut d4 = rec(OP_DMA_DIRECT2D);
-        addr8(&mut d4, 16, 0x37B00, 0, ADDR8_STATIC); // SB
-        addr8(&mut d4, 40, 4096, 0, ADDR8_DGE); // list[0] = var 3 (output)
-        let mut c1 = rec(OP_DMA_TRIGGER);
+        let mut d4 = rec(OP_PSEUDO_DMA_DIRECT2D);
+        addr8(&mut d4, 16, 0x37B00, 0, ADDR8_STATIC_VAR); // SB
+        addr8(&mut d4, 40, 4096, 0, ADDR8_DGE_INDEX); // list[0] = var 3 (output)
+        let mut c1 = rec(OP_PSEUDO_DMATRIGGER);
         c1[12..18].copy_from_slice(b"qSPIO0");
         c1[48] = 5;
-        let stream: Vec<u8> = [rec(0xB1), rec(OP_BRANCH_LABEL), d4, rec(0x01), c1].concat();
+        let stream: Vec<u8> = [rec(0xB1), rec(OP_PSEUDO_BRANCH_LABEL), d4, rec(0x01), c1].concat();
         let img = lower("PE", &stream, 0x8000_0000, &fake()).unwrap();
         // pre (2) + main 4 (label deleted) + post (3)
         assert_eq!(img.bytes.len(), (2 + 4 + 3) * 64);
@@ -429,16 +403,16 @@ mod tests {
     #[test]
     fn bad_operands_name_engine_record_and_opcode() {
         let cases: Vec<(u16, u8, u32, &str)> = vec![
-            (9, ADDR8_STATIC, 0, "invalid var_id 9"),
-            (5, ADDR8_STATIC, 0, "not staged"),
-            (4, ADDR8_STATIC, 32768, "invalid offset"),
-            (3, ADDR8_DGE, 0, "dge-table has 3 rows"),
+            (9, ADDR8_STATIC_VAR, 0, "invalid var_id 9"),
+            (5, ADDR8_STATIC_VAR, 0, "not staged"),
+            (4, ADDR8_STATIC_VAR, 32768, "invalid offset"),
+            (3, ADDR8_DGE_INDEX, 0, "dge-table has 3 rows"),
             (0, 0x28, 0, "unsupported ADDR8 mode 0x28"),
         ];
         for (id, mode, offset, want) in cases {
-            let mut d4 = rec(OP_DMA_DIRECT2D);
+            let mut d4 = rec(OP_PSEUDO_DMA_DIRECT2D);
             addr8(&mut d4, 16, offset, id, mode);
-            addr8(&mut d4, 40, 0, 0, ADDR8_STATIC);
+            addr8(&mut d4, 40, 0, 0, ADDR8_STATIC_VAR);
             let stream: Vec<u8> = [rec(0xB1), d4].concat();
             let e = lower("Pool", &stream, 0, &fake()).unwrap_err();
             let msg = e.to_string();
@@ -454,7 +428,7 @@ mod tests {
     fn unknown_pseudos_unbound_triggers_and_partial_records_fail() {
         let e = lower("DVE", &[rec(0xB1), rec(0xC7)].concat(), 0, &fake()).unwrap_err();
         assert!(e.to_string().contains("unknown pseudo opcode"), "{e}");
-        let mut c1 = rec(OP_DMA_TRIGGER);
+        let mut c1 = rec(OP_PSEUDO_DMATRIGGER);
         c1[12..20].copy_from_slice(b"qUnknown");
         let e = lower("SP", &c1, 0, &fake()).unwrap_err();
         assert!(e.to_string().contains("qUnknown"), "{e}");
