@@ -11,11 +11,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use thiserror::Error;
 
+use crate::cache::{ParseCache, Role};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
-use crate::container::{self, ContainerError, NeffHeader, OpenOptions};
+use crate::container::{self, ContainerError, Neff, NeffHeader, OpenOptions};
 use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice, VncMemoryStats};
-use crate::ids::{HNn, LCore};
+use crate::ids::{HModel, HNn, LCore, PCore};
+use crate::manifest;
+use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
 use crate::registry::{Registry, RegistryError};
+use crate::stage::validate::{self, Finding};
+use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
 use crate::NrtStatus;
 
 /// Why a call failed: the layer's own error, or a guard of this layer.
@@ -41,8 +46,12 @@ pub enum LoadError {
     Registry(#[from] RegistryError),
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("{0}")]
-    NotBuilt(&'static str),
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error(transparent)]
+    Stage(#[from] StageError),
+    #[error("the staged model failed validation: {}", .0.iter().map(|f| format!("{}: {}", f.subgraph, f.what)).collect::<Vec<_>>().join("; "))]
+    Validation(Vec<Finding>),
 }
 
 impl LoadError {
@@ -59,7 +68,9 @@ impl LoadError {
             LoadError::Device(e) => e.status(),
             LoadError::Registry(e) => e.status(),
             LoadError::Config(e) => e.status(),
-            LoadError::NotBuilt(_) => NrtStatus::Failure,
+            LoadError::Parse(e) => e.status(),
+            LoadError::Stage(e) => e.status(),
+            LoadError::Validation(_) => NrtStatus::Failure,
         }
     }
 }
@@ -94,6 +105,22 @@ pub struct Model {
     pub gid: Option<u32>,
 }
 
+impl From<manifest::TensorInfo> for TensorInfo {
+    fn from(t: manifest::TensorInfo) -> TensorInfo {
+        let usage = match t.usage {
+            manifest::TensorUsage::Input => TensorUsage::Input,
+            manifest::TensorUsage::Output => TensorUsage::Output,
+        };
+        TensorInfo {
+            name: t.name,
+            usage,
+            size: t.size,
+            dtype: t.dtype.code(),
+            shape: t.shape,
+        }
+    }
+}
+
 /// What the registry keeps for each loaded model.
 #[derive(Debug)]
 pub struct LoadedModel {
@@ -102,6 +129,22 @@ pub struct LoadedModel {
     pub vnc: LCore,
     pub tensors: Vec<TensorInfo>,
     pub gid: Option<u32>,
+    pub h_model: HModel,
+    /// `HloMacCount` of `hlo_stats.json` (0 when absent).
+    pub mac_count: u64,
+    /// One staged subgraph per physical core.
+    pub cores: Vec<CoreImage>,
+    /// Parse and staging warnings.
+    pub warnings: Vec<String>,
+    /// How this load met the parse cache.
+    pub cache_role: Role,
+}
+
+/// What a parse produces and concurrent loads of the same NEFF share.
+#[derive(Debug)]
+pub struct Parsed {
+    pub neff: Neff,
+    pub model: ParsedModel,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +163,8 @@ pub struct Runtime {
     /// Index → device logical core, for `NEURON_RT_VISIBLE_CORES`.
     visible: Vec<u32>,
     registry: Registry<LoadedModel>,
+    cores: Cores,
+    cache: ParseCache<Parsed>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -170,6 +215,8 @@ impl Runtime {
         Ok(Runtime {
             vnc_usage: Mutex::new(vec![0; visible.len()]),
             visible,
+            cores: Cores::new(cores),
+            cache: ParseCache::with_slots(config.cache_slots),
             config,
             device,
             state: Mutex::new(RtState::Init),
@@ -281,18 +328,110 @@ impl Runtime {
             verify_hash: self.config.validate_hash,
             inflate_limit: self.config.max_inflated,
         };
-        let _neff = container::open(bytes, &opts)?;
-        let _ = (header, idx, gid);
-        Err(LoadError::NotBuilt(
-            "the manifest, staging and relocation stages are not built yet",
-        ))
+        let popts = ParseOptions {
+            instance_arch: self.config.arch,
+            allow_legacy_neff: self.config.allow_legacy_neff,
+            runtime_lnc: self.config.lnc_size(),
+        };
+        let key = self.cache.key(header.uuid, bytes);
+        let entry = self
+            .cache
+            .get_or_parse(key, || -> Result<Parsed, LoadError> {
+                let neff = container::open(bytes, &opts)?;
+                let model = parse::parse(&neff, &popts)?;
+                Ok(Parsed { neff, model })
+            });
+        let parsed = entry.result?;
+        let lcore = LCore(self.visible[idx]);
+        let lnc = self.config.lnc_size();
+        let pcores: Vec<PCore> = self
+            .device
+            .geometry()
+            .pcores_of(lcore, lnc)?
+            .map(PCore)
+            .collect();
+        let h_model = self.registry.new_h_model();
+        let sopts = StageOptions {
+            arch: self.config.arch,
+            scratchpad_page: self.config.scratchpad_page,
+        };
+        let kbins = &parsed.model.kbins;
+        let images = stage::stage(
+            &*self.device,
+            &self.cores,
+            kbins,
+            &parsed.neff.archive,
+            &pcores,
+            h_model,
+            sopts,
+        )?;
+        if self.config.check {
+            let findings = validate::validate(&*self.device, kbins, &images);
+            if !findings.is_empty() {
+                for img in images {
+                    stage::unstage(&*self.device, &self.cores, img);
+                }
+                return Err(LoadError::Validation(findings));
+            }
+        }
+        let mut warnings = parsed.model.warnings().to_vec();
+        warnings.extend(parsed.neff.archive.warnings().iter().cloned());
+        warnings.extend(images.iter().flat_map(|i| i.plan.warnings.iter().cloned()));
+        let name = header.name_str();
+        let loaded = LoadedModel {
+            name: name.clone(),
+            uuid: header.uuid,
+            vnc: lcore,
+            tensors: parsed
+                .model
+                .tensor_info()
+                .into_iter()
+                .map(TensorInfo::from)
+                .collect(),
+            gid,
+            h_model,
+            mac_count: mac_count(&parsed.neff),
+            cores: images,
+            warnings,
+            cache_role: entry.role,
+        };
+        let h_nn = self.registry.register(loaded);
+        tracing::info!("Loaded NN \"{name}\" ID: {}", h_nn.0);
+        Ok(Model {
+            h_nn,
+            vnc: lcore,
+            name,
+            uuid: header.uuid,
+            gid,
+        })
+    }
+
+    /// Runs `f` on a loaded model's record (for tooling: where it landed).
+    pub fn with_model<R>(
+        &self,
+        model: &Model,
+        f: impl FnOnce(&LoadedModel) -> R,
+    ) -> Result<R, LoadError> {
+        self.guard()?;
+        let m = self.registry.acquire(model.h_nn)?;
+        Ok(f(&m.model))
     }
 
     /// `nrt_unload`.
     pub fn unload(&self, model: &Model) -> Result<(), LoadError> {
         self.guard()?;
-        let entry = self.registry.remove(model.h_nn)?;
-        if let Some(i) = self.visible.iter().position(|&v| v == entry.model.vnc.0) {
+        self.unload_handle(model.h_nn)
+    }
+
+    /// Erases the model (the commit point), then unstages every core and
+    /// releases the logical-core claim.
+    fn unload_handle(&self, h: HNn) -> Result<(), LoadError> {
+        tracing::info!("Unloading {}", h.0);
+        let model = self.registry.remove(h)?.model;
+        for img in model.cores {
+            stage::unstage(&*self.device, &self.cores, img);
+        }
+        if let Some(i) = self.visible.iter().position(|&v| v == model.vnc.0) {
             self.release(i);
         }
         Ok(())
@@ -331,11 +470,23 @@ impl Runtime {
             *s = RtState::Closed;
         }
         for h in self.registry.handles() {
-            if let Ok(entry) = self.registry.remove(h) {
-                if let Some(i) = self.visible.iter().position(|&v| v == entry.model.vnc.0) {
-                    self.release(i);
-                }
+            if let Err(e) = self.unload_handle(h) {
+                tracing::warn!("unloading {} at close: {e}", h.0);
             }
+        }
+    }
+}
+
+/// `HloMacCount` of `hlo_stats.json`, 0 (with the reference's warning) when absent.
+fn mac_count(neff: &Neff) -> u64 {
+    match neff.archive.get("hlo_stats.json") {
+        Some(b) => serde_json::from_slice::<serde_json::Value>(b)
+            .ok()
+            .and_then(|v| v.get("HloMacCount").and_then(serde_json::Value::as_u64))
+            .unwrap_or(0),
+        None => {
+            tracing::debug!("Unable to find hlo_stats.json in the NEFF");
+            0
         }
     }
 }

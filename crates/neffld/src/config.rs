@@ -55,6 +55,8 @@ pub struct RuntimeConfig {
     pub max_inflated: Option<u64>,
     /// Parse-cache slots (`NEFFLD_CACHE_SLOTS`); 1 = the reference behaviour.
     pub cache_slots: usize,
+    /// Validate every staged model before registering it (`NEFFLD_CHECK`).
+    pub check: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -70,6 +72,7 @@ impl Default for RuntimeConfig {
             scratchpad_page: 512 << 20,
             max_inflated: None,
             cache_slots: 1,
+            check: false,
         }
     }
 }
@@ -182,6 +185,9 @@ impl RuntimeConfig {
         }
         if let Some(v) = lookup("NEFFLD_MAX_INFLATED") {
             self.max_inflated = Some(parse_num("NEFFLD_MAX_INFLATED", &v)?);
+        }
+        if let Some(v) = lookup("NEFFLD_CHECK") {
+            self.check = parse_bool("NEFFLD_CHECK", &v)?;
         }
         if let Some(v) = lookup("NEFFLD_CACHE_SLOTS") {
             self.cache_slots = parse_num::<usize>("NEFFLD_CACHE_SLOTS", &v)?.max(1);

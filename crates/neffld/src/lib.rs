@@ -20,6 +20,7 @@ pub mod manifest;
 pub mod parse;
 pub mod registry;
 pub mod relocate;
+pub mod stage;
 pub mod status;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

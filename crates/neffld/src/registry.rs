@@ -8,7 +8,7 @@
 //! then waits for the users that already hold it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -38,12 +38,11 @@ impl RegistryError {
     }
 }
 
-/// A registered model: its handle, state, in-flight users and payload.
+/// A registered model: its handle, state and payload.
 #[derive(Debug)]
 pub struct Registered<M> {
     pub h_nn: HNn,
     state: AtomicU32,
-    users: AtomicU64,
     pub model: M,
 }
 
@@ -56,13 +55,9 @@ impl<M> Registered<M> {
     pub fn set_state(&self, state: u32) {
         self.state.store(state, Ordering::Release);
     }
-
-    pub fn users(&self) -> u64 {
-        self.users.load(Ordering::Acquire)
-    }
 }
 
-/// A counted use of a registered model; unload waits until it is dropped.
+/// A use of a registered model; unload waits until every one is dropped.
 pub struct ModelRef<M> {
     entry: Arc<Registered<M>>,
 }
@@ -71,12 +66,6 @@ impl<M> std::ops::Deref for ModelRef<M> {
     type Target = Registered<M>;
     fn deref(&self) -> &Registered<M> {
         &self.entry
-    }
-}
-
-impl<M> Drop for ModelRef<M> {
-    fn drop(&mut self) {
-        self.entry.users.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -140,18 +129,16 @@ impl<M> Registry<M> {
             Arc::new(Registered {
                 h_nn: h,
                 state: AtomicU32::new(STATE_READY),
-                users: AtomicU64::new(0),
                 model,
             }),
         );
         h
     }
 
-    /// Looks a model up and counts a user until the returned reference drops.
+    /// Looks a model up; unload waits until the returned reference drops.
     pub fn acquire(&self, h: HNn) -> Result<ModelRef<M>, RegistryError> {
         let t = self.read();
         let entry = t.models.get(&h).ok_or(RegistryError::UnknownModel(h.0))?;
-        entry.users.fetch_add(1, Ordering::AcqRel);
         Ok(ModelRef {
             entry: Arc::clone(entry),
         })
@@ -160,7 +147,7 @@ impl<M> Registry<M> {
     /// The unload commit point: checks the state, erases the entry so no new
     /// user can find it, then waits (without a timeout, as the reference
     /// does) for current users to finish. Returns the model for teardown.
-    pub fn remove(&self, h: HNn) -> Result<Arc<Registered<M>>, RegistryError> {
+    pub fn remove(&self, h: HNn) -> Result<Registered<M>, RegistryError> {
         let entry = {
             let mut t = self.write();
             let entry = t.models.get(&h).ok_or(RegistryError::UnknownModel(h.0))?;
@@ -170,15 +157,20 @@ impl<M> Registry<M> {
             }
             t.models.remove(&h).expect("present")
         };
+        // Every user holds a clone of the entry; the registry's is the last.
+        let mut entry = entry;
         let mut spins: u64 = 0;
-        while entry.users() != 0 {
+        loop {
+            match Arc::try_unwrap(entry) {
+                Ok(owned) => return Ok(owned),
+                Err(shared) => entry = shared,
+            }
             std::thread::sleep(Duration::from_millis(1));
             spins += 1;
             if spins.is_multiple_of(10_000) {
                 tracing::warn!("still waiting for model[{}] ref count 0", h.0);
             }
         }
-        Ok(entry)
     }
 
     /// Every registered handle, in ascending order.

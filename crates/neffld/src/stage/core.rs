@@ -1,0 +1,467 @@
+//! The per-core build (`kbl_model_add`, stage.md §7): everything one
+//! subgraph needs on its physical core, in the reference order — the
+//! Event-Accel carve-out check, static DMA rings (data refill and IO
+//! queues), activation and DVE tables, GPSIMD libraries on sunda,
+//! instruction images (lowered and relocated by [`crate::relocate`]), and
+//! finally the core's model table entry under `H_MODEL`.
+//!
+//! Rings are placed before the instruction images because lowering a
+//! `0xC1` trigger needs its block's place in the ring.
+
+use std::collections::HashMap;
+
+use crate::container::Archive;
+use crate::device::{AllocReq, Device, MemHandle, MemUsage};
+use crate::ids::{HModel, PCore, VarId};
+use crate::kbin::{DmaRing, Kbin};
+use crate::manifest::def::{QueueKind, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, EVTACCEL_SIZE};
+use crate::manifest::engine::{DmaOp, DveSlot, Endpoint, EngineType};
+use crate::relocate::dma::{
+    expand_block, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
+};
+use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
+use crate::relocate::RelocError;
+use crate::Arch;
+
+use super::plan::{self, CorePlan};
+use super::{Cores, StageError};
+
+/// An engine's image where it landed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacedImage {
+    pub engine: EngineType,
+    pub handle: MemHandle,
+    pub pa: u64,
+    pub image: EngineImage,
+}
+
+/// A queue's static ring where it landed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacedRing {
+    pub queue: String,
+    pub kind: QueueKind,
+    pub handle: MemHandle,
+    pub pa: u64,
+    pub image: RingImage,
+}
+
+/// A table copied to the device (activation or DVE tables, GPSIMD libraries).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacedTable {
+    pub what: String,
+    pub handle: MemHandle,
+    pub pa: u64,
+    pub len: u64,
+}
+
+/// One subgraph staged on one physical core.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreImage {
+    pub subgraph: String,
+    pub h_model: HModel,
+    pub plan: CorePlan,
+    pub rings: Vec<PlacedRing>,
+    pub tables: Vec<PlacedTable>,
+    pub engines: Vec<PlacedImage>,
+    /// Allocations of the build itself (the plan holds its own).
+    pub allocs: Vec<MemHandle>,
+}
+
+impl CoreImage {
+    pub fn pcore(&self) -> PCore {
+        self.plan.pcore
+    }
+}
+
+fn instr_usage(e: EngineType) -> MemUsage {
+    match e {
+        EngineType::Pe => MemUsage::InstrPe,
+        EngineType::Act => MemUsage::InstrAct,
+        EngineType::Pool => MemUsage::InstrPool,
+        EngineType::Dve => MemUsage::InstrDve,
+        EngineType::Sp => MemUsage::InstrSp,
+    }
+}
+
+fn ring_usage(kind: QueueKind) -> MemUsage {
+    match kind {
+        QueueKind::Data => MemUsage::DmaRingSpill,
+        QueueKind::In | QueueKind::Out => MemUsage::DmaRingIo,
+        _ => MemUsage::DmaRing,
+    }
+}
+
+fn desc_op(op: DmaOp) -> DescOp {
+    match op {
+        DmaOp::Copy => DescOp::Copy,
+        DmaOp::Cast => DescOp::Cast,
+        DmaOp::Transpose => DescOp::Transpose,
+        DmaOp::Fma => DescOp::Fma,
+        DmaOp::Add => DescOp::Add,
+        DmaOp::Min => DescOp::Min,
+        DmaOp::Max => DescOp::Max,
+    }
+}
+
+/// Address resolution for one subgraph on its core.
+struct CoreResolver<'a> {
+    kbin: &'a Kbin,
+    plan: &'a CorePlan,
+    triggers: HashMap<(String, u64), TriggerBinding>,
+    dge: Vec<VarId>,
+    dge_tables: usize,
+}
+
+impl Resolve for CoreResolver<'_> {
+    fn var(&self, id: VarId, offset: u64, len: u64) -> Result<Target, RelocError> {
+        let var = self.kbin.vars.get(id).ok_or(RelocError::UnknownVar(id.0))?;
+        self.plan.target(var, offset, len)
+    }
+
+    fn dge_list(&self) -> Result<&[VarId], RelocError> {
+        if self.dge_tables != 1 {
+            return Err(RelocError::DgeTables(self.dge_tables));
+        }
+        Ok(&self.dge)
+    }
+
+    fn trigger(&self, queue: &str, id: u32) -> Result<TriggerBinding, RelocError> {
+        self.triggers
+            .get(&(queue.to_string(), u64::from(id)))
+            .copied()
+            .ok_or_else(|| RelocError::UnboundTrigger {
+                queue: queue.into(),
+                id,
+            })
+    }
+}
+
+impl CoreResolver<'_> {
+    fn endpoint(&self, e: &Endpoint) -> Result<Target, RelocError> {
+        let end = e.end().ok_or(RelocError::AddressOverflow)?;
+        self.var(e.var_id, e.off, end - e.off)
+    }
+}
+
+/// The device half of a build in progress: what it allocated so far.
+struct Builder<'a> {
+    dev: &'a dyn Device,
+    kbin: &'a Kbin,
+    pcore: PCore,
+    allocs: Vec<MemHandle>,
+}
+
+impl Builder<'_> {
+    fn alloc_copy(
+        &mut self,
+        what: &str,
+        bytes: &[u8],
+        align: u64,
+        usage: MemUsage,
+    ) -> Result<(MemHandle, u64), StageError> {
+        let dev_err = |doing: &str, source| StageError::Device {
+            subgraph: self.kbin.name.clone(),
+            what: format!("{doing} {what}"),
+            source,
+        };
+        let a = self
+            .dev
+            .alloc(AllocReq {
+                size: bytes.len() as u64,
+                align,
+                core: self.pcore,
+                usage,
+                hint: what,
+            })
+            .map_err(|e| dev_err("allocating", e))?;
+        self.allocs.push(a.handle);
+        if !bytes.is_empty() {
+            self.dev
+                .write(a.handle, 0, bytes)
+                .map_err(|e| dev_err("copying", e))?;
+        }
+        Ok((a.handle, a.pa.0))
+    }
+
+    fn reloc(&self, source: RelocError) -> StageError {
+        StageError::Reloc {
+            subgraph: self.kbin.name.clone(),
+            source,
+        }
+    }
+}
+
+/// Checks the Cayman Event-Accel reservation (§7 step 3). The parse already
+/// enforces it; the check stays here because this is where the reference
+/// makes it, and a kbin may come from elsewhere.
+fn check_carveout(kbin: &Kbin) -> Result<(), StageError> {
+    if kbin.target != Arch::Cayman {
+        return Ok(());
+    }
+    if kbin.sb_carveouts.is_empty() {
+        tracing::warn!("model {} has no evtaccel reservation on SBUF", kbin.name);
+    }
+    for c in &kbin.sb_carveouts {
+        if c.base_partition != 0
+            || c.partitions != EVTACCEL_PARTITIONS
+            || c.offset != EVTACCEL_OFFSET
+            || c.size != EVTACCEL_SIZE
+        {
+            return Err(StageError::Carveout(kbin.name.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Where each block of a ring landed, by block id.
+type RingBindings = Vec<(u64, TriggerBinding)>;
+
+/// Expands, places and writes one queue's static ring.
+fn build_ring(
+    b: &mut Builder<'_>,
+    r: &CoreResolver<'_>,
+    ring: &DmaRing,
+    arch: Arch,
+) -> Result<Option<(PlacedRing, RingBindings)>, StageError> {
+    if ring.blocks.is_empty() {
+        return Ok(None); // dynamic queues: descriptors are generated at execution
+    }
+    let barrier = if arch == Arch::Sunda {
+        Barrier::Dmb
+    } else {
+        Barrier::Sow
+    };
+    let mut builder = RingBuilder::default();
+    for block in &ring.blocks {
+        let mut descs = Vec::with_capacity(block.descs.len());
+        for d in &block.descs {
+            let from = r.endpoint(&d.from).map_err(|e| b.reloc(e))?;
+            let to = r.endpoint(&d.to).map_err(|e| b.reloc(e))?;
+            descs.push((
+                Pattern {
+                    target: from,
+                    sizes: &d.from.sizes,
+                    steps: &d.from.steps,
+                },
+                Pattern {
+                    target: to,
+                    sizes: &d.to.sizes,
+                    steps: &d.to.steps,
+                },
+                desc_op(d.op),
+            ));
+        }
+        let expanded = expand_block(&descs).map_err(|e| b.reloc(e))?;
+        builder
+            .add_block(block.id, expanded, barrier)
+            .map_err(|e| b.reloc(e))?;
+    }
+    let what = format!("ring {}", ring.queue.name);
+    let a = b
+        .dev
+        .alloc(AllocReq {
+            size: builder.byte_size(),
+            align: 0,
+            core: b.pcore,
+            usage: ring_usage(ring.queue.kind),
+            hint: &what,
+        })
+        .map_err(|source| StageError::Device {
+            subgraph: b.kbin.name.clone(),
+            what: format!("allocating {what}"),
+            source,
+        })?;
+    b.allocs.push(a.handle);
+    let image = builder.place(a.pa.0).map_err(|e| b.reloc(e))?;
+    b.dev
+        .write(a.handle, 0, &image.bytes)
+        .map_err(|source| StageError::Device {
+            subgraph: b.kbin.name.clone(),
+            what: format!("copying {what}"),
+            source,
+        })?;
+    let mut bindings = Vec::with_capacity(ring.blocks.len());
+    for (block, &(id, first, count)) in ring.blocks.iter().zip(&image.blocks) {
+        let semaphore = ring.semaphore(block).unwrap_or(0) as u32;
+        bindings.push((
+            id,
+            TriggerBinding {
+                ring_pa: a.pa.0,
+                first,
+                count,
+                semaphore,
+            },
+        ));
+    }
+    Ok(Some((
+        PlacedRing {
+            queue: ring.queue.name.clone(),
+            kind: ring.queue.kind,
+            handle: a.handle,
+            pa: a.pa.0,
+            image,
+        },
+        bindings,
+    )))
+}
+
+/// Builds one subgraph on its core. Consumes the plan: on failure the
+/// partial build and the plan are released (`model_free`) before returning.
+pub fn build(
+    dev: &dyn Device,
+    cores: &Cores,
+    kbin: &Kbin,
+    archive: &Archive,
+    plan: CorePlan,
+    h_model: HModel,
+    arch: Arch,
+) -> Result<CoreImage, StageError> {
+    let mut b = Builder {
+        dev,
+        kbin,
+        pcore: plan.pcore,
+        allocs: Vec::new(),
+    };
+    match build_parts(&mut b, cores, kbin, archive, &plan, h_model, arch) {
+        Ok((rings, tables, engines)) => Ok(CoreImage {
+            subgraph: kbin.name.clone(),
+            h_model,
+            plan,
+            rings,
+            tables,
+            engines,
+            allocs: b.allocs,
+        }),
+        Err(e) => {
+            for &h in b.allocs.iter().rev() {
+                let _ = dev.free(h);
+            }
+            plan::release(dev, cores, &plan);
+            Err(e)
+        }
+    }
+}
+
+type Parts = (Vec<PlacedRing>, Vec<PlacedTable>, Vec<PlacedImage>);
+
+fn build_parts(
+    b: &mut Builder<'_>,
+    cores: &Cores,
+    kbin: &Kbin,
+    archive: &Archive,
+    plan: &CorePlan,
+    h_model: HModel,
+    arch: Arch,
+) -> Result<Parts, StageError> {
+    check_carveout(kbin)?;
+    let dge_tables = kbin.vars.count(crate::manifest::def::VarKind::DgeTable);
+    let mut resolver = CoreResolver {
+        kbin,
+        plan,
+        triggers: HashMap::new(),
+        dge: kbin
+            .vars
+            .dge_table()
+            .map(|v| v.list.clone())
+            .unwrap_or_default(),
+        dge_tables,
+    };
+
+    // Static DMA rings: data-refill queues first, then the IO queues.
+    let mut rings = Vec::new();
+    let order = |r: &&DmaRing| !matches!(r.queue.kind, QueueKind::Data);
+    let mut ordered: Vec<&DmaRing> = kbin.dma_rings.iter().collect();
+    ordered.sort_by_key(order);
+    for ring in ordered {
+        if let Some((placed, bindings)) = build_ring(b, &resolver, ring, arch)? {
+            for (id, binding) in bindings {
+                resolver
+                    .triggers
+                    .insert((ring.queue.name.clone(), id), binding);
+            }
+            rings.push(placed);
+        }
+    }
+
+    // Activation tables, DVE tables, GPSIMD libraries (sunda only).
+    let mut tables = Vec::new();
+    let mut table = |b: &mut Builder<'_>,
+                     what: String,
+                     bytes: &[u8],
+                     usage: MemUsage|
+     -> Result<(), StageError> {
+        let (handle, pa) = b.alloc_copy(&what, bytes, 0, usage)?;
+        tables.push(PlacedTable {
+            what,
+            handle,
+            pa,
+            len: bytes.len() as u64,
+        });
+        Ok(())
+    };
+    for set in &kbin.act_sets {
+        table(
+            b,
+            format!("act {} bkt", set.name),
+            set.bkt.bytes(archive),
+            MemUsage::ActTable,
+        )?;
+        table(
+            b,
+            format!("act {} ctrl", set.name),
+            set.ctrl.bytes(archive),
+            MemUsage::ActTable,
+        )?;
+    }
+    for slot in DveSlot::ALL {
+        if let Some(blob) = &kbin.dve_tables[slot as usize] {
+            table(
+                b,
+                format!("dve {}", slot.key()),
+                blob.bytes(archive),
+                MemUsage::Generic,
+            )?;
+        }
+    }
+    if arch == Arch::Sunda {
+        for lib in &kbin.ucode_libs {
+            table(
+                b,
+                format!("ucode {}", lib.library),
+                lib.content.bytes(archive),
+                MemUsage::UcodeLib,
+            )?;
+        }
+    }
+
+    // Instruction images, SP last.
+    let mut engines = Vec::with_capacity(5);
+    for e in &kbin.engines {
+        let stream = e
+            .instr
+            .as_ref()
+            .map(|blob| blob.bytes(archive))
+            .unwrap_or_default();
+        let name = format!("{}/{}", kbin.name, e.ty.key());
+        let mut image = instr::lower(&name, stream, 0, &resolver).map_err(|err| b.reloc(err))?;
+        let (handle, pa) = b.alloc_copy(
+            &format!("{name} instructions"),
+            &image.bytes,
+            image.alignment(),
+            instr_usage(e.ty),
+        )?;
+        image.layout.base = pa;
+        engines.push(PlacedImage {
+            engine: e.ty,
+            handle,
+            pa,
+            image,
+        });
+    }
+
+    // The core's model table.
+    if !cores.lock(plan.pcore).models.insert(h_model) {
+        return Err(StageError::ModelInDb(h_model.0));
+    }
+    Ok((rings, tables, engines))
+}

@@ -1,0 +1,110 @@
+//! Multi-core fan-out (stage.md §9) and its inverse.
+//!
+//! The plan runs on the caller's thread; then one scoped thread per
+//! subgraph builds its core. If any build fails, every build that succeeded
+//! is removed again and the error of the lowest-index failure is returned:
+//! a load is all-or-nothing.
+
+use crate::container::Archive;
+use crate::device::Device;
+use crate::ids::{HModel, PCore};
+use crate::kbin::Kbin;
+use crate::Arch;
+
+use super::core::{self, CoreImage};
+use super::plan::{self, PlanParams};
+use super::{Cores, StageError};
+
+/// Per-load staging parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageOptions {
+    /// Architecture of the device (decides barriers, ucode staging and the
+    /// Event-Accel check).
+    pub arch: Arch,
+    /// Scratchpad page size in bytes.
+    pub scratchpad_page: u64,
+}
+
+/// Stages kbin `k` on `pcores[k]` (the physical cores of the claimed logical
+/// core), all under `h_model`.
+pub fn stage(
+    dev: &dyn Device,
+    cores: &Cores,
+    kbins: &[Kbin],
+    archive: &Archive,
+    pcores: &[PCore],
+    h_model: HModel,
+    opts: StageOptions,
+) -> Result<Vec<CoreImage>, StageError> {
+    let (nkbin, core_size) = (kbins.len(), pcores.len());
+    if core_size < nkbin {
+        return Err(StageError::InsufficientCores {
+            required: nkbin,
+            available: core_size,
+        });
+    }
+    if nkbin != 1 && nkbin != core_size {
+        return Err(StageError::SubgraphCount { nkbin, core_size });
+    }
+    let plans = plan::plan(
+        dev,
+        cores,
+        kbins,
+        archive,
+        &pcores[..nkbin],
+        PlanParams {
+            page: opts.scratchpad_page,
+        },
+    )?;
+    if nkbin == 1 {
+        let plan = plans.into_iter().next().expect("one plan per kbin");
+        return Ok(vec![core::build(
+            dev, cores, &kbins[0], archive, plan, h_model, opts.arch,
+        )?]);
+    }
+    let results: Vec<Result<CoreImage, StageError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = kbins
+            .iter()
+            .zip(plans)
+            .map(|(kbin, plan)| {
+                let name = kbin.name.clone();
+                (
+                    name,
+                    s.spawn(move || {
+                        core::build(dev, cores, kbin, archive, plan, h_model, opts.arch)
+                    }),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(name, h)| h.join().unwrap_or(Err(StageError::Panicked(name))))
+            .collect()
+    });
+    if results.iter().all(Result::is_ok) {
+        return Ok(results.into_iter().map(|r| r.expect("checked")).collect());
+    }
+    let mut first_err = None;
+    for r in results {
+        match r {
+            Ok(img) => unstage(dev, cores, img),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_err.expect("one build failed"))
+}
+
+/// Removes a staged subgraph from its core (`kbl_model_remove` +
+/// `model_free`): the model-table entry, every allocation, the scratchpad
+/// references.
+pub fn unstage(dev: &dyn Device, cores: &Cores, img: CoreImage) {
+    cores.lock(img.pcore()).models.remove(&img.h_model);
+    for &h in img.allocs.iter().rev() {
+        if let Err(e) = dev.free(h) {
+            tracing::warn!("freeing {h} of {}: {e}", img.subgraph);
+        }
+    }
+    plan::release(dev, cores, &img.plan);
+}

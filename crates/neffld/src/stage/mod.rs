@@ -1,0 +1,121 @@
+//! S4: staging — plan device memory for every variable of every subgraph,
+//! then build each subgraph's device image on its own physical core, in
+//! parallel and all-or-nothing (stage.md §5–§9, §12).
+//!
+//! Only this module (and the registry above it) touches a [`Device`]. The
+//! relocation it needs is the pure [`crate::relocate`]: planning produces
+//! addresses, relocation turns NEFF bytes into device bytes, and the core
+//! build writes them.
+
+pub mod core;
+pub mod fanout;
+pub mod plan;
+pub mod scratchpad;
+pub mod validate;
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard};
+
+use thiserror::Error;
+
+use crate::device::DeviceError;
+use crate::ids::{HModel, PCore};
+use crate::relocate::RelocError;
+use crate::NrtStatus;
+
+pub use self::core::{CoreImage, PlacedImage, PlacedRing, PlacedTable};
+pub use fanout::{stage, unstage, StageOptions};
+pub use plan::{CorePlan, Placement};
+pub use scratchpad::Scratchpad;
+
+/// Everything staging can fail on. Messages keep the reference wording
+/// (stage.md §14) where one exists.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum StageError {
+    #[error("Insufficient number of pncs, required {required}, available {available}")]
+    InsufficientCores { required: usize, available: usize },
+    #[error("NEFF has {nkbin} subgraphs; a logical core of {core_size} physical cores takes 1 or {core_size} (kg->nkbin == 1 or kg->nkbin == core_size)")]
+    SubgraphCount { nkbin: usize, core_size: usize },
+    #[error("{what} of {subgraph}: {source}")]
+    Device {
+        subgraph: String,
+        what: String,
+        source: DeviceError,
+    },
+    #[error("Failed to allocate virtual scratchpad! {0}")]
+    Scratchpad(DeviceError),
+    #[error("Number of scratchpad pages requested exceeded the max (requested: {requested}, max: {max})")]
+    ScratchpadPages { requested: u64, max: u64 },
+    #[error("Failed to calculate scratchpad info: {0}")]
+    ScratchpadLayout(String),
+    #[error("{subgraph}: {source}")]
+    Reloc {
+        subgraph: String,
+        source: RelocError,
+    },
+    #[error("Failed to find remote variable {var_id} in relative sg {rel_sg} (from {subgraph})")]
+    RemoteVar {
+        subgraph: String,
+        rel_sg: u32,
+        var_id: u32,
+    },
+    #[error("Failed to verify Event Accel State Buffer carveout of {0}")]
+    Carveout(String),
+    #[error("Model {0} already in DB")]
+    ModelInDb(u32),
+    #[error("staging thread for {0} panicked")]
+    Panicked(String),
+}
+
+impl StageError {
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            StageError::Device { source, .. } | StageError::Scratchpad(source) => source.status(),
+            StageError::ScratchpadPages { .. } => NrtStatus::Resource,
+            StageError::ScratchpadLayout(_) | StageError::Panicked(_) => NrtStatus::Failure,
+            StageError::Reloc { source, .. } => source.status(),
+            StageError::ModelInDb(_) => NrtStatus::InvalidHandle,
+            _ => NrtStatus::Invalid,
+        }
+    }
+}
+
+/// What each physical core keeps for the runtime's lifetime: its scratchpad
+/// page table and its model table (keyed by `H_MODEL`).
+#[derive(Debug, Default)]
+pub struct CoreState {
+    pub scratchpad: Scratchpad,
+    pub models: BTreeSet<HModel>,
+}
+
+/// The per-core states of a device, each behind its own lock.
+#[derive(Debug)]
+pub struct Cores {
+    cores: Vec<Mutex<CoreState>>,
+}
+
+impl Cores {
+    pub fn new(count: u32) -> Cores {
+        Cores {
+            cores: (0..count)
+                .map(|_| Mutex::new(CoreState::default()))
+                .collect(),
+        }
+    }
+
+    /// Locks one core's state (a poisoned lock is recovered: the state is
+    /// only ever changed by complete operations).
+    pub fn lock(&self, core: PCore) -> MutexGuard<'_, CoreState> {
+        self.cores[core.0 as usize]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn len(&self) -> usize {
+        self.cores.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cores.is_empty()
+    }
+}

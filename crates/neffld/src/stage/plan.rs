@@ -1,0 +1,399 @@
+//! The memory plan (stage.md §6): where every variable of every subgraph
+//! lives on the device.
+//!
+//! Planning runs on the loader thread before the per-core fan-out, because
+//! remote variables need every subgraph's placements. It allocates and
+//! copies what the reference runtime stages at this point (weights, tmp
+//! buffers, scratchpad pages, pointer slots) and produces a plain value —
+//! var → placement per core — that relocation reads without touching the
+//! device.
+//!
+//! Placement by kind (§6.2, §6.3): the state buffer gets the core's SB
+//! address (no allocation); `file` vars are allocated with their alignment
+//! and get exactly `size` payload bytes; `tmp-buf` vars are allocated;
+//! `virtual` vars sit in the core's shared scratchpad at their arena offset
+//! (aliasing allowed, as real NEFFs do), or get a private allocation when
+//! they would straddle a page; inputs and outputs are **not** allocated —
+//! they are bound by name at every execution; pointer slots and pointer
+//! tables (the `dge-table`) get small device arrays whose IO rows are filled
+//! per execution.
+
+use crate::container::Archive;
+use crate::device::{AllocReq, Device, MemHandle, MemUsage};
+use crate::ids::{PCore, VarId};
+use crate::kbin::Kbin;
+use crate::manifest::def::{Backing, Var, VarKind};
+use crate::relocate::dma::Target;
+use crate::relocate::RelocError;
+
+use super::scratchpad::place_arena;
+use super::{Cores, StageError};
+
+/// Where a variable is on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// The core's state-buffer window (32 MiB, not allocated).
+    StateBuffer { pa: u64 },
+    /// An allocation of its own: weights, tmp buffers, pointer slots and
+    /// tables, virtual vars that straddle a scratchpad page.
+    Hbm { pa: u64, size: u64 },
+    /// Inside the core's shared scratchpad pages.
+    Scratchpad { pa: u64, size: u64 },
+    /// An input or output: bound per execution, never at load.
+    Io,
+    /// Host-side only (`list` vars).
+    Host,
+}
+
+/// One subgraph's plan on its physical core.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CorePlan {
+    pub pcore: PCore,
+    /// Indexed by var_id.
+    pub vars: Vec<Placement>,
+    /// Allocations this plan owns (freed at unload or rollback).
+    pub allocs: Vec<MemHandle>,
+    /// The allocation of each variable that has one of its own.
+    pub var_allocs: Vec<(VarId, MemHandle)>,
+    /// Scratchpad pages this plan references on its core.
+    pub scratch_pages: u32,
+    /// Arena offset of this subgraph's LOCAL scratchpad.
+    pub local_offset: u64,
+    /// Non-fatal findings (aliasing lost on a private scratch allocation).
+    pub warnings: Vec<String>,
+}
+
+/// The state-buffer window every SB variable spans.
+pub const SB_BYTES: u64 = crate::device::geometry::SB_WINDOW;
+
+impl CorePlan {
+    /// `mem_ref_to_addr`: the target of `len` bytes at `offset` of `var`,
+    /// with the reference's bounds rule (`size < offset + len` fails; an
+    /// overflowing sum fails too).
+    pub fn target(&self, var: &Var, offset: u64, len: u64) -> Result<Target, RelocError> {
+        let placement = self
+            .vars
+            .get(var.id.0 as usize)
+            .ok_or(RelocError::UnknownVar(var.id.0))?;
+        let size = match placement {
+            Placement::StateBuffer { .. } => SB_BYTES,
+            Placement::Hbm { size, .. } | Placement::Scratchpad { size, .. } => *size,
+            Placement::Io => var.size.unwrap_or(0),
+            Placement::Host => return Err(RelocError::NotStaged(var.name.clone())),
+        };
+        let end = offset.checked_add(len);
+        if end.is_none_or(|e| e > size) {
+            return Err(RelocError::OutOfBounds {
+                var: var.name.clone(),
+                size,
+                offset,
+                len,
+            });
+        }
+        Ok(match placement {
+            Placement::StateBuffer { pa }
+            | Placement::Hbm { pa, .. }
+            | Placement::Scratchpad { pa, .. } => Target::Abs(pa + offset),
+            Placement::Io => Target::Io {
+                var: var.id,
+                offset,
+            },
+            Placement::Host => unreachable!("returned above"),
+        })
+    }
+}
+
+/// Frees what a plan holds: its allocations and its scratchpad references.
+pub fn release(dev: &dyn Device, cores: &Cores, plan: &CorePlan) {
+    for &h in plan.allocs.iter().rev() {
+        if let Err(e) = dev.free(h) {
+            tracing::warn!("freeing {h} of the plan on {}: {e}", plan.pcore);
+        }
+    }
+    if plan.scratch_pages > 0 {
+        cores
+            .lock(plan.pcore)
+            .scratchpad
+            .release(dev, plan.scratch_pages);
+    }
+}
+
+/// Inputs to planning that are not part of the NEFF.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanParams {
+    /// Scratchpad page size in bytes.
+    pub page: u64,
+}
+
+struct Planner<'a> {
+    dev: &'a dyn Device,
+    cores: &'a Cores,
+    archive: &'a Archive,
+}
+
+impl Planner<'_> {
+    /// Allocates device memory for `var` (a zero size still takes one
+    /// 4 KiB granule, so the variable has a unique address).
+    fn alloc(
+        &self,
+        plan: &mut CorePlan,
+        kbin: &Kbin,
+        var: &Var,
+        size: u64,
+        align: u64,
+        usage: MemUsage,
+    ) -> Result<(u64, MemHandle), StageError> {
+        let req = AllocReq {
+            size,
+            align,
+            core: plan.pcore,
+            usage,
+            hint: &var.name,
+        };
+        let a = self.dev.alloc(req).map_err(|source| StageError::Device {
+            subgraph: kbin.name.clone(),
+            what: format!("allocating {}", var.name),
+            source,
+        })?;
+        plan.allocs.push(a.handle);
+        plan.var_allocs.push((var.id, a.handle));
+        Ok((a.pa.0, a.handle))
+    }
+
+    fn write(
+        &self,
+        kbin: &Kbin,
+        handle: MemHandle,
+        data: &[u8],
+        what: &str,
+    ) -> Result<(), StageError> {
+        self.dev
+            .write(handle, 0, data)
+            .map_err(|source| StageError::Device {
+                subgraph: kbin.name.clone(),
+                what: format!("copying {what}"),
+                source,
+            })
+    }
+
+    /// Places one variable; pointers and tables are filled in a later pass.
+    fn place(
+        &self,
+        plan: &mut CorePlan,
+        kbin: &Kbin,
+        var: &Var,
+        page: u64,
+    ) -> Result<Placement, StageError> {
+        let size = var.size.unwrap_or(0);
+        let align = var.alignment.unwrap_or(0);
+        Ok(match var.kind {
+            VarKind::StateBuffer => {
+                let pa = self
+                    .dev
+                    .sb_base(plan.pcore)
+                    .map_err(|source| StageError::Device {
+                        subgraph: kbin.name.clone(),
+                        what: "locating the state buffer".into(),
+                        source,
+                    })?;
+                Placement::StateBuffer { pa: pa.0 }
+            }
+            VarKind::Input | VarKind::Output => Placement::Io,
+            VarKind::List | VarKind::Remote => Placement::Host,
+            VarKind::File => {
+                let (pa, h) = self.alloc(plan, kbin, var, size, align, MemUsage::Weight)?;
+                let payload = var
+                    .weight
+                    .as_ref()
+                    .map(|w| w.payload.bytes(self.archive))
+                    .unwrap_or_default();
+                // The parse rejected payloads shorter than the var; stage exactly `size` bytes.
+                let n = payload
+                    .len()
+                    .min(usize::try_from(size).unwrap_or(usize::MAX));
+                if n > 0 {
+                    self.write(kbin, h, &payload[..n], &var.name)?;
+                }
+                Placement::Hbm { pa, size }
+            }
+            VarKind::TmpBuf => {
+                let (pa, _) =
+                    self.alloc(plan, kbin, var, size, align, MemUsage::ScratchpadNotShared)?;
+                Placement::Hbm { pa, size }
+            }
+            VarKind::Pointer => {
+                let (pa, _) = self.alloc(plan, kbin, var, 8, 0, MemUsage::Generic)?;
+                Placement::Hbm { pa, size: 8 }
+            }
+            VarKind::DgeTable => {
+                let bytes = (var.list.len() as u64).saturating_mul(8);
+                let (pa, _) = self.alloc(plan, kbin, var, bytes, 0, MemUsage::Generic)?;
+                Placement::Hbm { pa, size: bytes }
+            }
+            VarKind::Virtual => self.place_virtual(plan, kbin, var, page)?,
+        })
+    }
+
+    /// A virtual variable: its arena offset plus `backing_variable_off`,
+    /// inside the shared pages unless it straddles one.
+    fn place_virtual(
+        &self,
+        plan: &mut CorePlan,
+        kbin: &Kbin,
+        var: &Var,
+        page: u64,
+    ) -> Result<Placement, StageError> {
+        let size = var.size.unwrap_or(0);
+        let arena = match var.backing.unwrap_or(Backing::Local) {
+            Backing::Shared => 0,
+            Backing::Local | Backing::Sharded | Backing::Main => plan.local_offset,
+        };
+        let offset = arena
+            .checked_add(var.backing_offset.unwrap_or(0))
+            .ok_or_else(|| {
+                StageError::ScratchpadLayout(format!("offset of {} overflows", var.name))
+            })?;
+        if let Some(pa) = self
+            .cores
+            .lock(plan.pcore)
+            .scratchpad
+            .address(page, offset, size)
+        {
+            return Ok(Placement::Scratchpad { pa, size });
+        }
+        plan.warnings.push(format!(
+            "virtual variable {} straddles a {page}-byte scratchpad page: it gets a private allocation and no longer aliases other virtual variables",
+            var.name
+        ));
+        let (pa, _) = self.alloc(plan, kbin, var, size, 0, MemUsage::ScratchpadNotShared)?;
+        Ok(Placement::Hbm { pa, size })
+    }
+}
+
+/// Plans every subgraph of a load: kbin `k` goes to `pcores[k]`. On failure
+/// everything already allocated or referenced is released before returning.
+pub fn plan(
+    dev: &dyn Device,
+    cores: &Cores,
+    kbins: &[Kbin],
+    archive: &Archive,
+    pcores: &[PCore],
+    params: PlanParams,
+) -> Result<Vec<CorePlan>, StageError> {
+    let mut plans: Vec<CorePlan> = Vec::with_capacity(kbins.len());
+    let result = plan_into(dev, cores, kbins, archive, pcores, params, &mut plans);
+    if result.is_err() {
+        for p in plans.iter().rev() {
+            release(dev, cores, p);
+        }
+    }
+    result.map(|()| plans)
+}
+
+fn plan_into(
+    dev: &dyn Device,
+    cores: &Cores,
+    kbins: &[Kbin],
+    archive: &Archive,
+    pcores: &[PCore],
+    params: PlanParams,
+    plans: &mut Vec<CorePlan>,
+) -> Result<(), StageError> {
+    let page = params.page;
+    // Scratchpad layout (`tdrv_scratchpad_model_init`): the shared arena is
+    // charged to the first core of the load, then each subgraph's LOCAL arena
+    // is placed on its own core.
+    let shared = kbins.iter().map(|k| k.scratchpad.shared).max().unwrap_or(0);
+    for (k, kbin) in kbins.iter().enumerate() {
+        let pcore = pcores[k];
+        let running = if k == 0 { shared } else { 0 };
+        let local = kbin
+            .scratchpad
+            .local
+            .max(kbin.scratchpad.sharded)
+            .max(kbin.scratchpad.main);
+        let (local_offset, total) = place_arena(running, local, page).ok_or_else(|| {
+            StageError::ScratchpadLayout(format!("arena of {} overflows", kbin.name))
+        })?;
+        let mut plan = CorePlan {
+            pcore,
+            vars: Vec::with_capacity(kbin.vars.len()),
+            allocs: Vec::new(),
+            var_allocs: Vec::new(),
+            scratch_pages: 0,
+            local_offset,
+            warnings: Vec::new(),
+        };
+        if total > 0 {
+            plan.scratch_pages = cores
+                .lock(pcore)
+                .scratchpad
+                .reserve(dev, pcore, page, total)?;
+        }
+        plans.push(plan);
+    }
+    let planner = Planner {
+        dev,
+        cores,
+        archive,
+    };
+    for (kbin, plan) in kbins.iter().zip(plans.iter_mut()) {
+        for var in kbin.vars.iter() {
+            let placement = planner.place(plan, kbin, var, page)?;
+            plan.vars.push(placement);
+        }
+    }
+    bind_remote(kbins, plans)?;
+    for (k, kbin) in kbins.iter().enumerate() {
+        fill_pointers(&planner, kbin, &plans[k])?;
+    }
+    Ok(())
+}
+
+/// Remote variables alias the placement of their target in another
+/// subgraph of the same load (§6.7); no allocation.
+fn bind_remote(kbins: &[Kbin], plans: &mut [CorePlan]) -> Result<(), StageError> {
+    for (k, kbin) in kbins.iter().enumerate() {
+        for (local, b) in &kbin.vars.remote_bindings {
+            let err = || StageError::RemoteVar {
+                subgraph: kbin.name.clone(),
+                rel_sg: b.rel_sg,
+                var_id: b.var_id.0,
+            };
+            let target = *plans
+                .get(b.rel_sg as usize)
+                .and_then(|p| p.vars.get(b.var_id.0 as usize))
+                .ok_or_else(err)?;
+            let slot = plans[k].vars.get_mut(local.0 as usize).ok_or_else(err)?;
+            *slot = target;
+        }
+    }
+    Ok(())
+}
+
+/// Writes pointer slots and pointer-table rows: the referenced variable's
+/// address when it is staged, 0 for IO rows (filled per execution).
+fn fill_pointers(planner: &Planner<'_>, kbin: &Kbin, plan: &CorePlan) -> Result<(), StageError> {
+    let addr_of = |id: VarId| -> u64 {
+        match kbin.vars.get(id).map(|v| plan.target(v, 0, 0)) {
+            Some(Ok(Target::Abs(pa))) => pa,
+            _ => 0,
+        }
+    };
+    for var in kbin.vars.iter() {
+        let rows: Vec<u64> = match var.kind {
+            VarKind::Pointer if !var.io_ref => var.referenced.map(addr_of).into_iter().collect(),
+            VarKind::DgeTable => var.list.iter().map(|&id| addr_of(id)).collect(),
+            _ => continue,
+        };
+        if rows.iter().all(|&r| r == 0) {
+            continue; // freshly allocated device memory already reads as zero
+        }
+        let Some(&(_, handle)) = plan.var_allocs.iter().find(|(id, _)| *id == var.id) else {
+            continue;
+        };
+        let bytes: Vec<u8> = rows.iter().flat_map(|r| r.to_le_bytes()).collect();
+        planner.write(kbin, handle, &bytes, &var.name)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,343 @@
+//! The whole pipeline (S0–S5) on the real fixtures and on writer-built NEFFs:
+//! loads land where they should, pass the staged-model validator, and leave
+//! nothing behind when unloaded or when they fail.
+
+use std::sync::Arc;
+
+use neffld::api::{Runtime, TensorUsage};
+use neffld::config::RuntimeConfig;
+use neffld::container::writer::Producer;
+use neffld::device::{Device, FaultPlan, Geometry, SimDevice};
+use neffld::ids::VarId;
+use neffld::relocate::dma::decode_template;
+use neffld::stage::Placement;
+use neffld::testkit::Synth;
+use neffld::{Arch, NrtStatus};
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/../../../shared/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture")
+}
+
+fn all_fixtures() -> Vec<(String, Vec<u8>)> {
+    let dir = format!("{}/../../../shared/fixtures", env!("CARGO_MANIFEST_DIR"));
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn runtime(arch: Arch) -> (Runtime, Arc<SimDevice>) {
+    let dev = Arc::new(SimDevice::new(Geometry::for_arch(arch)));
+    let cfg = RuntimeConfig {
+        arch,
+        check: true,
+        ..RuntimeConfig::default()
+    };
+    (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
+}
+
+#[test]
+fn every_fixture_loads_validates_and_unloads_cleanly() {
+    let (rt, dev) = runtime(Arch::Cayman);
+    for (name, bytes) in all_fixtures() {
+        let m = rt
+            .load(&bytes, -1, 1)
+            .unwrap_or_else(|e| panic!("{name}: {e} [{}]", e.status()));
+        let cores = rt
+            .with_model(&m, |lm| {
+                lm.cores.iter().map(|c| c.pcore().0).collect::<Vec<_>>()
+            })
+            .unwrap();
+        assert_eq!(cores, vec![0, 1], "{name}: LNC 2 on logical core 0");
+        assert!(dev.live_count() > 0);
+        rt.unload(&m).unwrap();
+        assert_eq!(dev.live_count(), 0, "{name}: {:?}", dev.live_allocations());
+        assert_eq!(rt.loaded_models(), 0);
+    }
+}
+
+#[test]
+fn matmul_small_tensor_info_is_what_nkipy_binds() {
+    let (rt, _dev) = runtime(Arch::Cayman);
+    let m = rt.load(&fixture("matmul_small.neff"), -1, 1).unwrap();
+    let t = rt.tensor_info(&m).unwrap();
+    let summary: Vec<(&str, TensorUsage, u64, u32, Vec<u32>)> = t
+        .iter()
+        .map(|t| (t.name.as_str(), t.usage, t.size, t.dtype, t.shape.clone()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("x", TensorUsage::Input, 65536, 7, vec![128, 256]),
+            ("y", TensorUsage::Input, 65536, 7, vec![256, 128]),
+            ("output0", TensorUsage::Output, 32768, 7, vec![128, 128]),
+        ]
+    );
+    assert_eq!(m.name, "file.neff");
+    rt.with_model(&m, |lm| assert_eq!(lm.mac_count, 4_194_304))
+        .unwrap();
+    rt.unload(&m).unwrap();
+}
+
+#[test]
+fn weights_and_images_are_readable_at_their_device_addresses() {
+    let (rt, dev) = runtime(Arch::Cayman);
+    let bytes = fixture("matmul_small.neff");
+    let m = rt.load(&bytes, -1, 1).unwrap();
+    rt.with_model(&m, |lm| {
+        for core in &lm.cores {
+            // var 4 is the fp16 identity constant: 1.0 (0x3C00) on the diagonal.
+            let Placement::Hbm { pa, size } = core.plan.vars[4] else {
+                panic!("{:?}", core.plan.vars[4])
+            };
+            assert_eq!(size, 32768);
+            assert_eq!(pa % 32768, 0, "the var's alignment");
+            let mut w = vec![0u8; 32768];
+            dev.read_pa(neffld::ids::Pa(pa), &mut w).unwrap();
+            for i in 0..128usize {
+                let at = (i * 128 + i) * 2;
+                assert_eq!(&w[at..at + 2], &[0x00, 0x3C], "diagonal {i}");
+            }
+            assert_eq!(
+                core.plan.vars[1],
+                Placement::Io,
+                "inputs are not allocated at load"
+            );
+            // Instruction images: the PE image holds preamble + 11 records (label deleted) + postamble.
+            let pe = &core.engines[0];
+            assert_eq!(pe.image.bytes.len(), (2 + 11 + 3) * 64);
+            let mut img = vec![0u8; pe.image.bytes.len()];
+            dev.read_pa(neffld::ids::Pa(pe.pa), &mut img).unwrap();
+            assert_eq!(img, pe.image.bytes);
+            assert_eq!(pe.pa % 0x8000, 0);
+        }
+    })
+    .unwrap();
+    rt.unload(&m).unwrap();
+}
+
+#[test]
+fn matmul_large_stages_its_scratchpad_without_allocating_the_4gib_input() {
+    let (rt, dev) = runtime(Arch::Cayman);
+    let m = rt.load(&fixture("matmul_large.neff"), -1, 1).unwrap();
+    rt.with_model(&m, |lm| {
+        for core in &lm.cores {
+            let scratch = core
+                .plan
+                .vars
+                .iter()
+                .filter(|p| matches!(p, Placement::Scratchpad { .. }))
+                .count();
+            assert_eq!(scratch, 16, "16 virtual spill vars in shared pages");
+            assert_eq!(core.plan.scratch_pages, 1, "8 MiB fits one 512 MiB page");
+        }
+    })
+    .unwrap();
+    assert!(
+        dev.stored_pages() < 4096,
+        "host memory stays small: {} pages",
+        dev.stored_pages()
+    );
+    let stats = rt.memory_stats(0).unwrap();
+    assert!(
+        stats.used >= 2 * (512 << 20),
+        "two scratchpad pages charged: {stats:?}"
+    );
+    rt.unload(&m).unwrap();
+    assert_eq!(dev.live_count(), 0);
+}
+
+#[test]
+fn every_injected_allocation_or_write_failure_rolls_back_completely() {
+    let (rt, dev) = runtime(Arch::Cayman);
+    let bytes = fixture("matmul_small.neff");
+    // Count the operations of one clean load.
+    let m = rt.load(&bytes, -1, 1).unwrap();
+    let allocs = dev.live_count() as u64;
+    rt.unload(&m).unwrap();
+    assert!(allocs > 10);
+    for k in 1..=allocs {
+        dev.set_fault_plan(FaultPlan {
+            fail_alloc_at: Some(k),
+            ..FaultPlan::default()
+        });
+        let e = rt.load(&bytes, -1, 1).unwrap_err();
+        assert_eq!(e.status(), NrtStatus::Resource, "alloc {k}: {e}");
+        assert_eq!(
+            dev.live_count(),
+            0,
+            "alloc {k}: {:?}",
+            dev.live_allocations()
+        );
+        assert_eq!(rt.loaded_models(), 0);
+    }
+    for k in 1..=6 {
+        dev.set_fault_plan(FaultPlan {
+            fail_write_at: Some(k),
+            ..FaultPlan::default()
+        });
+        let e = rt.load(&bytes, -1, 1).unwrap_err();
+        assert_eq!(e.status(), NrtStatus::Failure, "write {k}: {e}");
+        assert_eq!(dev.live_count(), 0, "write {k}");
+    }
+    dev.set_fault_plan(FaultPlan::default());
+    // The logical core was released every time: a load still gets core 0.
+    let m = rt.load(&bytes, -1, 1).unwrap();
+    assert_eq!(m.vnc.0, 0);
+    rt.unload(&m).unwrap();
+}
+
+#[test]
+fn guard_statuses() {
+    let (rt, _dev) = runtime(Arch::Cayman);
+    let bytes = fixture("matmul_small.neff");
+    assert_eq!(
+        rt.load(&bytes, -1, 2).unwrap_err().status(),
+        NrtStatus::Invalid
+    );
+    assert_eq!(
+        rt.load(&bytes[..100], -1, 1).unwrap_err().status(),
+        NrtStatus::Invalid
+    );
+    assert_eq!(
+        rt.load(&bytes, 99, 1).unwrap_err().status(),
+        NrtStatus::Invalid
+    );
+    // Every logical core taken → the next -1 load has no core.
+    let models: Vec<_> = (0..rt.visible_vnc_count())
+        .map(|_| rt.load(&bytes, -1, 1).unwrap())
+        .collect();
+    assert_eq!(
+        rt.load(&bytes, -1, 1).unwrap_err().status(),
+        NrtStatus::LoadNotEnoughNc
+    );
+    // An explicit core may be shared.
+    let shared = rt.load(&bytes, 0, 1).unwrap();
+    assert_eq!(shared.vnc.0, 0);
+    rt.unload(&shared).unwrap();
+    assert_eq!(
+        rt.unload(&shared).unwrap_err().status(),
+        NrtStatus::InvalidHandle,
+        "double unload"
+    );
+    for m in &models {
+        rt.unload(m).unwrap();
+    }
+    rt.close();
+    assert_eq!(
+        rt.load(&bytes, -1, 1).unwrap_err().status(),
+        NrtStatus::Closed
+    );
+}
+
+#[test]
+fn a_trn2_neff_on_a_trn1_runtime_fails_the_lnc_gate() {
+    let (rt, dev) = runtime(Arch::Sunda);
+    let e = rt.load(&fixture("matmul_small.neff"), -1, 1).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert!(e.to_string().contains("compiled with `--lnc=2`"), "{e}");
+    assert_eq!(dev.live_count(), 0);
+}
+
+#[test]
+fn a_trn1_neff_on_a_trn2_runtime_fails_the_arch_gate() {
+    let (rt, dev) = runtime(Arch::Cayman);
+    let bytes = Synth::static_sunda().write(Producer::V2_18);
+    let e = rt.load(&bytes, -1, 1).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert!(
+        e.to_string()
+            .contains("different arch is not allowed, NEFF arch: v2, instance arch: v3"),
+        "{e}"
+    );
+    assert_eq!(dev.live_count(), 0);
+}
+
+/// A trn1 NEFF with static DMA blocks and `0xC1` triggers, in every
+/// container family, staged on trn1: rings are built, triggers bound to
+/// them, IO endpoints become templates.
+#[test]
+fn static_dma_neffs_load_on_trn1_in_every_producer_family() {
+    // The sunda producers' container formats (2.21+ writes cayman headers).
+    for p in [Producer::V2_0_99229, Producer::V2_18, Producer::Pkg1] {
+        let (rt, dev) = runtime(Arch::Sunda);
+        let bytes = Synth::static_sunda().write(p);
+        let m = rt
+            .load(&bytes, -1, 1)
+            .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        rt.with_model(&m, |lm| {
+            assert_eq!(lm.cores.len(), 1);
+            let core = &lm.cores[0];
+            let mut queues: Vec<&str> = core.rings.iter().map(|r| r.queue.as_str()).collect();
+            queues.sort();
+            assert_eq!(
+                queues,
+                ["qPoolIO0", "qPoolSpillReload0", "qSPIO0", "qSPSpillReload0"]
+            );
+            // The IO ring of SP loads input `a` (var 1): its TX side is a template.
+            let sp_io = core.rings.iter().find(|r| r.queue == "qSPIO0").unwrap();
+            let (tx, rx) = sp_io.image.descriptors();
+            assert_eq!(decode_template(tx[0].buf_ptr), Some((VarId(1), 0)));
+            assert_eq!(decode_template(tx[1].buf_ptr), Some((VarId(1), 128)));
+            assert!(
+                decode_template(rx[0].buf_ptr).is_none(),
+                "the SB side is absolute"
+            );
+            // The SP image: its first trigger points at the weight ring.
+            let sp = core
+                .engines
+                .iter()
+                .find(|e| e.engine.key() == "sp")
+                .unwrap();
+            let rec = &sp.image.bytes[3 * 64..4 * 64]; // preamble 2, SET_ORDERING_MODE, then the trigger
+            assert_eq!(rec[0], 0xC1);
+            let ring = core
+                .rings
+                .iter()
+                .find(|r| r.queue == "qSPSpillReload0")
+                .unwrap();
+            assert_eq!(u64::from_le_bytes(rec[12..20].try_into().unwrap()), ring.pa);
+            // The sunda control table and the activation tables were staged.
+            let tables: Vec<&str> = core.tables.iter().map(|t| t.what.as_str()).collect();
+            assert!(tables.contains(&"dve control_table"), "{tables:?}");
+            assert!(tables.contains(&"act exp_and_others bkt"), "{tables:?}");
+        })
+        .unwrap();
+        rt.unload(&m).unwrap();
+        assert_eq!(dev.live_count(), 0, "{p:?}");
+    }
+}
+
+#[test]
+fn dynamic_dma_neff_loads_on_trn2_with_an_idle_second_graph() {
+    let (rt, dev) = runtime(Arch::Cayman);
+    let bytes = Synth::dynamic_cayman().write(Producer::V2_21);
+    let m = rt.load(&bytes, -1, 1).unwrap();
+    rt.with_model(&m, |lm| {
+        assert_eq!(lm.cores.len(), 2);
+        let io: usize = lm.cores[0]
+            .engines
+            .iter()
+            .map(|e| e.image.io_operands.len())
+            .sum();
+        assert!(io > 0, "mode 0x20 operands stay templates");
+        assert!(lm.cores[1].rings.is_empty(), "the idle graph has no queue");
+    })
+    .unwrap();
+    rt.unload(&m).unwrap();
+    assert_eq!(dev.live_count(), 0);
+}
