@@ -1,0 +1,137 @@
+//! The process-wide runtime state behind `nrt_init` / `nrt_close`.
+//!
+//! ```text
+//! START ──nrt_init──▶ INIT ──nrt_close──▶ CLOSED ──nrt_init──▶ INIT …
+//! ```
+//!
+//! - START (never initialised): every call that needs the runtime returns
+//!   `NRT_UNINITIALIZED` (13) and logs "NRT uninitialized".
+//! - CLOSED: those calls return `NRT_CLOSED` (14) and log "NRT already
+//!   closed", until the next `nrt_init`.
+//! - Re-initialisation after `nrt_close` is allowed and builds a fresh
+//!   runtime on a fresh simulated device (the reference runtime also allows
+//!   it; it reports START rather than CLOSED in between, this library keeps
+//!   CLOSED so the caller learns why a call failed).
+//! - `nrt_init` while INIT returns `NRT_FAILURE` and changes nothing.
+//! - The reference runtime's fork-child state is not modelled.
+//!
+//! Calls that only read configuration (the core counts, the instance info)
+//! work in every state, as the public header allows them before `nrt_init`.
+
+use std::ffi::{c_char, CStr};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use neffld::api::Runtime;
+use neffld::config::RuntimeConfig;
+use tracing::{error, info};
+
+use crate::abi::nrt::{nrt_model_t, NrtFrameworkArg};
+use crate::abi::nrt_status::NRT_STATUS;
+use crate::boundary::NrtResult;
+use crate::handles::{self, Kind};
+
+/// The three states; INIT holds the runtime every call shares.
+enum Phase {
+    Start,
+    Init(Arc<Runtime>),
+    Closed,
+}
+
+static PHASE: Mutex<Phase> = Mutex::new(Phase::Start);
+
+fn phase() -> MutexGuard<'static, Phase> {
+    PHASE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The initialised runtime, or the status of the state guard.
+pub(crate) fn runtime() -> Result<Arc<Runtime>, NRT_STATUS> {
+    match &*phase() {
+        Phase::Init(rt) => Ok(Arc::clone(rt)),
+        Phase::Start => {
+            error!("NRT uninitialized");
+            Err(NRT_STATUS::NRT_UNINITIALIZED)
+        }
+        Phase::Closed => {
+            error!("NRT already closed");
+            Err(NRT_STATUS::NRT_CLOSED)
+        }
+    }
+}
+
+/// The initialised runtime's configuration, else the one the environment
+/// gives (for the calls allowed before `nrt_init`).
+pub(crate) fn config() -> Result<RuntimeConfig, NRT_STATUS> {
+    if let Phase::Init(rt) = &*phase() {
+        return Ok(rt.config().clone());
+    }
+    RuntimeConfig::from_env().map_err(|e| {
+        error!("{e}");
+        crate::status::from_core(e.status())
+    })
+}
+
+/// `nrt_init`.
+///
+/// # Safety
+/// `fw_version` and `fal_version` must each be NULL or NUL-terminated.
+pub(crate) unsafe fn init(
+    framework: NrtFrameworkArg,
+    fw_version: *const c_char,
+    fal_version: *const c_char,
+) -> NrtResult {
+    let mut phase = phase();
+    if let Phase::Init(_) = *phase {
+        error!("nrt_init: the runtime is already initialised; call nrt_close first");
+        return Err(NRT_STATUS::NRT_FAILURE);
+    }
+    // SAFETY: forwarded from this function's contract.
+    let (fw, fal) = unsafe { (lossy(fw_version), lossy(fal_version)) };
+    let config = RuntimeConfig::from_env().map_err(|e| {
+        error!("nrt_init: {e}");
+        crate::status::from_core(e.status())
+    })?;
+    let rt = Runtime::new(config).map_err(|e| crate::status::load_error("nrt_init", &e))?;
+    info!(
+        "nrt_init: framework {framework}, framework version {fw:?}, FAL version {fal:?}; {} on {} logical cores ({} visible)",
+        rt.config().arch,
+        rt.total_vnc_count(),
+        rt.visible_vnc_count()
+    );
+    *phase = Phase::Init(Arc::new(rt));
+    Ok(())
+}
+
+/// `nrt_close`: unloads every model, frees every model handle still live,
+/// and moves to CLOSED. A no-op in START and CLOSED.
+pub(crate) fn close() {
+    let rt = {
+        let mut phase = phase();
+        match std::mem::replace(&mut *phase, Phase::Closed) {
+            Phase::Init(rt) => rt,
+            other => {
+                *phase = other;
+                return;
+            }
+        }
+    };
+    rt.close();
+    for ptr in handles::drain(Kind::Model) {
+        // SAFETY: `drain` removed the pointer from the registry, so this is
+        // its only owner now; model pointers are registered only by
+        // `model::load`, right after `Box::into_raw`.
+        drop(unsafe { Box::from_raw(ptr as *mut nrt_model_t) });
+    }
+    info!("nrt_close: runtime closed");
+}
+
+/// A C string for logging (`None` for NULL).
+///
+/// # Safety
+/// `s` must be NULL or NUL-terminated.
+pub(crate) unsafe fn lossy(s: *const c_char) -> Option<String> {
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: non-NULL and NUL-terminated per this function's contract.
+    Some(unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned())
+}

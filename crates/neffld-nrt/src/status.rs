@@ -1,0 +1,118 @@
+//! From neffld's statuses and errors to the C `NRT_STATUS`, and the status
+//! strings of `nrt_get_status_as_str`.
+
+use std::ffi::{c_char, CStr};
+
+use neffld::api::LoadError;
+use neffld::device::DeviceError;
+use neffld::NrtStatus;
+use tracing::error;
+
+use crate::abi::nrt_status::{NrtStatusArg, NRT_STATUS};
+
+/// The C status of a neffld status (the same numeric value).
+pub(crate) fn from_core(status: NrtStatus) -> NRT_STATUS {
+    use NRT_STATUS::*;
+    match status {
+        NrtStatus::Success => NRT_SUCCESS,
+        NrtStatus::Failure => NRT_FAILURE,
+        NrtStatus::Invalid => NRT_INVALID,
+        NrtStatus::InvalidHandle => NRT_INVALID_HANDLE,
+        NrtStatus::Resource => NRT_RESOURCE,
+        NrtStatus::Timeout => NRT_TIMEOUT,
+        NrtStatus::HwError => NRT_HW_ERROR,
+        NrtStatus::QueueFull => NRT_QUEUE_FULL,
+        NrtStatus::LoadNotEnoughNc => NRT_LOAD_NOT_ENOUGH_NC,
+        NrtStatus::UnsupportedNeffVersion => NRT_UNSUPPORTED_NEFF_VERSION,
+        NrtStatus::FailHostMemAlloc => NRT_FAIL_HOST_MEM_ALLOC,
+        NrtStatus::Uninitialized => NRT_UNINITIALIZED,
+        NrtStatus::Closed => NRT_CLOSED,
+        NrtStatus::QueueEmpty => NRT_QUEUE_EMPTY,
+        NrtStatus::ExecUnitUnrecoverable => NRT_EXEC_UNIT_UNRECOVERABLE,
+        NrtStatus::ExecBadInput => NRT_EXEC_BAD_INPUT,
+        NrtStatus::ExecCompletedWithNumErr => NRT_EXEC_COMPLETED_WITH_NUM_ERR,
+        NrtStatus::ExecCompletedWithErr => NRT_EXEC_COMPLETED_WITH_ERR,
+        NrtStatus::ExecNcBusy => NRT_EXEC_NC_BUSY,
+        NrtStatus::ExecOob => NRT_EXEC_OOB,
+        NrtStatus::CollPending => NRT_COLL_PENDING,
+        NrtStatus::ExecHwErrCollectives => NRT_EXEC_HW_ERR_COLLECTIVES,
+        NrtStatus::ExecHwErrHbmUe => NRT_EXEC_HW_ERR_HBM_UE,
+        NrtStatus::ExecHwErrNcUe => NRT_EXEC_HW_ERR_NC_UE,
+        NrtStatus::ExecHwErrDmaAbort => NRT_EXEC_HW_ERR_DMA_ABORT,
+        NrtStatus::ExecSwNqOverflow => NRT_EXEC_SW_NQ_OVERFLOW,
+        NrtStatus::ExecHwErrRepairableHbmUe => NRT_EXEC_HW_ERR_REPAIRABLE_HBM_UE,
+        NrtStatus::NetworkProxyFailure => NRT_NETWORK_PROXY_FAILURE,
+    }
+}
+
+/// Logs a failed runtime call and returns its status.
+pub(crate) fn load_error(api: &str, e: &LoadError) -> NRT_STATUS {
+    let status = from_core(e.status());
+    error!("{api}: {e}");
+    status
+}
+
+/// Logs a failed device operation and returns its status.
+pub(crate) fn device_error(api: &str, e: &DeviceError) -> NRT_STATUS {
+    let status = from_core(e.status());
+    error!("{api}: {e}");
+    status
+}
+
+/// The identifier of a status value as a static C string, `"UNKNOWN"` when
+/// no status has that value.
+pub(crate) fn status_c_str(code: NrtStatusArg) -> *const c_char {
+    status_cstr(code).as_ptr()
+}
+
+fn status_cstr(code: NrtStatusArg) -> &'static CStr {
+    match NrtStatus::from_code(code) {
+        None => c"UNKNOWN",
+        Some(s) => match s {
+            NrtStatus::Success => c"NRT_SUCCESS",
+            NrtStatus::Failure => c"NRT_FAILURE",
+            NrtStatus::Invalid => c"NRT_INVALID",
+            NrtStatus::InvalidHandle => c"NRT_INVALID_HANDLE",
+            NrtStatus::Resource => c"NRT_RESOURCE",
+            NrtStatus::Timeout => c"NRT_TIMEOUT",
+            NrtStatus::HwError => c"NRT_HW_ERROR",
+            NrtStatus::QueueFull => c"NRT_QUEUE_FULL",
+            NrtStatus::LoadNotEnoughNc => c"NRT_LOAD_NOT_ENOUGH_NC",
+            NrtStatus::UnsupportedNeffVersion => c"NRT_UNSUPPORTED_NEFF_VERSION",
+            NrtStatus::FailHostMemAlloc => c"NRT_FAIL_HOST_MEM_ALLOC",
+            NrtStatus::Uninitialized => c"NRT_UNINITIALIZED",
+            NrtStatus::Closed => c"NRT_CLOSED",
+            NrtStatus::QueueEmpty => c"NRT_QUEUE_EMPTY",
+            NrtStatus::ExecUnitUnrecoverable => c"NRT_EXEC_UNIT_UNRECOVERABLE",
+            NrtStatus::ExecBadInput => c"NRT_EXEC_BAD_INPUT",
+            NrtStatus::ExecCompletedWithNumErr => c"NRT_EXEC_COMPLETED_WITH_NUM_ERR",
+            NrtStatus::ExecCompletedWithErr => c"NRT_EXEC_COMPLETED_WITH_ERR",
+            NrtStatus::ExecNcBusy => c"NRT_EXEC_NC_BUSY",
+            NrtStatus::ExecOob => c"NRT_EXEC_OOB",
+            NrtStatus::CollPending => c"NRT_COLL_PENDING",
+            NrtStatus::ExecHwErrCollectives => c"NRT_EXEC_HW_ERR_COLLECTIVES",
+            NrtStatus::ExecHwErrHbmUe => c"NRT_EXEC_HW_ERR_HBM_UE",
+            NrtStatus::ExecHwErrNcUe => c"NRT_EXEC_HW_ERR_NC_UE",
+            NrtStatus::ExecHwErrDmaAbort => c"NRT_EXEC_HW_ERR_DMA_ABORT",
+            NrtStatus::ExecSwNqOverflow => c"NRT_EXEC_SW_NQ_OVERFLOW",
+            NrtStatus::ExecHwErrRepairableHbmUe => c"NRT_EXEC_HW_ERR_REPAIRABLE_HBM_UE",
+            NrtStatus::NetworkProxyFailure => c"NRT_NETWORK_PROXY_FAILURE",
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_keeps_its_value_and_name() {
+        for s in NrtStatus::ALL {
+            assert_eq!(from_core(s) as u32, s.code());
+            assert_eq!(status_cstr(s.code()).to_str().unwrap(), s.as_str());
+        }
+        assert_eq!(status_cstr(8), c"UNKNOWN");
+        assert_eq!(status_cstr(12), c"UNKNOWN");
+        assert_eq!(status_cstr(u32::MAX), c"UNKNOWN");
+    }
+}

@@ -1,0 +1,81 @@
+//! Builds `tests/c/load_smoke.c` with gcc against the generated headers and
+//! the cdylib, and runs it on a fixture. Skipped (with a message) when gcc
+//! or the shared library is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory holding `libneffld_nrt.so`: the profile directory above
+/// this test executable's `deps/`.
+fn lib_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.parent()?.to_path_buf();
+    dir.join("libneffld_nrt.so").exists().then_some(dir)
+}
+
+/// Compiles the program; `None` (after printing why) when it cannot be built here.
+fn build() -> Option<PathBuf> {
+    if Command::new("gcc").arg("--version").output().is_err() {
+        eprintln!("skipping the C smoke test: gcc is not installed");
+        return None;
+    }
+    let Some(lib) = lib_dir() else {
+        eprintln!("skipping the C smoke test: libneffld_nrt.so was not built next to the tests");
+        return None;
+    };
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("load_smoke");
+    let status = Command::new("gcc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg(crate_dir().join("tests/c/load_smoke.c"))
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lneffld_nrt", "-o"])
+        .arg(&out)
+        .status()
+        .expect("gcc runs");
+    assert!(status.success(), "gcc failed to build load_smoke.c");
+    Some(out)
+}
+
+fn fixture() -> PathBuf {
+    crate_dir().join("../../../shared/fixtures/matmul_small.neff")
+}
+
+fn run(program: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(program)
+        .args(args)
+        .arg(fixture())
+        .env("NEFFLD_LOG", "off")
+        .output()
+        .expect("load_smoke runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("{stdout}");
+    (out.status.success(), stdout)
+}
+
+#[test]
+fn c_program_guard_statuses() {
+    let Some(program) = build() else { return };
+    let (ok, stdout) = run(&program, &["--guards-only"]);
+    assert!(ok, "load_smoke --guards-only failed:\n{stdout}");
+    assert!(stdout.contains("nrt_load before nrt_init"));
+    assert!(stdout.contains("NRT_UNINITIALIZED (13)"));
+    assert!(stdout.contains("NRT_CLOSED (14)"));
+}
+
+#[test]
+#[ignore = "needs the staging pipeline"]
+fn c_program_full_load() {
+    let Some(program) = build() else { return };
+    let (ok, stdout) = run(&program, &[]);
+    assert!(ok, "load_smoke failed:\n{stdout}");
+    assert!(stdout.contains("input  x "), "{stdout}");
+    assert!(stdout.contains("shape [128, 256]"), "{stdout}");
+    assert!(stdout.contains("output output0 "), "{stdout}");
+}
