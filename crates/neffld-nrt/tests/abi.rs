@@ -512,7 +512,6 @@ fn counts_info_and_memory_stats() {
 /// Loads the fixture, reads its tensor information, unloads, and checks
 /// that a second unload of the same handle is refused.
 #[test]
-#[ignore = "needs the staging pipeline"]
 fn matmul_small_tensor_info() {
     let _g = fresh();
     let neff = fixture("matmul_small.neff");
@@ -571,7 +570,6 @@ fn matmul_small_tensor_info() {
 /// `nrt_close` unloads and frees models still loaded; their handles are
 /// refused afterwards.
 #[test]
-#[ignore = "needs the staging pipeline"]
 fn close_frees_loaded_models() {
     let _g = fresh();
     let neff = fixture("matmul_small.neff");

@@ -70,7 +70,6 @@ fn c_program_guard_statuses() {
 }
 
 #[test]
-#[ignore = "needs the staging pipeline"]
 fn c_program_full_load() {
     let Some(program) = build() else { return };
     let (ok, stdout) = run(&program, &[]);
