@@ -7,7 +7,9 @@
 //! that fails after the claim releases it, and leaves no device allocation
 //! and no registry entry behind.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
@@ -138,6 +140,28 @@ pub struct LoadedModel {
     pub warnings: Vec<String>,
     /// How this load met the parse cache.
     pub cache_role: Role,
+    /// Where the load's time went.
+    pub timings: Timings,
+}
+
+/// Wall time of each stage of one load. A load that reused a cached parse
+/// reports zero container and parse time (and its wait in `cache_wait`).
+/// Relocation runs inside each core's build, so `relocate` is the summed
+/// relocation time of all cores and is contained in `stage`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// S0: guard, preflight, LNC gate, logical-core claim.
+    pub guard: Duration,
+    /// S1: header gates, integrity, inflate, tar walk.
+    pub container: Duration,
+    /// S2+S3: manifests and KBIN build.
+    pub parse: Duration,
+    /// Fingerprinting the buffer and waiting for another loader's parse.
+    pub cache_wait: Duration,
+    /// S4 (with S5 inside): plan, per-core builds, fan-out.
+    pub stage: Duration,
+    /// S5: instruction lowering and ring building, summed over cores.
+    pub relocate: Duration,
 }
 
 /// What a parse produces and concurrent loads of the same NEFF share.
@@ -165,6 +189,8 @@ pub struct Runtime {
     registry: Registry<LoadedModel>,
     cores: Cores,
     cache: ParseCache<Parsed>,
+    /// Parses run (S1–S3), for tests of the cache and for diagnostics.
+    parses: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -217,6 +243,7 @@ impl Runtime {
             visible,
             cores: Cores::new(cores),
             cache: ParseCache::with_slots(config.cache_slots),
+            parses: AtomicU64::new(0),
             config,
             device,
             state: Mutex::new(RtState::Init),
@@ -302,6 +329,7 @@ impl Runtime {
         vnc_count: i32,
         gid: Option<u32>,
     ) -> Result<Model, LoadError> {
+        let t0 = Instant::now();
         if !matches!(vnc_count, -1..=1) {
             return Err(LoadError::VncCount(vnc_count));
         }
@@ -310,7 +338,8 @@ impl Runtime {
         header.check_lnc(self.config.lnc_size())?;
         let name = header.name_str();
         let idx = self.claim(vnc, &name)?;
-        let result = self.load_claimed(bytes, &header, idx, gid);
+        let guard_time = t0.elapsed();
+        let result = self.load_claimed(bytes, &header, idx, gid, guard_time);
         if result.is_err() {
             self.release(idx);
         }
@@ -323,6 +352,7 @@ impl Runtime {
         header: &NeffHeader,
         idx: usize,
         gid: Option<u32>,
+        guard_time: Duration,
     ) -> Result<Model, LoadError> {
         let opts = OpenOptions {
             verify_hash: self.config.validate_hash,
@@ -333,15 +363,28 @@ impl Runtime {
             allow_legacy_neff: self.config.allow_legacy_neff,
             runtime_lnc: self.config.lnc_size(),
         };
+        let t0 = Instant::now();
         let key = self.cache.key(header.uuid, bytes);
+        let mut timings = Timings {
+            guard: guard_time,
+            ..Timings::default()
+        };
         let entry = self
             .cache
             .get_or_parse(key, || -> Result<Parsed, LoadError> {
+                self.parses.fetch_add(1, Ordering::Relaxed);
+                let t = Instant::now();
                 let neff = container::open(bytes, &opts)?;
+                timings.container = t.elapsed();
+                let t = Instant::now();
                 let model = parse::parse(&neff, &popts)?;
+                timings.parse = t.elapsed();
                 Ok(Parsed { neff, model })
             });
         let parsed = entry.result?;
+        timings.cache_wait = t0
+            .elapsed()
+            .saturating_sub(timings.container + timings.parse);
         let lcore = LCore(self.visible[idx]);
         let lnc = self.config.lnc_size();
         let pcores: Vec<PCore> = self
@@ -356,6 +399,7 @@ impl Runtime {
             scratchpad_page: self.config.scratchpad_page,
         };
         let kbins = &parsed.model.kbins;
+        let t = Instant::now();
         let images = stage::stage(
             &*self.device,
             &self.cores,
@@ -365,6 +409,8 @@ impl Runtime {
             h_model,
             sopts,
         )?;
+        timings.stage = t.elapsed();
+        timings.relocate = images.iter().map(|i| i.reloc_time).sum();
         if self.config.check {
             let findings = validate::validate(&*self.device, kbins, &images);
             if !findings.is_empty() {
@@ -394,6 +440,7 @@ impl Runtime {
             cores: images,
             warnings,
             cache_role: entry.role,
+            timings,
         };
         let h_nn = self.registry.register(loaded);
         tracing::info!("Loaded NN \"{name}\" ID: {}", h_nn.0);
@@ -453,6 +500,12 @@ impl Runtime {
         Ok(self
             .device
             .vnc_memory_stats(LCore(lcore), self.config.lnc_size())?)
+    }
+
+    /// How many parses (S1–S3) this runtime has run; loads that reused a
+    /// cached parse do not count.
+    pub fn parse_count(&self) -> u64 {
+        self.parses.load(Ordering::Relaxed)
     }
 
     /// Registered models.

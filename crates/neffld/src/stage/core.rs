@@ -65,6 +65,8 @@ pub struct CoreImage {
     pub engines: Vec<PlacedImage>,
     /// Allocations of the build itself (the plan holds its own).
     pub allocs: Vec<MemHandle>,
+    /// Time spent relocating (ring expansion and instruction lowering).
+    pub reloc_time: std::time::Duration,
 }
 
 impl CoreImage {
@@ -149,6 +151,7 @@ struct Builder<'a> {
     kbin: &'a Kbin,
     pcore: PCore,
     allocs: Vec<MemHandle>,
+    reloc_time: std::time::Duration,
 }
 
 impl Builder<'_> {
@@ -251,7 +254,9 @@ fn build_ring(
                 desc_op(d.op),
             ));
         }
+        let t = std::time::Instant::now();
         let expanded = expand_block(&descs).map_err(|e| b.reloc(e))?;
+        b.reloc_time += t.elapsed();
         builder
             .add_block(block.id, expanded, barrier)
             .map_err(|e| b.reloc(e))?;
@@ -321,6 +326,7 @@ pub fn build(
         kbin,
         pcore: plan.pcore,
         allocs: Vec::new(),
+        reloc_time: std::time::Duration::ZERO,
     };
     match build_parts(&mut b, cores, kbin, archive, &plan, h_model, arch) {
         Ok((rings, tables, engines)) => Ok(CoreImage {
@@ -331,6 +337,7 @@ pub fn build(
             tables,
             engines,
             allocs: b.allocs,
+            reloc_time: b.reloc_time,
         }),
         Err(e) => {
             for &h in b.allocs.iter().rev() {
@@ -443,7 +450,9 @@ fn build_parts(
             .map(|blob| blob.bytes(archive))
             .unwrap_or_default();
         let name = format!("{}/{}", kbin.name, e.ty.key());
+        let t = std::time::Instant::now();
         let mut image = instr::lower(&name, stream, 0, &resolver).map_err(|err| b.reloc(err))?;
+        b.reloc_time += t.elapsed();
         let (handle, pa) = b.alloc_copy(
             &format!("{name} instructions"),
             &image.bytes,
