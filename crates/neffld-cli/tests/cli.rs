@@ -137,3 +137,174 @@ fn extract_refuses_paths_that_leave_the_directory() {
     assert!(!dir.join("evil.txt").exists());
     assert!(String::from_utf8_lossy(&out.stderr).contains("../evil.txt"));
 }
+
+fn demo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.neff")
+}
+
+/// Compares with a committed snapshot; `NEFFLD_UPDATE_SNAPSHOTS=1` rewrites it.
+fn snapshot(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("NEFFLD_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        expected == actual,
+        "{name} differs from its snapshot:\n--- expected\n{expected}\n--- actual\n{actual}"
+    );
+}
+
+#[test]
+fn load_every_fixture_with_check_exits_0() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    for e in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "neff") {
+            continue;
+        }
+        let out = neffld(&["load", "--check", "--json", "--quiet", p.to_str().unwrap()]);
+        let v = json(&out);
+        assert!(out.status.success(), "{}: {v}", p.display());
+        assert_eq!(v["status_code"], 0);
+        assert_eq!(v["arch"], "trn2", "the NEFF's own target");
+        assert_eq!(v["cores"].as_array().unwrap().len(), 2);
+    }
+}
+
+#[test]
+fn load_json_schema() {
+    let f = fixture("matmul_small.neff");
+    let out = neffld(&["load", "--json", "--device", "null", f.to_str().unwrap()]);
+    assert!(out.status.success());
+    let v = json(&out);
+    assert_eq!(v["status"], "NRT_SUCCESS");
+    assert_eq!(v["status_code"], 0);
+    assert_eq!(v["device"], "null");
+    assert!(v["h_nn"].as_u64().unwrap() >= 1);
+    for k in [
+        "guard",
+        "container",
+        "parse",
+        "cache_wait",
+        "stage",
+        "relocate",
+        "unload",
+        "total",
+    ] {
+        assert!(v["timings_us"][k].is_u64(), "timings_us.{k}");
+    }
+    let cores = v["cores"].as_array().unwrap();
+    let pcores: Vec<u64> = cores.iter().map(|c| c["pcore"].as_u64().unwrap()).collect();
+    assert_eq!(pcores, [0, 1]);
+    for c in cores {
+        for k in [
+            "hbm",
+            "hbm_bytes",
+            "instructions",
+            "descriptors",
+            "templates",
+            "scratchpad_pages",
+        ] {
+            assert!(c[k].is_u64(), "cores[].{k}: {c}");
+        }
+        assert!(c["hbm_bytes"].as_u64().unwrap() > 32768);
+        assert_eq!(c["variables"].as_array().unwrap().len(), 6);
+        assert_eq!(c["images"].as_array().unwrap().len(), 5);
+        let pool = &c["images"][2];
+        assert_eq!(pool["engine"], "pool");
+        assert_eq!(pool["io_templates"], 4, "four 0xD4 DGE operands");
+    }
+    let names: Vec<&str> = v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["x", "y", "output0"]);
+}
+
+#[test]
+fn load_for_the_wrong_arch_says_why() {
+    let f = fixture("matmul_small.neff");
+    let out = neffld(&["load", "--json", "--arch", "trn1", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["status_code"], 2);
+    assert_eq!(v["status"], "NRT_INVALID");
+    assert!(v["message"].as_str().unwrap().contains("--lnc=2"), "{v}");
+    let out = neffld(&["load", f.to_str().unwrap(), "--arch", "trn1"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NRT_INVALID"));
+}
+
+#[test]
+fn the_demo_neff_is_packed_from_its_source_tree() {
+    let dir = scratch("demo");
+    let out_file = dir.join("demo.neff");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo");
+    let out = neffld(&[
+        "pack",
+        src.to_str().unwrap(),
+        out_file.to_str().unwrap(),
+        "--producer",
+        "2.18",
+        "--name",
+        "demo",
+        "--uuid",
+        "6e6566666c642d64656d6f2d6e656666",
+    ]);
+    assert!(out.status.success());
+    assert!(
+        std::fs::read(&out_file).unwrap() == std::fs::read(demo()).unwrap(),
+        "examples/demo.neff is stale"
+    );
+}
+
+#[test]
+fn human_output_snapshots() {
+    let d = demo();
+    let out = neffld(&[
+        "load",
+        "--check",
+        "--no-timings",
+        "--quiet",
+        d.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout)
+        .unwrap()
+        .replace(d.to_str().unwrap(), "examples/demo.neff");
+    snapshot("load_demo.txt", &text);
+    let out = neffld(&["inspect", d.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout)
+        .unwrap()
+        .replace(d.to_str().unwrap(), "examples/demo.neff");
+    snapshot("inspect_demo.txt", &text);
+}
+
+#[test]
+fn map_writes_one_svg_per_core() {
+    let dir = scratch("map");
+    let html = dir.join("map.html");
+    let f = fixture("matmul_small.neff");
+    let out = neffld(&[
+        "load",
+        "--quiet",
+        "--map",
+        html.to_str().unwrap(),
+        f.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert_eq!(page.matches("<svg").count(), 2);
+    assert!(
+        page.contains("<title>var identity_82_sg0000 (file) — address 0x"),
+        "hover text"
+    );
+    assert!(page.matches("<rect").count() > 20);
+}

@@ -307,7 +307,21 @@ impl Runtime {
 
     /// `nrt_load`: loads a NEFF on logical core `vnc` (-1: the first free).
     pub fn load(&self, bytes: &[u8], vnc: i32, vnc_count: i32) -> Result<Model, LoadError> {
-        self.load_with_gid(bytes, vnc, vnc_count, None)
+        self.load_with_gid(bytes, vnc, vnc_count, None, None)
+    }
+
+    /// As [`Runtime::load`], for a caller that already opened the container
+    /// of these same `bytes` (with this runtime's hash and inflate options):
+    /// S1 is not run again. Tools use it to read the NEFF's target before
+    /// choosing a device, without inflating the payload twice.
+    pub fn load_opened(
+        &self,
+        bytes: &[u8],
+        neff: Neff,
+        vnc: i32,
+        vnc_count: i32,
+    ) -> Result<Model, LoadError> {
+        self.load_with_gid(bytes, vnc, vnc_count, None, Some(neff))
     }
 
     /// `nrt_load_collectives`: as `load`, recording the global device id.
@@ -319,7 +333,7 @@ impl Runtime {
         device_id: u32,
         _device_count: u32,
     ) -> Result<Model, LoadError> {
-        self.load_with_gid(bytes, vnc, vnc_count, Some(device_id))
+        self.load_with_gid(bytes, vnc, vnc_count, Some(device_id), None)
     }
 
     fn load_with_gid(
@@ -328,6 +342,7 @@ impl Runtime {
         vnc: i32,
         vnc_count: i32,
         gid: Option<u32>,
+        opened: Option<Neff>,
     ) -> Result<Model, LoadError> {
         let t0 = Instant::now();
         if !matches!(vnc_count, -1..=1) {
@@ -339,7 +354,7 @@ impl Runtime {
         let name = header.name_str();
         let idx = self.claim(vnc, &name)?;
         let guard_time = t0.elapsed();
-        let result = self.load_claimed(bytes, &header, idx, gid, guard_time);
+        let result = self.load_claimed(bytes, &header, idx, gid, guard_time, opened);
         if result.is_err() {
             self.release(idx);
         }
@@ -353,6 +368,7 @@ impl Runtime {
         idx: usize,
         gid: Option<u32>,
         guard_time: Duration,
+        opened: Option<Neff>,
     ) -> Result<Model, LoadError> {
         let opts = OpenOptions {
             verify_hash: self.config.validate_hash,
@@ -374,7 +390,10 @@ impl Runtime {
             .get_or_parse(key, || -> Result<Parsed, LoadError> {
                 self.parses.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
-                let neff = container::open(bytes, &opts)?;
+                let neff = match opened {
+                    Some(neff) => neff,
+                    None => container::open(bytes, &opts)?,
+                };
                 timings.container = t.elapsed();
                 let t = Instant::now();
                 let model = parse::parse(&neff, &popts)?;

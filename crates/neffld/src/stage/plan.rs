@@ -51,6 +51,9 @@ pub struct CorePlan {
     pub pcore: PCore,
     /// Indexed by var_id.
     pub vars: Vec<Placement>,
+    /// Name and kind of each variable, indexed by var_id (for tools that
+    /// show where things landed after the parse products are gone).
+    pub var_meta: Vec<(String, VarKind)>,
     /// Allocations this plan owns (freed at unload or rollback).
     pub allocs: Vec<MemHandle>,
     /// The allocation of each variable that has one of its own.
@@ -318,6 +321,7 @@ fn plan_into(
         let mut plan = CorePlan {
             pcore,
             vars: Vec::with_capacity(kbin.vars.len()),
+            var_meta: kbin.vars.iter().map(|v| (v.name.clone(), v.kind)).collect(),
             allocs: Vec::new(),
             var_allocs: Vec::new(),
             scratch_pages: 0,

@@ -1,0 +1,516 @@
+//! `neffld load`: the whole pipeline on a simulated device, a report of
+//! where everything landed, then unload.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use neffld::api::{LoadError, LoadedModel, Runtime};
+use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::container::{self, Neff, OpenOptions};
+use neffld::device::ledger::Ledger;
+use neffld::device::MemUsage;
+use neffld::ids::PCore;
+use neffld::manifest::{kelf, neff_json, ParseOptions};
+use neffld::relocate::dma::decode_template;
+use neffld::relocate::ipmap::{PatchKind, Section};
+use neffld::stage::Placement;
+use neffld::{Arch, NrtStatus};
+use serde_json::{json, Value};
+
+use crate::map;
+use crate::report::{emit, failed, print_json, Failure};
+
+/// Show a progress bar for files at least this large.
+const PROGRESS_MIN: u64 = 64 << 20;
+
+/// Options of `neffld load`.
+pub struct LoadArgs {
+    pub file: PathBuf,
+    pub arch: Option<Arch>,
+    pub start_core: i32,
+    pub device: DeviceKind,
+    pub lnc: Option<u32>,
+    pub check: bool,
+    pub validate_hash: bool,
+    pub allow_legacy_neff: bool,
+    pub max_inflated: Option<u64>,
+    pub json: bool,
+    pub map: Option<PathBuf>,
+    pub quiet: bool,
+    pub no_timings: bool,
+}
+
+fn progress(total: u64, quiet: bool) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if quiet || total < PROGRESS_MIN || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg:10} [{bar:40}] {bytes}/{total_bytes}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+fn read_file(path: &Path, quiet: bool) -> Result<Vec<u8>, String> {
+    let err = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let mut f = File::open(path).map_err(err)?;
+    let len = f.metadata().map_err(err)?.len();
+    let bar = progress(len, quiet);
+    bar.set_message("reading");
+    let mut out = Vec::with_capacity(len as usize);
+    let mut buf = vec![0u8; 4 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(err)?;
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+        bar.inc(n as u64);
+    }
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// The architecture the NEFF was compiled for, read through its own
+/// manifest chain (`neff.json` → kelf json `target`); `None` if the chain
+/// is broken (the load will then say why).
+fn declared_arch(neff: &Neff) -> Option<Arch> {
+    let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok()?;
+    let opts = ParseOptions {
+        instance_arch: Arch::Cayman,
+        allow_legacy_neff: true,
+        runtime_lnc: 2,
+    };
+    kelf::parse(&neff.archive, &nj.kelf_member, &opts)
+        .ok()
+        .map(|k| k.target)
+}
+
+fn us(d: Duration) -> u64 {
+    d.as_micros() as u64
+}
+
+fn kind_name(p: &Placement) -> &'static str {
+    match p {
+        Placement::StateBuffer { .. } => "state-buffer",
+        Placement::Hbm { .. } => "hbm",
+        Placement::Scratchpad { .. } => "scratchpad",
+        Placement::Io => "io (bound at execute)",
+        Placement::Host => "host",
+    }
+}
+
+/// Everything the report shows about one core, gathered while the model is loaded.
+fn core_json(lm: &LoadedModel, ledger: &Ledger, hbm: impl Fn(PCore) -> u32) -> Vec<Value> {
+    lm.cores
+        .iter()
+        .map(|c| {
+            let pcore = c.pcore();
+            let vars: Vec<Value> = c
+                .plan
+                .vars
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let (name, kind) = c.plan.var_meta.get(i).map(|(n, k)| (n.as_str(), k.type_name())).unwrap_or(("?", "?"));
+                    let (addr, size) = match *p {
+                        Placement::StateBuffer { pa } => (Some(pa), Some(neffld::stage::plan::SB_BYTES)),
+                        Placement::Hbm { pa, size } | Placement::Scratchpad { pa, size } => (Some(pa), Some(size)),
+                        Placement::Io | Placement::Host => (None, None),
+                    };
+                    json!({"var_id": i, "name": name, "type": kind, "placement": kind_name(p), "address": addr, "size": size})
+                })
+                .collect();
+            let mut instructions = 0u64;
+            let mut templates = 0u64;
+            let images: Vec<Value> = c
+                .engines
+                .iter()
+                .map(|e| {
+                    let img = &e.image;
+                    let main = img.layout.sections.iter().find(|s| s.0 == Section::Main).map_or(0, |s| u64::from(s.2));
+                    let count = |k: PatchKind| img.patches.of(Section::Main).filter(|p| p.kind() == k).count();
+                    let deleted: u64 = img.patches.of(Section::Main).filter(|p| p.kind() == PatchKind::Delete).map(|p| u64::from(p.neff_count)).sum();
+                    let inserted: u64 = img.patches.of(Section::Main).filter(|p| p.kind() == PatchKind::Insert).map(|p| u64::from(p.device_count)).sum();
+                    instructions += img.bytes.len() as u64 / 64;
+                    templates += img.io_operands.len() as u64;
+                    json!({
+                        "engine": e.engine.key(),
+                        "address": e.pa,
+                        "bytes": img.bytes.len(),
+                        "neff_records": main + deleted - inserted,
+                        "device_slots": img.bytes.len() / 64,
+                        "patches": {"insert": count(PatchKind::Insert), "modify": count(PatchKind::Modify), "delete": count(PatchKind::Delete)},
+                        "absolute_operands": img.abs_operands.len(),
+                        "io_templates": img.io_operands.len(),
+                    })
+                })
+                .collect();
+            let mut descriptors = 0u64;
+            let rings: Vec<Value> = c
+                .rings
+                .iter()
+                .map(|r| {
+                    let used: u64 = r.image.blocks.iter().map(|b| u64::from(b.2)).sum();
+                    descriptors += 2 * used;
+                    let (tx, rx) = r.image.descriptors();
+                    let tmpl = tx.iter().chain(&rx).filter(|d| decode_template(d.buf_ptr).is_some()).count() as u64;
+                    templates += tmpl;
+                    json!({"queue": r.queue, "address": r.pa, "bytes": r.image.bytes.len(), "blocks": r.image.blocks.len(),
+                           "descriptor_pairs": used, "capacity": r.image.capacity, "io_templates": tmpl})
+                })
+                .collect();
+            let tables: Vec<Value> =
+                c.tables.iter().map(|t| json!({"table": t.what, "address": t.pa, "bytes": t.len})).collect();
+            let usage: serde_json::Map<String, Value> = MemUsage::ALL
+                .iter()
+                .filter(|u| ledger.used(pcore, **u) > 0)
+                .map(|u| (u.name().to_string(), json!(ledger.used(pcore, *u))))
+                .collect();
+            json!({
+                "pcore": pcore.0,
+                "hbm": hbm(pcore),
+                "subgraph": c.subgraph,
+                "hbm_bytes": ledger.core_total(pcore),
+                "scratchpad_pages": c.plan.scratch_pages,
+                "instructions": instructions,
+                "descriptors": descriptors,
+                "templates": templates,
+                "usage": usage,
+                "variables": vars,
+                "images": images,
+                "rings": rings,
+                "tables": tables,
+            })
+        })
+        .collect()
+}
+
+fn human(out: &Value, no_timings: bool) -> String {
+    use std::fmt::Write as _;
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let mut t = String::new();
+    let _ = writeln!(t, "file      {}", s(&out["file"]));
+    let _ = writeln!(
+        t,
+        "device    {} {} ({} cores)",
+        s(&out["device"]),
+        s(&out["arch"]),
+        out["device_cores"]
+    );
+    let _ = writeln!(
+        t,
+        "status    {} ({})",
+        s(&out["status"]),
+        out["status_code"]
+    );
+    if out["status_code"] != 0 {
+        let _ = writeln!(t, "error     [{}] {}", s(&out["stage"]), s(&out["message"]));
+    }
+    let m = &out["model"];
+    if !m.is_null() {
+        let pcores: Vec<String> = m["pcores"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| format!("nc{p}"))
+            .collect();
+        let _ = writeln!(
+            t,
+            "model     nn{} \"{}\" uuid {}",
+            out["h_nn"],
+            s(&m["name"]),
+            s(&m["uuid"])
+        );
+        let _ = writeln!(
+            t,
+            "placed    logical core {} -> physical {}",
+            m["vnc"],
+            pcores.join(", ")
+        );
+    }
+    if !no_timings && !out["timings_us"].is_null() {
+        let tm = &out["timings_us"];
+        let _ = writeln!(t, "\ntimings");
+        for (label, key) in [
+            ("S0 guard", "guard"),
+            ("S1 container", "container"),
+            ("S2+S3 parse", "parse"),
+            ("S4 stage", "stage"),
+            ("  S5 relocate (in S4)", "relocate"),
+            ("unload", "unload"),
+            ("total", "total"),
+        ] {
+            let _ = writeln!(t, "  {label:<22} {:>10.3} ms", n(&tm[key]) as f64 / 1000.0);
+        }
+    }
+    for c in out["cores"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            t,
+            "\ncore nc{} (HBM {}, subgraph {}): {} bytes of HBM, {} instruction slots, {} DMA descriptors, {} IO templates",
+            c["pcore"],
+            c["hbm"],
+            s(&c["subgraph"]),
+            n(&c["hbm_bytes"]),
+            n(&c["instructions"]),
+            n(&c["descriptors"]),
+            n(&c["templates"])
+        );
+        let _ = writeln!(
+            t,
+            "  {:>4}  {:<36} {:<13} {:>18} {:>12}  placement",
+            "id", "variable", "type", "address", "size"
+        );
+        for v in c["variables"].as_array().into_iter().flatten() {
+            let addr = v["address"]
+                .as_u64()
+                .map_or("-".to_string(), |a| format!("{a:#x}"));
+            let size = v["size"]
+                .as_u64()
+                .map_or("-".to_string(), |x| x.to_string());
+            let _ = writeln!(
+                t,
+                "  {:>4}  {:<36} {:<13} {:>18} {:>12}  {}",
+                n(&v["var_id"]),
+                s(&v["name"]),
+                s(&v["type"]),
+                addr,
+                size,
+                s(&v["placement"])
+            );
+        }
+        let _ = writeln!(
+            t,
+            "  {:<6} {:>18} {:>9} {:>8} {:>8} {:>7} {:>6} {:>6} {:>6} {:>10}",
+            "engine",
+            "address",
+            "bytes",
+            "records",
+            "slots",
+            "insert",
+            "modify",
+            "delete",
+            "abs",
+            "templates"
+        );
+        for e in c["images"].as_array().into_iter().flatten() {
+            let p = &e["patches"];
+            let _ = writeln!(
+                t,
+                "  {:<6} {:>18} {:>9} {:>8} {:>8} {:>7} {:>6} {:>6} {:>6} {:>10}",
+                s(&e["engine"]),
+                format!("{:#x}", n(&e["address"])),
+                n(&e["bytes"]),
+                n(&e["neff_records"]),
+                n(&e["device_slots"]),
+                n(&p["insert"]),
+                n(&p["modify"]),
+                n(&p["delete"]),
+                n(&e["absolute_operands"]),
+                n(&e["io_templates"])
+            );
+        }
+        for r in c["rings"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                t,
+                "  ring {:<20} {:>18} {} blocks, {} descriptor pairs (capacity {}), {} IO templates",
+                s(&r["queue"]),
+                format!("{:#x}", n(&r["address"])),
+                n(&r["blocks"]),
+                n(&r["descriptor_pairs"]),
+                n(&r["capacity"]),
+                n(&r["io_templates"])
+            );
+        }
+        for tb in c["tables"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                t,
+                "  table {:<26} {:>18} {} bytes",
+                s(&tb["table"]),
+                format!("{:#x}", n(&tb["address"])),
+                n(&tb["bytes"])
+            );
+        }
+        let usage: Vec<String> = c["usage"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(t, "  ledger  {}", usage.join(", "));
+    }
+    if let Some(ts) = out["tensors"].as_array().filter(|a| !a.is_empty()) {
+        let _ = writeln!(t, "\ntensors");
+        for x in ts {
+            let _ = writeln!(
+                t,
+                "  {:<6} {:<24} {:>12} bytes  dtype {:>2}  shape {}",
+                s(&x["usage"]),
+                s(&x["name"]),
+                n(&x["size"]),
+                x["dtype"],
+                x["shape"]
+            );
+        }
+    }
+    for w in out["warnings"].as_array().into_iter().flatten() {
+        let _ = writeln!(t, "warning   {}", s(w));
+    }
+    t
+}
+
+fn stage_of(e: &LoadError) -> &'static str {
+    match e {
+        LoadError::Container(_) => "container",
+        LoadError::Parse(_) => "parse",
+        LoadError::Stage(_) => "stage",
+        LoadError::Validation(_) => "validate",
+        LoadError::Device(_) => "device",
+        LoadError::Registry(_) => "registry",
+        LoadError::Config(_) => "config",
+        _ => "guard",
+    }
+}
+
+pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
+    let t_total = Instant::now();
+    let bytes = read_file(&a.file, a.quiet)?;
+    let mut config = RuntimeConfig::from_env().map_err(|e| e.to_string())?;
+    config.device = a.device;
+    config.check |= a.check;
+    config.validate_hash |= a.validate_hash;
+    config.allow_legacy_neff |= a.allow_legacy_neff;
+    config.lnc = a.lnc.or(config.lnc);
+    config.max_inflated = a.max_inflated.or(config.max_inflated);
+    let mut out = json!({"file": a.file.display().to_string(), "size": bytes.len(), "device": match a.device {
+        DeviceKind::Sim => "sim",
+        DeviceKind::Null => "null",
+    }});
+    let fail = |out: &mut Value, f: Failure| {
+        out["status"] = json!(f.status.as_str());
+        out["status_code"] = json!(f.status.code());
+        out["stage"] = json!(f.stage);
+        out["message"] = json!(f.message);
+    };
+
+    // S1 here, so the NEFF's own target can choose the device without a second inflate.
+    let t1 = Instant::now();
+    let opts = OpenOptions {
+        verify_hash: config.validate_hash,
+        inflate_limit: config.max_inflated,
+    };
+    let opened = container::open(&bytes, &opts);
+    let s1 = t1.elapsed();
+    config.arch = a
+        .arch
+        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
+        .unwrap_or(Arch::Cayman);
+    out["arch"] = json!(config.arch.instance());
+    let rt = Runtime::new(config).map_err(|e| e.to_string())?;
+    out["device_cores"] = json!(rt.device().geometry().cores());
+
+    let bar = progress(bytes.len() as u64, a.quiet);
+    bar.set_message("loading");
+    bar.set_position(bytes.len() as u64 / 2);
+    let loaded = match opened {
+        Ok(neff) => rt.load_opened(&bytes, neff, a.start_core, 1),
+        Err(e) => Err(LoadError::Container(e)),
+    };
+    bar.finish_and_clear();
+    let mut svg_input = None;
+    let code = match loaded {
+        Err(e) => {
+            fail(
+                &mut out,
+                Failure {
+                    stage: stage_of(&e),
+                    status: e.status(),
+                    message: e.to_string(),
+                },
+            );
+            failed()
+        }
+        Ok(model) => {
+            let ledger = rt.device().ledger();
+            let geometry = rt.device().geometry().clone();
+            let hbm = |p: PCore| geometry.hbm_of(p).unwrap_or(0);
+            let (mut timings, cores, warnings, pcores) = rt
+                .with_model(&model, |lm| {
+                    let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
+                    (
+                        lm.timings,
+                        core_json(lm, &ledger, hbm),
+                        lm.warnings.clone(),
+                        pcores,
+                    )
+                })
+                .map_err(|e| e.to_string())?;
+            timings.container = s1;
+            let tensors: Vec<Value> = rt
+                .tensor_info(&model)
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|t| json!({"name": t.name, "usage": if t.usage as u32 == 0 { "input" } else { "output" }, "size": t.size, "dtype": t.dtype, "shape": t.shape}))
+                .collect();
+            let tu = Instant::now();
+            let unloaded = rt.unload(&model);
+            let unload_time = tu.elapsed();
+            out["h_nn"] = json!(model.h_nn.0);
+            out["model"] = json!({
+                "name": model.name,
+                "uuid": model.uuid.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                "vnc": model.vnc.0,
+                "pcores": pcores,
+            });
+            out["timings_us"] = json!({
+                "guard": us(timings.guard),
+                "container": us(timings.container),
+                "parse": us(timings.parse),
+                "cache_wait": us(timings.cache_wait),
+                "stage": us(timings.stage),
+                "relocate": us(timings.relocate),
+                "unload": us(unload_time),
+                "total": us(t_total.elapsed()),
+            });
+            out["tensors"] = json!(tensors);
+            out["warnings"] = json!(warnings);
+            svg_input = Some(cores.clone());
+            out["cores"] = json!(cores);
+            match unloaded {
+                Ok(()) => {
+                    out["status"] = json!(NrtStatus::Success.as_str());
+                    out["status_code"] = json!(0);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    fail(
+                        &mut out,
+                        Failure {
+                            stage: "unload",
+                            status: e.status(),
+                            message: e.to_string(),
+                        },
+                    );
+                    failed()
+                }
+            }
+        }
+    };
+    if let (Some(path), Some(cores)) = (&a.map, &svg_input) {
+        let html = map::render(&out, cores);
+        std::fs::write(path, html).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if a.json {
+        print_json(&out);
+    } else {
+        emit(&human(&out, a.no_timings));
+    }
+    Ok(code)
+}
