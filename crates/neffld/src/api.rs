@@ -361,6 +361,17 @@ impl Runtime {
         result
     }
 
+    /// S1–S5 and registration for a claimed logical core. The error unwind
+    /// of stage.md §12 is structural here: the parse products belong to the
+    /// cache entry (released on return, success or not), every device
+    /// allocation belongs to a staged core image that `stage::stage` frees
+    /// on any failure, and registration is the last step and cannot fail.
+    /// The reference runtime allocates the caller's `nrt_model_t` *after*
+    /// registering and, when that allocation fails, leaves the registered
+    /// model behind (reachable only by `nrt_close`); here the caller's
+    /// [`Model`] is a plain value built after registration with nothing left
+    /// that can fail, and the C layer boxes it before publishing it, so that
+    /// leak has no counterpart.
     fn load_claimed(
         &self,
         bytes: &[u8],
