@@ -7,8 +7,10 @@ use std::process::ExitCode;
 use neffld::container::archive::{default_inflate_limit, Archive, Encoding};
 use neffld::container::header::feature_names;
 use neffld::container::writer::{NeffWriter, Producer};
-use neffld::container::{integrity, payload_window, NeffHeader};
+use neffld::container::{integrity, payload_window, Neff, NeffHeader};
+use neffld::manifest::{kelf, neff_json, ParseOptions};
 use neffld::NrtStatus;
+use neffld::{parse, Arch};
 use serde_json::{json, Value};
 
 use crate::report::{emit, failed, hex, print_json, Failure};
@@ -33,7 +35,7 @@ fn header_json(h: &NeffHeader) -> Value {
         "build_version": h.build_version_str(),
         "unused_0": h.unused_0,
         "hash": hex(&h.hash),
-        "uuid": h.uuid_string(),
+        "uuid": hex(&h.uuid),
         "name": h.name_str(),
         "requested_tpb_count": h.requested_tpb_count,
         "tpb_per_node": &h.tpb_per_node[..nodes_used],
@@ -65,10 +67,88 @@ fn archive_json(a: &Archive) -> Value {
     })
 }
 
-/// Runs the container gates one by one so a report shows everything up to
-/// the first failure. With `verify` the hash must match; without it the
-/// hash is still computed and reported, as information.
-pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, verify: bool) -> CmdResult {
+/// The parse side (S2+S3) as a report: target, IO tensors in `neff.json`
+/// order (dtype spelled as the NEFF spells it), and per subgraph its engines
+/// (records, opcode census), variables by type, queues and DMA blocks.
+fn parse_json(neff: &Neff) -> Result<Value, Failure> {
+    let arch = {
+        let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok();
+        let o = ParseOptions {
+            instance_arch: Arch::Cayman,
+            allow_legacy_neff: true,
+            runtime_lnc: 2,
+        };
+        nj.and_then(|nj| kelf::parse(&neff.archive, &nj.kelf_member, &o).ok())
+            .map_or(Arch::Cayman, |k| k.target)
+    };
+    let lnc = neff.header.vnc_size.max(1);
+    let opts = ParseOptions {
+        instance_arch: arch,
+        allow_legacy_neff: false,
+        runtime_lnc: lnc,
+    };
+    let parsed = parse::parse(neff, &opts).map_err(|e| Failure {
+        stage: "parse",
+        status: e.status(),
+        message: e.to_string(),
+    })?;
+    let io = parsed.io();
+    let tensors = |order: &[String],
+                   map: &std::collections::BTreeMap<String, neffld::manifest::IoTensor>|
+     -> Vec<Value> {
+        order
+            .iter()
+            .filter_map(|n| map.get(n))
+            .map(|t| json!({"name": t.name, "dtype": t.dtype_name, "shape": t.shape, "size": t.size}))
+            .collect()
+    };
+    let subgraphs: Vec<Value> = parsed
+        .kbins
+        .iter()
+        .map(|k| {
+            let engines: Vec<Value> = k
+                .engines
+                .iter()
+                .map(|e| {
+                    let census: serde_json::Map<String, Value> =
+                        e.census.iter().map(|(op, n)| (format!("{op:#04x}"), json!(n))).collect();
+                    json!({"engine": e.ty.key(), "records": e.ninstr, "opcodes": census})
+                })
+                .collect();
+            let mut vars = serde_json::Map::new();
+            for v in k.vars.iter() {
+                let e = vars.entry(v.kind.type_name()).or_insert(json!(0));
+                *e = json!(e.as_u64().unwrap_or(0) + 1);
+            }
+            let queues: Vec<Value> = k
+                .dma_rings
+                .iter()
+                .map(|r| {
+                    let descs: usize = r.blocks.iter().map(|b| b.descs.len()).sum();
+                    json!({"queue": r.queue.name, "owner": r.queue.owner.key(), "type": format!("{:?}", r.queue.kind).to_lowercase(),
+                           "blocks": r.blocks.len(), "descriptors": descs})
+                })
+                .collect();
+            json!({"name": k.name, "idle": k.is_idle(), "engines": engines, "variables": vars, "queues": queues,
+                   "scratchpad_bytes": k.scratchpad.local.max(k.scratchpad.shared)})
+        })
+        .collect();
+    Ok(json!({
+        "target": parsed.manifest.kelf.target_name,
+        "inputs": tensors(&io.input_order, &io.inputs),
+        "outputs": tensors(&io.output_order, &io.outputs),
+        "subgraphs": subgraphs,
+    }))
+}
+
+/// Runs every gate one by one so a report shows everything up to the first
+/// failure: the container (the hash is always computed; with `verify` it
+/// must match), then the manifests and KBIN build.
+fn examine(
+    file: &Path,
+    max_inflated: Option<u64>,
+    verify: bool,
+) -> Result<(Value, Result<(), Failure>), String> {
     let bytes = read(file)?;
     let mut out = json!({"file": file.display().to_string(), "size": bytes.len()});
     let mut warnings: Vec<String> = Vec::new();
@@ -84,11 +164,16 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, verify: bo
         let window = payload_window(&bytes, &h).unwrap_or_default();
         let alg = integrity::HashAlgorithm::for_pkg_version(h.pkg_version);
         let checked = integrity::verify(h.pkg_version, &h.hash, window);
+        let result = match &checked {
+            Ok(v) => v.form.name(),
+            Err(neffld::container::ContainerError::EmptyPayload) => "skipped",
+            Err(_) => "mismatch",
+        };
         out["integrity"] = json!({
             "checked": verify,
-            "algorithm": alg.name(),
+            "algorithm": alg.name().to_lowercase(),
             "digest": hex(&integrity::digest(alg, window)[..alg.digest_len()]),
-            "matches": checked.as_ref().ok().map(|v| v.form.name()),
+            "result": result,
         });
         match checked {
             Err(e) if verify => return Err(container(e)),
@@ -101,6 +186,16 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, verify: bo
         let archive = Archive::decode(window, limit).map_err(container)?;
         warnings.extend(archive.warnings().iter().cloned());
         out["archive"] = archive_json(&archive);
+        out["members"] = out["archive"]["members"].clone();
+        let neff = Neff {
+            header: h,
+            verified: None,
+            archive,
+        };
+        let parsed = parse_json(&neff)?;
+        for k in ["target", "inputs", "outputs", "subgraphs"] {
+            out[k] = parsed[k].clone();
+        }
         Ok(())
     })();
     out["warnings"] = json!(warnings);
@@ -111,10 +206,16 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, verify: bo
     out["status_code"] = json!(status.code());
     out["status"] = json!(status.as_str());
     out["error"] = outcome.as_ref().err().map_or(Value::Null, Failure::json);
+    Ok((out, outcome))
+}
+
+/// `neffld inspect`: everything about one NEFF.
+pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>) -> CmdResult {
+    let (out, outcome) = examine(file, max_inflated, false)?;
     if as_json {
         print_json(&out);
     } else {
-        print_human(&out, &warnings);
+        print_human(&out);
         if let Err(f) = &outcome {
             eprintln!("{}", f.human());
         }
@@ -126,7 +227,43 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, verify: bo
     })
 }
 
-fn print_human(out: &Value, warnings: &[String]) {
+/// `neffld verify`: every gate of every file, hash required; one line per
+/// file (or a JSON array); non-zero exit if any file fails.
+pub fn verify(files: &[std::path::PathBuf], as_json: bool, max_inflated: Option<u64>) -> CmdResult {
+    let mut all = Vec::with_capacity(files.len());
+    let mut failures = 0;
+    let mut text = String::new();
+    for f in files {
+        let (out, outcome) = examine(f, max_inflated, true)?;
+        match &outcome {
+            Ok(()) => text.push_str(&format!(
+                "ok    {}  ({} {}, {} members, {} subgraphs)\n",
+                f.display(),
+                out["integrity"]["algorithm"].as_str().unwrap_or(""),
+                out["integrity"]["result"].as_str().unwrap_or(""),
+                out["archive"]["member_count"],
+                out["subgraphs"].as_array().map_or(0, Vec::len)
+            )),
+            Err(e) => {
+                failures += 1;
+                text.push_str(&format!("FAIL  {}: {}\n", f.display(), e.human()));
+            }
+        }
+        all.push(out);
+    }
+    if as_json {
+        print_json(&json!(all));
+    } else {
+        emit(&text);
+    }
+    Ok(if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        failed()
+    })
+}
+
+fn print_human(out: &Value) {
     use std::fmt::Write as _;
     let str_of = |v: &Value| v.as_str().unwrap_or("").to_string();
     let mut t = String::new();
@@ -191,8 +328,56 @@ fn print_human(out: &Value, warnings: &[String]) {
             );
         }
     }
-    for w in warnings {
-        let _ = writeln!(t, "warning     {w}");
+    if let Some(target) = out["target"].as_str() {
+        let _ = writeln!(t, "target      {target}");
+        for (dir, key) in [("input", "inputs"), ("output", "outputs")] {
+            for x in out[key].as_array().into_iter().flatten() {
+                let _ = writeln!(
+                    t,
+                    "  {dir:<6}  {:<24} {:<9} {:<18} {} bytes",
+                    str_of(&x["name"]),
+                    str_of(&x["dtype"]),
+                    x["shape"].to_string(),
+                    x["size"]
+                );
+            }
+        }
+        for sg in out["subgraphs"].as_array().into_iter().flatten() {
+            let engines: Vec<String> = sg["engines"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| format!("{} {}", str_of(&e["engine"]), e["records"]))
+                .collect();
+            let vars: Vec<String> = sg["variables"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect();
+            let idle = if sg["idle"] == true { " (idle)" } else { "" };
+            let _ = writeln!(
+                t,
+                "subgraph    {}{idle}: records {}; vars {}",
+                str_of(&sg["name"]),
+                engines.join(", "),
+                vars.join(", ")
+            );
+            for q in sg["queues"].as_array().into_iter().flatten() {
+                let _ = writeln!(
+                    t,
+                    "  queue {:<20} {:<8} owner {:<5} {} blocks, {} descriptors",
+                    str_of(&q["queue"]),
+                    str_of(&q["type"]),
+                    str_of(&q["owner"]),
+                    q["blocks"],
+                    q["descriptors"]
+                );
+            }
+        }
+    }
+    for w in out["warnings"].as_array().into_iter().flatten() {
+        let _ = writeln!(t, "warning     {}", str_of(w));
     }
     emit(&t);
 }
@@ -284,6 +469,46 @@ fn parse_uuid(s: &str) -> Result<[u8; 16], String> {
     Ok(out)
 }
 
+/// `--header KEY=VALUE`: one header field, by name.
+fn set_header_field(h: &mut NeffHeader, field: &str) -> Result<(), String> {
+    let (key, value) = field
+        .split_once('=')
+        .ok_or_else(|| format!("--header {field:?}: expected KEY=VALUE"))?;
+    let num = |v: &str| -> Result<u64, String> {
+        let v = v.trim();
+        let parsed = match v.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => v.parse(),
+        };
+        parsed.map_err(|_| format!("--header {key}: {v:?} is not a number"))
+    };
+    match key {
+        "name" => h.set_name(value),
+        "uuid" => h.uuid = parse_uuid(value)?,
+        "version" => {
+            let (major, minor) = value.split_once('.').ok_or_else(|| "--header version: expected MAJOR.MINOR".to_string())?;
+            h.version_major = num(major)?;
+            h.version_minor = num(minor)?;
+        }
+        "feature_bits" => h.feature_bits = num(value)?,
+        "vnc_size" => h.vnc_size = u32::try_from(num(value)?).map_err(|_| "--header vnc_size: too large".to_string())?,
+        "requested_tpb_count" => {
+            h.requested_tpb_count = u32::try_from(num(value)?).map_err(|_| "--header requested_tpb_count: too large".to_string())?
+        }
+        "build_version" => {
+            h.build_version = [0; 128];
+            let n = value.len().min(127);
+            h.build_version[..n].copy_from_slice(&value.as_bytes()[..n]);
+        }
+        _ => {
+            return Err(format!(
+                "--header: unknown field {key:?} (name, uuid, version, feature_bits, vnc_size, build_version, requested_tpb_count)"
+            ))
+        }
+    }
+    Ok(())
+}
+
 pub fn pack(
     dir: &Path,
     out: &Path,
@@ -291,6 +516,7 @@ pub fn pack(
     header_from: Option<&Path>,
     name: Option<&str>,
     uuid: Option<&str>,
+    fields: &[String],
 ) -> CmdResult {
     let mut files = Vec::new();
     collect_files(dir, dir, &mut files)?;
@@ -312,6 +538,9 @@ pub fn pack(
     }
     if let Some(u) = uuid {
         writer.header.uuid = parse_uuid(u)?;
+    }
+    for f in fields {
+        set_header_field(&mut writer.header, f)?;
     }
     let members: Vec<(&str, &[u8])> = files
         .iter()

@@ -34,9 +34,10 @@ enum Command {
         #[arg(long)]
         max_inflated: Option<u64>,
     },
-    /// Run every gate with the payload hash checked; exit 0 only if the file is sound.
+    /// Run every gate (hash required, manifests, KBIN) on each file; one line per file; exit 0 only if all are sound.
     Verify {
-        file: PathBuf,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         #[arg(long)]
         json: bool,
         #[arg(long)]
@@ -84,6 +85,8 @@ enum Command {
     /// Write every archive member of a NEFF under DIR.
     Extract {
         file: PathBuf,
+        /// Output directory.
+        #[arg(short = 'o', long = "output")]
         dir: PathBuf,
         #[arg(long)]
         max_inflated: Option<u64>,
@@ -91,6 +94,8 @@ enum Command {
     /// Build a NEFF from the files under DIR, in a compiler family's byte format.
     Pack {
         dir: PathBuf,
+        /// Output NEFF file.
+        #[arg(short = 'o', long = "output")]
         out: PathBuf,
         /// Which compiler family's container format to write.
         #[arg(long, value_enum, default_value_t = ProducerArg::V2_21)]
@@ -104,6 +109,10 @@ enum Command {
         /// Header uuid as 32 hex digits (dashes allowed).
         #[arg(long)]
         uuid: Option<String>,
+        /// Set a header field: name, uuid, version (MAJOR.MINOR), feature_bits,
+        /// vnc_size, build_version, requested_tpb_count (repeatable).
+        #[arg(long = "header", value_name = "KEY=VALUE")]
+        header: Vec<String>,
     },
 }
 
@@ -127,7 +136,7 @@ enum ProducerArg {
     #[value(name = "2.18")]
     V2_18,
     /// 2.0.99229 (trn1): a PAX header before every member, plain MD5.
-    #[value(name = "2.0.99229")]
+    #[value(name = "2.0.99229", alias = "2.0")]
     V2_0_99229,
     /// pkg_version 1: raw tar and SHA-256.
     #[value(name = "pkg1")]
@@ -141,12 +150,12 @@ fn main() -> ExitCode {
             file,
             json,
             max_inflated,
-        } => container_cmds::inspect(&file, json, max_inflated, false),
+        } => container_cmds::inspect(&file, json, max_inflated),
         Command::Verify {
-            file,
+            files,
             json,
             max_inflated,
-        } => container_cmds::inspect(&file, json, max_inflated, true),
+        } => container_cmds::verify(&files, json, max_inflated),
         Command::Load {
             file,
             arch,
@@ -191,6 +200,7 @@ fn main() -> ExitCode {
             header_from,
             name,
             uuid,
+            header,
         } => {
             let producer = match producer {
                 ProducerArg::V2_21 => neffld::container::writer::Producer::V2_21,
@@ -205,6 +215,7 @@ fn main() -> ExitCode {
                 header_from.as_deref(),
                 name.as_deref(),
                 uuid.as_deref(),
+                &header,
             )
         }
     };

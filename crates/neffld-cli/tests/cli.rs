@@ -35,14 +35,50 @@ fn verify_json_reports_the_real_file() {
     let f = fixture("matmul_small.neff");
     let out = neffld(&["verify", "--json", f.to_str().unwrap()]);
     assert!(out.status.success());
-    let v = json(&out);
+    let v = &json(&out)[0];
     assert_eq!(v["status_code"], 0);
-    assert_eq!(v["header"]["uuid"], "00a04c53-5fd9-4f07-bffd-d5eacdefc852");
+    assert_eq!(v["header"]["uuid"], "00a04c535fd94f07bffdd5eacdefc852");
     assert_eq!(v["header"]["vnc_size"], 2);
-    assert_eq!(v["integrity"]["matches"], "word-swapped");
+    assert_eq!(v["header"]["neff_version"], "2.0");
+    assert_eq!(v["header"]["pkg_version"], 2);
+    assert_eq!(v["header"]["feature_bits"], "0x209c00");
+    assert_eq!(v["header"]["name"], "file.neff");
+    assert_eq!(v["integrity"]["algorithm"], "md5");
+    assert_eq!(v["integrity"]["result"], "word-swapped");
     assert_eq!(v["archive"]["member_count"], 72);
+    assert_eq!(v["members"].as_array().unwrap().len(), 72);
     assert_eq!(v["archive"]["inflated_bytes"], 356864);
     assert_eq!(v["error"], Value::Null);
+    // The parse side: target, IO in neff.json order with the NEFF's dtype names, subgraphs.
+    assert_eq!(v["target"], "cayman");
+    let io: Vec<(String, String, u64)> = v["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["outputs"].as_array().unwrap())
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().into(),
+                t["dtype"].as_str().unwrap().into(),
+                t["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        io,
+        [
+            ("x".into(), "float16".into(), 65536),
+            ("y".into(), "float16".into(), 65536),
+            ("output0".into(), "float16".into(), 32768)
+        ]
+    );
+    let sg = &v["subgraphs"][0];
+    assert_eq!(sg["name"], "sg00");
+    assert_eq!(sg["engines"][0]["engine"], "pe");
+    assert_eq!(sg["engines"][0]["records"], 12);
+    assert_eq!(sg["engines"][0]["opcodes"]["0x02"], 4, "MATMUL census");
+    assert_eq!(sg["variables"]["dge-table"], 1);
+    assert_eq!(v["subgraphs"].as_array().unwrap().len(), 2);
 }
 
 #[test]
@@ -54,7 +90,7 @@ fn a_damaged_file_fails_with_its_status() {
     std::fs::write(&f, &b).unwrap();
     let out = neffld(&["verify", "--json", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    let v = json(&out);
+    let v = &json(&out)[0];
     assert_eq!(v["status_code"], 10);
     assert_eq!(v["status"], "NRT_UNSUPPORTED_NEFF_VERSION");
     assert!(v["error"]["message"]
@@ -63,7 +99,22 @@ fn a_damaged_file_fails_with_its_status() {
         .contains("NEFF version: 9.0 is not supported"));
     // The human form names the failure on stderr.
     let out = neffld(&["verify", f.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("NRT_UNSUPPORTED_NEFF_VERSION"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NRT_UNSUPPORTED_NEFF_VERSION"));
+    // Several files: one line each, non-zero exit when any fails.
+    let good = fixture("matmul_small.neff");
+    let out = neffld(&["verify", good.to_str().unwrap(), f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with("ok    ") && lines[1].starts_with("FAIL  "),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("bad.neff") && lines[1].contains("NEFF version: 9.0"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -71,16 +122,20 @@ fn extract_then_pack_rebuilds_an_equivalent_neff() {
     let dir = scratch("roundtrip");
     let src = fixture("kfusion__fused_attention__fused.neff");
     let tree = dir.join("tree");
-    assert!(
-        neffld(&["extract", src.to_str().unwrap(), tree.to_str().unwrap()])
-            .status
-            .success()
-    );
+    assert!(neffld(&[
+        "extract",
+        src.to_str().unwrap(),
+        "-o",
+        tree.to_str().unwrap()
+    ])
+    .status
+    .success());
     assert!(Path::new(&tree).join("sg00/def.json").exists());
     let out_file = dir.join("re.neff");
     let out = neffld(&[
         "pack",
         tree.to_str().unwrap(),
+        "-o",
         out_file.to_str().unwrap(),
         "--producer",
         "2.21",
@@ -92,8 +147,8 @@ fn extract_then_pack_rebuilds_an_equivalent_neff() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let a = json(&neffld(&["verify", "--json", src.to_str().unwrap()]));
-    let b = json(&neffld(&["verify", "--json", out_file.to_str().unwrap()]));
+    let a = json(&neffld(&["verify", "--json", src.to_str().unwrap()]))[0].clone();
+    let b = json(&neffld(&["verify", "--json", out_file.to_str().unwrap()]))[0].clone();
     assert_eq!(b["status_code"], 0);
     assert_eq!(a["header"]["uuid"], b["header"]["uuid"]);
     assert_eq!(
@@ -101,25 +156,68 @@ fn extract_then_pack_rebuilds_an_equivalent_neff() {
         b["archive"]["inflated_bytes"]
     );
     assert_eq!(a["archive"]["members"], b["archive"]["members"]);
-    // Other families pack too, and verify.
-    for p in ["2.18", "2.0.99229", "pkg1"] {
+    // Other families pack from the same members; they verify, with their digest form.
+    let mut sorted_members = a["members"].as_array().unwrap().clone();
+    sorted_members.sort_by_key(|x| x["name"].as_str().unwrap().to_string());
+    for (p, result) in [
+        ("2.18", "word-swapped"),
+        ("2.0", "plain"),
+        ("pkg1", "plain"),
+    ] {
         let f = dir.join(format!("{p}.neff"));
-        assert!(neffld(&[
+        let args = [
             "pack",
             tree.to_str().unwrap(),
+            "-o",
             f.to_str().unwrap(),
             "--producer",
-            p
-        ])
-        .status
-        .success());
-        let v = json(&neffld(&["verify", "--json", f.to_str().unwrap()]));
-        assert_eq!(v["status_code"], 0, "{p}");
+            p,
+            "--header-from",
+            src.to_str().unwrap(),
+        ];
+        assert!(neffld(&args).status.success(), "{p}");
+        let v = json(&neffld(&["verify", "--json", f.to_str().unwrap()]))[0].clone();
+        assert_eq!(v["status_code"], 0, "{p}: {}", v["error"]);
+        assert_eq!(v["integrity"]["result"], result, "{p}");
+        let names = |m: &Value| {
+            m.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| (x["name"].clone(), x["size"].clone()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            v["archive"]["member_count"], a["archive"]["member_count"],
-            "{p}"
+            names(&v["members"]),
+            names(&Value::Array(sorted_members.clone())),
+            "{p}: same members, in that family's order"
         );
     }
+    // --header sets fields; an unknown field is refused.
+    let f = dir.join("hdr.neff");
+    let args = [
+        "pack",
+        tree.to_str().unwrap(),
+        "-o",
+        f.to_str().unwrap(),
+        "--header",
+        "name=renamed",
+        "--header",
+        "feature_bits=0xC00",
+    ];
+    assert!(neffld(&args).status.success());
+    let v = json(&neffld(&["inspect", "--json", f.to_str().unwrap()]));
+    assert_eq!(v["header"]["name"], "renamed");
+    assert_eq!(v["header"]["feature_bits"], "0xc00");
+    assert!(!neffld(&[
+        "pack",
+        tree.to_str().unwrap(),
+        "-o",
+        f.to_str().unwrap(),
+        "--header",
+        "colour=blue"
+    ])
+    .status
+    .success());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -131,7 +229,12 @@ fn extract_refuses_paths_that_leave_the_directory() {
     let f = dir.join("t.neff");
     std::fs::write(&f, NeffWriter::new(Producer::V2_21).write(&members)).unwrap();
     let out_dir = dir.join("out");
-    let out = neffld(&["extract", f.to_str().unwrap(), out_dir.to_str().unwrap()]);
+    let out = neffld(&[
+        "extract",
+        f.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
     assert!(out.status.success());
     assert!(out_dir.join("ok.txt").exists());
     assert!(!dir.join("evil.txt").exists());
@@ -249,6 +352,7 @@ fn the_demo_neff_is_packed_from_its_source_tree() {
     let out = neffld(&[
         "pack",
         src.to_str().unwrap(),
+        "-o",
         out_file.to_str().unwrap(),
         "--producer",
         "2.18",
@@ -307,4 +411,46 @@ fn map_writes_one_svg_per_core() {
         "hover text"
     );
     assert!(page.matches("<rect").count() > 20);
+}
+
+/// Member lists equal what GNU tar lists from the same payload.
+#[test]
+fn member_lists_match_gnu_tar() {
+    if std::process::Command::new("tar")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipping: no tar on this machine");
+        return;
+    }
+    let dir = scratch("tar");
+    for name in ["matmul_small.neff", "kfusion__fused_attention__fused.neff"] {
+        let bytes = std::fs::read(fixture(name)).unwrap();
+        let payload = dir.join("payload.tgz");
+        std::fs::write(&payload, &bytes[1024..]).unwrap();
+        let out = Command::new("tar")
+            .arg("-tzf")
+            .arg(&payload)
+            .output()
+            .unwrap();
+        let mut tar_names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        tar_names.sort();
+        let v = json(&neffld(&[
+            "inspect",
+            "--json",
+            fixture(name).to_str().unwrap(),
+        ]));
+        let mut ours: Vec<String> = v["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_string())
+            .collect();
+        ours.sort();
+        assert_eq!(ours, tar_names, "{name}");
+    }
 }
