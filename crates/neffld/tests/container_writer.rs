@@ -211,3 +211,82 @@ fn damaged_payloads_fail_cleanly_after_rehashing() {
     assert!(e.to_string().contains("gzip"), "{e}");
     assert_eq!(e.status(), NrtStatus::Invalid);
 }
+
+mod round_trip {
+    use super::*;
+    use proptest::collection::{btree_map, vec};
+    use proptest::prelude::*;
+
+    fn name() -> impl Strategy<Value = String> {
+        // Path segments of mixed length, so some names need the ustar prefix or a pax path.
+        vec("[a-z0-9_.-]{1,70}", 1..4)
+            .prop_map(|segs| segs.join("/"))
+            .prop_filter("no wavegraph", |n| {
+                !n.ends_with("wavegraph-bin.json")
+                    && !n.starts_with("./")
+                    && !n.split('/').any(|s| s == "." || s == "..")
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Whatever members go in come out, byte for byte, in every family.
+        #[test]
+        fn writer_then_reader_is_the_identity(members in btree_map(name(), vec(any::<u8>(), 0..3000), 1..12)) {
+            let list: Vec<(&str, &[u8])> = members.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+            for p in Producer::ALL {
+                let bytes = NeffWriter::new(p).write(&list);
+                let neff = container::open(&bytes, &VERIFY).map_err(|e| TestCaseError::fail(format!("{p:?}: {e}")))?;
+                prop_assert_eq!(neff.archive.len(), members.len(), "{:?}", p);
+                for (n, b) in &members {
+                    prop_assert_eq!(neff.archive.get(n), Some(b.as_slice()), "{:?} {}", p, n);
+                }
+            }
+        }
+    }
+}
+
+/// Each S1 reject names its culprit (the field, offset or member) in the message.
+#[test]
+fn s1_reject_messages_name_the_culprit() {
+    let m = members();
+    let w = NeffWriter::new(Producer::V2_21);
+    let good = w.write(&refs(&m));
+    let msg = |bytes: &[u8]| container::open(bytes, &VERIFY).unwrap_err().to_string();
+    assert!(msg(&good[..1000]).contains("Invalid number of NEFF bytes received 3e8"));
+    let mut b = good.clone();
+    b[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    assert!(msg(&b).contains("header_size (offset 0x8)"), "{}", msg(&b));
+    let mut b = good.clone();
+    b[0x18] = 3;
+    assert!(msg(&b).contains("NEFF version: 3.0 is not supported"));
+    let mut b = good.clone();
+    b[0x220 + 4] = 0x10;
+    assert!(msg(&b).contains("features: 0x1000000000"), "{}", msg(&b));
+    assert!(msg(&good[..good.len() - 1]).contains("data_size (header offset 0x10)"));
+    let mut b = good.clone();
+    b[0] = 5;
+    assert!(msg(&b).contains("Unsupported NEFF packager: 5"));
+    let mut b = good.clone();
+    b[0xAC] ^= 1;
+    assert!(
+        msg(&b).starts_with("MD5 mismatch! header holds"),
+        "{}",
+        msg(&b)
+    );
+    // A bad tar checksum names the header offset; a bomb names the limit.
+    let mut tar = w.tar(&refs(&m));
+    tar[512 * 2 + 3] ^= 0x20;
+    assert!(
+        msg(&w.finish(gzip(&tar, 1))).contains("tar header at offset 0x"),
+        "{}",
+        msg(&w.finish(gzip(&tar, 1)))
+    );
+    let opts = OpenOptions {
+        verify_hash: false,
+        inflate_limit: Some(1000),
+    };
+    let e = container::open(&good, &opts).unwrap_err().to_string();
+    assert!(e.contains("limit of 1000 bytes"), "{e}");
+}
