@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nrt/nrt.h"
-#include "nrt/nrt_experimental.h"
-#include "nrt/nrt_status.h"
+#include <nrt/nrt.h>
+#include <nrt/nrt_experimental.h>
+#include <nrt/nrt_status.h>
 
 _Static_assert(sizeof(nrt_tensor_info_t) == 296, "nrt_tensor_info_t is 296 bytes");
 _Static_assert(offsetof(nrt_tensor_info_t, name) == 0, "name at 0");
@@ -79,7 +79,18 @@ int main(int argc, char **argv) {
     expect("nrt_load vnc_count=2", nrt_load(neff, size, -1, 2, &model), NRT_INVALID);
     expect("nrt_unload NULL", nrt_unload(NULL), NRT_INVALID);
 
-    NRT_STATUS st = nrt_load(neff, size, -1, -1, &model);
+    /* A damaged NEFF: a non-zero status with a readable name. */
+    unsigned char *bad = malloc(size);
+    memcpy(bad, neff, size);
+    bad[0x18] = 9; /* NEFF major version 9 */
+    nrt_model_t *bad_model = NULL;
+    NRT_STATUS bst = nrt_load(bad, size, 0, 1, &bad_model);
+    expect("nrt_load of a damaged NEFF", bst, NRT_UNSUPPORTED_NEFF_VERSION);
+    if (bst == NRT_SUCCESS || strcmp(nrt_get_status_as_str(bst), "NRT_UNSUPPORTED_NEFF_VERSION") != 0) failures++;
+    free(bad);
+
+    /* What the real client does: an explicit core, vnc_count 1. */
+    NRT_STATUS st = nrt_load(neff, size, 0, 1, &model);
     if (guards_only) {
         printf("%-40s %s (%d)\n", "nrt_load (not checked)", nrt_get_status_as_str(st), (int)st);
     } else {
@@ -88,6 +99,26 @@ int main(int argc, char **argv) {
     if (st == NRT_SUCCESS) {
         nrt_tensor_info_array_t *info = NULL;
         expect("nrt_get_model_tensor_info", nrt_get_model_tensor_info(model, &info), NRT_SUCCESS);
+        if (!guards_only) {
+            /* Exactly inputs x, y and output output0, with their byte sizes. */
+            static const struct { const char *name; nrt_tensor_usage_t usage; size_t size; } want[] = {
+                {"x", NRT_TENSOR_USAGE_INPUT, 65536},
+                {"y", NRT_TENSOR_USAGE_INPUT, 65536},
+                {"output0", NRT_TENSOR_USAGE_OUTPUT, 32768},
+            };
+            if (!info || info->tensor_count != 3) {
+                printf("  expected 3 tensors\n");
+                failures++;
+            } else {
+                for (int i = 0; i < 3; i++) {
+                    const nrt_tensor_info_t *t = &info->tensor_array[i];
+                    if (strcmp(t->name, want[i].name) != 0 || t->usage != want[i].usage || t->size != want[i].size) {
+                        printf("  tensor %d is %s, expected %s\n", i, t->name, want[i].name);
+                        failures++;
+                    }
+                }
+            }
+        }
         if (info) {
             for (uint64_t i = 0; i < info->tensor_count; i++) {
                 const nrt_tensor_info_t *t = &info->tensor_array[i];
