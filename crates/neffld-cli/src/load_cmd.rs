@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use neffld::api::{LoadError, LoadedModel, Runtime};
+use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::device::ledger::Ledger;
@@ -26,20 +26,58 @@ use crate::report::{emit, failed, print_json, Failure};
 /// Show a progress bar for files at least this large.
 const PROGRESS_MIN: u64 = 64 << 20;
 
+/// Simulated device kinds.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum DeviceArg {
+    /// Keeps every written byte (sparsely).
+    Sim,
+    /// Keeps only a checksum of what is written.
+    Null,
+}
+
+fn parse_arch(s: &str) -> Result<Arch, String> {
+    s.parse()
+}
+
 /// Options of `neffld load`.
+#[derive(clap::Args)]
 pub struct LoadArgs {
     pub file: PathBuf,
+    /// Device architecture: trn1, trn2 or trn3 (default: the NEFF's own target).
+    #[arg(long, value_parser = parse_arch)]
     pub arch: Option<Arch>,
+    /// Logical core to load on (-1: the first free one).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub start_core: i32,
-    pub device: DeviceKind,
+    /// Simulated device.
+    #[arg(long, value_enum, default_value_t = DeviceArg::Sim)]
+    pub device: DeviceArg,
+    /// Logical-core size (default: the architecture's).
+    #[arg(long)]
     pub lnc: Option<u32>,
+    /// Validate the staged model (every address points into an allocation).
+    #[arg(long)]
     pub check: bool,
+    /// Verify the payload hash (NEURON_RT_VALIDATE_HASH).
+    #[arg(long)]
     pub validate_hash: bool,
+    /// Accept a NEFF built for another architecture (NEURON_RT_ALLOW_LEGACY_NEFF).
+    #[arg(long)]
     pub allow_legacy_neff: bool,
+    /// Ceiling on the inflated payload in bytes.
+    #[arg(long)]
     pub max_inflated: Option<u64>,
+    /// Machine-readable output (stable schema, see docs/cli.md).
+    #[arg(long)]
     pub json: bool,
+    /// Write an HTML memory map (one SVG per core) to this file.
+    #[arg(long)]
     pub map: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
     pub quiet: bool,
+    /// Leave the timing table out of the human output (stable for diffs).
+    #[arg(long)]
     pub no_timings: bool,
 }
 
@@ -383,15 +421,18 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
     let t_total = Instant::now();
     let bytes = read_file(&a.file, a.quiet)?;
     let mut config = RuntimeConfig::from_env().map_err(|e| e.to_string())?;
-    config.device = a.device;
+    config.device = match a.device {
+        DeviceArg::Sim => DeviceKind::Sim,
+        DeviceArg::Null => DeviceKind::Null,
+    };
     config.check |= a.check;
     config.validate_hash |= a.validate_hash;
     config.allow_legacy_neff |= a.allow_legacy_neff;
     config.lnc = a.lnc.or(config.lnc);
     config.max_inflated = a.max_inflated.or(config.max_inflated);
     let mut out = json!({"file": a.file.display().to_string(), "size": bytes.len(), "device": match a.device {
-        DeviceKind::Sim => "sim",
-        DeviceKind::Null => "null",
+        DeviceArg::Sim => "sim",
+        DeviceArg::Null => "null",
     }});
     let fail = |out: &mut Value, f: Failure| {
         out["status"] = json!(f.status.as_str());
@@ -457,7 +498,7 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
                 .tensor_info(&model)
                 .map_err(|e| e.to_string())?
                 .iter()
-                .map(|t| json!({"name": t.name, "usage": if t.usage as u32 == 0 { "input" } else { "output" }, "size": t.size, "dtype": t.dtype, "shape": t.shape}))
+                .map(|t| json!({"name": t.name, "usage": if t.usage == TensorUsage::Input { "input" } else { "output" }, "size": t.size, "dtype": t.dtype.code(), "shape": t.shape}))
                 .collect();
             let tu = Instant::now();
             let unloaded = rt.unload(&model);

@@ -44,44 +44,7 @@ enum Command {
         max_inflated: Option<u64>,
     },
     /// Load a NEFF on a simulated device (S0–S5), report where everything landed, unload.
-    Load {
-        file: PathBuf,
-        /// Device architecture (default: the NEFF's own target).
-        #[arg(long, value_parser = parse_arch)]
-        arch: Option<neffld::Arch>,
-        /// Logical core to load on (-1: the first free one).
-        #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
-        start_core: i32,
-        /// Simulated device: `sim` keeps every byte, `null` only a checksum.
-        #[arg(long, value_enum, default_value_t = DeviceArg::Sim)]
-        device: DeviceArg,
-        /// Logical-core size (default: the architecture's).
-        #[arg(long)]
-        lnc: Option<u32>,
-        /// Validate the staged model (every address points into an allocation).
-        #[arg(long)]
-        check: bool,
-        /// Verify the payload hash (NEURON_RT_VALIDATE_HASH).
-        #[arg(long)]
-        validate_hash: bool,
-        /// Accept a NEFF built for another architecture (NEURON_RT_ALLOW_LEGACY_NEFF).
-        #[arg(long)]
-        allow_legacy_neff: bool,
-        #[arg(long)]
-        max_inflated: Option<u64>,
-        /// Machine-readable output (stable schema, see docs/cli.md).
-        #[arg(long)]
-        json: bool,
-        /// Write an HTML memory map (one SVG per core) to this file.
-        #[arg(long)]
-        map: Option<PathBuf>,
-        /// No progress bar.
-        #[arg(long)]
-        quiet: bool,
-        /// Leave the timing table out of the human output (stable for diffs).
-        #[arg(long)]
-        no_timings: bool,
-    },
+    Load(load_cmd::LoadArgs),
     /// Write every archive member of a NEFF under DIR.
     Extract {
         file: PathBuf,
@@ -116,16 +79,6 @@ enum Command {
     },
 }
 
-fn parse_arch(s: &str) -> Result<neffld::Arch, String> {
-    s.parse()
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum DeviceArg {
-    Sim,
-    Null,
-}
-
 /// Container families the writer reproduces.
 #[derive(Clone, Copy, ValueEnum)]
 enum ProducerArg {
@@ -156,38 +109,7 @@ fn main() -> ExitCode {
             json,
             max_inflated,
         } => container_cmds::verify(&files, json, max_inflated),
-        Command::Load {
-            file,
-            arch,
-            start_core,
-            device,
-            lnc,
-            check,
-            validate_hash,
-            allow_legacy_neff,
-            max_inflated,
-            json,
-            map,
-            quiet,
-            no_timings,
-        } => load_cmd::load(load_cmd::LoadArgs {
-            file,
-            arch,
-            start_core,
-            device: match device {
-                DeviceArg::Sim => neffld::config::DeviceKind::Sim,
-                DeviceArg::Null => neffld::config::DeviceKind::Null,
-            },
-            lnc,
-            check,
-            validate_hash,
-            allow_legacy_neff,
-            max_inflated,
-            json,
-            map,
-            quiet,
-            no_timings,
-        }),
+        Command::Load(args) => load_cmd::load(args),
         Command::Extract {
             file,
             dir,

@@ -94,7 +94,7 @@ fn entry(t: &TensorInfo) -> Result<nrt_tensor_info_t, NRT_STATUS> {
             TensorUsage::Output => nrt_tensor_usage_t::NRT_TENSOR_USAGE_OUTPUT,
         },
         size,
-        dtype: dtype(t.dtype),
+        dtype: dtype(t.dtype.code()),
         shape,
         ndim,
     })

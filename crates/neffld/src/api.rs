@@ -18,7 +18,6 @@ use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader, OpenOptions};
 use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice, VncMemoryStats};
 use crate::ids::{HModel, HNn, LCore, PCore};
-use crate::manifest;
 use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
 use crate::registry::{Registry, RegistryError};
 use crate::stage::validate::{self, Finding};
@@ -77,24 +76,9 @@ impl LoadError {
     }
 }
 
-/// Whether a tensor is read or written by the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TensorUsage {
-    Input = 0,
-    Output = 1,
-}
-
-/// One tensor a client binds against (`nrt_tensor_info_t`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TensorInfo {
-    pub name: String,
-    pub usage: TensorUsage,
-    /// Bytes (u64: a real input is exactly 4 GiB).
-    pub size: u64,
-    /// `nrt_dtype_t` value.
-    pub dtype: u32,
-    pub shape: Vec<u32>,
-}
+/// One tensor a client binds against (`nrt_tensor_info_t`): the manifest
+/// layer's record, re-exported as part of this API.
+pub use crate::manifest::{NrtDtype, TensorInfo, TensorUsage};
 
 /// The caller's handle of a loaded model (`nrt_model_t`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,22 +89,6 @@ pub struct Model {
     pub uuid: [u8; 16],
     /// Global device id of a collectives load.
     pub gid: Option<u32>,
-}
-
-impl From<manifest::TensorInfo> for TensorInfo {
-    fn from(t: manifest::TensorInfo) -> TensorInfo {
-        let usage = match t.usage {
-            manifest::TensorUsage::Input => TensorUsage::Input,
-            manifest::TensorUsage::Output => TensorUsage::Output,
-        };
-        TensorInfo {
-            name: t.name,
-            usage,
-            size: t.size,
-            dtype: t.dtype.code(),
-            shape: t.shape,
-        }
-    }
 }
 
 /// What the registry keeps for each loaded model.
@@ -458,12 +426,7 @@ impl Runtime {
             name: name.clone(),
             uuid: header.uuid,
             vnc: lcore,
-            tensors: parsed
-                .model
-                .tensor_info()
-                .into_iter()
-                .map(TensorInfo::from)
-                .collect(),
+            tensors: parsed.model.tensor_info(),
             gid,
             h_model,
             mac_count: mac_count(&parsed.neff),

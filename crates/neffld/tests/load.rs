@@ -77,7 +77,15 @@ fn matmul_small_tensor_info_is_what_nkipy_binds() {
     let t = rt.tensor_info(&m).unwrap();
     let summary: Vec<(&str, TensorUsage, u64, u32, Vec<u32>)> = t
         .iter()
-        .map(|t| (t.name.as_str(), t.usage, t.size, t.dtype, t.shape.clone()))
+        .map(|t| {
+            (
+                t.name.as_str(),
+                t.usage,
+                t.size,
+                t.dtype.code(),
+                t.shape.clone(),
+            )
+        })
         .collect();
     assert_eq!(
         summary,
