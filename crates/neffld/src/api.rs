@@ -39,6 +39,8 @@ pub enum LoadError {
     NoFreeVnc(String),
     #[error("Invalid model handle")]
     NullModel,
+    #[error("nrt_load_collectives: {0}")]
+    Collectives(String),
     #[error(transparent)]
     Container(#[from] ContainerError),
     #[error(transparent)]
@@ -61,9 +63,10 @@ impl LoadError {
         match self {
             LoadError::Uninitialized => NrtStatus::Uninitialized,
             LoadError::Closed => NrtStatus::Closed,
-            LoadError::VncCount(_) | LoadError::BadVnc { .. } | LoadError::NullModel => {
-                NrtStatus::Invalid
-            }
+            LoadError::VncCount(_)
+            | LoadError::BadVnc { .. }
+            | LoadError::NullModel
+            | LoadError::Collectives(_) => NrtStatus::Invalid,
             LoadError::NoFreeVnc(_) => NrtStatus::LoadNotEnoughNc,
             LoadError::Container(e) => e.status(),
             LoadError::Device(e) => e.status(),
@@ -292,15 +295,32 @@ impl Runtime {
         self.load_with_gid(bytes, vnc, vnc_count, None, Some(neff))
     }
 
-    /// `nrt_load_collectives`: as `load`, recording the global device id.
+    /// `nrt_load_collectives`: as `load`, recording the global device id
+    /// (stage.md §2.8). It needs the root communicator's address
+    /// (`NEURON_RT_ROOT_COMM_ID`) and a device id inside the device count;
+    /// the communicator itself is not simulated.
     pub fn load_collectives(
         &self,
         bytes: &[u8],
         vnc: i32,
         vnc_count: i32,
         device_id: u32,
-        _device_count: u32,
+        device_count: u32,
     ) -> Result<Model, LoadError> {
+        if !matches!(vnc_count, -1..=1) {
+            return Err(LoadError::VncCount(vnc_count));
+        }
+        self.guard()?;
+        if self.config.root_comm_id.is_none() {
+            return Err(LoadError::Collectives(
+                "NEURON_RT_ROOT_COMM_ID is not set".into(),
+            ));
+        }
+        if device_id >= device_count {
+            return Err(LoadError::Collectives(format!(
+                "device id {device_id} is not below the device count {device_count}"
+            )));
+        }
         self.load_with_gid(bytes, vnc, vnc_count, Some(device_id), None)
     }
 

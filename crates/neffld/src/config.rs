@@ -57,6 +57,9 @@ pub struct RuntimeConfig {
     pub cache_slots: usize,
     /// Validate every staged model before registering it (`NEFFLD_CHECK`).
     pub check: bool,
+    /// `NEURON_RT_ROOT_COMM_ID` (`host:port` of the root communicator),
+    /// required by collectives loads.
+    pub root_comm_id: Option<String>,
 }
 
 impl Default for RuntimeConfig {
@@ -73,6 +76,7 @@ impl Default for RuntimeConfig {
             max_inflated: None,
             cache_slots: 1,
             check: false,
+            root_comm_id: None,
         }
     }
 }
@@ -185,6 +189,9 @@ impl RuntimeConfig {
         }
         if let Some(v) = lookup("NEFFLD_MAX_INFLATED") {
             self.max_inflated = Some(parse_num("NEFFLD_MAX_INFLATED", &v)?);
+        }
+        if let Some(v) = lookup("NEURON_RT_ROOT_COMM_ID") {
+            self.root_comm_id = Some(v).filter(|v| !v.trim().is_empty());
         }
         if let Some(v) = lookup("NEFFLD_CHECK") {
             self.check = parse_bool("NEFFLD_CHECK", &v)?;

@@ -349,3 +349,29 @@ fn dynamic_dma_neff_loads_on_trn2_with_an_idle_second_graph() {
     rt.unload(&m).unwrap();
     assert_eq!(dev.live_count(), 0);
 }
+
+#[test]
+fn collectives_loads_need_the_root_communicator_and_record_the_global_id() {
+    let bytes = fixture("matmul_small.neff");
+    let (rt, _dev) = runtime(Arch::Cayman);
+    let e = rt.load_collectives(&bytes, -1, 1, 0, 2).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert!(e.to_string().contains("NEURON_RT_ROOT_COMM_ID"), "{e}");
+    let dev = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
+    let cfg = RuntimeConfig {
+        root_comm_id: Some("127.0.0.1:62182".into()),
+        ..RuntimeConfig::default()
+    };
+    let rt = Runtime::with_device(cfg, dev.clone()).unwrap();
+    assert_eq!(
+        rt.load_collectives(&bytes, -1, 1, 2, 2)
+            .unwrap_err()
+            .status(),
+        NrtStatus::Invalid
+    );
+    let m = rt.load_collectives(&bytes, -1, 1, 1, 2).unwrap();
+    assert_eq!(m.gid, Some(1));
+    assert_eq!(rt.with_model(&m, |lm| lm.gid).unwrap(), Some(1));
+    rt.unload(&m).unwrap();
+    assert_eq!(dev.live_count(), 0);
+}
