@@ -113,6 +113,8 @@ pub struct LoadedModel {
     pub cache_role: Role,
     /// Where the load's time went.
     pub timings: Timings,
+    /// Per-model parameters from the configuration (`kbl_model_param_t`).
+    pub exec_timeout_s: u32,
 }
 
 /// Wall time of each stage of one load. A load that reused a cached parse
@@ -454,6 +456,7 @@ impl Runtime {
             warnings,
             cache_role: entry.role,
             timings,
+            exec_timeout_s: self.config.exec_timeout_s,
         };
         let h_nn = self.registry.register(loaded);
         tracing::info!("Loaded NN \"{name}\" ID: {}", h_nn.0);
