@@ -2,7 +2,8 @@
 //! devices, and writer-built NEFFs with many subgraphs.
 #![allow(dead_code)]
 
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -10,7 +11,11 @@ use neffld::api::Runtime;
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{self, Neff, OpenOptions};
-use neffld::device::{Geometry, SimDevice};
+use neffld::device::{
+    AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
+    SimDevice,
+};
+use neffld::ids::PCore;
 use neffld::parse::{self, ParseOptions, ParsedModel};
 use neffld::testkit::{neff_json, Synth};
 use neffld::Arch;
@@ -130,4 +135,177 @@ pub fn rss_bytes() -> u64 {
         .and_then(|v| v.parse().ok())
         .expect("VmRSS value");
     kib * 1024
+}
+
+/// A device that parks allocations on chosen physical cores until it is
+/// opened, so a test can keep one load in progress (holding the parse
+/// cache) or make several loads overlap deterministically. Everything else
+/// is delegated to a [`SimDevice`].
+pub struct GateDevice {
+    pub inner: Arc<SimDevice>,
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+struct GateState {
+    /// Cores whose allocations park while the gate is closed.
+    gated: std::ops::Range<u32>,
+    open: bool,
+    /// Open by itself once this many distinct groups of `group` cores have
+    /// an allocation parked.
+    open_at: Option<(usize, u32)>,
+    arrived: std::collections::BTreeSet<u32>,
+    parked: usize,
+    timed_out: bool,
+}
+
+impl GateDevice {
+    pub fn new(geometry: Geometry) -> Arc<GateDevice> {
+        Arc::new(GateDevice {
+            inner: Arc::new(SimDevice::new(geometry)),
+            state: Mutex::new(GateState {
+                gated: 0..0,
+                open: true,
+                open_at: None,
+                arrived: Default::default(),
+                parked: 0,
+                timed_out: false,
+            }),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Closes the gate for allocations on `cores`.
+    pub fn close(&self, cores: std::ops::Range<u32>) {
+        let mut s = self.lock();
+        s.gated = cores;
+        s.open = false;
+        s.open_at = None;
+        s.arrived.clear();
+    }
+
+    /// Closes the gate for every core; it opens by itself once `loads`
+    /// distinct groups of `group` consecutive cores (logical cores) have an
+    /// allocation parked.
+    pub fn latch(&self, loads: usize, group: u32) {
+        let mut s = self.lock();
+        s.gated = 0..u32::MAX;
+        s.open = false;
+        s.open_at = Some((loads, group));
+        s.arrived.clear();
+    }
+
+    pub fn open(&self) {
+        self.lock().open = true;
+        self.changed.notify_all();
+    }
+
+    /// Allocations parked right now.
+    pub fn parked(&self) -> usize {
+        self.lock().parked
+    }
+
+    /// Whether a parked allocation gave up waiting (the test is broken).
+    pub fn timed_out(&self) -> bool {
+        self.lock().timed_out
+    }
+
+    /// Waits until at least `n` allocations are parked.
+    pub fn wait_parked(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut s = self.lock();
+        while s.parked < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no load reached the gate in 60 s");
+            s = self
+                .changed
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn pass(&self, core: PCore) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut s = self.lock();
+        if s.open || !s.gated.contains(&core.0) {
+            return;
+        }
+        s.parked += 1;
+        if let Some((loads, group)) = s.open_at {
+            s.arrived.insert(core.0 / group);
+            if s.arrived.len() >= loads {
+                s.open = true;
+            }
+        }
+        self.changed.notify_all();
+        while !s.open {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                s.timed_out = true;
+                s.open = true;
+                break;
+            }
+            s = self
+                .changed
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        s.parked -= 1;
+        drop(s);
+        self.changed.notify_all();
+    }
+}
+
+impl Device for GateDevice {
+    fn geometry(&self) -> &Geometry {
+        self.inner.geometry()
+    }
+    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
+        self.pass(req.core);
+        self.inner.alloc(req)
+    }
+    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
+        self.inner.free(handle)
+    }
+    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.inner.write(handle, offset, data)
+    }
+    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
+        self.inner.read(handle, offset, out)
+    }
+    fn ledger(&self) -> Ledger {
+        self.inner.ledger()
+    }
+    fn live_count(&self) -> usize {
+        self.inner.live_count()
+    }
+    fn live_allocations(&self) -> Vec<LiveAlloc> {
+        self.inner.live_allocations()
+    }
+    fn set_fault_plan(&self, plan: FaultPlan) {
+        self.inner.set_fault_plan(plan)
+    }
+    fn fault_plan(&self) -> FaultPlan {
+        self.inner.fault_plan()
+    }
+}
+
+/// A checked runtime on a gate device.
+pub fn gated_runtime(geometry: Geometry, lnc: Option<u32>, cache_slots: usize) -> (Runtime, Arc<GateDevice>) {
+    let arch = geometry.arch();
+    let dev = GateDevice::new(geometry);
+    let cfg = RuntimeConfig {
+        arch,
+        lnc,
+        check: true,
+        cache_slots,
+        ..RuntimeConfig::default()
+    };
+    (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
 }
