@@ -25,27 +25,48 @@ struct Swept {
 /// logical core 0). The sweep ends when the fault lands past the last
 /// operation and the load succeeds; the allocation count must then equal the
 /// allocations a clean load holds.
-fn sweep(name: &str, rt: &Runtime, dev: &dyn Device, bytes: &[u8], expect_role: Option<Role>) -> Swept {
+fn sweep(
+    name: &str,
+    rt: &Runtime,
+    dev: &dyn Device,
+    bytes: &[u8],
+    expect_role: Option<Role>,
+) -> Swept {
     let before: Ledger = dev.ledger();
     let live_before = dev.live_count();
     let models_before = rt.loaded_models();
     let check_clean = |what: &str| {
-        assert_eq!(dev.live_count(), live_before, "{name} {what}: {:?}", dev.live_allocations());
+        assert_eq!(
+            dev.live_count(),
+            live_before,
+            "{name} {what}: {:?}",
+            dev.live_allocations()
+        );
         assert!(dev.ledger() == before, "{name} {what}: the ledger changed");
         assert_eq!(rt.loaded_models(), models_before, "{name} {what}");
     };
     // A clean load: how many allocations it holds.
-    let m = rt.load(bytes, -1, 1).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let m = rt
+        .load(bytes, -1, 1)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(m.vnc.0, 0, "{name}");
     if let Some(role) = expect_role {
-        assert_eq!(rt.with_model(&m, |lm| lm.cache_role).unwrap(), role, "{name}");
+        assert_eq!(
+            rt.with_model(&m, |lm| lm.cache_role).unwrap(),
+            role,
+            "{name}"
+        );
     }
     let held = (dev.live_count() - live_before) as u64;
     rt.unload(&m).unwrap();
     check_clean("clean load");
     let mut out = Swept::default();
     for (op, plan, status) in [
-        ("allocation", FaultPlan::alloc as fn(u64) -> FaultPlan, NrtStatus::Resource),
+        (
+            "allocation",
+            FaultPlan::alloc as fn(u64) -> FaultPlan,
+            NrtStatus::Resource,
+        ),
         ("write", FaultPlan::write, NrtStatus::Failure),
     ] {
         let mut k = 1;
@@ -62,7 +83,10 @@ fn sweep(name: &str, rt: &Runtime, dev: &dyn Device, bytes: &[u8], expect_role: 
                 }
                 Err(e) => {
                     assert_eq!(e.status(), status, "{name}: {op} {k}: {e}");
-                    assert!(e.to_string().contains("injected fault"), "{name}: {op} {k}: {e}");
+                    assert!(
+                        e.to_string().contains("injected fault"),
+                        "{name}: {op} {k}: {e}"
+                    );
                     check_clean(&format!("{op} {k}"));
                 }
             }
@@ -76,7 +100,10 @@ fn sweep(name: &str, rt: &Runtime, dev: &dyn Device, bytes: &[u8], expect_role: 
         }
     }
     dev.set_fault_plan(FaultPlan::default());
-    assert_eq!(out.allocs, held, "{name}: every allocation of a load stays held until unload");
+    assert_eq!(
+        out.allocs, held,
+        "{name}: every allocation of a load stays held until unload"
+    );
     assert!(out.writes > 0, "{name}");
     out
 }
@@ -119,11 +146,17 @@ fn every_fixture_rolls_back_from_every_allocation_and_write_failure() {
             sweep(&name, &rt, &*dev, &bytes, Some(Role::Reuse))
         });
         assert_eq!(dev.live_count(), 0, "{name}");
-        println!("{name}: {} allocations, {} writes swept", swept.allocs, swept.writes);
+        println!(
+            "{name}: {} allocations, {} writes swept",
+            swept.allocs, swept.writes
+        );
         total.0 += swept.allocs;
         total.1 += swept.writes;
     }
-    println!("total: {} allocation faults, {} write faults", total.0, total.1);
+    println!(
+        "total: {} allocation faults, {} write faults",
+        total.0, total.1
+    );
 }
 
 /// A 16-subgraph writer-built NEFF with LNC 16, with the header declaring
@@ -134,7 +167,10 @@ fn every_fixture_rolls_back_from_every_allocation_and_write_failure() {
 fn a_16_subgraph_neff_rolls_back_from_every_failure() {
     for declare in [true, false] {
         let bytes = synth_n_bytes(16, declare);
-        let (rt, dev) = runtime_on(Geometry::custom(Arch::Cayman, 16, 8, 4 << 30).unwrap(), Some(16));
+        let (rt, dev) = runtime_on(
+            Geometry::custom(Arch::Cayman, 16, 8, 4 << 30).unwrap(),
+            Some(16),
+        );
         let m = rt.load(&bytes, -1, 1).unwrap();
         rt.with_model(&m, |lm| {
             let cores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
@@ -144,7 +180,11 @@ fn a_16_subgraph_neff_rolls_back_from_every_failure() {
         rt.unload(&m).unwrap();
         assert_eq!(dev.live_count(), 0);
 
-        let (rt, dev) = gated_runtime(Geometry::custom(Arch::Cayman, 32, 16, 4 << 30).unwrap(), Some(16), 1);
+        let (rt, dev) = gated_runtime(
+            Geometry::custom(Arch::Cayman, 32, 16, 4 << 30).unwrap(),
+            Some(16),
+            1,
+        );
         let rt = Arc::new(rt);
         let swept = with_holder(&rt, &dev, &bytes, 1, 16..32, || {
             sweep("synth16", &rt, &*dev, &bytes, Some(Role::Reuse))
@@ -197,11 +237,18 @@ fn a_256_subgraph_load_stages_and_a_failure_on_core_200_rolls_back_all_others() 
         assert_eq!(e.status(), NrtStatus::Resource, "{what}: {e}");
         assert!(e.to_string().contains("sg200"), "{what}: {e}");
         println!("{what}: {e}");
-        assert_eq!(dev.live_count(), 0, "{what}: {:?}", dev.live_allocations().first());
+        assert_eq!(
+            dev.live_count(),
+            0,
+            "{what}: {:?}",
+            dev.live_allocations().first()
+        );
         assert!(dev.ledger() == empty, "{what}: the ledger is not empty");
         assert_eq!(rt.loaded_models(), 0);
         dev.set_fault_plan(FaultPlan::default());
-        let m = rt.load(bytes, -1, 1).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let m = rt
+            .load(bytes, -1, 1)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
         rt.unload(&m).unwrap();
         assert_eq!(dev.live_count(), 0);
     }

@@ -73,7 +73,11 @@ fn sixteen_concurrent_loads_of_one_neff_parse_it_once() {
             .iter()
             .map(|m| rt.with_model(m, |lm| lm.cache_role).unwrap())
             .collect();
-        assert_eq!(roles.iter().filter(|r| **r == Role::Creator).count(), 1, "{roles:?}");
+        assert_eq!(
+            roles.iter().filter(|r| **r == Role::Creator).count(),
+            1,
+            "{roles:?}"
+        );
         assert!(
             roles
                 .iter()
@@ -148,8 +152,16 @@ fn concurrent_loads_with_a_failing_parse_neither_deadlock_nor_leak() {
                 }
             }
             assert_eq!(rt.loaded_models(), 0);
-            assert_eq!(dev.live_count(), 0, "round {round}: {:?}", dev.live_allocations());
-            assert!(dev.ledger() == empty, "round {round}: the ledger is not empty");
+            assert_eq!(
+                dev.live_count(),
+                0,
+                "round {round}: {:?}",
+                dev.live_allocations()
+            );
+            assert!(
+                dev.ledger() == empty,
+                "round {round}: the ledger is not empty"
+            );
         }
         assert_eq!((ok, failed), (36, 12));
         // The cache is empty: with one slot, a load can only be its creator
@@ -157,12 +169,19 @@ fn concurrent_loads_with_a_failing_parse_neither_deadlock_nor_leak() {
         for (i, bytes) in neffs.iter().enumerate().take(3) {
             let before = rt.parse_count();
             let m = rt.load(bytes, 0, 1).unwrap();
-            assert_eq!(rt.with_model(&m, |lm| lm.cache_role).unwrap(), Role::Creator, "NEFF {i}");
+            assert_eq!(
+                rt.with_model(&m, |lm| lm.cache_role).unwrap(),
+                Role::Creator,
+                "NEFF {i}"
+            );
             assert_eq!(rt.parse_count(), before + 1);
             rt.unload(&m).unwrap();
         }
         assert_eq!(dev.live_count(), 0);
-        println!("{ok} loads succeeded, {failed} failed as injected; {} parses", rt.parse_count());
+        println!(
+            "{ok} loads succeeded, {failed} failed as injected; {} parses",
+            rt.parse_count()
+        );
     });
 }
 
@@ -171,7 +190,9 @@ fn cycles(rt: &Runtime, dev: &dyn Device, bytes: &[u8], n: usize, label: &str) -
     let first = rss_bytes();
     let t = Instant::now();
     for i in 0..n {
-        let m = rt.load(bytes, 0, 1).unwrap_or_else(|e| panic!("{label} cycle {i}: {e}"));
+        let m = rt
+            .load(bytes, 0, 1)
+            .unwrap_or_else(|e| panic!("{label} cycle {i}: {e}"));
         rt.unload(&m).unwrap();
         assert_eq!(dev.live_count(), 0, "{label} cycle {i}");
     }
@@ -215,7 +236,11 @@ fn a_thousand_load_unload_cycles_leave_nothing_behind() {
     };
     dev.wait_parked(1);
     cycles(&rt, &*dev, &bytes, 1000, "parse cached");
-    assert_eq!(rt.parse_count(), parses + 1, "the cycles reused the held parse");
+    assert_eq!(
+        rt.parse_count(),
+        parses + 1,
+        "the cycles reused the held parse"
+    );
     dev.open();
     let m = holder.join().unwrap().unwrap();
     rt.unload(&m).unwrap();
@@ -239,15 +264,25 @@ fn unload_of_unknown_or_already_unloaded_handles() {
     let e = rt.unload(&stranger).unwrap_err();
     assert_eq!(e.status(), NrtStatus::InvalidHandle);
     assert_eq!(e.status().code(), 3);
-    assert_eq!(e.to_string(), format!("Failed to find model: {}", stranger.h_nn.0));
+    assert_eq!(
+        e.to_string(),
+        format!("Failed to find model: {}", stranger.h_nn.0)
+    );
     // Nothing changed: the real model is intact, its claim too.
     assert_eq!(rt.loaded_models(), 1);
     assert!(rt.with_model(&m, |lm| lm.cores.len()).unwrap() == 2);
-    assert_eq!(rt.load(&bytes, -1, 1).map(|n| n.vnc.0).ok(), Some(1), "core 0 still claimed");
+    assert_eq!(
+        rt.load(&bytes, -1, 1).map(|n| n.vnc.0).ok(),
+        Some(1),
+        "core 0 still claimed"
+    );
     rt.unload(&m).unwrap();
     let e = rt.unload(&m).unwrap_err();
     assert_eq!(e.status().code(), 3, "double unload: {e}");
-    assert_eq!(rt.with_model(&m, |_| ()).unwrap_err().status(), NrtStatus::InvalidHandle);
+    assert_eq!(
+        rt.with_model(&m, |_| ()).unwrap_err().status(),
+        NrtStatus::InvalidHandle
+    );
     rt.close();
     assert_eq!(dev.live_count(), 0, "close unloaded the other model");
 }
@@ -287,13 +322,27 @@ fn unload_waits_for_a_held_reference() {
         assert!(Instant::now() < deadline, "unload never erased the entry");
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert_eq!(rt.with_model(&m, |_| ()).unwrap_err().status(), NrtStatus::InvalidHandle);
+    assert_eq!(
+        rt.with_model(&m, |_| ()).unwrap_err().status(),
+        NrtStatus::InvalidHandle
+    );
     if !released.load(Ordering::SeqCst) {
-        assert_eq!(dev.live_count(), live, "nothing freed while the reference is held");
+        assert_eq!(
+            dev.live_count(),
+            live,
+            "nothing freed while the reference is held"
+        );
     }
     unloader.join().unwrap().unwrap();
-    assert!(released.load(Ordering::SeqCst), "unload returned while the model was in use");
-    assert!(t.elapsed() >= Duration::from_millis(200), "{:?}", t.elapsed());
+    assert!(
+        released.load(Ordering::SeqCst),
+        "unload returned while the model was in use"
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        t.elapsed()
+    );
     holder.join().unwrap();
     assert_eq!(dev.live_count(), 0);
 }
@@ -308,12 +357,24 @@ fn unload_of_a_model_in_the_wrong_state() {
     assert_eq!(reg.acquire(h).unwrap().state(), STATE_READY);
     reg.acquire(h).unwrap().set_state(1);
     let e = reg.remove(h).map(|_| ()).unwrap_err();
-    assert_eq!(e, RegistryError::WrongState { h_nn: h.0, state: 1 });
+    assert_eq!(
+        e,
+        RegistryError::WrongState {
+            h_nn: h.0,
+            state: 1
+        }
+    );
     assert_eq!(e.status(), NrtStatus::Invalid);
-    assert_eq!(e.to_string(), format!("DLR {} state 1, must be stopped before unloading", h.0));
+    assert_eq!(
+        e.to_string(),
+        format!("DLR {} state 1, must be stopped before unloading", h.0)
+    );
     assert_eq!(reg.len(), 1, "a refused unload keeps the entry");
     reg.acquire(h).unwrap().set_state(STATE_READY);
     assert_eq!(reg.remove(h).unwrap().model, "model");
     assert!(reg.is_empty());
-    assert_eq!(reg.remove(h).map(|_| ()).unwrap_err().status(), NrtStatus::InvalidHandle);
+    assert_eq!(
+        reg.remove(h).map(|_| ()).unwrap_err().status(),
+        NrtStatus::InvalidHandle
+    );
 }

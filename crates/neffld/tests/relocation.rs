@@ -5,7 +5,9 @@ mod common;
 
 use common::*;
 use neffld::kbin::isa::{self, Addr8};
-use neffld::relocate::ipmap::{ImageLayout, IpMapError, Patch, PatchKind, PatchList, Section, RECORD};
+use neffld::relocate::ipmap::{
+    ImageLayout, IpMapError, Patch, PatchKind, PatchList, Section, RECORD,
+};
 use neffld::Arch;
 use proptest::prelude::*;
 
@@ -67,7 +69,11 @@ fn relocation_counts_per_core_and_engine() {
                     let mut engines = Vec::new();
                     for e in &core.engines {
                         let prog = kbin.engine(e.engine);
-                        let stream = prog.instr.as_ref().map(|b| b.bytes(&neff.archive)).unwrap_or(&[]);
+                        let stream = prog
+                            .instr
+                            .as_ref()
+                            .map(|b| b.bytes(&neff.archive))
+                            .unwrap_or(&[]);
                         let mut c = Counts {
                             records: prog.ninstr,
                             slots: e.image.bytes.len() as u64 / RECORD,
@@ -96,13 +102,33 @@ fn relocation_counts_per_core_and_engine() {
                             e.engine
                         );
                         // Labels vanish; every 0xD4 and 0xC1 is rewritten in place.
-                        assert_eq!(c.delete, c.labels, "{name} {} {:?}", core.subgraph, e.engine);
-                        assert_eq!(c.modify, c.d4 + c.c1, "{name} {} {:?}", core.subgraph, e.engine);
+                        assert_eq!(
+                            c.delete, c.labels,
+                            "{name} {} {:?}",
+                            core.subgraph, e.engine
+                        );
+                        assert_eq!(
+                            c.modify,
+                            c.d4 + c.c1,
+                            "{name} {} {:?}",
+                            core.subgraph,
+                            e.engine
+                        );
                         // Preamble and postamble are the two inserts of every image.
                         assert_eq!(c.insert, 2, "{name}");
                         // Mode 0x20 operands stay templates; mode 0x10 and triggers are absolute.
-                        assert_eq!(c.io, c.dge_operands, "{name} {} {:?}", core.subgraph, e.engine);
-                        assert_eq!(c.abs, c.static_operands + c.c1, "{name} {} {:?}", core.subgraph, e.engine);
+                        assert_eq!(
+                            c.io, c.dge_operands,
+                            "{name} {} {:?}",
+                            core.subgraph, e.engine
+                        );
+                        assert_eq!(
+                            c.abs,
+                            c.static_operands + c.c1,
+                            "{name} {} {:?}",
+                            core.subgraph,
+                            e.engine
+                        );
                         engines.push((e.engine, c));
                     }
                     let descs: usize = core
@@ -128,7 +154,11 @@ fn relocation_counts_per_core_and_engine() {
                             ""
                         );
                     }
-                    println!("  {:<5} rings: {} queues, {descs} descriptors", core.subgraph, core.rings.len());
+                    println!(
+                        "  {:<5} rings: {} queues, {descs} descriptors",
+                        core.subgraph,
+                        core.rings.len()
+                    );
                     out.push((core.subgraph.clone(), engines, descs));
                 }
                 out
@@ -140,7 +170,11 @@ fn relocation_counts_per_core_and_engine() {
             assert_eq!(pool.d4, 4, "four 0xD4 records in sg00 Pool");
             assert_eq!(pool.modify, 4, "lowered in place");
             assert_eq!(pool.delete, 1, "the label is deleted");
-            assert_eq!(pool.slots, pool.records - 1 + 5, "minus the label, plus pre/postamble");
+            assert_eq!(
+                pool.slots,
+                pool.records - 1 + 5,
+                "minus the label, plus pre/postamble"
+            );
             assert_eq!(*descs, 0, "dynamic DMA: no static ring descriptors");
             let pe = engines.iter().find(|(t, _)| t.key() == "pe").unwrap().1;
             assert_eq!(pe.slots, 2 + 11 + 3);
@@ -309,9 +343,18 @@ fn ip_map_near_the_top_of_the_address_space() {
         base,
         sections: vec![(Section::Main, 0, 10)],
     };
-    assert_eq!(list.device_ip_to_neff(&layout, base), Ok((Section::Main, Some(0))));
-    assert_eq!(list.device_ip_to_neff(&layout, base + RECORD), Ok((Section::Main, Some(2))));
-    assert_eq!(list.device_ip_to_neff(&layout, u64::MAX), Err(IpMapError::OutOfBounds(u64::MAX)));
+    assert_eq!(
+        list.device_ip_to_neff(&layout, base),
+        Ok((Section::Main, Some(0)))
+    );
+    assert_eq!(
+        list.device_ip_to_neff(&layout, base + RECORD),
+        Ok((Section::Main, Some(2)))
+    );
+    assert_eq!(
+        list.device_ip_to_neff(&layout, u64::MAX),
+        Err(IpMapError::OutOfBounds(u64::MAX))
+    );
     assert_eq!(
         list.neff_to_device_ip(&layout, Section::Main, 2),
         Ok(Some(base + RECORD))
@@ -325,5 +368,9 @@ fn ip_map_near_the_top_of_the_address_space() {
         list.neff_to_device_ip(&far, Section::Main, 3),
         Err(IpMapError::OutOfBounds(u64::MAX))
     );
-    assert_eq!(list.neff_to_device_ip(&far, Section::Main, 1), Ok(None), "deleted");
+    assert_eq!(
+        list.neff_to_device_ip(&far, Section::Main, 1),
+        Ok(None),
+        "deleted"
+    );
 }

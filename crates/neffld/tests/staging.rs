@@ -5,12 +5,12 @@
 mod common;
 
 use common::*;
+use neffld::container::writer::Producer;
 use neffld::device::{Device, Geometry};
-use neffld::ids::{HModel, Pa, PCore};
+use neffld::ids::{HModel, PCore, Pa};
 use neffld::manifest::def::VarKind;
 use neffld::stage::{self, Cores, Placement, StageError, StageOptions};
 use neffld::testkit::Synth;
-use neffld::container::writer::Producer;
 use neffld::{Arch, NrtStatus};
 
 /// Every fixture loads on trn2 logical cores 0, 1 and 3 at once; subgraph
@@ -170,7 +170,11 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         "Insufficient number of pncs, required 2, available 1"
     );
     assert_eq!(e.status(), NrtStatus::Invalid);
-    assert_eq!(rt.device().live_count(), 0, "rejected before any allocation");
+    assert_eq!(
+        rt.device().live_count(),
+        0,
+        "rejected before any allocation"
+    );
     // Two kbins on a logical core of four: neither 1 nor the core size.
     let e = stage::stage(
         &**rt.device(),
@@ -186,7 +190,16 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
     )
     .unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
-    assert!(matches!(e, StageError::SubgraphCount { nkbin: 2, core_size: 4 }), "{e}");
+    assert!(
+        matches!(
+            e,
+            StageError::SubgraphCount {
+                nkbin: 2,
+                core_size: 4
+            }
+        ),
+        "{e}"
+    );
 }
 
 /// Read-back: every `file` var's bytes at its placement equal its `.npy`
@@ -207,7 +220,10 @@ fn every_fixture_reads_back_weights_images_and_rings() {
                     let size = var.size.unwrap_or(0);
                     let Placement::Hbm { pa, size: placed } = core.plan.vars[var.id.0 as usize]
                     else {
-                        panic!("{name}: {} is {:?}", var.name, core.plan.vars[var.id.0 as usize])
+                        panic!(
+                            "{name}: {} is {:?}",
+                            var.name, core.plan.vars[var.id.0 as usize]
+                        )
                     };
                     assert_eq!(placed, size, "{name}: {}", var.name);
                     if let Some(a) = var.alignment {
@@ -250,7 +266,10 @@ fn every_fixture_reads_back_weights_images_and_rings() {
             }
         })
         .unwrap();
-        assert!(files > 0 && images > 0, "{name}: {files} weights, {images} images");
+        assert!(
+            files > 0 && images > 0,
+            "{name}: {files} weights, {images} images"
+        );
         println!("{name}: {files} weights, {images} images, {rings} rings read back");
         rt.unload(&m).unwrap();
         assert_eq!(dev.live_count(), 0);

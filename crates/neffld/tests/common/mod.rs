@@ -41,7 +41,11 @@ pub fn all_fixtures() -> Vec<(String, Vec<u8>)> {
         })
         .collect();
     v.sort();
-    assert!(v.len() >= 12, "the shared fixtures are missing: {}", v.len());
+    assert!(
+        v.len() >= 12,
+        "the shared fixtures are missing: {}",
+        v.len()
+    );
     v
 }
 
@@ -297,7 +301,11 @@ impl Device for GateDevice {
 }
 
 /// A checked runtime on a gate device.
-pub fn gated_runtime(geometry: Geometry, lnc: Option<u32>, cache_slots: usize) -> (Runtime, Arc<GateDevice>) {
+pub fn gated_runtime(
+    geometry: Geometry,
+    lnc: Option<u32>,
+    cache_slots: usize,
+) -> (Runtime, Arc<GateDevice>) {
     let arch = geometry.arch();
     let dev = GateDevice::new(geometry);
     let cfg = RuntimeConfig {
