@@ -4,10 +4,12 @@
 mod common;
 
 use common::*;
+use neffld::container::writer::Producer;
 use neffld::kbin::isa::{self, Addr8};
 use neffld::relocate::ipmap::{
     ImageLayout, IpMapError, Patch, PatchKind, PatchList, Section, RECORD,
 };
+use neffld::testkit::Synth;
 use neffld::Arch;
 use proptest::prelude::*;
 
@@ -53,14 +55,24 @@ fn count_stream(stream: &[u8], c: &mut Counts) {
 /// and checks the accounting identities on every stream.
 #[test]
 fn relocation_counts_per_core_and_engine() {
-    for (name, bytes) in all_fixtures() {
-        let (rt, _dev) = runtime(Arch::Cayman);
-        let (neff, parsed) = parse(&bytes, Arch::Cayman, 2);
+    let mut neffs: Vec<(String, Vec<u8>, Arch)> = all_fixtures()
+        .into_iter()
+        .map(|(n, b)| (n, b, Arch::Cayman))
+        .collect();
+    neffs.push((
+        "static_sunda (writer-built, trn1)".into(),
+        Synth::static_sunda().write(Producer::V2_18),
+        Arch::Sunda,
+    ));
+    for (name, bytes, arch) in neffs {
+        let (rt, _dev) = runtime(arch);
+        let lnc = if arch == Arch::Sunda { 1 } else { 2 };
+        let (neff, parsed) = parse(&bytes, arch, lnc);
         let m = rt.load(&bytes, 0, 1).unwrap();
         println!("\n{name}");
         println!(
-            "  {:<5} {:<4} {:>7} {:>6} {:>4} {:>4} {:>4} {:>4} {:>4} {:>5}",
-            "core", "eng", "records", "slots", "ins", "mod", "del", "abs", "io", "descs"
+            "  {:<5} {:<4} {:>7} {:>6} {:>4} {:>4} {:>4} {:>4} {:>4}",
+            "core", "eng", "records", "slots", "ins", "mod", "del", "abs", "io"
         );
         let per_core = rt
             .with_model(&m, |lm| {
@@ -131,17 +143,15 @@ fn relocation_counts_per_core_and_engine() {
                         );
                         engines.push((e.engine, c));
                     }
-                    let descs: usize = core
+                    let descs: u64 = core
                         .rings
                         .iter()
-                        .map(|r| {
-                            let (tx, rx) = r.image.descriptors();
-                            tx.len() + rx.len()
-                        })
+                        .flat_map(|r| r.image.blocks.iter().map(|b| u64::from(b.2)))
                         .sum();
+                    let slots: usize = core.rings.iter().map(|r| r.image.capacity).sum();
                     for (ty, c) in &engines {
                         println!(
-                            "  {:<5} {:<4} {:>7} {:>6} {:>4} {:>4} {:>4} {:>4} {:>4} {:>5}",
+                            "  {:<5} {:<4} {:>7} {:>6} {:>4} {:>4} {:>4} {:>4} {:>4}",
                             core.subgraph,
                             ty.key(),
                             c.records,
@@ -151,11 +161,10 @@ fn relocation_counts_per_core_and_engine() {
                             c.delete,
                             c.abs,
                             c.io,
-                            ""
                         );
                     }
                     println!(
-                        "  {:<5} rings: {} queues, {descs} descriptors",
+                        "  {:<5} rings: {} queues, {descs} descriptor pairs emitted, {slots} ring slots per side",
                         core.subgraph,
                         core.rings.len()
                     );
@@ -180,6 +189,20 @@ fn relocation_counts_per_core_and_engine() {
             assert_eq!(pe.slots, 2 + 11 + 3);
             let io: u64 = engines.iter().map(|(_, c)| c.io).sum();
             assert!(io > 0, "x, y and output0 are bound per execution");
+        }
+        if arch == Arch::Sunda {
+            let (_, engines, descs) = &per_core[0];
+            let sp = engines.iter().find(|(t, _)| t.key() == "sp").unwrap().1;
+            assert_eq!(
+                (sp.c1, sp.modify, sp.abs),
+                (3, 3, 3),
+                "three triggers bound to rings"
+            );
+            let pool = engines.iter().find(|(t, _)| t.key() == "pool").unwrap().1;
+            assert_eq!((pool.c1, pool.delete), (2, 0));
+            // Five blocks, one descriptor pair per innermost run: 128 rows
+            // for each of the two IO blocks and the weight, one for each spill.
+            assert_eq!(*descs, 3 * 128 + 2);
         }
         rt.unload(&m).unwrap();
     }
