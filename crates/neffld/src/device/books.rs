@@ -54,7 +54,7 @@ impl Books {
     }
 
     pub(crate) fn alloc(&mut self, req: &AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        self.faults.on_alloc()?;
+        self.faults.on_alloc(req.core)?;
         let channel = self.geometry.hbm_of(req.core)?;
         if req.usage.category(MemLocation::Device).is_none() {
             return Err(DeviceError::Invalid {

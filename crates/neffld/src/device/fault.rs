@@ -1,14 +1,23 @@
-//! Fault injection: make the k-th allocation or the k-th write fail, so every
-//! rollback path of a load can be driven from a test.
+//! Fault injection: make the k-th allocation or the k-th write fail, or the
+//! first allocation on one physical core, so every rollback path of a load
+//! can be driven from a test.
 //!
 //! Counting starts when a plan is armed ([`super::Device::set_fault_plan`]);
 //! `k` is 1-based (`Some(1)` fails the very next call) and each trigger fires
 //! once. Every call counts, whether or not it would have succeeded, so a test
 //! can enumerate `k = 1..=n` over a load that makes `n` calls and hit each one.
+//!
+//! The per-core trigger (`fail_alloc_on_core`) is independent of the counters:
+//! it fails the first allocation requested for that core after arming, and
+//! only that one. It lets a test fail one subgraph of a multi-core load
+//! whatever order the fan-out threads run in. A call failed by it still
+//! counts toward `fail_alloc_at`; when both triggers pick the same call, the
+//! counted one is reported.
 
 use std::fmt;
 
 use super::DeviceError;
+use crate::ids::PCore;
 
 /// Which operations to fail. The default plan fails nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -17,6 +26,8 @@ pub struct FaultPlan {
     pub fail_alloc_at: Option<u64>,
     /// Fail the k-th `write` after arming (1-based).
     pub fail_write_at: Option<u64>,
+    /// Fail the first `alloc` for this physical core after arming.
+    pub fail_alloc_on_core: Option<PCore>,
 }
 
 impl FaultPlan {
@@ -32,6 +43,14 @@ impl FaultPlan {
     pub fn write(k: u64) -> FaultPlan {
         FaultPlan {
             fail_write_at: Some(k),
+            ..FaultPlan::default()
+        }
+    }
+
+    /// A plan failing only the first allocation on `core`.
+    pub fn alloc_on_core(core: PCore) -> FaultPlan {
+        FaultPlan {
+            fail_alloc_on_core: Some(core),
             ..FaultPlan::default()
         }
     }
@@ -59,6 +78,8 @@ pub(crate) struct FaultState {
     plan: FaultPlan,
     allocs: u64,
     writes: u64,
+    /// Whether the per-core trigger has fired since arming.
+    core_fired: bool,
 }
 
 impl FaultState {
@@ -68,6 +89,7 @@ impl FaultState {
             plan,
             allocs: 0,
             writes: 0,
+            core_fired: false,
         };
     }
 
@@ -75,10 +97,19 @@ impl FaultState {
         self.plan
     }
 
-    /// Counts one allocation call; fails it if it is the planned one.
-    pub(crate) fn on_alloc(&mut self) -> Result<(), DeviceError> {
+    /// Counts one allocation call for `core`; fails it if it is the planned
+    /// one (by count, or the first on the planned core).
+    pub(crate) fn on_alloc(&mut self, core: PCore) -> Result<(), DeviceError> {
         self.allocs += 1;
-        check(FaultOp::Alloc, self.allocs, self.plan.fail_alloc_at)
+        check(FaultOp::Alloc, self.allocs, self.plan.fail_alloc_at)?;
+        if !self.core_fired && self.plan.fail_alloc_on_core == Some(core) {
+            self.core_fired = true;
+            return Err(DeviceError::InjectedFault {
+                op: FaultOp::Alloc,
+                nth: self.allocs,
+            });
+        }
+        Ok(())
     }
 
     /// Counts one write call; fails it if it is the planned one.
@@ -104,10 +135,10 @@ mod tests {
     fn fires_exactly_once_at_k_and_rearming_restarts_the_count() {
         let mut s = FaultState::default();
         s.arm(FaultPlan::alloc(3));
-        assert!(s.on_alloc().is_ok());
+        assert!(s.on_alloc(PCore(0)).is_ok());
         assert!(s.on_write().is_ok());
-        assert!(s.on_alloc().is_ok());
-        let e = s.on_alloc().unwrap_err();
+        assert!(s.on_alloc(PCore(0)).is_ok());
+        let e = s.on_alloc(PCore(0)).unwrap_err();
         assert_eq!(
             e,
             DeviceError::InjectedFault {
@@ -115,14 +146,46 @@ mod tests {
                 nth: 3
             }
         );
-        assert!(s.on_alloc().is_ok());
+        assert!(s.on_alloc(PCore(0)).is_ok());
         s.arm(FaultPlan::write(1));
-        assert!(s.on_alloc().is_ok());
+        assert!(s.on_alloc(PCore(0)).is_ok());
         assert!(s.on_write().is_err());
         assert!(s.on_write().is_ok());
         s.arm(FaultPlan::default());
         for _ in 0..10 {
-            assert!(s.on_alloc().is_ok() && s.on_write().is_ok());
+            assert!(s.on_alloc(PCore(0)).is_ok() && s.on_write().is_ok());
         }
+    }
+
+    #[test]
+    fn the_core_trigger_fails_only_the_first_allocation_on_that_core() {
+        let mut s = FaultState::default();
+        s.arm(FaultPlan::alloc_on_core(PCore(5)));
+        for c in [0, 1, 4, 6, 255] {
+            assert!(s.on_alloc(PCore(c)).is_ok(), "core {c}");
+        }
+        assert_eq!(
+            s.on_alloc(PCore(5)),
+            Err(DeviceError::InjectedFault {
+                op: FaultOp::Alloc,
+                nth: 6
+            })
+        );
+        assert!(s.on_alloc(PCore(5)).is_ok(), "fires once");
+        // Re-arming resets it; a counted trigger still fires alongside.
+        s.arm(FaultPlan {
+            fail_alloc_at: Some(1),
+            fail_alloc_on_core: Some(PCore(5)),
+            ..FaultPlan::default()
+        });
+        assert_eq!(
+            s.on_alloc(PCore(0)),
+            Err(DeviceError::InjectedFault {
+                op: FaultOp::Alloc,
+                nth: 1
+            })
+        );
+        assert!(s.on_alloc(PCore(5)).is_err());
+        assert!(s.on_alloc(PCore(5)).is_ok());
     }
 }

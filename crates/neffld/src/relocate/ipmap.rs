@@ -145,6 +145,11 @@ impl PatchList {
 
     /// Maps a device address to `(section, NEFF index)`, as the profiler's
     /// `device_ip → neff_ip` does. Only MAIN and FUNCTION code maps.
+    ///
+    /// As in the reference, the bounds come first: an address outside every
+    /// MAIN and FUNCTION range is `OutOfBounds`, whatever the layout holds.
+    /// A FUNCTION address also needs the MAIN mapping, so one in a layout
+    /// without MAIN is `NoSection(MAIN)`.
     pub fn device_ip_to_neff(
         &self,
         layout: &ImageLayout,
@@ -160,16 +165,19 @@ impl PatchList {
             }
             let (first, len) = (u64::from(first), u64::from(len));
             if slot >= first && slot < first + len {
+                if section == Section::Function
+                    && !layout.sections.iter().any(|s| s.0 == Section::Main)
+                {
+                    return Err(IpMapError::NoSection(Section::Main as u32));
+                }
                 return Ok((section, self.device_to_neff(section, slot - first)));
             }
-        }
-        if !layout.sections.iter().any(|s| s.0 == Section::Main) {
-            return Err(IpMapError::NoSection(Section::Main as u32));
         }
         Err(IpMapError::OutOfBounds(device_ip))
     }
 
-    /// The device address of NEFF record `index` of `section`.
+    /// The device address of NEFF record `index` of `section`. A record that
+    /// would lie past the end of the address space is `OutOfBounds(u64::MAX)`.
     pub fn neff_to_device_ip(
         &self,
         layout: &ImageLayout,
@@ -181,9 +189,15 @@ impl PatchList {
             .iter()
             .find(|s| s.0 == section)
             .ok_or(IpMapError::NoSection(section as u32))?;
-        Ok(self
-            .neff_to_device(section, index)
-            .map(|slot| layout.base + (u64::from(first) + slot) * RECORD))
+        self.neff_to_device(section, index)
+            .map(|slot| {
+                u64::from(first)
+                    .checked_add(slot)
+                    .and_then(|s| s.checked_mul(RECORD))
+                    .and_then(|off| layout.base.checked_add(off))
+                    .ok_or(IpMapError::OutOfBounds(u64::MAX))
+            })
+            .transpose()
     }
 }
 

@@ -1,0 +1,319 @@
+//! Helpers shared by the acceptance tests: fixtures, runtimes on simulated
+//! devices, and writer-built NEFFs with many subgraphs.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use neffld::api::Runtime;
+use neffld::config::RuntimeConfig;
+use neffld::container::writer::{NeffWriter, Producer};
+use neffld::container::{self, Neff, OpenOptions};
+use neffld::device::{
+    AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
+    SimDevice,
+};
+use neffld::ids::PCore;
+use neffld::parse::{self, ParseOptions, ParsedModel};
+use neffld::testkit::{neff_json, Synth};
+use neffld::Arch;
+
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+
+pub fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!("{FIXTURES}/{name}")).expect("fixture")
+}
+
+/// Every `.neff` in the shared fixtures, by name.
+pub fn all_fixtures() -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(FIXTURES)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    assert!(
+        v.len() >= 12,
+        "the shared fixtures are missing: {}",
+        v.len()
+    );
+    v
+}
+
+/// A checked runtime on a fresh simulated device.
+pub fn runtime_on(geometry: Geometry, lnc: Option<u32>) -> (Runtime, Arc<SimDevice>) {
+    let arch = geometry.arch();
+    let dev = Arc::new(SimDevice::new(geometry));
+    let cfg = RuntimeConfig {
+        arch,
+        lnc,
+        check: true,
+        ..RuntimeConfig::default()
+    };
+    (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
+}
+
+pub fn runtime(arch: Arch) -> (Runtime, Arc<SimDevice>) {
+    runtime_on(Geometry::for_arch(arch), None)
+}
+
+/// Opens and parses a NEFF the way the loader does (for expected values).
+pub fn parse(bytes: &[u8], arch: Arch, lnc: u32) -> (Neff, ParsedModel) {
+    let neff = container::open(bytes, &OpenOptions::default()).expect("opens");
+    let model = parse::parse(&neff, &ParseOptions::new(arch, lnc)).expect("parses");
+    (neff, model)
+}
+
+/// A trn2 NEFF with `n` subgraphs: `dynamic_cayman`'s active sg00 and
+/// `n - 1` copies of its idle sg01, a kelf listing all of them, one output
+/// head per graph. Write it with [`write_with_lnc`].
+pub fn synth_n(n: usize) -> Synth {
+    assert!(n >= 1);
+    let mut s = Synth::dynamic_cayman();
+    let idle: Vec<(String, Vec<u8>)> = s
+        .members
+        .iter()
+        .filter(|(k, _)| k.starts_with("sg01/"))
+        .map(|(k, v)| (k["sg01/".len()..].to_string(), v.clone()))
+        .collect();
+    s.members.retain(|k, _| !k.starts_with("sg01/"));
+    let sg = |i: usize| format!("sg{i:02}");
+    for i in 1..n {
+        for (rest, v) in &idle {
+            s.set(&format!("{}/{rest}", sg(i)), v.clone());
+        }
+    }
+    let graphs: Vec<_> = (0..n)
+        .map(|i| json!({"definition": format!("{}/def.json", sg(i)), "name": sg(i)}))
+        .collect();
+    s.edit("kelf-0.json", |v| v["graphs"] = json!(graphs));
+    s.set_json(
+        "neff.json",
+        &neff_json(
+            &[("q", "float32", &[4, 16]), ("k", "float32", &[4, 16])],
+            &[("o", "float32", &[4, 16])],
+            n,
+            "kelf-0.json",
+        ),
+    );
+    s
+}
+
+/// Writes a synthetic trn2 NEFF with a header declaring LNC `lnc` (feature
+/// bit 0x400 set) or not declaring one.
+pub fn write_with_lnc(s: &Synth, lnc: u32, declare_lnc: bool) -> Vec<u8> {
+    let mut h = Producer::V2_21.default_header();
+    h.vnc_size = lnc;
+    if declare_lnc {
+        h.feature_bits |= 0x400;
+    } else {
+        h.feature_bits &= !0x400;
+    }
+    NeffWriter::with_header(Producer::V2_21, h).write(&s.member_list())
+}
+
+/// `n` subgraphs, written with the header declaring (or not) LNC `n`.
+pub fn synth_n_bytes(n: usize, declare_lnc: bool) -> Vec<u8> {
+    write_with_lnc(&synth_n(n), n as u32, declare_lnc)
+}
+
+/// Host resident set size in bytes (`VmRSS` of /proc/self/status).
+pub fn rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let line = s
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .expect("VmRSS line");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS value");
+    kib * 1024
+}
+
+/// A device that parks allocations on chosen physical cores until it is
+/// opened, so a test can keep one load in progress (holding the parse
+/// cache) or make several loads overlap deterministically. Everything else
+/// is delegated to a [`SimDevice`].
+pub struct GateDevice {
+    pub inner: Arc<SimDevice>,
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+struct GateState {
+    /// Cores whose allocations park while the gate is closed.
+    gated: std::ops::Range<u32>,
+    open: bool,
+    /// Open by itself once this many distinct groups of `group` cores have
+    /// an allocation parked.
+    open_at: Option<(usize, u32)>,
+    arrived: std::collections::BTreeSet<u32>,
+    parked: usize,
+    timed_out: bool,
+}
+
+impl GateDevice {
+    pub fn new(geometry: Geometry) -> Arc<GateDevice> {
+        Arc::new(GateDevice {
+            inner: Arc::new(SimDevice::new(geometry)),
+            state: Mutex::new(GateState {
+                gated: 0..0,
+                open: true,
+                open_at: None,
+                arrived: Default::default(),
+                parked: 0,
+                timed_out: false,
+            }),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Closes the gate for allocations on `cores`.
+    pub fn close(&self, cores: std::ops::Range<u32>) {
+        let mut s = self.lock();
+        s.gated = cores;
+        s.open = false;
+        s.open_at = None;
+        s.arrived.clear();
+    }
+
+    /// Closes the gate for every core; it opens by itself once `loads`
+    /// distinct groups of `group` consecutive cores (logical cores) have an
+    /// allocation parked.
+    pub fn latch(&self, loads: usize, group: u32) {
+        let mut s = self.lock();
+        s.gated = 0..u32::MAX;
+        s.open = false;
+        s.open_at = Some((loads, group));
+        s.arrived.clear();
+    }
+
+    pub fn open(&self) {
+        self.lock().open = true;
+        self.changed.notify_all();
+    }
+
+    /// Allocations parked right now.
+    pub fn parked(&self) -> usize {
+        self.lock().parked
+    }
+
+    /// Whether a parked allocation gave up waiting (the test is broken).
+    pub fn timed_out(&self) -> bool {
+        self.lock().timed_out
+    }
+
+    /// Waits until at least `n` allocations are parked.
+    pub fn wait_parked(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut s = self.lock();
+        while s.parked < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no load reached the gate in 60 s");
+            s = self
+                .changed
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn pass(&self, core: PCore) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut s = self.lock();
+        if s.open || !s.gated.contains(&core.0) {
+            return;
+        }
+        s.parked += 1;
+        if let Some((loads, group)) = s.open_at {
+            s.arrived.insert(core.0 / group);
+            if s.arrived.len() >= loads {
+                s.open = true;
+            }
+        }
+        self.changed.notify_all();
+        while !s.open {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                s.timed_out = true;
+                s.open = true;
+                break;
+            }
+            s = self
+                .changed
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        s.parked -= 1;
+        drop(s);
+        self.changed.notify_all();
+    }
+}
+
+impl Device for GateDevice {
+    fn geometry(&self) -> &Geometry {
+        self.inner.geometry()
+    }
+    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
+        self.pass(req.core);
+        self.inner.alloc(req)
+    }
+    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
+        self.inner.free(handle)
+    }
+    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.inner.write(handle, offset, data)
+    }
+    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
+        self.inner.read(handle, offset, out)
+    }
+    fn ledger(&self) -> Ledger {
+        self.inner.ledger()
+    }
+    fn live_count(&self) -> usize {
+        self.inner.live_count()
+    }
+    fn live_allocations(&self) -> Vec<LiveAlloc> {
+        self.inner.live_allocations()
+    }
+    fn set_fault_plan(&self, plan: FaultPlan) {
+        self.inner.set_fault_plan(plan)
+    }
+    fn fault_plan(&self) -> FaultPlan {
+        self.inner.fault_plan()
+    }
+}
+
+/// A checked runtime on a gate device.
+pub fn gated_runtime(
+    geometry: Geometry,
+    lnc: Option<u32>,
+    cache_slots: usize,
+) -> (Runtime, Arc<GateDevice>) {
+    let arch = geometry.arch();
+    let dev = GateDevice::new(geometry);
+    let cfg = RuntimeConfig {
+        arch,
+        lnc,
+        check: true,
+        cache_slots,
+        ..RuntimeConfig::default()
+    };
+    (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
+}

@@ -1,0 +1,277 @@
+//! Staging acceptance (stage.md §5, §6, §7): where subgraphs land, what is
+//! readable at the addresses the model record holds, and the core-count
+//! rejects.
+
+mod common;
+
+use common::*;
+use neffld::container::writer::Producer;
+use neffld::device::{Device, Geometry};
+use neffld::ids::{HModel, PCore, Pa};
+use neffld::manifest::def::VarKind;
+use neffld::stage::{self, Cores, Placement, StageError, StageOptions};
+use neffld::testkit::Synth;
+use neffld::{Arch, NrtStatus};
+
+/// Every fixture loads on trn2 logical cores 0, 1 and 3 at once; subgraph
+/// `i` of logical core `L` is on physical core `2L + i`, and every HBM
+/// placement is on the HBM channel of logical core `L`.
+#[test]
+fn every_fixture_stages_subgraph_i_on_physical_core_2l_plus_i() {
+    let geometry = Geometry::for_arch(Arch::Cayman);
+    for (name, bytes) in all_fixtures() {
+        let (rt, dev) = runtime(Arch::Cayman);
+        let (_neff, parsed) = parse(&bytes, Arch::Cayman, 2);
+        let mut models = Vec::new();
+        for vnc in [0u32, 1, 3] {
+            let m = rt
+                .load(&bytes, vnc as i32, 1)
+                .unwrap_or_else(|e| panic!("{name} on vnc {vnc}: {e} [{}]", e.status()));
+            assert_eq!(m.vnc.0, vnc, "{name}");
+            rt.with_model(&m, |lm| {
+                assert_eq!(lm.cores.len(), parsed.kbins.len(), "{name}");
+                let channel = geometry.hbm_of(PCore(2 * vnc)).unwrap();
+                let lo = geometry.channel_base(channel).unwrap().0;
+                let hi = lo + geometry.hbm_bytes_per_channel();
+                for (i, core) in lm.cores.iter().enumerate() {
+                    assert_eq!(core.pcore(), PCore(2 * vnc + i as u32), "{name} sg {i}");
+                    assert_eq!(core.subgraph, parsed.kbins[i].name, "{name} sg {i}");
+                    for (id, p) in core.plan.vars.iter().enumerate() {
+                        if let Placement::Hbm { pa, .. } | Placement::Scratchpad { pa, .. } = *p {
+                            assert!(
+                                (lo..hi).contains(&pa),
+                                "{name} vnc {vnc} sg {i} var {id} at {pa:#x} is not on HBM {channel}"
+                            );
+                        }
+                    }
+                    for e in &core.engines {
+                        assert!((lo..hi).contains(&e.pa), "{name}: image off HBM {channel}");
+                    }
+                    for r in &core.rings {
+                        assert!((lo..hi).contains(&r.pa), "{name}: ring off HBM {channel}");
+                    }
+                }
+            })
+            .unwrap();
+            models.push(m);
+        }
+        assert_eq!(rt.loaded_models(), 3);
+        for m in &models {
+            rt.unload(m).unwrap();
+        }
+        assert_eq!(dev.live_count(), 0, "{name}: {:?}", dev.live_allocations());
+    }
+}
+
+/// A writer-built trn1 NEFF on each trn1 logical core: LNC 1, so logical
+/// core `L` is physical core `L`, on HBM `L`.
+#[test]
+fn a_writer_built_trn1_neff_stages_on_each_trn1_core() {
+    let (rt, dev) = runtime(Arch::Sunda);
+    let bytes = Synth::static_sunda().write(Producer::V2_18);
+    let a = rt.load(&bytes, 0, 1).unwrap();
+    let b = rt.load(&bytes, 1, 1).unwrap();
+    for (m, core) in [(&a, 0u32), (&b, 1)] {
+        rt.with_model(m, |lm| {
+            assert_eq!(lm.cores.len(), 1);
+            assert_eq!(lm.cores[0].pcore(), PCore(core));
+            assert_eq!(lm.cores[0].subgraph, "sg00");
+        })
+        .unwrap();
+    }
+    assert!(rt.memory_stats(0).unwrap().used > 0);
+    assert!(rt.memory_stats(1).unwrap().used > 0);
+    rt.unload(&a).unwrap();
+    rt.unload(&b).unwrap();
+    assert_eq!(dev.live_count(), 0);
+}
+
+/// A one-subgraph trn2 NEFF on an LNC-2 core uses only its first physical core.
+#[test]
+fn a_one_subgraph_neff_on_an_lnc2_core_uses_tpbs_0_only() {
+    let (rt, dev) = runtime(Arch::Cayman);
+    let bytes = write_with_lnc(&synth_n(1), 2, true);
+    let m = rt.load(&bytes, 2, 1).unwrap();
+    rt.with_model(&m, |lm| {
+        assert_eq!(lm.cores.len(), 1);
+        assert_eq!(lm.cores[0].pcore(), PCore(4));
+    })
+    .unwrap();
+    assert!(dev.live_allocations().iter().all(|a| a.core == PCore(4)));
+    rt.unload(&m).unwrap();
+}
+
+/// A trn2 NEFF that does not declare its LNC, on trn1: refused with status 2
+/// by the arch gate (the LNC gate does not apply), nothing allocated.
+#[test]
+fn a_trn2_neff_on_trn1_fails_with_invalid() {
+    let (rt, dev) = runtime(Arch::Sunda);
+    let bytes = write_with_lnc(&Synth::dynamic_cayman(), 2, false);
+    let e = rt.load(&bytes, -1, 1).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
+    assert_eq!(e.status().code(), 2);
+    assert!(
+        e.to_string()
+            .contains("different arch is not allowed, NEFF arch: v3, instance arch: v2"),
+        "{e}"
+    );
+    assert_eq!(dev.live_count(), 0);
+    assert_eq!(rt.loaded_models(), 0);
+    // The claim was released: both trn1 cores are still free.
+    let ok = Synth::static_sunda().write(Producer::V2_18);
+    let a = rt.load(&ok, -1, 1).unwrap();
+    let b = rt.load(&ok, -1, 1).unwrap();
+    assert_eq!((a.vnc.0, b.vnc.0), (0, 1));
+}
+
+/// More subgraphs than the logical core has physical cores. Through the
+/// runtime the parse-side count check refuses it first (status 2); the
+/// stage-time check of §5.3 gives the reference message when reached.
+#[test]
+fn more_subgraphs_than_physical_cores_fails_with_invalid() {
+    // Two subgraphs on a custom one-core trn2 device (LNC 1).
+    let geometry = Geometry::custom(Arch::Cayman, 1, 1, 1 << 30).unwrap();
+    let (rt, dev) = runtime_on(geometry, Some(1));
+    let bytes = write_with_lnc(&Synth::dynamic_cayman(), 2, false);
+    let e = rt.load(&bytes, -1, 1).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
+    assert!(e.to_string().contains("2 subgraphs"), "{e}");
+    assert_eq!(dev.live_count(), 0);
+    // Declared LNC 2 on an LNC-1 runtime: the LNC gate.
+    let declared = write_with_lnc(&Synth::dynamic_cayman(), 2, true);
+    let e = rt.load(&declared, -1, 1).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
+
+    // The staging check itself: two kbins, one physical core.
+    let (neff, parsed) = parse(&bytes, Arch::Cayman, 2);
+    let cores = Cores::new(1);
+    let e = stage::stage(
+        &**rt.device(),
+        &cores,
+        &parsed.kbins,
+        &neff.archive,
+        &[PCore(0)],
+        HModel(1),
+        StageOptions {
+            arch: Arch::Cayman,
+            scratchpad_page: 512 << 20,
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        StageError::InsufficientCores {
+            required: 2,
+            available: 1
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "Insufficient number of pncs, required 2, available 1"
+    );
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert_eq!(
+        rt.device().live_count(),
+        0,
+        "rejected before any allocation"
+    );
+    // Two kbins on a logical core of four: neither 1 nor the core size.
+    let e = stage::stage(
+        &**rt.device(),
+        &Cores::new(4),
+        &parsed.kbins,
+        &neff.archive,
+        &[PCore(0), PCore(0), PCore(0), PCore(0)],
+        HModel(1),
+        StageOptions {
+            arch: Arch::Cayman,
+            scratchpad_page: 512 << 20,
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
+    assert!(
+        matches!(
+            e,
+            StageError::SubgraphCount {
+                nkbin: 2,
+                core_size: 4
+            }
+        ),
+        "{e}"
+    );
+}
+
+/// Read-back: every `file` var's bytes at its placement equal its `.npy`
+/// payload; every engine image, ring and table is at the address its record
+/// holds, and the image is the record's bytes.
+#[test]
+fn every_fixture_reads_back_weights_images_and_rings() {
+    for (name, bytes) in all_fixtures() {
+        let (rt, dev) = runtime(Arch::Cayman);
+        let (neff, parsed) = parse(&bytes, Arch::Cayman, 2);
+        let m = rt.load(&bytes, 1, 1).unwrap();
+        let (mut files, mut images, mut rings) = (0, 0, 0);
+        rt.with_model(&m, |lm| {
+            for (core, kbin) in lm.cores.iter().zip(&parsed.kbins) {
+                for var in kbin.vars.iter().filter(|v| v.kind == VarKind::File) {
+                    let w = var.weight.as_ref().expect("a file var has a payload");
+                    let payload = w.payload.bytes(&neff.archive);
+                    let size = var.size.unwrap_or(0);
+                    let Placement::Hbm { pa, size: placed } = core.plan.vars[var.id.0 as usize]
+                    else {
+                        panic!(
+                            "{name}: {} is {:?}",
+                            var.name, core.plan.vars[var.id.0 as usize]
+                        )
+                    };
+                    assert_eq!(placed, size, "{name}: {}", var.name);
+                    if let Some(a) = var.alignment {
+                        assert_eq!(pa % a, 0, "{name}: {} alignment", var.name);
+                    }
+                    let mut got = vec![0u8; size as usize];
+                    dev.read_pa(Pa(pa), &mut got).unwrap();
+                    assert_eq!(
+                        got.len().min(payload.len()),
+                        size as usize,
+                        "{name}: {} payload shorter than its size",
+                        var.name
+                    );
+                    assert!(
+                        got == payload[..size as usize],
+                        "{name}: {} differs from its .npy payload",
+                        var.name
+                    );
+                    files += 1;
+                }
+                for e in &core.engines {
+                    assert_eq!(e.image.layout.base, e.pa, "{name}: layout base");
+                    let mut got = vec![0u8; e.image.bytes.len()];
+                    dev.read_pa(Pa(e.pa), &mut got).unwrap();
+                    assert!(got == e.image.bytes, "{name}: {:?} image", e.engine);
+                    assert_eq!(e.pa % e.image.alignment(), 0, "{name}: image alignment");
+                    images += 1;
+                }
+                for r in &core.rings {
+                    let mut got = vec![0u8; r.image.bytes.len()];
+                    dev.read_pa(Pa(r.pa), &mut got).unwrap();
+                    assert!(got == r.image.bytes, "{name}: ring {}", r.queue);
+                    rings += 1;
+                }
+                for t in &core.tables {
+                    let mut got = vec![0u8; t.len as usize];
+                    dev.read_pa(Pa(t.pa), &mut got)
+                        .unwrap_or_else(|e| panic!("{name}: table {}: {e}", t.what));
+                }
+            }
+        })
+        .unwrap();
+        assert!(
+            files > 0 && images > 0,
+            "{name}: {files} weights, {images} images"
+        );
+        println!("{name}: {files} weights, {images} images, {rings} rings read back");
+        rt.unload(&m).unwrap();
+        assert_eq!(dev.live_count(), 0);
+    }
+}
