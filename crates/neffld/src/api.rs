@@ -417,6 +417,7 @@ impl Runtime {
         let sopts = StageOptions {
             arch: self.config.arch,
             scratchpad_page: self.config.scratchpad_page,
+            parallel: true,
         };
         let kbins = &parsed.model.kbins;
         let t = Instant::now();

@@ -518,3 +518,61 @@ impl Synth {
         s
     }
 }
+
+/// A non-zero byte pattern of `len` bytes (period 251) for synthetic weights:
+/// it survives the sparse device's zero-page skip and compresses well.
+pub fn weight_pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8 | 1).collect()
+}
+
+impl Synth {
+    /// [`Synth::dynamic_cayman`] widened to `subgraphs` graphs (sg00 active,
+    /// the others idle), each with an f32 weight `w_sg0000` of
+    /// `weight_bytes` (a multiple of 4) non-zero bytes. Write it with
+    /// [`lnc_writer`] for an LNC of `subgraphs`.
+    pub fn cayman_weights(subgraphs: usize, weight_bytes: u64) -> Synth {
+        let mut s = Synth::dynamic_cayman();
+        let idle: Vec<(String, Vec<u8>)> = s
+            .members
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("sg01/").map(|r| (r.to_string(), v.clone())))
+            .collect();
+        for g in 2..subgraphs {
+            for (rest, bytes) in &idle {
+                s.set(&format!("sg{g:02}/{rest}"), bytes.clone());
+            }
+        }
+        let graphs: Vec<Value> = (0..subgraphs)
+            .map(|g| json!({"definition": format!("sg{g:02}/def.json"), "name": format!("sg{g:02}")}))
+            .collect();
+        s.edit("kelf-0.json", |v| v["graphs"] = json!(graphs));
+        s.set_json(
+            "neff.json",
+            &neff_json(
+                &[("q", "float32", &[4, 16]), ("k", "float32", &[4, 16])],
+                &[("o", "float32", &[4, 16])],
+                subgraphs,
+                "kelf-0.json",
+            ),
+        );
+        let weight = npy_v1(
+            "<f4",
+            &[weight_bytes / 4],
+            &weight_pattern(weight_bytes as usize),
+        );
+        for g in 0..subgraphs {
+            s.edit(&format!("sg{g:02}/def.json"), |v| {
+                v["var"]["w_sg0000"]["size"] = json!(weight_bytes);
+            });
+            s.set(&format!("sg{g:02}/value_sg0000_w_CRSM.npy"), weight.clone());
+        }
+        s
+    }
+}
+
+/// A 2.21-family writer whose header declares logical-core size `lnc`.
+pub fn lnc_writer(lnc: u32) -> NeffWriter {
+    let mut h = Producer::V2_21.default_header();
+    h.vnc_size = lnc;
+    NeffWriter::with_header(Producer::V2_21, h)
+}

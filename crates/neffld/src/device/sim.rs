@@ -7,9 +7,13 @@
 //! a few pages of host memory, not 4 GiB. A write of all-zero bytes to a page
 //! that does not exist yet creates nothing, since unwritten bytes already
 //! read back as 0.
+//!
+//! Each allocation's pages sit behind their own lock: the device lock is held
+//! only to check a copy against the books, so per-core builds on several
+//! threads copy their bytes in parallel.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::books::Books;
 use super::fault::FaultPlan;
@@ -23,10 +27,24 @@ const PAGE: usize = GRANULE as usize;
 /// The stored pages of one allocation, keyed by page index within it.
 type Pages = HashMap<u64, Box<[u8]>>;
 
+/// One allocation's pages, shared between the table and a copy in flight.
+type Store = Arc<Mutex<Pages>>;
+
 #[derive(Debug)]
 struct Inner {
     books: Books,
-    pages: HashMap<MemHandle, Pages>,
+    pages: HashMap<MemHandle, Store>,
+}
+
+fn lock_pages(store: &Store) -> MutexGuard<'_, Pages> {
+    store.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// True when every byte is zero; scans in blocks that vectorise.
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes
+        .chunks(256)
+        .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
 /// A simulated device that keeps written bytes sparsely.
@@ -50,16 +68,24 @@ impl SimDevice {
 
     /// Number of 4 KiB pages currently holding bytes, over all allocations.
     pub fn stored_pages(&self) -> usize {
-        self.lock().pages.values().map(HashMap::len).sum()
+        self.lock()
+            .pages
+            .values()
+            .map(|p| lock_pages(p).len())
+            .sum()
     }
 
     /// Reads `out.len()` bytes at device address `pa`; the range must lie in
     /// one live allocation. This is how tests check what a relocated
     /// instruction or descriptor points at.
     pub fn read_pa(&self, pa: Pa, out: &mut [u8]) -> Result<(), DeviceError> {
-        let inner = self.lock();
-        let (handle, offset) = inner.books.resolve(pa, out.len())?;
-        read_pages(inner.pages.get(&handle), offset, out);
+        let store = {
+            let inner = self.lock();
+            let (handle, offset) = inner.books.resolve(pa, out.len())?;
+            (inner.pages.get(&handle).cloned(), offset)
+        };
+        let (store, offset) = store;
+        read_pages(store.as_ref().map(lock_pages).as_deref(), offset, out);
         Ok(())
     }
 
@@ -120,26 +146,37 @@ impl Device for SimDevice {
     }
 
     fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let mut inner = self.lock();
-        inner.books.check_write(handle, offset, data.len())?;
-        let pages = inner.pages.entry(handle).or_default();
+        let store = {
+            let mut inner = self.lock();
+            inner.books.check_write(handle, offset, data.len())?;
+            inner.pages.entry(handle).or_default().clone()
+        };
+        let mut pages = lock_pages(&store);
         for (page, in_page, at, n) in pieces(offset, data.len()) {
             let src = &data[at..at + n];
-            if !pages.contains_key(&page) && src.iter().all(|&b| b == 0) {
-                continue;
+            match pages.get_mut(&page) {
+                Some(stored) => stored[in_page..in_page + n].copy_from_slice(src),
+                None if all_zero(src) => {}
+                None if n == PAGE => {
+                    pages.insert(page, Box::from(src));
+                }
+                None => {
+                    let mut stored = vec![0u8; PAGE].into_boxed_slice();
+                    stored[in_page..in_page + n].copy_from_slice(src);
+                    pages.insert(page, stored);
+                }
             }
-            let stored = pages
-                .entry(page)
-                .or_insert_with(|| vec![0u8; PAGE].into_boxed_slice());
-            stored[in_page..in_page + n].copy_from_slice(src);
         }
         Ok(())
     }
 
     fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        let inner = self.lock();
-        inner.books.check_read(handle, offset, out.len())?;
-        read_pages(inner.pages.get(&handle), offset, out);
+        let store = {
+            let inner = self.lock();
+            inner.books.check_read(handle, offset, out.len())?;
+            inner.pages.get(&handle).cloned()
+        };
+        read_pages(store.as_ref().map(lock_pages).as_deref(), offset, out);
         Ok(())
     }
 

@@ -23,6 +23,10 @@ pub struct StageOptions {
     pub arch: Arch,
     /// Scratchpad page size in bytes.
     pub scratchpad_page: u64,
+    /// Build the cores of a multi-subgraph load on one thread each (the
+    /// default); `false` builds them one after another on the caller's
+    /// thread, for measurements.
+    pub parallel: bool,
 }
 
 /// Stages kbin `k` on `pcores[k]` (the physical cores of the claimed logical
@@ -62,25 +66,33 @@ pub fn stage(
             dev, cores, &kbins[0], archive, plan, h_model, opts.arch,
         )?]);
     }
-    let results: Vec<Result<CoreImage, StageError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = kbins
+    let results: Vec<Result<CoreImage, StageError>> = if !opts.parallel {
+        kbins
             .iter()
             .zip(plans)
-            .map(|(kbin, plan)| {
-                let name = kbin.name.clone();
-                (
-                    name,
-                    s.spawn(move || {
-                        core::build(dev, cores, kbin, archive, plan, h_model, opts.arch)
-                    }),
-                )
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|(name, h)| h.join().unwrap_or(Err(StageError::Panicked(name))))
+            .map(|(kbin, plan)| core::build(dev, cores, kbin, archive, plan, h_model, opts.arch))
             .collect()
-    });
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = kbins
+                .iter()
+                .zip(plans)
+                .map(|(kbin, plan)| {
+                    let name = kbin.name.clone();
+                    (
+                        name,
+                        s.spawn(move || {
+                            core::build(dev, cores, kbin, archive, plan, h_model, opts.arch)
+                        }),
+                    )
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|(name, h)| h.join().unwrap_or(Err(StageError::Panicked(name))))
+                .collect()
+        })
+    };
     if results.iter().all(Result::is_ok) {
         return Ok(results.into_iter().map(|r| r.expect("checked")).collect());
     }
