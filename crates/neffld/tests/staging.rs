@@ -155,6 +155,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         StageOptions {
             arch: Arch::Cayman,
             scratchpad_page: 512 << 20,
+            parallel: true,
         },
     )
     .unwrap_err();
@@ -186,6 +187,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         StageOptions {
             arch: Arch::Cayman,
             scratchpad_page: 512 << 20,
+            parallel: true,
         },
     )
     .unwrap_err();
