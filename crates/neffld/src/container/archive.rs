@@ -9,7 +9,6 @@
 //! (a strict multi-member decoder rejects every real NEFF).
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::ops::Range;
 
 use super::ContainerError;
@@ -204,54 +203,167 @@ impl Archive {
 
 /// Inflates gzip members into one buffer, stopping at the first byte
 /// sequence after a member that is not another gzip header.
+///
+/// The deflate body is decoded straight into the spare capacity of the one
+/// output buffer (`Decompress::decompress_vec`), which grows by doubling up
+/// to the limit: nothing is zero-filled ahead of the decoder and nothing is
+/// copied, so peak memory stays at the inflated size (a `read_to_end` over a
+/// decoder zero-fills ever larger stretches of spare capacity, which cost
+/// about half the payload again on multi-GiB NEFFs).
 fn inflate(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), ContainerError> {
-    // Real payloads inflate about 6x; reserving up front avoids regrowth copies.
+    // Real payloads inflate about 6x; start near that and double as needed.
     let guess = (window.len() as u64)
         .saturating_mul(8)
-        .min(limit)
+        .min(limit.saturating_add(1))
         .min(1 << 34);
     let mut out = Vec::new();
-    out.try_reserve_exact(guess as usize)
-        .map_err(|_| ContainerError::OutOfMemory {
-            what: "inflated payload".into(),
-            size: guess,
-        })?;
-    let mut rest = window;
+    reserve(&mut out, guess)?;
+    let mut pos = 0usize;
     let mut members = 0u32;
     loop {
         members += 1;
-        let consumed_before = window.len() - rest.len();
-        let mut dec = flate2::bufread::GzDecoder::new(rest);
-        let room = limit - out.len() as u64;
-        let read = (&mut dec)
-            .take(room.saturating_add(1))
-            .read_to_end(&mut out);
-        if let Err(e) = read {
-            let detail = if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                "truncated gzip input".to_string()
-            } else {
-                format!("gzip decompression failed: {e}")
-            };
-            return Err(ContainerError::Gzip {
+        pos += inflate_member(&window[pos..], &mut out, limit).map_err(|detail| match detail {
+            MemberError::Limit => ContainerError::InflateLimit { limit },
+            MemberError::Oom(size) => ContainerError::OutOfMemory {
+                what: "inflated payload".into(),
+                size,
+            },
+            MemberError::Bad(detail) => ContainerError::Gzip {
                 member: members,
-                offset: consumed_before as u64,
+                offset: pos as u64,
                 detail,
-            });
-        }
-        if out.len() as u64 > limit {
-            return Err(ContainerError::InflateLimit { limit });
-        }
-        rest = dec.into_inner();
+            },
+        })?;
+        let rest = &window[pos..];
         if rest.len() < 3 || rest[..3] != GZIP_MAGIC {
             break;
         }
     }
+    let rest = &window[pos..];
     let encoding = Encoding::Gzip {
         members,
         trailing: rest.len() as u64,
         nonzero_trailing: rest.iter().any(|&b| b != 0),
     };
     Ok((out, encoding))
+}
+
+enum MemberError {
+    Limit,
+    Oom(u64),
+    Bad(String),
+}
+
+fn reserve(out: &mut Vec<u8>, additional: u64) -> Result<(), ContainerError> {
+    let n = usize::try_from(additional).unwrap_or(usize::MAX);
+    out.try_reserve_exact(n)
+        .map_err(|_| ContainerError::OutOfMemory {
+            what: "inflated payload".into(),
+            size: additional,
+        })
+}
+
+const TRUNCATED: &str = "truncated gzip input";
+
+/// Length of the RFC 1952 member header at the start of `b`.
+fn gzip_header_len(b: &[u8]) -> Result<usize, MemberError> {
+    let bad = |s: &str| MemberError::Bad(s.to_string());
+    if b.len() < 10 {
+        return Err(bad(TRUNCATED));
+    }
+    if b[..3] != GZIP_MAGIC {
+        return Err(bad("gzip decompression failed: invalid gzip header"));
+    }
+    let flg = b[3];
+    if flg & 0xE0 != 0 {
+        return Err(bad(
+            "gzip decompression failed: reserved header flag bits are set",
+        ));
+    }
+    let mut p = 10usize;
+    if flg & 0x04 != 0 {
+        let x = b.get(p..p + 2).ok_or_else(|| bad(TRUNCATED))?;
+        p += 2 + usize::from(u16::from_le_bytes([x[0], x[1]]));
+    }
+    for bit in [0x08, 0x10] {
+        if flg & bit != 0 {
+            let nul = b
+                .get(p..)
+                .and_then(|r| r.iter().position(|&c| c == 0))
+                .ok_or_else(|| bad(TRUNCATED))?;
+            p += nul + 1;
+        }
+    }
+    if flg & 0x02 != 0 {
+        let stored = b.get(p..p + 2).ok_or_else(|| bad(TRUNCATED))?;
+        let mut crc = flate2::Crc::new();
+        crc.update(&b[..p]);
+        if u16::from_le_bytes([stored[0], stored[1]]) != crc.sum() as u16 {
+            return Err(bad("gzip decompression failed: header CRC mismatch"));
+        }
+        p += 2;
+    }
+    if p > b.len() {
+        return Err(bad(TRUNCATED));
+    }
+    Ok(p)
+}
+
+/// Decodes one gzip member from the start of `input`, appending to `out`;
+/// returns the bytes of `input` it consumed (header, body, trailer).
+fn inflate_member(input: &[u8], out: &mut Vec<u8>, limit: u64) -> Result<usize, MemberError> {
+    use flate2::{Decompress, FlushDecompress, Status};
+    let header = gzip_header_len(input)?;
+    let start = out.len();
+    let mut d = Decompress::new(false);
+    loop {
+        if out.len() == out.capacity() {
+            if out.len() as u64 > limit {
+                return Err(MemberError::Limit);
+            }
+            let room = limit.saturating_add(1) - out.len() as u64;
+            let grow = (out.len() as u64).max(1 << 20).min(room);
+            let n = usize::try_from(grow).map_err(|_| MemberError::Oom(grow))?;
+            out.try_reserve_exact(n)
+                .map_err(|_| MemberError::Oom(grow))?;
+        }
+        let consumed = header + d.total_in() as usize;
+        let before = (d.total_in(), out.len());
+        let status = d
+            .decompress_vec(&input[consumed..], out, FlushDecompress::None)
+            .map_err(|e| MemberError::Bad(format!("gzip decompression failed: {e}")))?;
+        if out.len() as u64 > limit {
+            return Err(MemberError::Limit);
+        }
+        match status {
+            Status::StreamEnd => break,
+            _ if (d.total_in(), out.len()) == before && out.len() < out.capacity() => {
+                return Err(MemberError::Bad(TRUNCATED.into()));
+            }
+            _ => {}
+        }
+    }
+    let body_end = header + d.total_in() as usize;
+    let trailer = input
+        .get(body_end..body_end + 8)
+        .ok_or_else(|| MemberError::Bad(TRUNCATED.into()))?;
+    let mut crc = flate2::Crc::new();
+    crc.update(&out[start..]);
+    let stored_crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    let stored_len = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
+    if stored_crc != crc.sum() {
+        return Err(MemberError::Bad(format!(
+            "gzip decompression failed: CRC-32 mismatch (stored {stored_crc:#010x}, computed {:#010x})",
+            crc.sum()
+        )));
+    }
+    if stored_len != (out.len() - start) as u32 {
+        return Err(MemberError::Bad(format!(
+            "gzip decompression failed: ISIZE mismatch (stored {stored_len}, decoded {})",
+            out.len() - start
+        )));
+    }
+    Ok(body_end + 8)
 }
 
 struct Walk {
