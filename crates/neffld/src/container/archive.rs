@@ -821,6 +821,60 @@ mod tests {
     }
 
     #[test]
+    fn gzip_header_fields_are_walked_and_checked() {
+        use flate2::write::GzEncoder;
+        use std::io::Write;
+        let t = tar(&[TarEntry::file("a", b"payload")]);
+        // FEXTRA + FNAME + FCOMMENT, as GzBuilder writes them.
+        let mut enc: GzEncoder<Vec<u8>> = flate2::GzBuilder::new()
+            .extra(vec![1, 2, 3, 4])
+            .filename("neff.tar")
+            .comment("built for a test")
+            .write(Vec::new(), flate2::Compression::fast());
+        enc.write_all(&t).unwrap();
+        let w = enc.finish().unwrap();
+        assert_eq!(w[3], 0x04 | 0x08 | 0x10);
+        assert_eq!(
+            Archive::decode(&w, 1 << 20).unwrap().get("a"),
+            Some(&b"payload"[..])
+        );
+
+        // FHCRC: a correct header CRC passes, a wrong one is rejected.
+        let plain = crate::container::writer::gzip(&t, 1);
+        let mut with_hcrc = plain[..10].to_vec();
+        with_hcrc[3] |= 0x02;
+        let mut crc = flate2::Crc::new();
+        crc.update(&with_hcrc);
+        with_hcrc.extend_from_slice(&(crc.sum() as u16).to_le_bytes());
+        with_hcrc.extend_from_slice(&plain[10..]);
+        assert!(Archive::decode(&with_hcrc, 1 << 20).is_ok());
+        let mut bad = with_hcrc.clone();
+        bad[10] ^= 1;
+        let e = Archive::decode(&bad, 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("header CRC mismatch"), "{e}");
+
+        // Reserved flag bits, and a lying ISIZE.
+        let mut r = plain.clone();
+        r[3] |= 0x80;
+        assert!(Archive::decode(&r, 1 << 20)
+            .unwrap_err()
+            .to_string()
+            .contains("reserved header flag bits"));
+        let mut r = plain.clone();
+        let n = r.len();
+        r[n - 1] ^= 1;
+        assert!(Archive::decode(&r, 1 << 20)
+            .unwrap_err()
+            .to_string()
+            .contains("ISIZE mismatch"));
+        // A header cut short.
+        assert!(Archive::decode(&plain[..6], 1 << 20)
+            .unwrap_err()
+            .to_string()
+            .contains("truncated gzip input"));
+    }
+
+    #[test]
     fn inflate_limit_stops_a_bomb() {
         use crate::container::writer::gzip;
         let zeros = vec![0u8; 8 << 20];
