@@ -201,6 +201,13 @@ impl Archive {
     }
 }
 
+/// The decoder the loader uses, alone: inflates a gzip payload window (as
+/// [`Archive::decode`] does before walking the tar). Benchmarks measure the
+/// loader against it.
+pub fn inflate_payload(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), ContainerError> {
+    inflate(window, limit)
+}
+
 /// Inflates gzip members into one buffer, stopping at the first byte
 /// sequence after a member that is not another gzip header.
 ///
@@ -211,6 +218,70 @@ impl Archive {
 /// decoder zero-fills ever larger stretches of spare capacity, which cost
 /// about half the payload again on multi-GiB NEFFs).
 fn inflate(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), ContainerError> {
+    #[cfg(feature = "libdeflate")]
+    if let Some(done) = inflate_fast(window, limit) {
+        return done;
+    }
+    inflate_stream(window, limit)
+}
+
+/// The fast path reserves this multiple of the window. Real NEFFs inflate
+/// 5.8× to 9.3×; a tighter buffer stays below the allocator's mmap
+/// threshold for small NEFFs, so repeated loads reuse warm memory instead of
+/// page-faulting a fresh mapping (measured: 4.7 ms against 7.9 ms for
+/// matmul_large). Payloads that inflate further take the streaming path.
+#[cfg(feature = "libdeflate")]
+const FAST_PATH_RATIO: u64 = 16;
+
+/// Largest buffer the fast path reserves; bigger payloads stream.
+#[cfg(feature = "libdeflate")]
+const FAST_PATH_MAX: u64 = 8 << 30;
+
+/// The fast path: libdeflate decodes the first member in one call into a
+/// buffer of [`FAST_PATH_RATIO`] × the window; it checks CRC-32 and ISIZE
+/// itself and reports where the member ends. `None` hands the payload to
+/// [`inflate_stream`]: a payload that does not fit (decoding it again in
+/// bigger buffers would repeat the work), a header the streaming path must
+/// judge, bad data (which that path reports precisely), and multi-member
+/// streams.
+#[cfg(feature = "libdeflate")]
+fn inflate_fast(window: &[u8], limit: u64) -> Option<Result<(Vec<u8>, Encoding), ContainerError>> {
+    use super::fast_inflate::{Decompressor, Outcome};
+    gzip_header_len(window).ok()?;
+    let cap = limit.saturating_add(1);
+    let guess = (window.len() as u64)
+        .saturating_mul(FAST_PATH_RATIO)
+        .saturating_add(1 << 16)
+        .min(cap);
+    if guess > FAST_PATH_MAX {
+        return None;
+    }
+    let mut out = Vec::new();
+    out.try_reserve_exact(usize::try_from(guess).ok()?).ok()?;
+    let mut d = Decompressor::new()?;
+    match d.gzip_member(window, &mut out) {
+        Outcome::Done { consumed } => {
+            if out.len() as u64 > limit {
+                return Some(Err(ContainerError::InflateLimit { limit }));
+            }
+            let rest = &window[consumed..];
+            if rest.len() >= 3 && rest[..3] == GZIP_MAGIC {
+                return None;
+            }
+            let encoding = Encoding::Gzip {
+                members: 1,
+                trailing: rest.len() as u64,
+                nonzero_trailing: rest.iter().any(|&b| b != 0),
+            };
+            Some(Ok((out, encoding)))
+        }
+        Outcome::NoRoom if guess >= cap => Some(Err(ContainerError::InflateLimit { limit })),
+        Outcome::NoRoom | Outcome::Bad => None,
+    }
+}
+
+/// The streaming path (flate2): every member, with precise errors.
+fn inflate_stream(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), ContainerError> {
     // Real payloads inflate about 6x; start near that and double as needed.
     let guess = (window.len() as u64)
         .saturating_mul(8)
@@ -818,6 +889,49 @@ mod tests {
             *b = 0xff;
         }
         assert!(Archive::decode(&bad, 1 << 20).is_err());
+    }
+
+    /// Both decoders produce the same bytes and the same account of the
+    /// window on every real fixture.
+    #[cfg(feature = "libdeflate")]
+    #[test]
+    fn the_fast_and_streaming_paths_agree_on_the_fixtures() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+        let mut seen = 0;
+        for e in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
+            let bytes = std::fs::read(e.path()).unwrap();
+            if bytes.len() < 1024 || e.path().extension().is_none_or(|x| x != "neff") {
+                continue;
+            }
+            let w = &bytes[1024..];
+            let fast = inflate_fast(w, 1 << 30)
+                .expect("a fixture takes the fast path")
+                .unwrap();
+            let slow = inflate_stream(w, 1 << 30).unwrap();
+            assert!(fast.0 == slow.0, "{}", e.path().display());
+            assert_eq!(fast.1, slow.1, "{}", e.path().display());
+            seen += 1;
+        }
+        assert_eq!(seen, 12);
+        // The fast path declines damaged data and second members.
+        let t = tar(&[TarEntry::file("a", &[1u8; 3000])]);
+        let mut z = crate::container::writer::gzip(&t, 1);
+        let two = [z.clone(), z.clone()].concat();
+        assert!(inflate_fast(&two, 1 << 20).is_none());
+        z[20] ^= 0xFF;
+        assert!(inflate_fast(&z, 1 << 20).is_none() || inflate_fast(&z, 1 << 20).unwrap().is_err());
+        // A payload that outgrows the fast path's buffer streams instead;
+        // one that outgrows the limit within it stops there.
+        let bomb = crate::container::writer::gzip(&vec![0u8; 4 << 20], 9);
+        assert!(inflate_fast(&bomb, 1 << 30).is_none());
+        assert!(matches!(
+            inflate_fast(&bomb, 1000),
+            Some(Err(ContainerError::InflateLimit { limit: 1000 }))
+        ));
+        assert!(matches!(
+            inflate(&bomb, 1 << 20),
+            Err(ContainerError::InflateLimit { .. })
+        ));
     }
 
     #[test]

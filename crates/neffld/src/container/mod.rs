@@ -2,6 +2,8 @@
 //! in-memory archive (gzip → tar → member table). Knows nothing of JSON.
 
 pub mod archive;
+#[cfg(feature = "libdeflate")]
+mod fast_inflate;
 pub mod header;
 pub mod integrity;
 pub mod writer;

@@ -33,13 +33,13 @@ pub fn records(stream: &[u8]) -> impl Iterator<Item = &[u8]> {
 pub type OpcodeCensus = BTreeMap<u8, u64>;
 
 pub fn census(stream: &[u8]) -> OpcodeCensus {
-    let mut c = OpcodeCensus::new();
+    // Count in a flat table (streams run to tens of thousands of records),
+    // then keep only the opcodes present.
+    let mut counts = [0u64; 256];
     for r in records(stream) {
-        if let Some(&op) = r.first() {
-            *c.entry(op).or_insert(0) += 1;
-        }
+        counts[usize::from(r[0])] += 1;
     }
-    c
+    (0..=u8::MAX).zip(counts).filter(|&(_, n)| n > 0).collect()
 }
 
 /// An 8-byte address operand: bytes 0..3 offset, 4..5 id, 6 reserved, 7 mode.

@@ -208,7 +208,14 @@ struct RawActSet {
 
 #[derive(Deserialize)]
 struct RawProfile {
-    profile_meta_data: Option<Vec<Value>>,
+    profile_meta_data: Option<Vec<RawProfileEntry>>,
+}
+
+/// Only the name is kept; the PWL fields stay in the profile blob, so
+/// serde skips them without building values.
+#[derive(Deserialize)]
+struct RawProfileEntry {
+    func_name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -639,13 +646,8 @@ fn load_act_sets(
             )));
         }
         let functions = meta
-            .iter()
-            .map(|m| {
-                m.get("func_name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            })
+            .into_iter()
+            .map(|m| m.func_name.unwrap_or_default())
             .collect();
         out.push(ActSet {
             name: name.clone(),

@@ -6,6 +6,7 @@
 //! So every manifest is first walked once with a visitor that remembers the
 //! keys of each object and stops at the first repeat (parse.md §5, row 20).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
@@ -88,16 +89,54 @@ impl<'de> Visitor<'de> for KeyCheck<'_> {
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen: HashSet<String> = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if seen.contains(&key) {
-                *self.dup.borrow_mut() = Some(key);
+        // Keys borrow from the member when they hold no escapes; small
+        // objects (nearly all) are checked by a linear scan, larger ones by hash.
+        let mut few: Vec<Cow<'de, str>> = Vec::new();
+        let mut many: HashSet<Cow<'de, str>> = HashSet::new();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let dup = if many.is_empty() && few.len() < 16 {
+                let d = few.contains(&key);
+                if !d {
+                    few.push(key.clone());
+                }
+                d
+            } else {
+                many.extend(few.drain(..));
+                !many.insert(key.clone())
+            };
+            if dup {
+                *self.dup.borrow_mut() = Some(key.into_owned());
                 return Err(de::Error::custom("duplicate key"));
             }
-            seen.insert(key);
             map.next_value_seed(self)?;
         }
         Ok(())
+    }
+}
+
+/// Reads an object key, borrowed when possible.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(KeySeed)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v))
     }
 }
 
