@@ -6,7 +6,8 @@
 //! flipped payload bytes (re-hashed with `NeffWriter::finish` and loaded with
 //! verification on, or left stale and loaded with it off); the inflated tar
 //! re-packed with truncated, resized, duplicated, dropped and swapped members
-//! or cut short; and JSON members edited (wrong types, huge and negative
+//! or cut short; binary members damaged (instruction opcodes, ADDR8
+//! operands, DMA triggers, `.npy` headers, lengths); and JSON members edited (wrong types, huge and negative
 //! numbers, dropped keys, names of missing members, manifests naming
 //! themselves).
 //!
@@ -183,6 +184,7 @@ struct Budget {
     payload_stale: usize,
     tar: usize,
     json: usize,
+    blob: usize,
 }
 
 impl Budget {
@@ -193,6 +195,7 @@ impl Budget {
             payload_stale: self.payload_stale * k,
             tar: self.tar * k,
             json: self.json * k,
+            blob: self.blob * k,
         }
     }
 }
@@ -353,6 +356,71 @@ fn tar_mutant(b: &Base, rng: &mut Rng, i: usize) -> Mutant {
         bytes: b.finish_tar(&tar),
         verify: true,
     }
+}
+
+/// Damage inside a binary member: instruction records (opcodes, ADDR8
+/// operands, DMA-trigger names and block ids), `.npy` headers, lengths.
+fn blob_mutant(b: &Base, rng: &mut Rng, i: usize) -> Option<Mutant> {
+    let blobs: Vec<usize> = (0..b.members.len())
+        .filter(|&k| !b.members[k].0.ends_with(".json") && !b.members[k].1.is_empty())
+        .collect();
+    let k = *blobs.get(rng.below(blobs.len()))?;
+    let (name, body) = &b.members[k];
+    let mut d = body.clone();
+    let records = d.len() / 64;
+    let r = 64 * rng.below(records.max(1));
+    let what = match rng.below(7) {
+        0 if records > 0 => {
+            let op = [0xD4, 0xC1, 0xCC, 0xA0, 0xB1, 0xA4, rng.nonzero_byte()][rng.below(7)];
+            d[r] = op;
+            format!("record at {r} gets opcode {op:#x}")
+        }
+        1 if records > 0 && d[r] == 0xD4 => {
+            // An ADDR8 operand: offset, id, reserved, mode.
+            let at = r + [16usize, 40][rng.below(2)] + [0usize, 4, 6, 7][rng.below(4)];
+            let v = [0xFF, 0x00, 0x10, 0x20, 0x28, rng.nonzero_byte()][rng.below(6)];
+            d[at] = v;
+            d[at.saturating_sub(1).max(r + 16)] ^= rng.nonzero_byte() & 0x7f;
+            format!("ADDR8 byte {} of the 0xD4 record at {r} = {v:#x}", at - r)
+        }
+        2 if records > 0 => {
+            // A 0xC1 trigger with a damaged queue name or block id.
+            d[r] = 0xC1;
+            let at = r + if rng.chance(50) {
+                12 + rng.below(32)
+            } else {
+                48 + rng.below(4)
+            };
+            d[at] = rng.nonzero_byte();
+            format!("0xC1 record at {r}, byte {} damaged", at - r)
+        }
+        3 => {
+            let at = rng.below(d.len().min(128));
+            d[at] ^= rng.nonzero_byte();
+            format!("header byte {at} flipped")
+        }
+        4 => {
+            let keep = rng.below(d.len());
+            d.truncate(keep);
+            format!("cut to {keep} bytes")
+        }
+        5 => {
+            d.extend(std::iter::repeat_n(0xAB, 1 + rng.below(100)));
+            format!("grown to {} bytes", d.len())
+        }
+        _ => {
+            let at = rng.below(d.len());
+            d[at] ^= rng.nonzero_byte();
+            format!("byte {at} flipped")
+        }
+    };
+    let mut members = b.members.clone();
+    members[k].1 = d;
+    Some(Mutant {
+        label: format!("blob#{i} {name}: {what}"),
+        bytes: b.write(&members),
+        verify: true,
+    })
 }
 
 /// One step of a path into a JSON value.
@@ -894,6 +962,11 @@ fn sweep(title: &str, bases: Vec<(Base, Budget)>) {
         for i in 0..budget.tar {
             go(tar_mutant(base, &mut rng, i), &mut tally);
         }
+        for i in 0..budget.blob {
+            if let Some(m) = blob_mutant(base, &mut rng, i) {
+                go(m, &mut tally);
+            }
+        }
         if budget.json > 0 {
             let j = JsonMembers::of(base);
             for i in 0..budget.json {
@@ -940,6 +1013,7 @@ fn synthetic_families() {
         payload_stale: 60,
         tar: 240,
         json: 600,
+        blob: 300,
     };
     let sunda = Synth::static_sunda();
     let cayman = Synth::dynamic_cayman();
@@ -972,6 +1046,7 @@ fn real_fixtures() {
         payload_stale: 20,
         tar: 24,
         json: 60,
+        blob: 20,
     };
     // The 1.5 MB fixture inflates to 9 MB: header and payload damage only
     // unless the long mode runs.
@@ -981,6 +1056,7 @@ fn real_fixtures() {
         payload_stale: 5,
         tar: if long_mode() { 1 } else { 0 },
         json: if long_mode() { 2 } else { 0 },
+        blob: 0,
     };
     let bases = fixtures()
         .into_iter()
