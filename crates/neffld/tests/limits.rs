@@ -147,3 +147,67 @@ fn two_hundred_fifty_six_subgraphs_naming_the_same_blobs_are_rejected() {
     );
     assert!(dt < Duration::from_secs(5), "{dt:?}");
 }
+
+/// Static sunda NEFF whose first SP block (`a` → SB) is replaced by `sizes`
+/// and `steps` on both sides, optionally retargeted to the output `out`;
+/// `a` and `out` are 2^63-byte I/O tensors so the bounds check allows any run.
+fn dma_pattern(to_out: bool, sizes: serde_json::Value, steps: serde_json::Value) -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    s.edit("neff.json", |n| {
+        for k in 0..2 {
+            n["attrs"]["shape"][1][k] = json!([1u64 << 30, 1u64 << 30, 4]);
+        }
+    });
+    s.edit("sg00/def.json", |d| {
+        d["var"]["a"]["size"] = json!(1u64 << 63);
+        d["var"]["out"]["size"] = json!(1u64 << 63);
+    });
+    s.edit("sg00/SP.json", |e| {
+        let d = &mut e["dma"][0]["desc"][0];
+        if to_out {
+            d["to"] = json!("out");
+        }
+        for side in ["from", "to"] {
+            d[format!("{side}_sizes")] = sizes.clone();
+            d[format!("{side}_steps")] = steps.clone();
+        }
+    });
+    s.write(Producer::V2_18)
+}
+
+/// Regression: a DMA block expanding past the vring limit (16,777,200
+/// descriptors) used to be expanded in full first — 2^24 descriptor pairs,
+/// about 1.6 GB of host memory and 15 s, then either loaded or failed on the
+/// template encoding. It is now refused from the pattern's arithmetic with
+/// the reference's `NRT_QUEUE_FULL`.
+#[test]
+fn dma_block_past_the_ring_limit_is_refused_before_expanding() {
+    for (what, bytes) in [
+        (
+            "2^24 runs of 64 bytes",
+            dma_pattern(false, json!([64, 1u64 << 24]), json!([1, 0])),
+        ),
+        (
+            "one 2^40-byte run",
+            dma_pattern(true, json!([1u64 << 40]), json!([1])),
+        ),
+    ] {
+        let (r, dt) = load(Arch::Sunda, None, &bytes);
+        let e = r.unwrap_err();
+        assert_eq!(e.status(), NrtStatus::QueueFull, "{what}: {e}");
+        assert!(
+            e.to_string().contains(
+                "Descriptor limit reached. Descriptors in vring 16777216, Max allowed 16777200"
+            ),
+            "{what}: {e}"
+        );
+        assert!(dt < Duration::from_secs(1), "{what}: {dt:?}");
+    }
+    // Just inside the limit still loads.
+    let (r, _) = load(
+        Arch::Sunda,
+        None,
+        &dma_pattern(false, json!([64, 1u64 << 12]), json!([1, 0])),
+    );
+    r.unwrap();
+}

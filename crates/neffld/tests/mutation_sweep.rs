@@ -34,11 +34,12 @@ use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
 use serde_json::{json, Value};
 
-/// Statuses a rejected mutant may carry (parse.md §9; stage.md §12).
-const EXPECTED: [NrtStatus; 3] = [
+/// Statuses a rejected mutant may carry (parse.md §9; stage.md §12, §17).
+const EXPECTED: [NrtStatus; 4] = [
     NrtStatus::Invalid,
     NrtStatus::Resource,
     NrtStatus::UnsupportedNeffVersion,
+    NrtStatus::QueueFull,
 ];
 
 /// A mutant running longer than this is reported as a hang.
