@@ -16,9 +16,11 @@
 //! panics, never hangs; afterwards the device holds no allocation and the
 //! runtime no model. `cargo test --test mutation_sweep -- --nocapture` prints
 //! the outcome counts; `NEFFLD_SWEEP=long` runs about twenty times as many
-//! mutants (and `NEFFLD_SWEEP_SEED=<n>` picks another seed).
+//! mutants (and `NEFFLD_SWEEP_SEED=<n>` picks another seed;
+//! `NEFFLD_SWEEP_LOG=<file>` appends every mutant's outcome to a file).
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -186,6 +188,8 @@ struct Budget {
     tar: usize,
     json: usize,
     blob: usize,
+    /// Every numeric JSON leaf set to each extreme value.
+    extremes: bool,
 }
 
 impl Budget {
@@ -197,6 +201,7 @@ impl Budget {
             tar: self.tar * k,
             json: self.json * k,
             blob: self.blob * k,
+            extremes: self.extremes,
         }
     }
 }
@@ -641,6 +646,43 @@ fn json_mutant(b: &Base, j: &JsonMembers, rng: &mut Rng, i: usize) -> Option<Mut
     })
 }
 
+/// Every numeric leaf of every JSON member set to each extreme value in
+/// turn (sizes, alignments, var_ids, counts, offsets, semaphores).
+fn extreme_numbers(b: &Base, j: &JsonMembers) -> Vec<Mutant> {
+    let values = [
+        json!(1u64 << 31),
+        json!(1u64 << 32),
+        json!(1u64 << 40),
+        json!(1u64 << 62),
+        json!(1u64 << 63),
+        json!(u64::MAX),
+    ];
+    let mut out = Vec::new();
+    for (mi, value, paths) in &j.members {
+        let member = &b.members[*mi].0;
+        for path in paths {
+            let mut probe = value.clone();
+            if !at_mut(&mut probe, path).is_some_and(|v| v.is_number()) {
+                continue;
+            }
+            for x in &values {
+                let mut v = value.clone();
+                if let Some(t) = at_mut(&mut v, path) {
+                    *t = x.clone();
+                }
+                let mut members = b.members.clone();
+                members[*mi].1 = serde_json::to_vec(&v).unwrap_or_default();
+                out.push(Mutant {
+                    label: format!("number {member}{} = {x}", show(path)),
+                    bytes: b.write(&members),
+                    verify: true,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// Edits that are not random: manifests naming themselves or each other
 /// (kelf attr → neff.json, def.json engine keys → def.json, ...), invalid
 /// UTF-8 and truncated text in each manifest of the chain.
@@ -797,6 +839,8 @@ struct Tally {
     /// Time spent building mutants, and loading them.
     making: Duration,
     loading: Duration,
+    /// `NEFFLD_SWEEP_LOG=<path>`: every mutant's outcome, one line each.
+    log: Option<std::fs::File>,
 }
 
 fn stage_of(e: &LoadError) -> &'static str {
@@ -884,7 +928,12 @@ fn run(base: &Base, m: &Mutant, rigs: &mut [Option<Rig>; 2], watch: &Watch, tall
         tally.slowest = (dt, label.clone());
     }
     match outcome {
-        Ok(Ok(o)) => *tally.outcomes.entry(o).or_default() += 1,
+        Ok(Ok(o)) => {
+            if let Some(log) = &tally.log {
+                let _ = writeln!(&*log, "{o}\t{label}");
+            }
+            *tally.outcomes.entry(o).or_default() += 1
+        }
         Ok(Err(why)) => tally.failures.push(format!("{label}: {why}")),
         Err(p) => {
             let what = p
@@ -932,7 +981,16 @@ fn sweep(title: &str, bases: Vec<(Base, Budget)>) {
         })
     };
     let t0 = Instant::now();
-    let mut tally = Tally::default();
+    let mut tally = Tally {
+        log: std::env::var("NEFFLD_SWEEP_LOG").ok().and_then(|p| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .ok()
+        }),
+        ..Tally::default()
+    };
     for (bi, (base, budget)) in bases.iter().enumerate() {
         let budget = if long { budget.scaled(20) } else { *budget };
         let mut rng = Rng::new(seed() ^ (bi as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407));
@@ -978,6 +1036,11 @@ fn sweep(title: &str, bases: Vec<(Base, Budget)>) {
             for m in fixed_mutants(base) {
                 go(m, &mut tally);
             }
+            if budget.extremes {
+                for m in extreme_numbers(base, &j) {
+                    go(m, &mut tally);
+                }
+            }
         }
     }
     done.store(true, Ordering::SeqCst);
@@ -1015,6 +1078,7 @@ fn synthetic_families() {
         tar: 240,
         json: 600,
         blob: 300,
+        extremes: true,
     };
     let sunda = Synth::static_sunda();
     let cayman = Synth::dynamic_cayman();
@@ -1048,6 +1112,7 @@ fn real_fixtures() {
         tar: 24,
         json: 60,
         blob: 20,
+        extremes: false,
     };
     // The 1.5 MB fixture inflates to 9 MB: header and payload damage only
     // unless the long mode runs.
@@ -1058,6 +1123,7 @@ fn real_fixtures() {
         tar: if long_mode() { 1 } else { 0 },
         json: if long_mode() { 2 } else { 0 },
         blob: 0,
+        extremes: false,
     };
     let bases = fixtures()
         .into_iter()
