@@ -1,10 +1,10 @@
-//! Inputs kept from fuzzing and probing (the `load` target's format), replayed through the same checks
-//! as the fuzz targets (`fuzz/fuzz_targets/load.rs`): the first byte is the
-//! flag byte (bit 0: trn1 instead of trn2; bit 1: verify the payload hash;
-//! bit 2: allow legacy NEFFs), the rest is the NEFF. Each kept input has a
-//! named test; every file under `tests/data/fuzz/load/` is also replayed
-//! by `every_kept_load_input`, so a new crash file is covered by dropping it
-//! there.
+//! Inputs kept from fuzzing and probing, in the `load` target's format and
+//! replayed through its checks (`fuzz/fuzz_targets/load.rs`): the first
+//! byte is the flag byte (bit 0: trn1 instead of trn2; bit 1: verify the
+//! payload hash; bit 2: allow legacy NEFFs), the rest is the NEFF. Each kept
+//! input has a named test; every file under `tests/data/fuzz/load/` is also
+//! replayed by `every_kept_load_input`, so a new crash file is covered by
+//! dropping it there.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
