@@ -120,15 +120,24 @@ fn json_100mb() -> Vec<u8> {
 }
 
 fn subgraphs_256() -> Vec<u8> {
+    subgraphs(256)
+}
+
+fn subgraphs_100k() -> Vec<u8> {
+    subgraphs(100_000)
+}
+
+/// `n` subgraphs, all naming `sg00/def.json` (so the same blobs).
+fn subgraphs(n: usize) -> Vec<u8> {
     let mut s = Synth::dynamic_cayman();
-    let graphs: Vec<_> = (0..256)
+    let graphs: Vec<_> = (0..n)
         .map(|i| json!({"name": format!("sg{i:03}"), "definition": "sg00/def.json"}))
         .collect();
     s.edit("kelf-0.json", |k| k["graphs"] = json!(graphs));
     s.write(Producer::V2_21)
 }
 
-const CASES: [Case; 7] = [
+const CASES: [Case; 8] = [
     Case {
         name: "bomb",
         arch: Arch::Cayman,
@@ -170,6 +179,12 @@ const CASES: [Case; 7] = [
         arch: Arch::Cayman,
         max_inflated: None,
         build: subgraphs_256,
+    },
+    Case {
+        name: "subgraphs-1e5",
+        arch: Arch::Cayman,
+        max_inflated: None,
+        build: subgraphs_100k,
     },
 ];
 

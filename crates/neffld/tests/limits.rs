@@ -211,3 +211,27 @@ fn dma_block_past_the_ring_limit_is_refused_before_expanding() {
     );
     r.unwrap();
 }
+
+/// Regression: 10^5 subgraphs naming one def.json (a 450 KB NEFF) were each
+/// parsed and kept before the subgraph count was checked: 1.4 GB of peak
+/// RSS and 4.3 s in a release build for a reject. The count is now checked
+/// as soon as the kelf json is read.
+#[test]
+fn hundred_thousand_subgraphs_naming_one_definition_are_rejected_early() {
+    let mut s = Synth::dynamic_cayman();
+    let graphs: Vec<_> = (0..100_000)
+        .map(|i| json!({"name": format!("g{i}"), "definition": "sg00/def.json"}))
+        .collect();
+    s.edit("kelf-0.json", |k| k["graphs"] = json!(graphs));
+    let bytes = s.write(Producer::V2_21);
+    assert!(bytes.len() < 1 << 20, "{}", bytes.len());
+    let (r, dt) = load(Arch::Cayman, None, &bytes);
+    let e = r.unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert!(
+        e.to_string()
+            .contains("NEFF has 100000 subgraphs, which do not fit one logical core of size 2"),
+        "{e}"
+    );
+    assert!(dt < Duration::from_secs(2), "{dt:?}");
+}
