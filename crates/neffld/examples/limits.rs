@@ -12,7 +12,8 @@
 //! of its window), `bomb-ceiling` (the same against a 64 MiB ceiling),
 //! `var-2^63` (a spill variable declaring 2^63 bytes), `io-2^63` (an
 //! input of 2^63 bytes), `members-1e6` (10^6 empty
-//! members next to a loadable model), `json-100mb` (a def.json of 100 MB),
+//! members next to a loadable model), `duplicates-1e6` (10^6 members of one
+//! name), `json-100mb` (a def.json of 100 MB),
 //! `subgraphs-256` (256 subgraphs naming the same def.json and blobs).
 
 use std::io::Write;
@@ -111,6 +112,14 @@ fn members_1e6() -> Vec<u8> {
     NeffWriter::new(Producer::V2_18).write(&list)
 }
 
+/// 10^6 members all named `pad` (each replaces the one before, with a warning).
+fn duplicates_1e6() -> Vec<u8> {
+    let s = Synth::static_sunda();
+    let mut list: Vec<(&str, &[u8])> = s.member_list();
+    list.extend(std::iter::repeat_n(("pad", &[][..]), 1_000_000));
+    NeffWriter::new(Producer::V2_18).write(&list)
+}
+
 fn json_100mb() -> Vec<u8> {
     let mut s = Synth::static_sunda();
     s.edit("sg00/def.json", |d| {
@@ -137,7 +146,7 @@ fn subgraphs(n: usize) -> Vec<u8> {
     s.write(Producer::V2_21)
 }
 
-const CASES: [Case; 8] = [
+const CASES: [Case; 9] = [
     Case {
         name: "bomb",
         arch: Arch::Cayman,
@@ -167,6 +176,12 @@ const CASES: [Case; 8] = [
         arch: Arch::Sunda,
         max_inflated: Some(1 << 30),
         build: members_1e6,
+    },
+    Case {
+        name: "duplicates-1e6",
+        arch: Arch::Sunda,
+        max_inflated: Some(1 << 30),
+        build: duplicates_1e6,
     },
     Case {
         name: "json-100mb",
