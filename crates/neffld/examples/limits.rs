@@ -14,7 +14,9 @@
 //! input of 2^63 bytes), `members-1e6` (10^6 empty
 //! members next to a loadable model), `duplicates-1e6` (10^6 members of one
 //! name), `json-100mb` (a def.json of 100 MB),
-//! `subgraphs-256` (256 subgraphs naming the same def.json and blobs).
+//! `subgraphs-256` (256 subgraphs naming the same def.json and blobs),
+//! `subgraphs-1e5` (10^5 of them), `dma-rings` (10.5 million DMA descriptor
+//! pairs from five 2^21-run blocks).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -112,6 +114,27 @@ fn members_1e6() -> Vec<u8> {
     NeffWriter::new(Producer::V2_18).write(&list)
 }
 
+/// Every static DMA block of the sunda NEFF expanded into 2^21 descriptor
+/// pairs (64-byte runs over one SB row): five blocks on four queues, about
+/// 10.5 million descriptor pairs, all within the per-ring limit.
+fn dma_rings() -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    for engine in ["sg00/SP.json", "sg00/Pool.json"] {
+        s.edit(engine, |e| {
+            if let Some(blocks) = e["dma"].as_array_mut() {
+                for b in blocks {
+                    let d = &mut b["desc"][0];
+                    for side in ["from", "to"] {
+                        d[format!("{side}_sizes")] = json!([64, 1u64 << 21]);
+                        d[format!("{side}_steps")] = json!([1, 0]);
+                    }
+                }
+            }
+        });
+    }
+    s.write(Producer::V2_18)
+}
+
 /// 10^6 members all named `pad` (each replaces the one before, with a warning).
 fn duplicates_1e6() -> Vec<u8> {
     let s = Synth::static_sunda();
@@ -146,7 +169,7 @@ fn subgraphs(n: usize) -> Vec<u8> {
     s.write(Producer::V2_21)
 }
 
-const CASES: [Case; 9] = [
+const CASES: [Case; 10] = [
     Case {
         name: "bomb",
         arch: Arch::Cayman,
@@ -200,6 +223,12 @@ const CASES: [Case; 9] = [
         arch: Arch::Cayman,
         max_inflated: None,
         build: subgraphs_100k,
+    },
+    Case {
+        name: "dma-rings",
+        arch: Arch::Sunda,
+        max_inflated: None,
+        build: dma_rings,
     },
 ];
 
