@@ -81,6 +81,12 @@ pub enum ManifestError {
     ArchMismatch { neff: u32, instance: u32 },
     #[error("Duplicate graph name {name} in {member}")]
     DuplicateGraph { member: String, name: String },
+    /// Row 63, raised as soon as the kelf json gives the graph count (the
+    /// reference raises it after building every kbin): a kelf json listing
+    /// 10^5 graphs that all name one small def.json would otherwise cost
+    /// 1.4 GB and seconds before the same reject.
+    #[error("NEFF has {count} subgraphs, which do not fit one logical core of size {lnc}")]
+    SubgraphCount { count: usize, lnc: u32 },
 
     // ---- def.json and vars (rows 35–42a, 59) ------------------------------
     #[error("Failed to load subgraph definition {member}: {detail}")]

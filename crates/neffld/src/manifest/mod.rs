@@ -138,6 +138,12 @@ pub fn parse_archive(
     let mut warnings = neff_json.warnings.clone();
     let kelf = kelf::parse(archive, &neff_json.kelf_member, opts)?;
     warnings.extend(kelf.warnings.iter().cloned());
+    if kelf.graphs.len() as u64 > u64::from(opts.runtime_lnc) {
+        return Err(ManifestError::SubgraphCount {
+            count: kelf.graphs.len(),
+            lnc: opts.runtime_lnc,
+        });
+    }
     let mut subgraphs = Vec::with_capacity(kelf.graphs.len());
     for graph in &kelf.graphs {
         let def = def::parse(archive, graph, kelf.target, opts.allow_legacy_neff)?;

@@ -156,6 +156,10 @@ pub struct Pattern<'a> {
 /// cannot make the loader build billions of descriptors.
 pub const MAX_RUNS_PER_PATTERN: u64 = 1 << 24;
 
+/// Descriptors one ring (each of its TX and RX halves) may hold: the
+/// reference's host-side vrings stop at 16,777,200 (stage.md §8.2).
+pub const MAX_RING_DESCRIPTORS: u64 = 16_777_200;
+
 impl Pattern<'_> {
     fn run_count(&self) -> Result<u64, RelocError> {
         if self.sizes.is_empty() || self.sizes.len() != self.steps.len() || self.sizes.contains(&0)
@@ -176,6 +180,13 @@ impl Pattern<'_> {
                 })?;
         }
         Ok(n)
+    }
+
+    /// Descriptors the pattern expands into (runs times 64 KiB chunks per
+    /// run), computed without expanding it.
+    fn desc_count(&self) -> Result<u64, RelocError> {
+        let runs = self.run_count()?;
+        Ok(runs.saturating_mul(self.sizes[0].div_ceil(MAX_DESC_LEN)))
     }
 
     /// `(byte offset from the base, run length)` of every contiguous run,
@@ -264,6 +275,26 @@ fn chunk(target: Target, len: u64, op: DescOp, out: &mut Vec<Pending>) -> Result
 pub fn expand_block(
     descs: &[(Pattern<'_>, Pattern<'_>, DescOp)],
 ) -> Result<BlockDescriptors, RelocError> {
+    expand_block_within(descs, MAX_RING_DESCRIPTORS)
+}
+
+/// [`expand_block`] for a ring with room for `room` more descriptors: a
+/// block that would not fit is refused before anything is expanded.
+pub fn expand_block_within(
+    descs: &[(Pattern<'_>, Pattern<'_>, DescOp)],
+    room: u64,
+) -> Result<BlockDescriptors, RelocError> {
+    let mut count: u64 = 0;
+    for (from, to, _) in descs {
+        let pairs = from.desc_count()?.max(to.desc_count()?);
+        count = count.saturating_add(pairs);
+    }
+    if count > room {
+        return Err(RelocError::RingFull {
+            count: count.saturating_add(MAX_RING_DESCRIPTORS - room.min(MAX_RING_DESCRIPTORS)),
+            max: MAX_RING_DESCRIPTORS,
+        });
+    }
     let mut out = BlockDescriptors::default();
     for (from, to, op) in descs {
         let (fr, tr) = (from.runs()?, to.runs()?);
@@ -354,6 +385,13 @@ impl RingBuilder {
         if count == 0 {
             return Err(RelocError::BadPattern(format!("block {id} moves nothing")));
         }
+        let total = (first as u64).saturating_add(count as u64);
+        if total > MAX_RING_DESCRIPTORS {
+            return Err(RelocError::RingFull {
+                count: total,
+                max: MAX_RING_DESCRIPTORS,
+            });
+        }
         let mut block = block;
         match barrier {
             Barrier::Dmb => block.tx[count - 1].flags |= len_ctrl::DMB,
@@ -362,10 +400,11 @@ impl RingBuilder {
         self.pairs.tx.extend(block.tx);
         self.pairs.rx.extend(block.rx);
         let (first, count) = (u32::try_from(first), u32::try_from(count));
-        let (first, count) = (
-            first.map_err(|_| RelocError::RingFull)?,
-            count.map_err(|_| RelocError::RingFull)?,
-        );
+        let full = |_| RelocError::RingFull {
+            count: total,
+            max: MAX_RING_DESCRIPTORS,
+        };
+        let (first, count) = (first.map_err(full)?, count.map_err(full)?);
         self.blocks.push((id, first, count));
         Ok(first)
     }
@@ -376,6 +415,11 @@ impl RingBuilder {
 
     pub fn is_empty(&self) -> bool {
         self.pairs.tx.is_empty()
+    }
+
+    /// Descriptors the ring can still take.
+    pub fn room(&self) -> u64 {
+        MAX_RING_DESCRIPTORS.saturating_sub(self.len() as u64)
     }
 
     /// Bytes the placed ring needs (TX and RX rings back to back).
@@ -553,6 +597,54 @@ mod tests {
                 .map(|p| p.len)
                 .sum();
         assert_eq!(total_tx, total_rx);
+    }
+
+    #[test]
+    fn ring_descriptor_limit_is_checked_before_expanding() {
+        // 2^24 runs of 64 bytes (a 0 stride keeps them in bounds), and one
+        // run of 2^40 bytes (2^24 chunks): each past the vring limit.
+        let runs = pat(Target::Abs(0), &[64, 1 << 24], &[1, 0]);
+        let long = pat(
+            Target::Io {
+                var: VarId(1),
+                offset: 0,
+            },
+            &[1 << 40],
+            &[1],
+        );
+        for p in [runs, long] {
+            let t = std::time::Instant::now();
+            let e = expand_block(&[(p, p, DescOp::Copy)]).unwrap_err();
+            assert_eq!(
+                e,
+                RelocError::RingFull {
+                    count: 1 << 24,
+                    max: MAX_RING_DESCRIPTORS
+                }
+            );
+            assert_eq!(e.status(), crate::NrtStatus::QueueFull);
+            assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        }
+        assert!(expand_block(&[(long, long, DescOp::Copy)])
+            .unwrap_err()
+            .to_string()
+            .starts_with(
+                "Descriptor limit reached. Descriptors in vring 16777216, Max allowed 16777200"
+            ));
+        // The limit is per ring: a block that fits alone does not fit a ring
+        // with too little room left.
+        let one = pat(Target::Abs(0), &[64, 3], &[1, 64]);
+        assert_eq!(
+            expand_block_within(&[(one, one, DescOp::Copy)], 3)
+                .unwrap()
+                .tx
+                .len(),
+            3
+        );
+        assert!(matches!(
+            expand_block_within(&[(one, one, DescOp::Copy)], 2),
+            Err(RelocError::RingFull { count, .. }) if count == MAX_RING_DESCRIPTORS + 1
+        ));
     }
 
     #[test]

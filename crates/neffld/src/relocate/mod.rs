@@ -43,14 +43,14 @@ pub enum RelocError {
     BadPattern(String),
     #[error("device address arithmetic overflows 64 bits")]
     AddressOverflow,
-    #[error("Descriptor limit reached in a DMA ring")]
-    RingFull,
+    #[error("Descriptor limit reached. Descriptors in vring {count}, Max allowed {max}")]
+    RingFull { count: u64, max: u64 },
 }
 
 impl RelocError {
     pub fn status(&self) -> NrtStatus {
         match self {
-            RelocError::RingFull => NrtStatus::QueueFull,
+            RelocError::RingFull { .. } => NrtStatus::QueueFull,
             _ => NrtStatus::Invalid,
         }
     }

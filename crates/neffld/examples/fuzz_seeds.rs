@@ -1,0 +1,97 @@
+//! Writes seed corpora for the `load` and `manifest` fuzz targets:
+//!
+//! ```text
+//! cargo run -p neffld --example fuzz_seeds -- fuzz/corpus
+//! ```
+//!
+//! `load` seeds are a flag byte (bit 0: trn1) followed by a whole NEFF: the
+//! small real fixtures, and the synthetic NEFFs of every producer family
+//! (raw-tar `Pkg1` forms too, whose manifests the fuzzer can edit in place).
+//! `manifest` seeds are a flag byte (bit 0: cayman base; bits 1..: which
+//! member) followed by that member's bytes.
+
+use std::path::{Path, PathBuf};
+
+use neffld::container::writer::Producer;
+use neffld::testkit::Synth;
+
+/// Members the `manifest` target can replace, in its order.
+const MEMBERS: [&str; 8] = [
+    "neff.json",
+    "kelf-0.json",
+    "sg00/def.json",
+    "sg00/PE.json",
+    "sg00/SP.json",
+    "sg00/act_info.json",
+    "sg00/exp_and_others.json",
+    "sg01/def.json",
+];
+
+fn put(dir: &Path, name: &str, flag: u8, bytes: &[u8]) -> std::io::Result<()> {
+    let mut out = Vec::with_capacity(bytes.len() + 1);
+    out.push(flag);
+    out.extend_from_slice(bytes);
+    std::fs::write(dir.join(name), out)
+}
+
+fn main() -> std::io::Result<()> {
+    let root = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| "fuzz/corpus".into()),
+    );
+    let load = root.join("load");
+    let manifest = root.join("manifest");
+    std::fs::create_dir_all(&load)?;
+    std::fs::create_dir_all(&manifest)?;
+
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+    let mut n = 0;
+    for e in std::fs::read_dir(fixtures)? {
+        let p = e?.path();
+        let len = std::fs::metadata(&p)?.len();
+        // The 1.5 MB fixture would make every execution slow; the others are < 64 KiB.
+        if p.extension().is_some_and(|x| x == "neff") && len < 256 << 10 {
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            put(&load, &name, 0, &std::fs::read(&p)?)?;
+            n += 1;
+        }
+    }
+    let sunda = Synth::static_sunda();
+    for (p, tag) in [
+        (Producer::V2_0_99229, "v2_0_99229"),
+        (Producer::V2_18, "v2_18"),
+        (Producer::Pkg1, "pkg1"),
+    ] {
+        put(&load, &format!("sunda_{tag}.neff"), 1, &sunda.write(p))?;
+        n += 1;
+    }
+    let cayman = Synth::dynamic_cayman();
+    for (p, tag) in [(Producer::V2_21, "v2_21"), (Producer::Pkg1, "pkg1")] {
+        put(&load, &format!("cayman_{tag}.neff"), 0, &cayman.write(p))?;
+        n += 1;
+    }
+    println!("{n} load seeds in {}", load.display());
+
+    let mut m = 0;
+    for (base, s) in [(0u8, &sunda), (1u8, &cayman)] {
+        for (i, name) in MEMBERS.iter().enumerate() {
+            if let Some(bytes) = s.members.get(*name) {
+                let flag = base | ((i as u8) << 1);
+                put(
+                    &manifest,
+                    &format!("{base}_{}", name.replace('/', "_")),
+                    flag,
+                    bytes,
+                )?;
+                m += 1;
+            }
+        }
+    }
+    println!("{m} manifest seeds in {}", manifest.display());
+    Ok(())
+}
