@@ -130,13 +130,12 @@ fn build_one(
             .as_ref()
             .map(|b| b.bytes(archive))
             .unwrap_or_default();
-        check_triggers(&stream_name, bytes, &e.blocks)?;
-        check_addr8(&stream_name, bytes, &vars)?;
+        let census = scan_stream(&stream_name, bytes, &vars, &e.blocks)?;
         engines.push(EngineProgram {
             ty: e.ty,
             instr: e.instr.clone(),
             ninstr: (bytes.len() / isa::RECORD_LEN) as u64,
-            census: isa::census(bytes),
+            census,
         });
     }
     let engines: [EngineProgram; 5] = engines
@@ -190,15 +189,26 @@ fn build_one(
     })
 }
 
-/// Every `0xC1` in a stream names a block of that engine's json, and every
-/// block is triggered exactly once (stage.md §18 S6, §14).
-fn check_triggers(
+/// One pass over a stream (they run to tens of thousands of records, and
+/// arrive cold from the inflate): the opcode census; every `0xD4` operand
+/// resolves to a var, in bounds (§8.3); every `0xC1` names a block of that
+/// engine's json, and every block is triggered exactly once (stage.md §18
+/// S6, §14).
+fn scan_stream(
     stream: &str,
     bytes: &[u8],
+    vars: &VarTable,
     blocks: &BTreeMap<(String, u64), DmaBlock>,
-) -> Result<(), KbinError> {
+) -> Result<isa::OpcodeCensus, KbinError> {
+    let mut counts = [0u64; 256];
     let mut seen: HashMap<(String, u64), u64> = HashMap::new();
     for (i, r) in isa::records(bytes).enumerate() {
+        counts[usize::from(r[0])] += 1;
+        if let Some((src, dst)) = isa::d4_operands(r) {
+            vars.resolve_addr8(src, stream, i as u64)?;
+            vars.resolve_addr8(dst, stream, i as u64)?;
+            continue;
+        }
         let Some(DmaTrigger { queue, block_id }) = isa::trigger(r) else {
             continue;
         };
@@ -232,18 +242,7 @@ fn check_triggers(
             stream: stream.to_string(),
         });
     }
-    Ok(())
-}
-
-/// Every `0xD4` operand resolves to a var, in bounds (§8.3).
-fn check_addr8(stream: &str, bytes: &[u8], vars: &VarTable) -> Result<(), KbinError> {
-    for (i, r) in isa::records(bytes).enumerate() {
-        if let Some((src, dst)) = isa::d4_operands(r) {
-            vars.resolve_addr8(src, stream, i as u64)?;
-            vars.resolve_addr8(dst, stream, i as u64)?;
-        }
-    }
-    Ok(())
+    Ok((0..=u8::MAX).zip(counts).filter(|&(_, n)| n > 0).collect())
 }
 
 /// Binds every `remote` var to a var of another subgraph of the same logical

@@ -26,6 +26,8 @@ pub struct ScratchpadSizes {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VarTable {
     vars: Vars,
+    /// The `dge-table` var (looked up once: every DGE operand needs it).
+    dge: Option<VarId>,
     /// Cross-subgraph bindings of `remote` vars, filled after all kbins exist.
     pub remote_bindings: Vec<(VarId, RemoteBinding)>,
 }
@@ -46,8 +48,13 @@ pub struct Addr8Target {
 
 impl VarTable {
     pub fn new(vars: Vars) -> VarTable {
+        let dge = vars
+            .iter()
+            .find(|v| v.kind == VarKind::DgeTable)
+            .map(|v| v.id);
         VarTable {
             vars,
+            dge,
             remote_bindings: Vec::new(),
         }
     }
@@ -89,7 +96,7 @@ impl VarTable {
     /// The DGE table mode-0x20 ids index: the `dge-table` var with the lowest
     /// var_id (every real subgraph has at most one; our decision for more).
     pub fn dge_table(&self) -> Option<&Var> {
-        self.iter().find(|v| v.kind == VarKind::DgeTable)
+        self.dge.and_then(|id| self.get(id))
     }
 
     pub fn scratchpad(&self) -> ScratchpadSizes {
