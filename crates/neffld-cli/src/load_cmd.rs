@@ -100,17 +100,25 @@ fn read_file(path: &Path, quiet: bool) -> Result<Vec<u8>, String> {
     let mut f = File::open(path).map_err(err)?;
     let len = f.metadata().map_err(err)?.len();
     let bar = progress(len, quiet);
+    if bar.is_hidden() {
+        // One read into an exactly sized buffer: no bounce buffer, no copy.
+        let mut out = Vec::with_capacity(len as usize);
+        f.read_to_end(&mut out).map_err(err)?;
+        return Ok(out);
+    }
     bar.set_message("reading");
-    let mut out = Vec::with_capacity(len as usize);
-    let mut buf = vec![0u8; 4 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(err)?;
+    let mut out = vec![0u8; len as usize];
+    let mut done = 0usize;
+    while done < out.len() {
+        let end = (done + (4 << 20)).min(out.len());
+        let n = f.read(&mut out[done..end]).map_err(err)?;
         if n == 0 {
             break;
         }
-        out.extend_from_slice(&buf[..n]);
-        bar.inc(n as u64);
+        done += n;
+        bar.set_position(done as u64);
     }
+    out.truncate(done);
     bar.finish_and_clear();
     Ok(out)
 }
