@@ -17,8 +17,10 @@ fn lib_dir() -> Option<PathBuf> {
     dir.join("libneffld_nrt.so").exists().then_some(dir)
 }
 
-/// Compiles the program; `None` (after printing why) when it cannot be built here.
-fn build() -> Option<PathBuf> {
+/// Compiles the program into an executable of its own per test (tests run
+/// in parallel, and running a file while another test rewrites it fails);
+/// `None` (after printing why) when it cannot be built here.
+fn build(tag: &str) -> Option<PathBuf> {
     if Command::new("cc").arg("--version").output().is_err() {
         eprintln!("skipping the C smoke test: no system C compiler (cc)");
         return None;
@@ -27,7 +29,7 @@ fn build() -> Option<PathBuf> {
         eprintln!("skipping the C smoke test: libneffld_nrt.so was not built next to the tests");
         return None;
     };
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("load_smoke");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("load_smoke_{tag}"));
     let status = Command::new("cc")
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
         .arg(crate_dir().join("include"))
@@ -61,7 +63,9 @@ fn run(program: &Path, args: &[&str]) -> (bool, String) {
 
 #[test]
 fn c_program_guard_statuses() {
-    let Some(program) = build() else { return };
+    let Some(program) = build("guards") else {
+        return;
+    };
     let (ok, stdout) = run(&program, &["--guards-only"]);
     assert!(ok, "load_smoke --guards-only failed:\n{stdout}");
     assert!(stdout.contains("nrt_load before nrt_init"));
@@ -71,7 +75,7 @@ fn c_program_guard_statuses() {
 
 #[test]
 fn c_program_full_load() {
-    let Some(program) = build() else { return };
+    let Some(program) = build("full") else { return };
     let (ok, stdout) = run(&program, &[]);
     assert!(ok, "load_smoke failed:\n{stdout}");
     assert!(stdout.contains("input  x "), "{stdout}");

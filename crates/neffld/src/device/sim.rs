@@ -2,11 +2,15 @@
 //! byte store so that what the loader writes can be read back at the address
 //! it baked into instructions and rings.
 //!
-//! Storage is per allocation, in 4 KiB pages created on first write: a NEFF
-//! may declare a 4 GiB tensor and write a few bytes of it, and that must cost
-//! a few pages of host memory, not 4 GiB. A write of all-zero bytes to a page
-//! that does not exist yet creates nothing, since unwritten bytes already
-//! read back as 0.
+//! Storage is per allocation. A NEFF may declare a 4 GiB tensor and write a
+//! few bytes of it, and that must cost a few pages of host memory, not
+//! 4 GiB, so allocations above [`DENSE_MAX`] keep 4 KiB pages created on
+//! first write. Smaller ones (weights, images, rings, tables: nearly every
+//! byte a load writes) keep one buffer, created on the first non-zero write
+//! and zeroed lazily by the OS, so a copy costs a memcpy and copies from
+//! several build threads do not contend on a page allocator. Either way a
+//! write of all-zero bytes to a page that holds nothing stores nothing, and
+//! [`SimDevice::stored_pages`] counts the 4 KiB pages that hold bytes.
 //!
 //! Each allocation's pages sit behind their own lock: the device lock is held
 //! only to check a copy against the books, so per-core builds on several
@@ -24,8 +28,157 @@ use crate::ids::Pa;
 
 const PAGE: usize = GRANULE as usize;
 
-/// The stored pages of one allocation, keyed by page index within it.
-type Pages = HashMap<u64, Box<[u8]>>;
+/// Largest allocation stored as one buffer.
+pub const DENSE_MAX: u64 = 64 << 20;
+
+/// Most bytes of freed buffers kept for reuse.
+const POOL_MAX: usize = 512 << 20;
+
+/// Buffers of freed dense allocations, for reuse.
+#[derive(Debug, Default)]
+struct Pool {
+    bufs: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl Pool {
+    /// A buffer of exactly `size` bytes whose contents are unspecified.
+    fn take(&mut self, size: usize) -> Vec<u8> {
+        let best = self
+            .bufs
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.len() >= size)
+            .min_by_key(|(_, b)| b.len())
+            .map(|(i, _)| i);
+        match best {
+            Some(i) => {
+                let mut b = self.bufs.swap_remove(i);
+                self.bytes -= b.len();
+                b.truncate(size);
+                b
+            }
+            None => vec![0u8; size],
+        }
+    }
+
+    fn give(&mut self, buf: Vec<u8>) {
+        if !buf.is_empty() && self.bytes + buf.len() <= POOL_MAX {
+            self.bytes += buf.len();
+            self.bufs.push(buf);
+        }
+    }
+}
+
+/// The stored bytes of one allocation.
+#[derive(Debug)]
+enum Pages {
+    /// One buffer (made on the first non-zero write) and a bitmap of the
+    /// 4 KiB pages that hold bytes.
+    Dense {
+        buf: Option<Vec<u8>>,
+        size: usize,
+        written: Vec<u64>,
+    },
+    /// 4 KiB pages keyed by page index.
+    Sparse(HashMap<u64, Box<[u8]>>),
+}
+
+impl Pages {
+    fn new(size: u64) -> Pages {
+        match usize::try_from(size) {
+            Ok(size) if size as u64 <= DENSE_MAX => Pages::Dense {
+                buf: None,
+                size,
+                written: vec![0; size.div_ceil(PAGE).div_ceil(64)],
+            },
+            _ => Pages::Sparse(HashMap::new()),
+        }
+    }
+
+    /// 4 KiB pages holding bytes.
+    fn stored(&self) -> usize {
+        match self {
+            Pages::Dense { written, .. } => written.iter().map(|w| w.count_ones() as usize).sum(),
+            Pages::Sparse(p) => p.len(),
+        }
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8], pool: &Mutex<Pool>) {
+        match self {
+            Pages::Dense { buf, size, written } => {
+                for (page, in_page, at, n) in pieces(offset, data.len()) {
+                    let src = &data[at..at + n];
+                    let (word, bit) = ((page / 64) as usize, 1u64 << (page % 64));
+                    let start = page as usize * PAGE;
+                    let b = if written[word] & bit == 0 {
+                        if all_zero(src) {
+                            continue;
+                        }
+                        written[word] |= bit;
+                        let b = buf.get_or_insert_with(|| lock_pool(pool).take(*size));
+                        if n < PAGE {
+                            // A reused buffer holds stale bytes: clear the page first.
+                            let end = (start + PAGE).min(*size);
+                            b[start..end].fill(0);
+                        }
+                        b
+                    } else {
+                        buf.as_mut().expect("a written page has a buffer")
+                    };
+                    b[start + in_page..start + in_page + n].copy_from_slice(src);
+                }
+            }
+            Pages::Sparse(pages) => {
+                for (page, in_page, at, n) in pieces(offset, data.len()) {
+                    let src = &data[at..at + n];
+                    match pages.get_mut(&page) {
+                        Some(stored) => stored[in_page..in_page + n].copy_from_slice(src),
+                        None if all_zero(src) => {}
+                        None if n == PAGE => {
+                            pages.insert(page, Box::from(src));
+                        }
+                        None => {
+                            let mut stored = vec![0u8; PAGE].into_boxed_slice();
+                            stored[in_page..in_page + n].copy_from_slice(src);
+                            pages.insert(page, stored);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) {
+        match self {
+            Pages::Dense {
+                buf: Some(b),
+                written,
+                ..
+            } => {
+                for (page, in_page, at, n) in pieces(offset, out.len()) {
+                    let dst = &mut out[at..at + n];
+                    if written[(page / 64) as usize] & (1u64 << (page % 64)) != 0 {
+                        let start = page as usize * PAGE + in_page;
+                        dst.copy_from_slice(&b[start..start + n]);
+                    } else {
+                        dst.fill(0);
+                    }
+                }
+            }
+            Pages::Dense { buf: None, .. } => out.fill(0),
+            Pages::Sparse(pages) => {
+                for (page, in_page, at, n) in pieces(offset, out.len()) {
+                    let dst = &mut out[at..at + n];
+                    match pages.get(&page) {
+                        Some(stored) => dst.copy_from_slice(&stored[in_page..in_page + n]),
+                        None => dst.fill(0),
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// One allocation's pages, shared between the table and a copy in flight.
 type Store = Arc<Mutex<Pages>>;
@@ -40,6 +193,10 @@ fn lock_pages(store: &Store) -> MutexGuard<'_, Pages> {
     store.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+fn lock_pool(pool: &Mutex<Pool>) -> MutexGuard<'_, Pool> {
+    pool.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// True when every byte is zero; scans in blocks that vectorise.
 fn all_zero(bytes: &[u8]) -> bool {
     bytes
@@ -52,6 +209,7 @@ fn all_zero(bytes: &[u8]) -> bool {
 pub struct SimDevice {
     geometry: Geometry,
     inner: Mutex<Inner>,
+    pool: Mutex<Pool>,
 }
 
 impl SimDevice {
@@ -63,6 +221,7 @@ impl SimDevice {
                 books,
                 pages: HashMap::new(),
             }),
+            pool: Mutex::new(Pool::default()),
         }
     }
 
@@ -71,7 +230,7 @@ impl SimDevice {
         self.lock()
             .pages
             .values()
-            .map(|p| lock_pages(p).len())
+            .map(|p| lock_pages(p).stored())
             .sum()
     }
 
@@ -85,7 +244,10 @@ impl SimDevice {
             (inner.pages.get(&handle).cloned(), offset)
         };
         let (store, offset) = store;
-        read_pages(store.as_ref().map(lock_pages).as_deref(), offset, out);
+        match store {
+            Some(s) => lock_pages(&s).read(offset, out),
+            None => out.fill(0),
+        }
         Ok(())
     }
 
@@ -119,29 +281,34 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, u
     })
 }
 
-fn read_pages(pages: Option<&Pages>, offset: u64, out: &mut [u8]) {
-    for (page, in_page, at, n) in pieces(offset, out.len()) {
-        let dst = &mut out[at..at + n];
-        match pages.and_then(|p| p.get(&page)) {
-            Some(stored) => dst.copy_from_slice(&stored[in_page..in_page + n]),
-            None => dst.fill(0),
-        }
-    }
-}
-
 impl Device for SimDevice {
     fn geometry(&self) -> &Geometry {
         &self.geometry
     }
 
     fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        self.lock().books.alloc(&req)
+        let mut inner = self.lock();
+        let a = inner.books.alloc(&req)?;
+        inner
+            .pages
+            .insert(a.handle, Arc::new(Mutex::new(Pages::new(a.size))));
+        Ok(a)
     }
 
     fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
-        let mut inner = self.lock();
-        inner.books.free(handle)?;
-        inner.pages.remove(&handle);
+        let store = {
+            let mut inner = self.lock();
+            inner.books.free(handle)?;
+            inner.pages.remove(&handle)
+        };
+        // Keep the buffer for a later allocation (unless a copy still holds it).
+        if let Some(Ok(m)) = store.map(Arc::try_unwrap) {
+            if let Pages::Dense { buf: Some(buf), .. } =
+                m.into_inner().unwrap_or_else(PoisonError::into_inner)
+            {
+                lock_pool(&self.pool).give(buf);
+            }
+        }
         Ok(())
     }
 
@@ -149,23 +316,10 @@ impl Device for SimDevice {
         let store = {
             let mut inner = self.lock();
             inner.books.check_write(handle, offset, data.len())?;
-            inner.pages.entry(handle).or_default().clone()
+            inner.pages.get(&handle).cloned()
         };
-        let mut pages = lock_pages(&store);
-        for (page, in_page, at, n) in pieces(offset, data.len()) {
-            let src = &data[at..at + n];
-            match pages.get_mut(&page) {
-                Some(stored) => stored[in_page..in_page + n].copy_from_slice(src),
-                None if all_zero(src) => {}
-                None if n == PAGE => {
-                    pages.insert(page, Box::from(src));
-                }
-                None => {
-                    let mut stored = vec![0u8; PAGE].into_boxed_slice();
-                    stored[in_page..in_page + n].copy_from_slice(src);
-                    pages.insert(page, stored);
-                }
-            }
+        if let Some(store) = store {
+            lock_pages(&store).write(offset, data, &self.pool);
         }
         Ok(())
     }
@@ -176,7 +330,10 @@ impl Device for SimDevice {
             inner.books.check_read(handle, offset, out.len())?;
             inner.pages.get(&handle).cloned()
         };
-        read_pages(store.as_ref().map(lock_pages).as_deref(), offset, out);
+        match store {
+            Some(s) => lock_pages(&s).read(offset, out),
+            None => out.fill(0),
+        }
         Ok(())
     }
 
@@ -216,6 +373,41 @@ mod tests {
             usage: MemUsage::Weight,
             hint: "t",
         }
+    }
+
+    #[test]
+    fn reused_buffers_never_show_stale_bytes() {
+        let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
+        let a = d.alloc(req(1 << 20)).unwrap();
+        d.write(a.handle, 0, &vec![0xAA; 1 << 20]).unwrap();
+        d.free(a.handle).unwrap();
+        assert_eq!(lock_pool(&d.pool).bufs.len(), 1, "the buffer is kept");
+        let b = d.alloc(req(1 << 19)).unwrap();
+        let mut back = vec![1u8; 1 << 19];
+        d.read(b.handle, 0, &mut back).unwrap();
+        assert!(
+            back.iter().all(|&x| x == 0),
+            "a fresh allocation reads as zeros"
+        );
+        d.write(b.handle, 5000, &[7, 7]).unwrap();
+        assert_eq!(
+            lock_pool(&d.pool).bufs.len(),
+            0,
+            "the kept buffer was reused"
+        );
+        let mut page = vec![1u8; 4096];
+        d.read(b.handle, 4096, &mut page).unwrap();
+        assert_eq!(
+            page.iter().filter(|&&x| x != 0).count(),
+            2,
+            "the rest of a partly written page is clear"
+        );
+        assert_eq!(&page[904..906], &[7, 7]);
+        assert_eq!(d.stored_pages(), 1);
+        // A whole-page write needs no clearing.
+        d.write(b.handle, 8192, &[3u8; 4096]).unwrap();
+        d.read(b.handle, 8192, &mut page).unwrap();
+        assert!(page.iter().all(|&x| x == 3));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::kbin::{DmaRing, Kbin};
 use crate::manifest::def::{QueueKind, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, EVTACCEL_SIZE};
 use crate::manifest::engine::{DmaOp, DveSlot, Endpoint, EngineType};
 use crate::relocate::dma::{
-    expand_block_within, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
+    expand_block, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
 };
 use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
 use crate::relocate::RelocError;
@@ -255,7 +255,7 @@ fn build_ring(
             ));
         }
         let t = std::time::Instant::now();
-        let expanded = expand_block_within(&descs, builder.room()).map_err(|e| b.reloc(e))?;
+        let expanded = expand_block(&descs).map_err(|e| b.reloc(e))?;
         b.reloc_time += t.elapsed();
         builder
             .add_block(block.id, expanded, barrier)
@@ -361,6 +361,7 @@ fn build_parts(
     arch: Arch,
 ) -> Result<Parts, StageError> {
     check_carveout(kbin)?;
+    plan::copy_weights(b.dev, kbin, archive, plan)?;
     let dge_tables = kbin.vars.count(crate::manifest::def::VarKind::DgeTable);
     let mut resolver = CoreResolver {
         kbin,

@@ -54,7 +54,6 @@ pub fn stage(
         dev,
         cores,
         kbins,
-        archive,
         &pcores[..nkbin],
         PlanParams {
             page: opts.scratchpad_page,

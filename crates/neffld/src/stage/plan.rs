@@ -2,15 +2,17 @@
 //! lives on the device.
 //!
 //! Planning runs on the loader thread before the per-core fan-out, because
-//! remote variables need every subgraph's placements. It allocates and
-//! copies what the reference runtime stages at this point (weights, tmp
-//! buffers, scratchpad pages, pointer slots) and produces a plain value —
-//! var → placement per core — that relocation reads without touching the
-//! device.
+//! remote variables need every subgraph's placements. It allocates what the
+//! reference runtime stages at this point (weights, tmp buffers, scratchpad
+//! pages, pointer slots) — on one thread, so addresses never depend on
+//! thread timing — and produces a plain value (var → placement per core)
+//! that relocation reads without touching the device. The weights' bytes
+//! are copied by each core's own build ([`copy_weights`]), so the fan-out
+//! parallelises the bulk of a load's copies; the reference copies them here.
 //!
 //! Placement by kind (§6.2, §6.3): the state buffer gets the core's SB
 //! address (no allocation); `file` vars are allocated with their alignment
-//! and get exactly `size` payload bytes; `tmp-buf` vars are allocated;
+//! (and later get exactly `size` payload bytes); `tmp-buf` vars are allocated;
 //! `virtual` vars sit in the core's shared scratchpad at their arena offset
 //! (aliasing allowed, as real NEFFs do), or get a private allocation when
 //! they would straddle a page; inputs and outputs are **not** allocated —
@@ -131,7 +133,6 @@ pub struct PlanParams {
 struct Planner<'a> {
     dev: &'a dyn Device,
     cores: &'a Cores,
-    archive: &'a Archive,
 }
 
 impl Planner<'_> {
@@ -204,19 +205,10 @@ impl Planner<'_> {
             VarKind::Input | VarKind::Output => Placement::Io,
             VarKind::List | VarKind::Remote => Placement::Host,
             VarKind::File => {
-                let (pa, h) = self.alloc(plan, kbin, var, size, align, MemUsage::Weight)?;
-                let payload = var
-                    .weight
-                    .as_ref()
-                    .map(|w| w.payload.bytes(self.archive))
-                    .unwrap_or_default();
-                // The parse rejected payloads shorter than the var; stage exactly `size` bytes.
-                let n = payload
-                    .len()
-                    .min(usize::try_from(size).unwrap_or(usize::MAX));
-                if n > 0 {
-                    self.write(kbin, h, &payload[..n], &var.name)?;
-                }
+                // Allocated here (so addresses do not depend on thread
+                // timing); the payload is copied by the core's own build,
+                // in parallel with the other cores (`copy_weights`).
+                let (pa, _) = self.alloc(plan, kbin, var, size, align, MemUsage::Weight)?;
                 Placement::Hbm { pa, size }
             }
             VarKind::TmpBuf => {
@@ -279,12 +271,11 @@ pub fn plan(
     dev: &dyn Device,
     cores: &Cores,
     kbins: &[Kbin],
-    archive: &Archive,
     pcores: &[PCore],
     params: PlanParams,
 ) -> Result<Vec<CorePlan>, StageError> {
     let mut plans: Vec<CorePlan> = Vec::with_capacity(kbins.len());
-    let result = plan_into(dev, cores, kbins, archive, pcores, params, &mut plans);
+    let result = plan_into(dev, cores, kbins, pcores, params, &mut plans);
     if result.is_err() {
         for p in plans.iter().rev() {
             release(dev, cores, p);
@@ -297,7 +288,6 @@ fn plan_into(
     dev: &dyn Device,
     cores: &Cores,
     kbins: &[Kbin],
-    archive: &Archive,
     pcores: &[PCore],
     params: PlanParams,
     plans: &mut Vec<CorePlan>,
@@ -336,11 +326,7 @@ fn plan_into(
         }
         plans.push(plan);
     }
-    let planner = Planner {
-        dev,
-        cores,
-        archive,
-    };
+    let planner = Planner { dev, cores };
     for (kbin, plan) in kbins.iter().zip(plans.iter_mut()) {
         for var in kbin.vars.iter() {
             let placement = planner.place(plan, kbin, var, page)?;
@@ -350,6 +336,39 @@ fn plan_into(
     bind_remote(kbins, plans)?;
     for (k, kbin) in kbins.iter().enumerate() {
         fill_pointers(&planner, kbin, &plans[k])?;
+    }
+    Ok(())
+}
+
+/// Copies every `file` variable's payload (exactly `size` bytes; the parse
+/// rejected shorter payloads) into its allocation. Runs on the core's build
+/// thread.
+pub fn copy_weights(
+    dev: &dyn Device,
+    kbin: &Kbin,
+    archive: &Archive,
+    plan: &CorePlan,
+) -> Result<(), StageError> {
+    for &(id, handle) in &plan.var_allocs {
+        let Some(var) = kbin.vars.get(id).filter(|v| v.kind == VarKind::File) else {
+            continue;
+        };
+        let payload = var
+            .weight
+            .as_ref()
+            .map(|w| w.payload.bytes(archive))
+            .unwrap_or_default();
+        let n = payload
+            .len()
+            .min(usize::try_from(var.size.unwrap_or(0)).unwrap_or(usize::MAX));
+        if n > 0 {
+            dev.write(handle, 0, &payload[..n])
+                .map_err(|source| StageError::Device {
+                    subgraph: kbin.name.clone(),
+                    what: format!("copying {}", var.name),
+                    source,
+                })?;
+        }
     }
     Ok(())
 }
