@@ -107,26 +107,29 @@ impl Pages {
     fn write(&mut self, offset: u64, data: &[u8], pool: &Mutex<Pool>) {
         match self {
             Pages::Dense { buf, size, written } => {
+                if buf.is_none() && all_zero(data) {
+                    return; // nothing to store yet, and nothing stored to overwrite
+                }
+                let b = buf.get_or_insert_with(|| lock_pool(pool).take(*size));
                 for (page, in_page, at, n) in pieces(offset, data.len()) {
                     let src = &data[at..at + n];
                     let (word, bit) = ((page / 64) as usize, 1u64 << (page % 64));
                     let start = page as usize * PAGE;
-                    let b = if written[word] & bit == 0 {
-                        if all_zero(src) {
-                            continue;
-                        }
+                    let dst = &mut b[start + in_page..start + in_page + n];
+                    if written[word] & bit != 0 {
+                        dst.copy_from_slice(src);
+                        continue;
+                    }
+                    if n < PAGE {
+                        // A reused buffer holds stale bytes: clear the page first.
+                        let end = (start + PAGE).min(*size);
+                        b[start..end].fill(0);
+                    }
+                    // One pass copies and tells whether the page now holds bytes.
+                    let dst = &mut b[start + in_page..start + in_page + n];
+                    if copy_nonzero(dst, src) {
                         written[word] |= bit;
-                        let b = buf.get_or_insert_with(|| lock_pool(pool).take(*size));
-                        if n < PAGE {
-                            // A reused buffer holds stale bytes: clear the page first.
-                            let end = (start + PAGE).min(*size);
-                            b[start..end].fill(0);
-                        }
-                        b
-                    } else {
-                        buf.as_mut().expect("a written page has a buffer")
-                    };
-                    b[start + in_page..start + in_page + n].copy_from_slice(src);
+                    }
                 }
             }
             Pages::Sparse(pages) => {
@@ -195,6 +198,21 @@ fn lock_pages(store: &Store) -> MutexGuard<'_, Pages> {
 
 fn lock_pool(pool: &Mutex<Pool>) -> MutexGuard<'_, Pool> {
     pool.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Copies `src` into `dst` (same length) and says whether any byte was
+/// non-zero, in one pass that vectorises.
+fn copy_nonzero(dst: &mut [u8], src: &[u8]) -> bool {
+    let mut acc = 0u8;
+    for (d, s) in dst.chunks_mut(256).zip(src.chunks(256)) {
+        let mut a = 0u8;
+        for (x, &y) in d.iter_mut().zip(s) {
+            *x = y;
+            a |= y;
+        }
+        acc |= a;
+    }
+    acc != 0
 }
 
 /// True when every byte is zero; scans in blocks that vectorise.
