@@ -9,20 +9,8 @@ use libfuzzer_sys::fuzz_target;
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{Archive, Neff};
 use neffld::parse::{self, ParseOptions};
-use neffld::testkit::Synth;
+use neffld::testkit::{Synth, FUZZ_MANIFEST_MEMBERS as MEMBERS};
 use neffld::Arch;
-
-/// Members an input may stand in for, per base NEFF.
-const MEMBERS: [&str; 8] = [
-    "neff.json",
-    "kelf-0.json",
-    "sg00/def.json",
-    "sg00/PE.json",
-    "sg00/SP.json",
-    "sg00/act_info.json",
-    "sg00/exp_and_others.json",
-    "sg01/def.json",
-];
 
 fn bases() -> &'static [(Synth, Arch, u32); 2] {
     static B: OnceLock<[(Synth, Arch, u32); 2]> = OnceLock::new();

@@ -118,10 +118,14 @@ fn timed(mut f: impl FnMut()) -> Duration {
     t.elapsed()
 }
 
+/// A fixture's path: under `NEFFLD_FIXTURES` when set, else the shared fixtures.
+fn fixture_path(name: &str) -> PathBuf {
+    let dir = std::env::var("NEFFLD_FIXTURES").unwrap_or_else(|_| neffld::testkit::FIXTURES.into());
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(name)
+}
+
 fn fixture(name: &str) -> Vec<u8> {
-    let dir =
-        std::env::var("NEFFLD_FIXTURES").unwrap_or_else(|_| "../../../shared/fixtures".into());
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(name);
+    let p = fixture_path(name);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -331,12 +335,7 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
     }
     {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/py_baseline.py");
-        let file: PathBuf = std::env::var("NEFFLD_FIXTURES")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| {
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-            })
-            .join(name);
+        let file = fixture_path(name);
         cases.push(case(&[&format!("{short} Python baseline")], move || {
             vec![python_baseline(&script, &file).unwrap_or_default()]
         }));

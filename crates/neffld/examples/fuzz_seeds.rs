@@ -13,19 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use neffld::container::writer::Producer;
-use neffld::testkit::Synth;
-
-/// Members the `manifest` target can replace, in its order.
-const MEMBERS: [&str; 8] = [
-    "neff.json",
-    "kelf-0.json",
-    "sg00/def.json",
-    "sg00/PE.json",
-    "sg00/SP.json",
-    "sg00/act_info.json",
-    "sg00/exp_and_others.json",
-    "sg01/def.json",
-];
+use neffld::testkit::{Synth, FIXTURES, FUZZ_MANIFEST_MEMBERS as MEMBERS};
 
 fn put(dir: &Path, name: &str, flag: u8, bytes: &[u8]) -> std::io::Result<()> {
     let mut out = Vec::with_capacity(bytes.len() + 1);
@@ -45,9 +33,8 @@ fn main() -> std::io::Result<()> {
     std::fs::create_dir_all(&load)?;
     std::fs::create_dir_all(&manifest)?;
 
-    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
     let mut n = 0;
-    for e in std::fs::read_dir(fixtures)? {
+    for e in std::fs::read_dir(FIXTURES)? {
         let p = e?.path();
         let len = std::fs::metadata(&p)?.len();
         // The 1.5 MB fixture would make every execution slow; the others are < 64 KiB.

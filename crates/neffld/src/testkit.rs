@@ -24,7 +24,8 @@ pub struct Synth {
     pub members: BTreeMap<String, Vec<u8>>,
 }
 
-/// An `.npy` v1.0 member with a 128-byte-aligned header, as numpy writes it.
+/// An `.npy` v1.0 member whose data starts on a 64-byte boundary, as numpy
+/// writes it.
 pub fn npy_v1(descr: &str, shape: &[u64], payload: &[u8]) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
     let tuple = if dims.len() == 1 {
@@ -32,7 +33,16 @@ pub fn npy_v1(descr: &str, shape: &[u64], payload: &[u8]) -> Vec<u8> {
     } else {
         format!("({})", dims.join(", "))
     };
-    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}");
+    npy_v1_with_header(
+        &format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}"),
+        payload,
+    )
+}
+
+/// An `.npy` v1.0 member with `dict` as its header text, padded as in
+/// [`npy_v1`]: for headers that function would not write.
+pub fn npy_v1_with_header(dict: &str, payload: &[u8]) -> Vec<u8> {
+    let mut h = dict.to_string();
     while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
@@ -575,4 +585,98 @@ pub fn lnc_writer(lnc: u32) -> NeffWriter {
     let mut h = Producer::V2_21.default_header();
     h.vnc_size = lnc;
     NeffWriter::with_header(Producer::V2_21, h)
+}
+
+/// The real fixtures' folder: `../shared/fixtures` beside the checkout.
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+
+/// One real fixture's bytes; panics naming the file it could not read.
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{FIXTURES}/{name}");
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every real fixture (`*.neff`) with its bytes, sorted by name, or `None`
+/// when the folder is not there (a checkout without `../shared`).
+pub fn real_fixtures() -> Option<Vec<(String, Vec<u8>)>> {
+    let dir = std::fs::read_dir(FIXTURES).ok()?;
+    let mut v: Vec<(String, Vec<u8>)> = dir
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let name = p.file_name().unwrap_or_default().to_string_lossy().into();
+            (name, bytes)
+        })
+        .collect();
+    v.sort();
+    Some(v)
+}
+
+/// Members the `manifest` fuzz target can replace, indexed by its flag
+/// byte; the seed writer (`examples/fuzz_seeds.rs`) must use the same order.
+pub const FUZZ_MANIFEST_MEMBERS: [&str; 8] = [
+    "neff.json",
+    "kelf-0.json",
+    "sg00/def.json",
+    "sg00/PE.json",
+    "sg00/SP.json",
+    "sg00/act_info.json",
+    "sg00/exp_and_others.json",
+    "sg01/def.json",
+];
+
+/// The `load` fuzz target's body, shared with the replay of kept inputs.
+///
+/// The first byte is a flag byte (bit 0: trn1 instead of trn2; bit 1: verify
+/// the payload hash; bit 2: allow legacy NEFFs), the rest is the NEFF. It
+/// loads on a `NullDevice` with a small inflate ceiling and the staged-model
+/// validator on, unloads, and checks that the device and the registry are
+/// empty either way. Returns the status of a failed load, `None` when the
+/// input loaded (or is empty).
+pub fn fuzz_load(input: &[u8]) -> Option<crate::NrtStatus> {
+    use std::sync::Arc;
+
+    use crate::api::{LoadError, Runtime};
+    use crate::config::{DeviceKind, RuntimeConfig};
+    use crate::device::{Device, Geometry, NullDevice};
+    use crate::Arch;
+
+    /// Keeps each execution bounded in memory.
+    const MAX_INFLATED: u64 = 8 << 20;
+
+    let (&flag, neff) = input.split_first()?;
+    let arch = if flag & 1 == 1 {
+        Arch::Sunda
+    } else {
+        Arch::Cayman
+    };
+    let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
+    let cfg = RuntimeConfig {
+        arch,
+        device: DeviceKind::Null,
+        validate_hash: flag & 2 != 0,
+        allow_legacy_neff: flag & 4 != 0,
+        max_inflated: Some(MAX_INFLATED),
+        check: true,
+        ..RuntimeConfig::default()
+    };
+    let rt = Runtime::with_device(cfg, dev.clone()).expect("runtime");
+    let status = match rt.load(neff, -1, 1) {
+        Ok(m) => {
+            assert_eq!(rt.loaded_models(), 1);
+            rt.unload(&m).expect("unload of a loaded model");
+            None
+        }
+        Err(e) => {
+            // A validator finding is a neffld bug, never a bad NEFF.
+            assert!(!matches!(e, LoadError::Validation(_)), "{e}");
+            assert!(!e.to_string().is_empty());
+            Some(e.status())
+        }
+    };
+    assert_eq!(dev.live_count(), 0, "{:?}", dev.live_allocations());
+    assert_eq!(rt.loaded_models(), 0);
+    status
 }

@@ -1,40 +1,20 @@
 //! S1 on the real fixtures: every gate passes, the archive matches what the
 //! compiler wrote, and the writer reproduces the real files.
 
-use std::path::PathBuf;
-
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{self, DigestForm, Encoding, HashAlgorithm, OpenOptions};
+use neffld::testkit;
 
 /// The real fixtures, or `None` (with a notice) when `../shared/fixtures`
 /// is not beside the checkout.
 fn fixtures() -> Option<Vec<(String, Vec<u8>)>> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    if !dir.is_dir() {
+    let Some(out) = testkit::real_fixtures() else {
         eprintln!(
             "skipping: {} is absent (the real fixtures sit in ../shared beside the checkout)",
-            dir.display()
+            testkit::FIXTURES
         );
         return None;
-    }
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (../shared must sit beside the checkout)",
-                dir.display()
-            )
-        })
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    out.sort();
+    };
     assert_eq!(out.len(), 12, "expected the 12 real fixtures");
     Some(out)
 }

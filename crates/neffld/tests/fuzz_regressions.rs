@@ -1,61 +1,20 @@
 //! Inputs kept from fuzzing and probing, in the `load` target's format and
-//! replayed through its checks (`fuzz/fuzz_targets/load.rs`): the first
+//! replayed through its checks (`neffld::testkit::fuzz_load`, the
+//! target's body): the first
 //! byte is the flag byte (bit 0: trn1 instead of trn2; bit 1: verify the
 //! payload hash; bit 2: allow legacy NEFFs), the rest is the NEFF. Each kept
 //! input has a named test; every file under `tests/data/fuzz/load/` is also
 //! replayed by `every_kept_load_input`, so a new crash file is covered by
 //! dropping it there.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use neffld::api::{LoadError, Runtime};
-use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::device::{Device, Geometry, NullDevice};
-use neffld::{Arch, NrtStatus};
-
-/// As in the fuzz target.
-const MAX_INFLATED: u64 = 8 << 20;
+use neffld::testkit::fuzz_load as replay_load;
+use neffld::NrtStatus;
 
 fn data(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/data/fuzz/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// The `load` target's body: the status of a failed load (`None` when it
-/// loaded and unloaded), after checking that nothing is left behind.
-fn replay_load(input: &[u8]) -> Option<NrtStatus> {
-    let (&flag, neff) = input.split_first()?;
-    let arch = if flag & 1 == 1 {
-        Arch::Sunda
-    } else {
-        Arch::Cayman
-    };
-    let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
-    let cfg = RuntimeConfig {
-        arch,
-        device: DeviceKind::Null,
-        validate_hash: flag & 2 != 0,
-        allow_legacy_neff: flag & 4 != 0,
-        max_inflated: Some(MAX_INFLATED),
-        check: true,
-        ..RuntimeConfig::default()
-    };
-    let rt = Runtime::with_device(cfg, dev.clone()).unwrap();
-    let status = match rt.load(neff, -1, 1) {
-        Ok(m) => {
-            rt.unload(&m).unwrap();
-            None
-        }
-        Err(e) => {
-            assert!(!matches!(e, LoadError::Validation(_)), "{e}");
-            assert!(!e.to_string().is_empty());
-            Some(e.status())
-        }
-    };
-    assert_eq!(dev.live_count(), 0, "{:?}", dev.live_allocations());
-    assert_eq!(rt.loaded_models(), 0);
-    status
 }
 
 #[test]

@@ -2,20 +2,16 @@
 //! holds, every ADDR8 operand resolves in bounds, idle subgraphs are valid.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::kbin::isa;
 use neffld::manifest::{EngineType, VarKind};
 use neffld::parse::{self, ParseOptions};
+use neffld::testkit;
 use neffld::Arch;
 
 fn fixture(name: &str) -> Neff {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(name);
-    let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    container::open(&bytes, &OpenOptions::default()).unwrap()
+    container::open(&testkit::fixture(name), &OpenOptions::default()).unwrap()
 }
 
 fn opts() -> ParseOptions {
@@ -28,15 +24,10 @@ fn census(pairs: &[(u8, u64)]) -> BTreeMap<u8, u64> {
 
 #[test]
 fn every_fixture_builds_kbins_with_addr8_in_bounds() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
     let mut n = 0;
-    for e in std::fs::read_dir(dir).unwrap() {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".neff") {
-            continue;
-        }
+    for (name, bytes) in testkit::real_fixtures().expect("the shared fixtures") {
         n += 1;
-        let neff = fixture(&name);
+        let neff = container::open(&bytes, &OpenOptions::default()).unwrap();
         let m = parse::parse(&neff, &opts()).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(m.kbins.len(), 2);
         // Resolve every 0xD4 operand again and count the modes.

@@ -11,34 +11,8 @@ use neffld::device::{Device, FaultPlan, Geometry, SimDevice};
 use neffld::ids::VarId;
 use neffld::relocate::dma::decode_template;
 use neffld::stage::Placement;
-use neffld::testkit::Synth;
+use neffld::testkit::{fixture, real_fixtures, Synth};
 use neffld::{Arch, NrtStatus};
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/../../../shared/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture")
-}
-
-fn all_fixtures() -> Vec<(String, Vec<u8>)> {
-    let dir = format!("{}/../../../shared/fixtures", env!("CARGO_MANIFEST_DIR"));
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 fn runtime(arch: Arch) -> (Runtime, Arc<SimDevice>) {
     let dev = Arc::new(SimDevice::new(Geometry::for_arch(arch)));
@@ -53,7 +27,7 @@ fn runtime(arch: Arch) -> (Runtime, Arc<SimDevice>) {
 #[test]
 fn every_fixture_loads_validates_and_unloads_cleanly() {
     let (rt, dev) = runtime(Arch::Cayman);
-    for (name, bytes) in all_fixtures() {
+    for (name, bytes) in real_fixtures().expect("the shared fixtures") {
         let m = rt
             .load(&bytes, -1, 1)
             .unwrap_or_else(|e| panic!("{name}: {e} [{}]", e.status()));

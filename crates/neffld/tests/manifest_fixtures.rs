@@ -1,33 +1,29 @@
 //! S2 on the real fixtures (families F4/F5): every manifest parses, and the
 //! facts parse.md states about them hold.
 
-use std::path::PathBuf;
-
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::manifest::engine::DveSlot;
 use neffld::manifest::tensor::tensor_info;
 use neffld::manifest::{self, EngineType, NrtDtype, ParseOptions, TensorUsage, VarKind};
+use neffld::testkit;
 use neffld::Arch;
 
 fn fixture(name: &str) -> Neff {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(name);
-    let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    container::open(&bytes, &OpenOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
+    container::open(&testkit::fixture(name), &OpenOptions::default())
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-fn all_fixture_names() -> Vec<String> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".neff"))
-        .collect();
-    names.sort();
-    assert_eq!(names.len(), 12);
-    names
+/// Every real fixture, opened, by name.
+fn all_fixtures() -> Vec<(String, Neff)> {
+    let all = testkit::real_fixtures().expect("the shared fixtures");
+    assert_eq!(all.len(), 12);
+    all.into_iter()
+        .map(|(name, bytes)| {
+            let neff = container::open(&bytes, &OpenOptions::default())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            (name, neff)
+        })
+        .collect()
 }
 
 fn trn2() -> ParseOptions {
@@ -36,8 +32,7 @@ fn trn2() -> ParseOptions {
 
 #[test]
 fn every_fixture_manifest_parses() {
-    for name in all_fixture_names() {
-        let neff = fixture(&name);
+    for (name, neff) in all_fixtures() {
         let m = manifest::parse(&neff, &trn2()).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(m.kelf.target, Arch::Cayman, "{name}");
         assert_eq!(m.kelf.member, "kelf-0.json");
@@ -157,11 +152,10 @@ fn matmul_large_has_a_4_gib_input_and_16_virtual_vars() {
 
 #[test]
 fn kfusion_fused_files_keep_the_permuted_dge_list_and_an_idle_sg01() {
-    for name in all_fixture_names() {
+    for (name, neff) in all_fixtures() {
         if !name.starts_with("kfusion__") {
             continue;
         }
-        let neff = fixture(&name);
         let m = manifest::parse(&neff, &trn2()).unwrap();
         let list: Vec<u32> = m.subgraphs[0]
             .def

@@ -155,22 +155,6 @@ impl Base {
     }
 }
 
-fn fixtures() -> Vec<(String, Vec<u8>)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .expect("fixtures")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
-        .map(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy().into();
-            (name, std::fs::read(&p).expect("fixture"))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 /// One damaged NEFF and how to load it.
 struct Mutant {
     label: String,
@@ -1125,7 +1109,8 @@ fn real_fixtures() {
         blob: 0,
         extremes: false,
     };
-    let bases = fixtures()
+    let bases = neffld::testkit::real_fixtures()
+        .expect("the shared fixtures")
         .into_iter()
         .map(|(name, bytes)| {
             let budget = if bytes.len() > 256 << 10 {

@@ -32,6 +32,16 @@ pub struct VarTable {
     pub remote_bindings: Vec<(VarId, RemoteBinding)>,
 }
 
+/// The table reads as the manifest's [`Vars`] (lookup by id or name,
+/// iteration); what it adds is the DGE lookup and the remote bindings.
+impl std::ops::Deref for VarTable {
+    type Target = Vars;
+
+    fn deref(&self) -> &Vars {
+        &self.vars
+    }
+}
+
 /// Where a `remote` var points: a subgraph (relative index) and a var_id there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RemoteBinding {
@@ -57,26 +67,6 @@ impl VarTable {
             dge,
             remote_bindings: Vec::new(),
         }
-    }
-
-    pub fn get(&self, id: VarId) -> Option<&Var> {
-        self.vars.get(id)
-    }
-
-    pub fn by_name(&self, name: &str) -> Option<&Var> {
-        self.vars.by_name(name)
-    }
-
-    pub fn len(&self) -> usize {
-        self.vars.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.vars.is_empty()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &Var> {
-        self.vars.iter()
     }
 
     pub fn count(&self, kind: VarKind) -> usize {

@@ -169,19 +169,7 @@ fn parse_tuple(rest: &str) -> Option<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn npy_v1(dict: &str, payload: &[u8]) -> Vec<u8> {
-        let mut h = dict.to_string();
-        while !(10 + h.len() + 1).is_multiple_of(64) {
-            h.push(' ');
-        }
-        h.push('\n');
-        let mut out = b"\x93NUMPY\x01\x00".to_vec();
-        out.extend_from_slice(&(h.len() as u16).to_le_bytes());
-        out.extend_from_slice(h.as_bytes());
-        out.extend_from_slice(payload);
-        out
-    }
+    use crate::testkit::npy_v1_with_header as npy_v1;
 
     #[test]
     fn v1_header_and_dict() {

@@ -1,6 +1,6 @@
 //! Helpers shared by the acceptance tests: fixtures, runtimes on simulated
 //! devices, and writer-built NEFFs with many subgraphs.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -9,7 +9,6 @@ use serde_json::json;
 
 use neffld::api::Runtime;
 use neffld::config::RuntimeConfig;
-use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::device::{
     AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
@@ -17,30 +16,14 @@ use neffld::device::{
 };
 use neffld::ids::PCore;
 use neffld::parse::{self, ParseOptions, ParsedModel};
-use neffld::testkit::{neff_json, Synth};
+use neffld::testkit::{lnc_writer, neff_json, real_fixtures, Synth};
 use neffld::Arch;
 
-pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
-
-pub fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!("{FIXTURES}/{name}")).expect("fixture")
-}
+pub use neffld::testkit::fixture;
 
 /// Every `.neff` in the shared fixtures, by name.
 pub fn all_fixtures() -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(FIXTURES)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
+    let v = real_fixtures().unwrap_or_default();
     assert!(
         v.len() >= 12,
         "the shared fixtures are missing: {}",
@@ -111,14 +94,13 @@ pub fn synth_n(n: usize) -> Synth {
 /// Writes a synthetic trn2 NEFF with a header declaring LNC `lnc` (feature
 /// bit 0x400 set) or not declaring one.
 pub fn write_with_lnc(s: &Synth, lnc: u32, declare_lnc: bool) -> Vec<u8> {
-    let mut h = Producer::V2_21.default_header();
-    h.vnc_size = lnc;
+    let mut w = lnc_writer(lnc);
     if declare_lnc {
-        h.feature_bits |= 0x400;
+        w.header.feature_bits |= 0x400;
     } else {
-        h.feature_bits &= !0x400;
+        w.header.feature_bits &= !0x400;
     }
-    NeffWriter::with_header(Producer::V2_21, h).write(&s.member_list())
+    w.write(&s.member_list())
 }
 
 /// `n` subgraphs, written with the header declaring (or not) LNC `n`.
