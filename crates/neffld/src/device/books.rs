@@ -1,6 +1,8 @@
 //! Bookkeeping shared by every backend: the allocator, the ledger, the fault
 //! plan and the table of live allocations. Backends add only what they do
-//! with the bytes, so accounting cannot drift between them.
+//! with the bytes, so accounting cannot drift between them; what a backend
+//! keeps per allocation (`T`) lives in the same table, so a copy costs one
+//! lookup.
 
 use std::collections::BTreeMap;
 
@@ -13,35 +15,38 @@ use crate::ids::{PCore, Pa};
 
 /// One live allocation.
 #[derive(Clone, Debug)]
-struct Live {
+struct Live<T> {
     core: PCore,
     usage: MemUsage,
     block: Block,
     size: u64,
     hint: String,
+    data: T,
 }
 
 /// Where a checked copy lands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Span {
+pub(crate) struct Span<'a, T> {
     /// Device address of the first byte of the allocation.
     pub alloc_pa: u64,
+    /// What the backend keeps for the allocation.
+    pub data: &'a T,
 }
 
 #[derive(Debug)]
-pub(crate) struct Books {
+pub(crate) struct Books<T = ()> {
     geometry: Geometry,
     heap: HbmAllocator,
     ledger: Ledger,
     faults: FaultState,
-    live: BTreeMap<MemHandle, Live>,
+    live: BTreeMap<MemHandle, Live<T>>,
     /// Live allocations by first address, to resolve a PA to its allocation.
     by_pa: BTreeMap<u64, MemHandle>,
     next_handle: u64,
 }
 
-impl Books {
-    pub(crate) fn new(geometry: &Geometry) -> Books {
+impl<T> Books<T> {
+    pub(crate) fn new(geometry: &Geometry) -> Books<T> {
         Books {
             geometry: geometry.clone(),
             heap: HbmAllocator::new(geometry),
@@ -53,7 +58,12 @@ impl Books {
         }
     }
 
-    pub(crate) fn alloc(&mut self, req: &AllocReq<'_>) -> Result<Allocation, DeviceError> {
+    /// Allocates, and keeps `make()` with the allocation (called only on success).
+    pub(crate) fn alloc(
+        &mut self,
+        req: &AllocReq<'_>,
+        make: impl FnOnce() -> T,
+    ) -> Result<Allocation, DeviceError> {
         self.faults.on_alloc(req.core)?;
         let channel = self.geometry.hbm_of(req.core)?;
         if req.usage.category(MemLocation::Device).is_none() {
@@ -88,6 +98,7 @@ impl Books {
                 block,
                 size: req.size,
                 hint: req.hint.to_owned(),
+                data: make(),
             },
         );
         tracing::trace!(
@@ -106,7 +117,8 @@ impl Books {
         })
     }
 
-    pub(crate) fn free(&mut self, handle: MemHandle) -> Result<(), DeviceError> {
+    /// Frees, and hands back what the backend kept.
+    pub(crate) fn free(&mut self, handle: MemHandle) -> Result<T, DeviceError> {
         let live = self
             .live
             .remove(&handle)
@@ -120,7 +132,8 @@ impl Books {
         );
         self.heap
             .free(&live.block)
-            .map_err(|reason| DeviceError::Invalid { reason })
+            .map_err(|reason| DeviceError::Invalid { reason })?;
+        Ok(live.data)
     }
 
     /// Counts a write against the fault plan, then bounds-checks it.
@@ -129,7 +142,7 @@ impl Books {
         handle: MemHandle,
         offset: u64,
         len: usize,
-    ) -> Result<Span, DeviceError> {
+    ) -> Result<Span<'_, T>, DeviceError> {
         self.faults.on_write()?;
         self.check(CopyOp::Write, handle, offset, len)
     }
@@ -139,7 +152,7 @@ impl Books {
         handle: MemHandle,
         offset: u64,
         len: usize,
-    ) -> Result<Span, DeviceError> {
+    ) -> Result<Span<'_, T>, DeviceError> {
         self.check(CopyOp::Read, handle, offset, len)
     }
 
@@ -149,7 +162,7 @@ impl Books {
         handle: MemHandle,
         offset: u64,
         len: usize,
-    ) -> Result<Span, DeviceError> {
+    ) -> Result<Span<'_, T>, DeviceError> {
         let live = self
             .live
             .get(&handle)
@@ -158,6 +171,7 @@ impl Books {
         match offset.checked_add(len) {
             Some(end) if end <= live.size => Ok(Span {
                 alloc_pa: live.block.pa,
+                data: &live.data,
             }),
             _ => Err(DeviceError::OutOfBounds {
                 op,
@@ -169,8 +183,9 @@ impl Books {
         }
     }
 
-    /// The allocation holding `[pa, pa + len)` and the offset of `pa` in it.
-    pub(crate) fn resolve(&self, pa: Pa, len: usize) -> Result<(MemHandle, u64), DeviceError> {
+    /// The allocation holding `[pa, pa + len)` (what the backend keeps for
+    /// it) and the offset of `pa` in it.
+    pub(crate) fn resolve(&self, pa: Pa, len: usize) -> Result<(&T, u64), DeviceError> {
         let not_mapped = || DeviceError::Invalid {
             reason: format!("{len} bytes at {pa} are not inside one live allocation"),
         };
@@ -182,13 +197,18 @@ impl Books {
         let live = self.live.get(&handle).ok_or_else(not_mapped)?;
         let offset = pa.0 - start;
         match offset.checked_add(len as u64) {
-            Some(end) if end <= live.size => Ok((handle, offset)),
+            Some(end) if end <= live.size => Ok((&live.data, offset)),
             _ => Err(not_mapped()),
         }
     }
 
     pub(crate) fn ledger(&self) -> Ledger {
         self.ledger.clone()
+    }
+
+    /// What the backend keeps, for every live allocation.
+    pub(crate) fn data(&self) -> impl Iterator<Item = &T> {
+        self.live.values().map(|l| &l.data)
     }
 
     pub(crate) fn live_count(&self) -> usize {

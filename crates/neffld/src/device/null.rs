@@ -113,7 +113,7 @@ impl Device for NullDevice {
     }
 
     fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        self.lock().books.alloc(&req)
+        self.lock().books.alloc(&req, || ())
     }
 
     fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
@@ -121,8 +121,12 @@ impl Device for NullDevice {
     }
 
     fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let span = self.lock().books.check_write(handle, offset, data.len())?;
-        let digest = write_digest(span.alloc_pa + offset, data);
+        let alloc_pa = self
+            .lock()
+            .books
+            .check_write(handle, offset, data.len())?
+            .alloc_pa;
+        let digest = write_digest(alloc_pa + offset, data);
         let mut inner = self.lock();
         inner.checksum = inner.checksum.wrapping_add(digest);
         inner.bytes_written += data.len() as u64;

@@ -6,17 +6,20 @@
 //! few bytes of it, and that must cost a few pages of host memory, not
 //! 4 GiB, so allocations above [`DENSE_MAX`] keep 4 KiB pages created on
 //! first write. Smaller ones (weights, images, rings, tables: nearly every
-//! byte a load writes) keep one buffer, created on the first non-zero write
-//! and zeroed lazily by the OS, so a copy costs a memcpy and copies from
-//! several build threads do not contend on a page allocator. Either way a
-//! write of all-zero bytes to a page that holds nothing stores nothing, and
-//! [`SimDevice::stored_pages`] counts the 4 KiB pages that hold bytes.
+//! byte a load writes) keep one buffer, so a write is one memcpy and copies
+//! from several build threads do not contend on a page allocator. The buffer
+//! is one a freed allocation left behind, handed over when the allocation is
+//! made (under the device lock it already holds, so a copy never has to take
+//! a pool lock), else a fresh one made on the first non-zero write and
+//! zeroed lazily by the OS. Either way a write of all-zero bytes to a page
+//! that holds nothing stores nothing, and [`SimDevice::stored_pages`] counts
+//! the 4 KiB pages that hold bytes.
 //!
 //! Each allocation's pages sit behind their own lock: the device lock is held
 //! only to check a copy against the books, so per-core builds on several
 //! threads copy their bytes in parallel.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::books::Books;
@@ -34,47 +37,45 @@ pub const DENSE_MAX: u64 = 64 << 20;
 /// Most bytes of freed buffers kept for reuse.
 const POOL_MAX: usize = 512 << 20;
 
-/// Buffers of freed dense allocations, for reuse.
+/// Buffers of freed dense allocations, for reuse, by length.
 #[derive(Debug, Default)]
 struct Pool {
-    bufs: Vec<Vec<u8>>,
+    bufs: BTreeMap<usize, Vec<Vec<u8>>>,
     bytes: usize,
 }
 
 impl Pool {
-    /// A buffer of exactly `size` bytes whose contents are unspecified.
-    fn take(&mut self, size: usize) -> Vec<u8> {
-        let best = self
-            .bufs
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.len() >= size)
-            .min_by_key(|(_, b)| b.len())
-            .map(|(i, _)| i);
-        match best {
-            Some(i) => {
-                let mut b = self.bufs.swap_remove(i);
-                self.bytes -= b.len();
-                b.truncate(size);
-                b
-            }
-            None => vec![0u8; size],
+    /// The shortest kept buffer of at least `size` bytes, cut to `size`;
+    /// its contents are unspecified.
+    fn take(&mut self, size: usize) -> Option<Vec<u8>> {
+        let shelf = self.bufs.range_mut(size..).next()?.1;
+        let mut b = shelf.pop().expect("no empty shelf is kept");
+        if shelf.is_empty() {
+            self.bufs.remove(&b.len());
         }
+        self.bytes -= b.len();
+        b.truncate(size);
+        Some(b)
     }
 
     fn give(&mut self, buf: Vec<u8>) {
         if !buf.is_empty() && self.bytes + buf.len() <= POOL_MAX {
             self.bytes += buf.len();
-            self.bufs.push(buf);
+            self.bufs.entry(buf.len()).or_default().push(buf);
         }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.bufs.values().map(Vec::len).sum()
     }
 }
 
 /// The stored bytes of one allocation.
 #[derive(Debug)]
 enum Pages {
-    /// One buffer (made on the first non-zero write) and a bitmap of the
-    /// 4 KiB pages that hold bytes.
+    /// One buffer (a kept one handed over at allocation, else made on the
+    /// first non-zero write) and a bitmap of the 4 KiB pages that hold bytes.
     Dense {
         buf: Option<Vec<u8>>,
         size: usize,
@@ -85,10 +86,12 @@ enum Pages {
 }
 
 impl Pages {
-    fn new(size: u64) -> Pages {
+    /// Empty pages for an allocation of `size` bytes; a dense one takes a
+    /// kept buffer now if one fits, so that its copies do not have to.
+    fn new(size: u64, pool: &mut Pool) -> Pages {
         match usize::try_from(size) {
             Ok(size) if size as u64 <= DENSE_MAX => Pages::Dense {
-                buf: None,
+                buf: pool.take(size),
                 size,
                 written: vec![0; size.div_ceil(PAGE).div_ceil(64)],
             },
@@ -104,32 +107,28 @@ impl Pages {
         }
     }
 
-    fn write(&mut self, offset: u64, data: &[u8], pool: &Mutex<Pool>) {
+    fn write(&mut self, offset: u64, data: &[u8]) {
         match self {
             Pages::Dense { buf, size, written } => {
                 if buf.is_none() && all_zero(data) {
                     return; // nothing to store yet, and nothing stored to overwrite
                 }
-                let b = buf.get_or_insert_with(|| lock_pool(pool).take(*size));
-                for (page, in_page, at, n) in pieces(offset, data.len()) {
-                    let src = &data[at..at + n];
+                let b = buf.get_or_insert_with(|| vec![0u8; *size]);
+                let at = offset as usize;
+                b[at..at + data.len()].copy_from_slice(data);
+                // Mark the pages that now hold bytes. A page marked for the
+                // first time may hold stale bytes of a reused buffer around
+                // the copy: clear them. An unmarked page reads as zeros
+                // whatever it holds, so zeros copied into one need no mark.
+                for (page, in_page, from, n) in pieces(offset, data.len()) {
                     let (word, bit) = ((page / 64) as usize, 1u64 << (page % 64));
-                    let start = page as usize * PAGE;
-                    let dst = &mut b[start + in_page..start + in_page + n];
-                    if written[word] & bit != 0 {
-                        dst.copy_from_slice(src);
+                    if written[word] & bit != 0 || all_zero(&data[from..from + n]) {
                         continue;
                     }
-                    if n < PAGE {
-                        // A reused buffer holds stale bytes: clear the page first.
-                        let end = (start + PAGE).min(*size);
-                        b[start..end].fill(0);
-                    }
-                    // One pass copies and tells whether the page now holds bytes.
-                    let dst = &mut b[start + in_page..start + in_page + n];
-                    if copy_nonzero(dst, src) {
-                        written[word] |= bit;
-                    }
+                    let start = page as usize * PAGE;
+                    b[start..start + in_page].fill(0);
+                    b[start + in_page + n..(start + PAGE).min(*size)].fill(0);
+                    written[word] |= bit;
                 }
             }
             Pages::Sparse(pages) => {
@@ -186,33 +185,8 @@ impl Pages {
 /// One allocation's pages, shared between the table and a copy in flight.
 type Store = Arc<Mutex<Pages>>;
 
-#[derive(Debug)]
-struct Inner {
-    books: Books,
-    pages: HashMap<MemHandle, Store>,
-}
-
 fn lock_pages(store: &Store) -> MutexGuard<'_, Pages> {
     store.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn lock_pool(pool: &Mutex<Pool>) -> MutexGuard<'_, Pool> {
-    pool.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Copies `src` into `dst` (same length) and says whether any byte was
-/// non-zero, in one pass that vectorises.
-fn copy_nonzero(dst: &mut [u8], src: &[u8]) -> bool {
-    let mut acc = 0u8;
-    for (d, s) in dst.chunks_mut(256).zip(src.chunks(256)) {
-        let mut a = 0u8;
-        for (x, &y) in d.iter_mut().zip(s) {
-            *x = y;
-            a |= y;
-        }
-        acc |= a;
-    }
-    acc != 0
 }
 
 /// True when every byte is zero; scans in blocks that vectorise.
@@ -227,27 +201,30 @@ fn all_zero(bytes: &[u8]) -> bool {
 pub struct SimDevice {
     geometry: Geometry,
     inner: Mutex<Inner>,
-    pool: Mutex<Pool>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    books: Books<Store>,
+    pool: Pool,
 }
 
 impl SimDevice {
     pub fn new(geometry: Geometry) -> SimDevice {
-        let books = Books::new(&geometry);
         SimDevice {
-            geometry,
             inner: Mutex::new(Inner {
-                books,
-                pages: HashMap::new(),
+                books: Books::new(&geometry),
+                pool: Pool::default(),
             }),
-            pool: Mutex::new(Pool::default()),
+            geometry,
         }
     }
 
     /// Number of 4 KiB pages currently holding bytes, over all allocations.
     pub fn stored_pages(&self) -> usize {
         self.lock()
-            .pages
-            .values()
+            .books
+            .data()
             .map(|p| lock_pages(p).stored())
             .sum()
     }
@@ -256,16 +233,12 @@ impl SimDevice {
     /// one live allocation. This is how tests check what a relocated
     /// instruction or descriptor points at.
     pub fn read_pa(&self, pa: Pa, out: &mut [u8]) -> Result<(), DeviceError> {
-        let store = {
+        let (store, offset) = {
             let inner = self.lock();
-            let (handle, offset) = inner.books.resolve(pa, out.len())?;
-            (inner.pages.get(&handle).cloned(), offset)
+            let (store, offset) = inner.books.resolve(pa, out.len())?;
+            (store.clone(), offset)
         };
-        let (store, offset) = store;
-        match store {
-            Some(s) => lock_pages(&s).read(offset, out),
-            None => out.fill(0),
-        }
+        lock_pages(&store).read(offset, out);
         Ok(())
     }
 
@@ -305,53 +278,43 @@ impl Device for SimDevice {
     }
 
     fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        let mut inner = self.lock();
-        let a = inner.books.alloc(&req)?;
-        inner
-            .pages
-            .insert(a.handle, Arc::new(Mutex::new(Pages::new(a.size))));
-        Ok(a)
+        let Inner { books, pool } = &mut *self.lock();
+        books.alloc(&req, || Arc::new(Mutex::new(Pages::new(req.size, pool))))
     }
 
     fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
-        let store = {
-            let mut inner = self.lock();
-            inner.books.free(handle)?;
-            inner.pages.remove(&handle)
-        };
+        let mut inner = self.lock();
+        let store = inner.books.free(handle)?;
         // Keep the buffer for a later allocation (unless a copy still holds it).
-        if let Some(Ok(m)) = store.map(Arc::try_unwrap) {
+        if let Ok(m) = Arc::try_unwrap(store) {
             if let Pages::Dense { buf: Some(buf), .. } =
                 m.into_inner().unwrap_or_else(PoisonError::into_inner)
             {
-                lock_pool(&self.pool).give(buf);
+                inner.pool.give(buf);
             }
         }
         Ok(())
     }
 
     fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let store = {
-            let mut inner = self.lock();
-            inner.books.check_write(handle, offset, data.len())?;
-            inner.pages.get(&handle).cloned()
-        };
-        if let Some(store) = store {
-            lock_pages(&store).write(offset, data, &self.pool);
-        }
+        let store = self
+            .lock()
+            .books
+            .check_write(handle, offset, data.len())?
+            .data
+            .clone();
+        lock_pages(&store).write(offset, data);
         Ok(())
     }
 
     fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        let store = {
-            let inner = self.lock();
-            inner.books.check_read(handle, offset, out.len())?;
-            inner.pages.get(&handle).cloned()
-        };
-        match store {
-            Some(s) => lock_pages(&s).read(offset, out),
-            None => out.fill(0),
-        }
+        let store = self
+            .lock()
+            .books
+            .check_read(handle, offset, out.len())?
+            .data
+            .clone();
+        lock_pages(&store).read(offset, out);
         Ok(())
     }
 
@@ -399,8 +362,9 @@ mod tests {
         let a = d.alloc(req(1 << 20)).unwrap();
         d.write(a.handle, 0, &vec![0xAA; 1 << 20]).unwrap();
         d.free(a.handle).unwrap();
-        assert_eq!(lock_pool(&d.pool).bufs.len(), 1, "the buffer is kept");
+        assert_eq!(d.lock().pool.len(), 1, "the buffer is kept");
         let b = d.alloc(req(1 << 19)).unwrap();
+        assert_eq!(d.lock().pool.len(), 0, "the kept buffer is handed over");
         let mut back = vec![1u8; 1 << 19];
         d.read(b.handle, 0, &mut back).unwrap();
         assert!(
@@ -408,11 +372,6 @@ mod tests {
             "a fresh allocation reads as zeros"
         );
         d.write(b.handle, 5000, &[7, 7]).unwrap();
-        assert_eq!(
-            lock_pool(&d.pool).bufs.len(),
-            0,
-            "the kept buffer was reused"
-        );
         let mut page = vec![1u8; 4096];
         d.read(b.handle, 4096, &mut page).unwrap();
         assert_eq!(
@@ -426,6 +385,42 @@ mod tests {
         d.write(b.handle, 8192, &[3u8; 4096]).unwrap();
         d.read(b.handle, 8192, &mut page).unwrap();
         assert!(page.iter().all(|&x| x == 3));
+    }
+
+    proptest::proptest! {
+        /// Writes of data and of zeros, anywhere, into a buffer full of stale
+        /// bytes read back exactly as a plain byte array would, and only
+        /// pages that got a non-zero byte count as stored.
+        #[test]
+        fn writes_read_back_like_a_plain_array(
+            writes in proptest::collection::vec((0usize..40_000, 0usize..10_000, 0u8..3), 1..12)
+        ) {
+            const SIZE: usize = 40_000;
+            let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
+            let stale = d.alloc(req(SIZE as u64)).unwrap();
+            d.write(stale.handle, 0, &vec![0xEE; SIZE]).unwrap();
+            d.free(stale.handle).unwrap();
+            let a = d.alloc(req(SIZE as u64)).unwrap();
+            let mut model = vec![0u8; SIZE];
+            let mut stored = vec![false; SIZE.div_ceil(PAGE)];
+            for (i, &(at, len, kind)) in writes.iter().enumerate() {
+                let len = len.min(SIZE - at);
+                // kind 0: zeros; 1: data; 2: zeros with one byte set at the end.
+                let mut data = vec![if kind == 1 { i as u8 | 1 } else { 0 }; len];
+                if kind == 2 && len > 0 {
+                    data[len - 1] = 9;
+                }
+                d.write(a.handle, at as u64, &data).unwrap();
+                model[at..at + len].copy_from_slice(&data);
+                for (p, _, from, n) in pieces(at as u64, len) {
+                    stored[p as usize] |= data[from..from + n].iter().any(|&b| b != 0);
+                }
+            }
+            let mut back = vec![1u8; SIZE];
+            d.read(a.handle, 0, &mut back).unwrap();
+            proptest::prop_assert!(back == model, "read-back differs from the model");
+            proptest::prop_assert_eq!(d.stored_pages(), stored.iter().filter(|&&s| s).count());
+        }
     }
 
     #[test]
