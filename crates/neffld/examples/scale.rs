@@ -153,7 +153,7 @@ fn stage_rss(path: &str) {
         StageOptions {
             arch: Arch::Cayman,
             scratchpad_page: 512 << 20,
-            parallel: true,
+            fanout_min_bytes: 0,
         },
     )
     .expect("stage");

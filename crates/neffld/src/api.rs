@@ -417,7 +417,7 @@ impl Runtime {
         let sopts = StageOptions {
             arch: self.config.arch,
             scratchpad_page: self.config.scratchpad_page,
-            parallel: true,
+            fanout_min_bytes: self.config.fanout_min_bytes,
         };
         let kbins = &parsed.model.kbins;
         let t = Instant::now();

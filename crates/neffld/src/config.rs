@@ -57,6 +57,10 @@ pub struct RuntimeConfig {
     pub cache_slots: usize,
     /// Validate every staged model before registering it (`NEFFLD_CHECK`).
     pub check: bool,
+    /// Fan a multi-subgraph load's core builds out to threads only when they
+    /// copy at least this many bytes (`NEFFLD_FANOUT_MIN_BYTES`; 0 = always,
+    /// as the reference does).
+    pub fanout_min_bytes: u64,
     /// `NEURON_RT_ROOT_COMM_ID` (`host:port` of the root communicator),
     /// required by collectives loads.
     pub root_comm_id: Option<String>,
@@ -76,6 +80,7 @@ impl Default for RuntimeConfig {
             max_inflated: None,
             cache_slots: 1,
             check: false,
+            fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
             root_comm_id: None,
         }
     }
@@ -199,6 +204,9 @@ impl RuntimeConfig {
         if let Some(v) = lookup("NEFFLD_CACHE_SLOTS") {
             self.cache_slots = parse_num::<usize>("NEFFLD_CACHE_SLOTS", &v)?.max(1);
         }
+        if let Some(v) = lookup("NEFFLD_FANOUT_MIN_BYTES") {
+            self.fanout_min_bytes = parse_num("NEFFLD_FANOUT_MIN_BYTES", &v)?;
+        }
         Ok(self)
     }
 
@@ -239,8 +247,10 @@ mod tests {
                 ("NEURON_RT_VALIDATE_HASH", "true"),
                 ("NEURON_SCRATCHPAD_PAGE_SIZE", "64"),
                 ("NEURON_RT_ALLOW_LEGACY_NEFF", "1"),
+                ("NEFFLD_FANOUT_MIN_BYTES", "0"),
             ]))
             .unwrap();
+        assert_eq!(c.fanout_min_bytes, 0);
         assert_eq!(c.arch, Arch::Sunda);
         assert_eq!(c.device, DeviceKind::Null);
         assert_eq!(c.visible_cores, Some(vec![0, 2, 3]));
@@ -250,6 +260,7 @@ mod tests {
         let d = RuntimeConfig::default();
         assert_eq!(d.lnc_size(), 2);
         assert!(!d.validate_hash);
+        assert_eq!(d.fanout_min_bytes, crate::stage::DEFAULT_FANOUT_MIN_BYTES);
     }
 
     #[test]

@@ -6,11 +6,19 @@ mod common;
 
 use common::*;
 use neffld::container::writer::Producer;
-use neffld::device::{Device, Geometry};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use neffld::device::{
+    AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
+    SimDevice,
+};
 use neffld::ids::{HModel, PCore, Pa};
 use neffld::manifest::def::VarKind;
-use neffld::stage::{self, Cores, Placement, StageError, StageOptions};
-use neffld::testkit::Synth;
+use neffld::stage::{
+    self, CorePlan, Cores, Placement, StageError, StageOptions, DEFAULT_FANOUT_MIN_BYTES,
+};
+use neffld::testkit::{lnc_writer, Synth};
 use neffld::{Arch, NrtStatus};
 
 /// Every fixture loads on trn2 logical cores 0, 1 and 3 at once; subgraph
@@ -155,7 +163,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         StageOptions {
             arch: Arch::Cayman,
             scratchpad_page: 512 << 20,
-            parallel: true,
+            fanout_min_bytes: 0,
         },
     )
     .unwrap_err();
@@ -187,7 +195,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         StageOptions {
             arch: Arch::Cayman,
             scratchpad_page: 512 << 20,
-            parallel: true,
+            fanout_min_bytes: 0,
         },
     )
     .unwrap_err();
@@ -276,4 +284,121 @@ fn every_fixture_reads_back_weights_images_and_rings() {
         rt.unload(&m).unwrap();
         assert_eq!(dev.live_count(), 0);
     }
+}
+
+/// A SimDevice that notes which threads wrote to it.
+struct WriterThreads {
+    inner: SimDevice,
+    seen: Mutex<BTreeSet<String>>,
+}
+
+impl Device for WriterThreads {
+    fn geometry(&self) -> &Geometry {
+        self.inner.geometry()
+    }
+    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
+        self.inner.alloc(req)
+    }
+    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
+        self.inner.free(handle)
+    }
+    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        let id = format!("{:?}", std::thread::current().id());
+        self.seen.lock().unwrap().insert(id);
+        self.inner.write(handle, offset, data)
+    }
+    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
+        self.inner.read(handle, offset, out)
+    }
+    fn ledger(&self) -> Ledger {
+        self.inner.ledger()
+    }
+    fn live_count(&self) -> usize {
+        self.inner.live_count()
+    }
+    fn live_allocations(&self) -> Vec<LiveAlloc> {
+        self.inner.live_allocations()
+    }
+    fn set_fault_plan(&self, plan: FaultPlan) {
+        self.inner.set_fault_plan(plan)
+    }
+    fn fault_plan(&self) -> FaultPlan {
+        self.inner.fault_plan()
+    }
+}
+
+/// What staging left on a device: every allocation by core, usage, size and
+/// name, sorted (threaded builds on cores that share an HBM channel
+/// interleave their allocations, so build addresses vary from run to run).
+type Staged = Vec<(PCore, String, u64, String)>;
+
+/// Stages `bytes` on logical core 0 of a trn2 device with the given fan-out
+/// threshold; returns what it allocated, the per-core plans, and how many
+/// threads wrote.
+fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<CorePlan>, usize) {
+    let (neff, parsed) = parse(bytes, Arch::Cayman, 2);
+    let dev = WriterThreads {
+        inner: SimDevice::new(Geometry::for_arch(Arch::Cayman)),
+        seen: Mutex::new(BTreeSet::new()),
+    };
+    let cores = Cores::new(8);
+    let pcores: Vec<PCore> = (0..parsed.kbins.len() as u32).map(PCore).collect();
+    let images = stage::stage(
+        &dev,
+        &cores,
+        &parsed.kbins,
+        &neff.archive,
+        &pcores,
+        HModel(1),
+        StageOptions {
+            arch: Arch::Cayman,
+            scratchpad_page: 512 << 20,
+            fanout_min_bytes,
+        },
+    )
+    .unwrap();
+    let mut staged: Staged = dev
+        .live_allocations()
+        .into_iter()
+        .map(|a| (a.core, format!("{:?}", a.usage), a.size, a.hint))
+        .collect();
+    staged.sort();
+    let plans = images.into_iter().map(|i| i.plan).collect();
+    let writers = dev.seen.lock().unwrap().len();
+    (staged, plans, writers)
+}
+
+/// Below the fan-out threshold the core builds run on the caller's thread,
+/// at or above it on one thread each; either way the plan (every variable's
+/// address) is the same and the same allocations are made.
+#[test]
+fn builds_fan_out_only_above_the_threshold_and_stage_alike_either_way() {
+    let mut multi = 0;
+    for (name, bytes) in all_fixtures() {
+        let (_, parsed) = parse(&bytes, Arch::Cayman, 2);
+        let n = parsed.kbins.len();
+        let bulk = stage::bulk_bytes(&parsed.kbins);
+        assert!(
+            bulk > 0 && bulk < DEFAULT_FANOUT_MIN_BYTES,
+            "{name}: {bulk}"
+        );
+        let (threaded, threaded_plans, writers) = stage_with(&bytes, 0);
+        let (inline, inline_plans, one) = stage_with(&bytes, DEFAULT_FANOUT_MIN_BYTES);
+        assert_eq!(one, 1, "{name}: below the threshold one thread writes");
+        if n > 1 {
+            multi += 1;
+            assert!(
+                writers >= n,
+                "{name}: {writers} threads wrote for {n} builds"
+            );
+        }
+        assert_eq!(threaded, inline, "{name}: the modes allocated differently");
+        assert_eq!(threaded_plans, inline_plans, "{name}: the plans differ");
+    }
+    assert!(multi > 0, "some fixture has several subgraphs");
+
+    // 8 subgraphs of 2 MiB of weights reach the default threshold.
+    let big = lnc_writer(8).write(&Synth::cayman_weights(8, 2 << 20).member_list());
+    let (_, parsed) = parse(&big, Arch::Cayman, 8);
+    assert!(stage::bulk_bytes(&parsed.kbins) >= DEFAULT_FANOUT_MIN_BYTES);
 }

@@ -24,7 +24,7 @@ use crate::relocate::RelocError;
 use crate::NrtStatus;
 
 pub use self::core::{CoreImage, PlacedImage, PlacedRing, PlacedTable};
-pub use fanout::{stage, unstage, StageOptions};
+pub use fanout::{bulk_bytes, stage, unstage, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
 pub use plan::{CorePlan, Placement};
 pub use scratchpad::Scratchpad;
 

@@ -40,6 +40,9 @@ pub fn runtime_on(geometry: Geometry, lnc: Option<u32>) -> (Runtime, Arc<SimDevi
         arch,
         lnc,
         check: true,
+        // Every build on its own thread, as the reference does, so the
+        // threaded path and its rollback are what these tests exercise.
+        fanout_min_bytes: 0,
         ..RuntimeConfig::default()
     };
     (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
@@ -295,6 +298,7 @@ pub fn gated_runtime(
         lnc,
         check: true,
         cache_slots,
+        fanout_min_bytes: 0,
         ..RuntimeConfig::default()
     };
     (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
