@@ -552,8 +552,29 @@ fn main() {
         println!("\n{n}");
     }
     let get = |k: &str| medians.get(k).copied();
-    let ratio = |a: &str, b: &str| match (get(a), get(b)) {
-        (Some(a), Some(b)) if !b.is_zero() => format!("{:.2}", a.as_secs_f64() / b.as_secs_f64()),
+    // Rows of one case were measured in the same rounds: their ratio is the
+    // median of the per-round ratios, which cancels what a round shares (the
+    // caches the previous case left); other ratios divide medians.
+    let paired = |a: &str, b: &str| {
+        let c = cases.iter().find(|c| c.rows.iter().any(|r| r == a))?;
+        let (ia, ib) = (
+            c.rows.iter().position(|r| r == a)?,
+            c.rows.iter().position(|r| r == b)?,
+        );
+        let mut r: Vec<f64> = c
+            .samples
+            .iter()
+            .filter(|s| !s[ib].is_zero())
+            .map(|s| s[ia].as_secs_f64() / s[ib].as_secs_f64())
+            .collect();
+        r.sort_by(f64::total_cmp);
+        r.get(r.len() / 2).copied()
+    };
+    let ratio = |a: &str, b: &str| match (paired(a, b), get(a), get(b)) {
+        (Some(r), _, _) => format!("{r:.2}"),
+        (None, Some(a), Some(b)) if !b.is_zero() => {
+            format!("{:.2}", a.as_secs_f64() / b.as_secs_f64())
+        }
         _ => "—".into(),
     };
     println!("\n| ratio | small | large | goal |");
