@@ -9,16 +9,13 @@ use neffld::container::writer::Producer;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
-use neffld::device::{
-    AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
-    SimDevice,
-};
+use neffld::device::{Device, Geometry, MemHandle, SimDevice};
 use neffld::ids::{HModel, PCore, Pa};
 use neffld::manifest::def::VarKind;
 use neffld::stage::{
     self, CorePlan, Cores, Placement, StageError, StageOptions, DEFAULT_FANOUT_MIN_BYTES,
 };
-use neffld::testkit::{lnc_writer, Synth};
+use neffld::testkit::{lnc_writer, Synth, Tap, Tapped};
 use neffld::{Arch, NrtStatus};
 
 /// Every fixture loads on trn2 logical cores 0, 1 and 3 at once; subgraph
@@ -286,44 +283,14 @@ fn every_fixture_reads_back_weights_images_and_rings() {
     }
 }
 
-/// A SimDevice that notes which threads wrote to it.
-struct WriterThreads {
-    inner: SimDevice,
-    seen: Mutex<BTreeSet<String>>,
-}
+/// Notes which threads wrote.
+#[derive(Default)]
+struct Writers(Mutex<BTreeSet<String>>);
 
-impl Device for WriterThreads {
-    fn geometry(&self) -> &Geometry {
-        self.inner.geometry()
-    }
-    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        self.inner.alloc(req)
-    }
-    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
-        self.inner.free(handle)
-    }
-    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+impl Tap for Writers {
+    fn write(&self, _: MemHandle, _: u64, _: &[u8]) {
         let id = format!("{:?}", std::thread::current().id());
-        self.seen.lock().unwrap().insert(id);
-        self.inner.write(handle, offset, data)
-    }
-    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        self.inner.read(handle, offset, out)
-    }
-    fn ledger(&self) -> Ledger {
-        self.inner.ledger()
-    }
-    fn live_count(&self) -> usize {
-        self.inner.live_count()
-    }
-    fn live_allocations(&self) -> Vec<LiveAlloc> {
-        self.inner.live_allocations()
-    }
-    fn set_fault_plan(&self, plan: FaultPlan) {
-        self.inner.set_fault_plan(plan)
-    }
-    fn fault_plan(&self) -> FaultPlan {
-        self.inner.fault_plan()
+        self.0.lock().unwrap().insert(id);
     }
 }
 
@@ -337,9 +304,9 @@ type Staged = Vec<(PCore, String, u64, String)>;
 /// threads wrote.
 fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<CorePlan>, usize) {
     let (neff, parsed) = parse(bytes, Arch::Cayman, 2);
-    let dev = WriterThreads {
+    let dev = Tapped {
         inner: SimDevice::new(Geometry::for_arch(Arch::Cayman)),
-        seen: Mutex::new(BTreeSet::new()),
+        tap: Writers::default(),
     };
     let cores = Cores::new(8);
     let pcores: Vec<PCore> = (0..parsed.kbins.len() as u32).map(PCore).collect();
@@ -364,7 +331,7 @@ fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<CorePlan>, us
         .collect();
     staged.sort();
     let plans = images.into_iter().map(|i| i.plan).collect();
-    let writers = dev.seen.lock().unwrap().len();
+    let writers = dev.0.lock().unwrap().len();
     (staged, plans, writers)
 }
 

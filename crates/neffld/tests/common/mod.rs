@@ -16,7 +16,7 @@ use neffld::device::{
 };
 use neffld::ids::PCore;
 use neffld::parse::{self, ParseOptions, ParsedModel};
-use neffld::testkit::{lnc_writer, neff_json, real_fixtures, Synth};
+use neffld::testkit::{lnc_writer, neff_json, real_fixtures, Synth, Tap, Tapped};
 use neffld::Arch;
 
 pub use neffld::testkit::fixture;
@@ -126,12 +126,13 @@ pub fn rss_bytes() -> u64 {
     kib * 1024
 }
 
-/// A device that parks allocations on chosen physical cores until it is
-/// opened, so a test can keep one load in progress (holding the parse
-/// cache) or make several loads overlap deterministically. Everything else
-/// is delegated to a [`SimDevice`].
-pub struct GateDevice {
-    pub inner: Arc<SimDevice>,
+/// A simulated device that parks allocations on chosen physical cores until
+/// its gate opens, so a test can keep one load in progress (holding the
+/// parse cache) or make several loads overlap deterministically.
+pub type GateDevice = Tapped<SimDevice, Gate>;
+
+/// The gate of a [`GateDevice`].
+pub struct Gate {
     state: Mutex<GateState>,
     changed: Condvar,
 }
@@ -148,10 +149,11 @@ struct GateState {
     timed_out: bool,
 }
 
-impl GateDevice {
-    pub fn new(geometry: Geometry) -> Arc<GateDevice> {
-        Arc::new(GateDevice {
-            inner: Arc::new(SimDevice::new(geometry)),
+/// A simulated device whose gate is open.
+pub fn gate_device(geometry: Geometry) -> Arc<GateDevice> {
+    Arc::new(Tapped {
+        inner: SimDevice::new(geometry),
+        tap: Gate {
             state: Mutex::new(GateState {
                 gated: 0..0,
                 open: true,
@@ -161,9 +163,17 @@ impl GateDevice {
                 timed_out: false,
             }),
             changed: Condvar::new(),
-        })
-    }
+        },
+    })
+}
 
+impl Tap for Gate {
+    fn alloc(&self, req: &AllocReq<'_>) {
+        self.pass(req.core);
+    }
+}
+
+impl Gate {
     fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -251,40 +261,6 @@ impl GateDevice {
     }
 }
 
-impl Device for GateDevice {
-    fn geometry(&self) -> &Geometry {
-        self.inner.geometry()
-    }
-    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        self.pass(req.core);
-        self.inner.alloc(req)
-    }
-    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
-        self.inner.free(handle)
-    }
-    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.inner.write(handle, offset, data)
-    }
-    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        self.inner.read(handle, offset, out)
-    }
-    fn ledger(&self) -> Ledger {
-        self.inner.ledger()
-    }
-    fn live_count(&self) -> usize {
-        self.inner.live_count()
-    }
-    fn live_allocations(&self) -> Vec<LiveAlloc> {
-        self.inner.live_allocations()
-    }
-    fn set_fault_plan(&self, plan: FaultPlan) {
-        self.inner.set_fault_plan(plan)
-    }
-    fn fault_plan(&self) -> FaultPlan {
-        self.inner.fault_plan()
-    }
-}
-
 /// A checked runtime on a gate device.
 pub fn gated_runtime(
     geometry: Geometry,
@@ -292,7 +268,7 @@ pub fn gated_runtime(
     cache_slots: usize,
 ) -> (Runtime, Arc<GateDevice>) {
     let arch = geometry.arch();
-    let dev = GateDevice::new(geometry);
+    let dev = gate_device(geometry);
     let cfg = RuntimeConfig {
         arch,
         lnc,
