@@ -48,16 +48,17 @@ struct Pool {
 }
 
 impl Pool {
-    /// The shortest kept buffer of at least `size` bytes, cut to `size`;
-    /// its contents are unspecified.
+    /// The shortest kept buffer of at least `size` bytes; its contents are
+    /// unspecified. It keeps its length (the pages know their own size), so
+    /// it goes back to the pool on the shelf it came from and the pool's
+    /// byte count stays the memory it holds.
     fn take(&mut self, size: usize) -> Option<Vec<u8>> {
         let shelf = self.bufs.range_mut(size..).next()?.1;
-        let mut b = shelf.pop().expect("no empty shelf is kept");
+        let b = shelf.pop().expect("no empty shelf is kept");
         if shelf.is_empty() {
             self.bufs.remove(&b.len());
         }
         self.bytes -= b.len();
-        b.truncate(size);
         Some(b)
     }
 
@@ -385,20 +386,26 @@ mod tests {
         d.write(b.handle, 8192, &[3u8; 4096]).unwrap();
         d.read(b.handle, 8192, &mut page).unwrap();
         assert!(page.iter().all(|&x| x == 3));
+        // The buffer goes back whole, and the pool counts all of it.
+        d.free(b.handle).unwrap();
+        let inner = d.lock();
+        assert_eq!(inner.pool.bytes, 1 << 20);
+        assert_eq!(inner.pool.bufs.keys().collect::<Vec<_>>(), [&(1 << 20)]);
     }
 
     proptest::proptest! {
-        /// Writes of data and of zeros, anywhere, into a buffer full of stale
-        /// bytes read back exactly as a plain byte array would, and exactly
-        /// the pages written count as stored.
+        /// Writes of data and of zeros, anywhere, into a reused buffer full of
+        /// stale bytes read back exactly as a plain byte array would, and
+        /// exactly the pages written count as stored.
         #[test]
         fn writes_read_back_like_a_plain_array(
             writes in proptest::collection::vec((0usize..40_000, 0usize..10_000, 0u8..3), 1..12)
         ) {
             const SIZE: usize = 40_000;
             let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
-            let stale = d.alloc(req(SIZE as u64)).unwrap();
-            d.write(stale.handle, 0, &vec![0xEE; SIZE]).unwrap();
+            // A longer buffer than the allocation, full of stale bytes.
+            let stale = d.alloc(req(SIZE as u64 + 10_000)).unwrap();
+            d.write(stale.handle, 0, &vec![0xEE; SIZE + 10_000]).unwrap();
             d.free(stale.handle).unwrap();
             let a = d.alloc(req(SIZE as u64)).unwrap();
             assert_eq!(d.lock().pool.len(), 0, "the stale buffer is handed over");
