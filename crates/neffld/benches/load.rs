@@ -18,7 +18,7 @@ use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::{self, OpenOptions, HEADER_LEN};
 use neffld::device::{
     AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
-    NullDevice, SimDevice,
+    NullDevice, SimDevice, Write,
 };
 use neffld::ids::{HModel, PCore};
 use neffld::parse::{self, ParseOptions};
@@ -28,16 +28,16 @@ use neffld::Arch;
 
 /// A device that times and counts what is written through it.
 ///
-/// Each write is timed on its own, so each also pays for reading the clock
-/// once inside its window (about 20 ns here, as much as the device's own
-/// work on a small write); [`Timed::take`] subtracts that, measured by
-/// [`clock_cost`] in the same run, so the figure is the write and not the
-/// stopwatch.
+/// Each call (a write, or a build's batch of writes) is timed on its own,
+/// so each also pays for reading the clock once inside its window (about
+/// 20 ns here, as much as the device's own work on a small write);
+/// [`Timed::take`] subtracts that, measured by [`clock_cost`] in the same
+/// run, so the figure is the copying and not the stopwatch.
 struct Timed<D> {
     inner: D,
     write_ns: AtomicU64,
     bytes: AtomicU64,
-    writes: AtomicU64,
+    windows: AtomicU64,
     /// When set, a copy of every write's bytes, in order.
     recording: std::sync::Mutex<Option<Vec<Vec<u8>>>>,
 }
@@ -48,8 +48,21 @@ impl<D> Timed<D> {
             inner,
             write_ns: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
-            writes: AtomicU64::new(0),
+            windows: AtomicU64::new(0),
             recording: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Adds one timed window that wrote `data`.
+    fn count(&self, took: Duration, data: &[&[u8]]) {
+        self.write_ns
+            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+        self.windows.fetch_add(1, Ordering::Relaxed);
+        for d in data {
+            self.bytes.fetch_add(d.len() as u64, Ordering::Relaxed);
+        }
+        if let Some(rec) = self.recording.lock().unwrap().as_mut() {
+            rec.extend(data.iter().map(|d| d.to_vec()));
         }
     }
 
@@ -60,10 +73,10 @@ impl<D> Timed<D> {
         self.recording.lock().unwrap().take().unwrap_or_default()
     }
 
-    /// Write time (less the clock's cost inside each write's window) and
+    /// Write time (less the clock's cost inside each timed window) and
     /// bytes since the last call.
     fn take(&self) -> (Duration, u64) {
-        let clock = self.writes.swap(0, Ordering::Relaxed) * clock_cost();
+        let clock = self.windows.swap(0, Ordering::Relaxed) * clock_cost();
         (
             Duration::from_nanos(
                 self.write_ns
@@ -106,13 +119,14 @@ impl<D: Device> Device for Timed<D> {
     fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
         let t = Instant::now();
         let r = self.inner.write(handle, offset, data);
-        self.write_ns
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        self.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        if let Some(rec) = self.recording.lock().unwrap().as_mut() {
-            rec.push(data.to_vec());
-        }
+        self.count(t.elapsed(), &[data]);
+        r
+    }
+    fn write_all(&self, writes: &[Write<'_>]) -> Result<(), (usize, DeviceError)> {
+        let t = Instant::now();
+        let r = self.inner.write_all(writes);
+        let data: Vec<&[u8]> = writes.iter().map(|w| w.data).collect();
+        self.count(t.elapsed(), &data);
         r
     }
     fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
@@ -343,7 +357,7 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
         let copied: usize = pieces.iter().map(Vec::len).sum();
         note(format!(
             "{short}: staging writes {copied} bytes in {} writes; device-write times exclude \
-             the clock's own {} ns per write",
+             the clock's own {} ns per timed call",
             pieces.len(),
             clock_cost()
         ));

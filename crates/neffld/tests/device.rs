@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use neffld::device::{
     AllocReq, Allocation, CopyOp, Device, DeviceError, FaultOp, FaultPlan, Geometry, MemHandle,
-    MemUsage, NullDevice, SimDevice, CARVEOUT, GRANULE, SMALL_POOL_BYTES,
+    MemUsage, NullDevice, SimDevice, Write, CARVEOUT, GRANULE, SMALL_POOL_BYTES,
 };
 use neffld::ids::{LCore, PCore, Pa};
 use neffld::{Arch, NrtStatus};
@@ -512,6 +512,90 @@ fn fault_plan_fails_exactly_the_kth_allocation() {
         assert_eq!(dev.ledger().total(), 5 * 4096);
         assert_eq!(dev.ledger().used(PCore(2), MemUsage::Weight), 0);
     }
+}
+
+/// A batch behaves as its writes one by one: a fault plan counts each, the
+/// batch stops at the first failure and names it, and the writes before it
+/// are stored.
+#[test]
+fn a_batch_of_writes_is_its_writes_in_order() {
+    for dev in backends(Geometry::for_arch(Arch::Sunda)) {
+        let a = dev.alloc(req(0, 4096, 0, MemUsage::InstrPe)).unwrap();
+        let b = dev.alloc(req(0, 16, 0, MemUsage::InstrPe)).unwrap();
+        let batch = |off: u64| {
+            [
+                Write {
+                    handle: a.handle,
+                    offset: 0,
+                    data: b"one",
+                },
+                Write {
+                    handle: b.handle,
+                    offset: off,
+                    data: b"two",
+                },
+                Write {
+                    handle: a.handle,
+                    offset: 6,
+                    data: b"six",
+                },
+            ]
+        };
+        dev.set_fault_plan(FaultPlan::write(2));
+        let (i, e) = dev.write_all(&batch(0)).unwrap_err();
+        assert_eq!(i, 1);
+        assert_eq!(
+            e,
+            DeviceError::InjectedFault {
+                op: FaultOp::Write,
+                nth: 2
+            }
+        );
+        dev.set_fault_plan(FaultPlan::default());
+        let (i, e) = dev.write_all(&batch(14)).unwrap_err();
+        assert_eq!(i, 1);
+        assert!(
+            matches!(
+                e,
+                DeviceError::OutOfBounds {
+                    op: CopyOp::Write,
+                    offset: 14,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        dev.write_all(&batch(13)).unwrap();
+        dev.write_all(&[]).unwrap();
+    }
+    // What a failed batch left behind, on the device that keeps bytes.
+    let sim = SimDevice::new(Geometry::for_arch(Arch::Sunda));
+    let a = sim.alloc(req(0, 4096, 0, MemUsage::InstrPe)).unwrap();
+    sim.set_fault_plan(FaultPlan::write(2));
+    let batch = [
+        Write {
+            handle: a.handle,
+            offset: 0,
+            data: b"one",
+        },
+        Write {
+            handle: a.handle,
+            offset: 3,
+            data: b"two",
+        },
+        Write {
+            handle: a.handle,
+            offset: 6,
+            data: b"six",
+        },
+    ];
+    assert_eq!(sim.write_all(&batch).unwrap_err().0, 1);
+    let mut back = [0u8; 9];
+    sim.read(a.handle, 0, &mut back).unwrap();
+    assert_eq!(
+        &back, b"one\0\0\0\0\0\0",
+        "the writes before the failure, and only those"
+    );
 }
 
 #[test]

@@ -170,6 +170,14 @@ impl DeviceError {
     }
 }
 
+/// One copy of a batch given to [`Device::write_all`].
+#[derive(Clone, Copy, Debug)]
+pub struct Write<'a> {
+    pub handle: MemHandle,
+    pub offset: u64,
+    pub data: &'a [u8],
+}
+
 /// A device the loader can stage onto. Object-safe and shareable: methods take
 /// `&self` and implementations lock internally, so per-core builds may run on
 /// several threads against one device.
@@ -184,6 +192,17 @@ pub trait Device: Send + Sync {
 
     /// Copies `data` into an allocation at `offset`.
     fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError>;
+
+    /// Performs `writes` in order, as one [`Device::write`] each would, and
+    /// stops at the first that fails, returning its index. A core's build
+    /// hands over all its copies at once, so a backend can check the whole
+    /// batch under one lock, as a driver would queue one DMA submission.
+    fn write_all(&self, writes: &[Write<'_>]) -> Result<(), (usize, DeviceError)> {
+        for (i, w) in writes.iter().enumerate() {
+            self.write(w.handle, w.offset, w.data).map_err(|e| (i, e))?;
+        }
+        Ok(())
+    }
 
     /// Copies bytes out of an allocation; never-written bytes read as 0.
     fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError>;

@@ -29,7 +29,7 @@ use super::books::Books;
 use super::fault::FaultPlan;
 use super::geometry::{Geometry, GRANULE};
 use super::ledger::Ledger;
-use super::{AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle};
+use super::{AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle, Write};
 use crate::ids::Pa;
 
 const PAGE: usize = GRANULE as usize;
@@ -306,6 +306,27 @@ impl Device for SimDevice {
             .clone();
         lock_pages(&store).write(offset, data);
         Ok(())
+    }
+
+    fn write_all(&self, writes: &[Write<'_>]) -> Result<(), (usize, DeviceError)> {
+        let mut stores = Vec::with_capacity(writes.len());
+        let failed = {
+            let mut inner = self.lock();
+            writes.iter().enumerate().find_map(|(i, w)| {
+                match inner.books.check_write(w.handle, w.offset, w.data.len()) {
+                    Ok(span) => {
+                        stores.push(span.data.clone());
+                        None
+                    }
+                    Err(e) => Some((i, e)),
+                }
+            })
+        };
+        // The writes before a failed one happen, as they would one by one.
+        for (w, store) in writes.iter().zip(&stores) {
+            lock_pages(store).write(w.offset, w.data);
+        }
+        failed.map_or(Ok(()), Err)
     }
 
     fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {

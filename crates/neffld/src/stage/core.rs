@@ -6,12 +6,15 @@
 //! finally the core's model table entry under `H_MODEL`.
 //!
 //! Rings are placed before the instruction images because lowering a
-//! `0xC1` trigger needs its block's place in the ring.
+//! `0xC1` trigger needs its block's place in the ring. Every allocation is
+//! made before any byte is copied; the copies (weights, rings, tables,
+//! images, in that order) then go to the device as one batch, which it can
+//! check under one lock instead of one per copy.
 
 use std::collections::HashMap;
 
 use crate::container::Archive;
-use crate::device::{AllocReq, Device, MemHandle, MemUsage};
+use crate::device::{AllocReq, Device, MemHandle, MemUsage, Write};
 use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::{DmaRing, Kbin};
 use crate::manifest::def::{QueueKind, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, EVTACCEL_SIZE};
@@ -155,34 +158,28 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn alloc_copy(
+    fn alloc(
         &mut self,
         what: &str,
-        bytes: &[u8],
+        size: u64,
         align: u64,
         usage: MemUsage,
     ) -> Result<(MemHandle, u64), StageError> {
-        let dev_err = |doing: &str, source| StageError::Device {
-            subgraph: self.kbin.name.clone(),
-            what: format!("{doing} {what}"),
-            source,
-        };
         let a = self
             .dev
             .alloc(AllocReq {
-                size: bytes.len() as u64,
+                size,
                 align,
                 core: self.pcore,
                 usage,
                 hint: what,
             })
-            .map_err(|e| dev_err("allocating", e))?;
+            .map_err(|source| StageError::Device {
+                subgraph: self.kbin.name.clone(),
+                what: format!("allocating {what}"),
+                source,
+            })?;
         self.allocs.push(a.handle);
-        if !bytes.is_empty() {
-            self.dev
-                .write(a.handle, 0, bytes)
-                .map_err(|e| dev_err("copying", e))?;
-        }
         Ok((a.handle, a.pa.0))
     }
 
@@ -261,37 +258,20 @@ fn build_ring(
             .add_block(block.id, expanded, barrier)
             .map_err(|e| b.reloc(e))?;
     }
-    let what = format!("ring {}", ring.queue.name);
-    let a = b
-        .dev
-        .alloc(AllocReq {
-            size: builder.byte_size(),
-            align: 0,
-            core: b.pcore,
-            usage: ring_usage(ring.queue.kind),
-            hint: &what,
-        })
-        .map_err(|source| StageError::Device {
-            subgraph: b.kbin.name.clone(),
-            what: format!("allocating {what}"),
-            source,
-        })?;
-    b.allocs.push(a.handle);
-    let image = builder.place(a.pa.0).map_err(|e| b.reloc(e))?;
-    b.dev
-        .write(a.handle, 0, &image.bytes)
-        .map_err(|source| StageError::Device {
-            subgraph: b.kbin.name.clone(),
-            what: format!("copying {what}"),
-            source,
-        })?;
+    let (handle, pa) = b.alloc(
+        &format!("ring {}", ring.queue.name),
+        builder.byte_size(),
+        0,
+        ring_usage(ring.queue.kind),
+    )?;
+    let image = builder.place(pa).map_err(|e| b.reloc(e))?;
     let mut bindings = Vec::with_capacity(ring.blocks.len());
     for (block, &(id, first, count)) in ring.blocks.iter().zip(&image.blocks) {
         let semaphore = ring.semaphore(block).unwrap_or(0) as u32;
         bindings.push((
             id,
             TriggerBinding {
-                ring_pa: a.pa.0,
+                ring_pa: pa,
                 first,
                 count,
                 semaphore,
@@ -302,8 +282,8 @@ fn build_ring(
         PlacedRing {
             queue: ring.queue.name.clone(),
             kind: ring.queue.kind,
-            handle: a.handle,
-            pa: a.pa.0,
+            handle,
+            pa,
             image,
         },
         bindings,
@@ -351,17 +331,16 @@ pub fn build(
 
 type Parts = (Vec<PlacedRing>, Vec<PlacedTable>, Vec<PlacedImage>);
 
-fn build_parts(
+fn build_parts<'a>(
     b: &mut Builder<'_>,
     cores: &Cores,
-    kbin: &Kbin,
-    archive: &Archive,
-    plan: &CorePlan,
+    kbin: &'a Kbin,
+    archive: &'a Archive,
+    plan: &'a CorePlan,
     h_model: HModel,
     arch: Arch,
 ) -> Result<Parts, StageError> {
     check_carveout(kbin)?;
-    plan::copy_weights(b.dev, kbin, archive, plan)?;
     let dge_tables = kbin.vars.count(crate::manifest::def::VarKind::DgeTable);
     let mut resolver = CoreResolver {
         kbin,
@@ -391,20 +370,25 @@ fn build_parts(
         }
     }
 
-    // Activation tables, DVE tables, GPSIMD libraries (sunda only).
-    let mut tables = Vec::new();
+    // Activation tables, DVE tables, GPSIMD libraries (sunda only), each
+    // with the bytes to copy into it.
+    let mut tables: Vec<(PlacedTable, &[u8])> = Vec::new();
     let mut table = |b: &mut Builder<'_>,
                      what: String,
-                     bytes: &[u8],
+                     bytes: &'a [u8],
                      usage: MemUsage|
      -> Result<(), StageError> {
-        let (handle, pa) = b.alloc_copy(&what, bytes, 0, usage)?;
-        tables.push(PlacedTable {
-            what,
-            handle,
-            pa,
-            len: bytes.len() as u64,
-        });
+        let (handle, pa) = b.alloc(&what, bytes.len() as u64, 0, usage)?;
+        let len = bytes.len() as u64;
+        tables.push((
+            PlacedTable {
+                what,
+                handle,
+                pa,
+                len,
+            },
+            bytes,
+        ));
         Ok(())
     };
     for set in &kbin.act_sets {
@@ -454,9 +438,9 @@ fn build_parts(
         let t = std::time::Instant::now();
         let mut image = instr::lower(&name, stream, 0, &resolver).map_err(|err| b.reloc(err))?;
         b.reloc_time += t.elapsed();
-        let (handle, pa) = b.alloc_copy(
+        let (handle, pa) = b.alloc(
             &format!("{name} instructions"),
-            &image.bytes,
+            image.bytes.len() as u64,
             image.alignment(),
             instr_usage(e.ty),
         )?;
@@ -469,9 +453,72 @@ fn build_parts(
         });
     }
 
+    // Every copy, as one batch.
+    let mut copies = Copies::default();
+    for (handle, bytes, name) in plan::weight_copies(kbin, archive, plan) {
+        copies.push(handle, bytes, Fill::Weight(name));
+    }
+    for r in &rings {
+        copies.push(r.handle, &r.image.bytes, Fill::Ring(&r.queue));
+    }
+    for (t, bytes) in &tables {
+        copies.push(t.handle, bytes, Fill::Table(&t.what));
+    }
+    for e in &engines {
+        copies.push(e.handle, &e.image.bytes, Fill::Image(e.engine));
+    }
+    copies.send(b.dev, kbin)?;
+
     // The core's model table.
     if !cores.lock(plan.pcore).models.insert(h_model) {
         return Err(StageError::ModelInDb(h_model.0));
     }
+    let tables = tables.into_iter().map(|(t, _)| t).collect();
     Ok((rings, tables, engines))
+}
+
+/// What a copy of a build fills, named in its error message.
+#[derive(Clone, Copy, Debug)]
+enum Fill<'a> {
+    Weight(&'a str),
+    Ring(&'a str),
+    Table(&'a str),
+    Image(EngineType),
+}
+
+/// The copies of one build, in order.
+#[derive(Default)]
+struct Copies<'a> {
+    writes: Vec<Write<'a>>,
+    what: Vec<Fill<'a>>,
+}
+
+impl<'a> Copies<'a> {
+    /// Queues a copy of `data` to the start of `handle`; empty ones are
+    /// skipped.
+    fn push(&mut self, handle: MemHandle, data: &'a [u8], what: Fill<'a>) {
+        if !data.is_empty() {
+            self.writes.push(Write {
+                handle,
+                offset: 0,
+                data,
+            });
+            self.what.push(what);
+        }
+    }
+
+    fn send(self, dev: &dyn Device, kbin: &Kbin) -> Result<(), StageError> {
+        dev.write_all(&self.writes).map_err(|(i, source)| {
+            let what = match self.what[i] {
+                Fill::Weight(name) | Fill::Table(name) => name.to_string(),
+                Fill::Ring(queue) => format!("ring {queue}"),
+                Fill::Image(engine) => format!("{}/{} instructions", kbin.name, engine.key()),
+            };
+            StageError::Device {
+                subgraph: kbin.name.clone(),
+                what: format!("copying {what}"),
+                source,
+            }
+        })
+    }
 }

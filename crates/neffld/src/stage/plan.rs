@@ -7,7 +7,7 @@
 //! pages, pointer slots) — on one thread, so addresses never depend on
 //! thread timing — and produces a plain value (var → placement per core)
 //! that relocation reads without touching the device. The weights' bytes
-//! are copied by each core's own build ([`copy_weights`]), so the fan-out
+//! are copied by each core's own build ([`weight_copies`]), so the fan-out
 //! parallelises the bulk of a load's copies; the reference copies them here.
 //!
 //! Placement by kind (§6.2, §6.3): the state buffer gets the core's SB
@@ -207,7 +207,7 @@ impl Planner<'_> {
             VarKind::File => {
                 // Allocated here (so addresses do not depend on thread
                 // timing); the payload is copied by the core's own build,
-                // in parallel with the other cores (`copy_weights`).
+                // in parallel with the other cores (`weight_copies`).
                 let (pa, _) = self.alloc(plan, kbin, var, size, align, MemUsage::Weight)?;
                 Placement::Hbm { pa, size }
             }
@@ -340,19 +340,17 @@ fn plan_into(
     Ok(())
 }
 
-/// Copies every `file` variable's payload (exactly `size` bytes; the parse
-/// rejected shorter payloads) into its allocation. Runs on the core's build
-/// thread.
-pub fn copy_weights(
-    dev: &dyn Device,
-    kbin: &Kbin,
-    archive: &Archive,
-    plan: &CorePlan,
-) -> Result<(), StageError> {
-    for &(id, handle) in &plan.var_allocs {
-        let Some(var) = kbin.vars.get(id).filter(|v| v.kind == VarKind::File) else {
-            continue;
-        };
+/// Every `file` variable's payload (exactly `size` bytes; the parse
+/// rejected shorter payloads) with the allocation it fills and its name.
+/// The core's build thread copies them, so the fan-out spreads the bulk of a
+/// load's copying over the cores.
+pub fn weight_copies<'a>(
+    kbin: &'a Kbin,
+    archive: &'a Archive,
+    plan: &'a CorePlan,
+) -> impl Iterator<Item = (MemHandle, &'a [u8], &'a str)> + 'a {
+    plan.var_allocs.iter().filter_map(move |&(id, handle)| {
+        let var = kbin.vars.get(id).filter(|v| v.kind == VarKind::File)?;
         let payload = var
             .weight
             .as_ref()
@@ -361,16 +359,8 @@ pub fn copy_weights(
         let n = payload
             .len()
             .min(usize::try_from(var.size.unwrap_or(0)).unwrap_or(usize::MAX));
-        if n > 0 {
-            dev.write(handle, 0, &payload[..n])
-                .map_err(|source| StageError::Device {
-                    subgraph: kbin.name.clone(),
-                    what: format!("copying {}", var.name),
-                    source,
-                })?;
-        }
-    }
-    Ok(())
+        Some((handle, &payload[..n], var.name.as_str()))
+    })
 }
 
 /// Remote variables alias the placement of their target in another
