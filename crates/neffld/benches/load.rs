@@ -26,7 +26,7 @@ use neffld::stage::{self, Cores, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
 use neffld::testkit::{lnc_writer, Synth};
 use neffld::Arch;
 
-/// A device that times and counts what is written through it.
+/// A device that times what is written through it.
 ///
 /// Each call (a write, or a build's batch of writes) is timed on its own,
 /// so each also pays for reading the clock once inside its window (about
@@ -36,7 +36,6 @@ use neffld::Arch;
 struct Timed<D> {
     inner: D,
     write_ns: AtomicU64,
-    bytes: AtomicU64,
     windows: AtomicU64,
     /// When set, a copy of every write's bytes, in order.
     recording: std::sync::Mutex<Option<Vec<Vec<u8>>>>,
@@ -47,22 +46,18 @@ impl<D> Timed<D> {
         Timed {
             inner,
             write_ns: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
             windows: AtomicU64::new(0),
             recording: std::sync::Mutex::new(None),
         }
     }
 
     /// Adds one timed window that wrote `data`.
-    fn count(&self, took: Duration, data: &[&[u8]]) {
+    fn count<'a>(&self, took: Duration, data: impl IntoIterator<Item = &'a [u8]>) {
         self.write_ns
             .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
         self.windows.fetch_add(1, Ordering::Relaxed);
-        for d in data {
-            self.bytes.fetch_add(d.len() as u64, Ordering::Relaxed);
-        }
         if let Some(rec) = self.recording.lock().unwrap().as_mut() {
-            rec.extend(data.iter().map(|d| d.to_vec()));
+            rec.extend(data.into_iter().map(<[u8]>::to_vec));
         }
     }
 
@@ -73,17 +68,14 @@ impl<D> Timed<D> {
         self.recording.lock().unwrap().take().unwrap_or_default()
     }
 
-    /// Write time (less the clock's cost inside each timed window) and
-    /// bytes since the last call.
-    fn take(&self) -> (Duration, u64) {
+    /// Write time since the last call, less the clock's cost inside each
+    /// timed window.
+    fn take(&self) -> Duration {
         let clock = self.windows.swap(0, Ordering::Relaxed) * clock_cost();
-        (
-            Duration::from_nanos(
-                self.write_ns
-                    .swap(0, Ordering::Relaxed)
-                    .saturating_sub(clock),
-            ),
-            self.bytes.swap(0, Ordering::Relaxed),
+        Duration::from_nanos(
+            self.write_ns
+                .swap(0, Ordering::Relaxed)
+                .saturating_sub(clock),
         )
     }
 }
@@ -119,14 +111,13 @@ impl<D: Device> Device for Timed<D> {
     fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
         let t = Instant::now();
         let r = self.inner.write(handle, offset, data);
-        self.count(t.elapsed(), &[data]);
+        self.count(t.elapsed(), [data]);
         r
     }
     fn write_all(&self, writes: &[Write<'_>]) -> Result<(), (usize, DeviceError)> {
         let t = Instant::now();
         let r = self.inner.write_all(writes);
-        let data: Vec<&[u8]> = writes.iter().map(|w| w.data).collect();
-        self.count(t.elapsed(), &data);
+        self.count(t.elapsed(), writes.iter().map(|w| w.data));
         r
     }
     fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
@@ -219,23 +210,21 @@ fn config(device: DeviceKind, lnc: Option<u32>) -> RuntimeConfig {
 
 /// A parsed NEFF staged directly (S4, with S5 inside), on a timed device.
 struct Staging {
-    bytes: Arc<Vec<u8>>,
     neff: container::Neff,
     model: parse::ParsedModel,
     pcores: Vec<PCore>,
 }
 
 impl Staging {
-    fn new(bytes: Arc<Vec<u8>>, lnc: u32) -> Staging {
+    fn new(bytes: &[u8], lnc: u32) -> Staging {
         let opts = OpenOptions {
             inflate_limit: Some(8 << 30),
             ..OpenOptions::default()
         };
-        let neff = container::open(&bytes, &opts).expect("open");
+        let neff = container::open(bytes, &opts).expect("open");
         let model = parse::parse(&neff, &popts(Arch::Cayman, lnc)).expect("parse");
         let pcores = (0..lnc).map(PCore).collect();
         Staging {
-            bytes,
             neff,
             model,
             pcores,
@@ -243,14 +232,13 @@ impl Staging {
     }
 
     /// Stages and unstages once; returns (stage time, relocation time,
-    /// time inside device writes, bytes written).
+    /// time inside device writes).
     fn run<D: Device>(
         &self,
         dev: &Timed<D>,
         cores: &Cores,
         fanout_min_bytes: u64,
-    ) -> (Duration, Duration, Duration, u64) {
-        let _ = &self.bytes;
+    ) -> (Duration, Duration, Duration) {
         let sopts = StageOptions {
             arch: Arch::Cayman,
             scratchpad_page: 512 << 20,
@@ -269,12 +257,12 @@ impl Staging {
         )
         .expect("stage");
         let elapsed = t.elapsed();
-        let (write, bytes) = dev.take();
+        let write = dev.take();
         let reloc = images.iter().map(|i| i.reloc_time).sum();
         for img in images {
             stage::unstage(dev, cores, img);
         }
-        (elapsed, reloc, write, bytes)
+        (elapsed, reloc, write)
     }
 }
 
@@ -348,7 +336,7 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
         }));
     }
     {
-        let st = Staging::new(bytes.clone(), 2);
+        let st = Staging::new(&bytes, 2);
         let dev = Timed::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
         let cores = Cores::new(8);
         let pieces = dev.record(|| {
@@ -373,7 +361,7 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
                 &format!("{short} memcpy floor of the staged writes, piece by piece"),
             ],
             move || {
-                let (s, r, w, _) = st.run(&dev, &cores, DEFAULT_FANOUT_MIN_BYTES);
+                let (s, r, w) = st.run(&dev, &cores, DEFAULT_FANOUT_MIN_BYTES);
                 vec![
                     s,
                     r,
@@ -462,9 +450,8 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
 fn fanout_cases(cases: &mut Vec<Case>) {
     const SG: u32 = 8;
     const W: u64 = 8 << 20;
-    let bytes =
-        Arc::new(lnc_writer(SG).write(&Synth::cayman_weights(SG as usize, W).member_list()));
-    let st = Arc::new(Staging::new(bytes, SG));
+    let bytes = lnc_writer(SG).write(&Synth::cayman_weights(SG as usize, W).member_list());
+    let st = Arc::new(Staging::new(&bytes, SG));
     let geometry = Geometry::custom(Arch::Cayman, SG, 4, 24 << 30).unwrap();
     let src = Arc::new(vec![7u8; (SG as u64 * W) as usize]);
     for (kind, label) in [("sim", "SimDevice"), ("null", "NullDevice")] {
@@ -484,13 +471,13 @@ fn fanout_cases(cases: &mut Vec<Case>) {
             if kind == "sim" {
                 let dev = Timed::new(SimDevice::new(geometry.clone()));
                 cases.push(case(&rows, move || {
-                    let (s, _, w, _) = st.run(&dev, &cores, fanout_min);
+                    let (s, _, w) = st.run(&dev, &cores, fanout_min);
                     vec![s, w]
                 }));
             } else {
                 let dev = Timed::new(NullDevice::new(geometry.clone()));
                 cases.push(case(&rows, move || {
-                    let (s, _, w, _) = st.run(&dev, &cores, fanout_min);
+                    let (s, _, w) = st.run(&dev, &cores, fanout_min);
                     vec![s, w]
                 }));
             }

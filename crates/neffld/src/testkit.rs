@@ -539,24 +539,27 @@ pub fn weight_pattern(len: usize) -> Vec<u8> {
 }
 
 impl Synth {
-    /// [`Synth::dynamic_cayman`] widened to `subgraphs` graphs (sg00 active,
-    /// the others idle), each with an f32 weight `w_sg0000` of
-    /// `weight_bytes` (a multiple of 4) non-zero bytes. Write it with
-    /// [`lnc_writer`] for an LNC of `subgraphs`.
-    pub fn cayman_weights(subgraphs: usize, weight_bytes: u64) -> Synth {
+    /// A trn2 NEFF with `n` subgraphs: [`Synth::dynamic_cayman`]'s active
+    /// sg00 and `n - 1` copies of its idle sg01, a kelf listing all of them,
+    /// one output head per graph. Write it with [`lnc_writer`] for an LNC of
+    /// `n`.
+    pub fn dynamic_cayman_n(n: usize) -> Synth {
+        assert!(n >= 1);
         let mut s = Synth::dynamic_cayman();
         let idle: Vec<(String, Vec<u8>)> = s
             .members
             .iter()
             .filter_map(|(k, v)| k.strip_prefix("sg01/").map(|r| (r.to_string(), v.clone())))
             .collect();
-        for g in 2..subgraphs {
-            for (rest, bytes) in &idle {
-                s.set(&format!("sg{g:02}/{rest}"), bytes.clone());
+        s.members.retain(|k, _| !k.starts_with("sg01/"));
+        let sg = |i: usize| format!("sg{i:02}");
+        for i in 1..n {
+            for (rest, v) in &idle {
+                s.set(&format!("{}/{rest}", sg(i)), v.clone());
             }
         }
-        let graphs: Vec<Value> = (0..subgraphs)
-            .map(|g| json!({"definition": format!("sg{g:02}/def.json"), "name": format!("sg{g:02}")}))
+        let graphs: Vec<Value> = (0..n)
+            .map(|i| json!({"definition": format!("{}/def.json", sg(i)), "name": sg(i)}))
             .collect();
         s.edit("kelf-0.json", |v| v["graphs"] = json!(graphs));
         s.set_json(
@@ -564,10 +567,17 @@ impl Synth {
             &neff_json(
                 &[("q", "float32", &[4, 16]), ("k", "float32", &[4, 16])],
                 &[("o", "float32", &[4, 16])],
-                subgraphs,
+                n,
                 "kelf-0.json",
             ),
         );
+        s
+    }
+
+    /// [`Synth::dynamic_cayman_n`] with an f32 weight `w_sg0000` of
+    /// `weight_bytes` (a multiple of 4) non-zero bytes in every graph.
+    pub fn cayman_weights(subgraphs: usize, weight_bytes: u64) -> Synth {
+        let mut s = Synth::dynamic_cayman_n(subgraphs);
         let weight = npy_v1(
             "<f4",
             &[weight_bytes / 4],

@@ -11,6 +11,7 @@ use neffld::api::Runtime;
 use neffld::cache::Role;
 use neffld::device::{Device, FaultPlan, Geometry, Ledger};
 use neffld::ids::PCore;
+use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
 
 /// The operations of one load and what the sweep saw.
@@ -206,7 +207,7 @@ fn a_256_subgraph_load_stages_and_a_failure_on_core_200_rolls_back_all_others() 
     let geometry = Geometry::custom(Arch::Cayman, 256, 64, 2 << 30).unwrap();
     let (rt, dev) = runtime_on(geometry, Some(256));
     let empty = dev.ledger();
-    let s = synth_n(256);
+    let s = Synth::dynamic_cayman_n(256);
     let bytes = write_with_lnc(&s, 256, true);
     let m = rt.load(&bytes, -1, 1).unwrap_or_else(|e| panic!("{e}"));
     rt.with_model(&m, |lm| {

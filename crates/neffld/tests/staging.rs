@@ -95,7 +95,7 @@ fn a_writer_built_trn1_neff_stages_on_each_trn1_core() {
 #[test]
 fn a_one_subgraph_neff_on_an_lnc2_core_uses_tpbs_0_only() {
     let (rt, dev) = runtime(Arch::Cayman);
-    let bytes = write_with_lnc(&synth_n(1), 2, true);
+    let bytes = write_with_lnc(&Synth::dynamic_cayman_n(1), 2, true);
     let m = rt.load(&bytes, 2, 1).unwrap();
     rt.with_model(&m, |lm| {
         assert_eq!(lm.cores.len(), 1);

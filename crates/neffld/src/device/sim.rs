@@ -62,11 +62,15 @@ impl Pool {
         Some(b)
     }
 
-    fn give(&mut self, buf: Vec<u8>) {
-        if !buf.is_empty() && self.bytes + buf.len() <= POOL_MAX {
-            self.bytes += buf.len();
-            self.bufs.entry(buf.len()).or_default().push(buf);
+    /// Keeps `buf`, or hands it back when the pool is full, so the caller
+    /// can free it outside the device lock.
+    fn give(&mut self, buf: Vec<u8>) -> Option<Vec<u8>> {
+        if buf.is_empty() || self.bytes + buf.len() > POOL_MAX {
+            return Some(buf);
         }
+        self.bytes += buf.len();
+        self.bufs.entry(buf.len()).or_default().push(buf);
+        None
     }
 
     #[cfg(test)]
@@ -284,14 +288,16 @@ impl Device for SimDevice {
     }
 
     fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
-        let mut inner = self.lock();
-        let store = inner.books.free(handle)?;
-        // Keep the buffer for a later allocation (unless a copy still holds it).
+        let store = self.lock().books.free(handle)?;
+        // Keep a dense buffer for a later allocation (unless a copy still
+        // holds it). Whatever is not kept, sparse pages included, is freed
+        // here, outside the device lock.
         if let Ok(m) = Arc::try_unwrap(store) {
             if let Pages::Dense { buf: Some(buf), .. } =
                 m.into_inner().unwrap_or_else(PoisonError::into_inner)
             {
-                inner.pool.give(buf);
+                let unkept = self.lock().pool.give(buf); // the lock ends with this statement
+                drop(unkept);
             }
         }
         Ok(())

@@ -43,7 +43,7 @@ pub struct StageOptions {
 /// host where a build thread takes about 60 µs to start: 8 subgraphs of
 /// 1 MiB of weights each staged 1.1–1.4× faster on one thread, 8 of 2 MiB
 /// 1.1–1.2× faster on eight; matmul_large (4 MB in two subgraphs) was no
-/// faster fanned out, and matmul_small (189 KB) 5–7× slower.
+/// faster fanned out, and matmul_small (189 KB) 4–7× slower.
 pub const DEFAULT_FANOUT_MIN_BYTES: u64 = 16 << 20;
 
 /// Bytes the per-core builds of `kbins` copy in bulk: weights and

@@ -59,41 +59,6 @@ pub fn parse(bytes: &[u8], arch: Arch, lnc: u32) -> (Neff, ParsedModel) {
     (neff, model)
 }
 
-/// A trn2 NEFF with `n` subgraphs: `dynamic_cayman`'s active sg00 and
-/// `n - 1` copies of its idle sg01, a kelf listing all of them, one output
-/// head per graph. Write it with [`write_with_lnc`].
-pub fn synth_n(n: usize) -> Synth {
-    assert!(n >= 1);
-    let mut s = Synth::dynamic_cayman();
-    let idle: Vec<(String, Vec<u8>)> = s
-        .members
-        .iter()
-        .filter(|(k, _)| k.starts_with("sg01/"))
-        .map(|(k, v)| (k["sg01/".len()..].to_string(), v.clone()))
-        .collect();
-    s.members.retain(|k, _| !k.starts_with("sg01/"));
-    let sg = |i: usize| format!("sg{i:02}");
-    for i in 1..n {
-        for (rest, v) in &idle {
-            s.set(&format!("{}/{rest}", sg(i)), v.clone());
-        }
-    }
-    let graphs: Vec<_> = (0..n)
-        .map(|i| json!({"definition": format!("{}/def.json", sg(i)), "name": sg(i)}))
-        .collect();
-    s.edit("kelf-0.json", |v| v["graphs"] = json!(graphs));
-    s.set_json(
-        "neff.json",
-        &neff_json(
-            &[("q", "float32", &[4, 16]), ("k", "float32", &[4, 16])],
-            &[("o", "float32", &[4, 16])],
-            n,
-            "kelf-0.json",
-        ),
-    );
-    s
-}
-
 /// Writes a synthetic trn2 NEFF with a header declaring LNC `lnc` (feature
 /// bit 0x400 set) or not declaring one.
 pub fn write_with_lnc(s: &Synth, lnc: u32, declare_lnc: bool) -> Vec<u8> {
@@ -108,7 +73,7 @@ pub fn write_with_lnc(s: &Synth, lnc: u32, declare_lnc: bool) -> Vec<u8> {
 
 /// `n` subgraphs, written with the header declaring (or not) LNC `n`.
 pub fn synth_n_bytes(n: usize, declare_lnc: bool) -> Vec<u8> {
-    write_with_lnc(&synth_n(n), n as u32, declare_lnc)
+    write_with_lnc(&Synth::dynamic_cayman_n(n), n as u32, declare_lnc)
 }
 
 /// Host resident set size in bytes (`VmRSS` of /proc/self/status).
