@@ -9,7 +9,7 @@ TARGET=${CARGO_TARGET_DIR:-target}
 cargo bench -p neffld --bench load
 cargo build --release -p neffld --example scale
 E="$TARGET/release/examples/scale"
-F=${NEFFLD_FIXTURES:-../shared/fixtures}
+F=${NEFFLD_FIXTURES:-testdata/fixtures}
 echo
 echo "## Peak RSS added by staging matmul_large on SimDevice (3 processes)"
 for i in 1 2 3; do "$E" stage-rss "$F/matmul_large.neff"; done

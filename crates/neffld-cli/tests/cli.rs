@@ -5,21 +5,13 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// False (with a notice) when `../shared/fixtures` is not beside the
-/// checkout: the tests that read real NEFFs then skip.
-fn fixtures_present() -> bool {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    let present = dir.is_dir();
-    if !present {
-        eprintln!("skipping: {} is absent", dir.display());
-    }
-    present
+/// The real fixtures, vendored under `testdata/fixtures`.
+fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/fixtures")
 }
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(name)
+    fixtures_dir().join(name)
 }
 
 fn neffld(args: &[&str]) -> Output {
@@ -43,9 +35,6 @@ fn scratch(tag: &str) -> PathBuf {
 
 #[test]
 fn verify_json_reports_the_real_file() {
-    if !fixtures_present() {
-        return;
-    }
     let f = fixture("matmul_small.neff");
     let out = neffld(&["verify", "--json", f.to_str().unwrap()]);
     assert!(out.status.success());
@@ -97,9 +86,6 @@ fn verify_json_reports_the_real_file() {
 
 #[test]
 fn a_damaged_file_fails_with_its_status() {
-    if !fixtures_present() {
-        return;
-    }
     let dir = scratch("damaged");
     let mut b = std::fs::read(fixture("matmul_small.neff")).unwrap();
     b[0x18] = 9; // NEFF major 9
@@ -136,9 +122,6 @@ fn a_damaged_file_fails_with_its_status() {
 
 #[test]
 fn extract_then_pack_rebuilds_an_equivalent_neff() {
-    if !fixtures_present() {
-        return;
-    }
     let dir = scratch("roundtrip");
     let src = fixture("kfusion__fused_attention__fused.neff");
     let tree = dir.join("tree");
@@ -284,10 +267,7 @@ fn snapshot(name: &str, actual: &str) {
 
 #[test]
 fn load_every_fixture_with_check_exits_0() {
-    if !fixtures_present() {
-        return;
-    }
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let dir = fixtures_dir();
     for e in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
         let p = e.path();
         if p.extension().is_none_or(|x| x != "neff") {
@@ -304,9 +284,6 @@ fn load_every_fixture_with_check_exits_0() {
 
 #[test]
 fn load_json_schema() {
-    if !fixtures_present() {
-        return;
-    }
     let f = fixture("matmul_small.neff");
     let out = neffld(&["load", "--json", "--device", "null", f.to_str().unwrap()]);
     assert!(out.status.success());
@@ -359,9 +336,6 @@ fn load_json_schema() {
 
 #[test]
 fn load_for_the_wrong_arch_says_why() {
-    if !fixtures_present() {
-        return;
-    }
     let f = fixture("matmul_small.neff");
     let out = neffld(&["load", "--json", "--arch", "trn1", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
@@ -421,9 +395,6 @@ fn human_output_snapshots() {
 
 #[test]
 fn map_writes_one_svg_per_core() {
-    if !fixtures_present() {
-        return;
-    }
     let dir = scratch("map");
     let html = dir.join("map.html");
     let f = fixture("matmul_small.neff");
@@ -448,9 +419,6 @@ fn map_writes_one_svg_per_core() {
 /// Member lists equal what GNU tar lists from the same payload.
 #[test]
 fn member_lists_match_gnu_tar() {
-    if !fixtures_present() {
-        return;
-    }
     if std::process::Command::new("tar")
         .arg("--version")
         .output()

@@ -26,7 +26,7 @@ fn main() {
     let path = std::env::args().nth(1).unwrap_or_else(|| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/matmul_large.neff"
+            "/../../testdata/fixtures/matmul_large.neff"
         )
         .into()
     });

@@ -26,7 +26,7 @@ const VIRTUAL: u32 = nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_VIRTUAL as u32
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!(
-        "{}/../../../shared/fixtures/{name}",
+        "{}/../../testdata/fixtures/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))

@@ -46,7 +46,7 @@ fn build(tag: &str) -> Option<PathBuf> {
 }
 
 fn fixture() -> PathBuf {
-    crate_dir().join("../../../shared/fixtures/matmul_small.neff")
+    crate_dir().join("../../testdata/fixtures/matmul_small.neff")
 }
 
 fn run(program: &Path, args: &[&str]) -> (bool, String) {

@@ -169,7 +169,7 @@ fn timed(mut f: impl FnMut()) -> Duration {
     t.elapsed()
 }
 
-/// A fixture's path: under `NEFFLD_FIXTURES` when set, else the shared fixtures.
+/// A fixture's path: under `NEFFLD_FIXTURES` when set, else the vendored fixtures.
 fn fixture_path(name: &str) -> PathBuf {
     let dir = std::env::var("NEFFLD_FIXTURES").unwrap_or_else(|_| neffld::testkit::FIXTURES.into());
     Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(name)

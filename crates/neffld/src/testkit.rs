@@ -600,8 +600,13 @@ pub fn lnc_writer(lnc: u32) -> NeffWriter {
     NeffWriter::with_header(Producer::V2_21, h)
 }
 
-/// The real fixtures' folder: `../shared/fixtures` beside the checkout.
-pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+/// The real fixtures' folder: the copies vendored under `testdata/fixtures`
+/// (licence notices beside them), so a fresh clone tests on real NEFFs.
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/fixtures");
+
+/// The hardware captures of the kfusion fixtures, vendored under
+/// `testdata/captures` (see its README for provenance).
+pub const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/captures");
 
 /// One real fixture's bytes; panics naming the file it could not read.
 pub fn fixture(name: &str) -> Vec<u8> {
@@ -609,10 +614,10 @@ pub fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// Every real fixture (`*.neff`) with its bytes, sorted by name, or `None`
-/// when the folder is not there (a checkout without `../shared`).
-pub fn real_fixtures() -> Option<Vec<(String, Vec<u8>)>> {
-    let dir = std::fs::read_dir(FIXTURES).ok()?;
+/// Every real fixture (`*.neff`) with its bytes, sorted by name; panics
+/// when the vendored folder cannot be read.
+pub fn real_fixtures() -> Vec<(String, Vec<u8>)> {
+    let dir = std::fs::read_dir(FIXTURES).unwrap_or_else(|e| panic!("{FIXTURES}: {e}"));
     let mut v: Vec<(String, Vec<u8>)> = dir
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -624,7 +629,8 @@ pub fn real_fixtures() -> Option<Vec<(String, Vec<u8>)>> {
         })
         .collect();
     v.sort();
-    Some(v)
+    assert_eq!(v.len(), 12, "{FIXTURES} holds the 12 real fixtures");
+    v
 }
 
 /// Members the `manifest` fuzz target can replace, indexed by its flag

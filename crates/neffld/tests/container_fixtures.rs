@@ -5,18 +5,8 @@ use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{self, DigestForm, Encoding, HashAlgorithm, OpenOptions};
 use neffld::testkit;
 
-/// The real fixtures, or `None` (with a notice) when `../shared/fixtures`
-/// is not beside the checkout.
-fn fixtures() -> Option<Vec<(String, Vec<u8>)>> {
-    let Some(out) = testkit::real_fixtures() else {
-        eprintln!(
-            "skipping: {} is absent (the real fixtures sit in ../shared beside the checkout)",
-            testkit::FIXTURES
-        );
-        return None;
-    };
-    assert_eq!(out.len(), 12, "expected the 12 real fixtures");
-    Some(out)
+fn fixtures() -> Vec<(String, Vec<u8>)> {
+    testkit::real_fixtures()
 }
 
 fn verify() -> OpenOptions {
@@ -28,7 +18,7 @@ fn verify() -> OpenOptions {
 
 #[test]
 fn every_fixture_opens_with_a_word_swapped_md5() {
-    let Some(all) = fixtures() else { return };
+    let all = fixtures();
     for (name, bytes) in all {
         let neff = container::open(&bytes, &verify()).unwrap_or_else(|e| panic!("{name}: {e}"));
         let v = neff.verified.expect("verified");
@@ -74,7 +64,7 @@ fn every_fixture_opens_with_a_word_swapped_md5() {
 
 #[test]
 fn matmul_facts_from_the_spec() {
-    let Some(all) = fixtures() else { return };
+    let all = fixtures();
     let get = |n: &str| &all.iter().find(|(f, _)| f == n).unwrap().1;
     let small = container::open(get("matmul_small.neff"), &verify()).unwrap();
     assert_eq!(
@@ -117,7 +107,7 @@ fn matmul_facts_from_the_spec() {
 
 #[test]
 fn a_flipped_payload_byte_fails_verification_only_when_asked() {
-    let Some(all) = fixtures() else { return };
+    let all = fixtures();
     let (_, mut bytes) = all
         .into_iter()
         .find(|(n, _)| n == "matmul_small.neff")
@@ -142,7 +132,7 @@ fn a_flipped_payload_byte_fails_verification_only_when_asked() {
 /// zlib-rs, whose level-1 matcher makes different but equally valid choices.)
 #[test]
 fn writer_reproduces_the_fixtures() {
-    let Some(all) = fixtures() else { return };
+    let all = fixtures();
     for (name, bytes) in all {
         let neff = container::open(&bytes, &OpenOptions::default()).unwrap();
         let members: Vec<(&str, &[u8])> = neff.archive.iter().collect();

@@ -3,18 +3,12 @@
 
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{self, Archive, OpenOptions};
-use neffld::testkit::FIXTURES;
 use neffld::NrtStatus;
 use proptest::prelude::*;
 
-/// A real fixture, or the writer-built legacy NEFF (with a notice) when
-/// `../shared/fixtures` is not beside the checkout.
+/// A real fixture (vendored under `testdata/fixtures`).
 fn fixture() -> Vec<u8> {
-    let path = format!("{FIXTURES}/kfusion__fused_attention__fused.neff");
-    std::fs::read(&path).unwrap_or_else(|_| {
-        eprintln!("{path} is absent: mutating a writer-built NEFF instead");
-        legacy()
-    })
+    neffld::testkit::fixture("kfusion__fused_attention__fused.neff")
 }
 
 fn legacy() -> Vec<u8> {

@@ -27,7 +27,7 @@ fn runtime(arch: Arch) -> (Runtime, Arc<SimDevice>) {
 #[test]
 fn every_fixture_loads_validates_and_unloads_cleanly() {
     let (rt, dev) = runtime(Arch::Cayman);
-    for (name, bytes) in real_fixtures().expect("the shared fixtures") {
+    for (name, bytes) in real_fixtures() {
         let m = rt
             .load(&bytes, -1, 1)
             .unwrap_or_else(|e| panic!("{name}: {e} [{}]", e.status()));

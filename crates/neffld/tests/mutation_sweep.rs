@@ -1110,7 +1110,6 @@ fn real_fixtures() {
         extremes: false,
     };
     let bases = neffld::testkit::real_fixtures()
-        .expect("the shared fixtures")
         .into_iter()
         .map(|(name, bytes)| {
             let budget = if bytes.len() > 256 << 10 {

@@ -23,7 +23,7 @@ pub use neffld::testkit::fixture;
 
 /// Every `.neff` in the shared fixtures, by name.
 pub fn all_fixtures() -> Vec<(String, Vec<u8>)> {
-    let v = real_fixtures().unwrap_or_default();
+    let v = real_fixtures();
     assert!(
         v.len() >= 12,
         "the shared fixtures are missing: {}",
