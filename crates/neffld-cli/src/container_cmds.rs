@@ -292,7 +292,7 @@ fn print_human(out: &Value) {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "file        {} ({})",
+        "file        {}: {}",
         str_of(&out["file"]),
         units::bytes(out["size"].as_u64().unwrap_or(0))
     );
@@ -662,10 +662,10 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
             eprintln!("{}", err.warn(&format!("warning: {w}")));
         }
         emit(&format!(
-            "wrote {} ({}, {} members)\n",
+            "wrote {}: {} members, {}\n",
             out.display(),
-            units::bytes(neff.len() as u64),
-            members.len()
+            members.len(),
+            units::bytes(neff.len() as u64)
         ));
     }
     Ok(ExitCode::SUCCESS)

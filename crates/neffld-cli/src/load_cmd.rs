@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::{self, OpenOptions};
-use neffld::device::{Device, Geometry, NullDevice, SimDevice};
+use neffld::device::{Device, Geometry, NullDevice, SimDevice, CARVEOUT};
 use neffld::ids::PCore;
 use neffld::relocate::dma::decode_template;
 use neffld::relocate::ipmap::{PatchKind, Section};
@@ -303,17 +303,19 @@ fn human(out: &Value, no_timings: bool, style: Style) -> String {
         );
         let _ = writeln!(
             t,
-            "  {:>4}  {:<36} {:<13} {:>18} {:>10}  placement",
+            "  {:>4}  {:<36} {:<13} {:>18} {:>20}  placement",
             "id", "variable", "type", "address", "size"
         );
         for v in c["variables"].as_array().into_iter().flatten() {
             let addr = v["address"]
                 .as_u64()
                 .map_or("-".to_string(), |a| format!("{a:#x}"));
-            let size = v["size"].as_u64().map_or("-".to_string(), units::human);
+            let size = v["size"]
+                .as_u64()
+                .map_or("-".to_string(), |b| format!("{b} ({})", units::human(b)));
             let _ = writeln!(
                 t,
-                "  {:>4}  {:<36} {:<13} {:>18} {:>10}  {}",
+                "  {:>4}  {:<36} {:<13} {:>18} {:>20}  {}",
                 n(&v["var_id"]),
                 s(&v["name"]),
                 s(&v["type"]),
@@ -561,7 +563,9 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     });
     stamp(&mut out, "load", outcome.as_ref().err());
     if let Some(path) = &a.map {
-        let html = map::render(&out, &cores);
+        // The allocatable part of a channel starts after the firmware carve-out.
+        let base = |ch: u32| geometry.channel_base(ch).map_or(0, |p| p.0) + CARVEOUT;
+        let html = map::render(&out, &cores, base);
         std::fs::write(path, html)
             .map_err(|e| Failure::io(format!("cannot write {}: {e}", path.display())))?;
     }

@@ -248,3 +248,39 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand says what it is for, and every
+    /// subcommand's help ends with an example and its exit codes.
+    #[test]
+    fn help_describes_every_argument() {
+        let mut cli = Cli::command();
+        cli.build();
+        for sub in cli.get_subcommands().filter(|s| s.get_name() != "help") {
+            for arg in sub.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                assert!(
+                    arg.get_help().is_some_and(|h| !h.to_string().is_empty()),
+                    "{} {id} has no help text",
+                    sub.get_name()
+                );
+            }
+            let after = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                after.contains("Example:") && after.contains("Exit status:"),
+                "{}",
+                sub.get_name()
+            );
+        }
+    }
+}

@@ -59,7 +59,10 @@ impl Failure {
     }
 
     pub fn human(&self) -> String {
-        format!("{} failed: {} [{}]", self.stage, self.message, self.status)
+        match self.stage {
+            "io" | "usage" => self.message.clone(),
+            stage => format!("{stage} failed: {} [{}]", self.message, self.status),
+        }
     }
 }
 

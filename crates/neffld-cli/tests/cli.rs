@@ -38,7 +38,7 @@ fn verify_json_reports_the_real_file() {
     let f = fixture("matmul_small.neff");
     let out = neffld(&["verify", "--json", f.to_str().unwrap()]);
     assert!(out.status.success());
-    let v = &json(&out)[0];
+    let v = &json(&out)["files"][0];
     assert_eq!(v["status_code"], 0);
     assert_eq!(v["header"]["uuid"], "00a04c535fd94f07bffdd5eacdefc852");
     assert_eq!(v["header"]["vnc_size"], 2);
@@ -93,7 +93,7 @@ fn a_damaged_file_fails_with_its_status() {
     std::fs::write(&f, &b).unwrap();
     let out = neffld(&["verify", "--json", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    let v = &json(&out)[0];
+    let v = &json(&out)["files"][0];
     assert_eq!(v["status_code"], 10);
     assert_eq!(v["status"], "NRT_UNSUPPORTED_NEFF_VERSION");
     assert!(v["error"]["message"]
@@ -109,7 +109,8 @@ fn a_damaged_file_fails_with_its_status() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[2], "2 files: 1 ok, 1 failed, 0 unreadable");
     assert!(
         lines[0].starts_with("ok    ") && lines[1].starts_with("FAIL  "),
         "{text}"
@@ -150,8 +151,8 @@ fn extract_then_pack_rebuilds_an_equivalent_neff() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let a = json(&neffld(&["verify", "--json", src.to_str().unwrap()]))[0].clone();
-    let b = json(&neffld(&["verify", "--json", out_file.to_str().unwrap()]))[0].clone();
+    let a = json(&neffld(&["verify", "--json", src.to_str().unwrap()]))["files"][0].clone();
+    let b = json(&neffld(&["verify", "--json", out_file.to_str().unwrap()]))["files"][0].clone();
     assert_eq!(b["status_code"], 0);
     assert_eq!(a["header"]["uuid"], b["header"]["uuid"]);
     assert_eq!(
@@ -179,7 +180,7 @@ fn extract_then_pack_rebuilds_an_equivalent_neff() {
             src.to_str().unwrap(),
         ];
         assert!(neffld(&args).status.success(), "{p}");
-        let v = json(&neffld(&["verify", "--json", f.to_str().unwrap()]))[0].clone();
+        let v = json(&neffld(&["verify", "--json", f.to_str().unwrap()]))["files"][0].clone();
         assert_eq!(v["status_code"], 0, "{p}: {}", v["error"]);
         assert_eq!(v["integrity"]["result"], result, "{p}");
         let names = |m: &Value| {
@@ -222,6 +223,40 @@ fn extract_then_pack_rebuilds_an_equivalent_neff() {
     .status
     .success());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The integrity line agrees with `verify`, which requires the hash: every
+/// real fixture and the demo pass it, so inspect must say "matches".
+#[test]
+fn inspect_integrity_line_agrees_with_verify() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+        .collect();
+    files.push(demo());
+    for f in files {
+        let v = json(&neffld(&["verify", "--json", f.to_str().unwrap()]));
+        let entry = &v["files"][0];
+        assert_eq!(entry["status_code"], 0, "{}: {v}", f.display());
+        let form = entry["integrity"]["result"].as_str().unwrap();
+        let alg = entry["integrity"]["algorithm"].as_str().unwrap();
+        let out = neffld(&["inspect", f.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let want = format!("integrity   {alg} computed, not required: matches ({form})");
+        assert!(text.contains(&want), "{}: {text}", f.display());
+    }
+    // And a damaged payload reads as one.
+    let dir = scratch("integrity");
+    let mut b = std::fs::read(demo()).unwrap();
+    let last = b.len() - 1;
+    b[last] ^= 0xff;
+    let f = dir.join("flipped.neff");
+    std::fs::write(&f, &b).unwrap();
+    let text =
+        String::from_utf8_lossy(&neffld(&["inspect", f.to_str().unwrap()]).stdout).to_string();
+    assert!(text.contains("does NOT match"), "{text}");
 }
 
 #[test]
@@ -310,7 +345,6 @@ fn load_json_schema() {
     for c in cores {
         for k in [
             "hbm",
-            "hbm_bytes",
             "instructions",
             "descriptors",
             "templates",
@@ -318,7 +352,6 @@ fn load_json_schema() {
         ] {
             assert!(c[k].is_u64(), "cores[].{k}: {c}");
         }
-        assert!(c["hbm_bytes"].as_u64().unwrap() > 32768);
         assert_eq!(c["variables"].as_array().unwrap().len(), 6);
         assert_eq!(c["images"].as_array().unwrap().len(), 5);
         let pool = &c["images"][2];
@@ -332,6 +365,26 @@ fn load_json_schema() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["x", "y", "output0"]);
+    // Both cores share HBM 0 (trn2: two cores per HBM), and each has its categories.
+    let m = &v["memory"];
+    assert_eq!(m["hbm"].as_array().unwrap().len(), 1, "{m}");
+    assert_eq!(m["hbm"][0]["cores"], serde_json::json!([0, 1]));
+    assert_eq!(m["hbm"][0]["total"], (24u64 << 30) - (16 << 20));
+    for c in m["cores"].as_array().unwrap() {
+        let cats = c["categories"].as_object().unwrap();
+        assert!(cats["WEIGHT"].as_u64().unwrap() >= 32768, "{c}");
+        assert_eq!(
+            cats.values().map(|b| b.as_u64().unwrap()).sum::<u64>(),
+            c["used"]
+        );
+    }
+    let charged: u64 = m["allocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["charged"].as_u64().unwrap())
+        .sum();
+    assert_eq!(m["hbm"][0]["used"], charged);
 }
 
 #[test]
@@ -342,7 +395,11 @@ fn load_for_the_wrong_arch_says_why() {
     let v = json(&out);
     assert_eq!(v["status_code"], 2);
     assert_eq!(v["status"], "NRT_INVALID");
-    assert!(v["message"].as_str().unwrap().contains("--lnc=2"), "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("--lnc=2"),
+        "{v}"
+    );
+    assert_eq!(v["error"]["stage"], "container");
     let out = neffld(&["load", f.to_str().unwrap(), "--arch", "trn1"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("NRT_INVALID"));
 }
@@ -394,26 +451,78 @@ fn human_output_snapshots() {
 }
 
 #[test]
-fn map_writes_one_svg_per_core() {
+fn map_draws_every_allocation_on_one_axis_per_hbm() {
     let dir = scratch("map");
     let html = dir.join("map.html");
     let f = fixture("matmul_small.neff");
     let out = neffld(&[
         "load",
         "--quiet",
+        "--json",
         "--map",
         html.to_str().unwrap(),
         f.to_str().unwrap(),
     ]);
     assert!(out.status.success());
+    let v = json(&out);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
-    assert_eq!(page.matches("<svg").count(), 2);
+    // nc0 and nc1 share HBM 0: one picture.
+    assert_eq!(page.matches("<svg").count(), 1);
+    assert!(page.contains("<h2>HBM 0 — cores nc0, nc1 — "), "{page}");
+    // Every allocation is a labelled row.
+    let rows = |v: &Value, page: &str| {
+        let allocs = v["memory"]["allocations"].as_array().unwrap().clone();
+        assert_eq!(page.matches("<g class=\"alloc\">").count(), allocs.len());
+        for a in &allocs {
+            let addr = format!("@ {:#x}</text>", a["address"].as_u64().unwrap());
+            assert!(page.contains(&addr), "no label for {a}");
+        }
+        allocs
+    };
+    rows(&v, &page);
+    // The demo: its scratchpad is drawn, and the two spill variables that
+    // share 2 KiB of it are drawn on one zoomed axis, overlapping.
+    let d = demo();
+    let out = neffld(&[
+        "load",
+        "--quiet",
+        "--json",
+        "--map",
+        html.to_str().unwrap(),
+        d.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let v = json(&out);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let allocs = rows(&v, &page);
     assert!(
-        page.contains("<title>var identity_82_sg0000 (file) — address 0x"),
-        "hover text"
+        allocs.iter().any(|a| a["category"] == "SCRATCHPAD"),
+        "{allocs:?}"
     );
-    assert!(page.matches("<rect").count() > 20);
+    let vars: Vec<(u64, u64)> = v["cores"][0]["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["name"] == "spill_a" || x["name"] == "spill_b")
+        .map(|x| (x["address"].as_u64().unwrap(), x["size"].as_u64().unwrap()))
+        .collect();
+    assert!(
+        vars[0].0 < vars[1].0 && vars[1].0 < vars[0].0 + vars[0].1,
+        "the NEFF aliases them: {vars:?}"
+    );
+    let bar = |name: &str| -> (f64, f64) {
+        let i = page.find(&format!("var {name} (virtual)")).unwrap();
+        let rect = &page[i..][page[i..].find("<rect x=\"").unwrap() + 9..];
+        let x: f64 = rect[..rect.find('"').unwrap()].parse().unwrap();
+        let w = &rect[rect.find("width=\"").unwrap() + 7..];
+        (x, w[..w.find('"').unwrap()].parse().unwrap())
+    };
+    let (a, b) = (bar("spill_a"), bar("spill_b"));
+    assert!(
+        b.0 > a.0 && b.0 < a.0 + a.1,
+        "drawn overlapping: {a:?} {b:?}"
+    );
 }
 
 /// Member lists equal what GNU tar lists from the same payload.
