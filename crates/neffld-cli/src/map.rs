@@ -23,7 +23,7 @@ const WIDTH: f64 = 1260.0;
 const LEFT: f64 = 560.0;
 const RIGHT: f64 = 20.0;
 const ROW: f64 = 16.0;
-const TICKS: u32 = 5;
+const TICKS: u32 = 6;
 /// Longest label drawn (the hover text always has the whole name).
 const LABEL_MAX: usize = 84;
 
@@ -34,16 +34,21 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// A fill per category name: any name the library reports gets a stable colour.
-fn color(category: &str) -> String {
-    const PALETTE: [&str; 10] = [
-        "#e67700", "#2b8a3e", "#1c7ed6", "#ae3ec9", "#c92a2a", "#0c8599", "#5f3dc4", "#d6336c",
-        "#66a80f", "#495057",
-    ];
-    let h = category
-        .bytes()
-        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-    PALETTE[h as usize % PALETTE.len()].to_string()
+/// Fills given to categories in the order the legend lists them, so any
+/// name the library reports gets a colour and neighbours in the legend differ.
+const PALETTE: [&str; 12] = [
+    "#c92a2a", "#2b8a3e", "#1c7ed6", "#e67700", "#ae3ec9", "#0c8599", "#5c940d", "#d6336c",
+    "#364fc7", "#a61e4d", "#495057", "#f08c00",
+];
+
+/// Category name → fill.
+struct Colors(Vec<String>);
+
+impl Colors {
+    fn of(&self, category: &str) -> &'static str {
+        let i = self.0.iter().position(|c| c == category).unwrap_or(0);
+        PALETTE[i % PALETTE.len()]
+    }
 }
 
 fn short(label: &str) -> String {
@@ -94,13 +99,22 @@ impl Axis {
             "<line x1=\"{LEFT}\" y1=\"{y:.0}\" x2=\"{:.0}\" y2=\"{y:.0}\" class=\"axis\"/>",
             WIDTH - RIGHT
         );
-        for i in 0..=TICKS {
-            let a = self.lo + ((self.hi - self.lo) as f64 * f64::from(i) / f64::from(TICKS)) as u64;
+        // Ticks on round addresses: a power-of-two step giving at most TICKS intervals.
+        let step = ((self.hi - self.lo) / u64::from(TICKS))
+            .max(1)
+            .next_power_of_two();
+        let first = self.lo.div_ceil(step) * step;
+        let ticks: Vec<u64> = std::iter::successors(Some(first), |a| a.checked_add(step))
+            .take_while(|&a| a <= self.hi)
+            .collect();
+        for &a in &ticks {
             let x = self.x(a);
-            let anchor = match i {
-                0 => "start",
-                i if i == TICKS => "end",
-                _ => "middle",
+            let anchor = if x < LEFT + 30.0 {
+                "start"
+            } else if x > WIDTH - RIGHT - 30.0 {
+                "end"
+            } else {
+                "middle"
             };
             let _ = writeln!(
                 svg,
@@ -158,6 +172,30 @@ fn variables_in<'a>(cores: &'a [Value], pcore: u64, lo: u64, size: u64) -> Vec<&
         .collect()
 }
 
+/// Splits address-sorted allocations where a gap is wider than an eighth of
+/// the whole allocated span, so each axis stays linear yet neighbours of a
+/// few KiB are not crushed by a distant GiB-sized block.
+fn clusters<'a>(sorted: &[&'a Value]) -> Vec<Vec<&'a Value>> {
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+    let lo = sorted.iter().map(|a| n(a, "address")).min().unwrap_or(0);
+    let hi = sorted
+        .iter()
+        .map(|a| n(a, "address").saturating_add(n(a, "size")))
+        .max()
+        .unwrap_or(0);
+    let wide = (hi - lo) / 8;
+    let mut out: Vec<Vec<&Value>> = Vec::new();
+    let mut end = 0u64;
+    for &a in sorted {
+        match out.last_mut() {
+            Some(group) if n(a, "address") <= end.saturating_add(wide) => group.push(a),
+            _ => out.push(vec![a]),
+        }
+        end = end.max(n(a, "address").saturating_add(n(a, "size")));
+    }
+    out
+}
+
 /// The picture of one HBM.
 fn hbm_svg(
     hbm: &Value,
@@ -165,6 +203,7 @@ fn hbm_svg(
     cores: &[Value],
     refused: &Value,
     base: u64,
+    colors: &Colors,
 ) -> String {
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let total = n(&hbm["total"]);
@@ -188,7 +227,7 @@ fn hbm_svg(
             svg,
             "<rect x=\"{x:.1}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"14\" fill=\"{}\"><title>{}</title></rect>",
             y + 2.0,
-            color(a["category"].as_str().unwrap_or("")),
+            colors.of(a["category"].as_str().unwrap_or("")),
             esc(a["name"].as_str().unwrap_or(""))
         );
     }
@@ -197,46 +236,44 @@ fn hbm_svg(
         let _ = writeln!(svg, "<text x=\"4\" y=\"{y:.0}\">nothing placed</text>");
         y += 20.0;
     } else {
-        // 2. Every allocation on the allocated span.
-        let lo = allocations
-            .iter()
-            .map(|a| n(&a["address"]))
-            .min()
-            .unwrap_or(base);
-        let hi = allocations
-            .iter()
-            .map(|a| n(&a["address"]).saturating_add(n(&a["size"])))
-            .max()
-            .unwrap_or(lo + 1);
-        let span = Axis::new(lo, hi);
-        y = span.draw(
-            &mut svg,
-            y,
-            &format!("allocations: {lo:#x} – {hi:#x} ({})", units::human(hi - lo)),
-        );
-        for a in allocations {
-            let label = format!(
-                "nc{} {} {} · {} @ {:#x}",
-                a["pcore"],
-                a["category"].as_str().unwrap_or(""),
-                a["name"].as_str().unwrap_or(""),
-                units::human(n(&a["size"])),
-                n(&a["address"])
-            );
-            let fill = color(a["category"].as_str().unwrap_or(""));
-            row(
+        // 2. Every allocation, on one linear axis per cluster of neighbours.
+        for group in clusters(allocations) {
+            let lo = group.iter().map(|a| n(&a["address"])).min().unwrap_or(base);
+            let hi = group
+                .iter()
+                .map(|a| n(&a["address"]).saturating_add(n(&a["size"])))
+                .max()
+                .unwrap_or(lo + 1);
+            let span = Axis::new(lo, hi);
+            y = span.draw(
                 &mut svg,
                 y,
-                span,
-                &label,
-                n(&a["address"]),
-                n(&a["size"]),
-                &fill,
-                "alloc",
+                &format!("allocations {lo:#x} – {hi:#x} ({})", units::human(hi - lo)),
             );
-            y += ROW;
+            for a in &group {
+                let label = format!(
+                    "nc{} {} {} · {} @ {:#x}",
+                    a["pcore"],
+                    a["category"].as_str().unwrap_or(""),
+                    a["name"].as_str().unwrap_or(""),
+                    units::human(n(&a["size"])),
+                    n(&a["address"])
+                );
+                let fill = colors.of(a["category"].as_str().unwrap_or(""));
+                row(
+                    &mut svg,
+                    y,
+                    span,
+                    &label,
+                    n(&a["address"]),
+                    n(&a["size"]),
+                    &fill,
+                    "alloc",
+                );
+                y += ROW;
+            }
+            y += 18.0;
         }
-        y += 18.0;
         // 3. Variables inside each allocation, on a zoom of their extent.
         for a in allocations {
             let vars = variables_in(cores, n(&a["pcore"]), n(&a["address"]), n(&a["size"]));
@@ -348,12 +385,13 @@ pub fn render(out: &Value, cores: &[Value], channel_base: impl Fn(u32) -> u64) -
         .collect();
     cats.sort_unstable();
     cats.dedup();
+    let colors = Colors(cats.iter().map(|c| c.to_string()).collect());
     html.push_str("<p class=\"legend\">");
     for c in cats {
         let _ = write!(
             html,
             "<span style=\"background:{}\">{}</span>",
-            color(c),
+            colors.of(c),
             esc(c)
         );
     }
@@ -380,7 +418,14 @@ pub fn render(out: &Value, cores: &[Value], channel_base: impl Fn(u32) -> u64) -
                 h["used"].as_u64().unwrap_or(0),
                 h["total"].as_u64().unwrap_or(0)
             )),
-            hbm_svg(h, &mine, cores, &memory["refused"], channel_base(ch as u32))
+            hbm_svg(
+                h,
+                &mine,
+                cores,
+                &memory["refused"],
+                channel_base(ch as u32),
+                &colors
+            )
         );
     }
     html.push_str("</body></html>\n");
