@@ -129,36 +129,40 @@ impl Axis {
     }
 }
 
-/// One labelled row: text on the left, a bar on `axis`.
-fn row(
-    svg: &mut String,
-    y: f64,
-    axis: Axis,
-    label: &str,
+/// One labelled row: text on the left, a bar on an axis.
+struct Row<'a> {
+    label: &'a str,
     addr: u64,
     size: u64,
-    fill: &str,
-    class: &str,
-) {
-    let (x, w) = axis.bar(addr, size);
-    let _ = writeln!(
-        svg,
-        "<g class=\"{class}\"><title>{} — {:#x}..{:#x}, {}</title>\
-         <text x=\"4\" y=\"{:.0}\">{}</text>\
-         <rect x=\"{x:.1}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"{:.0}\" fill=\"{fill}\"/></g>",
-        esc(label),
-        addr,
-        addr.saturating_add(size),
-        units::bytes(size),
-        y + ROW - 4.0,
-        esc(&short(label)),
-        y + 2.0,
-        ROW - 3.0
-    );
+    fill: &'a str,
+    /// `alloc` or `var`, for the page's checks.
+    class: &'a str,
+}
+
+impl Row<'_> {
+    fn draw(&self, svg: &mut String, y: f64, axis: Axis) {
+        let (x, w) = axis.bar(self.addr, self.size);
+        let _ = writeln!(
+            svg,
+            "<g class=\"{}\"><title>{} — {:#x}..{:#x}, {}</title>\
+             <text x=\"4\" y=\"{:.0}\">{}</text>\
+             <rect x=\"{x:.1}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"{:.0}\" fill=\"{}\"/></g>",
+            self.class,
+            esc(self.label),
+            self.addr,
+            self.addr.saturating_add(self.size),
+            units::bytes(self.size),
+            y + ROW - 4.0,
+            esc(&short(self.label)),
+            y + 2.0,
+            ROW - 3.0,
+            self.fill
+        );
+    }
 }
 
 /// Variables of `cores` with a device address inside `[lo, lo + size)` on `pcore`.
-fn variables_in<'a>(cores: &'a [Value], pcore: u64, lo: u64, size: u64) -> Vec<&'a Value> {
+fn variables_in(cores: &[Value], pcore: u64, lo: u64, size: u64) -> Vec<&Value> {
     cores
         .iter()
         .filter(|c| c["pcore"].as_u64() == Some(pcore))
@@ -260,16 +264,14 @@ fn hbm_svg(
                     n(&a["address"])
                 );
                 let fill = colors.of(a["category"].as_str().unwrap_or(""));
-                row(
-                    &mut svg,
-                    y,
-                    span,
-                    &label,
-                    n(&a["address"]),
-                    n(&a["size"]),
-                    &fill,
-                    "alloc",
-                );
+                Row {
+                    label: &label,
+                    addr: n(&a["address"]),
+                    size: n(&a["size"]),
+                    fill,
+                    class: "alloc",
+                }
+                .draw(&mut svg, y, span);
                 y += ROW;
             }
             y += 18.0;
@@ -310,16 +312,14 @@ fn hbm_svg(
                     units::human(n(&v["size"])),
                     n(&v["address"])
                 );
-                row(
-                    &mut svg,
-                    y,
-                    zoom,
-                    &label,
-                    n(&v["address"]),
-                    n(&v["size"]),
-                    "#868e96",
-                    "var",
-                );
+                Row {
+                    label: &label,
+                    addr: n(&v["address"]),
+                    size: n(&v["size"]),
+                    fill: "#868e96",
+                    class: "var",
+                }
+                .draw(&mut svg, y, zoom);
                 y += ROW;
             }
             y += 18.0;

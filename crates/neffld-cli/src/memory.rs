@@ -77,7 +77,7 @@ pub fn refusal_sentence(memory: &Value) -> Option<String> {
             placed.push((format!("nc{} {cat}", c["pcore"]), b.as_u64().unwrap_or(0)));
         }
     }
-    placed.sort_by(|a, b| b.1.cmp(&a.1));
+    placed.sort_by_key(|p| std::cmp::Reverse(p.1));
     let list: Vec<String> = placed
         .iter()
         .map(|(what, b)| format!("{what} {}", units::human(*b)))
