@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::units;
+use crate::{memory, units};
 
 const WIDTH: f64 = 1260.0;
 /// Where bars start; labels sit to the left of it.
@@ -404,16 +404,10 @@ pub fn render(out: &Value, cores: &[Value], channel_base: impl Fn(u32) -> u64) -
             .filter(|a| a["hbm"].as_u64() == Some(ch))
             .collect();
         mine.sort_by_key(|a| (a["address"].as_u64(), a["pcore"].as_u64()));
-        let sharing: Vec<String> = h["cores"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| format!("nc{c}"))
-            .collect();
         let _ = writeln!(
             html,
             "<h2>HBM {ch} — cores {} — {}</h2>\n{}",
-            sharing.join(", "),
+            memory::sharing(h),
             esc(&units::used_of(
                 h["used"].as_u64().unwrap_or(0),
                 h["total"].as_u64().unwrap_or(0)

@@ -146,17 +146,11 @@ pub fn human(memory: &Value) -> String {
         );
     }
     for h in memory["hbm"].as_array().into_iter().flatten() {
-        let sharing: Vec<String> = h["cores"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| format!("nc{c}"))
-            .collect();
         let _ = writeln!(
             t,
             "  HBM {} (cores {}): {} used",
             h["hbm"],
-            sharing.join(", "),
+            sharing(h),
             units::used_of(
                 h["used"].as_u64().unwrap_or(0),
                 h["total"].as_u64().unwrap_or(0)
@@ -164,4 +158,15 @@ pub fn human(memory: &Value) -> String {
         );
     }
     t
+}
+
+/// The cores of one `memory.hbm` entry: `nc0, nc1`.
+pub fn sharing(hbm: &Value) -> String {
+    let cores: Vec<String> = hbm["cores"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| format!("nc{c}"))
+        .collect();
+    cores.join(", ")
 }

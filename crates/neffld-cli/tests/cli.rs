@@ -454,18 +454,19 @@ fn human_output_snapshots() {
 fn map_draws_every_allocation_on_one_axis_per_hbm() {
     let dir = scratch("map");
     let html = dir.join("map.html");
-    let f = fixture("matmul_small.neff");
-    let out = neffld(&[
-        "load",
-        "--quiet",
-        "--json",
-        "--map",
-        html.to_str().unwrap(),
-        f.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
-    let v = json(&out);
-    let page = std::fs::read_to_string(&html).unwrap();
+    let load = |neff: &Path| {
+        let out = neffld(&[
+            "load",
+            "--quiet",
+            "--json",
+            "--map",
+            html.to_str().unwrap(),
+            neff.to_str().unwrap(),
+        ]);
+        assert!(out.status.success());
+        (json(&out), std::fs::read_to_string(&html).unwrap())
+    };
+    let (v, page) = load(&fixture("matmul_small.neff"));
     assert!(page.starts_with("<!DOCTYPE html>"));
     // nc0 and nc1 share HBM 0: one picture.
     assert_eq!(page.matches("<svg").count(), 1);
@@ -483,18 +484,7 @@ fn map_draws_every_allocation_on_one_axis_per_hbm() {
     rows(&v, &page);
     // The demo: its scratchpad is drawn, and the two spill variables that
     // share 2 KiB of it are drawn on one zoomed axis, overlapping.
-    let d = demo();
-    let out = neffld(&[
-        "load",
-        "--quiet",
-        "--json",
-        "--map",
-        html.to_str().unwrap(),
-        d.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
-    let v = json(&out);
-    let page = std::fs::read_to_string(&html).unwrap();
+    let (v, page) = load(&demo());
     let allocs = rows(&v, &page);
     assert!(
         allocs.iter().any(|a| a["category"] == "SCRATCHPAD"),
