@@ -253,6 +253,13 @@ fn human(out: &Value, no_timings: bool, style: Style) -> String {
             ))
         );
     }
+    if out["checked"] == true && out["status_code"] == 0 {
+        let _ = writeln!(
+            t,
+            "{}",
+            style.ok("check     passed: every address written to the device points into an allocation of its core")
+        );
+    }
     let m = &out["model"];
     if !m.is_null() {
         let pcores: Vec<String> = m["pcores"]
@@ -524,6 +531,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         return Err(Failure::usage(why));
     }
     out["arch"] = json!(config.arch.instance());
+    out["checked"] = json!(config.check);
     let device = recording_device(&config);
     let geometry = device.geometry().clone();
     let rt = Runtime::with_device(config, device.clone()).map_err(|e| load_failure(&e))?;

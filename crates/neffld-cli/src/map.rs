@@ -363,7 +363,7 @@ pub fn render(out: &Value, cores: &[Value], channel_base: impl Fn(u32) -> u64) -
         esc(&s(&out["file"])),
         esc(&s(&out["arch"])),
         esc(&s(&out["device"])),
-        esc(&s(&out["model"]["name"])),
+        esc(out["model"]["name"].as_str().unwrap_or("(not loaded)")),
         esc(&s(&out["status"]))
     );
     if !out["error"].is_null() {
