@@ -159,7 +159,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let wants_json = args.iter().any(|a| a == "--json");
     if wants_json && !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        let command = args.get(1).map_or("neffld", String::as_str);
+        let known = ["inspect", "verify", "load", "extract", "pack"];
+        let command = args
+            .iter()
+            .map(String::as_str)
+            .find(|a| known.contains(a))
+            .unwrap_or("neffld");
         let msg = e
             .kind()
             .as_str()

@@ -211,6 +211,8 @@ fn every_command_output_follows_the_schema() {
         (vec!["load", "--json", "--quiet", missing], 2),
         (vec!["load", "--json", "--quiet", "--lnc", "2", demo], 2),
         (vec!["load", "--json", "--no-such-flag", demo], 2),
+        (vec!["--json"], 2),
+        (vec!["--json", "frobnicate"], 2),
         (vec!["extract", "--json", demo, "-o", &tree], 0),
         (vec!["extract", "--json", missing, "-o", &tree], 2),
         (vec!["pack", "--json", &tree, "-o", &p], 0),
