@@ -11,8 +11,8 @@ neff=${1:?usage: render-map.sh NEFF OUT.png}
 png=${2:?usage: render-map.sh NEFF OUT.png}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cargo build -q --release -p neffld-cli
-bin=target/release/neffld
+cargo build -q -p neffld-cli
+bin=${NEFFLD_BIN:-target/debug/neffld}
 "$bin" load --quiet --json --map "$tmp/map.html" "$neff" > "$tmp/report.json" || true
 flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
   --disable-component-update --no-first-run --disable-sync --disable-quic
