@@ -476,6 +476,7 @@ impl Runtime {
         let opts = OpenOptions {
             verify_hash: self.config.validate_hash,
             inflate_limit: self.config.max_inflated,
+            max_members: self.config.max_members,
         };
         let popts = ParseOptions {
             instance_arch: self.config.arch,

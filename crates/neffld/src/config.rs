@@ -53,6 +53,9 @@ pub struct RuntimeConfig {
     /// Ceiling on a NEFF's inflated payload (`NEFFLD_MAX_INFLATED`); `None` =
     /// the container default.
     pub max_inflated: Option<u64>,
+    /// Ceiling on a NEFF's tar entries (`NEFFLD_MAX_MEMBERS`); `None` = the
+    /// container default.
+    pub max_members: Option<u64>,
     /// Parse-cache slots (`NEFFLD_CACHE_SLOTS`); 1 = the reference behaviour.
     pub cache_slots: usize,
     /// Validate every staged model before registering it (`NEFFLD_CHECK`).
@@ -78,6 +81,7 @@ impl Default for RuntimeConfig {
             exec_timeout_s: 30,
             scratchpad_page: 512 << 20,
             max_inflated: None,
+            max_members: None,
             cache_slots: 1,
             check: false,
             fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
@@ -194,6 +198,9 @@ impl RuntimeConfig {
         }
         if let Some(v) = lookup("NEFFLD_MAX_INFLATED") {
             self.max_inflated = Some(parse_num("NEFFLD_MAX_INFLATED", &v)?);
+        }
+        if let Some(v) = lookup("NEFFLD_MAX_MEMBERS") {
+            self.max_members = Some(parse_num("NEFFLD_MAX_MEMBERS", &v)?);
         }
         if let Some(v) = lookup("NEURON_RT_ROOT_COMM_ID") {
             self.root_comm_id = Some(v).filter(|v| !v.trim().is_empty());

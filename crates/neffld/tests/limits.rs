@@ -12,6 +12,8 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use neffld::api::{LoadError, Runtime};
 use neffld::config::RuntimeConfig;
+use neffld::container::archive::DEFAULT_MAX_MEMBERS;
+use neffld::container::{ContainerError, OpenOptions};
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::device::{Device, Geometry, NullDevice};
 use neffld::testkit::Synth;
@@ -117,6 +119,53 @@ fn hundred_thousand_tiny_members_load_in_linear_time() {
     let (r, dt) = load(Arch::Sunda, None, &bytes);
     r.unwrap();
     assert!(dt < Duration::from_secs(10), "{dt:?}");
+}
+
+/// A payload of 10^6 empty members: one gzip member of 1000 of them
+/// (distinct names), repeated 1000 times — 512 MB of tar headers from a
+/// window of a few MB.
+fn members_1e6() -> Vec<u8> {
+    let chunk: Vec<u8> = (0..1000)
+        .flat_map(|i| tar_entry(&TarEntry::file(&format!("pad/{i:04}"), &[])))
+        .collect();
+    let member = neffld::container::writer::gzip(&chunk, 9);
+    let mut payload = member.repeat(1000);
+    payload.resize(payload.len().div_ceil(PAYLOAD_BLOCK) * PAYLOAD_BLOCK, 0);
+    NeffWriter::new(Producer::V2_21).finish(payload)
+}
+
+#[test]
+fn a_million_members_are_rejected_at_the_member_ceiling() {
+    let bytes = members_1e6();
+    // The default inflate ceiling of this window stops it first; with the
+    // ceiling raised (`--max-inflated`, `NEFFLD_MAX_INFLATED`), the member
+    // ceiling does.
+    let e = neffld::container::open(&bytes, &OpenOptions::default()).unwrap_err();
+    assert!(matches!(e, ContainerError::InflateLimit { .. }), "{e}");
+    let inflate_limit = Some(1 << 30);
+    let t = Instant::now();
+    let opts = OpenOptions {
+        inflate_limit,
+        ..OpenOptions::default()
+    };
+    let e = neffld::container::open(&bytes, &opts).unwrap_err();
+    let dt = t.elapsed();
+    assert!(
+        matches!(
+            e,
+            ContainerError::TooManyMembers { limit, offset }
+                if limit == DEFAULT_MAX_MEMBERS && offset == DEFAULT_MAX_MEMBERS * 512
+        ),
+        "{e}"
+    );
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert!(e.to_string().contains("NEFFLD_MAX_MEMBERS"), "{e}");
+    assert!(dt < Duration::from_secs(30), "{dt:?}");
+    // A load, with the runtime's ceilings.
+    let (r, dt) = load(Arch::Cayman, inflate_limit, &bytes);
+    let e = r.unwrap_err();
+    assert!(e.to_string().contains("more than 131072 tar entries"), "{e}");
+    assert!(dt < Duration::from_secs(30), "{dt:?}");
 }
 
 #[test]
