@@ -224,6 +224,48 @@ fn dma_pattern(to_out: bool, sizes: serde_json::Value, steps: serde_json::Value)
     s.write(Producer::V2_18)
 }
 
+/// The child half of the next test, which starts it under a memory limit;
+/// on its own it does nothing.
+#[test]
+fn dma_ring_under_a_memory_limit_child() {
+    if std::env::var_os("NEFFLD_LIMITS_CHILD").is_none() {
+        return;
+    }
+    // 16,000,000 descriptor pairs: inside the vring limit, but about 1.5 GB
+    // of host memory to expand.
+    let bytes = dma_pattern(false, json!([64, 16_000_000]), json!([1, 0]));
+    let (r, dt) = load(Arch::Sunda, None, &bytes);
+    let e = r.unwrap_err();
+    println!("child: status {} after {dt:?}: {e}", e.status().code());
+    assert_eq!(e.status(), NrtStatus::Resource, "{e}");
+    assert!(e.to_string().contains("cannot allocate"), "{e}");
+}
+
+/// Host memory a NEFF's DMA patterns ask for is reserved fallibly: on a
+/// host that cannot hold the expansion (a 1 GiB address-space limit here)
+/// the load fails with `NRT_RESOURCE` instead of aborting the process.
+#[test]
+fn a_dma_ring_past_host_memory_is_a_resource_error_not_an_abort() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576 && exec \"$0\" --exact dma_ring_under_a_memory_limit_child --test-threads 1 --nocapture")
+        .arg(&exe)
+        .env("NEFFLD_LIMITS_CHILD", "1")
+        .env("MALLOC_ARENA_MAX", "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{:?}: {text}", out.status);
+    assert!(text.contains("child: status 4 after"), "{text}");
+    let line = text.lines().find_map(|l| l.split_once("child: ")).map(|(_, r)| r);
+    println!("{}", line.unwrap_or_default());
+}
+
 /// Regression: a DMA block expanding past the vring limit (16,777,200
 /// descriptors) used to be expanded in full first — 2^24 descriptor pairs,
 /// about 1.6 GB of host memory and 15 s, then either loaded or failed on the
