@@ -87,7 +87,11 @@ pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtRe
 /// A copy of the model behind a handle, or `NRT_INVALID` (NULL) /
 /// `NRT_INVALID_HANDLE` (not a live handle, or one `rt` did not load: a
 /// handle from before a re-init never reaches the new runtime's models).
-pub(crate) fn lookup(api: &str, rt: &Runtime, ptr: *const nrt_model_t) -> Result<Model, NRT_STATUS> {
+pub(crate) fn lookup(
+    api: &str,
+    rt: &Runtime,
+    ptr: *const nrt_model_t,
+) -> Result<Model, NRT_STATUS> {
     if ptr.is_null() {
         error!("{api}: Invalid model handle");
         return Err(NRT_STATUS::NRT_INVALID);

@@ -126,7 +126,11 @@ fn nrt_load_racing_nrt_close_then_reinit() {
             checked += 1;
         }
         for &h in &fresh {
-            assert_eq!(unload(h), NRT_STATUS::NRT_SUCCESS, "iteration {it}: a fresh model was lost");
+            assert_eq!(
+                unload(h),
+                NRT_STATUS::NRT_SUCCESS,
+                "iteration {it}: a fresh model was lost"
+            );
         }
         nrt_close();
     }

@@ -255,9 +255,11 @@ mod tests {
                 ("NEURON_SCRATCHPAD_PAGE_SIZE", "64"),
                 ("NEURON_RT_ALLOW_LEGACY_NEFF", "1"),
                 ("NEFFLD_FANOUT_MIN_BYTES", "0"),
+                ("NEFFLD_MAX_MEMBERS", "1000000"),
             ]))
             .unwrap();
         assert_eq!(c.fanout_min_bytes, 0);
+        assert_eq!(c.max_members, Some(1_000_000));
         assert_eq!(c.arch, Arch::Sunda);
         assert_eq!(c.device, DeviceKind::Null);
         assert_eq!(c.visible_cores, Some(vec![0, 2, 3]));
@@ -268,6 +270,7 @@ mod tests {
         assert_eq!(d.lnc_size(), 2);
         assert!(!d.validate_hash);
         assert_eq!(d.fanout_min_bytes, crate::stage::DEFAULT_FANOUT_MIN_BYTES);
+        assert_eq!(d.max_members, None);
     }
 
     #[test]
@@ -286,5 +289,9 @@ mod tests {
         assert!(RuntimeConfig::default()
             .with_env(env(&[("NEFFLD_ARCH", "trn9")]))
             .is_err());
+        let e = RuntimeConfig::default()
+            .with_env(env(&[("NEFFLD_MAX_MEMBERS", "many")]))
+            .unwrap_err();
+        assert_eq!(e.var, "NEFFLD_MAX_MEMBERS");
     }
 }

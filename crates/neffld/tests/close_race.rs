@@ -41,7 +41,8 @@ fn race(rt: &Arc<Runtime>, bytes: &Arc<Vec<u8>>, iteration: usize) -> Raced {
     let start = Arc::new(Barrier::new(LOADERS + 1));
     let loaders: Vec<_> = (0..LOADERS)
         .map(|i| {
-            let (rt, bytes, first, start) = (rt.clone(), bytes.clone(), first.clone(), start.clone());
+            let (rt, bytes, first, start) =
+                (rt.clone(), bytes.clone(), first.clone(), start.clone());
             std::thread::spawn(move || {
                 let mut out = Raced::default();
                 start.wait();

@@ -13,8 +13,8 @@ use flate2::Compression;
 use neffld::api::{LoadError, Runtime};
 use neffld::config::RuntimeConfig;
 use neffld::container::archive::DEFAULT_MAX_MEMBERS;
-use neffld::container::{ContainerError, OpenOptions};
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
+use neffld::container::{ContainerError, OpenOptions};
 use neffld::device::{Device, Geometry, NullDevice};
 use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
@@ -164,7 +164,10 @@ fn a_million_members_are_rejected_at_the_member_ceiling() {
     // A load, with the runtime's ceilings.
     let (r, dt) = load(Arch::Cayman, inflate_limit, &bytes);
     let e = r.unwrap_err();
-    assert!(e.to_string().contains("more than 131072 tar entries"), "{e}");
+    assert!(
+        e.to_string().contains("more than 131072 tar entries"),
+        "{e}"
+    );
     assert!(dt < Duration::from_secs(30), "{dt:?}");
 }
 
@@ -262,7 +265,10 @@ fn a_dma_ring_past_host_memory_is_a_resource_error_not_an_abort() {
     );
     assert!(out.status.success(), "{:?}: {text}", out.status);
     assert!(text.contains("child: status 4 after"), "{text}");
-    let line = text.lines().find_map(|l| l.split_once("child: ")).map(|(_, r)| r);
+    let line = text
+        .lines()
+        .find_map(|l| l.split_once("child: "))
+        .map(|(_, r)| r);
     println!("{}", line.unwrap_or_default());
 }
 

@@ -828,7 +828,13 @@ mod tests {
         assert_eq!(Archive::from_tar_with(data.clone(), 3).unwrap().len(), 2);
         let e = Archive::from_tar_with(data.clone(), 2).unwrap_err();
         assert!(
-            matches!(e, ContainerError::TooManyMembers { limit: 2, offset: 2048 }),
+            matches!(
+                e,
+                ContainerError::TooManyMembers {
+                    limit: 2,
+                    offset: 2048
+                }
+            ),
             "{e}"
         );
         assert_eq!(e.status(), NrtStatus::Invalid);

@@ -436,7 +436,8 @@ impl RingBuilder {
     /// point at the ring's own first bytes.
     pub fn place(&self, pa: u64) -> Result<RingImage, RelocError> {
         let capacity = ring_capacity(self.len());
-        let mut bytes = fallible::with_capacity(2 * capacity * DESC_BYTES as usize, "a DMA ring image")?;
+        let mut bytes =
+            fallible::with_capacity(2 * capacity * DESC_BYTES as usize, "a DMA ring image")?;
         for (side, is_tx) in [(&self.pairs.tx, true), (&self.pairs.rx, false)] {
             for p in side {
                 let meta_ctrl = if is_tx {

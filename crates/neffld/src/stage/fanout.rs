@@ -95,7 +95,8 @@ pub fn stage<'d>(
             CoreGuard::new(dev, cores, &kbin.name, h_model, CorePlan::new(pcore, kbin))
         })
         .collect();
-    let mut plans: Vec<&mut CorePlan> = guards.iter_mut().map(|g| &mut g.image_mut().plan).collect();
+    let mut plans: Vec<&mut CorePlan> =
+        guards.iter_mut().map(|g| &mut g.image_mut().plan).collect();
     plan::plan(
         dev,
         cores,
