@@ -5,7 +5,7 @@
 //! guard of stage.md §2 in the reference order (vnc_count, state, header
 //! preflight, LNC gate, logical-core claim) before the pipeline runs.
 //!
-//! A load is a transaction: the logical-core claim is a [`Claim`] guard and
+//! A load is a transaction: the logical-core claim is a `Claim` guard and
 //! everything staged on the device a [`stage::Staged`] guard, both released
 //! on drop unless the load registers its model. A load that fails — or
 //! panics — anywhere leaves the claims, the device and the registry exactly
@@ -422,35 +422,23 @@ impl Runtime {
         gid: Option<u32>,
         opened: Option<Neff>,
     ) -> Result<Model, LoadError> {
-        catch_unwind(AssertUnwindSafe(|| {
-            self.load_entered(bytes, vnc, vnc_count, gid, opened)
-        }))
-        .unwrap_or_else(|p| {
+        let load = || {
+            let t0 = Instant::now();
+            if !matches!(vnc_count, -1..=1) {
+                return Err(LoadError::VncCount(vnc_count));
+            }
+            let _open = self.enter()?;
+            let header = NeffHeader::parse(bytes)?;
+            header.check_lnc(self.config.lnc_size())?;
+            let claim = self.claim(vnc, &header.name_str())?;
+            let guard_time = t0.elapsed();
+            self.load_claimed(bytes, &header, claim, gid, guard_time, opened)
+        };
+        catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|p| {
             let e = LoadError::Panicked(stage::panic_message(&*p));
             tracing::error!("{e}");
             Err(e)
         })
-    }
-
-    fn load_entered(
-        &self,
-        bytes: &[u8],
-        vnc: i32,
-        vnc_count: i32,
-        gid: Option<u32>,
-        opened: Option<Neff>,
-    ) -> Result<Model, LoadError> {
-        let t0 = Instant::now();
-        if !matches!(vnc_count, -1..=1) {
-            return Err(LoadError::VncCount(vnc_count));
-        }
-        let _open = self.enter()?;
-        let header = NeffHeader::parse(bytes)?;
-        header.check_lnc(self.config.lnc_size())?;
-        let name = header.name_str();
-        let claim = self.claim(vnc, &name)?;
-        let guard_time = t0.elapsed();
-        self.load_claimed(bytes, &header, claim, gid, guard_time, opened)
     }
 
     /// S1–S5 and registration for a claimed logical core. The error unwind

@@ -184,45 +184,39 @@ fn with_holder<R>(
     r
 }
 
-/// Every fixture, every allocation and every write.
-#[test]
-fn every_fixture_rolls_back_from_every_allocation_and_write_failure() {
+/// Sweeps every fixture on logical core 0 while logical core 3 holds the
+/// parse cache; returns the allocations and writes swept in all.
+fn sweep_fixtures(fire: Fire) -> (u64, u64) {
     let mut total = (0, 0);
     for (name, bytes) in all_fixtures() {
         let (rt, dev) = gated_runtime(Geometry::for_arch(Arch::Cayman), None, 1);
         let rt = Arc::new(rt);
         let swept = with_holder(&rt, &dev, &bytes, 3, 6..8, || {
-            sweep(&name, &rt, &*dev, &bytes, Some(Role::Reuse), Fire::Error)
+            sweep(&name, &rt, &*dev, &bytes, Some(Role::Reuse), fire)
         });
         assert_eq!(dev.live_count(), 0, "{name}");
         println!(
-            "{name}: {} allocations, {} writes swept",
+            "{name} ({fire:?}): {} allocations, {} writes swept",
             swept.allocs, swept.writes
         );
         total.0 += swept.allocs;
         total.1 += swept.writes;
     }
-    println!(
-        "total: {} allocation faults, {} write faults",
-        total.0, total.1
-    );
+    total
+}
+
+/// Every fixture, every allocation and every write.
+#[test]
+fn every_fixture_rolls_back_from_every_allocation_and_write_failure() {
+    let (allocs, writes) = sweep_fixtures(Fire::Error);
+    println!("total: {allocs} allocation faults, {writes} write faults");
 }
 
 /// Every fixture, a panic at every allocation and every write.
 #[test]
 fn every_fixture_unwinds_from_a_panic_at_every_allocation_and_write() {
-    for (name, bytes) in all_fixtures() {
-        let (rt, dev) = gated_runtime(Geometry::for_arch(Arch::Cayman), None, 1);
-        let rt = Arc::new(rt);
-        let swept = with_holder(&rt, &dev, &bytes, 3, 6..8, || {
-            sweep(&name, &rt, &*dev, &bytes, Some(Role::Reuse), Fire::Panic)
-        });
-        assert_eq!(dev.live_count(), 0, "{name}");
-        println!(
-            "{name}: {} allocation panics, {} write panics swept",
-            swept.allocs, swept.writes
-        );
-    }
+    let (allocs, writes) = sweep_fixtures(Fire::Panic);
+    println!("total: {allocs} allocation panics, {writes} write panics");
 }
 
 /// A panic at every allocation and every write of an 8-subgraph load, with
