@@ -2,8 +2,9 @@
 //! subgraph needs on its physical core, in the reference order — the
 //! Event-Accel carve-out check, static DMA rings (data refill and IO
 //! queues), activation and DVE tables, GPSIMD libraries on sunda,
-//! instruction images (lowered and relocated by [`crate::relocate`]), and
-//! finally the core's model table entry under `H_MODEL`.
+//! instruction images (lowered and relocated by [`crate::relocate`]); the
+//! core's model table entry under `H_MODEL` follows, made by the staging
+//! guard that owns the image ([`super::txn::CoreGuard`]).
 //!
 //! Rings are placed before the instruction images because lowering a
 //! `0xC1` trigger needs its block's place in the ring. Every allocation is

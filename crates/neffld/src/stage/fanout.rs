@@ -1,4 +1,4 @@
-//! Multi-core fan-out (stage.md §9) and its inverse.
+//! Multi-core fan-out (stage.md §9).
 //!
 //! The plan runs on the caller's thread; then one scoped thread per
 //! subgraph builds its core. If any build fails (or panics), every build

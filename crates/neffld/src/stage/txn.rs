@@ -55,14 +55,6 @@ impl<'d> CoreGuard<'d> {
         }
     }
 
-    pub fn device(&self) -> &'d dyn Device {
-        self.dev
-    }
-
-    pub fn cores(&self) -> &'d Cores {
-        self.cores
-    }
-
     pub fn pcore(&self) -> PCore {
         self.image().plan.pcore
     }
@@ -174,7 +166,7 @@ fn release(dev: &dyn Device, cores: &Cores, img: &CoreImage, in_table: bool) {
 
 /// Frees one allocation; a failure is logged, as nothing can be done about
 /// it at teardown.
-pub(super) fn free(dev: &dyn Device, h: MemHandle, of: &str) {
+fn free(dev: &dyn Device, h: MemHandle, of: &str) {
     if let Err(e) = dev.free(h) {
         tracing::warn!("freeing {h} of {of}: {e}");
     }
