@@ -425,6 +425,7 @@ pub fn extract(
     let opts = neffld::container::OpenOptions {
         verify_hash: false,
         inflate_limit: max_inflated,
+        max_members: None,
     };
     let neff = neffld::container::open(&bytes, &opts).map_err(|e| Failure {
         stage: "container",

@@ -520,6 +520,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let opts = OpenOptions {
         verify_hash: config.validate_hash,
         inflate_limit: config.max_inflated,
+        max_members: config.max_members,
     };
     let opened = container::open(&bytes, &opts);
     let s1 = t1.elapsed();

@@ -14,6 +14,7 @@ pub mod cache;
 pub mod config;
 pub mod container;
 pub mod device;
+pub mod fallible;
 pub mod ids;
 pub mod kbin;
 pub mod manifest;
