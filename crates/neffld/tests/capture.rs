@@ -328,3 +328,28 @@ fn unknown_fields_of_every_wire_type_are_skipped() {
     b.extend_from_slice(&good[0x80 + n..]);
     assert_eq!(capture::read(&b).unwrap(), c);
 }
+
+#[test]
+fn every_byte_of_a_real_metadata_message_mutated_is_read_or_refused() {
+    // A deterministic sweep through the fuzz target's body: each metadata
+    // byte of one real capture set to 0x00 and flipped in its top bit.
+    let bytes = std::fs::read(format!(
+        "{}/kfusion__fused_attention__fused.ntff",
+        testkit::CAPTURES
+    ))
+    .unwrap();
+    let n = u32::from_le_bytes(bytes[1..5].try_into().unwrap()) as usize;
+    let (mut ok, mut refused) = (0, 0);
+    let mut b = bytes.clone();
+    for i in 0..0x80 + n {
+        for v in [0x00, bytes[i] ^ 0x80] {
+            b[i] = v;
+            match testkit::fuzz_capture(&b) {
+                None => ok += 1,
+                Some(_) => refused += 1,
+            }
+        }
+        b[i] = bytes[i];
+    }
+    assert!(ok > 0 && refused > 0, "{ok} read, {refused} refused");
+}
