@@ -9,7 +9,9 @@
 //! It sits beside the pipeline, not in it: it imports the manifest's engine
 //! type and the architecture, and nothing in the loader imports it.
 
+pub mod compare;
 mod ntff;
+pub mod staged;
 pub mod wire;
 pub mod writer;
 
