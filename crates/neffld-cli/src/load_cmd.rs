@@ -70,6 +70,10 @@ pub struct LoadArgs {
     /// Machine-readable output (stable schema, see docs/cli.md).
     #[arg(long)]
     pub json: bool,
+    /// Write the device image under this directory: device.json and one
+    /// <subgraph>_<engine>.bin per instruction image (needs --device sim).
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<PathBuf>,
     /// Write an HTML memory map (one SVG per core) to this file.
     #[arg(long)]
     pub map: Option<PathBuf>,
@@ -490,14 +494,19 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
             let ledger = rt.device().ledger();
             let geometry = rt.device().geometry().clone();
             let hbm = |p: PCore| geometry.hbm_of(p).unwrap_or(0);
-            let (mut timings, cores, warnings, pcores) = rt
+            let (mut timings, cores, warnings, pcores, staged) = rt
                 .with_model(&model, |lm| {
                     let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
+                    let staged = a
+                        .dump
+                        .as_ref()
+                        .map(|_| neffld::capture::staged::staged(lm, rt.device().as_ref()));
                     (
                         lm.timings,
                         core_json(lm, &ledger, hbm),
                         lm.warnings.clone(),
                         pcores,
+                        staged,
                     )
                 })
                 .map_err(|e| e.to_string())?;
@@ -511,6 +520,12 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
             let tu = Instant::now();
             let unloaded = rt.unload(&model);
             let unload_time = tu.elapsed();
+            if let (Some(dir), Some(staged)) = (&a.dump, staged) {
+                let staged = staged.map_err(|e| {
+                    format!("cannot read the staged images back (--dump needs --device sim): {e}")
+                })?;
+                crate::dump::write(dir, rt.config().arch, &staged)?;
+            }
             out["h_nn"] = json!(model.h_nn.0);
             out["model"] = json!({
                 "name": model.name,
