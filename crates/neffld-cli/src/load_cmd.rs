@@ -162,19 +162,12 @@ fn core_json(lm: &LoadedModel, ledger: &Ledger, hbm: impl Fn(PCore) -> u32) -> V
         .iter()
         .map(|c| {
             let pcore = c.pcore();
-            let vars: Vec<Value> = c
-                .plan
-                .vars
-                .iter()
+            let vars: Vec<Value> = neffld::capture::staged::variables(c)
+                .into_iter()
+                .zip(&c.plan.vars)
                 .enumerate()
-                .map(|(i, p)| {
-                    let (name, kind) = c.plan.var_meta.get(i).map(|(n, k)| (n.as_str(), k.type_name())).unwrap_or(("?", "?"));
-                    let (addr, size) = match *p {
-                        Placement::StateBuffer { pa } => (Some(pa), Some(neffld::stage::plan::SB_BYTES)),
-                        Placement::Hbm { pa, size } | Placement::Scratchpad { pa, size } => (Some(pa), Some(size)),
-                        Placement::Io | Placement::Host => (None, None),
-                    };
-                    json!({"var_id": i, "name": name, "type": kind, "placement": kind_name(p), "address": addr, "size": size})
+                .map(|(i, (v, p))| {
+                    json!({"var_id": i, "name": v.name, "type": v.kind, "placement": kind_name(p), "address": v.address, "size": v.size})
                 })
                 .collect();
             let mut instructions = 0u64;

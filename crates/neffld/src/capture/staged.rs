@@ -208,7 +208,8 @@ pub fn records_of(img: &EngineImage) -> Records {
     Records::from_fates(slots, rewritten)
 }
 
-fn variables(c: &CoreImage) -> Vec<StagedVar> {
+/// Every variable of a core in var_id order, where its plan placed it.
+pub fn variables(c: &CoreImage) -> Vec<StagedVar> {
     c.plan
         .vars
         .iter()
@@ -219,7 +220,7 @@ fn variables(c: &CoreImage) -> Vec<StagedVar> {
                 .var_meta
                 .get(i)
                 .map(|(n, k)| (n.clone(), k.type_name()))
-                .unwrap_or_else(|| (format!("var{i}"), "?"));
+                .unwrap_or_else(|| ("?".to_string(), "?"));
             let (address, size) = match *p {
                 Placement::StateBuffer { pa } => (Some(pa), Some(crate::stage::plan::SB_BYTES)),
                 Placement::Hbm { pa, size } | Placement::Scratchpad { pa, size } => {
