@@ -240,6 +240,18 @@ fn old_runtimes_single_dma_row_is_named_from_the_row_count() {
     }));
     let back = round(&c);
     assert_eq!(back.subgraphs[0].memory[18].name, "dma rings runtime");
+    // An id past the list (a newer runtime) is kept, named by its number.
+    c.subgraphs[0].memory.push(MemRow {
+        id: Some(40),
+        name: String::new(),
+        bytes: 5,
+    });
+    let back = round(&c);
+    let last = back.subgraphs[0].memory.last().unwrap();
+    assert_eq!(
+        (last.name.as_str(), last.usage_type(), last.bytes),
+        ("id 40", "id 40", 5)
+    );
 }
 
 #[test]

@@ -65,8 +65,6 @@ pub enum CaptureError {
     },
     #[error("{path}: image has neither inline bytes (field 3) nor a data-area size (field 8)")]
     ImageMissing { path: String },
-    #[error("{path}: memory row id {id} has no name in the runtime's list")]
-    UnknownRowId { path: String, id: u64 },
     #[error("cannot write version {version}: {why}")]
     Unwritable { version: u8, why: String },
 }

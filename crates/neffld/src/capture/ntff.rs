@@ -163,7 +163,7 @@ impl<'a> Reader<'a> {
             memory: Vec::new(),
             duration_ps: None,
         };
-        let mut rows: Vec<(Option<u64>, Option<String>, u64, String)> = Vec::new();
+        let mut rows: Vec<(Option<u64>, Option<String>, u64)> = Vec::new();
         for f in walk(b, at, path) {
             let f = f?;
             match f.number {
@@ -179,24 +179,20 @@ impl<'a> Reader<'a> {
                     let (b, at) = want_bytes(&f, path)?;
                     let path = format!("{path}.11[{}]", rows.len());
                     let (id, name, bytes) = mem_row(b, at, &path)?;
-                    rows.push((id, name, bytes, path));
+                    rows.push((id, name, bytes));
                 }
                 14 => s.duration_ps = Some(want_varint(&f, path)?),
                 _ => {}
             }
         }
         let n = rows.len();
-        for (id, name, bytes, path) in rows {
-            let name = match name {
-                Some(n) => n,
-                None => {
-                    // An absent id is proto3's zero.
-                    let id0 = id.unwrap_or(0);
-                    row_name(id0, n)
-                        .ok_or(CaptureError::UnknownRowId { path, id: id0 })?
-                        .to_string()
-                }
-            };
+        for (id, name, bytes) in rows {
+            // An absent id is proto3's zero. An id past the known list (a
+            // runtime newer than this reader) keeps its number as its name.
+            let name = name.unwrap_or_else(|| {
+                let id = id.unwrap_or(0);
+                row_name(id, n).map_or_else(|| format!("id {id}"), str::to_string)
+            });
             s.memory.push(MemRow { id, name, bytes });
         }
         Ok(s)
