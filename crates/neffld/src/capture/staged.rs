@@ -14,10 +14,12 @@ use crate::relocate::ipmap::{PatchKind, Section};
 use crate::stage::core::CoreImage;
 use crate::stage::Placement;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::compare::{align, Records};
-use super::{Capture, MEMORY_ROWS};
+use super::{Capture, CaptureUuid, Image, MemRow, Subgraph, Version, MEMORY_ROWS};
+use crate::Arch;
 
 /// One engine's image as staged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,6 +161,64 @@ pub fn staged_from_capture(
             variables: Vec::new(),
         })
         .collect()
+}
+
+/// A version-6 capture of what neffld staged, in the shape the real runtime
+/// writes (what `nrt_profile_stop` saves): images in the data area, every
+/// memory row by name, the whole uuid in field 4.5. neffld's own version
+/// stands as the runtime's; no driver, instance or timing fields.
+pub fn to_capture(
+    neff_name: &str,
+    uuid: [u8; 16],
+    arch: Arch,
+    cores: &[StagedCore],
+) -> Capture<'static> {
+    let version = |s: &str| s.parse::<u64>().unwrap_or(0);
+    let mut v = env!("CARGO_PKG_VERSION").split('.');
+    Capture {
+        version: 6,
+        neff_name: neff_name.to_string(),
+        uuid: CaptureUuid::Full(uuid),
+        arch_code: Capture::arch_code_of(arch),
+        runtime: Some(Version {
+            major: v.next().map_or(0, version),
+            minor: v.next().map_or(0, version),
+            patch: v.next().map_or(0, version),
+            git_hash: None,
+        }),
+        driver: None,
+        collectives: None,
+        instance_type: None,
+        instance_id: None,
+        capture_time: None,
+        subgraphs: cores
+            .iter()
+            .map(|c| Subgraph {
+                name: c.subgraph.clone(),
+                device: 0,
+                pcore: c.pcore.into(),
+                images: c
+                    .images
+                    .iter()
+                    .map(|i| Image {
+                        engine: i.engine,
+                        address: i.address,
+                        bytes: Cow::Owned(i.bytes.clone()),
+                    })
+                    .collect(),
+                memory: c
+                    .memory
+                    .iter()
+                    .map(|r| MemRow {
+                        id: None,
+                        name: r.name.clone(),
+                        bytes: r.bytes,
+                    })
+                    .collect(),
+                duration_ps: None,
+            })
+            .collect(),
+    }
 }
 
 fn section_slots(img: &EngineImage, section: Section) -> u32 {
