@@ -4,10 +4,11 @@
 //! subgraph, the physical core it ran on, every engine's instruction image
 //! with its device address, and the runtime's memory accounting. This module
 //! reads captures of NTFF versions 4, 5 and 6 ([`read`]), writes them
-//! ([`writer`]), and compares one with what neffld staged ([`compare`]).
+//! ([`writer`]), puts what neffld staged in the same terms ([`staged`]) and
+//! compares the two ([`compare`]).
 //!
-//! It sits beside the pipeline, not in it: it imports the manifest's engine
-//! type and the architecture, and nothing in the loader imports it.
+//! It sits beside the pipeline, not in it: it reads what a load produced
+//! (the API's loaded model, the device), and nothing in the loader imports it.
 
 pub mod compare;
 mod ntff;
