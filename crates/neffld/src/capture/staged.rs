@@ -166,13 +166,14 @@ pub fn staged_from_capture(
 /// A version-6 capture of what neffld staged, in the shape the real runtime
 /// writes (what `nrt_profile_stop` saves): images in the data area, every
 /// memory row by name, the whole uuid in field 4.5. neffld's own version
-/// stands as the runtime's; no driver, instance or timing fields.
-pub fn to_capture(
+/// stands as the runtime's; no driver, instance or timing fields. Images
+/// borrow from `cores` ([`Capture::into_owned`] detaches them).
+pub fn to_capture<'a>(
     neff_name: &str,
     uuid: [u8; 16],
     arch: Arch,
-    cores: &[StagedCore],
-) -> Capture<'static> {
+    cores: &'a [StagedCore],
+) -> Capture<'a> {
     let version = |s: &str| s.parse::<u64>().unwrap_or(0);
     let mut v = env!("CARGO_PKG_VERSION").split('.');
     Capture {
@@ -203,7 +204,7 @@ pub fn to_capture(
                     .map(|i| Image {
                         engine: i.engine,
                         address: i.address,
-                        bytes: Cow::Owned(i.bytes.clone()),
+                        bytes: Cow::Borrowed(&i.bytes[..]),
                     })
                     .collect(),
                 memory: c
