@@ -43,20 +43,6 @@ pub struct Records {
 }
 
 impl Records {
-    /// From each record's slot (`None`: deleted) and whether it was rewritten.
-    pub fn from_fates(slots: Vec<Option<u32>>, rewritten: Vec<bool>) -> Records {
-        let fates = slots
-            .into_iter()
-            .enumerate()
-            .map(|(i, s)| match s {
-                None => Fate::Deleted,
-                Some(s) if rewritten.get(i).copied().unwrap_or(false) => Fate::Rewritten(s),
-                Some(s) => Fate::Kept(s),
-            })
-            .collect();
-        Records { fates }
-    }
-
     fn count(&self, f: impl Fn(&Fate) -> bool) -> u32 {
         self.fates.iter().filter(|x| f(x)).count() as u32
     }

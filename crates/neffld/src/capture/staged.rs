@@ -17,7 +17,7 @@ use crate::stage::Placement;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use super::compare::{align, Records};
+use super::compare::{align, Fate, Records};
 use super::{Capture, CaptureUuid, Image, MemRow, Subgraph, Version, MEMORY_ROWS};
 use crate::Arch;
 
@@ -231,9 +231,10 @@ fn section_slots(img: &EngineImage, section: Section) -> u32 {
         .sum()
 }
 
-/// The fate of each NEFF record of the main section, from the patch list:
-/// a delete patch removes it, a modify patch rewrites it, anything else is
-/// copied verbatim.
+/// The fate of each NEFF record of the main section, from the patch list in
+/// one pass (the mapping of `PatchList::neff_to_device`, for every record at
+/// once): a delete patch removes its records, a modify patch rewrites them
+/// into the slot it produces, anything between patches is copied verbatim.
 pub fn records_of(img: &EngineImage) -> Records {
     let main = img
         .layout
@@ -241,32 +242,30 @@ pub fn records_of(img: &EngineImage) -> Records {
         .iter()
         .find(|s| s.0 == Section::Main)
         .map_or(0, |s| s.1);
-    // Unpatched records map one to one; each patch trades its NEFF
-    // records for its device slots.
-    let count = img
-        .patches
-        .of(Section::Main)
-        .fold(u64::from(section_slots(img, Section::Main)), |n, p| {
-            (n + u64::from(p.neff_count)).saturating_sub(u64::from(p.device_count))
-        });
-    let mut rewritten = vec![false; count as usize];
+    let main_slots = u64::from(section_slots(img, Section::Main));
+    let mut fates = Vec::new();
+    let (mut dev, mut neff) = (0u64, 0u64);
+    let slot = |dev: u64| (dev + u64::from(main)) as u32;
     for p in img.patches.of(Section::Main) {
-        if p.kind() == PatchKind::Modify {
-            for i in p.neff_index..p.neff_index + p.neff_count {
-                if let Some(r) = rewritten.get_mut(i as usize) {
-                    *r = true;
-                }
-            }
+        let at = u64::from(p.neff_index);
+        while neff < at {
+            fates.push(Fate::Kept(slot(dev)));
+            dev += 1;
+            neff += 1;
         }
+        let fate = match p.kind() {
+            PatchKind::Delete => Fate::Deleted,
+            _ => Fate::Rewritten(slot(dev)),
+        };
+        fates.extend(std::iter::repeat_n(fate, p.neff_count as usize));
+        neff += u64::from(p.neff_count);
+        dev += u64::from(p.device_count);
     }
-    let slots = (0..count)
-        .map(|i| {
-            img.patches
-                .neff_to_device(Section::Main, i)
-                .map(|s| s as u32 + main)
-        })
-        .collect();
-    Records::from_fates(slots, rewritten)
+    while dev < main_slots {
+        fates.push(Fate::Kept(slot(dev)));
+        dev += 1;
+    }
+    Records { fates }
 }
 
 /// Every variable of a core in var_id order, where its plan placed it.
