@@ -73,6 +73,10 @@ pub struct LoadArgs {
     /// Machine-readable output (stable schema, see docs/cli.md).
     #[arg(long)]
     pub json: bool,
+    /// Write the device image under this directory: device.json and one
+    /// <subgraph>_<engine>.bin per instruction image (needs --device sim).
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<PathBuf>,
     /// Write an HTML memory map to this file (one linear address axis per HBM; written on failure too).
     #[arg(long, value_name = "FILE.html")]
     pub map: Option<PathBuf>,
@@ -149,19 +153,12 @@ fn core_json(lm: &LoadedModel, hbm: impl Fn(PCore) -> u32) -> Vec<Value> {
         .iter()
         .map(|c| {
             let pcore = c.pcore();
-            let vars: Vec<Value> = c
-                .plan
-                .vars
-                .iter()
+            let vars: Vec<Value> = neffld::capture::staged::variables(c)
+                .into_iter()
+                .zip(&c.plan.vars)
                 .enumerate()
-                .map(|(i, p)| {
-                    let (name, kind) = c.plan.var_meta.get(i).map(|(n, k)| (n.as_str(), k.type_name())).unwrap_or(("?", "?"));
-                    let (addr, size) = match *p {
-                        Placement::StateBuffer { pa } => (Some(pa), Some(neffld::stage::plan::SB_BYTES)),
-                        Placement::Hbm { pa, size } | Placement::Scratchpad { pa, size } => (Some(pa), Some(size)),
-                        Placement::Io | Placement::Host => (None, None),
-                    };
-                    json!({"var_id": i, "name": name, "type": kind, "placement": kind_name(p), "address": addr, "size": size})
+                .map(|(i, (v, p))| {
+                    json!({"var_id": i, "name": v.name, "type": v.kind, "placement": kind_name(p), "address": v.address, "size": v.size})
                 })
                 .collect();
             let mut instructions = 0u64;
@@ -450,13 +447,21 @@ fn describe_model(
     out: &mut Value,
     s1: Duration,
     t_total: Instant,
+    dump: Option<&Path>,
 ) -> Result<Loaded, Failure> {
     let geometry = rt.device().geometry().clone();
     let hbm = |p: PCore| geometry.hbm_of(p).unwrap_or(0);
-    let (mut timings, cores, warnings, pcores) = rt
+    let (mut timings, cores, warnings, pcores, staged) = rt
         .with_model(model, |lm| {
             let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
-            (lm.timings, core_json(lm, hbm), lm.warnings.clone(), pcores)
+            let staged = dump.map(|_| neffld::capture::staged::staged(lm, rt.device().as_ref()));
+            (
+                lm.timings,
+                core_json(lm, hbm),
+                lm.warnings.clone(),
+                pcores,
+                staged,
+            )
         })
         .map_err(|e| load_failure(&e))?;
     timings.container = s1;
@@ -469,6 +474,14 @@ fn describe_model(
     let tu = Instant::now();
     let unloaded = rt.unload(model);
     let unload_time = tu.elapsed();
+    if let (Some(dir), Some(staged)) = (dump, staged) {
+        let staged = staged.map_err(|e| Failure {
+            stage: "dump",
+            status: NrtStatus::Failure,
+            message: format!("cannot read the staged images back: {e}"),
+        })?;
+        crate::dump::write(dir, rt.config().arch, &staged).map_err(Failure::io)?;
+    }
     out["h_nn"] = json!(model.h_nn.0);
     out["model"] = json!({
         "name": model.name,
@@ -494,6 +507,11 @@ fn describe_model(
 
 pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let t_total = Instant::now();
+    if a.dump.is_some() && matches!(a.device, DeviceArg::Null) {
+        return Err(Failure::usage(
+            "--dump needs --device sim: the null device keeps no bytes to write".into(),
+        ));
+    }
     let bytes = read_file(&a.file, a.quiet)?;
     let config_err = |e: neffld::config::ConfigError| Failure {
         stage: "config",
@@ -551,7 +569,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         Err(e) => Err(load_failure(&e)),
         Ok(model) => {
             device.freeze();
-            let d = describe_model(&rt, &model, &mut out, s1, t_total)?;
+            let d = describe_model(&rt, &model, &mut out, s1, t_total, a.dump.as_deref())?;
             cores = d.cores;
             d.unloaded.map_err(|e| Failure {
                 stage: "unload",

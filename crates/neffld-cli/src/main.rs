@@ -1,6 +1,8 @@
 //! The `neffld` command: inspect, verify, extract, pack and load NEFF files.
 
+mod compare_cmd;
 mod container_cmds;
+mod dump;
 mod input;
 mod load_cmd;
 mod map;
@@ -78,6 +80,18 @@ enum Command {
     /// Load a NEFF on a simulated device (S0–S5), report where everything landed and how much memory, unload.
     #[command(after_help = concat!("Example:\n  neffld load examples/demo.neff --check --map map.html\n\n", "Exit status:\n  0  the NEFF loaded (and unloaded)\n  1  the load failed; the report names the stage and the NRT status (the memory report and map are still written)\n  2  usage error, or the file could not be read"))]
     Load(load_cmd::LoadArgs),
+    /// Load a NEFF as a profiler capture's runtime did and show, per core and
+    /// engine, where neffld and the real runtime agree; exit 0 only if all do.
+    #[command(after_help = concat!("Example:\n  neffld compare model.neff model.ntff --json\n\n", "Exit status:\n  0  every counted figure agrees\n  1  something differs, the capture is damaged or the NEFF does not load\n  2  usage error, or a file could not be read"))]
+    Compare {
+        /// The NEFF the capture was taken of.
+        file: PathBuf,
+        /// The capture (NTFF version 4, 5 or 6).
+        capture: PathBuf,
+        /// Machine-readable output (docs/cli.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// Write every archive member of a NEFF under DIR.
     #[command(after_help = concat!("Example:\n  neffld extract model.neff -o tree/ && neffld pack tree/ -o rebuilt.neff\n\n", "Exit status:\n  0  every member written\n  1  the container failed a gate\n  2  usage error, or a file could not be read or written"))]
     Extract {
@@ -159,7 +173,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let wants_json = args.iter().any(|a| a == "--json");
     if wants_json && !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        let known = ["inspect", "verify", "load", "extract", "pack"];
+        let known = ["inspect", "verify", "load", "compare", "extract", "pack"];
         let command = args
             .iter()
             .map(String::as_str)
@@ -214,6 +228,11 @@ fn main() -> ExitCode {
             container_cmds::verify(&files, json, max_inflated, out),
         ),
         Command::Load(args) => ("load", args.json, load_cmd::load(&args, err)),
+        Command::Compare {
+            file,
+            capture,
+            json,
+        } => ("compare", json, compare_cmd::compare(&file, &capture, json)),
         Command::Extract {
             file,
             dir,

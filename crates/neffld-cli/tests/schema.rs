@@ -192,6 +192,10 @@ fn every_command_output_follows_the_schema() {
     let matmul = matmul.to_str().unwrap();
     std::fs::write(dir.join("text.neff"), b"not a neff\n").unwrap();
     let missing = "/nonexistent/missing.neff";
+    let fused = root().join("testdata/fixtures/kfusion__fused_attention__fused.neff");
+    let fused = fused.to_str().unwrap();
+    let capture = root().join("testdata/captures/kfusion__fused_attention__fused.ntff");
+    let capture = capture.to_str().unwrap().to_string();
     let tree = d("tree");
     let (text, p, q) = (d("text.neff"), d("p.neff"), d("q.neff"));
     let cases: Vec<(Vec<&str>, i32)> = vec![
@@ -221,6 +225,9 @@ fn every_command_output_follows_the_schema() {
             1,
         ),
         (vec!["pack", "--json", "/nonexistent", "-o", &q], 2),
+        (vec!["compare", "--json", fused, &capture], 1),
+        (vec!["compare", "--json", fused, &text], 1),
+        (vec!["compare", "--json", fused, missing], 2),
     ];
     for (args, code) in cases {
         let (v, got) = run(&args);
