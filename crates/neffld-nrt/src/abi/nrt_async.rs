@@ -22,7 +22,7 @@ pub type nrta_seq_t = u64;
 pub type nrta_xu_id_t = u16;
 
 /// The largest sequence number (48 bits).
-pub const NRTA_SEQ_NUM_MAX: u64 = (1 << 48) - 1;
+pub const NRTA_SEQ_NUM_MAX: u64 = 0xFFFF_FFFF_FFFF;
 /// Mask of the sequence number in a `nrta_seq_t`.
 pub const NRTA_SEQ_NUM_MASK: u64 = NRTA_SEQ_NUM_MAX;
 
