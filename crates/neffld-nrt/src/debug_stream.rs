@@ -13,7 +13,10 @@ use crate::unsupported;
 
 /// Refused (`NRT_FAILURE`): no core emits debug events.
 #[no_mangle]
-pub extern "C" fn nrt_debug_client_connect(logical_nc_idx: c_int, stream_fd: *mut c_int) -> NRT_STATUS {
+pub extern "C" fn nrt_debug_client_connect(
+    logical_nc_idx: c_int,
+    stream_fd: *mut c_int,
+) -> NRT_STATUS {
     unsupported::call("nrt_debug_client_connect")
 }
 

@@ -41,7 +41,6 @@ pub struct nrt_tensor_list_t {
     pub num_tensors: usize,
 }
 
-
 /// Not supported (no collectives): logs and returns `NRT_FAILURE`.
 #[no_mangle]
 pub extern "C" fn nrt_build_global_comm(
@@ -110,4 +109,3 @@ pub extern "C" fn nrt_cc_global_comm_init(
 ) -> NRT_STATUS {
     unsupported::call("nrt_cc_global_comm_init")
 }
-

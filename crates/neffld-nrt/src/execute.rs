@@ -30,7 +30,10 @@ fn check_set(
     let bound = tensor_set::entries(api, set)?;
     for t in expected {
         let Some((_, ptr)) = bound.iter().find(|(n, _)| *n == t.name) else {
-            error!("{api}: {what} tensor \"{}\" is missing from the {what} set", t.name);
+            error!(
+                "{api}: {what} tensor \"{}\" is missing from the {what} set",
+                t.name
+            );
             return Err(NRT_STATUS::NRT_INVALID);
         };
         let size = tensor::size(*ptr) as u64;
@@ -68,10 +71,11 @@ fn execute(
 ) -> NrtResult {
     let rt = state::runtime()?;
     let m = model::lookup(api, model)?;
-    let tensors = rt.tensor_info(&m).map_err(|e| status::load_error(api, &e))?;
-    let of = |u: TensorUsage| -> Vec<&TensorInfo> {
-        tensors.iter().filter(|t| t.usage == u).collect()
-    };
+    let tensors = rt
+        .tensor_info(&m)
+        .map_err(|e| status::load_error(api, &e))?;
+    let of =
+        |u: TensorUsage| -> Vec<&TensorInfo> { tensors.iter().filter(|t| t.usage == u).collect() };
     check_set(api, "input", inputs, &of(TensorUsage::Input))?;
     check_set(api, "output", outputs, &of(TensorUsage::Output))?;
     Err(unsupported::call(api))

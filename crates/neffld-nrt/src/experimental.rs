@@ -95,7 +95,6 @@ pub extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> NRT_STATUS {
     unsupported::call("nrt_async_drain_queued_execs")
 }
 
-
 /// `nrt_get_libnccl_net`: reports the failure through the out-parameters.
 ///
 /// # Safety

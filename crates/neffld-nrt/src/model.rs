@@ -215,9 +215,7 @@ pub unsafe extern "C" fn nrt_load_collectives(
         collectives: Some((ctx_device_id, ctx_device_count)),
     };
     // SAFETY: forwarded from this function's contract.
-    guarded("nrt_load_collectives", || unsafe {
-        load(req, model)
-    })
+    guarded("nrt_load_collectives", || unsafe { load(req, model) })
 }
 
 /// Unloads a model and frees its handle. NULL gives `NRT_INVALID`; a pointer
@@ -262,4 +260,3 @@ pub unsafe extern "C" fn nrt_get_model_vnc_count(
         self::vnc_count(model, vnc_count)
     })
 }
-

@@ -260,7 +260,6 @@ pub unsafe extern "C" fn nrt_get_model_info(
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,7 +124,11 @@ pub extern "C" fn nec_get_device_pci_bdf(
 #[no_mangle]
 pub unsafe extern "C" fn nec_get_virtual_core_size(virtual_core_size: *mut u32) -> NRT_STATUS {
     guarded("nec_get_virtual_core_size", || {
-        non_null("nec_get_virtual_core_size", "virtual_core_size", virtual_core_size)?;
+        non_null(
+            "nec_get_virtual_core_size",
+            "virtual_core_size",
+            virtual_core_size,
+        )?;
         let config = state::config()?;
         // SAFETY: non-NULL and writable per this function's contract.
         unsafe { *virtual_core_size = config.lnc_size() };
@@ -169,7 +173,11 @@ pub extern "C" fn nec_rid_to_mla_idx(local_nec_dev_id: c_int, rid: c_int) -> c_i
 
 /// Refused (logged, -1): no MLA peers.
 #[no_mangle]
-pub extern "C" fn nec_get_peer_mla_idx(local_nec_dev_id: c_int, mla_idx: c_int, port: c_int) -> c_int {
+pub extern "C" fn nec_get_peer_mla_idx(
+    local_nec_dev_id: c_int,
+    mla_idx: c_int,
+    port: c_int,
+) -> c_int {
     refuse("nec_get_peer_mla_idx", -1)
 }
 
@@ -211,6 +219,9 @@ pub unsafe extern "C" fn nec_ndl_printk(str: *mut c_char, size: u32, action: u32
         // SAFETY: `size` readable bytes per this function's contract.
         let bytes = unsafe { std::slice::from_raw_parts(str.cast::<u8>(), size as usize) };
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-        info!("nec_ndl_printk ({action}): {}", String::from_utf8_lossy(&bytes[..end]));
+        info!(
+            "nec_ndl_printk ({action}): {}",
+            String::from_utf8_lossy(&bytes[..end])
+        );
     })
 }

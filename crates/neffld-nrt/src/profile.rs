@@ -35,7 +35,12 @@ use crate::{state, status, unsupported};
 static ACTIVE: Mutex<Option<(Model, String)>> = Mutex::new(None);
 
 /// The activity types of an inspect configuration, in the order listed.
-const ACTIVITY_TYPES: [&str; 4] = ["system_profile", "device_profile", "host_memory", "cpu_util"];
+const ACTIVITY_TYPES: [&str; 4] = [
+    "system_profile",
+    "device_profile",
+    "host_memory",
+    "cpu_util",
+];
 
 /// Output directory when none is set.
 const DEFAULT_OUTPUT_DIR: &str = "./output";
@@ -285,7 +290,11 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_allocate(
     options: *mut *mut nrt_profile_continuous_options_t,
 ) -> NRT_STATUS {
     guarded("nrt_profile_continuous_options_allocate", || {
-        non_null("nrt_profile_continuous_options_allocate", "options", options)?;
+        non_null(
+            "nrt_profile_continuous_options_allocate",
+            "options",
+            options,
+        )?;
         let ptr = nrt_profile_continuous_options::hand_out(ContinuousOptions {
             output_dir: DEFAULT_OUTPUT_DIR.to_string(),
         });
@@ -381,7 +390,9 @@ pub unsafe extern "C" fn nrt_inspect_config_allocate(
 
 /// Resets an inspect configuration to the defaults.
 #[no_mangle]
-pub extern "C" fn nrt_inspect_config_set_defaults(options: *mut nrt_inspect_config_t) -> NRT_STATUS {
+pub extern "C" fn nrt_inspect_config_set_defaults(
+    options: *mut nrt_inspect_config_t,
+) -> NRT_STATUS {
     guarded("nrt_inspect_config_set_defaults", || {
         with_inspect("nrt_inspect_config_set_defaults", options, |c| {
             *c = InspectConfig::default()

@@ -170,9 +170,7 @@ pub extern "C" fn nrt_close() {
 #[no_mangle]
 pub unsafe extern "C" fn nrt_get_total_nc_count(vnc_count: *mut u32) -> NRT_STATUS {
     // SAFETY: forwarded from this function's contract.
-    guarded("nrt_get_total_nc_count", || unsafe {
-        total(vnc_count)
-    })
+    guarded("nrt_get_total_nc_count", || unsafe { total(vnc_count) })
 }
 
 /// Logical cores on the (simulated) device; may be called before `nrt_init`.
@@ -182,9 +180,7 @@ pub unsafe extern "C" fn nrt_get_total_nc_count(vnc_count: *mut u32) -> NRT_STAT
 #[no_mangle]
 pub unsafe extern "C" fn nrt_get_total_vnc_count(vnc_count: *mut u32) -> NRT_STATUS {
     // SAFETY: forwarded from this function's contract.
-    guarded("nrt_get_total_vnc_count", || unsafe {
-        total(vnc_count)
-    })
+    guarded("nrt_get_total_vnc_count", || unsafe { total(vnc_count) })
 }
 
 /// Logical cores this process may use (`NEURON_RT_VISIBLE_CORES`).
@@ -195,9 +191,7 @@ pub unsafe extern "C" fn nrt_get_total_vnc_count(vnc_count: *mut u32) -> NRT_STA
 #[no_mangle]
 pub unsafe extern "C" fn nrt_get_visible_nc_count(vnc_count: *mut u32) -> NRT_STATUS {
     // SAFETY: forwarded from this function's contract.
-    guarded("nrt_get_visible_nc_count", || unsafe {
-        visible(vnc_count)
-    })
+    guarded("nrt_get_visible_nc_count", || unsafe { visible(vnc_count) })
 }
 
 /// Logical cores this process may use; may be called before `nrt_init`.
@@ -231,4 +225,3 @@ pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
         memory_stats(vnc, stats, stats_size_in, stats_size_out)
     })
 }
-

@@ -28,7 +28,9 @@ pub type nrt_async_sendrecv_request_t = nrt_async_sendrecv_request;
 
 /// Refused (`NRT_FAILURE`): no network.
 #[no_mangle]
-pub extern "C" fn nrt_async_sendrecv_get_max_num_communicators_per_lnc(num: *mut c_int) -> NRT_STATUS {
+pub extern "C" fn nrt_async_sendrecv_get_max_num_communicators_per_lnc(
+    num: *mut c_int,
+) -> NRT_STATUS {
     unsupported::call("nrt_async_sendrecv_get_max_num_communicators_per_lnc")
 }
 

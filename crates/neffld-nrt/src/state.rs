@@ -29,7 +29,6 @@ use crate::abi::nrt::NrtFrameworkArg;
 use crate::abi::nrt_status::NRT_STATUS;
 use crate::boundary::NrtResult;
 
-
 /// The three states; INIT holds the runtime every call shares.
 enum Phase {
     Start,

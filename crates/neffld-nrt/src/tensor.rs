@@ -838,9 +838,7 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
 /// mapping), empty tensors and unknown pointers.
 #[no_mangle]
 pub extern "C" fn nrt_tensor_get_va(tensor: *const nrt_tensor_t) -> *mut c_void {
-    guarded_value("nrt_tensor_get_va", std::ptr::null_mut(), || {
-        va(tensor)
-    })
+    guarded_value("nrt_tensor_get_va", std::ptr::null_mut(), || va(tensor))
 }
 
 /// Device address, size and HBM channel of a device tensor; `NRT_INVALID`
@@ -879,4 +877,3 @@ pub extern "C" fn nrt_tensor_reset_output_completion(
 ) -> NRT_STATUS {
     unsupported::call("nrt_tensor_reset_output_completion")
 }
-

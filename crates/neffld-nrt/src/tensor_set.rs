@@ -156,9 +156,7 @@ pub(crate) fn entries(
 #[no_mangle]
 pub unsafe extern "C" fn nrt_allocate_tensor_set(result: *mut *mut nrt_tensor_set_t) -> NRT_STATUS {
     // SAFETY: forwarded from this function's contract.
-    guarded("nrt_allocate_tensor_set", || unsafe {
-        allocate(result)
-    })
+    guarded("nrt_allocate_tensor_set", || unsafe { allocate(result) })
 }
 
 /// Frees a tensor set (not the tensors in it) and sets `*tensor_set` to NULL.
@@ -208,4 +206,3 @@ pub unsafe extern "C" fn nrt_get_tensor_from_tensor_set(
         get(tensor_set, tensor_name, tensor)
     })
 }
-

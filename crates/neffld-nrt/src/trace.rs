@@ -20,7 +20,9 @@ use serde_json::json;
 use tracing::{error, info};
 
 use crate::abi::nrt_status::NRT_STATUS;
-use crate::boundary::{c_free, c_string, free_names, guarded, guarded_value, hand_out_names, non_null};
+use crate::boundary::{
+    c_free, c_string, free_names, guarded, guarded_value, hand_out_names, non_null,
+};
 use crate::handles::{Handle, Kind};
 use crate::state;
 
@@ -270,19 +272,23 @@ pub extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
     nc_idx: u32,
     enabled: bool,
 ) {
-    guarded_value("nrt_sys_trace_config_set_capture_enabled_for_nc", (), || {
-        let _ = with_config(
-            "nrt_sys_trace_config_set_capture_enabled_for_nc",
-            options,
-            |c| {
-                if enabled {
-                    c.disabled_cores.remove(&nc_idx);
-                } else {
-                    c.disabled_cores.insert(nc_idx);
-                }
-            },
-        );
-    })
+    guarded_value(
+        "nrt_sys_trace_config_set_capture_enabled_for_nc",
+        (),
+        || {
+            let _ = with_config(
+                "nrt_sys_trace_config_set_capture_enabled_for_nc",
+                options,
+                |c| {
+                    if enabled {
+                        c.disabled_cores.remove(&nc_idx);
+                    } else {
+                        c.disabled_cores.insert(nc_idx);
+                    }
+                },
+            );
+        },
+    )
 }
 
 /// Enables or disables one event type; a type not listed by
@@ -448,7 +454,9 @@ pub extern "C" fn nrt_sys_trace_fetch_options_set_defaults(
 pub extern "C" fn nrt_sys_trace_fetch_options_free(options: *mut nrt_sys_trace_fetch_options_t) {
     guarded_value("nrt_sys_trace_fetch_options_free", (), || {
         if nrt_sys_trace_fetch_options::take(options).is_none() {
-            error!("nrt_sys_trace_fetch_options_free: {options:p} is not a live fetch options object");
+            error!(
+                "nrt_sys_trace_fetch_options_free: {options:p} is not a live fetch options object"
+            );
         }
     })
 }
@@ -459,13 +467,17 @@ pub extern "C" fn nrt_sys_trace_fetch_options_set_max_events_per_nc(
     options: *mut nrt_sys_trace_fetch_options_t,
     max_events_per_nc: u64,
 ) {
-    guarded_value("nrt_sys_trace_fetch_options_set_max_events_per_nc", (), || {
-        let _ = with_fetch(
-            "nrt_sys_trace_fetch_options_set_max_events_per_nc",
-            options,
-            |o| o.max_events_per_nc = Some(max_events_per_nc),
-        );
-    })
+    guarded_value(
+        "nrt_sys_trace_fetch_options_set_max_events_per_nc",
+        (),
+        || {
+            let _ = with_fetch(
+                "nrt_sys_trace_fetch_options_set_max_events_per_nc",
+                options,
+                |o| o.max_events_per_nc = Some(max_events_per_nc),
+            );
+        },
+    )
 }
 
 /// Limits a fetch to logical core `nc_idx`.
@@ -506,7 +518,10 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
         let text = take_events(&opts)?;
         let out = c_string(text.as_bytes());
         if out.is_null() {
-            error!("{API}: out of host memory for {} bytes of events", text.len());
+            error!(
+                "{API}: out of host memory for {} bytes of events",
+                text.len()
+            );
             return Err(NRT_STATUS::NRT_RESOURCE);
         }
         // SAFETY: both non-NULL (checked) and writable per this function's contract.
@@ -525,5 +540,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
 #[no_mangle]
 pub unsafe extern "C" fn nrt_sys_trace_buffer_free(buffer: *mut c_char) {
     // SAFETY: forwarded from this function's contract.
-    guarded_value("nrt_sys_trace_buffer_free", (), || unsafe { c_free(buffer) })
+    guarded_value("nrt_sys_trace_buffer_free", (), || unsafe {
+        c_free(buffer)
+    })
 }

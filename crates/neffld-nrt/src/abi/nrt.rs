@@ -166,4 +166,3 @@ pub struct nrt_vnc_memory_stats_t {
     pub bytes_used: usize,
     pub bytes_limit: usize,
 }
-
