@@ -18,6 +18,11 @@
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard};
 
+use tracing::error;
+
+use crate::abi::nrt_status::NRT_STATUS;
+use crate::boundary::non_null;
+
 /// What a registered pointer points to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Kind {
@@ -58,6 +63,8 @@ pub(crate) trait Handle {
     type Rust;
     /// The registry kind of this handle type (one per implementor).
     const KIND: Kind;
+    /// What the handle is, for messages ("trace configuration").
+    const NAME: &'static str;
 
     /// Boxes `object` and returns the caller's new handle to it.
     fn hand_out(object: Self::Rust) -> *mut Self
@@ -87,6 +94,25 @@ pub(crate) trait Handle {
         let result = f(object);
         drop(set);
         Some(result)
+    }
+
+    /// As [`Handle::with`] for the argument `what` of `api`: NULL, or a
+    /// pointer that is not a live handle of this kind, is logged and gives
+    /// `NRT_INVALID`.
+    fn with_arg<R>(
+        api: &str,
+        what: &str,
+        ptr: *const Self,
+        f: impl FnOnce(&mut Self::Rust) -> R,
+    ) -> Result<R, NRT_STATUS>
+    where
+        Self: Sized,
+    {
+        non_null(api, what, ptr)?;
+        Self::with(ptr, f).ok_or_else(|| {
+            error!("{api}: {ptr:p} is not a live {}", Self::NAME);
+            NRT_STATUS::NRT_INVALID
+        })
     }
 
     /// Removes a live handle from the registry and returns its object (the

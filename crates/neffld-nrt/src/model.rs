@@ -31,6 +31,7 @@ pub type nrt_model_t = nrt_model;
 impl Handle for nrt_model {
     type Rust = Model;
     const KIND: Kind = Kind::Model;
+    const NAME: &'static str = "loaded model";
 }
 
 /// The arguments of one load call.

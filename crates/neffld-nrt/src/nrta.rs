@@ -45,6 +45,7 @@ pub type nrta_error_tracker_t = nrta_error_tracker;
 impl Handle for nrta_error_tracker {
     type Rust = ErrorTracker;
     const KIND: Kind = Kind::ErrorTracker;
+    const NAME: &'static str = "error tracker";
 }
 
 /// Refused (`NRT_FAILURE`): nothing is queued on the simulated device; use
@@ -213,13 +214,9 @@ pub unsafe extern "C" fn nrta_error_tracker_get_list(
     guarded(API, || {
         non_null(API, "list", list)?;
         non_null(API, "error_count", error_count)?;
-        let (ptr, n) = nrta_error_tracker::with(error_tracker, |t| {
+        let (ptr, n) = nrta_error_tracker::with_arg(API, "error_tracker", error_tracker, |t| {
             tracing::debug!("{API}: core {}", t.lnc);
             (t.errors.as_ptr(), t.errors.len())
-        })
-        .ok_or_else(|| {
-            error!("{API}: {error_tracker:p} is not a live error tracker");
-            NRT_STATUS::NRT_INVALID
         })?;
         // SAFETY: both non-NULL (checked) and writable per this function's contract.
         unsafe {

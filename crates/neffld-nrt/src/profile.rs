@@ -90,6 +90,7 @@ pub type nrt_profile_continuous_options_t = nrt_profile_continuous_options;
 impl Handle for nrt_profile_continuous_options {
     type Rust = ContinuousOptions;
     const KIND: Kind = Kind::ProfileOptions;
+    const NAME: &'static str = "continuous profiling options object";
 }
 
 /// Inspect-session options. Opaque to C.
@@ -103,6 +104,7 @@ pub type nrt_inspect_config_t = nrt_inspect_config;
 impl Handle for nrt_inspect_config {
     type Rust = InspectConfig;
     const KIND: Kind = Kind::InspectConfig;
+    const NAME: &'static str = "inspect configuration";
 }
 
 /// A C string argument; NULL gives `NRT_INVALID`.
@@ -227,32 +229,6 @@ unsafe fn stop(filename: *const c_char) -> NrtResult {
     Ok(())
 }
 
-/// Runs `f` on continuous-profiling options, logging a bad handle.
-fn with_continuous<R>(
-    api: &str,
-    options: *const nrt_profile_continuous_options_t,
-    f: impl FnOnce(&mut ContinuousOptions) -> R,
-) -> Result<R, NRT_STATUS> {
-    non_null(api, "options", options)?;
-    nrt_profile_continuous_options::with(options, f).ok_or_else(|| {
-        error!("{api}: {options:p} is not a live continuous profiling options object");
-        NRT_STATUS::NRT_INVALID
-    })
-}
-
-/// Runs `f` on an inspect configuration, logging a bad handle.
-fn with_inspect<R>(
-    api: &str,
-    options: *const nrt_inspect_config_t,
-    f: impl FnOnce(&mut InspectConfig) -> R,
-) -> Result<R, NRT_STATUS> {
-    non_null(api, "options", options)?;
-    nrt_inspect_config::with(options, f).ok_or_else(|| {
-        error!("{api}: {options:p} is not a live inspect configuration");
-        NRT_STATUS::NRT_INVALID
-    })
-}
-
 // ---- C entry points (nrt_profile.h) ----
 
 /// Starts profiling `model`; `nrt_profile_stop` writes its capture to
@@ -331,7 +307,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_set_output_dir(
     guarded(API, || {
         // SAFETY: forwarded from this function's contract.
         let dir = unsafe { text(API, "output_dir", output_dir) }?;
-        with_continuous(API, options, |o| o.output_dir = dir)
+        nrt_profile_continuous_options::with_arg(API, "options", options, |o| o.output_dir = dir)
     })
 }
 
@@ -394,7 +370,7 @@ pub extern "C" fn nrt_inspect_config_set_defaults(
     options: *mut nrt_inspect_config_t,
 ) -> NRT_STATUS {
     guarded("nrt_inspect_config_set_defaults", || {
-        with_inspect("nrt_inspect_config_set_defaults", options, |c| {
+        nrt_inspect_config::with_arg("nrt_inspect_config_set_defaults", "options", options, |c| {
             *c = InspectConfig::default()
         })
     })
@@ -419,9 +395,12 @@ pub extern "C" fn nrt_inspect_config_set_session_id(
     session_id: c_int,
 ) -> NRT_STATUS {
     guarded("nrt_inspect_config_set_session_id", || {
-        with_inspect("nrt_inspect_config_set_session_id", options, |c| {
-            c.session_id = session_id
-        })
+        nrt_inspect_config::with_arg(
+            "nrt_inspect_config_set_session_id",
+            "options",
+            options,
+            |c| c.session_id = session_id,
+        )
     })
 }
 
@@ -442,7 +421,7 @@ pub unsafe extern "C" fn nrt_inspect_config_set_output_dir(
             error!("{API}: the output directory is empty");
             return Err(NRT_STATUS::NRT_INVALID);
         }
-        with_inspect(API, options, |c| c.output_dir = dir)
+        nrt_inspect_config::with_arg(API, "options", options, |c| c.output_dir = dir)
     })
 }
 
@@ -454,7 +433,7 @@ pub extern "C" fn nrt_inspect_config_set_sys_trace_max_events_per_nc(
 ) -> NRT_STATUS {
     const API: &str = "nrt_inspect_config_set_sys_trace_max_events_per_nc";
     guarded(API, || {
-        with_inspect(API, options, |c| {
+        nrt_inspect_config::with_arg(API, "options", options, |c| {
             c.sys_trace_max_events_per_nc = Some(sys_trace_max_events_per_nc)
         })
     })
@@ -469,7 +448,7 @@ pub extern "C" fn nrt_inspect_config_set_capture_enabled_for_nc(
 ) -> NRT_STATUS {
     const API: &str = "nrt_inspect_config_set_capture_enabled_for_nc";
     guarded(API, || {
-        with_inspect(API, options, |c| {
+        nrt_inspect_config::with_arg(API, "options", options, |c| {
             if enabled {
                 c.disabled_cores.remove(&nc_idx);
             } else {
@@ -498,7 +477,7 @@ pub unsafe extern "C" fn nrt_inspect_config_set_capture_enabled_for_event_type_s
             error!("{API}: unknown event type {name:?}");
             return Err(NRT_STATUS::NRT_INVALID);
         }
-        with_inspect(API, options, |c| {
+        nrt_inspect_config::with_arg(API, "options", options, |c| {
             if enabled {
                 c.disabled_event_types.remove(&name);
             } else {
@@ -515,9 +494,12 @@ pub extern "C" fn nrt_inspect_config_set_enable_inspect(
     enable_inspect: bool,
 ) -> NRT_STATUS {
     guarded("nrt_inspect_config_set_enable_inspect", || {
-        with_inspect("nrt_inspect_config_set_enable_inspect", options, |c| {
-            c.enable_inspect = enable_inspect
-        })
+        nrt_inspect_config::with_arg(
+            "nrt_inspect_config_set_enable_inspect",
+            "options",
+            options,
+            |c| c.enable_inspect = enable_inspect,
+        )
     })
 }
 
@@ -529,7 +511,7 @@ pub extern "C" fn nrt_inspect_config_set_enable_inspect_on_fail(
 ) -> NRT_STATUS {
     const API: &str = "nrt_inspect_config_set_enable_inspect_on_fail";
     guarded(API, || {
-        with_inspect(API, options, |c| {
+        nrt_inspect_config::with_arg(API, "options", options, |c| {
             c.enable_inspect_on_fail = enable_inspect_on_fail
         })
     })
@@ -542,7 +524,7 @@ pub extern "C" fn nrt_inspect_begin_with_options(options: *mut nrt_inspect_confi
     const API: &str = "nrt_inspect_begin_with_options";
     guarded(API, || {
         if !options.is_null() {
-            with_inspect(API, options, |_| ())?;
+            nrt_inspect_config::with_arg(API, "options", options, |_| ())?;
         }
         Err(unsupported::call(API))
     })
@@ -576,7 +558,8 @@ pub unsafe extern "C" fn nrt_inspect_config_get_enabled_activity_types(
 ) -> NRT_STATUS {
     const API: &str = "nrt_inspect_config_get_enabled_activity_types";
     guarded(API, || {
-        let enabled = with_inspect(API, options, |c| c.activities.clone())?;
+        let enabled =
+            nrt_inspect_config::with_arg(API, "options", options, |c| c.activities.clone())?;
         let names: Vec<&str> = ACTIVITY_TYPES
             .into_iter()
             .filter(|a| enabled.contains(a))
@@ -628,7 +611,7 @@ pub unsafe extern "C" fn nrt_inspect_config_set_activity(
                 }
             }
         };
-        with_inspect(API, options, |c| {
+        nrt_inspect_config::with_arg(API, "options", options, |c| {
             for a in chosen {
                 if enabled {
                     c.activities.insert(a);

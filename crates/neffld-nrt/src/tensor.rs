@@ -40,6 +40,7 @@ pub type nrt_tensor_t = nrt_tensor;
 impl Handle for nrt_tensor {
     type Rust = Tensor;
     const KIND: Kind = Kind::Tensor;
+    const NAME: &'static str = "tensor";
 }
 
 /// The operations of a batch that target one tensor. All pointers are

@@ -26,6 +26,7 @@ pub(crate) struct TensorSetHandle {
 impl Handle for TensorSetHandle {
     type Rust = TensorSet;
     const KIND: Kind = Kind::TensorSet;
+    const NAME: &'static str = "tensor set";
 }
 
 /// The object behind a `nrt_tensor_set_t *`.
@@ -41,11 +42,7 @@ fn with_set<R>(
     ptr: *mut nrt_tensor_set_t,
     f: impl FnOnce(&mut TensorSet) -> R,
 ) -> Result<R, NRT_STATUS> {
-    non_null(api, "tensor_set", ptr)?;
-    TensorSetHandle::with(ptr.cast::<TensorSetHandle>(), f).ok_or_else(|| {
-        error!("{api}: {ptr:p} is not a live tensor set");
-        NRT_STATUS::NRT_INVALID
-    })
+    TensorSetHandle::with_arg(api, "tensor_set", ptr.cast::<TensorSetHandle>(), f)
 }
 
 /// # Safety

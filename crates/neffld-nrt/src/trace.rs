@@ -70,6 +70,7 @@ pub type nrt_sys_trace_config_t = nrt_sys_trace_config;
 impl Handle for nrt_sys_trace_config {
     type Rust = TraceConfig;
     const KIND: Kind = Kind::TraceConfig;
+    const NAME: &'static str = "trace configuration";
 }
 
 /// Fetch options. Opaque to C: made by `nrt_sys_trace_fetch_options_allocate`,
@@ -84,6 +85,7 @@ pub type nrt_sys_trace_fetch_options_t = nrt_sys_trace_fetch_options;
 impl Handle for nrt_sys_trace_fetch_options {
     type Rust = FetchOptions;
     const KIND: Kind = Kind::TraceFetchOptions;
+    const NAME: &'static str = "fetch options object";
 }
 
 /// One recorded event.
@@ -149,32 +151,6 @@ pub(crate) fn model_unloaded(model: &Model) {
     record("model_unload", model);
 }
 
-/// Runs `f` on the configuration behind a handle, logging a bad handle.
-fn with_config<R>(
-    api: &str,
-    options: *const nrt_sys_trace_config_t,
-    f: impl FnOnce(&mut TraceConfig) -> R,
-) -> Result<R, NRT_STATUS> {
-    non_null(api, "options", options)?;
-    nrt_sys_trace_config::with(options, f).ok_or_else(|| {
-        error!("{api}: {options:p} is not a live trace configuration");
-        NRT_STATUS::NRT_INVALID
-    })
-}
-
-/// Runs `f` on the fetch options behind a handle, logging a bad handle.
-fn with_fetch<R>(
-    api: &str,
-    options: *const nrt_sys_trace_fetch_options_t,
-    f: impl FnOnce(&mut FetchOptions) -> R,
-) -> Result<R, NRT_STATUS> {
-    non_null(api, "options", options)?;
-    nrt_sys_trace_fetch_options::with(options, f).ok_or_else(|| {
-        error!("{api}: {options:p} is not a live fetch options object");
-        NRT_STATUS::NRT_INVALID
-    })
-}
-
 /// The events a fetch takes out of the session, as the JSON document.
 fn take_events(options: &FetchOptions) -> Result<String, NRT_STATUS> {
     let mut guard = session();
@@ -236,9 +212,12 @@ pub unsafe extern "C" fn nrt_sys_trace_config_allocate(
 #[no_mangle]
 pub extern "C" fn nrt_sys_trace_config_set_defaults(options: *mut nrt_sys_trace_config_t) {
     guarded_value("nrt_sys_trace_config_set_defaults", (), || {
-        let _ = with_config("nrt_sys_trace_config_set_defaults", options, |c| {
-            *c = TraceConfig::default()
-        });
+        let _ = nrt_sys_trace_config::with_arg(
+            "nrt_sys_trace_config_set_defaults",
+            "options",
+            options,
+            |c| *c = TraceConfig::default(),
+        );
     })
 }
 
@@ -259,9 +238,12 @@ pub extern "C" fn nrt_sys_trace_config_set_max_events_per_nc(
     max_events_per_nc: u64,
 ) {
     guarded_value("nrt_sys_trace_config_set_max_events_per_nc", (), || {
-        let _ = with_config("nrt_sys_trace_config_set_max_events_per_nc", options, |c| {
-            c.max_events_per_nc = max_events_per_nc
-        });
+        let _ = nrt_sys_trace_config::with_arg(
+            "nrt_sys_trace_config_set_max_events_per_nc",
+            "options",
+            options,
+            |c| c.max_events_per_nc = max_events_per_nc,
+        );
     })
 }
 
@@ -276,8 +258,9 @@ pub extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
         "nrt_sys_trace_config_set_capture_enabled_for_nc",
         (),
         || {
-            let _ = with_config(
+            let _ = nrt_sys_trace_config::with_arg(
                 "nrt_sys_trace_config_set_capture_enabled_for_nc",
+                "options",
                 options,
                 |c| {
                     if enabled {
@@ -311,7 +294,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_event_type
             error!("{API}: unknown event type {name:?} (known: {EVENT_TYPES:?})");
             return Err(NRT_STATUS::NRT_INVALID);
         };
-        with_config(API, options, |c| {
+        nrt_sys_trace_config::with_arg(API, "options", options, |c| {
             if enabled {
                 c.enabled_types.insert(known);
             } else {
@@ -371,7 +354,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
 ) -> NRT_STATUS {
     const API: &str = "nrt_sys_trace_config_get_enabled_event_types";
     guarded(API, || {
-        let enabled = with_config(API, options, |c| c.enabled_types.clone())?;
+        let enabled =
+            nrt_sys_trace_config::with_arg(API, "options", options, |c| c.enabled_types.clone())?;
         let names: Vec<&str> = EVENT_TYPES
             .into_iter()
             .filter(|t| enabled.contains(t))
@@ -391,7 +375,7 @@ pub extern "C" fn nrt_sys_trace_start(options: *mut nrt_sys_trace_config_t) -> N
         let config = if options.is_null() {
             TraceConfig::default()
         } else {
-            with_config(API, options, |c| c.clone())?
+            nrt_sys_trace_config::with_arg(API, "options", options, |c| c.clone())?
         };
         let mut guard = session();
         if guard.is_some() {
@@ -443,9 +427,12 @@ pub extern "C" fn nrt_sys_trace_fetch_options_set_defaults(
     options: *mut nrt_sys_trace_fetch_options_t,
 ) {
     guarded_value("nrt_sys_trace_fetch_options_set_defaults", (), || {
-        let _ = with_fetch("nrt_sys_trace_fetch_options_set_defaults", options, |o| {
-            *o = FetchOptions::default()
-        });
+        let _ = nrt_sys_trace_fetch_options::with_arg(
+            "nrt_sys_trace_fetch_options_set_defaults",
+            "options",
+            options,
+            |o| *o = FetchOptions::default(),
+        );
     })
 }
 
@@ -471,8 +458,9 @@ pub extern "C" fn nrt_sys_trace_fetch_options_set_max_events_per_nc(
         "nrt_sys_trace_fetch_options_set_max_events_per_nc",
         (),
         || {
-            let _ = with_fetch(
+            let _ = nrt_sys_trace_fetch_options::with_arg(
                 "nrt_sys_trace_fetch_options_set_max_events_per_nc",
+                "options",
                 options,
                 |o| o.max_events_per_nc = Some(max_events_per_nc),
             );
@@ -487,9 +475,12 @@ pub extern "C" fn nrt_sys_trace_fetch_options_set_nc_idx(
     nc_idx: u64,
 ) {
     guarded_value("nrt_sys_trace_fetch_options_set_nc_idx", (), || {
-        let _ = with_fetch("nrt_sys_trace_fetch_options_set_nc_idx", options, |o| {
-            o.nc_idx = Some(nc_idx)
-        });
+        let _ = nrt_sys_trace_fetch_options::with_arg(
+            "nrt_sys_trace_fetch_options_set_nc_idx",
+            "options",
+            options,
+            |o| o.nc_idx = Some(nc_idx),
+        );
     })
 }
 
@@ -513,7 +504,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
         let opts = if options.is_null() {
             FetchOptions::default()
         } else {
-            with_fetch(API, options, |o| o.clone())?
+            nrt_sys_trace_fetch_options::with_arg(API, "options", options, |o| o.clone())?
         };
         let text = take_events(&opts)?;
         let out = c_string(text.as_bytes());

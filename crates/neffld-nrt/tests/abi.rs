@@ -831,6 +831,9 @@ fn profile_writes_a_capture_of_the_loaded_model() {
     let capture = neffld::capture::read(&bytes).expect("the capture reads back");
     assert_eq!(capture.version, 6);
     assert_eq!(capture.neff_name, "file.neff");
+    let header = neffld::container::NeffHeader::parse(&neff).unwrap();
+    assert!(capture.uuid.matches(&header.uuid), "the NEFF's own uuid");
+    assert_eq!(capture.arch(), Some(neffld::Arch::Cayman));
     // One subgraph per physical core of the logical core (LNC 2 on trn2).
     let mut pcores: Vec<u64> = capture.subgraphs.iter().map(|s| s.pcore).collect();
     pcores.dedup();
