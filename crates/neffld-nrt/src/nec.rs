@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_int};
 
 use tracing::info;
 
-use crate::abi::nec::{enc_host_mem_t, nec_pod_type_t, nec_version_info_t};
+use crate::abi::nec::{enc_host_mem_t, nec_version_info_t, NecPodTypeArg};
 use crate::abi::nrt_status::NRT_STATUS;
 use crate::boundary::{guarded, guarded_value, non_null};
 use crate::{state, unsupported};
@@ -195,7 +195,7 @@ pub extern "C" fn nec_get_p2p_pod_peer_node(
 /// Refused (`NRT_FAILURE`): no pods.
 #[no_mangle]
 pub extern "C" fn nec_pod_node_can_access_peer_node(
-    pod_type: nec_pod_type_t,
+    pod_type: NecPodTypeArg,
     local_rid: u32,
     local_node_id: u32,
     remote_rid: u32,

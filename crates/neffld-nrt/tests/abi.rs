@@ -912,7 +912,19 @@ fn version_and_device_queries() {
     assert!(lnc == 1 || lnc == 2);
     assert_eq!(nec_mla_idx_to_rid(0, 0), -1);
     let mut done = false;
-    assert_eq!(nrta_is_completed(1, &mut done), NRT_STATUS::NRT_INVALID);
+    // SAFETY: `done` is writable.
+    unsafe {
+        // Nothing runs on the collectives unit; unit 7 does not exist.
+        assert_eq!(
+            nrta_is_completed((4 << 48) | 1, &mut done),
+            NRT_STATUS::NRT_INVALID
+        );
+        assert_eq!(
+            nrta_is_completed((7 << 48) | 1, &mut done),
+            NRT_STATUS::NRT_INVALID
+        );
+    }
+    assert!(!done);
     let mut tracker: *mut nrta_error_tracker_t = ptr::null_mut();
     let mut list: *const nrta_error_t = ptr::null();
     let mut n = 9usize;
@@ -930,12 +942,10 @@ fn version_and_device_queries() {
     assert_eq!(n, 0);
     nrta_error_tracker_destroy(tracker);
     assert_eq!(
-        nrta_tensor_copy(
+        nrta_execute_schedule(
             ptr::null_mut(),
-            0,
+            ptr::null(),
             ptr::null_mut(),
-            0,
-            0,
             0,
             ptr::null_mut(),
             ptr::null_mut()
@@ -949,3 +959,81 @@ fn version_and_device_queries() {
     );
     assert_eq!(nrt_inspect_begin(), NRT_STATUS::NRT_FAILURE);
 }
+
+/// The async tensor calls run at once: each issues the next id of its unit,
+/// which is complete on return, and moves the data as the sync calls do.
+#[test]
+fn async_tensor_requests_complete_on_return() {
+    let _g = fresh();
+    let (_, a) = alloc(DEVICE, 0, 256);
+    let (_, b) = alloc(HOST, -1, 256);
+    let data: Vec<u8> = (0..=255).collect();
+    let (mut w, mut c, mut r, mut last) = (0u64, 0u64, 0u64, 0u64);
+    let mut back = vec![0u8; 256];
+    let mut done = false;
+    // SAFETY: every buffer and out-pointer is a live local of the stated size.
+    unsafe {
+        let before = {
+            assert_eq!(
+                nrta_get_sequence(0, NRTA_XU_TENSOR_WRITE_ARG, 0, &mut last),
+                NRT_STATUS::NRT_SUCCESS
+            );
+            last
+        };
+        assert_eq!(
+            nrta_tensor_write(a, data.as_ptr().cast(), 0, 256, 0, ptr::null_mut(), &mut w),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(w >> 48, 1, "issued on the tensor-write unit");
+        assert_eq!(w, before + 1);
+        assert_eq!(nrta_is_completed(w, &mut done), NRT_STATUS::NRT_SUCCESS);
+        assert!(done);
+        assert_eq!(
+            nrta_get_sequence(0, NRTA_XU_TENSOR_WRITE_ARG, 0, &mut last),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(last, w);
+        assert_eq!(
+            nrta_tensor_copy(a, 16, b, 0, 64, 0, ptr::null_mut(), &mut c),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(c >> 48, 2, "issued on the tensor-op unit");
+        assert_eq!(
+            nrta_tensor_read(
+                back.as_mut_ptr().cast(),
+                b,
+                0,
+                64,
+                0,
+                ptr::null_mut(),
+                &mut r
+            ),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(r >> 48, 0, "issued on the tensor-read unit");
+        assert_eq!(&back[..64], &data[16..80]);
+        // A failing request reports its status at once and issues nothing.
+        let mut bad = 0u64;
+        assert_eq!(
+            nrta_tensor_read(
+                back.as_mut_ptr().cast(),
+                b,
+                250,
+                64,
+                0,
+                ptr::null_mut(),
+                &mut bad
+            ),
+            NRT_STATUS::NRT_INVALID
+        );
+        assert_eq!(bad, 0);
+        assert_eq!(
+            nrta_get_sequence(0, 9, 0, &mut last),
+            NRT_STATUS::NRT_INVALID
+        );
+    }
+    free(a);
+    free(b);
+}
+
+const NRTA_XU_TENSOR_WRITE_ARG: u32 = nrta_xu_t::NRTA_XU_TENSOR_WRITE as u32;

@@ -38,16 +38,6 @@
 #define NEC_KANGARING_MAX_NUM_RANKS 128
 
 /**
- * How the devices of a pod are connected.
- */
-typedef enum nec_pod_type_t {
-  NEC_POD_TYPE_NONE = 0,
-  NEC_POD_TYPE_P2P = 1,
-  NEC_POD_TYPE_SWITCH = 2,
-  NEC_POD_TYPE_INVALID = 3,
-} nec_pod_type_t;
-
-/**
  * The kinds of network communicator of the proxy.
  */
 typedef enum ofi_comm_type_t {
@@ -146,6 +136,16 @@ typedef enum net_addr_mark_t {
   NET_OP_COMPLETE = 1,
   EXEC_COMPLETE = 2,
 } net_addr_mark_t;
+
+/**
+ * How the devices of a pod are connected.
+ */
+typedef enum nec_pod_type_t {
+  NEC_POD_TYPE_NONE = 0,
+  NEC_POD_TYPE_P2P = 1,
+  NEC_POD_TYPE_SWITCH = 2,
+  NEC_POD_TYPE_INVALID = 3,
+} nec_pod_type_t;
 
 /**
  * The collectives library's channel (never built here).
@@ -363,7 +363,7 @@ int nec_get_p2p_pod_peer_node(uint32_t nec_dev_id,
 /**
  * Refused (`NRT_FAILURE`): no pods.
  */
-NRT_STATUS nec_pod_node_can_access_peer_node(enum nec_pod_type_t pod_type,
+NRT_STATUS nec_pod_node_can_access_peer_node(nec_pod_type_t pod_type,
                                              uint32_t local_rid,
                                              uint32_t local_node_id,
                                              uint32_t remote_rid,

@@ -71,8 +71,12 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Refused (`NRT_FAILURE`): nothing is queued on the simulated device; use
- * `nrt_tensor_write`.
+ * Writes `size` bytes of `buf` into the tensor at `offset` now (as
+ * `nrt_tensor_write`) and issues the request's id in `*req_sequence`.
+ *
+ * # Safety
+ * `buf` must be NULL or point to `size` readable bytes; `req_sequence`
+ * must be NULL or writable.
  */
 NRT_STATUS nrta_tensor_write(nrt_tensor_t *tensor,
                              const void *buf,
@@ -83,7 +87,12 @@ NRT_STATUS nrta_tensor_write(nrt_tensor_t *tensor,
                              nrta_seq_t *req_sequence);
 
 /**
- * Refused (`NRT_FAILURE`): nothing is queued; use `nrt_tensor_read`.
+ * Reads `size` bytes at `offset` of the tensor into `buf` now (as
+ * `nrt_tensor_read`) and issues the request's id in `*req_sequence`.
+ *
+ * # Safety
+ * `buf` must be NULL or point to `size` writable bytes; `req_sequence`
+ * must be NULL or writable.
  */
 NRT_STATUS nrta_tensor_read(void *buf,
                             nrt_tensor_t *tensor,
@@ -94,7 +103,11 @@ NRT_STATUS nrta_tensor_read(void *buf,
                             nrta_seq_t *req_sequence);
 
 /**
- * Refused (`NRT_FAILURE`): nothing is queued; use `nrt_tensor_copy`.
+ * Copies `size` bytes between tensors now (as `nrt_tensor_copy`) and
+ * issues the request's id in `*req_sequence`.
+ *
+ * # Safety
+ * `req_sequence` must be NULL or writable.
  */
 NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src,
                             uint64_t src_offset,
@@ -135,18 +148,23 @@ NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx,
                             nrta_seq_t *req_sequence);
 
 /**
- * No request was ever queued, so no id is valid: `NRT_INVALID` (and
- * `*is_completed` is left untouched).
+ * Every issued request has completed (it ran inside its call): true for an
+ * issued id; an id never issued gives `NRT_INVALID`.
+ *
+ * # Safety
+ * `is_completed` must be NULL or writable.
  */
 NRT_STATUS nrta_is_completed(nrta_seq_t seq, bool *is_completed);
 
 /**
- * Writes 0 to `*seq`: no request has completed on any unit.
+ * Writes the last completed sequence id of execution-unit type `xu` (its
+ * number 0 when none has run); `lnc` and `queue` do not divide the units
+ * here.
  *
  * # Safety
  * `seq` must be NULL or writable.
  */
-NRT_STATUS nrta_get_sequence(uint32_t lnc, enum nrta_xu_t xu, int queue, nrta_seq_t *seq);
+NRT_STATUS nrta_get_sequence(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t *seq);
 
 /**
  * Refused (`NRT_FAILURE`): there is no request to wait for.

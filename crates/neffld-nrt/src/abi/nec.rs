@@ -78,6 +78,10 @@ pub enum nec_pod_type_t {
     NEC_POD_TYPE_INVALID = 3,
 }
 
+/// A pod type as a C caller may pass it (any integer). The header spells
+/// this type `nec_pod_type_t`.
+pub type NecPodTypeArg = u32;
+
 /// Collective patterns.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -84,6 +84,15 @@ pub enum nrt_op_type_t {
     NRT_OP_INVALID = 15,
 }
 
+/// A dtype, reduction or collective operation as a C caller may pass it (any
+/// integer); headers spell these `nrt_dtype_t`, `nrt_op_type_t` and
+/// `nrt_cc_op_type_t` where a function takes them.
+pub type NrtDtypeArg = u32;
+/// See [`NrtDtypeArg`].
+pub type NrtOpArg = u32;
+/// See [`NrtDtypeArg`].
+pub type NrtCcOpArg = u32;
+
 /// Element types, with the device's own codes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

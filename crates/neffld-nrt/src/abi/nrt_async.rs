@@ -15,6 +15,10 @@ pub enum nrta_xu_t {
     NRTA_XU_TYPE_NUM = 5,
 }
 
+/// An execution-unit type as a C caller may pass it (any integer). The
+/// header spells this type `nrta_xu_t`.
+pub type NrtaXuArg = u32;
+
 /// A request id: the execution unit in the top 16 bits, a strictly
 /// increasing sequence number in the low 48.
 pub type nrta_seq_t = u64;
