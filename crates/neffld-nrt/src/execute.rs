@@ -62,8 +62,9 @@ fn check_set(
     Ok(())
 }
 
-/// Checks the binding, then refuses the execution.
-fn execute(
+/// Checks the binding, then refuses the execution (also for
+/// `nrta_execute_schedule`).
+pub(crate) fn execute(
     api: &'static str,
     model: *const nrt_model_t,
     inputs: *const nrt_tensor_set_t,

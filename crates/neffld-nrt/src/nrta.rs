@@ -28,7 +28,7 @@ use crate::handles::{Handle, Kind};
 use crate::model::nrt_model_t;
 use crate::tensor::nrt_tensor_t;
 use crate::tensor_set::nrt_tensor_set_t;
-use crate::{state, tensor, unsupported};
+use crate::{execute, state, tensor, unsupported};
 
 /// The last sequence number issued per execution-unit type (0: none yet).
 static LAST: Mutex<[u64; nrta_xu_t::NRTA_XU_TYPE_NUM as usize]> =
@@ -150,7 +150,8 @@ pub unsafe extern "C" fn nrta_tensor_copy(
     })
 }
 
-/// Refused (`NRT_FAILURE`): nothing executes.
+/// Checks the tensor binding as `nrt_execute` does (`NRT_INVALID` naming
+/// the tensor), then refuses (`NRT_FAILURE`): nothing executes.
 #[no_mangle]
 pub extern "C" fn nrta_execute_schedule(
     model: *mut nrt_model_t,
@@ -160,7 +161,9 @@ pub extern "C" fn nrta_execute_schedule(
     err: *mut nrta_error_tracker_t,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    unsupported::call("nrta_execute_schedule")
+    guarded("nrta_execute_schedule", || {
+        execute::execute("nrta_execute_schedule", model, input, output)
+    })
 }
 
 /// Refused (`NRT_FAILURE`): no collectives.

@@ -653,6 +653,14 @@ fn execute_binding() {
         nrt_execute_repeat(m, inputs, outputs, 2),
         NRT_STATUS::NRT_FAILURE
     );
+    assert_eq!(
+        nrta_execute_schedule(m, no_out, outputs, 0, ptr::null_mut(), ptr::null_mut()),
+        NRT_STATUS::NRT_INVALID
+    );
+    assert_eq!(
+        nrta_execute_schedule(m, inputs, outputs, 0, ptr::null_mut(), ptr::null_mut()),
+        NRT_STATUS::NRT_FAILURE
+    );
     for s in [inputs, no_out, outputs] {
         destroy(s);
     }
@@ -950,7 +958,7 @@ fn version_and_device_queries() {
             ptr::null_mut(),
             ptr::null_mut()
         ),
-        NRT_STATUS::NRT_FAILURE
+        NRT_STATUS::NRT_INVALID
     );
     assert_eq!(nrt_async_sendrecv_init(0), NRT_STATUS::NRT_FAILURE);
     assert_eq!(

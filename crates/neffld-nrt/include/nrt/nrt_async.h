@@ -119,7 +119,8 @@ NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src,
                             nrta_seq_t *req_sequence);
 
 /**
- * Refused (`NRT_FAILURE`): nothing executes.
+ * Checks the tensor binding as `nrt_execute` does (`NRT_INVALID` naming
+ * the tensor), then refuses (`NRT_FAILURE`): nothing executes.
  */
 NRT_STATUS nrta_execute_schedule(nrt_model_t *model,
                                  const nrt_tensor_set_t *input,
