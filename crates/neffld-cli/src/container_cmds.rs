@@ -393,6 +393,7 @@ pub fn extract(file: &Path, dir: &Path, max_inflated: Option<u64>) -> CmdResult 
     let opts = neffld::container::OpenOptions {
         verify_hash: false,
         inflate_limit: max_inflated,
+        max_members: None,
     };
     let neff = match neffld::container::open(&bytes, &opts) {
         Ok(n) => n,

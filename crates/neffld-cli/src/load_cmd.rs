@@ -454,6 +454,7 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
     let opts = OpenOptions {
         verify_hash: config.validate_hash,
         inflate_limit: config.max_inflated,
+        max_members: config.max_members,
     };
     let opened = container::open(&bytes, &opts);
     let s1 = t1.elapsed();

@@ -71,7 +71,7 @@ pub(crate) fn execute(
     outputs: *const nrt_tensor_set_t,
 ) -> NrtResult {
     let rt = state::runtime()?;
-    let m = model::lookup(api, model)?;
+    let m = model::lookup(api, &rt, model)?;
     let tensors = rt
         .tensor_info(&m)
         .map_err(|e| status::load_error(api, &e))?;

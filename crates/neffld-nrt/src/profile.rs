@@ -184,8 +184,8 @@ fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>
 /// `filename` must be NULL or NUL-terminated.
 unsafe fn start(model: *const nrt_model_t, filename: *const c_char) -> NrtResult {
     const API: &str = "nrt_profile_start";
-    state::runtime()?;
-    let m = model::lookup(API, model)?;
+    let rt = state::runtime()?;
+    let m = model::lookup(API, &rt, model)?;
     // SAFETY: forwarded from this function's contract.
     let file = unsafe { text(API, "filename", filename) }?;
     let mut active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
@@ -215,6 +215,10 @@ unsafe fn stop(filename: *const c_char) -> NrtResult {
     };
     if asked != file {
         error!("{API}: profile was started for {file:?}, not {asked:?}; writing {file:?}");
+    }
+    if m.runtime != rt.generation() {
+        error!("{API}: the profiled model belonged to a runtime that has closed since");
+        return Err(NRT_STATUS::NRT_INVALID_HANDLE);
     }
     let c = capture_of(API, &rt, &m)?;
     let bytes = capture::writer::write(&c).map_err(|e| {

@@ -8,6 +8,7 @@ use neffld::NrtStatus;
 const VERIFY: OpenOptions = OpenOptions {
     verify_hash: true,
     inflate_limit: None,
+    max_members: None,
 };
 
 fn members() -> Vec<(String, Vec<u8>)> {
@@ -201,6 +202,7 @@ fn damaged_payloads_fail_cleanly_after_rehashing() {
     let opts = OpenOptions {
         verify_hash: true,
         inflate_limit: Some(1 << 20),
+        max_members: None,
     };
     let e = container::open(&w.finish(bomb), &opts).unwrap_err();
     assert!(matches!(e, ContainerError::InflateLimit { .. }), "{e}");
@@ -286,6 +288,7 @@ fn s1_reject_messages_name_the_culprit() {
     let opts = OpenOptions {
         verify_hash: false,
         inflate_limit: Some(1000),
+        max_members: None,
     };
     let e = container::open(&good, &opts).unwrap_err().to_string();
     assert!(e.contains("limit of 1000 bytes"), "{e}");

@@ -89,6 +89,8 @@ pub enum ContainerError {
     },
     #[error("fail to allocate memory({size}) for {what}")]
     OutOfMemory { what: String, size: u64 },
+    #[error("the NEFF payload has more than {limit} tar entries (the one at offset {offset:#x} is past the ceiling; NEFFLD_MAX_MEMBERS raises it)")]
+    TooManyMembers { limit: u64, offset: u64 },
 }
 
 impl ContainerError {
@@ -112,6 +114,8 @@ pub struct OpenOptions {
     pub verify_hash: bool,
     /// Ceiling on the decoded payload; `None` = [`archive::default_inflate_limit`].
     pub inflate_limit: Option<u64>,
+    /// Ceiling on the tar's entries; `None` = [`archive::DEFAULT_MAX_MEMBERS`].
+    pub max_members: Option<u64>,
 }
 
 /// A parsed container: the header, what integrity found, and the archive.
@@ -138,7 +142,8 @@ pub fn open(bytes: &[u8], opts: &OpenOptions) -> Result<Neff, ContainerError> {
     let limit = opts
         .inflate_limit
         .unwrap_or_else(|| archive::default_inflate_limit(window.len() as u64));
-    let archive = Archive::decode(window, limit)?;
+    let max_members = opts.max_members.unwrap_or(archive::DEFAULT_MAX_MEMBERS);
+    let archive = Archive::decode_with(window, limit, max_members)?;
     Ok(Neff {
         header,
         verified,

@@ -27,7 +27,7 @@ use crate::relocate::RelocError;
 use crate::Arch;
 
 use super::plan::{self, CorePlan};
-use super::{Cores, StageError};
+use super::StageError;
 
 /// An engine's image where it landed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,12 +148,13 @@ impl CoreResolver<'_> {
     }
 }
 
-/// The device half of a build in progress: what it allocated so far.
+/// The device half of a build in progress. Each allocation goes straight
+/// into the image's `allocs`, which the staging guard owns.
 struct Builder<'a> {
     dev: &'a dyn Device,
     kbin: &'a Kbin,
     pcore: PCore,
-    allocs: Vec<MemHandle>,
+    allocs: &'a mut Vec<MemHandle>,
     reloc_time: std::time::Duration,
 }
 
@@ -290,54 +291,40 @@ fn build_ring(
     )))
 }
 
-/// Builds one subgraph on its core. Consumes the plan: on failure the
-/// partial build and the plan are released (`model_free`) before returning.
+/// Builds one subgraph on its core into `image` (which holds its plan).
+/// The image belongs to a staging guard ([`super::txn::CoreGuard`]): on
+/// failure, or a panic, the guard frees whatever the build allocated, so
+/// nothing here unwinds by hand. The core's model-table entry, the last step
+/// of `kbl_model_add`, is the guard's too.
 pub fn build(
     dev: &dyn Device,
-    cores: &Cores,
     kbin: &Kbin,
     archive: &Archive,
-    plan: CorePlan,
-    h_model: HModel,
+    image: &mut CoreImage,
     arch: Arch,
-) -> Result<CoreImage, StageError> {
+) -> Result<(), StageError> {
     let mut b = Builder {
         dev,
         kbin,
-        pcore: plan.pcore,
-        allocs: Vec::new(),
+        pcore: image.plan.pcore,
+        allocs: &mut image.allocs,
         reloc_time: std::time::Duration::ZERO,
     };
-    match build_parts(&mut b, cores, kbin, archive, &plan, h_model, arch) {
-        Ok((rings, tables, engines)) => Ok(CoreImage {
-            subgraph: kbin.name.clone(),
-            h_model,
-            plan,
-            rings,
-            tables,
-            engines,
-            allocs: b.allocs,
-            reloc_time: b.reloc_time,
-        }),
-        Err(e) => {
-            for &h in b.allocs.iter().rev() {
-                let _ = dev.free(h);
-            }
-            plan::release(dev, cores, &plan);
-            Err(e)
-        }
-    }
+    let (rings, tables, engines) = build_parts(&mut b, kbin, archive, &image.plan, arch)?;
+    image.reloc_time = b.reloc_time;
+    image.rings = rings;
+    image.tables = tables;
+    image.engines = engines;
+    Ok(())
 }
 
 type Parts = (Vec<PlacedRing>, Vec<PlacedTable>, Vec<PlacedImage>);
 
 fn build_parts<'a>(
     b: &mut Builder<'_>,
-    cores: &Cores,
     kbin: &'a Kbin,
     archive: &'a Archive,
     plan: &'a CorePlan,
-    h_model: HModel,
     arch: Arch,
 ) -> Result<Parts, StageError> {
     check_carveout(kbin)?;
@@ -468,11 +455,6 @@ fn build_parts<'a>(
         copies.push(e.handle, &e.image.bytes, Fill::Image(e.engine));
     }
     copies.send(b.dev, kbin)?;
-
-    // The core's model table.
-    if !cores.lock(plan.pcore).models.insert(h_model) {
-        return Err(StageError::ModelInDb(h_model.0));
-    }
     let tables = tables.into_iter().map(|(t, _)| t).collect();
     Ok((rings, tables, engines))
 }
