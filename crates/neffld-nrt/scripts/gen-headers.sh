@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates include/nrt/{nrt_status,nrt,nrt_experimental}.h from src/abi/*.rs
-# with the pinned cbindgen, or with --check verifies that the committed headers
-# are what the pinned cbindgen produces now (exit 1 and a diff when stale).
-# With --install, installs the pinned cbindgen first when it is missing.
+# Regenerates include/nrt/*.h with the pinned cbindgen, or with --check
+# verifies that the committed headers are what it produces now (exit 1 and a
+# diff when stale). With --install, installs the pinned cbindgen first when
+# it is missing.
+#
+# Each header is generated from its leaf declarations (src/abi/<header>.rs)
+# and the domain modules holding its functions, fed to cbindgen as one file
+# (module-level doc comments and attributes removed); the configuration is
+# cbindgen/<header>.toml.
 set -euo pipefail
 
 CBINDGEN_VERSION=0.29.4
@@ -31,19 +36,33 @@ if ! have_pinned; then
 fi
 
 out="$crate/include/nrt"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
 if [ "$mode" = check ]; then
-  out="$(mktemp -d)"
-  trap 'rm -rf "$out"' EXIT
+  out="$work/out"
+  mkdir -p "$out"
 fi
 
 cd "$crate"
-# header name : config : source
-for spec in nrt_status:cbindgen-status.toml:src/abi/nrt_status.rs \
-            nrt:cbindgen-nrt.toml:src/abi/nrt.rs \
-            nrt_experimental:cbindgen-experimental.toml:src/abi/nrt_experimental.rs; do
-  IFS=: read -r name config src <<<"$spec"
+# header : sources (declarations first, then the domain modules)
+headers=(
+  "nrt_status:src/abi/nrt_status.rs src/status.rs"
+  "nrt:src/abi/nrt.rs src/runtime.rs src/model.rs src/tensor.rs src/tensor_set.rs src/execute.rs src/device.rs"
+  "nrt_experimental:src/abi/nrt_experimental.rs src/model_info.rs src/experimental.rs"
+  "nrt_version:src/abi/nrt_version.rs src/version.rs"
+  "nrt_profile:src/profile.rs"
+  "nrt_sys_trace:src/trace.rs"
+  "nrt_async:src/abi/nrt_async.rs src/nrta.rs"
+  "nrt_async_sendrecv:src/sendrecv.rs"
+  "ndebug_stream:src/abi/ndebug_stream.rs src/debug_stream.rs"
+  "nec:src/abi/nec.rs src/nec.rs"
+)
+for spec in "${headers[@]}"; do
+  name="${spec%%:*}"
+  read -r -a sources <<<"${spec#*:}"
+  grep -hv -e '^//!' -e '^#!\[' "${sources[@]}" >"$work/$name.rs"
   # Types defined in a sibling header are reported as unknown; that is expected.
-  cbindgen --quiet --config "$config" --output "$out/$name.h" "$src"
+  cbindgen --quiet --config "cbindgen/$name.toml" --output "$out/$name.h" "$work/$name.rs"
 done
 
 if [ "$mode" = check ]; then

@@ -12,12 +12,27 @@ use std::ffi::c_void;
 use neffld::api::{Model, Runtime};
 use tracing::{error, info};
 
-use crate::abi::nrt::nrt_model_t;
 use crate::abi::nrt_experimental::nrt_model_info_t;
 use crate::abi::nrt_status::NRT_STATUS;
-use crate::boundary::{non_null, NrtResult};
-use crate::handles::{self, Kind};
-use crate::{state, status};
+use crate::boundary::{guarded, non_null, write_prefix, NrtResult};
+use crate::handles::{Handle, Kind};
+use crate::{state, status, trace};
+
+/// A loaded model. Opaque to C: created by `nrt_load` / `nrt_load_collectives`,
+/// owned by the caller, released only by `nrt_unload` (or by `nrt_close`,
+/// which unloads and frees every model still loaded).
+pub struct nrt_model {
+    _private: [u8; 0],
+}
+
+/// The name C callers use for [`nrt_model`].
+pub type nrt_model_t = nrt_model;
+
+impl Handle for nrt_model {
+    type Rust = Model;
+    const KIND: Kind = Kind::Model;
+    const NAME: &'static str = "loaded model";
+}
 
 /// The arguments of one load call.
 pub(crate) struct LoadRequest {
@@ -65,20 +80,17 @@ pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtRe
         "{api}: loaded \"{}\" as {} on {}",
         model.name, model.h_nn, model.vnc
     );
-    let ptr = Box::into_raw(Box::new(nrt_model_t { model }));
-    handles::register(Kind::Model, ptr);
+    let loaded = model.clone();
+    let ptr = nrt_model::hand_out(model);
     // A close that began after the runtime registered the model has
     // unloaded it; if it also missed this handle, the handle is freed here
     // and the load reports the close (a close that drained it freed it).
     if !state::is_current(&rt) {
         error!("{api}: NRT already closed");
-        if handles::unregister(Kind::Model, ptr) {
-            // SAFETY: just removed from the registry, so this call is the
-            // only owner; the pointer came from `Box::into_raw` above.
-            drop(unsafe { Box::from_raw(ptr) });
-        }
+        drop(nrt_model::take(ptr));
         return Err(NRT_STATUS::NRT_CLOSED);
     }
+    trace::model_loaded(&loaded);
     // SAFETY: non-NULL (checked above) and writable per this function's contract.
     unsafe { *out = ptr };
     Ok(())
@@ -96,13 +108,10 @@ pub(crate) fn lookup(
         error!("{api}: Invalid model handle");
         return Err(NRT_STATUS::NRT_INVALID);
     }
-    // SAFETY: model pointers are registered only by `load`, from `Box::<nrt_model_t>::into_raw`.
-    let model =
-        unsafe { handles::with_live(Kind::Model, ptr, |m: &mut nrt_model_t| m.model.clone()) }
-            .ok_or_else(|| {
-                error!("{api}: Failed to find model: {ptr:p} is not a loaded model");
-                NRT_STATUS::NRT_INVALID_HANDLE
-            })?;
+    let model = nrt_model::with(ptr, |m| m.clone()).ok_or_else(|| {
+        error!("{api}: Failed to find model: {ptr:p} is not a loaded model");
+        NRT_STATUS::NRT_INVALID_HANDLE
+    })?;
     if model.runtime != rt.generation() {
         error!(
             "{api}: Failed to find model: {ptr:p} was loaded by {}, not by the current {}",
@@ -123,12 +132,18 @@ pub(crate) fn unload(ptr: *mut nrt_model_t) -> NrtResult {
     info!("Unloading {}", model.h_nn);
     rt.unload(&model)
         .map_err(|e| status::load_error("nrt_unload", &e))?;
-    if handles::unregister(Kind::Model, ptr) {
-        // SAFETY: just removed from the registry, so this call is the only
-        // owner; the pointer came from `Box::<nrt_model_t>::into_raw` in `load`.
-        drop(unsafe { Box::from_raw(ptr) });
+    if let Some(model) = nrt_model::take(ptr) {
+        trace::model_unloaded(&model);
     }
     Ok(())
+}
+
+/// Frees every model handle still live, after `nrt_close` unloaded their
+/// models; each counts as an unload for the system trace.
+pub(crate) fn release_all() {
+    for model in nrt_model::drain() {
+        trace::model_unloaded(&model);
+    }
 }
 
 /// The deprecated count getters: a model occupies one logical core.
@@ -169,25 +184,103 @@ pub(crate) unsafe fn info(
     Ok(())
 }
 
-/// Copies the first `min(size_in, size_of::<T>())` bytes of `value` to `dst`
-/// and stores that count in `*size_out` (when not NULL): the versioned-struct
-/// convention of the public API.
+// ---- C entry points (nrt.h) ----
+
+/// Loads `size` bytes of NEFF on logical core `vnc` (-1: the first free one).
+/// `vnc_count` is deprecated: pass -1 (1 and 0 are accepted too).
+///
+/// On success `*model` receives a new handle the caller owns until it passes
+/// it to `nrt_unload`. On failure `*model` is left untouched.
 ///
 /// # Safety
-/// `dst` must point to `size_in` writable bytes; `size_out` must be NULL or writable.
-pub(crate) unsafe fn write_prefix<T: Copy>(
-    value: &T,
-    dst: *mut T,
-    size_in: usize,
-    size_out: *mut usize,
-) {
-    let n = size_in.min(std::mem::size_of::<T>());
-    // SAFETY: `value` has size_of::<T>() readable bytes, `dst` has `size_in`
-    // writable bytes, n is at most both, and they cannot overlap (`value` is
-    // a Rust reference to our own copy).
-    unsafe { std::ptr::copy_nonoverlapping((value as *const T).cast::<u8>(), dst.cast::<u8>(), n) };
-    if !size_out.is_null() {
-        // SAFETY: non-NULL and writable per this function's contract.
-        unsafe { *size_out = n };
-    }
+/// `neff_bytes` must be NULL or point to `size` readable bytes; `model` must
+/// be NULL or point to writable storage for one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_load(
+    neff_bytes: *const c_void,
+    size: usize,
+    vnc: i32,
+    vnc_count: i32,
+    model: *mut *mut nrt_model_t,
+) -> NRT_STATUS {
+    let req = LoadRequest {
+        api: "nrt_load",
+        neff_bytes,
+        size,
+        vnc,
+        vnc_count,
+        collectives: None,
+    };
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_load", || unsafe { load(req, model) })
+}
+
+/// As `nrt_load`, for a NEFF with collective operations; records
+/// `ctx_device_id` as the model's global device id.
+///
+/// # Safety
+/// As for `nrt_load`.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_load_collectives(
+    neff_bytes: *const c_void,
+    size: usize,
+    vnc: i32,
+    vnc_count: i32,
+    ctx_device_id: u32,
+    ctx_device_count: u32,
+    model: *mut *mut nrt_model_t,
+) -> NRT_STATUS {
+    let req = LoadRequest {
+        api: "nrt_load_collectives",
+        neff_bytes,
+        size,
+        vnc,
+        vnc_count,
+        collectives: Some((ctx_device_id, ctx_device_count)),
+    };
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_load_collectives", || unsafe { load(req, model) })
+}
+
+/// Unloads a model and frees its handle. NULL gives `NRT_INVALID`; a pointer
+/// that is not a live handle (already unloaded, freed by `nrt_close`, or
+/// never returned by a load) gives `NRT_INVALID_HANDLE` and is not touched.
+/// If the unload fails before the model is removed, the handle stays valid.
+///
+/// # Safety
+/// `model` may be any pointer value; it is only dereferenced when it is a
+/// live handle of this library.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_unload(model: *mut nrt_model_t) -> NRT_STATUS {
+    guarded("nrt_unload", || unload(model))
+}
+
+/// Writes 1 to `*vnc_count`: a model occupies one logical core. Deprecated.
+///
+/// # Safety
+/// `vnc_count` must be NULL or writable; `model` as for `nrt_unload`.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_model_nc_count(
+    model: *const nrt_model_t,
+    vnc_count: *mut u32,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_model_nc_count", || unsafe {
+        self::vnc_count(model, vnc_count)
+    })
+}
+
+/// Same as `nrt_get_model_nc_count`. Deprecated.
+///
+/// # Safety
+/// As for `nrt_get_model_nc_count`.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_model_vnc_count(
+    model: *const nrt_model_t,
+    vnc_count: *mut u32,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_model_vnc_count", || unsafe {
+        self::vnc_count(model, vnc_count)
+    })
 }

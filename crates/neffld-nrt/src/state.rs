@@ -25,10 +25,9 @@ use neffld::api::Runtime;
 use neffld::config::RuntimeConfig;
 use tracing::{error, info};
 
-use crate::abi::nrt::{nrt_model_t, NrtFrameworkArg};
+use crate::abi::nrt::NrtFrameworkArg;
 use crate::abi::nrt_status::NRT_STATUS;
 use crate::boundary::NrtResult;
-use crate::handles::{self, Kind};
 
 /// The three states; INIT holds the runtime every call shares.
 enum Phase {
@@ -107,8 +106,8 @@ pub(crate) unsafe fn init(
     Ok(())
 }
 
-/// `nrt_close`: unloads every model, frees every model handle still live,
-/// and moves to CLOSED. A no-op in START and CLOSED.
+/// `nrt_close`: unloads every model and moves to CLOSED (the handles are
+/// freed by `model::release_all`). A no-op in START and CLOSED.
 pub(crate) fn close() {
     let rt = {
         let mut phase = phase();
@@ -121,12 +120,6 @@ pub(crate) fn close() {
         }
     };
     rt.close();
-    for ptr in handles::drain(Kind::Model) {
-        // SAFETY: `drain` removed the pointer from the registry, so this is
-        // its only owner now; model pointers are registered only by
-        // `model::load`, right after `Box::into_raw`.
-        drop(unsafe { Box::from_raw(ptr as *mut nrt_model_t) });
-    }
     info!("nrt_close: runtime closed");
 }
 

@@ -1,5 +1,5 @@
-//! From neffld's statuses and errors to the C `NRT_STATUS`, and the status
-//! strings of `nrt_get_status_as_str`.
+//! The status domain: from neffld's statuses and errors to the C
+//! `NRT_STATUS`, and `nrt_get_status_as_str` (`nrt_status.h`).
 
 use std::ffi::{c_char, CStr};
 
@@ -59,10 +59,14 @@ pub(crate) fn device_error(api: &str, e: &DeviceError) -> NRT_STATUS {
     status
 }
 
-/// The identifier of a status value as a static C string, `"UNKNOWN"` when
-/// no status has that value.
-pub(crate) fn status_c_str(code: NrtStatusArg) -> *const c_char {
-    status_cstr(code).as_ptr()
+/// The identifier of a status code as a static NUL-terminated string
+/// (`"NRT_INVALID"` for 2), or `"UNKNOWN"` for a value no code has.
+///
+/// Ownership: the string is static; the caller must not free or modify it.
+/// Usable in any runtime state, including before `nrt_init`.
+#[no_mangle]
+pub extern "C" fn nrt_get_status_as_str(status: NrtStatusArg) -> *const c_char {
+    status_cstr(status).as_ptr()
 }
 
 fn status_cstr(code: NrtStatusArg) -> &'static CStr {

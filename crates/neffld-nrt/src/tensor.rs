@@ -4,10 +4,13 @@
 //! A `nrt_tensor_t` is a `Box` the caller owns until `nrt_tensor_free`. Its
 //! storage is reference-counted: slices share it, and device memory (or an
 //! owned host buffer) is released when the last tensor using it is freed.
-//! Device storage keeps its own reference to the device, so a tensor stays
-//! usable for `nrt_tensor_free` after `nrt_close`; the other tensor calls
-//! check the runtime state like every runtime call.
+//! Host storage belongs to the tensor alone, so a host tensor stays usable
+//! after `nrt_close` until it is freed, as `nrt.h` promises; a device tensor
+//! answers `NRT_CLOSED` then (its device is gone), though `nrt_tensor_free`
+//! still releases it. Host bytes are allocated fallibly: a size the host
+//! cannot provide gives `NRT_RESOURCE`, never an abort.
 
+use std::alloc::{self, Layout};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
@@ -16,13 +19,39 @@ use neffld::ids::{PCore, Pa};
 use tracing::{debug, error, warn};
 
 use crate::abi::nrt::{
-    nrt_tensor_batch_t, nrt_tensor_device_allocation_info_t, nrt_tensor_placement_t, nrt_tensor_t,
+    nrt_tensor_batch_op_t, nrt_tensor_device_allocation_info_t, nrt_tensor_placement_t,
     NrtPlacementArg,
 };
 use crate::abi::nrt_status::NRT_STATUS;
-use crate::boundary::{non_null, NrtResult};
-use crate::handles::{self, Kind};
-use crate::{state, status};
+use crate::boundary::{guarded, guarded_value, non_null, NrtResult};
+use crate::handles::{Handle, Kind};
+use crate::{state, status, unsupported};
+
+/// A tensor: host memory or device memory of the simulated device, or no
+/// storage yet. Opaque to C: created by the `nrt_tensor_allocate*` calls,
+/// owned by the caller, released by `nrt_tensor_free`.
+pub struct nrt_tensor {
+    _private: [u8; 0],
+}
+
+/// The name C callers use for [`nrt_tensor`].
+pub type nrt_tensor_t = nrt_tensor;
+
+impl Handle for nrt_tensor {
+    type Rust = Tensor;
+    const KIND: Kind = Kind::Tensor;
+    const NAME: &'static str = "tensor";
+}
+
+/// The operations of a batch that target one tensor. All pointers are
+/// borrowed from the caller for the duration of the call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct nrt_tensor_batch_t {
+    pub tensor: *const nrt_tensor_t,
+    pub ops: *const nrt_tensor_batch_op_t,
+    pub num_ops: u32,
+}
 
 /// Bytes moved per step of a copy or fill (bounds the temporary buffer).
 const CHUNK: u64 = 1 << 20;
@@ -61,20 +90,31 @@ unsafe impl Sync for HostBuf {}
 impl Drop for HostBuf {
     fn drop(&mut self) {
         if self.owned {
-            let slice = std::ptr::slice_from_raw_parts_mut(self.ptr, self.len);
-            // SAFETY: owned buffers come from `Box::<[u8]>::into_raw` of `len` bytes in `host_alloc`.
-            drop(unsafe { Box::from_raw(slice) });
+            // SAFETY: owned buffers come from `alloc_zeroed` with this very
+            // layout in `host_alloc` (which refused sizes without one).
+            unsafe { alloc::dealloc(self.ptr, Layout::array::<u8>(self.len).expect("checked")) };
         }
     }
 }
 
-fn host_alloc(len: usize) -> HostBuf {
-    let ptr = Box::into_raw(vec![0u8; len].into_boxed_slice()).cast::<u8>();
-    HostBuf {
+/// `len` zeroed host bytes (`len` > 0), or `NRT_RESOURCE` when the host
+/// cannot provide them. `alloc_zeroed` rather than a `Vec` because a failed
+/// `Vec` allocation aborts the process, and zeroed pages are mapped lazily.
+fn host_alloc(api: &str, len: usize) -> Result<HostBuf, NRT_STATUS> {
+    let ptr = Layout::array::<u8>(len)
+        .ok()
+        // SAFETY: the layout has a non-zero size (callers refuse size 0).
+        .map(|layout| unsafe { alloc::alloc_zeroed(layout) })
+        .filter(|p| !p.is_null())
+        .ok_or_else(|| {
+            error!("{api}: cannot allocate {len} bytes of host memory");
+            NRT_STATUS::NRT_RESOURCE
+        })?;
+    Ok(HostBuf {
         ptr,
         len,
         owned: true,
-    }
+    })
 }
 
 /// Where a tensor's bytes are.
@@ -166,21 +206,27 @@ impl View {
 /// # Safety
 /// `out` must be non-NULL and writable.
 unsafe fn hand_out(tensor: Tensor, out: *mut *mut nrt_tensor_t) {
-    let ptr = Box::into_raw(Box::new(nrt_tensor_t { tensor }));
-    handles::register(Kind::Tensor, ptr);
+    let ptr = nrt_tensor::hand_out(tensor);
     // SAFETY: per this function's contract.
     unsafe { *out = ptr };
+}
+
+/// The view of a live tensor a call may use: host storage always (it
+/// outlives the runtime), device storage only while the runtime is
+/// initialised. The runtime's state is checked first unless the tensor is a
+/// host tensor, so a bad pointer after `nrt_close` still reads `NRT_CLOSED`.
+fn usable(api: &str, ptr: *const nrt_tensor_t) -> Result<View, NRT_STATUS> {
+    let found = view(api, ptr);
+    if !matches!(&found, Ok(v) if matches!(*v.storage, Storage::Host(_))) {
+        state::runtime()?;
+    }
+    found
 }
 
 /// The current view of a live tensor, or the status to return.
 fn view(api: &str, ptr: *const nrt_tensor_t) -> Result<View, NRT_STATUS> {
     non_null(api, "tensor", ptr)?;
-    // SAFETY: tensor pointers are registered only by `hand_out`, from `Box::<nrt_tensor_t>::into_raw`.
-    let found = unsafe {
-        handles::with_live(Kind::Tensor, ptr, |t: &mut nrt_tensor_t| {
-            t.tensor.view.clone()
-        })
-    };
+    let found = nrt_tensor::with(ptr, |t| t.view.clone());
     match found {
         None => {
             error!("{api}: {ptr:p} is not a live tensor");
@@ -261,7 +307,7 @@ pub(crate) unsafe fn allocate(
     } else if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_HOST as u32
         || placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_VIRTUAL as u32
     {
-        Storage::Host(host_alloc(size))
+        Storage::Host(host_alloc(API, size)?)
     } else {
         error!("{API}: unknown tensor placement {placement}");
         return Err(NRT_STATUS::NRT_INVALID);
@@ -310,9 +356,8 @@ pub(crate) unsafe fn allocate_slice(
     out: *mut *mut nrt_tensor_t,
 ) -> NrtResult {
     const API: &str = "nrt_tensor_allocate_slice";
-    state::runtime()?;
     non_null(API, "the tensor out-pointer", out)?;
-    let parent = view(API, source)?;
+    let parent = usable(API, source)?;
     if size == 0 {
         error!("{API}: size 0");
         return Err(NRT_STATUS::NRT_INVALID);
@@ -341,7 +386,6 @@ pub(crate) unsafe fn allocate_slice(
 /// `nrt_tensor_attach_buffer`.
 pub(crate) fn attach_buffer(ptr: *mut nrt_tensor_t, buffer: *mut c_void, size: usize) -> NrtResult {
     const API: &str = "nrt_tensor_attach_buffer";
-    state::runtime()?;
     non_null(API, "tensor", ptr)?;
     non_null(API, "buffer", buffer)?;
     if size == 0 {
@@ -358,12 +402,7 @@ pub(crate) fn attach_buffer(ptr: *mut nrt_tensor_t, buffer: *mut c_void, size: u
         offset: 0,
         size: size as u64,
     };
-    // SAFETY: tensor pointers are registered only by `hand_out`, from `Box::<nrt_tensor_t>::into_raw`.
-    let old = unsafe {
-        handles::with_live(Kind::Tensor, ptr, |t: &mut nrt_tensor_t| {
-            t.tensor.view.replace(view)
-        })
-    };
+    let old = nrt_tensor::with(ptr, |t| t.view.replace(view));
     match old {
         // The previous storage (if any) is released here, outside the registry lock.
         Some(previous) => {
@@ -390,11 +429,8 @@ pub(crate) unsafe fn free(slot: *mut *mut nrt_tensor_t) {
     if ptr.is_null() {
         return;
     }
-    if handles::unregister(Kind::Tensor, ptr) {
-        // SAFETY: just removed from the registry, so this call is the only
-        // owner; the pointer came from `Box::<nrt_tensor_t>::into_raw`.
-        let t = unsafe { Box::from_raw(ptr) };
-        debug!("nrt_tensor_free: {}", t.tensor.name);
+    if let Some(t) = nrt_tensor::take(ptr) {
+        debug!("nrt_tensor_free: {}", t.name);
     } else {
         warn!("nrt_tensor_free: {ptr:p} is not a live tensor; ignored");
     }
@@ -413,8 +449,7 @@ pub(crate) unsafe fn read(
     size: usize,
 ) -> NrtResult {
     const API: &str = "nrt_tensor_read";
-    state::runtime()?;
-    let v = view(API, ptr)?;
+    let v = usable(API, ptr)?;
     non_null(API, "buf", buf)?;
     // SAFETY: non-NULL with `size` writable bytes per this function's contract.
     let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size) };
@@ -432,8 +467,7 @@ pub(crate) unsafe fn write(
     size: usize,
 ) -> NrtResult {
     const API: &str = "nrt_tensor_write";
-    state::runtime()?;
-    let v = view(API, ptr)?;
+    let v = usable(API, ptr)?;
     non_null(API, "buf", buf)?;
     // SAFETY: non-NULL with `size` readable bytes per this function's contract.
     let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) };
@@ -454,15 +488,15 @@ pub(crate) unsafe fn batch(
         Direction::Read => "nrt_tensor_read_batch",
         Direction::Write => "nrt_tensor_write_batch",
     };
-    state::runtime()?;
     if count == 0 {
+        state::runtime()?;
         return Ok(());
     }
     non_null(api, "batches", batches)?;
     for i in 0..count as usize {
         // SAFETY: `batches` holds `count` readable batches per this function's contract.
         let b = unsafe { *batches.add(i) };
-        let v = view(api, b.tensor)?;
+        let v = usable(api, b.tensor)?;
         if b.num_ops > 0 {
             non_null(api, "ops", b.ops)?;
         }
@@ -505,9 +539,8 @@ pub(crate) fn copy(
     size: u64,
 ) -> NrtResult {
     const API: &str = "nrt_tensor_copy";
-    state::runtime()?;
-    let s = view(API, src)?;
-    let d = view(API, dst)?;
+    let s = usable(API, src)?;
+    let d = usable(API, dst)?;
     s.check(API, src_offset, size)?;
     d.check(API, dst_offset, size)?;
     if let (Storage::Device(a), Storage::Device(b)) = (&*s.storage, &*d.storage) {
@@ -536,8 +569,7 @@ pub(crate) fn copy(
 /// `nrt_tensor_memset`.
 pub(crate) fn memset(ptr: *mut nrt_tensor_t, offset: u64, value: u8, size: u64) -> NrtResult {
     const API: &str = "nrt_tensor_memset";
-    state::runtime()?;
-    let v = view(API, ptr)?;
+    let v = usable(API, ptr)?;
     v.check(API, offset, size)?;
     let buf = vec![value; size.min(CHUNK) as usize];
     let mut at = 0;
@@ -554,12 +586,7 @@ pub(crate) fn size(ptr: *const nrt_tensor_t) -> usize {
     if ptr.is_null() {
         return 0;
     }
-    // SAFETY: tensor pointers are registered only by `hand_out`, from `Box::<nrt_tensor_t>::into_raw`.
-    let found = unsafe {
-        handles::with_live(Kind::Tensor, ptr, |t: &mut nrt_tensor_t| {
-            t.tensor.view.as_ref().map(|v| v.size)
-        })
-    };
+    let found = nrt_tensor::with(ptr, |t| t.view.as_ref().map(|v| v.size));
     found.flatten().map_or(0, |s| s as usize)
 }
 
@@ -602,4 +629,252 @@ pub(crate) unsafe fn device_allocation_info(
     // SAFETY: non-NULL and writable per this function's contract.
     unsafe { *out = info };
     Ok(())
+}
+
+// ---- C entry points (nrt.h) ----
+
+/// Allocates a zero-filled tensor of `size` bytes: on the device HBM of
+/// logical core `vnc` for the DEVICE placement, in host memory for HOST and
+/// VIRTUAL (`vnc` is then ignored). `*tensor` receives a handle the caller
+/// owns until `nrt_tensor_free`. Size 0, a bad placement or a bad `vnc` give
+/// `NRT_INVALID`; device memory exhaustion gives `NRT_RESOURCE`.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string; `tensor` must be NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_allocate(
+    tensor_placement: NrtPlacementArg,
+    vnc: c_int,
+    size: usize,
+    name: *const c_char,
+    tensor: *mut *mut nrt_tensor_t,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_tensor_allocate", || unsafe {
+        allocate(tensor_placement, vnc, size, name, tensor)
+    })
+}
+
+/// Frees a tensor (and its storage once no slice refers to it) and sets
+/// `*tensor` to NULL. NULL, or a pointer that is not a live tensor, is ignored.
+///
+/// # Safety
+/// `tensor` must be NULL or point to a readable and writable pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_free(tensor: *mut *mut nrt_tensor_t) {
+    // SAFETY: forwarded from this function's contract.
+    guarded_value("nrt_tensor_free", (), || unsafe { free(tensor) })
+}
+
+/// Copies `size` bytes at `offset` of the tensor into `buf`.
+///
+/// # Safety
+/// `buf` must be NULL or point to `size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_read(
+    tensor: *const nrt_tensor_t,
+    buf: *mut c_void,
+    offset: usize,
+    size: usize,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_tensor_read", || unsafe {
+        read(tensor, buf, offset as u64, size)
+    })
+}
+
+/// Copies `size` bytes of `buf` into the tensor at `offset`.
+///
+/// # Safety
+/// `buf` must be NULL or point to `size` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_write(
+    tensor: *mut nrt_tensor_t,
+    buf: *const c_void,
+    offset: usize,
+    size: usize,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_tensor_write", || unsafe {
+        write(tensor, buf, offset as u64, size)
+    })
+}
+
+/// Runs every read of every batch, in order; stops at the first failure.
+/// `unsafe_mode` is accepted and ignored.
+///
+/// # Safety
+/// `batches` must be NULL or point to `num_batches` readable batches whose
+/// `ops` arrays and buffers are valid as described in `nrt_tensor_batch_op_t`.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_read_batch(
+    batches: *const nrt_tensor_batch_t,
+    num_batches: u64,
+    unsafe_mode: bool,
+) -> NRT_STATUS {
+    let _ = unsafe_mode;
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_tensor_read_batch", || unsafe {
+        batch(batches, num_batches, Direction::Read)
+    })
+}
+
+/// Runs every write of every batch, in order; stops at the first failure.
+/// `unsafe_mode` is accepted and ignored.
+///
+/// # Safety
+/// As for `nrt_tensor_read_batch`.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_write_batch(
+    batches: *const nrt_tensor_batch_t,
+    num_batches: u64,
+    unsafe_mode: bool,
+) -> NRT_STATUS {
+    let _ = unsafe_mode;
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_tensor_write_batch", || unsafe {
+        batch(batches, num_batches, Direction::Write)
+    })
+}
+
+/// Copies `size` bytes between two tensors (overlap allowed). Two device
+/// tensors must be on the same NeuronCore, else `NRT_INVALID`.
+#[no_mangle]
+pub extern "C" fn nrt_tensor_copy(
+    src: *const nrt_tensor_t,
+    src_offset: usize,
+    dst: *mut nrt_tensor_t,
+    dst_offset: usize,
+    size: usize,
+) -> NRT_STATUS {
+    guarded("nrt_tensor_copy", || {
+        copy(src, src_offset as u64, dst, dst_offset as u64, size as u64)
+    })
+}
+
+/// Bytes of the tensor; 0 for NULL, an unknown pointer or an empty tensor.
+#[no_mangle]
+pub extern "C" fn nrt_tensor_get_size(tensor: *const nrt_tensor_t) -> usize {
+    guarded_value("nrt_tensor_get_size", 0, || size(tensor))
+}
+
+/// Sets `size` bytes at `offset` to the low byte of `value`.
+#[no_mangle]
+pub extern "C" fn nrt_tensor_memset(
+    tensor: *mut nrt_tensor_t,
+    offset: u64,
+    value: c_int,
+    size: usize,
+) -> NRT_STATUS {
+    guarded("nrt_tensor_memset", || {
+        memset(tensor, offset, value as u8, size as u64)
+    })
+}
+
+/// Creates a tensor with no storage (attach one with
+/// `nrt_tensor_attach_buffer`); owned by the caller until `nrt_tensor_free`.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string; `tensor` must be NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_allocate_empty(
+    name: *const c_char,
+    tensor: *mut *mut nrt_tensor_t,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_tensor_allocate_empty", || unsafe {
+        allocate_empty(name, tensor)
+    })
+}
+
+/// Makes the caller's `buffer` the tensor's storage, releasing the storage
+/// it had. The buffer stays owned by the caller and must outlive the tensor
+/// and every slice of it; this library never frees it.
+///
+/// # Safety
+/// `buffer` must be NULL or point to `size` readable and writable bytes that
+/// stay valid for the tensor's lifetime.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_attach_buffer(
+    tensor: *mut nrt_tensor_t,
+    buffer: *mut c_void,
+    size: usize,
+) -> NRT_STATUS {
+    guarded("nrt_tensor_attach_buffer", || {
+        attach_buffer(tensor, buffer, size)
+    })
+}
+
+/// Creates a tensor viewing `size` bytes at `offset` of `tensor_source`
+/// (no copy; the storage lives until every tensor using it is freed). The
+/// new handle is owned by the caller until `nrt_tensor_free`.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string; `tensor_slice` must be
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_allocate_slice(
+    tensor_source: *const nrt_tensor_t,
+    offset: usize,
+    size: usize,
+    name: *const c_char,
+    tensor_slice: *mut *mut nrt_tensor_t,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_tensor_allocate_slice", || unsafe {
+        allocate_slice(
+            tensor_source,
+            offset as u64,
+            size as u64,
+            name,
+            tensor_slice,
+        )
+    })
+}
+
+/// Host address of a host tensor's first byte (valid while the tensor's
+/// storage lives); NULL for device tensors (the simulated device has no host
+/// mapping), empty tensors and unknown pointers.
+#[no_mangle]
+pub extern "C" fn nrt_tensor_get_va(tensor: *const nrt_tensor_t) -> *mut c_void {
+    guarded_value("nrt_tensor_get_va", std::ptr::null_mut(), || va(tensor))
+}
+
+/// Device address, size and HBM channel of a device tensor; `NRT_INVALID`
+/// for host tensors.
+///
+/// # Safety
+/// `alloc_info` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_get_device_allocation_info(
+    tensor: *const nrt_tensor_t,
+    alloc_info: *mut nrt_tensor_device_allocation_info_t,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_tensor_get_device_allocation_info", || unsafe {
+        device_allocation_info(tensor, alloc_info)
+    })
+}
+
+/// Not supported (nothing executes, so no output completes): logs and
+/// returns `NRT_FAILURE`.
+#[no_mangle]
+#[allow(unused_variables)]
+pub extern "C" fn nrt_tensor_check_output_completion(
+    output_tensor: *const nrt_tensor_t,
+    timeout: i64,
+    expected_completion_count: u64,
+) -> NRT_STATUS {
+    unsupported::call("nrt_tensor_check_output_completion")
+}
+
+/// Not supported (nothing executes): logs and returns `NRT_FAILURE`.
+#[no_mangle]
+#[allow(unused_variables)]
+pub extern "C" fn nrt_tensor_reset_output_completion(
+    output_tensor: *mut nrt_tensor_t,
+) -> NRT_STATUS {
+    unsupported::call("nrt_tensor_reset_output_completion")
 }

@@ -395,13 +395,14 @@ fn tensor_sets() {
 fn unsupported_calls_fail_cleanly() {
     let _g = fresh();
     let fail = NRT_STATUS::NRT_FAILURE;
+    // Execution needs a model before it is refused (see `execute_binding`).
     assert_eq!(
         nrt_execute(ptr::null_mut(), ptr::null(), ptr::null_mut()),
-        fail
+        NRT_STATUS::NRT_INVALID
     );
     assert_eq!(
         nrt_execute_repeat(ptr::null_mut(), ptr::null(), ptr::null_mut(), 3),
-        fail
+        NRT_STATUS::NRT_INVALID
     );
     assert_eq!(nrt_build_global_comm(0, 0, 1), fail);
     assert_eq!(nrt_cc_global_comm_init(0, 0, 1), fail);
@@ -579,3 +580,468 @@ fn close_frees_loaded_models() {
     // SAFETY: a freed handle is refused by the state guard before any access.
     assert_eq!(unsafe { nrt_unload(model) }, NRT_STATUS::NRT_CLOSED);
 }
+
+/// A new tensor set holding `tensors` under their names.
+fn set_of(tensors: &[(&std::ffi::CStr, *mut nrt_tensor_t)]) -> *mut nrt_tensor_set_t {
+    let mut set: *mut nrt_tensor_set_t = ptr::null_mut();
+    // SAFETY: `set` is writable; the names are NUL-terminated.
+    unsafe {
+        assert_eq!(nrt_allocate_tensor_set(&mut set), NRT_STATUS::NRT_SUCCESS);
+        for (name, t) in tensors {
+            assert_eq!(
+                nrt_add_tensor_to_tensor_set(set, name.as_ptr(), *t),
+                NRT_STATUS::NRT_SUCCESS
+            );
+        }
+    }
+    set
+}
+
+fn destroy(mut set: *mut nrt_tensor_set_t) {
+    // SAFETY: `set` is a local, readable and writable.
+    unsafe { nrt_destroy_tensor_set(&mut set) };
+}
+
+/// The sizes come from the NEFF's own tensor table (matmul_small: x and y
+/// are 128x256 fp16 inputs, output0 a 128x128 fp16 output).
+#[test]
+fn execute_binding() {
+    let _g = fresh();
+    let (s, m) = load(&fixture("matmul_small.neff"), -1, -1);
+    assert_eq!(s, NRT_STATUS::NRT_SUCCESS);
+    let x = alloc(DEVICE, 0, 128 * 256 * 2).1;
+    let y = alloc(DEVICE, 0, 128 * 256 * 2).1;
+    let small = alloc(DEVICE, 0, 100).1;
+    let out = alloc(DEVICE, 0, 128 * 128 * 2).1;
+    let outputs = set_of(&[(c"output0", out)]);
+    let cases: Vec<(&str, *mut nrt_tensor_set_t, NRT_STATUS)> = vec![
+        ("missing y", set_of(&[(c"x", x)]), NRT_STATUS::NRT_INVALID),
+        (
+            "misnamed y",
+            set_of(&[(c"x", x), (c"why", y)]),
+            NRT_STATUS::NRT_INVALID,
+        ),
+        (
+            "extra z",
+            set_of(&[(c"x", x), (c"y", y), (c"z", y)]),
+            NRT_STATUS::NRT_INVALID,
+        ),
+        (
+            "wrong size",
+            set_of(&[(c"x", x), (c"y", small)]),
+            NRT_STATUS::NRT_INVALID,
+        ),
+        (
+            "correct",
+            set_of(&[(c"x", x), (c"y", y)]),
+            NRT_STATUS::NRT_FAILURE,
+        ),
+    ];
+    for (what, inputs, expected) in &cases {
+        assert_eq!(nrt_execute(m, *inputs, outputs), *expected, "{what}");
+        destroy(*inputs);
+    }
+    // Outputs are checked the same way.
+    let inputs = set_of(&[(c"x", x), (c"y", y)]);
+    let no_out = set_of(&[]);
+    assert_eq!(nrt_execute(m, inputs, no_out), NRT_STATUS::NRT_INVALID);
+    assert_eq!(
+        nrt_execute_repeat(m, inputs, outputs, 0),
+        NRT_STATUS::NRT_INVALID
+    );
+    assert_eq!(
+        nrt_execute_repeat(m, inputs, outputs, 2),
+        NRT_STATUS::NRT_FAILURE
+    );
+    assert_eq!(
+        nrta_execute_schedule(m, no_out, outputs, 0, ptr::null_mut(), ptr::null_mut()),
+        NRT_STATUS::NRT_INVALID
+    );
+    assert_eq!(
+        nrta_execute_schedule(m, inputs, outputs, 0, ptr::null_mut(), ptr::null_mut()),
+        NRT_STATUS::NRT_FAILURE
+    );
+    for s in [inputs, no_out, outputs] {
+        destroy(s);
+    }
+    for t in [x, y, small, out] {
+        free(t);
+    }
+    // SAFETY: `m` is the live model loaded above.
+    assert_eq!(unsafe { nrt_unload(m) }, NRT_STATUS::NRT_SUCCESS);
+}
+
+/// Issue 14: a caller's size the host cannot provide is NRT_RESOURCE, not an
+/// abort (this test aborted the whole test binary before the fix).
+#[test]
+fn host_tensor_of_a_terabyte_is_a_resource_error() {
+    let _g = fresh();
+    for placement in [HOST, VIRTUAL] {
+        let (s, t) = alloc(placement, -1, 1 << 40);
+        assert_eq!(s, NRT_STATUS::NRT_RESOURCE);
+        assert!(t.is_null());
+    }
+    let (s, t) = alloc(HOST, -1, usize::MAX);
+    assert_eq!(s, NRT_STATUS::NRT_RESOURCE);
+    assert!(t.is_null());
+}
+
+/// Issue 14: host tensors stay usable after nrt_close until freed, as nrt.h
+/// says (they answered NRT_CLOSED before the fix); device tensors do not.
+#[test]
+fn host_tensors_outlive_the_runtime() {
+    let _g = fresh();
+    let (_, h) = alloc(HOST, -1, 64);
+    let (_, d) = alloc(DEVICE, 0, 64);
+    let (_, h2) = alloc(VIRTUAL, -1, 64);
+    assert_eq!(write(h, 0, &[7u8; 64]), NRT_STATUS::NRT_SUCCESS);
+    nrt_close();
+    assert_eq!(read(h, 0, 64), (NRT_STATUS::NRT_SUCCESS, vec![7u8; 64]));
+    assert_eq!(write(h, 8, &[9u8; 8]), NRT_STATUS::NRT_SUCCESS);
+    assert_eq!(nrt_tensor_copy(h, 0, h2, 0, 64), NRT_STATUS::NRT_SUCCESS);
+    assert_eq!(read(h2, 8, 8), (NRT_STATUS::NRT_SUCCESS, vec![9u8; 8]));
+    assert_eq!(nrt_tensor_memset(h2, 0, 1, 4), NRT_STATUS::NRT_SUCCESS);
+    assert!(!nrt_tensor_get_va(h).is_null());
+    assert_eq!(nrt_tensor_get_size(h), 64);
+    assert_eq!(read(d, 0, 4).0, NRT_STATUS::NRT_CLOSED);
+    assert_eq!(write(d, 0, &[1]), NRT_STATUS::NRT_CLOSED);
+    assert_eq!(nrt_tensor_copy(h, 0, d, 0, 4), NRT_STATUS::NRT_CLOSED);
+    for t in [h, d, h2] {
+        free(t);
+    }
+}
+
+/// Runs a fetch with `nc` (when given) and returns the parsed document.
+fn fetch(nc: Option<u64>) -> (NRT_STATUS, serde_json::Value) {
+    let mut opts: *mut nrt_sys_trace_fetch_options_t = ptr::null_mut();
+    let mut buf: *mut std::ffi::c_char = ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: every out-pointer is a writable local; the buffer is freed once.
+    unsafe {
+        assert_eq!(
+            nrt_sys_trace_fetch_options_allocate(&mut opts),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        if let Some(nc) = nc {
+            nrt_sys_trace_fetch_options_set_nc_idx(opts, nc);
+        }
+        let s = nrt_sys_trace_fetch_events(&mut buf, &mut len, opts);
+        nrt_sys_trace_fetch_options_free(opts);
+        if s != NRT_STATUS::NRT_SUCCESS {
+            return (s, serde_json::Value::Null);
+        }
+        let text = std::slice::from_raw_parts(buf.cast::<u8>(), len).to_vec();
+        assert_eq!(*buf.add(len), 0, "the JSON is NUL-terminated");
+        nrt_sys_trace_buffer_free(buf);
+        (s, serde_json::from_slice(&text).expect("valid JSON"))
+    }
+}
+
+#[test]
+fn sys_trace_records_loads_and_unloads() {
+    let _g = fresh();
+    let neff = fixture("matmul_small.neff");
+    assert_eq!(fetch(None).0, NRT_STATUS::NRT_INVALID, "no session yet");
+    let mut config: *mut nrt_sys_trace_config_t = ptr::null_mut();
+    // SAFETY: `config` is a writable local; names are NUL-terminated.
+    unsafe {
+        assert_eq!(
+            nrt_sys_trace_config_allocate(&mut config),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(
+            nrt_sys_trace_config_set_capture_enabled_for_event_type(config, c"nope".as_ptr(), true),
+            NRT_STATUS::NRT_INVALID
+        );
+        nrt_sys_trace_config_set_capture_enabled_for_nc(config, 1, false);
+        let mut types: *mut *const std::ffi::c_char = ptr::null_mut();
+        let mut n = 0usize;
+        assert_eq!(
+            nrt_sys_trace_config_get_enabled_event_types(config, &mut types, &mut n),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        let names: Vec<String> = (0..n)
+            .map(|i| {
+                std::ffi::CStr::from_ptr(*types.add(i))
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        assert_eq!(names, ["model_load", "model_unload"]);
+        nrt_sys_trace_free_event_types(types, n);
+        assert_eq!(nrt_sys_trace_start(config), NRT_STATUS::NRT_SUCCESS);
+        assert_eq!(nrt_sys_trace_start(config), NRT_STATUS::NRT_FAILURE);
+        nrt_sys_trace_config_free(config);
+    }
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let (_, m0) = load(&neff, 0, -1);
+    let (_, m1) = load(&neff, 1, -1);
+    let (_, m2) = load(&neff, 2, -1);
+    // SAFETY: m0 is live.
+    assert_eq!(unsafe { nrt_unload(m0) }, NRT_STATUS::NRT_SUCCESS);
+    let (s, doc) = fetch(Some(0));
+    assert_eq!(s, NRT_STATUS::NRT_SUCCESS);
+    let events = doc["events"].as_array().unwrap();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["model_load", "model_unload"]);
+    let t0 = events[0]["timestamp_ns"].as_u64().unwrap();
+    let t1 = events[1]["timestamp_ns"].as_u64().unwrap();
+    assert!(before <= t0 && t0 <= t1);
+    assert!(events.iter().all(|e| e["nc_idx"] == 0));
+    assert_eq!(events[0]["model_name"], "file.neff");
+    // Core 1 was disabled; core 2's load is still there, and fetching consumed core 0's.
+    let (_, rest) = fetch(None);
+    let rest = rest["events"].as_array().unwrap().clone();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0]["nc_idx"], 2);
+    // nrt_close unloads what is left: those unloads are events too.
+    let _ = m1;
+    let _ = m2;
+    nrt_close();
+    let (_, closed) = fetch(None);
+    assert_eq!(closed["events"].as_array().unwrap().len(), 1, "{closed}");
+    assert_eq!(nrt_sys_trace_stop(), NRT_STATUS::NRT_SUCCESS);
+    assert_eq!(nrt_sys_trace_stop(), NRT_STATUS::NRT_INVALID);
+}
+
+/// The capture nrt_profile_stop writes reads back with neffld's own reader
+/// and holds what the runtime staged: for every core its images at their
+/// device addresses (compared with `neffld load --json`'s own record
+/// through the runtime API) and its memory rows.
+#[test]
+fn profile_writes_a_capture_of_the_loaded_model() {
+    let _g = fresh();
+    let neff = fixture("matmul_small.neff");
+    let (_, m) = load(&neff, -1, -1);
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("profile_matmul_small.ntff");
+    let _ = std::fs::remove_file(&path);
+    let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: `cpath` is NUL-terminated; `m` is live.
+    unsafe {
+        assert_eq!(nrt_profile_stop(cpath.as_ptr()), NRT_STATUS::NRT_INVALID);
+        assert_eq!(
+            nrt_profile_start(m, cpath.as_ptr()),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(
+            nrt_profile_start(m, cpath.as_ptr()),
+            NRT_STATUS::NRT_FAILURE
+        );
+        assert_eq!(nrt_profile_stop(cpath.as_ptr()), NRT_STATUS::NRT_SUCCESS);
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let capture = neffld::capture::read(&bytes).expect("the capture reads back");
+    assert_eq!(capture.version, 6);
+    assert_eq!(capture.neff_name, "file.neff");
+    let header = neffld::container::NeffHeader::parse(&neff).unwrap();
+    assert!(capture.uuid.matches(&header.uuid), "the NEFF's own uuid");
+    assert_eq!(capture.arch(), Some(neffld::Arch::Cayman));
+    // One subgraph per physical core of the logical core (LNC 2 on trn2).
+    let mut pcores: Vec<u64> = capture.subgraphs.iter().map(|s| s.pcore).collect();
+    pcores.dedup();
+    assert_eq!(pcores.len(), capture.subgraphs.len());
+    for sg in &capture.subgraphs {
+        assert!(!sg.images.is_empty());
+        // Relocated instruction images: whole 64-byte records, each at its
+        // own device address.
+        let mut addrs: Vec<u64> = sg.images.iter().map(|i| i.address).collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        assert_eq!(addrs.len(), sg.images.len());
+        assert!(sg
+            .images
+            .iter()
+            .all(|i| !i.bytes.is_empty() && i.bytes.len() % 64 == 0));
+        assert!(sg.row("weight").is_some());
+    }
+    // The memory rows add up to what nrt_get_vnc_memory_stats reports for the core.
+    let mut stats = nrt_vnc_memory_stats_t {
+        bytes_used: 0,
+        bytes_limit: 0,
+    };
+    // SAFETY: `stats` is a writable local of the stated size.
+    let s = unsafe {
+        nrt_get_vnc_memory_stats(
+            0,
+            &mut stats,
+            std::mem::size_of::<nrt_vnc_memory_stats_t>(),
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(s, NRT_STATUS::NRT_SUCCESS);
+    let rows: u64 = capture
+        .subgraphs
+        .iter()
+        .flat_map(|s| s.memory.iter())
+        .map(|r| r.bytes)
+        .sum();
+    assert!(rows > 0);
+    assert_eq!(rows, stats.bytes_used as u64);
+    // SAFETY: `m` is live.
+    assert_eq!(unsafe { nrt_unload(m) }, NRT_STATUS::NRT_SUCCESS);
+}
+
+#[test]
+fn version_and_device_queries() {
+    let _g = fresh();
+    let mut v = std::mem::MaybeUninit::<nrt_version_t>::zeroed();
+    // SAFETY: `v` is writable for its whole size.
+    let v = unsafe {
+        assert_eq!(
+            nrt_get_version(v.as_mut_ptr(), std::mem::size_of::<nrt_version_t>()),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        v.assume_init()
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        format!("{}.{}.{}", v.rt_major, v.rt_minor, v.rt_patch),
+        version
+    );
+    // SAFETY: rt_detail is NUL-terminated by construction.
+    let detail = unsafe { std::ffi::CStr::from_ptr(v.rt_detail.as_ptr()) };
+    assert!(detail.to_str().unwrap().starts_with("neffld "));
+    let mut devices = [-5i32; 2];
+    // SAFETY: `devices` holds two writable ints.
+    assert_eq!(unsafe { nec_get_device_count(devices.as_mut_ptr(), 2) }, 1);
+    assert_eq!(devices, [0, -5]);
+    let mut lnc = 0u32;
+    // SAFETY: `lnc` is writable.
+    assert_eq!(
+        unsafe { nec_get_virtual_core_size(&mut lnc) },
+        NRT_STATUS::NRT_SUCCESS
+    );
+    assert!(lnc == 1 || lnc == 2);
+    assert_eq!(nec_mla_idx_to_rid(0, 0), -1);
+    let mut done = false;
+    // SAFETY: `done` is writable.
+    unsafe {
+        // Nothing runs on the collectives unit; unit 7 does not exist.
+        assert_eq!(
+            nrta_is_completed((4 << 48) | 1, &mut done),
+            NRT_STATUS::NRT_INVALID
+        );
+        assert_eq!(
+            nrta_is_completed((7 << 48) | 1, &mut done),
+            NRT_STATUS::NRT_INVALID
+        );
+    }
+    assert!(!done);
+    let mut tracker: *mut nrta_error_tracker_t = ptr::null_mut();
+    let mut list: *const nrta_error_t = ptr::null();
+    let mut n = 9usize;
+    // SAFETY: every out-pointer is a writable local.
+    unsafe {
+        assert_eq!(
+            nrta_error_tracker_create(0, &mut tracker),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(
+            nrta_error_tracker_get_list(tracker, &mut list, &mut n),
+            NRT_STATUS::NRT_SUCCESS
+        );
+    }
+    assert_eq!(n, 0);
+    nrta_error_tracker_destroy(tracker);
+    assert_eq!(
+        nrta_execute_schedule(
+            ptr::null_mut(),
+            ptr::null(),
+            ptr::null_mut(),
+            0,
+            ptr::null_mut(),
+            ptr::null_mut()
+        ),
+        NRT_STATUS::NRT_INVALID
+    );
+    assert_eq!(nrt_async_sendrecv_init(0), NRT_STATUS::NRT_FAILURE);
+    assert_eq!(
+        nrt_debug_client_connect(0, ptr::null_mut()),
+        NRT_STATUS::NRT_FAILURE
+    );
+    assert_eq!(nrt_inspect_begin(), NRT_STATUS::NRT_FAILURE);
+}
+
+/// The async tensor calls run at once: each issues the next id of its unit,
+/// which is complete on return, and moves the data as the sync calls do.
+#[test]
+fn async_tensor_requests_complete_on_return() {
+    let _g = fresh();
+    let (_, a) = alloc(DEVICE, 0, 256);
+    let (_, b) = alloc(HOST, -1, 256);
+    let data: Vec<u8> = (0..=255).collect();
+    let (mut w, mut c, mut r, mut last) = (0u64, 0u64, 0u64, 0u64);
+    let mut back = vec![0u8; 256];
+    let mut done = false;
+    // SAFETY: every buffer and out-pointer is a live local of the stated size.
+    unsafe {
+        let before = {
+            assert_eq!(
+                nrta_get_sequence(0, NRTA_XU_TENSOR_WRITE_ARG, 0, &mut last),
+                NRT_STATUS::NRT_SUCCESS
+            );
+            last
+        };
+        assert_eq!(
+            nrta_tensor_write(a, data.as_ptr().cast(), 0, 256, 0, ptr::null_mut(), &mut w),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(w >> 48, 1, "issued on the tensor-write unit");
+        assert_eq!(w, before + 1);
+        assert_eq!(nrta_is_completed(w, &mut done), NRT_STATUS::NRT_SUCCESS);
+        assert!(done);
+        assert_eq!(
+            nrta_get_sequence(0, NRTA_XU_TENSOR_WRITE_ARG, 0, &mut last),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(last, w);
+        assert_eq!(
+            nrta_tensor_copy(a, 16, b, 0, 64, 0, ptr::null_mut(), &mut c),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(c >> 48, 2, "issued on the tensor-op unit");
+        assert_eq!(
+            nrta_tensor_read(
+                back.as_mut_ptr().cast(),
+                b,
+                0,
+                64,
+                0,
+                ptr::null_mut(),
+                &mut r
+            ),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(r >> 48, 0, "issued on the tensor-read unit");
+        assert_eq!(&back[..64], &data[16..80]);
+        // A failing request reports its status at once and issues nothing.
+        let mut bad = 0u64;
+        assert_eq!(
+            nrta_tensor_read(
+                back.as_mut_ptr().cast(),
+                b,
+                250,
+                64,
+                0,
+                ptr::null_mut(),
+                &mut bad
+            ),
+            NRT_STATUS::NRT_INVALID
+        );
+        assert_eq!(bad, 0);
+        assert_eq!(
+            nrta_get_sequence(0, 9, 0, &mut last),
+            NRT_STATUS::NRT_INVALID
+        );
+    }
+    free(a);
+    free(b);
+}
+
+const NRTA_XU_TENSOR_WRITE_ARG: u32 = nrta_xu_t::NRTA_XU_TENSOR_WRITE as u32;

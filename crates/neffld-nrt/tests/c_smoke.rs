@@ -9,12 +9,23 @@ fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The directory holding `libneffld_nrt.so`: the profile directory above
-/// this test executable's `deps/`.
-fn lib_dir() -> Option<PathBuf> {
+/// A directory holding the library under the names a client links and
+/// loads (`libnrt.so`, and `libnrt.so.1`, its soname): links to the cdylib
+/// cargo built for this run in `deps/`, beside this test executable.
+fn lib_dir(tag: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?.parent()?.to_path_buf();
-    dir.join("libneffld_nrt.so").exists().then_some(dir)
+    let cdylib = exe.parent()?.join("libneffld_nrt.so");
+    if !cdylib.exists() {
+        return None;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("libnrt_{tag}"));
+    std::fs::create_dir_all(&dir).ok()?;
+    for name in ["libnrt.so", "libnrt.so.1"] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&cdylib, &link).ok()?;
+    }
+    Some(dir)
 }
 
 /// Compiles the program into an executable of its own per test (tests run
@@ -25,7 +36,7 @@ fn build(tag: &str) -> Option<PathBuf> {
         eprintln!("skipping the C smoke test: no system C compiler (cc)");
         return None;
     }
-    let Some(lib) = lib_dir() else {
+    let Some(lib) = lib_dir(tag) else {
         eprintln!("skipping the C smoke test: libneffld_nrt.so was not built next to the tests");
         return None;
     };
@@ -37,7 +48,7 @@ fn build(tag: &str) -> Option<PathBuf> {
         .arg("-L")
         .arg(&lib)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lneffld_nrt", "-o"])
+        .args(["-lnrt", "-o"])
         .arg(&out)
         .status()
         .expect("gcc runs");

@@ -1,11 +1,14 @@
-//! The C declarations, one file per public header. cbindgen reads each file
-//! on its own to produce `include/nrt/<file>.h`, so nothing else belongs here.
-//! The C names are kept as they are, hence the lint exception; the shims of
-//! unsupported calls keep the public parameter names without using them.
+//! The C declarations: one file per public header, holding its data types,
+//! enums and constants. This is the leaf of the crate: it imports nothing
+//! but its own files, and every domain module (which holds the header's
+//! functions and opaque handle types) imports it, never the reverse.
+//! `scripts/gen-headers.sh` feeds each file to cbindgen together with the
+//! domain modules of the same header.
 
-#[allow(non_camel_case_types, unused_variables)]
+pub mod ndebug_stream;
+pub mod nec;
 pub mod nrt;
-#[allow(non_camel_case_types, unused_variables)]
+pub mod nrt_async;
 pub mod nrt_experimental;
-#[allow(non_camel_case_types)]
 pub mod nrt_status;
+pub mod nrt_version;

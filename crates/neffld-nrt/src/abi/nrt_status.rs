@@ -1,10 +1,5 @@
-//! Declarations of `nrt/nrt_status.h`: the status codes every call returns.
-//!
-//! This file is the single source of the generated header: cbindgen reads it
-//! alone (see `cbindgen-status.toml`), so it holds exactly what that header
-//! declares.
-
-use std::ffi::c_char;
+//! C declarations of `nrt/nrt_status.h`: the status codes every call
+//! returns. `nrt_get_status_as_str` lives in `crate::status`.
 
 /// Outcome of a runtime call. The numbers are part of the ABI (C callers
 /// compare against them), so each one is written out; 8 and 12 are unused.
@@ -75,13 +70,3 @@ pub enum NRT_STATUS {
 /// The header spells this type `NRT_STATUS`; Rust keeps it an integer so an
 /// undefined value is never read as an enum.
 pub type NrtStatusArg = u32;
-
-/// The identifier of a status code as a static NUL-terminated string
-/// (`"NRT_INVALID"` for 2), or `"UNKNOWN"` for a value no code has.
-///
-/// Ownership: the string is static; the caller must not free or modify it.
-/// Usable in any runtime state, including before `nrt_init`.
-#[no_mangle]
-pub extern "C" fn nrt_get_status_as_str(status: NrtStatusArg) -> *const c_char {
-    crate::status::status_c_str(status)
-}

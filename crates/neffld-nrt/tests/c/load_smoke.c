@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
         expect("nrt_unload", nrt_unload(model), NRT_SUCCESS);
         expect("nrt_unload again", nrt_unload(model), NRT_INVALID_HANDLE);
     }
-    expect("nrt_execute", nrt_execute(NULL, NULL, NULL), NRT_FAILURE);
+    expect("nrt_execute without a model", nrt_execute(NULL, NULL, NULL), NRT_INVALID);
     nrt_close();
     expect("nrt_load after nrt_close", nrt_load(neff, size, -1, -1, &model), NRT_CLOSED);
     free(neff);

@@ -1,4 +1,6 @@
-//! `nrt_get_model_tensor_info` / `nrt_free_model_tensor_info`.
+//! The model-information domain of `nrt_experimental.h`: tensor
+//! information (`nrt_get_model_tensor_info` / `nrt_free_model_tensor_info`),
+//! the instance count and `nrt_get_model_info`.
 //!
 //! The array is one allocation: the 8-byte count followed by `count` entries
 //! of 296 bytes. Each non-empty shape is a separate boxed `[u32]` of `ndim`
@@ -12,14 +14,16 @@ use std::ffi::c_char;
 use neffld::api::{TensorInfo, TensorUsage};
 use tracing::{error, warn};
 
-use crate::abi::nrt::{nrt_dtype_t, nrt_model_t};
+use crate::abi::nrt::nrt_dtype_t;
 use crate::abi::nrt_experimental::{
-    nrt_tensor_info_array_t, nrt_tensor_info_t, nrt_tensor_usage_t, NRT_TENSOR_NAME_MAX,
+    nrt_model_info_t, nrt_tensor_info_array_t, nrt_tensor_info_t, nrt_tensor_usage_t,
+    NRT_TENSOR_NAME_MAX,
 };
 use crate::abi::nrt_status::NRT_STATUS;
-use crate::boundary::{non_null, NrtResult};
+use crate::boundary::{guarded, non_null, NrtResult};
 use crate::handles::{self, Kind};
-use crate::{model, state, status};
+use crate::model::{self, nrt_model_t};
+use crate::{state, status};
 
 /// Layout of an array of `count` entries.
 fn array_layout(count: usize) -> Option<Layout> {
@@ -184,6 +188,76 @@ pub(crate) fn free(array: *mut nrt_tensor_info_array_t) -> NrtResult {
         alloc::dealloc(array.cast::<u8>(), layout);
     }
     Ok(())
+}
+
+// ---- C entry points (nrt_experimental.h) ----
+
+/// Describes every input and output of a loaded model. On success
+/// `*tensor_info` receives an array the caller owns and must release with
+/// `nrt_free_model_tensor_info` (not with `free`). NULL arguments give
+/// `NRT_INVALID`; a pointer that is not a live model `NRT_INVALID_HANDLE`.
+///
+/// # Safety
+/// `tensor_info` must be NULL or writable; `model` may be any pointer value
+/// (it is only dereferenced when it is a live handle).
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_model_tensor_info(
+    model: *mut nrt_model_t,
+    tensor_info: *mut *mut nrt_tensor_info_array_t,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_model_tensor_info", || unsafe {
+        get(model, tensor_info)
+    })
+}
+
+/// Writes 1 to `*instance_count`: nothing executes here, so one caller at a
+/// time is as good as any. Deprecated.
+///
+/// # Safety
+/// `instance_count` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_model_instance_count(
+    model: *mut nrt_model_t,
+    instance_count: *mut u32,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_model_instance_count", || unsafe {
+        model::vnc_count(model, instance_count)
+    })
+}
+
+/// Releases an array returned by `nrt_get_model_tensor_info`, shapes
+/// included. NULL gives `NRT_INVALID`; an array this library did not return
+/// (or already released) is not touched and gives `NRT_INVALID`.
+///
+/// # Safety
+/// `tensor_info` may be any pointer value; it is only dereferenced when it is
+/// a live array of this library.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_free_model_tensor_info(
+    tensor_info: *mut nrt_tensor_info_array_t,
+) -> NRT_STATUS {
+    guarded("nrt_free_model_tensor_info", || free(tensor_info))
+}
+
+/// Fills at most `info_size_in` bytes of `*info` and stores the number of
+/// bytes written in `*info_size_out` (when not NULL).
+///
+/// # Safety
+/// `info` must be NULL or point to `info_size_in` writable bytes;
+/// `info_size_out` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_model_info(
+    model: *const nrt_model_t,
+    info: *mut nrt_model_info_t,
+    info_size_in: usize,
+    info_size_out: *mut usize,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_model_info", || unsafe {
+        model::info(model, info, info_size_in, info_size_out)
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,38 @@
+//! C declarations of `nrt/ndebug_stream.h`: the debug-event records a
+//! client reads from a core's debug stream.
+
+use std::ffi::c_char;
+
+/// The kinds of debug event.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ndebug_stream_event_type_t {
+    NDEBUG_STREAM_EVENT_TYPE_INVALID = 0,
+    NDEBUG_STREAM_EVENT_TYPE_DEBUG_TENSOR_READ = 1,
+}
+
+/// The fixed 64-byte header before every event's payload.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ndebug_stream_event_header_t {
+    /// Bytes of the payload that follows.
+    pub data_size: u64,
+    /// An `ndebug_stream_event_type_t` value.
+    pub r#type: u32,
+    pub reserved: [c_char; 52],
+}
+
+/// The payload of a tensor-read event: 1024 bytes of description followed
+/// by the tensor's bytes.
+#[repr(C)]
+pub struct ndebug_stream_payload_debug_tensor_read_t {
+    pub prefix: [c_char; 512],
+    pub logical_nc_id: u32,
+    pub pipe: u32,
+    pub tensor_dtype: [c_char; 16],
+    pub tensor_shape: [u64; 8],
+    pub tensor_data_size: u64,
+    pub reserved0: [c_char; 416],
+    /// `tensor_data_size` bytes (a flexible array member in C).
+    pub tensor_data: [c_char; 0],
+}

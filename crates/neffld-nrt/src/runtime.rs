@@ -1,0 +1,227 @@
+//! The runtime domain: `nrt_init` / `nrt_close` (over [`crate::state`]),
+//! core counts, instance information and memory statistics. The counts and
+//! the instance information work before `nrt_init` (from the environment's
+//! configuration); memory statistics need the runtime.
+
+use neffld::device::Geometry;
+use neffld::Arch;
+
+use crate::abi::nrt::{
+    nrt_instance_info_t, nrt_vnc_memory_stats_t, NRT_INSTANCE_SIZE_UNKNOWN, NRT_INSTANCE_TRN1,
+    NRT_INSTANCE_TRN2, NRT_INSTANCE_TRN3,
+};
+use std::ffi::c_char;
+
+use crate::abi::nrt::NrtFrameworkArg;
+use crate::abi::nrt_status::NRT_STATUS;
+use crate::boundary::{guarded, guarded_value, non_null, write_prefix, NrtResult};
+use crate::model;
+use crate::{state, status};
+
+/// # Safety
+/// `out` must be NULL or writable.
+unsafe fn put(api: &str, out: *mut u32, value: u32) -> NrtResult {
+    non_null(api, "vnc_count", out)?;
+    // SAFETY: non-NULL and writable per this function's contract.
+    unsafe { *out = value };
+    Ok(())
+}
+
+/// Logical cores on the device.
+///
+/// # Safety
+/// `out` must be NULL or writable.
+pub(crate) unsafe fn total(out: *mut u32) -> NrtResult {
+    let config = state::config()?;
+    let lnc = config.lnc_size().max(1);
+    let total = Geometry::for_arch(config.arch).cores() / lnc;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { put("nrt_get_total_vnc_count", out, total) }
+}
+
+/// Logical cores visible to this process.
+///
+/// # Safety
+/// `out` must be NULL or writable.
+pub(crate) unsafe fn visible(out: *mut u32) -> NrtResult {
+    let config = state::config()?;
+    let lnc = config.lnc_size().max(1);
+    let total = Geometry::for_arch(config.arch).cores() / lnc;
+    let visible = config
+        .visible_cores
+        .as_ref()
+        .map_or(total, |list| list.len() as u32);
+    // SAFETY: forwarded from this function's contract.
+    unsafe { put("nrt_get_visible_vnc_count", out, visible) }
+}
+
+/// `nrt_get_instance_info`.
+///
+/// # Safety
+/// `info` must be NULL or point to `len` writable bytes.
+pub(crate) unsafe fn instance_info(info: *mut nrt_instance_info_t, len: usize) -> NrtResult {
+    non_null("nrt_get_instance_info", "info", info)?;
+    let config = state::config()?;
+    let family = match config.arch {
+        Arch::Sunda => NRT_INSTANCE_TRN1,
+        Arch::Cayman => NRT_INSTANCE_TRN2,
+        Arch::Mariana => NRT_INSTANCE_TRN3,
+    };
+    let mut full = nrt_instance_info_t {
+        family,
+        size: NRT_INSTANCE_SIZE_UNKNOWN,
+        arch_name: [0; 16],
+        device_revision: [0; 8],
+    };
+    for (dst, &b) in full
+        .arch_name
+        .iter_mut()
+        .zip(config.arch.instance().as_bytes().iter().take(15))
+    {
+        *dst = b as _;
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { write_prefix(&full, info, len, std::ptr::null_mut()) };
+    Ok(())
+}
+
+/// `nrt_get_vnc_memory_stats`.
+///
+/// # Safety
+/// `stats` must be NULL or point to `size_in` writable bytes; `size_out`
+/// must be NULL or writable.
+pub(crate) unsafe fn memory_stats(
+    vnc: u32,
+    stats: *mut nrt_vnc_memory_stats_t,
+    size_in: usize,
+    size_out: *mut usize,
+) -> NrtResult {
+    const API: &str = "nrt_get_vnc_memory_stats";
+    let rt = state::runtime()?;
+    non_null(API, "stats", stats)?;
+    let s = rt
+        .memory_stats(vnc)
+        .map_err(|e| status::load_error(API, &e))?;
+    let full = nrt_vnc_memory_stats_t {
+        bytes_used: s.used as usize,
+        bytes_limit: s.limit as usize,
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { write_prefix(&full, stats, size_in, size_out) };
+    Ok(())
+}
+
+// ---- C entry points (nrt.h) ----
+
+/// Fills `info` (up to `instance_info_len` bytes of it) with the simulated
+/// instance: its family from `NEFFLD_ARCH`, size unknown.
+///
+/// # Safety
+/// `info` must be NULL or point to `instance_info_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_instance_info(
+    info: *mut nrt_instance_info_t,
+    instance_info_len: usize,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_instance_info", || unsafe {
+        instance_info(info, instance_info_len)
+    })
+}
+
+/// Starts the runtime: reads the configuration (`NEFFLD_DEVICE`,
+/// `NEFFLD_ARCH`, `NEURON_RT_*`) and creates the simulated device.
+///
+/// Allowed from the never-initialised state and again after `nrt_close`
+/// (a fresh device each time); while already initialised it fails with
+/// `NRT_FAILURE` and changes nothing. A bad configuration value gives
+/// `NRT_INVALID`. The framework and version strings are only logged.
+///
+/// # Safety
+/// `fw_version` and `fal_version` must each be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_init(
+    framework: NrtFrameworkArg,
+    fw_version: *const c_char,
+    fal_version: *const c_char,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_init", || unsafe {
+        state::init(framework, fw_version, fal_version)
+    })
+}
+
+/// Stops the runtime: unloads every model still loaded and frees its
+/// `nrt_model_t` (those pointers are dangling afterwards). Tensors stay valid
+/// until `nrt_tensor_free`. Later calls return `NRT_CLOSED` until `nrt_init`.
+#[no_mangle]
+pub extern "C" fn nrt_close() {
+    guarded_value("nrt_close", (), || {
+        state::close();
+        model::release_all();
+    })
+}
+
+/// Logical cores on the (simulated) device. Deprecated name; may be called
+/// before `nrt_init` (the configuration is then read from the environment).
+///
+/// # Safety
+/// `vnc_count` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_total_nc_count(vnc_count: *mut u32) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_total_nc_count", || unsafe { total(vnc_count) })
+}
+
+/// Logical cores on the (simulated) device; may be called before `nrt_init`.
+///
+/// # Safety
+/// `vnc_count` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_total_vnc_count(vnc_count: *mut u32) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_total_vnc_count", || unsafe { total(vnc_count) })
+}
+
+/// Logical cores this process may use (`NEURON_RT_VISIBLE_CORES`).
+/// Deprecated name; may be called before `nrt_init`.
+///
+/// # Safety
+/// `vnc_count` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_visible_nc_count(vnc_count: *mut u32) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_visible_nc_count", || unsafe { visible(vnc_count) })
+}
+
+/// Logical cores this process may use; may be called before `nrt_init`.
+///
+/// # Safety
+/// `vnc_count` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_visible_vnc_count(vnc_count: *mut u32) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_visible_vnc_count", || unsafe {
+        visible(vnc_count)
+    })
+}
+
+/// Device memory used on logical core `vnc` and its limit. Writes at most
+/// `stats_size_in` bytes of `*stats` (older callers know fewer fields) and
+/// the number written to `*stats_size_out` when that is not NULL.
+///
+/// # Safety
+/// `stats` must be NULL or point to `stats_size_in` writable bytes;
+/// `stats_size_out` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
+    vnc: u32,
+    stats: *mut nrt_vnc_memory_stats_t,
+    stats_size_in: usize,
+    stats_size_out: *mut usize,
+) -> NRT_STATUS {
+    // SAFETY: forwarded from this function's contract.
+    guarded("nrt_get_vnc_memory_stats", || unsafe {
+        memory_stats(vnc, stats, stats_size_in, stats_size_out)
+    })
+}

@@ -1,0 +1,229 @@
+// A client of the public libnrt headers written the way aws-neuron/nkipy's
+// spike drives libnrt: RAII owners for the runtime, models, tensors, tensor
+// sets and a system-trace session, with every status checked. It is built
+// against an installed prefix only (see scripts/test-cpp-client).
+//
+// Usage: spike_like NEFF CAPTURE_PATH
+#include <nrt/nrt.h>
+#include <nrt/nrt_experimental.h>
+#include <nrt/nrt_profile.h>
+#include <nrt/nrt_status.h>
+#include <nrt/nrt_sys_trace.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct NrtError : std::runtime_error {
+  NRT_STATUS status;
+  NrtError(NRT_STATUS s, const std::string &what)
+      : std::runtime_error(what + ": " + nrt_get_status_as_str(s)), status(s) {}
+};
+
+void check(NRT_STATUS s, const char *what) {
+  if (s != NRT_SUCCESS) throw NrtError(s, what);
+}
+
+void expect(bool ok, const std::string &what) {
+  if (!ok) throw std::runtime_error("expectation failed: " + what);
+}
+
+struct Runtime {
+  Runtime() { check(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "2.0", "1.0"), "nrt_init"); }
+  ~Runtime() { nrt_close(); }
+  static uint32_t visible() {
+    uint32_t n = 0;
+    check(nrt_get_visible_nc_count(&n), "nrt_get_visible_nc_count");
+    return n;
+  }
+  static uint32_t total() {
+    uint32_t n = 0;
+    check(nrt_get_total_nc_count(&n), "nrt_get_total_nc_count");
+    return n;
+  }
+};
+
+struct Model {
+  nrt_model_t *ptr = nullptr;
+  Model(const std::vector<char> &neff, int32_t core) {
+    check(nrt_load(neff.data(), neff.size(), core, 1, &ptr), "nrt_load");
+  }
+  ~Model() {
+    if (ptr) nrt_unload(ptr);
+  }
+  void unload() {
+    check(nrt_unload(ptr), "nrt_unload");
+    ptr = nullptr;
+  }
+  uint32_t lnc() const {
+    nrt_model_info_t info;
+    size_t out = 0;
+    check(nrt_get_model_info(ptr, &info, sizeof(info), &out), "nrt_get_model_info");
+    expect(out == sizeof(info), "nrt_get_model_info writes the whole struct");
+    return info.vnc;
+  }
+};
+
+struct Tensor {
+  nrt_tensor_t *ptr = nullptr;
+  Tensor(nrt_tensor_placement_t placement, int core, size_t size, const std::string &name) {
+    check(nrt_tensor_allocate(placement, core, size, name.c_str(), &ptr), "nrt_tensor_allocate");
+  }
+  Tensor(const Tensor &source, size_t offset, size_t size, const std::string &name) {
+    check(nrt_tensor_allocate_slice(source.ptr, offset, size, name.c_str(), &ptr),
+          "nrt_tensor_allocate_slice");
+  }
+  Tensor(const Tensor &) = delete;
+  ~Tensor() {
+    if (ptr) nrt_tensor_free(&ptr);
+  }
+  size_t size() const { return nrt_tensor_get_size(ptr); }
+  void write(const void *data, size_t size, size_t offset) {
+    check(nrt_tensor_write(ptr, data, offset, size), "nrt_tensor_write");
+  }
+  void read(void *data, size_t size, size_t offset) const {
+    check(nrt_tensor_read(ptr, data, offset, size), "nrt_tensor_read");
+  }
+};
+
+struct TensorSet {
+  nrt_tensor_set_t *ptr = nullptr;
+  TensorSet() { check(nrt_allocate_tensor_set(&ptr), "nrt_allocate_tensor_set"); }
+  ~TensorSet() {
+    if (ptr) nrt_destroy_tensor_set(&ptr);
+  }
+  void add(const std::string &name, const Tensor &t) {
+    check(nrt_add_tensor_to_tensor_set(ptr, name.c_str(), t.ptr), "nrt_add_tensor_to_tensor_set");
+  }
+};
+
+struct SysTrace {
+  explicit SysTrace(uint32_t core) : core(core) {
+    nrt_sys_trace_config_t *config = nullptr;
+    check(nrt_sys_trace_config_allocate(&config), "nrt_sys_trace_config_allocate");
+    nrt_sys_trace_config_set_capture_enabled_for_nc(config, core, true);
+    NRT_STATUS s = nrt_sys_trace_start(config);
+    nrt_sys_trace_config_free(config);
+    check(s, "nrt_sys_trace_start");
+  }
+  ~SysTrace() { nrt_sys_trace_stop(); }
+  std::string fetch() {
+    nrt_sys_trace_fetch_options_t *options = nullptr;
+    check(nrt_sys_trace_fetch_options_allocate(&options), "nrt_sys_trace_fetch_options_allocate");
+    nrt_sys_trace_fetch_options_set_nc_idx(options, core);
+    char *buffer = nullptr;
+    size_t written = 0;
+    NRT_STATUS s = nrt_sys_trace_fetch_events(&buffer, &written, options);
+    nrt_sys_trace_fetch_options_free(options);
+    check(s, "nrt_sys_trace_fetch_events");
+    std::string json(buffer, written);
+    nrt_sys_trace_buffer_free(buffer);
+    return json;
+  }
+  uint32_t core;
+};
+
+std::vector<char> read_file(const char *path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(std::string("cannot open ") + path);
+  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
+}
+
+void run(const char *neff_path, const char *capture_path) {
+  std::vector<char> neff = read_file(neff_path);
+  {
+    Runtime rt;
+    uint32_t visible = Runtime::visible(), total = Runtime::total();
+    std::printf("cores: %u visible of %u\n", visible, total);
+    expect(visible > 0 && visible <= total, "visible cores within total");
+
+    SysTrace trace(0);
+    Model model(neff, 0);
+    expect(model.lnc() == 0, "the model is on core 0");
+
+    nrt_tensor_info_array_t *info = nullptr;
+    check(nrt_get_model_tensor_info(model.ptr, &info), "nrt_get_model_tensor_info");
+    std::vector<Tensor *> tensors;
+    TensorSet inputs, outputs;
+    for (uint64_t i = 0; i < info->tensor_count; ++i) {
+      const nrt_tensor_info_t &t = info->tensor_array[i];
+      bool in = t.usage == NRT_TENSOR_USAGE_INPUT;
+      std::printf("%s %s %zu bytes, %u dims\n", in ? "input" : "output", t.name, t.size, t.ndim);
+      Tensor *x = new Tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, t.size, t.name);
+      expect(x->size() == t.size, "tensor size");
+      (in ? inputs : outputs).add(t.name, *x);
+      tensors.push_back(x);
+    }
+    check(nrt_free_model_tensor_info(info), "nrt_free_model_tensor_info");
+    expect(!tensors.empty(), "the model has tensors");
+
+    // Write a pattern, read it back whole and through a slice.
+    Tensor &first = *tensors[0];
+    std::vector<unsigned char> pattern(first.size());
+    for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<unsigned char>(i * 7 + 3);
+    first.write(pattern.data(), pattern.size(), 0);
+    std::vector<unsigned char> back(pattern.size());
+    first.read(back.data(), back.size(), 0);
+    expect(back == pattern, "read back what was written");
+    Tensor slice(first, 64, 128, "slice");
+    std::vector<unsigned char> part(128);
+    slice.read(part.data(), part.size(), 0);
+    expect(std::memcmp(part.data(), pattern.data() + 64, 128) == 0, "slice views its source");
+
+    // Execution, with a profile around it as spike's save_trace does: the
+    // binding is checked, then the execution is refused.
+    check(nrt_profile_start(model.ptr, capture_path), "nrt_profile_start");
+    NRT_STATUS s = nrt_execute(model.ptr, inputs.ptr, outputs.ptr);
+    check(nrt_profile_stop(capture_path), "nrt_profile_stop");
+    std::printf("nrt_execute: %s\n", nrt_get_status_as_str(s));
+    expect(s == NRT_FAILURE, "execution is refused with NRT_FAILURE");
+    TensorSet empty;
+    s = nrt_execute(model.ptr, empty.ptr, outputs.ptr);
+    std::printf("nrt_execute with no inputs: %s\n", nrt_get_status_as_str(s));
+    expect(s == NRT_INVALID, "a missing input gives NRT_INVALID");
+    expect(read_file(capture_path).size() > 128, "the profile capture was written");
+
+    for (Tensor *t : tensors) delete t;
+    model.unload();
+    std::string events = trace.fetch();
+    std::printf("trace: %s\n", events.c_str());
+    expect(events.find("\"model_load\"") != std::string::npos, "the trace has the load");
+    expect(events.find("\"model_unload\"") != std::string::npos, "the trace has the unload");
+
+    // A host tensor outlives the runtime until it is freed.
+    Tensor host(NRT_TENSOR_PLACEMENT_HOST, -1, 256, "host");
+    host.write(pattern.data(), 256, 0);
+    nrt_close();
+    std::vector<unsigned char> after(256);
+    host.read(after.data(), after.size(), 0);
+    expect(std::memcmp(after.data(), pattern.data(), 256) == 0, "host tensor readable after close");
+    check(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "2.0", "1.0"), "nrt_init again");
+  }
+  // Re-initialisation after the scope's close: a fresh runtime loads again.
+  Runtime again;
+  Model model(neff, -1);
+  std::printf("reloaded on core %u\n", model.lnc());
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s NEFF CAPTURE_PATH\n", argv[0]);
+    return 2;
+  }
+  try {
+    run(argv[1], argv[2]);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "spike_like: %s\n", e.what());
+    return 1;
+  }
+  std::printf("spike_like: OK\n");
+  return 0;
+}
