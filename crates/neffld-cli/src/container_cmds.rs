@@ -8,7 +8,7 @@ use neffld::container::archive::{default_inflate_limit, Archive, Encoding};
 use neffld::container::header::feature_names;
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{integrity, payload_window, Neff, NeffHeader};
-use neffld::manifest::{kelf, neff_json, ParseOptions};
+use neffld::manifest::ParseOptions;
 use neffld::NrtStatus;
 use neffld::{parse, Arch};
 use serde_json::{json, Value};
@@ -71,16 +71,7 @@ fn archive_json(a: &Archive) -> Value {
 /// order (dtype spelled as the NEFF spells it), and per subgraph its engines
 /// (records, opcode census), variables by type, queues and DMA blocks.
 fn parse_json(neff: &Neff) -> Result<Value, Failure> {
-    let arch = {
-        let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok();
-        let o = ParseOptions {
-            instance_arch: Arch::Cayman,
-            allow_legacy_neff: true,
-            runtime_lnc: 2,
-        };
-        nj.and_then(|nj| kelf::parse(&neff.archive, &nj.kelf_member, &o).ok())
-            .map_or(Arch::Cayman, |k| k.target)
-    };
+    let arch = parse::declared_arch(neff).unwrap_or(Arch::Cayman);
     let lnc = neff.header.vnc_size.max(1);
     let opts = ParseOptions {
         instance_arch: arch,

@@ -9,15 +9,14 @@ use std::time::{Duration, Instant};
 
 use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
 use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::container::{self, Neff, OpenOptions};
+use neffld::container::{self, OpenOptions};
 use neffld::device::ledger::Ledger;
 use neffld::device::MemUsage;
 use neffld::ids::PCore;
-use neffld::manifest::{kelf, neff_json, ParseOptions};
 use neffld::relocate::dma::decode_template;
 use neffld::relocate::ipmap::{PatchKind, Section};
 use neffld::stage::Placement;
-use neffld::{Arch, NrtStatus};
+use neffld::{parse, Arch, NrtStatus};
 use serde_json::{json, Value};
 
 use crate::map;
@@ -121,21 +120,6 @@ fn read_file(path: &Path, quiet: bool) -> Result<Vec<u8>, String> {
     out.truncate(done);
     bar.finish_and_clear();
     Ok(out)
-}
-
-/// The architecture the NEFF was compiled for, read through its own
-/// manifest chain (`neff.json` → kelf json `target`); `None` if the chain
-/// is broken (the load will then say why).
-fn declared_arch(neff: &Neff) -> Option<Arch> {
-    let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok()?;
-    let opts = ParseOptions {
-        instance_arch: Arch::Cayman,
-        allow_legacy_neff: true,
-        runtime_lnc: 2,
-    };
-    kelf::parse(&neff.archive, &nj.kelf_member, &opts)
-        .ok()
-        .map(|k| k.target)
 }
 
 fn us(d: Duration) -> u64 {
@@ -412,19 +396,6 @@ fn human(out: &Value, no_timings: bool) -> String {
     t
 }
 
-fn stage_of(e: &LoadError) -> &'static str {
-    match e {
-        LoadError::Container(_) => "container",
-        LoadError::Parse(_) => "parse",
-        LoadError::Stage(_) => "stage",
-        LoadError::Validation(_) => "validate",
-        LoadError::Device(_) => "device",
-        LoadError::Registry(_) => "registry",
-        LoadError::Config(_) => "config",
-        _ => "guard",
-    }
-}
-
 pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
     let t_total = Instant::now();
     let bytes = read_file(&a.file, a.quiet)?;
@@ -459,7 +430,7 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
     let s1 = t1.elapsed();
     config.arch = a
         .arch
-        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
+        .or_else(|| opened.as_ref().ok().and_then(parse::declared_arch))
         .unwrap_or(Arch::Cayman);
     out["arch"] = json!(config.arch.instance());
     let rt = Runtime::new(config).map_err(|e| e.to_string())?;
@@ -479,7 +450,7 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
             fail(
                 &mut out,
                 Failure {
-                    stage: stage_of(&e),
+                    stage: e.stage(),
                     status: e.status(),
                     message: e.to_string(),
                 },
