@@ -69,6 +69,10 @@ pub struct LoadArgs {
     /// Machine-readable output (stable schema, see docs/cli.md).
     #[arg(long)]
     pub json: bool,
+    /// Write the device image under this directory: device.json and one
+    /// <subgraph>_<engine>.bin per instruction image (needs --device sim).
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<PathBuf>,
     /// Write an HTML memory map (one SVG per core) to this file.
     #[arg(long)]
     pub map: Option<PathBuf>,
@@ -142,19 +146,12 @@ fn core_json(lm: &LoadedModel, ledger: &Ledger, hbm: impl Fn(PCore) -> u32) -> V
         .iter()
         .map(|c| {
             let pcore = c.pcore();
-            let vars: Vec<Value> = c
-                .plan
-                .vars
-                .iter()
+            let vars: Vec<Value> = neffld::capture::staged::variables(c)
+                .into_iter()
+                .zip(&c.plan.vars)
                 .enumerate()
-                .map(|(i, p)| {
-                    let (name, kind) = c.plan.var_meta.get(i).map(|(n, k)| (n.as_str(), k.type_name())).unwrap_or(("?", "?"));
-                    let (addr, size) = match *p {
-                        Placement::StateBuffer { pa } => (Some(pa), Some(neffld::stage::plan::SB_BYTES)),
-                        Placement::Hbm { pa, size } | Placement::Scratchpad { pa, size } => (Some(pa), Some(size)),
-                        Placement::Io | Placement::Host => (None, None),
-                    };
-                    json!({"var_id": i, "name": name, "type": kind, "placement": kind_name(p), "address": addr, "size": size})
+                .map(|(i, (v, p))| {
+                    json!({"var_id": i, "name": v.name, "type": v.kind, "placement": kind_name(p), "address": v.address, "size": v.size})
                 })
                 .collect();
             let mut instructions = 0u64;
@@ -461,14 +458,19 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
             let ledger = rt.device().ledger();
             let geometry = rt.device().geometry().clone();
             let hbm = |p: PCore| geometry.hbm_of(p).unwrap_or(0);
-            let (mut timings, cores, warnings, pcores) = rt
+            let (mut timings, cores, warnings, pcores, staged) = rt
                 .with_model(&model, |lm| {
                     let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
+                    let staged = a
+                        .dump
+                        .as_ref()
+                        .map(|_| neffld::capture::staged::staged(lm, rt.device().as_ref()));
                     (
                         lm.timings,
                         core_json(lm, &ledger, hbm),
                         lm.warnings.clone(),
                         pcores,
+                        staged,
                     )
                 })
                 .map_err(|e| e.to_string())?;
@@ -482,6 +484,12 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
             let tu = Instant::now();
             let unloaded = rt.unload(&model);
             let unload_time = tu.elapsed();
+            if let (Some(dir), Some(staged)) = (&a.dump, staged) {
+                let staged = staged.map_err(|e| {
+                    format!("cannot read the staged images back (--dump needs --device sim): {e}")
+                })?;
+                crate::dump::write(dir, rt.config().arch, &staged)?;
+            }
             out["h_nn"] = json!(model.h_nn.0);
             out["model"] = json!({
                 "name": model.name,

@@ -1,7 +1,9 @@
 //! The `neffld` command: inspect, verify, extract, pack (and, as the
 //! pipeline grows, load) NEFF files.
 
+mod compare_cmd;
 mod container_cmds;
+mod dump;
 mod load_cmd;
 mod map;
 mod report;
@@ -45,6 +47,15 @@ enum Command {
     },
     /// Load a NEFF on a simulated device (S0–S5), report where everything landed, unload.
     Load(load_cmd::LoadArgs),
+    /// Load a NEFF as a profiler capture's runtime did and show, per core and
+    /// engine, where neffld and the real runtime agree; exit 0 only if all do.
+    Compare {
+        file: PathBuf,
+        /// The capture (NTFF version 4, 5 or 6).
+        capture: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Write every archive member of a NEFF under DIR.
     Extract {
         file: PathBuf,
@@ -110,6 +121,11 @@ fn main() -> ExitCode {
             max_inflated,
         } => container_cmds::verify(&files, json, max_inflated),
         Command::Load(args) => load_cmd::load(args),
+        Command::Compare {
+            file,
+            capture,
+            json,
+        } => compare_cmd::compare(&file, &capture, json),
         Command::Extract {
             file,
             dir,
