@@ -5,6 +5,7 @@
 //! ships the type stubs. Every failure is raised as `neffld.NeffError`,
 //! carrying the NRT status a C caller of libnrt would have seen.
 
+mod compare;
 mod error;
 mod info;
 mod model;
@@ -16,6 +17,8 @@ use pyo3::prelude::*;
 
 #[pymodule]
 mod _neffld {
+    #[pymodule_export]
+    use crate::compare::{compare, Comparison, CoreComparison, ImageComparison, RowComparison};
     #[pymodule_export]
     use crate::error::NeffError;
     #[pymodule_export]

@@ -11,11 +11,12 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use neffld::api::{self, LoadError, LoadedModel, Runtime, Timings};
+use neffld::capture::staged::{self, StagedCore};
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::{self, OpenOptions};
-use neffld::device::{Device, MemUsage};
+use neffld::device::Device;
 use neffld::parse;
-use neffld::stage::{CoreImage, Placement};
+use neffld::stage::Placement;
 use neffld::Arch;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -61,10 +62,11 @@ pub struct Core {
     pub hbm: u32,
     /// The subgraph staged on this core.
     pub subgraph: String,
-    /// Device bytes charged to this core, by usage type, in the names the
-    /// library's ledger gives them (usages with nothing charged are left out).
-    pub memory: BTreeMap<String, u64>,
-    /// Every engine's relocated instruction image as written to the device.
+    /// Device bytes charged to this core: every row of the runtime's memory
+    /// list, in its order, keyed by its usage type (the library's names).
+    pub memory: Py<PyDict>,
+    /// Every engine's instruction image as read back from the device (empty
+    /// on the "null" device, which keeps no bytes).
     pub images: BTreeMap<String, Py<PyBytes>>,
     /// Device address of every engine's image.
     pub image_addresses: BTreeMap<String, u64>,
@@ -75,12 +77,7 @@ pub struct Core {
 #[pymethods]
 impl Core {
     fn __repr__(&self) -> String {
-        format!(
-            "Core(pcore={}, subgraph={:?}, {} bytes)",
-            self.pcore,
-            self.subgraph,
-            self.memory.values().sum::<u64>()
-        )
+        format!("Core(pcore={}, subgraph={:?})", self.pcore, self.subgraph)
     }
 }
 
@@ -97,85 +94,78 @@ fn placement_name(p: &Placement) -> &'static str {
 /// What a core's snapshot holds before it becomes Python objects (built
 /// while the registry entry is borrowed, without the GIL).
 struct CoreFacts {
-    pcore: u32,
     hbm: u32,
-    subgraph: String,
-    memory: BTreeMap<String, u64>,
-    images: Vec<(&'static str, u64, Vec<u8>)>,
-    variables: Vec<Variable>,
+    view: StagedCore,
+    placements: Vec<&'static str>,
 }
 
-fn core_facts(c: &CoreImage, dev: &dyn Device) -> CoreFacts {
-    let pcore = c.pcore();
-    let ledger = dev.ledger();
-    let memory = MemUsage::ALL
-        .iter()
-        .map(|&u| (u, ledger.used(pcore, u)))
-        .filter(|&(_, n)| n > 0)
-        .map(|(u, n)| (u.name().to_string(), n))
-        .collect();
-    let variables = c
-        .plan
-        .vars
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let (name, kind) = c
-                .plan
-                .var_meta
-                .get(i)
-                .map_or(("?".to_string(), "?"), |(n, k)| (n.clone(), k.type_name()));
-            let (address, size) = match *p {
-                Placement::StateBuffer { pa } => (Some(pa), Some(neffld::stage::plan::SB_BYTES)),
-                Placement::Hbm { pa, size } | Placement::Scratchpad { pa, size } => {
-                    (Some(pa), Some(size))
-                }
-                Placement::Io | Placement::Host => (None, None),
-            };
-            Variable {
-                var_id: i as u32,
-                name,
-                kind,
-                placement: placement_name(p),
-                address,
-                size,
-            }
-        })
-        .collect();
-    CoreFacts {
-        pcore: pcore.0,
-        hbm: dev.geometry().hbm_of(pcore).unwrap_or(0),
-        subgraph: c.subgraph.clone(),
-        memory,
-        images: c
-            .engines
+/// The library's staged view of every core (the terms a capture uses); on
+/// a device that keeps no bytes, the same view without the images.
+fn core_facts(lm: &LoadedModel, dev: &dyn Device) -> Vec<CoreFacts> {
+    let views = staged::staged(lm, dev).unwrap_or_else(|_| {
+        let ledger = dev.ledger();
+        lm.cores
             .iter()
-            .map(|e| (e.engine.key(), e.pa, e.image.bytes.clone()))
-            .collect(),
-        variables,
-    }
+            .map(|c| StagedCore {
+                pcore: c.pcore().0,
+                subgraph: c.subgraph.clone(),
+                images: Vec::new(),
+                memory: staged::memory_rows(&ledger, c.pcore()),
+                variables: staged::variables(c),
+            })
+            .collect()
+    });
+    lm.cores
+        .iter()
+        .zip(views)
+        .map(|(c, view)| CoreFacts {
+            hbm: dev.geometry().hbm_of(c.pcore()).unwrap_or(0),
+            placements: c.plan.vars.iter().map(placement_name).collect(),
+            view,
+        })
+        .collect()
 }
 
 impl CoreFacts {
     fn into_py(self, py: Python<'_>) -> PyResult<Core> {
+        let v = self.view;
         let mut images = BTreeMap::new();
         let mut image_addresses = BTreeMap::new();
-        for (engine, pa, bytes) in self.images {
-            images.insert(engine.to_string(), PyBytes::new(py, &bytes).unbind());
-            image_addresses.insert(engine.to_string(), pa);
+        for img in v.images {
+            let engine = img.engine.key().to_string();
+            images.insert(engine.clone(), PyBytes::new(py, &img.bytes).unbind());
+            image_addresses.insert(engine, img.address);
         }
+        let memory = PyDict::new(py);
+        for row in v.memory {
+            memory.set_item(row.usage_type, row.bytes)?;
+        }
+        let variables = v
+            .variables
+            .into_iter()
+            .enumerate()
+            .map(|(i, var)| {
+                Py::new(
+                    py,
+                    Variable {
+                        var_id: i as u32,
+                        name: var.name,
+                        kind: var.kind,
+                        placement: self.placements.get(i).copied().unwrap_or("?"),
+                        address: var.address,
+                        size: var.size,
+                    },
+                )
+            })
+            .collect::<PyResult<_>>()?;
         Ok(Core {
-            pcore: self.pcore,
+            pcore: v.pcore,
             hbm: self.hbm,
-            subgraph: self.subgraph,
-            memory: self.memory,
+            subgraph: v.subgraph,
+            memory: memory.unbind(),
             images,
             image_addresses,
-            variables: self
-                .variables
-                .into_iter()
-                .map(|v| Py::new(py, v))
-                .collect::<PyResult<_>>()?,
+            variables,
         })
     }
 }
@@ -227,11 +217,7 @@ fn run_load(
     };
     let dev = rt.device().clone();
     let (cores, warnings, mut timings) = rt.with_model(&handle, |lm: &LoadedModel| {
-        (
-            lm.cores.iter().map(|c| core_facts(c, &*dev)).collect(),
-            lm.warnings.clone(),
-            lm.timings,
-        )
+        (core_facts(lm, &*dev), lm.warnings.clone(), lm.timings)
     })?;
     timings.container = s1;
     let tensors = rt.tensor_info(&handle)?;

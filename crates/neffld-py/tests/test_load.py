@@ -51,12 +51,13 @@ def test_variables_follow_def_json(small_bytes):
 def test_memory_is_charged_per_core_and_released_on_unload():
     m = neffld.load(SMALL)
     for core in m.cores:
-        assert core.memory, "every staged core charges device memory"
-        assert all(isinstance(k, str) and v > 0 for k, v in core.memory.items())
+        assert all(isinstance(k, str) and v >= 0 for k, v in core.memory.items())
+        charged = [v for v in core.memory.values() if v]
+        assert charged, "every staged core charges device memory"
         # Memory is charged in 4 KiB granules.
-        assert all(v % 4096 == 0 for v in core.memory.values())
-        # The weight (a 32 KiB identity) is charged on each core.
-        assert max(core.memory.values()) >= 32768
+        assert all(v % 4096 == 0 for v in charged)
+        # The weight, a 128x128 float16 identity, is charged on each core.
+        assert core.memory["Weights"] == 128 * 128 * 2
     stats = m.memory_stats()
     assert stats["used"] == sum(sum(c.memory.values()) for c in m.cores)
     assert stats["limit"] > stats["used"]

@@ -91,11 +91,12 @@ class Core:
     hbm: int
     subgraph: str
     memory: dict[str, int]
-    """Bytes charged to this core by usage type, in the library ledger's
-    names; usages with nothing charged are left out."""
+    """Bytes charged to this core: every row of the runtime's memory list,
+    in its order, keyed by usage type ("Generic", "Tensor Instructions",
+    "Weights", ...), zero rows included."""
     images: dict[str, bytes]
-    """Engine ("pe", "act", "pool", "dve", "sp") -> its relocated
-    instruction image as written to the device."""
+    """Engine ("pe", "act", "pool", "dve", "sp") -> its instruction image as
+    read back from the device (empty on the "null" device)."""
     image_addresses: dict[str, int]
     variables: list[Variable]
 
@@ -145,6 +146,53 @@ class Model:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> bool: ...
+
+class RowComparison:
+    """One memory row on both sides of a comparison."""
+
+    usage_type: str
+    ours: Optional[int]
+    capture: Optional[int]
+    counted: bool
+    """False for rows that depend on who ran the model (Profiler Buffers,
+    Tensors)."""
+    equal: bool
+
+class ImageComparison:
+    """One engine's instruction image on both sides."""
+
+    engine: str
+    ours: Optional[dict[str, int]]
+    """address, bytes, preamble_slots, main_slots, postamble_slots, kept,
+    rewritten, deleted."""
+    capture: Optional[dict[str, int]]
+    records: int
+    same_fate: int
+    rewritten_words: int
+    rewritten_words_equal: int
+    agrees: bool
+
+class CoreComparison:
+    """One subgraph on both sides."""
+
+    subgraph: str
+    pcore_ours: Optional[int]
+    pcore_capture: Optional[int]
+    images: list[ImageComparison]
+    memory: list[RowComparison]
+    agrees: bool
+
+class Comparison:
+    """A capture held against neffld's load; truthy when they agree."""
+
+    agrees: bool
+    cores: list[CoreComparison]
+    def __bool__(self) -> bool: ...
+
+def compare(neff: PathOrBytes, capture: PathOrBytes) -> Comparison:
+    """Loads the NEFF as the capture's runtime did (architecture, logical
+    core) and compares images, addresses and memory rows with the capture
+    (an .ntff profiler capture). Raises NeffError."""
 
 def inspect(path_or_bytes: PathOrBytes) -> NeffInfo:
     """Name, uuid, target and I/O tensors, through the container, manifest
