@@ -153,6 +153,12 @@ pub fn own_options(neff: &Neff) -> ParseOptions {
     }
 }
 
+/// The logical-core size a NEFF was compiled for, when its header declares
+/// one (feature bit `vnc`): the size a runtime must be configured with.
+pub fn declared_lnc(neff: &Neff) -> Option<u32> {
+    neff.header.declares_lnc().then_some(neff.header.vnc_size)
+}
+
 /// S2+S3 as a failure of stage "parse".
 pub fn parse_own(neff: &Neff) -> FResult<ParsedModel> {
     parse::parse(neff, &own_options(neff))

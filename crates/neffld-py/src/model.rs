@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::error::{raise, FResult, Failure};
-use crate::info::Tensor;
+use crate::info::{self, Tensor};
 use crate::source;
 use crate::weight;
 
@@ -210,6 +210,10 @@ fn run_load(
     config.arch = arch
         .or_else(|| opened.as_ref().ok().and_then(parse::declared_arch))
         .unwrap_or(Arch::Cayman);
+    // Likewise the logical-core size, unless NEURON_LOGICAL_NC_CONFIG sets it.
+    if config.lnc.is_none() {
+        config.lnc = opened.as_ref().ok().and_then(info::declared_lnc);
+    }
     let rt = Runtime::new(config)?;
     let handle = match opened {
         Ok(neff) => rt.load_opened(bytes, neff, start_core, 1)?,
@@ -384,7 +388,9 @@ impl Model {
 /// device: `arch` is "trn1", "trn2" or "trn3" (default: the NEFF's own
 /// target), `device` is "sim" (keeps every byte) or "null" (keeps only a
 /// checksum), `start_core` the logical core (-1: the first free one). The
-/// runtime's `NEURON_RT_*` environment variables apply. Raises NeffError.
+/// runtime's environment variables apply (`NEURON_RT_*`,
+/// `NEURON_LOGICAL_NC_CONFIG`); the logical-core size defaults to the one
+/// the NEFF was compiled for. Raises NeffError.
 #[pyfunction]
 #[pyo3(signature = (path_or_bytes, arch=None, device="sim", start_core=-1))]
 pub fn load(

@@ -151,6 +151,7 @@ fn container_gate(bytes: &[u8], f: &mut Findings) -> Option<Neff> {
 fn stage_gate(bytes: &[u8], neff: Neff, f: &mut Findings) {
     let config = RuntimeConfig {
         arch: info::own_options(&neff).instance_arch,
+        lnc: info::declared_lnc(&neff),
         device: DeviceKind::Sim,
         check: true,
         ..RuntimeConfig::default()

@@ -75,3 +75,12 @@ def test_neff_error_is_one_class_for_every_failure():
     for bad in (b"", b"x" * 2000, LARGE.read_bytes()[:5000]):
         with pytest.raises(neffld.NeffError):
             neffld.inspect(bad)
+
+
+def test_the_runtimes_environment_applies(monkeypatch):
+    # A NEFF compiled with --lnc=2 on a runtime configured for LNC 1: the LNC
+    # gate (parse.md gate 1d) refuses it with NRT_INVALID.
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    err = raises(neffld.load, SMALL)
+    assert (err.status, err.stage) == (2, "container")
+    assert "NEURON_LOGICAL_NC_CONFIG" in err.message

@@ -208,5 +208,7 @@ def load(
     device: Literal["sim", "null"] = "sim",
     start_core: int = -1,
 ) -> Model:
-    """Loads the NEFF (nrt_load, S0-S5) onto a fresh simulated device.
-    Raises NeffError."""
+    """Loads the NEFF (nrt_load, S0-S5) onto a fresh simulated device of
+    `arch` (default: the NEFF's target). The runtime's environment variables
+    apply; the logical-core size defaults to the NEFF's own. Raises
+    NeffError."""
