@@ -71,6 +71,16 @@ pub struct VerifyReport {
 
 #[pymethods]
 impl VerifyReport {
+    /// "ok" when every gate passed, else "fail" (as `neffld verify` prints).
+    #[getter]
+    fn verdict(&self) -> &'static str {
+        if self.ok {
+            "ok"
+        } else {
+            "fail"
+        }
+    }
+
     fn __bool__(&self) -> bool {
         self.ok
     }

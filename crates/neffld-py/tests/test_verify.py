@@ -11,7 +11,7 @@ from conftest import ALL, PAYLOAD, SMALL
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_every_real_fixture_is_sound(path):
     report = neffld.verify(path)
-    assert report.ok and bool(report)
+    assert report.ok and bool(report) and report.verdict == "ok"
     assert report.problems == []
     assert (report.status, report.status_name) == (0, "NRT_SUCCESS")
     assert report.gates == ["container", "parse", "stage", "validate"]
@@ -30,7 +30,7 @@ def test_a_digest_mismatch_is_reported_and_the_other_gates_still_run(small_bytes
     data = bytearray(small_bytes)
     data[0xAC] ^= 0xFF  # the stored digest, not the payload
     report = neffld.verify(bytes(data))
-    assert not report.ok and not bool(report)
+    assert not report.ok and not bool(report) and report.verdict == "fail"
     assert report.hash_result == "mismatch"
     assert [(p.stage, p.status, p.status_name) for p in report.problems] == [
         ("container", 2, "NRT_INVALID")

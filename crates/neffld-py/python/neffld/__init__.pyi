@@ -61,6 +61,7 @@ class VerifyReport:
     """The verdict of verify and every problem found; truthy when sound."""
 
     ok: bool
+    verdict: Literal["ok", "fail"]
     status: int
     """Status of the first problem; 0 (NRT_SUCCESS) when sound."""
     status_name: str
