@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::input;
 use crate::report::{emit, failed, hex, print_json, set_status, stamp, Failure};
 use crate::style::Style;
-use crate::target::{declared_arch, lnc_sizes};
+use crate::target::lnc_sizes;
 use crate::units;
 
 /// A command's exit status, or the failure that ended it early.
@@ -76,7 +76,7 @@ fn archive_json(a: &Archive) -> Value {
 /// order (dtype spelled as the NEFF spells it), and per subgraph its engines
 /// (records, opcode census), variables by type, queues and DMA blocks.
 fn parse_json(neff: &Neff) -> Result<Value, Failure> {
-    let arch = declared_arch(neff).unwrap_or(Arch::Cayman);
+    let arch = parse::declared_arch(neff).unwrap_or(Arch::Cayman);
     let lnc = neff.header.vnc_size.max(1);
     let opts = ParseOptions {
         instance_arch: arch,
@@ -580,7 +580,7 @@ fn tree_arch(members: &[(&str, &[u8])]) -> Option<Arch> {
     neffld::container::open(&probe, &opts)
         .ok()
         .as_ref()
-        .and_then(declared_arch)
+        .and_then(parse::declared_arch)
 }
 
 /// A header whose declared logical-core size the tree's target cannot take

@@ -16,13 +16,13 @@ use neffld::ids::PCore;
 use neffld::relocate::dma::decode_template;
 use neffld::relocate::ipmap::{PatchKind, Section};
 use neffld::stage::Placement;
-use neffld::{Arch, NrtStatus};
+use neffld::{parse, Arch, NrtStatus};
 use serde_json::{json, Value};
 
 use crate::recorder::Recorder;
 use crate::report::{emit, failed, print_json, stamp, Failure};
 use crate::style::Style;
-use crate::target::{declared_arch, lnc_refusal};
+use crate::target::lnc_refusal;
 use crate::{input, map, memory, units};
 
 /// Show a progress bar for files at least this large.
@@ -403,19 +403,6 @@ fn human(out: &Value, no_timings: bool, style: Style) -> String {
     t
 }
 
-fn stage_of(e: &LoadError) -> &'static str {
-    match e {
-        LoadError::Container(_) => "container",
-        LoadError::Parse(_) => "parse",
-        LoadError::Stage(_) => "stage",
-        LoadError::Validation(_) => "validate",
-        LoadError::Device(_) => "device",
-        LoadError::Registry(_) => "registry",
-        LoadError::Config(_) => "config",
-        _ => "guard",
-    }
-}
-
 /// The simulated device of the chosen kind, wrapped so every allocation of
 /// the load is remembered (a failed load still reports what it placed).
 fn recording_device(config: &RuntimeConfig) -> Arc<Recorder> {
@@ -429,7 +416,7 @@ fn recording_device(config: &RuntimeConfig) -> Arc<Recorder> {
 
 fn load_failure(e: &LoadError) -> Failure {
     Failure {
-        stage: stage_of(e),
+        stage: e.stage(),
         status: e.status(),
         message: e.to_string(),
     }
@@ -544,7 +531,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let s1 = t1.elapsed();
     config.arch = a
         .arch
-        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
+        .or_else(|| opened.as_ref().ok().and_then(parse::declared_arch))
         .unwrap_or(Arch::Cayman);
     if let Some(why) = a.lnc.and_then(|l| lnc_refusal(config.arch, l, "--lnc")) {
         return Err(Failure::usage(why));

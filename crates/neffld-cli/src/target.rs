@@ -1,24 +1,6 @@
-//! The architecture a NEFF (or a tree of members) was compiled for, and the
-//! logical-core sizes that architecture's cores can take.
+//! The logical-core sizes an architecture's cores can take.
 
-use neffld::container::Neff;
-use neffld::manifest::{kelf, neff_json, ParseOptions};
 use neffld::Arch;
-
-/// The architecture the NEFF was compiled for, read through its own
-/// manifest chain (`neff.json` → kelf json `target`); `None` if the chain
-/// is broken (a load or parse will then say why).
-pub fn declared_arch(neff: &Neff) -> Option<Arch> {
-    let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok()?;
-    let opts = ParseOptions {
-        instance_arch: Arch::Cayman,
-        allow_legacy_neff: true,
-        runtime_lnc: 2,
-    };
-    kelf::parse(&neff.archive, &nj.kelf_member, &opts)
-        .ok()
-        .map(|k| k.target)
-}
 
 /// Logical-core sizes the runtime accepts on this architecture: trn1 cores
 /// are never fused (the runtime forces LNC 1), later ones pair up.

@@ -99,6 +99,20 @@ impl LoadError {
             LoadError::Validation(_) => NrtStatus::Failure,
         }
     }
+
+    /// The pipeline stage that refused the load, as tools name it.
+    pub fn stage(&self) -> &'static str {
+        match self {
+            LoadError::Container(_) => "container",
+            LoadError::Parse(_) => "parse",
+            LoadError::Stage(_) => "stage",
+            LoadError::Validation(_) => "validate",
+            LoadError::Device(_) => "device",
+            LoadError::Registry(_) => "registry",
+            LoadError::Config(_) => "config",
+            _ => "guard",
+        }
+    }
 }
 
 /// One tensor a client binds against (`nrt_tensor_info_t`): the manifest

@@ -7,8 +7,8 @@ use thiserror::Error;
 use crate::container::Neff;
 use crate::kbin::{self, Kbin, KbinError};
 pub use crate::manifest::ParseOptions;
-use crate::manifest::{self, IoMaps, Manifest, ManifestError, TensorInfo};
-use crate::NrtStatus;
+use crate::manifest::{self, kelf, neff_json, IoMaps, Manifest, ManifestError, TensorInfo};
+use crate::{Arch, NrtStatus};
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ParseError {
@@ -55,4 +55,20 @@ pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<ParsedModel, ParseError
     let manifest = manifest::parse(neff, opts)?;
     let kbins = kbin::build(&manifest, &neff.archive, opts)?;
     Ok(ParsedModel { manifest, kbins })
+}
+
+/// The architecture the NEFF was compiled for, read through its own
+/// manifest chain (`neff.json` → kelf json `target`), so tools can pick a
+/// matching device before the arch gate runs; `None` if the chain is
+/// broken (a parse will then say why).
+pub fn declared_arch(neff: &Neff) -> Option<Arch> {
+    let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok()?;
+    let opts = ParseOptions {
+        instance_arch: Arch::Cayman,
+        allow_legacy_neff: true,
+        runtime_lnc: 2,
+    };
+    kelf::parse(&neff.archive, &nj.kelf_member, &opts)
+        .ok()
+        .map(|k| k.target)
 }

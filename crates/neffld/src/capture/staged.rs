@@ -6,8 +6,9 @@
 //! a capture.
 
 use crate::api::LoadedModel;
-use crate::device::ledger::MemUsage;
+use crate::device::ledger::{Ledger, MemUsage};
 use crate::device::{Device, DeviceError};
+use crate::ids::PCore;
 use crate::manifest::engine::EngineType;
 use crate::relocate::instr::EngineImage;
 use crate::relocate::ipmap::{PatchKind, Section};
@@ -95,17 +96,7 @@ pub fn staged(lm: &LoadedModel, device: &dyn Device) -> Result<Vec<StagedCore>, 
                     })
                 })
                 .collect::<Result<Vec<_>, DeviceError>>()?;
-            let memory = MemUsage::ALL
-                .iter()
-                .map(|u| {
-                    let (name, usage_type) = MEMORY_ROWS[u.index()];
-                    StagedRow {
-                        name: name.into(),
-                        usage_type: usage_type.into(),
-                        bytes: ledger.used(pcore, *u),
-                    }
-                })
-                .collect();
+            let memory = memory_rows(&ledger, pcore);
             Ok(StagedCore {
                 pcore: pcore.0,
                 subgraph: c.subgraph.clone(),
@@ -113,6 +104,22 @@ pub fn staged(lm: &LoadedModel, device: &dyn Device) -> Result<Vec<StagedCore>, 
                 memory,
                 variables: variables(c),
             })
+        })
+        .collect()
+}
+
+/// Every row of the runtime's memory list for one core, in its order, with
+/// what the ledger charged to it (also for a device that keeps no bytes).
+pub fn memory_rows(ledger: &Ledger, pcore: PCore) -> Vec<StagedRow> {
+    MemUsage::ALL
+        .iter()
+        .map(|u| {
+            let (name, usage_type) = MEMORY_ROWS[u.index()];
+            StagedRow {
+                name: name.into(),
+                usage_type: usage_type.into(),
+                bytes: ledger.used(pcore, *u),
+            }
         })
         .collect()
 }

@@ -1,0 +1,215 @@
+"""Type stubs of neffld (the extension module neffld._neffld)."""
+
+import os
+from types import TracebackType
+from typing import Any, Literal, Optional, Union
+
+__version__: str
+
+PathOrBytes = Union[str, os.PathLike[str], bytes, bytearray, memoryview]
+
+class NeffError(Exception):
+    """Raised for every failure: a NEFF a gate refused, an unreadable file,
+    a bad argument."""
+
+    status: int
+    """The NRT status (NRT_STATUS) libnrt returns for the same input."""
+    status_name: str
+    """Its name, e.g. "NRT_INVALID"."""
+    stage: str
+    """The gate: "input", "config", "guard", "container", "parse", "stage",
+    "validate", "device", "registry"."""
+    message: str
+    """The failure without the stage and status decoration."""
+
+class Tensor:
+    """One input or output tensor."""
+
+    name: str
+    usage: Literal["input", "output"]
+    dtype: str
+    """numpy dtype name: "float16", "bfloat16", "float32", "int8", ..."""
+    shape: tuple[int, ...]
+    size: int
+    """Bytes."""
+
+class NeffInfo:
+    """What a NEFF declares (see inspect)."""
+
+    name: str
+    uuid: bytes
+    """The 16 uuid bytes of the header, in stored order."""
+    target: Literal["trn1", "trn2", "trn3"]
+    neff_version: str
+    lnc: int
+    inputs: list[Tensor]
+    """Declaration order."""
+    outputs: list[Tensor]
+    subgraphs: list[str]
+    members: list[str]
+    warnings: list[str]
+
+class Problem:
+    """One thing wrong with a NEFF."""
+
+    stage: str
+    status: int
+    status_name: str
+    message: str
+
+class VerifyReport:
+    """The verdict of verify and every problem found; truthy when sound."""
+
+    ok: bool
+    verdict: Literal["ok", "fail"]
+    status: int
+    """Status of the first problem; 0 (NRT_SUCCESS) when sound."""
+    status_name: str
+    problems: list[Problem]
+    warnings: list[str]
+    hash_algorithm: str
+    hash_result: str
+    """"plain", "word-swapped", "mismatch", "skipped" or ""."""
+    gates: list[str]
+    """Gates passed: "container", "parse", "stage", "validate"."""
+    def __bool__(self) -> bool: ...
+
+class Variable:
+    """A subgraph variable and where the memory plan put it."""
+
+    var_id: int
+    name: str
+    type: str
+    """def.json type: "file", "input", "output", "state-buffer", ..."""
+    placement: Literal["state-buffer", "hbm", "scratchpad", "io", "host"]
+    address: Optional[int]
+    size: Optional[int]
+
+class Core:
+    """One physical core of the model's logical core."""
+
+    pcore: int
+    hbm: int
+    subgraph: str
+    memory: dict[str, int]
+    """Bytes charged to this core: every row of the runtime's memory list,
+    in its order, keyed by usage type ("Generic", "Tensor Instructions",
+    "Weights", ...), zero rows included."""
+    images: dict[str, bytes]
+    """Engine ("pe", "act", "pool", "dve", "sp") -> its instruction image as
+    read back from the device (empty on the "null" device)."""
+    image_addresses: dict[str, int]
+    variables: list[Variable]
+
+class Weight:
+    """A weight (file variable): a read-only buffer over the NEFF's bytes.
+
+    numpy.frombuffer(w, dtype) and numpy.asarray(w) make no copy."""
+
+    name: str
+    subgraph: str
+    file_name: str
+    descr: Optional[str]
+    dtype: str
+    shape: tuple[int, ...]
+    size: int
+    def numpy(self) -> Any:
+        """A read-only numpy array of dtype and shape, without a copy."""
+    def __len__(self) -> int: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
+class Model:
+    """A model loaded on a simulated device; a context manager that unloads
+    on exit."""
+
+    name: str
+    uuid: bytes
+    arch: Literal["trn1", "trn2", "trn3"]
+    device: Literal["sim", "null"]
+    vnc: int
+    cores: list[Core]
+    tensors: list[Tensor]
+    """Inputs then outputs, each in name order (nrt_get_model_tensor_info)."""
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+    pcores: list[int]
+    warnings: list[str]
+    timings: dict[str, float]
+    loaded: bool
+    weights: dict[str, Weight]
+    def memory_stats(self) -> dict[str, int]:
+        """{"used": bytes, "limit": bytes} of the model's logical core."""
+    def unload(self) -> None: ...
+    def __enter__(self) -> "Model": ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool: ...
+
+class RowComparison:
+    """One memory row on both sides of a comparison."""
+
+    usage_type: str
+    ours: Optional[int]
+    capture: Optional[int]
+    counted: bool
+    """False for rows that depend on who ran the model (Profiler Buffers,
+    Tensors)."""
+    equal: bool
+
+class ImageComparison:
+    """One engine's instruction image on both sides."""
+
+    engine: str
+    ours: Optional[dict[str, int]]
+    """address, bytes, preamble_slots, main_slots, postamble_slots, kept,
+    rewritten, deleted."""
+    capture: Optional[dict[str, int]]
+    records: int
+    same_fate: int
+    rewritten_words: int
+    rewritten_words_equal: int
+    agrees: bool
+
+class CoreComparison:
+    """One subgraph on both sides."""
+
+    subgraph: str
+    pcore_ours: Optional[int]
+    pcore_capture: Optional[int]
+    images: list[ImageComparison]
+    memory: list[RowComparison]
+    agrees: bool
+
+class Comparison:
+    """A capture held against neffld's load; truthy when they agree."""
+
+    agrees: bool
+    cores: list[CoreComparison]
+    def __bool__(self) -> bool: ...
+
+def compare(neff: PathOrBytes, capture: PathOrBytes) -> Comparison:
+    """Loads the NEFF as the capture's runtime did (architecture, logical
+    core) and compares images, addresses and memory rows with the capture
+    (an .ntff profiler capture). Raises NeffError."""
+
+def inspect(path_or_bytes: PathOrBytes) -> NeffInfo:
+    """Name, uuid, target and I/O tensors, through the container, manifest
+    and KBIN gates (hash not required). Raises NeffError."""
+
+def verify(path_or_bytes: PathOrBytes, stage: bool = True) -> VerifyReport:
+    """Every gate, hash required, every problem found. Raises NeffError only
+    when the input cannot be read."""
+
+def load(
+    path_or_bytes: PathOrBytes,
+    arch: Optional[Literal["trn1", "trn2", "trn3"]] = None,
+    device: Literal["sim", "null"] = "sim",
+    start_core: int = -1,
+) -> Model:
+    """Loads the NEFF (nrt_load, S0-S5) onto a fresh simulated device of
+    `arch` (default: the NEFF's target). The runtime's environment variables
+    apply; the logical-core size defaults to the NEFF's own. Raises
+    NeffError."""

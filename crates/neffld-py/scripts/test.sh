@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the Python package into a fresh virtual environment exactly as a
+# user would (`pip install ./crates/neffld-py`, maturin fetched from PyPI as
+# the build backend) and runs its pytest suite on the real fixtures.
+# Exits non-zero if the install or any test fails.
+#
+#   crates/neffld-py/scripts/test.sh [pytest args...]
+#
+# PYTHON picks the interpreter (default: python3, 3.11 or later).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+venv="$root/target/py-venv"
+python="${PYTHON:-python3}"
+
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+rm -rf "$venv"
+"$python" -m venv "$venv"
+start=$(date +%s)
+"$venv/bin/python" -m pip install --quiet "$root/crates/neffld-py" pytest numpy
+echo "neffld-py: fresh-venv install took $(($(date +%s) - start)) s"
+
+cd "$root"
+"$venv/bin/python" -m pytest -q crates/neffld-py/tests "$@"

@@ -1,0 +1,227 @@
+//! `neffld.inspect`: what a NEFF declares — its name, uuid, target and I/O
+//! tensors — read through S1–S3 without a device and without requiring the
+//! payload hash (as `nrt_load` does by default).
+
+use neffld::container::{self, Neff, OpenOptions};
+use neffld::manifest::{IoTensor, NrtDtype, ParseOptions, TensorInfo, TensorUsage};
+use neffld::parse::{self, ParsedModel};
+use neffld::Arch;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::error::{raise, FResult, Failure};
+use crate::source;
+
+/// The numpy name of an NRT dtype. FP8 types carry the `ml_dtypes` names;
+/// UNKNOWN (a dtype string the runtime does not know) is "unknown".
+pub fn numpy_name(d: NrtDtype) -> &'static str {
+    match d {
+        NrtDtype::Unknown => "unknown",
+        NrtDtype::Uint64 => "uint64",
+        NrtDtype::Int8 => "int8",
+        NrtDtype::Uint8 => "uint8",
+        NrtDtype::Int16 => "int16",
+        NrtDtype::Uint16 => "uint16",
+        NrtDtype::Bfloat16 => "bfloat16",
+        NrtDtype::Float16 => "float16",
+        NrtDtype::Int32 => "int32",
+        NrtDtype::Uint32 => "uint32",
+        NrtDtype::Float32 | NrtDtype::Fp32r => "float32",
+        NrtDtype::Int64 => "int64",
+        NrtDtype::Fp8E3 => "float8_e3m4",
+        NrtDtype::Fp8E4 => "float8_e4m3",
+        NrtDtype::Fp8E5 => "float8_e5m2",
+    }
+}
+
+/// One input or output tensor of a model.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Tensor {
+    /// The name a client binds the tensor by.
+    pub name: String,
+    /// "input" or "output".
+    pub usage: &'static str,
+    /// The numpy dtype name ("float16", "bfloat16", ...).
+    pub dtype: String,
+    /// Bytes (`product(shape) × element size`).
+    pub size: u64,
+    shape_: Vec<u32>,
+}
+
+#[pymethods]
+impl Tensor {
+    /// The shape as a tuple of ints.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape_)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Tensor({:?}, {}, {}, shape={:?}, size={})",
+            self.name, self.usage, self.dtype, self.shape_, self.size
+        )
+    }
+}
+
+impl Tensor {
+    /// A tensor as `neff.json` declares it; a dtype the runtime does not
+    /// know keeps the NEFF's own spelling.
+    pub fn from_io(t: &IoTensor, usage: TensorUsage) -> Tensor {
+        let dtype = match t.dtype {
+            NrtDtype::Unknown => t.dtype_name.clone(),
+            d => numpy_name(d).to_string(),
+        };
+        Tensor {
+            name: t.name.clone(),
+            usage: usage_name(usage),
+            dtype,
+            size: t.size,
+            shape_: t.shape.clone(),
+        }
+    }
+
+    /// A tensor as `nrt_get_model_tensor_info` reports it.
+    pub fn from_info(t: &TensorInfo) -> Tensor {
+        Tensor {
+            name: t.name.clone(),
+            usage: usage_name(t.usage),
+            dtype: numpy_name(t.dtype).to_string(),
+            size: t.size,
+            shape_: t.shape.clone(),
+        }
+    }
+}
+
+fn usage_name(u: TensorUsage) -> &'static str {
+    match u {
+        TensorUsage::Input => "input",
+        _ => "output",
+    }
+}
+
+/// What `inspect` reports about a NEFF.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct NeffInfo {
+    /// The model name stored in the header.
+    pub name: String,
+    uuid_: [u8; 16],
+    /// The instance family it was compiled for: "trn1", "trn2" or "trn3".
+    pub target: &'static str,
+    /// The NEFF format version, "MAJOR.MINOR".
+    pub neff_version: String,
+    /// Logical-core size the NEFF was built for (header `vnc_size`).
+    pub lnc: u32,
+    /// Inputs in declaration order.
+    pub inputs: Vec<Py<Tensor>>,
+    /// Outputs in declaration order.
+    pub outputs: Vec<Py<Tensor>>,
+    /// Subgraph names, one per physical core of a logical core.
+    pub subgraphs: Vec<String>,
+    /// Archive member names.
+    pub members: Vec<String>,
+    /// Non-fatal findings of the container and manifest parsers.
+    pub warnings: Vec<String>,
+}
+
+#[pymethods]
+impl NeffInfo {
+    /// The 16 uuid bytes of the header, in stored order.
+    #[getter]
+    fn uuid(&self) -> &[u8] {
+        &self.uuid_
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "NeffInfo(name={:?}, target={:?}, inputs={}, outputs={})",
+            self.name,
+            self.target,
+            self.inputs.len(),
+            self.outputs.len()
+        )
+    }
+}
+
+/// The options S2–S3 parse with when no device is involved: the NEFF's own
+/// target and logical-core size, so a sound NEFF always passes the gates.
+pub fn own_options(neff: &Neff) -> ParseOptions {
+    ParseOptions {
+        instance_arch: parse::declared_arch(neff).unwrap_or(Arch::Cayman),
+        allow_legacy_neff: false,
+        runtime_lnc: neff.header.vnc_size.max(1),
+    }
+}
+
+/// The logical-core size a NEFF was compiled for, when its header declares
+/// one (feature bit `vnc`): the size a runtime must be configured with.
+pub fn declared_lnc(neff: &Neff) -> Option<u32> {
+    neff.header.declares_lnc().then_some(neff.header.vnc_size)
+}
+
+/// S2+S3 as a failure of stage "parse".
+pub fn parse_own(neff: &Neff) -> FResult<ParsedModel> {
+    parse::parse(neff, &own_options(neff))
+        .map_err(|e| Failure::new("parse", e.status(), e.to_string()))
+}
+
+/// Opens the container (S1) without requiring the hash.
+pub fn open(bytes: &[u8], verify_hash: bool) -> FResult<Neff> {
+    let opts = OpenOptions {
+        verify_hash,
+        ..OpenOptions::default()
+    };
+    container::open(bytes, &opts).map_err(|e| Failure::new("container", e.status(), e.to_string()))
+}
+
+fn tensors(py: Python<'_>, model: &ParsedModel, usage: TensorUsage) -> PyResult<Vec<Py<Tensor>>> {
+    let io = model.io();
+    let (order, map) = match usage {
+        TensorUsage::Input => (&io.input_order, &io.inputs),
+        _ => (&io.output_order, &io.outputs),
+    };
+    order
+        .iter()
+        .filter_map(|n| map.get(n))
+        .map(|t| Py::new(py, Tensor::from_io(t, usage)))
+        .collect()
+}
+
+/// inspect(path_or_bytes) -> NeffInfo
+///
+/// Reads a NEFF (a path, or its bytes) through the container, manifest and
+/// KBIN gates, without a device: name, uuid, target and I/O tensors. The
+/// payload hash is not required (as `nrt_load` by default); use `verify`
+/// for that. Raises NeffError when any gate refuses the file.
+#[pyfunction]
+pub fn inspect(py: Python<'_>, path_or_bytes: &Bound<'_, PyAny>) -> PyResult<NeffInfo> {
+    let (bytes, _) = raise(py, source::read(path_or_bytes))?;
+    let (neff, model) = raise(
+        py,
+        py.detach(|| -> FResult<_> {
+            let neff = open(&bytes, false)?;
+            let model = parse_own(&neff)?;
+            Ok((neff, model))
+        }),
+    )?;
+    let h = &neff.header;
+    let mut warnings = neff.archive.warnings().to_vec();
+    warnings.extend(model.warnings().iter().cloned());
+    Ok(NeffInfo {
+        name: h.name_str(),
+        uuid_: h.uuid,
+        target: model.manifest.kelf.target.instance(),
+        neff_version: format!("{}.{}", h.version_major, h.version_minor),
+        lnc: h.vnc_size,
+        inputs: tensors(py, &model, TensorUsage::Input)?,
+        outputs: tensors(py, &model, TensorUsage::Output)?,
+        subgraphs: model.kbins.iter().map(|k| k.name.clone()).collect(),
+        members: neff
+            .archive
+            .members()
+            .iter()
+            .map(|m| m.name.clone())
+            .collect(),
+        warnings,
+    })
+}

@@ -1,0 +1,39 @@
+//! Python bindings of neffld (`import neffld`): inspect, verify and load
+//! NEFF files on a simulated device, from Python.
+//!
+//! The extension is `neffld._neffld`; the `neffld` package re-exports it and
+//! ships the type stubs. Every failure is raised as `neffld.NeffError`,
+//! carrying the NRT status a C caller of libnrt would have seen.
+
+mod compare;
+mod error;
+mod info;
+mod model;
+mod source;
+mod verify;
+mod weight;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+mod _neffld {
+    #[pymodule_export]
+    use crate::compare::{compare, Comparison, CoreComparison, ImageComparison, RowComparison};
+    #[pymodule_export]
+    use crate::error::NeffError;
+    #[pymodule_export]
+    use crate::info::{inspect, NeffInfo, Tensor};
+    #[pymodule_export]
+    use crate::model::{load, Core, Model, Variable};
+    #[pymodule_export]
+    use crate::verify::{verify, Problem, VerifyReport};
+    #[pymodule_export]
+    use crate::weight::Weight;
+
+    use pyo3::prelude::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("__version__", env!("CARGO_PKG_VERSION"))
+    }
+}

@@ -1,0 +1,437 @@
+//! `neffld.load`: a model staged on a simulated device, as Python sees it —
+//! where each subgraph landed, what it charged, its relocated images — and
+//! unloaded when the `with` block (or an explicit `unload()`) ends.
+//!
+//! Each model gets a runtime and simulated device of its own, so the memory
+//! figures of a core are exactly this model's, and models in one process
+//! never compete for logical cores.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use neffld::api::{self, LoadError, LoadedModel, Runtime, Timings};
+use neffld::capture::staged::{self, StagedCore};
+use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::container::{self, OpenOptions};
+use neffld::device::Device;
+use neffld::parse;
+use neffld::stage::Placement;
+use neffld::Arch;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+use crate::error::{raise, FResult, Failure};
+use crate::info::{self, Tensor};
+use crate::source;
+use crate::weight;
+
+/// One variable of a subgraph and where the plan put it.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Variable {
+    pub var_id: u32,
+    pub name: String,
+    /// The def.json type: "file", "input", "state-buffer", "virtual", ...
+    #[pyo3(name = "type")]
+    pub kind: &'static str,
+    /// "state-buffer", "hbm", "scratchpad", "io" (bound at execute) or "host".
+    pub placement: &'static str,
+    /// Device address, `None` for I/O and host-only variables.
+    pub address: Option<u64>,
+    /// Bytes at that address, `None` where nothing is placed.
+    pub size: Option<u64>,
+}
+
+#[pymethods]
+impl Variable {
+    fn __repr__(&self) -> String {
+        let at = self.address.map_or("-".into(), |a| format!("{a:#x}"));
+        format!(
+            "Variable({}, {:?}, {}, {} at {at})",
+            self.var_id, self.name, self.kind, self.placement
+        )
+    }
+}
+
+/// One physical core of the model's logical core and what landed on it.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Core {
+    /// Physical core index on the device.
+    pub pcore: u32,
+    /// HBM channel the core allocates from.
+    pub hbm: u32,
+    /// The subgraph staged on this core.
+    pub subgraph: String,
+    /// Device bytes charged to this core: every row of the runtime's memory
+    /// list, in its order, keyed by its usage type (the library's names).
+    pub memory: Py<PyDict>,
+    /// Every engine's instruction image as read back from the device (empty
+    /// on the "null" device, which keeps no bytes).
+    pub images: BTreeMap<String, Py<PyBytes>>,
+    /// Device address of every engine's image.
+    pub image_addresses: BTreeMap<String, u64>,
+    /// The subgraph's variables in var_id order.
+    pub variables: Vec<Py<Variable>>,
+}
+
+#[pymethods]
+impl Core {
+    fn __repr__(&self) -> String {
+        format!("Core(pcore={}, subgraph={:?})", self.pcore, self.subgraph)
+    }
+}
+
+fn placement_name(p: &Placement) -> &'static str {
+    match p {
+        Placement::StateBuffer { .. } => "state-buffer",
+        Placement::Hbm { .. } => "hbm",
+        Placement::Scratchpad { .. } => "scratchpad",
+        Placement::Io => "io",
+        Placement::Host => "host",
+    }
+}
+
+/// What a core's snapshot holds before it becomes Python objects (built
+/// while the registry entry is borrowed, without the GIL).
+struct CoreFacts {
+    hbm: u32,
+    view: StagedCore,
+    placements: Vec<&'static str>,
+}
+
+/// The library's staged view of every core (the terms a capture uses); on
+/// a device that keeps no bytes, the same view without the images.
+fn core_facts(lm: &LoadedModel, dev: &dyn Device) -> Vec<CoreFacts> {
+    let views = staged::staged(lm, dev).unwrap_or_else(|_| {
+        let ledger = dev.ledger();
+        lm.cores
+            .iter()
+            .map(|c| StagedCore {
+                pcore: c.pcore().0,
+                subgraph: c.subgraph.clone(),
+                images: Vec::new(),
+                memory: staged::memory_rows(&ledger, c.pcore()),
+                variables: staged::variables(c),
+            })
+            .collect()
+    });
+    lm.cores
+        .iter()
+        .zip(views)
+        .map(|(c, view)| CoreFacts {
+            hbm: dev.geometry().hbm_of(c.pcore()).unwrap_or(0),
+            placements: c.plan.vars.iter().map(placement_name).collect(),
+            view,
+        })
+        .collect()
+}
+
+impl CoreFacts {
+    fn into_py(self, py: Python<'_>) -> PyResult<Core> {
+        let v = self.view;
+        let mut images = BTreeMap::new();
+        let mut image_addresses = BTreeMap::new();
+        for img in v.images {
+            let engine = img.engine.key().to_string();
+            images.insert(engine.clone(), PyBytes::new(py, &img.bytes).unbind());
+            image_addresses.insert(engine, img.address);
+        }
+        let memory = PyDict::new(py);
+        for row in v.memory {
+            memory.set_item(row.usage_type, row.bytes)?;
+        }
+        let variables = v
+            .variables
+            .into_iter()
+            .enumerate()
+            .map(|(i, var)| {
+                Py::new(
+                    py,
+                    Variable {
+                        var_id: i as u32,
+                        name: var.name,
+                        kind: var.kind,
+                        placement: self.placements.get(i).copied().unwrap_or("?"),
+                        address: var.address,
+                        size: var.size,
+                    },
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(Core {
+            pcore: v.pcore,
+            hbm: self.hbm,
+            subgraph: v.subgraph,
+            memory: memory.unbind(),
+            images,
+            image_addresses,
+            variables,
+        })
+    }
+}
+
+/// What a load leaves to report, gathered before the GIL is taken back.
+struct Loaded {
+    rt: Runtime,
+    handle: api::Model,
+    cores: Vec<CoreFacts>,
+    tensors: Vec<api::TensorInfo>,
+    warnings: Vec<String>,
+    timings: Timings,
+}
+
+fn device_kind(name: &str) -> FResult<DeviceKind> {
+    match name {
+        "sim" => Ok(DeviceKind::Sim),
+        "null" => Ok(DeviceKind::Null),
+        _ => Err(Failure::input(format!(
+            "unknown device {name:?} (expected \"sim\" or \"null\")"
+        ))),
+    }
+}
+
+fn run_load(
+    bytes: &[u8],
+    arch: Option<Arch>,
+    kind: DeviceKind,
+    start_core: i32,
+) -> FResult<Loaded> {
+    let mut config =
+        RuntimeConfig::from_env().map_err(|e| Failure::new("config", e.status(), e.to_string()))?;
+    config.device = kind;
+    // S1 once, here: the NEFF's own target picks the device when no arch is given.
+    let opts = OpenOptions {
+        verify_hash: config.validate_hash,
+        inflate_limit: config.max_inflated,
+        max_members: config.max_members,
+    };
+    let t1 = Instant::now();
+    let opened = container::open(bytes, &opts);
+    let s1 = t1.elapsed();
+    config.arch = arch
+        .or_else(|| opened.as_ref().ok().and_then(parse::declared_arch))
+        .unwrap_or(Arch::Cayman);
+    // Likewise the logical-core size, unless NEURON_LOGICAL_NC_CONFIG sets it.
+    if config.lnc.is_none() {
+        config.lnc = opened.as_ref().ok().and_then(info::declared_lnc);
+    }
+    let rt = Runtime::new(config)?;
+    let handle = match opened {
+        Ok(neff) => rt.load_opened(bytes, neff, start_core, 1)?,
+        Err(e) => return Err(LoadError::Container(e).into()),
+    };
+    let dev = rt.device().clone();
+    let (cores, warnings, mut timings) = rt.with_model(&handle, |lm: &LoadedModel| {
+        (core_facts(lm, &*dev), lm.warnings.clone(), lm.timings)
+    })?;
+    timings.container = s1;
+    let tensors = rt.tensor_info(&handle)?;
+    Ok(Loaded {
+        rt,
+        handle,
+        cores,
+        tensors,
+        warnings,
+        timings,
+    })
+}
+
+/// A model loaded on a simulated device. Use it as a context manager (the
+/// model is unloaded when the block ends) or call `unload()`.
+#[pyclass(frozen, module = "neffld")]
+pub struct Model {
+    rt: Runtime,
+    handle: Mutex<Option<api::Model>>,
+    /// The NEFF, kept for the weights (read lazily, without a copy).
+    bytes: Vec<u8>,
+    weights: OnceLock<Py<PyDict>>,
+    /// The model name stored in the header.
+    #[pyo3(get)]
+    name: String,
+    uuid: [u8; 16],
+    /// Architecture of the simulated device: "trn1", "trn2" or "trn3".
+    #[pyo3(get)]
+    arch: &'static str,
+    /// "sim" or "null".
+    #[pyo3(get)]
+    device: String,
+    /// The logical core the model was placed on.
+    #[pyo3(get)]
+    vnc: u32,
+    /// One entry per physical core, in logical-core order.
+    #[pyo3(get)]
+    cores: Vec<Py<Core>>,
+    /// What `nrt_get_model_tensor_info` reports: inputs, then outputs,
+    /// each in name order.
+    #[pyo3(get)]
+    tensors: Vec<Py<Tensor>>,
+    /// Non-fatal findings of the parse and the plan.
+    #[pyo3(get)]
+    warnings: Vec<String>,
+    timings: Timings,
+}
+
+#[pymethods]
+impl Model {
+    /// The 16 uuid bytes of the NEFF header.
+    #[getter]
+    fn uuid(&self) -> &[u8] {
+        &self.uuid
+    }
+
+    /// Whether the model is still loaded.
+    #[getter]
+    fn loaded(&self) -> bool {
+        self.handle.lock().map(|h| h.is_some()).unwrap_or(false)
+    }
+
+    /// The input tensors (name order).
+    #[getter]
+    fn inputs(&self, py: Python<'_>) -> Vec<Py<Tensor>> {
+        self.of_usage(py, "input")
+    }
+
+    /// The output tensors (name order).
+    #[getter]
+    fn outputs(&self, py: Python<'_>) -> Vec<Py<Tensor>> {
+        self.of_usage(py, "output")
+    }
+
+    /// Physical core indices, one per subgraph.
+    #[getter]
+    fn pcores(&self) -> Vec<u32> {
+        self.cores.iter().map(|c| c.get().pcore).collect()
+    }
+
+    /// Wall time of each load stage, in seconds.
+    #[getter]
+    fn timings(&self) -> BTreeMap<&'static str, f64> {
+        let t = &self.timings;
+        BTreeMap::from([
+            ("guard", t.guard.as_secs_f64()),
+            ("container", t.container.as_secs_f64()),
+            ("parse", t.parse.as_secs_f64()),
+            ("cache_wait", t.cache_wait.as_secs_f64()),
+            ("stage", t.stage.as_secs_f64()),
+            ("relocate", t.relocate.as_secs_f64()),
+        ])
+    }
+
+    /// `nrt_get_vnc_memory_stats` of the model's logical core: a dict with
+    /// "used" and "limit" in bytes. "used" drops to 0 after `unload()`.
+    fn memory_stats(&self, py: Python<'_>) -> PyResult<BTreeMap<&'static str, u64>> {
+        let s = raise(py, self.rt.memory_stats(self.vnc).map_err(Failure::from))?;
+        Ok(BTreeMap::from([("used", s.used), ("limit", s.limit)]))
+    }
+
+    /// The weights (`file` variables) by name, each a read-only buffer over
+    /// the NEFF's own payload bytes — the bytes the load copied to the
+    /// device — so `numpy.asarray(w)` or `w.numpy()` makes no copy.
+    #[getter]
+    fn weights(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
+        if let Some(d) = self.weights.get() {
+            return Ok(d.clone_ref(py));
+        }
+        let config = self.rt.config();
+        let opts = neffld::parse::ParseOptions {
+            instance_arch: config.arch,
+            allow_legacy_neff: config.allow_legacy_neff,
+            runtime_lnc: config.lnc_size(),
+        };
+        let dict = weight::collect(py, &self.bytes, &opts)?;
+        Ok(self.weights.get_or_init(|| dict).clone_ref(py))
+    }
+
+    /// Unloads the model (`nrt_unload`); a second call does nothing.
+    fn unload(&self, py: Python<'_>) -> PyResult<()> {
+        let taken = self.handle.lock().ok().and_then(|mut h| h.take());
+        match taken {
+            Some(h) => raise(py, self.rt.unload(&h).map_err(Failure::from)),
+            None => Ok(()),
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.unload(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Model({:?}, arch={}, vnc={}, cores={}, {})",
+            self.name,
+            self.arch,
+            self.vnc,
+            self.cores.len(),
+            if self.loaded() { "loaded" } else { "unloaded" }
+        )
+    }
+}
+
+impl Model {
+    fn of_usage(&self, py: Python<'_>, usage: &str) -> Vec<Py<Tensor>> {
+        self.tensors
+            .iter()
+            .filter(|t| t.get().usage == usage)
+            .map(|t| t.clone_ref(py))
+            .collect()
+    }
+}
+
+/// load(path_or_bytes, arch=None, device="sim", start_core=-1) -> Model
+///
+/// Loads a NEFF the way `nrt_load` does (S0–S5) onto a fresh simulated
+/// device: `arch` is "trn1", "trn2" or "trn3" (default: the NEFF's own
+/// target), `device` is "sim" (keeps every byte) or "null" (keeps only a
+/// checksum), `start_core` the logical core (-1: the first free one). The
+/// runtime's environment variables apply (`NEURON_RT_*`,
+/// `NEURON_LOGICAL_NC_CONFIG`); the logical-core size defaults to the one
+/// the NEFF was compiled for. Raises NeffError.
+#[pyfunction]
+#[pyo3(signature = (path_or_bytes, arch=None, device="sim", start_core=-1))]
+pub fn load(
+    py: Python<'_>,
+    path_or_bytes: &Bound<'_, PyAny>,
+    arch: Option<&str>,
+    device: &str,
+    start_core: i32,
+) -> PyResult<Model> {
+    let (bytes, _) = raise(py, source::read(path_or_bytes))?;
+    let arch = raise(
+        py,
+        arch.map(|a| a.parse::<Arch>().map_err(Failure::input))
+            .transpose(),
+    )?;
+    let kind = raise(py, device_kind(device))?;
+    let loaded = raise(py, py.detach(|| run_load(&bytes, arch, kind, start_core)))?;
+    let cores = loaded
+        .cores
+        .into_iter()
+        .map(|c| c.into_py(py).and_then(|c| Py::new(py, c)))
+        .collect::<PyResult<_>>()?;
+    let tensors = loaded
+        .tensors
+        .iter()
+        .map(|t| Py::new(py, Tensor::from_info(t)))
+        .collect::<PyResult<_>>()?;
+    Ok(Model {
+        arch: loaded.rt.config().arch.instance(),
+        device: device.to_string(),
+        name: loaded.handle.name.clone(),
+        uuid: loaded.handle.uuid,
+        vnc: loaded.handle.vnc.0,
+        handle: Mutex::new(Some(loaded.handle)),
+        rt: loaded.rt,
+        bytes,
+        weights: OnceLock::new(),
+        cores,
+        tensors,
+        warnings: loaded.warnings,
+        timings: loaded.timings,
+    })
+}

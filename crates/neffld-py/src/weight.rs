@@ -1,0 +1,216 @@
+//! Weights as Python buffers over the NEFF's own payload bytes.
+//!
+//! A weight is exported through the buffer protocol as a read-only byte
+//! buffer that points into the inflated archive the weight object keeps
+//! alive, so `numpy.frombuffer`/`numpy.asarray` wrap it without a copy. The
+//! element type and shape come from the `.npy` header (`Weight.numpy()`
+//! applies them).
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use neffld::container::Neff;
+use neffld::manifest::def::VarKind;
+use neffld::manifest::Blob;
+use neffld::parse::{self, ParseOptions};
+use pyo3::exceptions::PyBufferError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::error::{raise, FResult, Failure};
+use crate::info;
+
+/// One `file` variable: its payload in the NEFF, and how numpy reads it.
+#[pyclass(frozen, module = "neffld")]
+pub struct Weight {
+    neff: Arc<Neff>,
+    blob: Blob,
+    /// The variable name.
+    #[pyo3(get)]
+    name: String,
+    /// The subgraph that declares it (the first one, when several share it).
+    #[pyo3(get)]
+    subgraph: String,
+    /// The archive member it was read from.
+    #[pyo3(get)]
+    file_name: String,
+    /// The `.npy` descr ("<f2"), `None` for a raw member.
+    #[pyo3(get)]
+    descr: Option<String>,
+    /// The numpy dtype name ("float16"), or the descr when it has no name here.
+    #[pyo3(get)]
+    dtype: String,
+    shape_: Vec<u64>,
+}
+
+impl Weight {
+    fn data(&self) -> &[u8] {
+        self.blob.bytes(&self.neff.archive)
+    }
+}
+
+/// The numpy name of a `.npy` descr such as `<f2` (byte order dropped).
+fn descr_name(descr: &str) -> Option<&'static str> {
+    let code = descr.trim_start_matches(['<', '>', '|', '=']);
+    Some(match code {
+        "f2" => "float16",
+        "f4" => "float32",
+        "f8" => "float64",
+        "i1" => "int8",
+        "i2" => "int16",
+        "i4" => "int32",
+        "i8" => "int64",
+        "u1" => "uint8",
+        "u2" => "uint16",
+        "u4" => "uint32",
+        "u8" => "uint64",
+        "b1" => "bool",
+        _ => return None,
+    })
+}
+
+#[pymethods]
+impl Weight {
+    /// Bytes of payload.
+    #[getter]
+    fn size(&self) -> usize {
+        self.data().len()
+    }
+
+    /// The `.npy` shape as a tuple (the payload as bytes when there is none).
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape_)
+    }
+
+    /// The weight as a read-only numpy array over the NEFF's bytes (no copy).
+    /// Needs numpy; a dtype numpy lacks (bfloat16) needs `ml_dtypes`.
+    fn numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let np = py.import("numpy")?;
+        let w = slf.get();
+        let dtype = match &w.descr {
+            Some(d) => np.getattr("dtype")?.call1((d.as_str(),))?,
+            None if w.dtype == "bfloat16" => py.import("ml_dtypes")?.getattr("bfloat16")?,
+            None => np.getattr("dtype")?.call1((w.dtype.as_str(),))?,
+        };
+        np.getattr("frombuffer")?
+            .call1((slf, dtype))?
+            .call_method1("reshape", (w.shape(py)?,))
+    }
+
+    fn __len__(&self) -> usize {
+        self.size()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Weight({:?}, {}, shape={:?}, {} bytes)",
+            self.name,
+            self.dtype,
+            self.shape_,
+            self.size()
+        )
+    }
+
+    /// Exports the payload as a read-only, C-contiguous byte buffer.
+    ///
+    /// # Safety
+    /// Called by CPython with a valid `view` to fill.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("null view"));
+        }
+        if (flags & ffi::PyBUF_WRITABLE) == ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err("a NEFF weight is read-only"));
+        }
+        let (ptr, len) = {
+            let data = slf.get().data();
+            (data.as_ptr(), data.len())
+        };
+        // SAFETY: CPython hands a valid, writable Py_buffer. `buf` points
+        // into the archive of an `Arc<Neff>` the exporter owns and never
+        // mutates; `view.obj` holds a strong reference to the exporter, so
+        // the bytes outlive the view. `shape` and `strides` point at the
+        // view's own `len` and `itemsize` fields (1-D bytes), and the format
+        // is a static string, so nothing needs releasing.
+        unsafe {
+            (*view).obj = slf.into_any().into_ptr();
+            (*view).buf = ptr as *mut c_void;
+            (*view).len = len as isize;
+            (*view).readonly = 1;
+            (*view).itemsize = 1;
+            (*view).format = if (flags & ffi::PyBUF_FORMAT) == ffi::PyBUF_FORMAT {
+                c"B".as_ptr().cast_mut()
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if (flags & ffi::PyBUF_ND) == ffi::PyBUF_ND {
+                &mut (*view).len
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if (flags & ffi::PyBUF_STRIDES) == ffi::PyBUF_STRIDES {
+                &mut (*view).itemsize
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+}
+
+/// Every weight of a NEFF by name, parsed as the runtime parsed it.
+pub fn collect(py: Python<'_>, bytes: &[u8], opts: &ParseOptions) -> PyResult<Py<PyDict>> {
+    let weights = raise(
+        py,
+        py.detach(|| -> FResult<Vec<Weight>> {
+            let neff = Arc::new(info::open(bytes, false)?);
+            let model = parse::parse(&neff, opts)
+                .map_err(|e| Failure::new("parse", e.status(), e.to_string()))?;
+            let mut out: Vec<Weight> = Vec::new();
+            for kbin in &model.kbins {
+                for var in kbin.vars.iter().filter(|v| v.kind == VarKind::File) {
+                    let Some(w) = &var.weight else { continue };
+                    if out.iter().any(|o| o.name == var.name) {
+                        continue;
+                    }
+                    // Exactly `size` bytes go to the device (the parse
+                    // refused shorter payloads).
+                    let size = var.size.unwrap_or(0) as usize;
+                    let blob = w.payload.sub(0, size);
+                    let len = blob.range.len() as u64;
+                    out.push(Weight {
+                        neff: neff.clone(),
+                        name: var.name.clone(),
+                        subgraph: kbin.name.clone(),
+                        file_name: w.file_name.clone(),
+                        dtype: w
+                            .npy_descr
+                            .as_deref()
+                            .map(|d| descr_name(d).map_or(d.to_string(), str::to_string))
+                            .or_else(|| var.dtype.clone())
+                            .unwrap_or_else(|| "uint8".into()),
+                        descr: w.npy_descr.clone(),
+                        shape_: w.npy_shape.clone().unwrap_or_else(|| vec![len]),
+                        blob,
+                    });
+                }
+            }
+            Ok(out)
+        }),
+    )?;
+    let dict = PyDict::new(py);
+    for w in weights {
+        dict.set_item(w.name.clone(), Py::new(py, w)?)?;
+    }
+    Ok(dict.unbind())
+}

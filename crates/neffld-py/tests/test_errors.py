@@ -1,0 +1,86 @@
+"""Bad input raises NeffError with the status libnrt returns for it
+(spec/parse.md gates 1 and 2), the stage that refused it, and a message."""
+
+import struct
+
+import pytest
+
+import neffld
+from conftest import LARGE, PAYLOAD, SMALL, VERSION_MAJOR
+
+
+def raises(fn, *args, **kw):
+    with pytest.raises(neffld.NeffError) as e:
+        fn(*args, **kw)
+    err = e.value
+    assert isinstance(err, Exception)
+    assert err.message and err.message in str(err)
+    return err
+
+
+@pytest.mark.parametrize("fn", [neffld.inspect, neffld.load])
+def test_a_buffer_shorter_than_the_header_is_nrt_invalid(fn):
+    err = raises(fn, b"\0" * 0x3FF)
+    assert (err.status, err.status_name, err.stage) == (2, "NRT_INVALID", "container")
+
+
+@pytest.mark.parametrize("fn", [neffld.inspect, neffld.load])
+def test_an_unsupported_major_version_is_nrt_unsupported_neff_version(fn, small_bytes):
+    data = bytearray(small_bytes)
+    struct.pack_into("<Q", data, VERSION_MAJOR, 3)
+    err = raises(fn, bytes(data))
+    assert (err.status, err.status_name, err.stage) == (10, "NRT_UNSUPPORTED_NEFF_VERSION", "container")
+
+
+def test_a_data_size_past_the_end_is_nrt_invalid(small_bytes):
+    data = bytearray(small_bytes)
+    struct.pack_into("<Q", data, 0x10, len(data))  # data_size > size - 1024
+    err = raises(neffld.inspect, bytes(data))
+    assert (err.status, err.stage) == (2, "container")
+
+
+def test_loading_on_another_architecture_is_refused_by_the_arch_gate():
+    # A trn2 NEFF on a trn3 device: "Loading a NEFF compiled for a different
+    # arch is not allowed" -> NRT_INVALID.
+    err = raises(neffld.load, SMALL, arch="trn3")
+    assert err.status == 2
+    assert "different arch" in err.message
+
+
+def test_a_missing_file_and_bad_arguments_raise_neff_error(tmp_path):
+    err = raises(neffld.inspect, tmp_path / "absent.neff")
+    assert (err.status, err.stage) == (2, "input")
+    assert "absent.neff" in err.message
+    assert raises(neffld.inspect, 42).stage == "input"
+    assert raises(neffld.load, SMALL, arch="trn9").status == 2
+    assert raises(neffld.load, SMALL, device="gpu").status == 2
+
+
+def test_a_logical_core_index_out_of_range_is_nrt_invalid():
+    err = raises(neffld.load, SMALL, start_core=1000)
+    assert (err.status, err.stage) == (2, "guard")
+
+
+def test_a_truncated_payload_does_not_inflate(small_bytes):
+    data = bytearray(small_bytes)
+    data[PAYLOAD + 64 :] = b"\0" * (len(data) - PAYLOAD - 64)
+    err = raises(neffld.inspect, bytes(data))
+    # "failure while reading NEFF metadata" -> NRT_INVALID (parse.md §15 row 15).
+    assert (err.stage, err.status) == ("container", 2)
+    assert "failure while reading NEFF metadata" in err.message
+
+
+def test_neff_error_is_one_class_for_every_failure():
+    assert issubclass(neffld.NeffError, Exception)
+    for bad in (b"", b"x" * 2000, LARGE.read_bytes()[:5000]):
+        with pytest.raises(neffld.NeffError):
+            neffld.inspect(bad)
+
+
+def test_the_runtimes_environment_applies(monkeypatch):
+    # A NEFF compiled with --lnc=2 on a runtime configured for LNC 1: the LNC
+    # gate (parse.md gate 1d) refuses it with NRT_INVALID.
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    err = raises(neffld.load, SMALL)
+    assert (err.status, err.stage) == (2, "container")
+    assert "NEURON_LOGICAL_NC_CONFIG" in err.message

@@ -1,0 +1,138 @@
+"""neffld.load: the model on a simulated device, its cores, memory, images,
+variables and tensors; unloaded when the with-block ends."""
+
+import io
+
+import numpy as np
+import pytest
+
+import neffld
+from conftest import ALL, KFUSION, LARGE, SMALL, UUID, members
+
+ENGINES = {"pe", "act", "pool", "dve", "sp"}
+
+
+def test_matmul_small_loads_on_two_physical_cores(small_bytes):
+    with neffld.load(SMALL) as m:
+        assert m.loaded
+        assert (m.name, m.uuid) == ("file.neff", small_bytes[UUID])
+        assert m.arch == "trn2" and m.device == "sim"
+        assert m.vnc == 0
+        assert len(m.cores) == 2 and m.pcores == [c.pcore for c in m.cores]
+        assert len(set(m.pcores)) == 2
+        assert [c.subgraph for c in m.cores] == ["sg00", "sg01"]
+        tensors = [(t.name, t.usage, t.dtype, t.shape, t.size) for t in m.tensors]
+        assert tensors == [
+            ("x", "input", "float16", (128, 256), 65536),
+            ("y", "input", "float16", (256, 128), 65536),
+            ("output0", "output", "float16", (128, 128), 32768),
+        ]
+        assert [t.name for t in m.inputs] == ["x", "y"]
+        assert [t.name for t in m.outputs] == ["output0"]
+    assert not m.loaded
+
+
+def test_variables_follow_def_json(small_bytes):
+    import json
+
+    with neffld.load(small_bytes) as m:
+        for core in m.cores:
+            spec = json.loads(members(SMALL)[f"{core.subgraph}/def.json"])["var"]
+            got = {v.name: (v.var_id, v.type) for v in core.variables}
+            assert got == {n: (d["var_id"], d["type"]) for n, d in spec.items()}
+            by_name = {v.name: v for v in core.variables}
+            for n in ("x", "y", "output0"):
+                assert (by_name[n].placement, by_name[n].address) == ("io", None)
+            w = by_name["identity_82_sg0000"]
+            assert w.placement == "hbm" and w.address and w.size == spec[w.name]["size"]
+            assert w.address % spec[w.name]["alignment"] == 0
+
+
+def test_memory_is_charged_per_core_and_released_on_unload():
+    m = neffld.load(SMALL)
+    for core in m.cores:
+        assert all(isinstance(k, str) and v >= 0 for k, v in core.memory.items())
+        assert any(core.memory.values()), "every staged core charges device memory"
+        # The weight, a 128x128 float16 identity, is charged on each core.
+        assert core.memory["Weights"] == 128 * 128 * 2
+    stats = m.memory_stats()
+    assert stats["used"] == sum(sum(c.memory.values()) for c in m.cores)
+    assert stats["limit"] > stats["used"]
+    m.unload()
+    # Everything the model charged is released: at least its two weights.
+    assert m.memory_stats()["used"] <= stats["used"] - 2 * 128 * 128 * 2
+    m.unload()  # a second unload does nothing
+
+
+def test_images_are_the_engines_instruction_streams():
+    with neffld.load(SMALL) as m:
+        addresses = set()
+        for core in m.cores:
+            assert set(core.images) == ENGINES == set(core.image_addresses)
+            for engine, image in core.images.items():
+                assert isinstance(image, bytes) and image
+                # Neuron instructions are 64-byte records.
+                assert len(image) % 64 == 0
+                addresses.add(core.image_addresses[engine])
+        assert len(addresses) == 2 * len(ENGINES)
+
+
+def test_the_weight_is_the_npy_member_without_a_copy():
+    # The independent reading: numpy's own loader on the archive member.
+    member = members(SMALL)["sg00/value_sg0000_identity_82_CRSM.npy"]
+    expected = np.load(io.BytesIO(member))
+    with neffld.load(SMALL) as m:
+        w = m.weights["identity_82_sg0000"]
+        assert (w.dtype, w.shape, w.size) == ("float16", expected.shape, expected.nbytes)
+        a = w.numpy()
+        assert a.dtype == np.float16 and a.shape == expected.shape
+        assert np.array_equal(a, expected)
+        # It is an identity matrix.
+        assert np.array_equal(a.reshape(128, 128), np.eye(128, dtype=np.float16))
+        # No copy: numpy views the weight's own buffer, read-only.
+        assert not a.flags.writeable and not a.flags.owndata
+        raw = np.frombuffer(w, dtype=np.uint8)
+        assert np.shares_memory(raw, np.frombuffer(w, dtype=np.float16))
+        assert raw.__array_interface__["data"][0] == a.__array_interface__["data"][0]
+        mv = memoryview(w)
+        assert mv.readonly and mv.nbytes == w.size and len(w) == w.size
+        with pytest.raises((TypeError, BufferError, ValueError)):
+            np.frombuffer(w, dtype=np.uint8)[0] = 1
+
+
+def test_start_core_and_arch_are_honoured():
+    with neffld.load(SMALL, arch="trn2", start_core=2) as m:
+        assert m.vnc == 2
+        # LNC 2 on trn2: logical core 2 is physical cores 4 and 5.
+        assert m.pcores == [4, 5]
+
+
+def test_the_null_device_loads_too():
+    with neffld.load(LARGE, device="null") as m:
+        assert m.device == "null"
+        assert m.inputs[1].shape == (32768, 65536)
+        assert m.inputs[1].size == 32768 * 65536 * 2
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_every_fixture_loads_and_unloads(path):
+    info = neffld.inspect(path)
+    with neffld.load(path) as m:
+        assert (m.name, m.uuid, m.arch) == (info.name, info.uuid, info.target)
+        assert {t.name for t in m.inputs} == {t.name for t in info.inputs}
+        assert {t.name for t in m.outputs} == {t.name for t in info.outputs}
+        assert len(m.cores) == len(info.subgraphs)
+        for c in m.cores:
+            assert c.images and c.memory and c.variables
+    assert not m.loaded
+
+
+def test_an_exception_in_the_block_still_unloads():
+    with pytest.raises(RuntimeError):
+        with neffld.load(KFUSION[0]) as m:
+            used = m.memory_stats()["used"]
+            weights = sum(c.memory["Weights"] for c in m.cores)
+            raise RuntimeError("boom")
+    assert not m.loaded
+    assert weights > 0
+    assert m.memory_stats()["used"] <= used - weights

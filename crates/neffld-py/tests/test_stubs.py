@@ -1,0 +1,50 @@
+"""The shipped type stubs describe the module as built: every class,
+function and attribute they declare exists, and every public name of the
+module is declared."""
+
+import ast
+from pathlib import Path
+
+import neffld
+
+STUB = Path(neffld.__file__).with_name("__init__.pyi")
+
+
+def declared():
+    tree = ast.parse(STUB.read_text())
+    classes, functions = {}, set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            members = set()
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign):
+                    members.add(item.target.id)
+                elif isinstance(item, ast.FunctionDef):
+                    members.add(item.name)
+            classes[node.name] = members
+        elif isinstance(node, ast.FunctionDef):
+            functions.add(node.name)
+    return classes, functions
+
+
+def test_the_stub_and_py_typed_ship_with_the_package():
+    assert STUB.is_file()
+    assert STUB.with_name("py.typed").is_file()
+
+
+def test_every_declared_name_exists():
+    classes, functions = declared()
+    for name in functions:
+        assert callable(getattr(neffld, name)), name
+    for name, members in classes.items():
+        cls = getattr(neffld, name)
+        for m in members - {"__buffer__"}:
+            if name == "NeffError":
+                continue  # instance attributes, checked in test_errors
+            assert hasattr(cls, m), f"{name}.{m}"
+
+
+def test_every_public_name_is_declared():
+    classes, functions = declared()
+    public = set(neffld.__all__) - {"__version__"}
+    assert public == set(classes) | functions
