@@ -14,6 +14,7 @@ use neffld::device::ledger::Ledger;
 use neffld::device::MemUsage;
 use neffld::ids::PCore;
 use neffld::manifest::{kelf, neff_json, ParseOptions};
+use neffld::memory::CoreMemory;
 use neffld::relocate::dma::decode_template;
 use neffld::relocate::ipmap::{PatchKind, Section};
 use neffld::stage::Placement;
@@ -153,7 +154,12 @@ fn kind_name(p: &Placement) -> &'static str {
 }
 
 /// Everything the report shows about one core, gathered while the model is loaded.
-fn core_json(lm: &LoadedModel, ledger: &Ledger, hbm: impl Fn(PCore) -> u32) -> Vec<Value> {
+fn core_json(
+    lm: &LoadedModel,
+    ledger: &Ledger,
+    memory: impl Fn(PCore) -> CoreMemory,
+    hbm: impl Fn(PCore) -> u32,
+) -> Vec<Value> {
     lm.cores
         .iter()
         .map(|c| {
@@ -219,6 +225,12 @@ fn core_json(lm: &LoadedModel, ledger: &Ledger, hbm: impl Fn(PCore) -> u32) -> V
                 .filter(|u| ledger.used(pcore, **u) > 0)
                 .map(|u| (u.name().to_string(), json!(ledger.used(pcore, *u))))
                 .collect();
+            let memory: Vec<Value> = memory(pcore)
+                .rows()
+                .map(|(u, runtime, model)| {
+                    json!({"usage_type": u.label(), "bytes": runtime + model, "runtime": runtime, "model": model})
+                })
+                .collect();
             json!({
                 "pcore": pcore.0,
                 "hbm": hbm(pcore),
@@ -229,6 +241,7 @@ fn core_json(lm: &LoadedModel, ledger: &Ledger, hbm: impl Fn(PCore) -> u32) -> V
                 "descriptors": descriptors,
                 "templates": templates,
                 "usage": usage,
+                "memory": memory,
                 "variables": vars,
                 "images": images,
                 "rings": rings,
@@ -391,6 +404,21 @@ fn human(out: &Value, no_timings: bool) -> String {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         let _ = writeln!(t, "  ledger  {}", usage.join(", "));
+        let _ = writeln!(
+            t,
+            "  {:<24} {:>14} {:>14} {:>14}",
+            "memory", "bytes", "runtime", "model"
+        );
+        for m in c["memory"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                t,
+                "  {:<24} {:>14} {:>14} {:>14}",
+                s(&m["usage_type"]),
+                n(&m["bytes"]),
+                n(&m["runtime"]),
+                n(&m["model"])
+            );
+        }
     }
     if let Some(ts) = out["tensors"].as_array().filter(|a| !a.is_empty()) {
         let _ = writeln!(t, "\ntensors");
@@ -495,7 +523,7 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
                     let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
                     (
                         lm.timings,
-                        core_json(lm, &ledger, hbm),
+                        core_json(lm, &ledger, |p| rt.core_memory(p), hbm),
                         lm.warnings.clone(),
                         pcores,
                     )

@@ -17,6 +17,7 @@ pub mod device;
 pub mod ids;
 pub mod kbin;
 pub mod manifest;
+pub mod memory;
 pub mod parse;
 pub mod registry;
 pub mod relocate;

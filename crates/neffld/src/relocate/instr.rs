@@ -21,13 +21,13 @@
 //! documented); they keep the record self-describing for simulators and
 //! for the staged-model validator.
 //!
-//! The image is `[preamble][main][postamble]`; the runtime-generated
-//! preamble and postamble are short synthetic sequences of the runtime's own
-//! control records (`0x10B5` branch hint, `0x10A0` semaphore ops, `0x10A4`
-//! sync event, `0x10A9` branch back to start), recorded as INSERT patches.
+//! The image is `[preamble][main][postamble]`; the runtime's own preamble
+//! and postamble come from [`super::runtime_code`] (slot counts as the
+//! captures show them), recorded as INSERT patches.
 
 use super::dma::{template, Target};
 use super::ipmap::{ImageLayout, Patch, PatchList, Section, RECORD};
+use super::runtime_code::RuntimeCode;
 use super::RelocError;
 use crate::ids::VarId;
 use crate::kbin::isa::{
@@ -94,46 +94,14 @@ impl EngineImage {
     }
 }
 
-fn control_record(opcode: u8, fill: impl FnOnce(&mut [u8; 64])) -> [u8; 64] {
-    let mut r = [0u8; 64];
-    r[0] = opcode;
-    r[1] = 0x10;
-    fill(&mut r);
-    r
-}
-
-/// The runtime's preamble: a branch hint and a semaphore wait (model switch).
-pub fn preamble() -> Vec<[u8; 64]> {
-    vec![
-        control_record(0xB5, |_| {}),
-        control_record(0xA0, |r| {
-            r[0x20] = 1; // wait mode
-        }),
-    ]
-}
-
-/// The runtime's postamble: semaphore reset, done notification, branch to start.
-pub fn postamble() -> Vec<[u8; 64]> {
-    vec![
-        control_record(0xA0, |r| {
-            r[0x22] = 0x15; // update mode: semaphore increment
-            r[0x28] = 1;
-        }),
-        control_record(0xA4, |r| {
-            r[6] = 17; // sync event set
-        }),
-        control_record(OP_COMPARE_BRANCH, |r| {
-            r[3] = 2; // relative-encoded branch
-        }),
-    ]
-}
-
 /// Lowers one engine's NEFF stream (`name` is used in error messages) and
-/// assembles its image, as it will sit at device address `base`.
+/// assembles its image between the runtime's own `code`, as it will sit at
+/// device address `base`.
 pub fn lower(
     name: &str,
     stream: &[u8],
     base: u64,
+    code: RuntimeCode,
     r: &dyn Resolve,
 ) -> Result<EngineImage, RelocError> {
     if !stream.len().is_multiple_of(RECORD as usize) {
@@ -142,8 +110,8 @@ pub fn lower(
             size: stream.len() as u64,
         });
     }
-    let pre = preamble();
-    let post = postamble();
+    let pre = code.preamble();
+    let post = code.postamble();
     let n_records = stream.len() / RECORD as usize;
     let mut img = EngineImage::default();
     img.bytes
@@ -270,8 +238,19 @@ pub fn lower(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manifest::engine::EngineType;
     use crate::relocate::dma::decode_template;
     use crate::relocate::ipmap::PatchKind;
+    use crate::relocate::runtime_code::CoreRole;
+
+    /// pe on a second core: 66 preamble and 11 postamble slots.
+    const CODE: RuntimeCode = RuntimeCode {
+        engine: EngineType::Pe,
+        role: CoreRole::Second,
+        act_tables: false,
+    };
+    const PRE: usize = 66;
+    const POST: usize = 11;
 
     /// var 0 = SB at 0x5000_0000, var 4 = a weight at 0x1_0000, vars 1..3 = IO; dge list [3,1,2].
     struct Fake {
@@ -345,10 +324,10 @@ mod tests {
         c1[12..18].copy_from_slice(b"qSPIO0");
         c1[48] = 5;
         let stream: Vec<u8> = [rec(0xB1), rec(OP_PSEUDO_BRANCH_LABEL), d4, rec(0x01), c1].concat();
-        let img = lower("PE", &stream, 0x8000_0000, &fake()).unwrap();
-        // pre (2) + main 4 (label deleted) + post (3)
-        assert_eq!(img.bytes.len(), (2 + 4 + 3) * 64);
-        let main = &img.bytes[2 * 64..6 * 64];
+        let img = lower("PE", &stream, 0x8000_0000, CODE, &fake()).unwrap();
+        // pre + main 4 (label deleted) + post
+        assert_eq!(img.bytes.len(), (PRE + 4 + POST) * 64);
+        let main = &img.bytes[PRE * 64..(PRE + 4) * 64];
         assert_eq!(main[0], 0xB1);
         let d = &main[64..128];
         assert_eq!(
@@ -360,7 +339,7 @@ mod tests {
         assert_eq!(
             img.io_operands,
             vec![IoOperand {
-                image_offset: (3 * 64 + 40) as u64,
+                image_offset: ((PRE + 1) * 64 + 40) as u64,
                 var: VarId(3),
                 offset: 4096
             }]
@@ -394,7 +373,7 @@ mod tests {
         // The MATMUL (NEFF record 3) sits at device slot 2 of MAIN.
         assert_eq!(
             img.patches
-                .device_ip_to_neff(&img.layout, 0x8000_0000 + (2 + 2) * 64),
+                .device_ip_to_neff(&img.layout, 0x8000_0000 + (PRE as u64 + 2) * 64),
             Ok((Section::Main, Some(3)))
         );
         assert_eq!(img.alignment(), 0x8000);
@@ -414,7 +393,7 @@ mod tests {
             addr8(&mut d4, 16, offset, id, mode);
             addr8(&mut d4, 40, 0, 0, ADDR8_STATIC_VAR);
             let stream: Vec<u8> = [rec(0xB1), d4].concat();
-            let e = lower("Pool", &stream, 0, &fake()).unwrap_err();
+            let e = lower("Pool", &stream, 0, CODE, &fake()).unwrap_err();
             let msg = e.to_string();
             assert!(
                 msg.contains("instruction 1 (opcode 0xd4) of Pool") && msg.contains(want),
@@ -426,25 +405,25 @@ mod tests {
 
     #[test]
     fn unknown_pseudos_unbound_triggers_and_partial_records_fail() {
-        let e = lower("DVE", &[rec(0xB1), rec(0xC7)].concat(), 0, &fake()).unwrap_err();
+        let e = lower("DVE", &[rec(0xB1), rec(0xC7)].concat(), 0, CODE, &fake()).unwrap_err();
         assert!(e.to_string().contains("unknown pseudo opcode"), "{e}");
         let mut c1 = rec(OP_PSEUDO_DMATRIGGER);
         c1[12..20].copy_from_slice(b"qUnknown");
-        let e = lower("SP", &c1, 0, &fake()).unwrap_err();
+        let e = lower("SP", &c1, 0, CODE, &fake()).unwrap_err();
         assert!(e.to_string().contains("qUnknown"), "{e}");
-        let e = lower("SP", &[0u8; 70], 0, &fake()).unwrap_err();
+        let e = lower("SP", &[0u8; 70], 0, CODE, &fake()).unwrap_err();
         assert!(matches!(e, RelocError::PartialRecord { size: 70, .. }));
         // Real opcodes, even unknown ones, are copied verbatim; EXIT is deleted.
         let mut exit = rec(OP_PSEUDO_INST);
         exit[12] = 1;
-        let img = lower("Act", &[rec(0x47), exit].concat(), 0, &fake()).unwrap();
-        assert_eq!(img.bytes.len(), (2 + 1 + 3) * 64);
+        let img = lower("Act", &[rec(0x47), exit].concat(), 0, CODE, &fake()).unwrap();
+        assert_eq!(img.bytes.len(), (PRE + 1 + POST) * 64);
     }
 
     #[test]
     fn an_empty_stream_is_preamble_and_postamble_only() {
-        let img = lower("PE", &[], 0x4000, &fake()).unwrap();
-        assert_eq!(img.bytes.len(), 5 * 64);
-        assert_eq!(img.layout.sections[1], (Section::Main, 2, 0));
+        let img = lower("PE", &[], 0x4000, CODE, &fake()).unwrap();
+        assert_eq!(img.bytes.len(), (PRE + POST) * 64);
+        assert_eq!(img.layout.sections[1], (Section::Main, PRE as u32, 0));
     }
 }

@@ -19,6 +19,7 @@ use crate::device::Device;
 use crate::ids::{HModel, PCore};
 use crate::kbin::Kbin;
 use crate::manifest::def::VarKind;
+use crate::relocate::runtime_code::CoreRole;
 use crate::Arch;
 
 use super::core::{self, CoreImage};
@@ -97,7 +98,14 @@ pub fn stage(
     if nkbin == 1 {
         let plan = plans.into_iter().next().expect("one plan per kbin");
         return Ok(vec![core::build(
-            dev, cores, &kbins[0], archive, plan, h_model, opts.arch,
+            dev,
+            cores,
+            &kbins[0],
+            archive,
+            plan,
+            h_model,
+            opts.arch,
+            CoreRole::First,
         )?]);
     }
     let threaded = bulk_bytes(kbins) >= opts.fanout_min_bytes;
@@ -113,19 +121,25 @@ pub fn stage(
         kbins
             .iter()
             .zip(plans)
-            .map(|(kbin, plan)| core::build(dev, cores, kbin, archive, plan, h_model, opts.arch))
+            .enumerate()
+            .map(|(k, (kbin, plan))| {
+                let role = CoreRole::of_subgraph(k);
+                core::build(dev, cores, kbin, archive, plan, h_model, opts.arch, role)
+            })
             .collect()
     } else {
         std::thread::scope(|s| {
             let handles: Vec<_> = kbins
                 .iter()
                 .zip(plans)
-                .map(|(kbin, plan)| {
+                .enumerate()
+                .map(|(k, (kbin, plan))| {
                     let name = kbin.name.clone();
+                    let role = CoreRole::of_subgraph(k);
                     (
                         name,
                         s.spawn(move || {
-                            core::build(dev, cores, kbin, archive, plan, h_model, opts.arch)
+                            core::build(dev, cores, kbin, archive, plan, h_model, opts.arch, role)
                         }),
                     )
                 })
