@@ -8,12 +8,15 @@
 //! small real fixtures, and the synthetic NEFFs of every producer family
 //! (raw-tar `Pkg1` forms too, whose manifests the fuzzer can edit in place).
 //! `manifest` seeds are a flag byte (bit 0: cayman base; bits 1..: which
-//! member) followed by that member's bytes.
+//! member) followed by that member's bytes. `capture` seeds are the real
+//! NTFF captures, and each again as versions 4 and 5 (inline images, id-only
+//! rows), with no flag byte.
 
 use std::path::{Path, PathBuf};
 
+use neffld::capture;
 use neffld::container::writer::Producer;
-use neffld::testkit::{Synth, FIXTURES, FUZZ_MANIFEST_MEMBERS as MEMBERS};
+use neffld::testkit::{Synth, CAPTURES, FIXTURES, FUZZ_MANIFEST_MEMBERS as MEMBERS};
 
 fn put(dir: &Path, name: &str, flag: u8, bytes: &[u8]) -> std::io::Result<()> {
     let mut out = Vec::with_capacity(bytes.len() + 1);
@@ -80,5 +83,34 @@ fn main() -> std::io::Result<()> {
         }
     }
     println!("{m} manifest seeds in {}", manifest.display());
+
+    let captures = root.join("capture");
+    std::fs::create_dir_all(&captures)?;
+    let mut k = 0;
+    for e in std::fs::read_dir(CAPTURES)? {
+        let p = e?.path();
+        if p.extension().is_none_or(|x| x != "ntff") {
+            continue;
+        }
+        let stem = p
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let bytes = std::fs::read(&p)?;
+        std::fs::write(captures.join(format!("{stem}.v6.ntff")), &bytes)?;
+        k += 1;
+        if let Ok(c) = capture::read(&bytes) {
+            for version in [4, 5] {
+                let mut old = c.clone();
+                old.version = version;
+                if let Ok(b) = capture::writer::write(&old) {
+                    std::fs::write(captures.join(format!("{stem}.v{version}.ntff")), b)?;
+                    k += 1;
+                }
+            }
+        }
+    }
+    println!("{k} capture seeds in {}", captures.display());
     Ok(())
 }

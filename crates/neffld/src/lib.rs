@@ -11,6 +11,7 @@
 pub mod api;
 pub mod arch;
 pub mod cache;
+pub mod capture;
 pub mod config;
 pub mod container;
 pub mod device;

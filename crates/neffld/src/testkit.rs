@@ -646,6 +646,29 @@ pub const FUZZ_MANIFEST_MEMBERS: [&str; 8] = [
     "sg01/def.json",
 ];
 
+/// The body of the `capture` fuzz target: reads `input` as an NTFF capture;
+/// a failure must carry a message and the invalid-input status; a capture
+/// that reads, written again as version 6, must read back equal. Returns the
+/// error of a failed read.
+pub fn fuzz_capture(input: &[u8]) -> Option<crate::capture::CaptureError> {
+    use crate::capture::{self, writer};
+
+    match capture::read(input) {
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            assert_eq!(e.status(), crate::NrtStatus::Invalid);
+            Some(e)
+        }
+        Ok(mut c) => {
+            c.version = 6;
+            let bytes = writer::write(&c).expect("a read capture is writable");
+            let back = capture::read(&bytes).expect("a written capture reads");
+            assert_eq!(back, c, "version-6 round trip");
+            None
+        }
+    }
+}
+
 /// The `load` fuzz target's body, shared with the replay of kept inputs.
 ///
 /// The first byte is a flag byte (bit 0: trn1 instead of trn2; bit 1: verify

@@ -1,0 +1,515 @@
+//! A capture held against what neffld staged: per core and engine, image
+//! size, the preamble / main / postamble split, the fate of each of the
+//! NEFF's own records (kept verbatim, rewritten in place, deleted), how many
+//! 8-byte words of the records both sides rewrote agree, the image address;
+//! and the memory rows side by side.
+//!
+//! A capture says nothing about which slot came from which record, so
+//! [`align`] finds out by matching the NEFF's records against the image slot
+//! by slot (spec/capture.md). Our side knows it from the relocation's
+//! patches ([`super::staged::records_of`]).
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use crate::api::{LoadError, Runtime};
+use crate::config::{DeviceKind, RuntimeConfig};
+use crate::container::{self, Neff, OpenOptions};
+use crate::device::DeviceError;
+use crate::kbin::isa::RECORD_LEN;
+use crate::manifest::engine::EngineType;
+use crate::parse::{self, ParsedModel};
+use crate::NrtStatus;
+
+use super::staged::{staged, StagedCore, StagedImage};
+use super::{Capture, Image, Subgraph};
+
+/// What became of one NEFF record in an image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Copied verbatim to this slot.
+    Kept(u32),
+    /// Rewritten in place at this slot.
+    Rewritten(u32),
+    /// Not in the image.
+    Deleted,
+}
+
+/// The fate of each NEFF record of one engine, in NEFF order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Records {
+    pub fates: Vec<Fate>,
+}
+
+impl Records {
+    /// From each record's slot (`None`: deleted) and whether it was rewritten.
+    pub fn from_fates(slots: Vec<Option<u32>>, rewritten: Vec<bool>) -> Records {
+        let fates = slots
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                None => Fate::Deleted,
+                Some(s) if rewritten.get(i).copied().unwrap_or(false) => Fate::Rewritten(s),
+                Some(s) => Fate::Kept(s),
+            })
+            .collect();
+        Records { fates }
+    }
+
+    fn count(&self, f: impl Fn(&Fate) -> bool) -> u32 {
+        self.fates.iter().filter(|x| f(x)).count() as u32
+    }
+
+    pub fn kept(&self) -> u32 {
+        self.count(|f| matches!(f, Fate::Kept(_)))
+    }
+
+    pub fn rewritten(&self) -> u32 {
+        self.count(|f| matches!(f, Fate::Rewritten(_)))
+    }
+
+    pub fn deleted(&self) -> u32 {
+        self.count(|f| matches!(f, Fate::Deleted))
+    }
+}
+
+/// An image split into the runtime's code and the NEFF's records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Aligned {
+    pub preamble_slots: u32,
+    pub main_slots: u32,
+    pub postamble_slots: u32,
+    pub records: Records,
+}
+
+/// Records looked ahead when a slot differs from the record expected there.
+const LOOKAHEAD: usize = 8;
+/// Records whose first slots are tried as the start of the main part.
+const START_RECORDS: usize = 4;
+/// Occurrences of each of those tried.
+const START_OCCURRENCES: usize = 4;
+
+fn slots(b: &[u8]) -> Vec<&[u8]> {
+    b.chunks_exact(RECORD_LEN).collect()
+}
+
+/// Equal non-zero bytes past the opcode and flag bytes: how much of a record
+/// survives in a slot. A rewrite keeps most operands; the runtime's own
+/// records share little but zeros with a NEFF record.
+fn kinship(slot: &[u8], rec: &[u8]) -> usize {
+    slot.iter()
+        .zip(rec)
+        .skip(2)
+        .filter(|(a, b)| a == b && **a != 0)
+        .count()
+}
+
+/// Walks the records from slot `start`: a record equal to the slot is kept;
+/// otherwise it was rewritten in place or deleted, whichever lets more of the
+/// following records match verbatim, and on a tie whichever the slot is
+/// closer kin to. Returns the fates and the slot after the last record.
+fn walk(s: &[&[u8]], r: &[&[u8]], start: usize) -> (Vec<Fate>, usize) {
+    let mut j = start;
+    let mut fates = Vec::with_capacity(r.len());
+    let matches = |i0: usize, j0: usize| {
+        (0..LOOKAHEAD - 1)
+            .filter(|k| {
+                let (i, j) = (i0 + k, j0 + k);
+                i < r.len() && j < s.len() && s[j] == r[i]
+            })
+            .count()
+    };
+    for i in 0..r.len() {
+        if j < s.len() && s[j] == r[i] {
+            fates.push(Fate::Kept(j as u32));
+            j += 1;
+            continue;
+        }
+        let rewrite = j < s.len() && {
+            let (as_rewrite, as_delete) = (matches(i + 1, j + 1), matches(i + 1, j));
+            as_rewrite > as_delete
+                || (as_rewrite == as_delete && {
+                    let here = kinship(s[j], r[i]);
+                    here > 0 && r.get(i + 1).is_none_or(|next| here >= kinship(s[j], next))
+                })
+        };
+        if rewrite {
+            fates.push(Fate::Rewritten(j as u32));
+            j += 1;
+        } else {
+            fates.push(Fate::Deleted);
+        }
+    }
+    (fates, j)
+}
+
+/// Splits `image` around the NEFF's own `stream` (both in 64-byte records).
+/// The main part starts where the walk keeps the most records verbatim,
+/// among the first few places where one of the first records appears.
+pub fn align(image: &[u8], stream: &[u8]) -> Aligned {
+    let s = slots(image);
+    let r = slots(stream);
+    let mut starts: Vec<usize> = r
+        .iter()
+        .take(START_RECORDS)
+        .enumerate()
+        .flat_map(|(i, rec)| {
+            s.iter()
+                .enumerate()
+                .filter(move |(j, slot)| *j >= i && *slot == rec)
+                .map(move |(j, _)| j - i)
+                .take(START_OCCURRENCES)
+        })
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    let best = starts
+        .into_iter()
+        .map(|p| {
+            let (fates, end) = walk(&s, &r, p);
+            let kept = fates.iter().filter(|f| matches!(f, Fate::Kept(_))).count();
+            (kept, std::cmp::Reverse(p), fates, end)
+        })
+        .max_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    match best {
+        Some((_, std::cmp::Reverse(p), fates, end)) => Aligned {
+            preamble_slots: p as u32,
+            main_slots: (end - p) as u32,
+            postamble_slots: (s.len() - end) as u32,
+            records: Records { fates },
+        },
+        // No record appears verbatim: nothing can be placed.
+        None => Aligned {
+            preamble_slots: 0,
+            main_slots: 0,
+            postamble_slots: s.len() as u32,
+            records: Records {
+                fates: vec![Fate::Deleted; r.len()],
+            },
+        },
+    }
+}
+
+/// The NEFF's own instruction stream of each subgraph and engine.
+pub fn neff_streams<'n>(
+    neff: &'n Neff,
+    parsed: &ParsedModel,
+) -> BTreeMap<(String, EngineType), &'n [u8]> {
+    parsed
+        .kbins
+        .iter()
+        .flat_map(|k| {
+            k.engines.iter().map(|e| {
+                let bytes = e
+                    .instr
+                    .as_ref()
+                    .map(|b| b.bytes(&neff.archive))
+                    .unwrap_or_default();
+                ((k.name.clone(), e.ty), bytes)
+            })
+        })
+        .collect()
+}
+
+/// One side of an image comparison.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageSide {
+    pub address: u64,
+    pub bytes: u64,
+    pub preamble_slots: u32,
+    pub main_slots: u32,
+    pub postamble_slots: u32,
+    pub kept: u32,
+    pub rewritten: u32,
+    pub deleted: u32,
+}
+
+impl ImageSide {
+    fn new(address: u64, bytes: u64, a: &Aligned) -> ImageSide {
+        ImageSide {
+            address,
+            bytes,
+            preamble_slots: a.preamble_slots,
+            main_slots: a.main_slots,
+            postamble_slots: a.postamble_slots,
+            kept: a.records.kept(),
+            rewritten: a.records.rewritten(),
+            deleted: a.records.deleted(),
+        }
+    }
+}
+
+/// One engine of one core, both sides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageComparison {
+    pub engine: EngineType,
+    pub ours: Option<ImageSide>,
+    pub capture: Option<ImageSide>,
+    /// NEFF records kept, rewritten or deleted alike on both sides.
+    pub same_fate: u32,
+    /// NEFF records.
+    pub records: u32,
+    /// 8-byte words of the records both sides rewrote, and how many of them
+    /// hold the same bytes.
+    pub rewritten_words: u32,
+    pub rewritten_words_equal: u32,
+}
+
+impl ImageComparison {
+    /// Same size, split, record fates, rewritten words and address.
+    pub fn agrees(&self) -> bool {
+        match (&self.ours, &self.capture) {
+            (Some(o), Some(c)) => {
+                o == c
+                    && self.same_fate == self.records
+                    && self.rewritten_words_equal == self.rewritten_words
+            }
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+/// One memory row, both sides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowComparison {
+    /// The profiler's name.
+    pub usage_type: String,
+    pub ours: Option<u64>,
+    pub capture: Option<u64>,
+    /// False for rows that are not the model's (Profiler Buffers, Tensors):
+    /// shown, never counted against agreement.
+    pub counted: bool,
+}
+
+impl RowComparison {
+    pub fn equal(&self) -> bool {
+        self.ours == self.capture
+    }
+}
+
+/// Rows that depend on who ran the model, not on the model.
+pub const UNCOUNTED_ROWS: [&str; 2] = ["profiler buffers", "tensor"];
+
+/// One subgraph, both sides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreComparison {
+    pub subgraph: String,
+    pub pcore_ours: Option<u32>,
+    pub pcore_capture: Option<u64>,
+    pub images: Vec<ImageComparison>,
+    pub memory: Vec<RowComparison>,
+}
+
+impl CoreComparison {
+    pub fn agrees(&self) -> bool {
+        self.pcore_ours.map(u64::from) == self.pcore_capture
+            && self.images.iter().all(ImageComparison::agrees)
+            && self.memory.iter().all(|r| !r.counted || r.equal())
+    }
+}
+
+/// A whole comparison.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comparison {
+    pub cores: Vec<CoreComparison>,
+}
+
+impl Comparison {
+    /// True only when every core agrees in every respect.
+    pub fn agrees(&self) -> bool {
+        self.cores.iter().all(CoreComparison::agrees)
+    }
+}
+
+/// Holds `capture` against `ours`, matching cores by subgraph name; `streams`
+/// are the NEFF's own records ([`neff_streams`]).
+pub fn compare(
+    capture: &Capture<'_>,
+    ours: &[StagedCore],
+    streams: &BTreeMap<(String, EngineType), &[u8]>,
+) -> Comparison {
+    let mut names: Vec<&str> = capture.subgraphs.iter().map(|s| s.name.as_str()).collect();
+    for c in ours {
+        if !names.contains(&c.subgraph.as_str()) {
+            names.push(&c.subgraph);
+        }
+    }
+    let cores = names
+        .into_iter()
+        .map(|name| {
+            let theirs = capture.subgraphs.iter().find(|s| s.name == name);
+            let mine = ours.iter().find(|c| c.subgraph == name);
+            CoreComparison {
+                subgraph: name.to_string(),
+                pcore_ours: mine.map(|c| c.pcore),
+                pcore_capture: theirs.map(|s| s.pcore),
+                images: EngineType::ALL
+                    .into_iter()
+                    .map(|e| {
+                        let stream = streams
+                            .get(&(name.to_string(), e))
+                            .copied()
+                            .unwrap_or_default();
+                        compare_image(
+                            e,
+                            mine.and_then(|c| c.image(e)),
+                            theirs.and_then(|s| s.image(e)),
+                            stream,
+                        )
+                    })
+                    .collect(),
+                memory: compare_rows(mine, theirs),
+            }
+        })
+        .collect();
+    Comparison { cores }
+}
+
+fn compare_image(
+    engine: EngineType,
+    ours: Option<&StagedImage>,
+    theirs: Option<&Image<'_>>,
+    stream: &[u8],
+) -> ImageComparison {
+    let records = (stream.len() / RECORD_LEN) as u32;
+    let theirs_aligned = theirs.map(|i| (i, align(&i.bytes, stream)));
+    let ours_side = ours.map(|i| ImageSide {
+        address: i.address,
+        bytes: i.bytes.len() as u64,
+        preamble_slots: i.preamble_slots,
+        main_slots: i.main_slots,
+        postamble_slots: i.postamble_slots,
+        kept: i.records.kept(),
+        rewritten: i.records.rewritten(),
+        deleted: i.records.deleted(),
+    });
+    let mut cmp = ImageComparison {
+        engine,
+        ours: ours_side,
+        capture: theirs_aligned
+            .as_ref()
+            .map(|(i, a)| ImageSide::new(i.address, i.bytes.len() as u64, a)),
+        same_fate: 0,
+        records,
+        rewritten_words: 0,
+        rewritten_words_equal: 0,
+    };
+    let (Some(mine), Some((img, a))) = (ours, &theirs_aligned) else {
+        return cmp;
+    };
+    let our_bytes = &mine.bytes;
+    for (mine, theirs) in mine.records.fates.iter().zip(&a.records.fates) {
+        match (mine, theirs) {
+            (Fate::Kept(_), Fate::Kept(_)) | (Fate::Deleted, Fate::Deleted) => cmp.same_fate += 1,
+            (Fate::Rewritten(x), Fate::Rewritten(y)) => {
+                cmp.same_fate += 1;
+                let at = |b: &[u8], s: u32| {
+                    b.get(s as usize * RECORD_LEN..(s as usize + 1) * RECORD_LEN)
+                        .map(<[u8]>::to_vec)
+                        .unwrap_or_default()
+                };
+                let (m, t) = (at(our_bytes, *x), at(&img.bytes, *y));
+                for (wm, wt) in m.chunks(8).zip(t.chunks(8)) {
+                    cmp.rewritten_words += 1;
+                    cmp.rewritten_words_equal += u32::from(wm == wt);
+                }
+            }
+            _ => {}
+        }
+    }
+    cmp
+}
+
+fn compare_rows(ours: Option<&StagedCore>, theirs: Option<&Subgraph<'_>>) -> Vec<RowComparison> {
+    fn row(rows: &mut Vec<RowComparison>, name: &str, usage_type: &str) -> usize {
+        if let Some(i) = rows.iter().position(|r| r.usage_type == usage_type) {
+            return i;
+        }
+        rows.push(RowComparison {
+            usage_type: usage_type.to_string(),
+            ours: None,
+            capture: None,
+            counted: !UNCOUNTED_ROWS.contains(&name),
+        });
+        rows.len() - 1
+    }
+    let mut rows = Vec::new();
+    for r in theirs.map(|s| &s.memory[..]).unwrap_or_default() {
+        let i = row(&mut rows, &r.name, r.usage_type());
+        rows[i].capture = Some(r.bytes);
+    }
+    for r in ours.map(|c| &c.memory[..]).unwrap_or_default() {
+        let i = row(&mut rows, &r.name, &r.usage_type);
+        rows[i].ours = Some(r.bytes);
+    }
+    rows
+}
+
+/// Why a NEFF could not be loaded to be compared with a capture.
+#[derive(Debug, Error)]
+pub enum CompareError {
+    #[error("capture names architecture code {0}, which neffld does not know (1 trn1, 2 trn2)")]
+    UnknownArch(u64),
+    #[error("capture's physical cores {pcores:?} are not one logical core of size {lnc}")]
+    Cores { pcores: Vec<u64>, lnc: u32 },
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("reading the staged images back: {0}")]
+    Device(#[from] DeviceError),
+}
+
+impl CompareError {
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            CompareError::Load(e) => e.status(),
+            CompareError::Device(e) => e.status(),
+            CompareError::UnknownArch(_) | CompareError::Cores { .. } => NrtStatus::Invalid,
+        }
+    }
+}
+
+/// The logical core of size `lnc` whose physical cores the capture's
+/// subgraphs ran on; `None` unless they all belong to one.
+pub fn logical_core(capture: &Capture<'_>, lnc: u32) -> Option<u32> {
+    let lnc = u64::from(lnc.max(1));
+    let mut lcores = capture.subgraphs.iter().map(|s| s.pcore / lnc);
+    let first = lcores.next()?;
+    lcores
+        .all(|l| l == first)
+        .then(|| u32::try_from(first).ok())
+        .flatten()
+}
+
+/// Loads `neff` on a fresh simulated runtime of the capture's architecture,
+/// on the capture's logical core, and compares; unloads before returning.
+/// Also returns neffld's staged view.
+pub fn load_and_compare(
+    neff: &[u8],
+    capture: &Capture<'_>,
+) -> Result<(Comparison, Vec<StagedCore>), CompareError> {
+    let arch = capture
+        .arch()
+        .ok_or(CompareError::UnknownArch(capture.arch_code))?;
+    let config = RuntimeConfig {
+        arch,
+        device: DeviceKind::Sim,
+        ..RuntimeConfig::default()
+    };
+    let lnc = config.lnc_size();
+    let vnc = logical_core(capture, lnc).ok_or_else(|| CompareError::Cores {
+        pcores: capture.subgraphs.iter().map(|s| s.pcore).collect(),
+        lnc,
+    })?;
+    let opened = container::open(neff, &OpenOptions::default()).map_err(LoadError::from)?;
+    let parsed = parse::parse(&opened, &crate::manifest::ParseOptions::new(arch, lnc))
+        .map_err(LoadError::from)?;
+    let streams = neff_streams(&opened, &parsed);
+    let rt = Runtime::new(config)?;
+    let model = rt.load(neff, vnc as i32, 1)?;
+    let ours = rt.with_model(&model, |lm| staged(lm, rt.device().as_ref()));
+    rt.unload(&model)?;
+    let ours = ours??;
+    Ok((compare(capture, &ours, &streams), ours))
+}
