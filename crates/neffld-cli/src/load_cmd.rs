@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
+use neffld::capture::MEMORY_ROWS;
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::device::ledger::Ledger;
@@ -228,7 +229,7 @@ fn core_json(
             let memory: Vec<Value> = memory(pcore)
                 .rows()
                 .map(|(u, runtime, model)| {
-                    json!({"usage_type": u.label(), "bytes": runtime + model, "runtime": runtime, "model": model})
+                    json!({"usage_type": MEMORY_ROWS[u.index()].1, "bytes": runtime + model, "runtime": runtime, "model": model})
                 })
                 .collect();
             json!({

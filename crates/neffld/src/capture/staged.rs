@@ -9,10 +9,12 @@ use crate::api::LoadedModel;
 use crate::device::ledger::MemUsage;
 use crate::device::{Device, DeviceError};
 use crate::manifest::engine::EngineType;
+use crate::memory::CoreMemory;
 use crate::relocate::instr::EngineImage;
 use crate::relocate::ipmap::{PatchKind, Section};
 use crate::stage::core::CoreImage;
 use crate::stage::Placement;
+use crate::Arch;
 
 use std::collections::BTreeMap;
 
@@ -69,9 +71,13 @@ impl StagedCore {
 }
 
 /// The staged view of every core of a loaded model, image bytes read back
-/// from `device` (a `NullDevice` keeps no bytes and fails here).
-pub fn staged(lm: &LoadedModel, device: &dyn Device) -> Result<Vec<StagedCore>, DeviceError> {
-    let ledger = device.ledger();
+/// from `device` (a `NullDevice` keeps no bytes and fails here); memory rows
+/// are the runtime's report ([`crate::memory`]) for `arch`.
+pub fn staged(
+    lm: &LoadedModel,
+    device: &dyn Device,
+    arch: Arch,
+) -> Result<Vec<StagedCore>, DeviceError> {
     lm.cores
         .iter()
         .map(|c| {
@@ -93,6 +99,7 @@ pub fn staged(lm: &LoadedModel, device: &dyn Device) -> Result<Vec<StagedCore>, 
                     })
                 })
                 .collect::<Result<Vec<_>, DeviceError>>()?;
+            let report = CoreMemory::of(device, arch, pcore);
             let memory = MemUsage::ALL
                 .iter()
                 .map(|u| {
@@ -100,7 +107,7 @@ pub fn staged(lm: &LoadedModel, device: &dyn Device) -> Result<Vec<StagedCore>, 
                     StagedRow {
                         name: name.into(),
                         usage_type: usage_type.into(),
-                        bytes: ledger.used(pcore, *u),
+                        bytes: report.row(*u),
                     }
                 })
                 .collect();

@@ -146,35 +146,6 @@ impl MemUsage {
         }
     }
 
-    /// The name the profiler shows for this usage's row of the per-core
-    /// memory report (spec/capture.md, in this same order).
-    pub fn label(self) -> &'static str {
-        match self {
-            MemUsage::Generic => "Generic",
-            MemUsage::InstrPe => "Tensor Instructions",
-            MemUsage::InstrAct => "Scalar Instructions",
-            MemUsage::InstrPool => "GpSimd Instructions",
-            MemUsage::Io => "IO",
-            MemUsage::DramSpill => "DRAM Spill",
-            MemUsage::Weight => "Weights",
-            MemUsage::Notification => "Profiler Buffers",
-            MemUsage::ActTable => "Scalar Table",
-            MemUsage::InstrDve => "Vector Instructions",
-            MemUsage::InstrSp => "Sync Instructions",
-            MemUsage::Scratchpad => "Shared Scratchpad",
-            MemUsage::Tensor => "Tensors",
-            MemUsage::UcodeLib => "Ucode lib",
-            MemUsage::PoolStdio => "GpSimd STDIO",
-            MemUsage::Cc => "Collectives",
-            MemUsage::ScratchpadNotShared => "Scratchpad",
-            MemUsage::XtCc => "XT CC (unused)",
-            MemUsage::DmaRing => "DMA Rings Runtime",
-            MemUsage::DmaRingSpill => "DMA Rings Spill",
-            MemUsage::DmaRingIo => "DMA Rings IO",
-            MemUsage::DmaRingCollectives => "DMA Rings Collectives",
-        }
-    }
-
     /// The kernel category for this usage at `loc`, or `None` where the
     /// runtime's table says 20 ("Invalid mem_usage_type %d for host/device").
     pub fn category(self, loc: MemLocation) -> Option<MemCategory> {
