@@ -4,11 +4,12 @@
 //! copied verbatim. Pseudo opcodes (the host-only band `0xC1..=0xDF` and
 //! the `0xA9` straggler) are lowered:
 //! - `0xCC` branch label: deleted;
-//! - `0xD4` direct DMA: each ADDR8 operand is rewritten in place — mode
-//!   `0x10` (a var_id) to the variable's absolute device address, mode
-//!   `0x20` (an index into the `dge-table` list) to a template pointer
-//!   (bit 61, var_id, offset) that execution resolves, because IO tensors
-//!   are not allocated at load;
+//! - `0xD4` direct DMA: becomes the device opcode `0xB8`, and each ADDR8
+//!   operand is rewritten in place — mode `0x10` (a var_id) to the
+//!   variable's absolute device address (a template pointer — bit 61,
+//!   var_id, offset — for an IO tensor), mode `0x20` (an index into the
+//!   `dge-table` list) kept as written when it names an IO tensor, which
+//!   execution resolves (as the captures show), else the address;
 //! - `0xC1` DMA trigger: bound to the block's place in its queue's ring —
 //!   bytes 12..20 become the ring's device address, 20..24 the first
 //!   descriptor, 24..28 the descriptor count, 28..32 the completion
@@ -39,6 +40,9 @@ pub const OP_FUNCTION_BEGIN: u8 = 0xD1;
 pub const OP_FUNCTION_CALL: u8 = 0xD3;
 pub const OP_PSEUDO_INST: u8 = 0xDF;
 pub const OP_COMPARE_BRANCH: u8 = 0xA9;
+/// The device opcode a lowered `0xD4` carries: every rewritten `0xD4` of
+/// the ten captures starts with `0xB8`, its other bytes of word 0 kept.
+pub const OP_DMA_DIRECT: u8 = 0xB8;
 
 /// True for the host-only opcodes that must be lowered.
 pub fn is_pseudo(op: u8) -> bool {
@@ -149,6 +153,7 @@ pub fn lower(
             OP_PSEUDO_INST if rec[12] == 1 => img.patches.push(patch(0)),
             OP_PSEUDO_DMA_DIRECT2D => {
                 let mut out: [u8; 64] = rec.try_into().expect("64-byte record");
+                out[0] = OP_DMA_DIRECT;
                 for at in [D4_SRC, D4_DST] {
                     let a =
                         Addr8::decode(&rec[at..at + 8]).expect("8 bytes inside a 64-byte record");
@@ -176,6 +181,13 @@ pub fn lower(
                                 var,
                                 offset,
                             });
+                            if a.mode == ADDR8_DGE_INDEX {
+                                // The runtime leaves a dge-table operand of an
+                                // IO tensor as the NEFF wrote it (every mode
+                                // 0x20 word of the ten captures): the DGE
+                                // resolves it at execution.
+                                continue;
+                            }
                             template(var, offset).map_err(|e| err(e.to_string()))?
                         }
                         Target::RingPad => {
@@ -239,7 +251,6 @@ pub fn lower(
 mod tests {
     use super::*;
     use crate::manifest::engine::EngineType;
-    use crate::relocate::dma::decode_template;
     use crate::relocate::ipmap::PatchKind;
     use crate::relocate::runtime_code::CoreRole;
 
@@ -334,8 +345,13 @@ mod tests {
             u64::from_le_bytes(d[16..24].try_into().unwrap()),
             0x5000_0000 + 0x37B00
         );
-        let dst = u64::from_le_bytes(d[40..48].try_into().unwrap());
-        assert_eq!(decode_template(dst), Some((VarId(3), 4096)));
+        assert_eq!(d[0], OP_DMA_DIRECT, "the device opcode");
+        assert_eq!(&d[1..16], &d4[1..16], "the rest of word 0 and word 1 kept");
+        assert_eq!(
+            &d[40..48],
+            &d4[40..48],
+            "a dge-table IO operand is kept as written"
+        );
         assert_eq!(
             img.io_operands,
             vec![IoOperand {
