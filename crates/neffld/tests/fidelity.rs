@@ -5,7 +5,8 @@
 //! every NEFF record kept, rewritten or deleted as the runtime did, and in
 //! every record both rewrote, the same 8-byte words changed, with the same
 //! bytes unless the word holds a device address (the address layout is not
-//! the runtime's yet: docs/decisions.md).
+//! the runtime's yet: docs/decisions.md), and images allocated in the same
+//! engine order.
 
 use std::collections::BTreeMap;
 
@@ -81,6 +82,17 @@ fn check(stem: &str) {
             );
             assert_eq!(i.same_fate, i.records, "{what}: every record's fate");
         }
+        // D (partly): images rise in the same engine order on both sides.
+        let order = |side: &dyn Fn(&neffld::capture::compare::ImageComparison) -> u64| {
+            let mut v: Vec<_> = core.images.iter().map(|i| (side(i), i.engine)).collect();
+            v.sort();
+            v.into_iter().map(|(_, e)| e).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            order(&|i| i.ours.as_ref().unwrap().address),
+            order(&|i| i.capture.as_ref().unwrap().address),
+            "{at}: image allocation order"
+        );
         // C: the words each rewritten record changed.
         let staged = ours.iter().find(|c| c.subgraph == core.subgraph).unwrap();
         let theirs = cap

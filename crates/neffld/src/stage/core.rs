@@ -483,9 +483,13 @@ fn build_parts<'a>(
         }
     }
 
-    // Instruction images, SP last.
+    // Instruction images, allocated in the kbin's alphabetical engine order
+    // (act, dve, pe, pool, sp — SP last), the order their device addresses
+    // rise in on every capture; kept in the kbin's order afterwards.
     let mut engines = Vec::with_capacity(5);
-    for e in &kbin.engines {
+    let mut order: Vec<_> = kbin.engines.iter().collect();
+    order.sort_by_key(|e| e.ty.key());
+    for e in order {
         let stream = e
             .instr
             .as_ref()
@@ -521,6 +525,7 @@ fn build_parts<'a>(
             image,
         });
     }
+    engines.sort_by_key(|p| kbin.engines.iter().position(|e| e.ty == p.engine));
 
     // Every copy, as one batch.
     let mut copies = Copies::default();
