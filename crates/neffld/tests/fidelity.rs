@@ -2,6 +2,7 @@
 //! capture's logical core must stage what the real runtime staged
 //! (spec/capture.md) — every memory row but Profiler Buffers and Tensors,
 //! every image's size and its preamble / NEFF records / postamble split,
+//! the postamble's bytes,
 //! every NEFF record kept, rewritten or deleted as the runtime did, and in
 //! every record both rewrote, the same 8-byte words changed, with the same
 //! bytes unless the word holds a device address (the address layout is not
@@ -103,6 +104,15 @@ fn check(stem: &str) {
         for img in &staged.images {
             let stream = streams[&(core.subgraph.clone(), img.engine)];
             let cap_img = theirs.image(img.engine).unwrap();
+            // B: the runtime's postamble, byte for byte (its final branch
+            // included).
+            let post = img.postamble_slots as usize * RECORD;
+            assert_eq!(
+                img.bytes[img.bytes.len() - post..],
+                cap_img.bytes[cap_img.bytes.len() - post..],
+                "{at} {:?}: postamble bytes",
+                img.engine
+            );
             let a = align(&cap_img.bytes, stream);
             for (k, (m, t)) in img.records.fates.iter().zip(&a.records.fates).enumerate() {
                 let (Fate::Rewritten(x), Fate::Rewritten(y)) = (m, t) else {

@@ -115,11 +115,11 @@ pub fn lower(
         });
     }
     let pre = code.preamble();
-    let post = code.postamble();
+
     let n_records = stream.len() / RECORD as usize;
     let mut img = EngineImage::default();
     img.bytes
-        .reserve((pre.len() + n_records + post.len()) * RECORD as usize);
+        .reserve((pre.len() + n_records + code.postamble_slots() as usize) * RECORD as usize);
     for rec in &pre {
         img.bytes.extend_from_slice(rec);
     }
@@ -223,6 +223,7 @@ pub fn lower(
         }
     }
     let main_len = (img.bytes.len() - main_start) / RECORD as usize;
+    let post = code.postamble(main_len as u32);
     for rec in &post {
         img.bytes.extend_from_slice(rec);
     }

@@ -24,11 +24,16 @@
 //! core role: the ten captures cannot tell it from "the subgraph drives
 //! DMA queues" since sg01 is idle in all of them (docs/decisions.md).
 //!
-//! Content: the slot *counts* are the runtime's; the slot *bytes* are not
-//! yet (docs/decisions.md, "Runtime preamble"): a branch hint and a
-//! semaphore wait open the preamble, the rest is the no-op control record
-//! `0xB1`, and the postamble keeps its semaphore update, done notification
-//! and branch to start, padded the same way.
+//! Content. The postamble is the runtime's own bytes: on every capture it
+//! is the same per engine on both cores (semaphore updates, a notification,
+//! a final branch; no addresses), except the branch's 32-bit offset at
+//! bytes 48..52 of its last slot, which goes back to a fixed preamble slot
+//! (the loop start): `(loop slot − last slot) × 64`. Those bytes are kept
+//! in `postamble_trn2_2_30.bin` (taken from the second core of a capture,
+//! offset zeroed) and the offset is computed. The preamble's *bytes* are not
+//! the runtime's yet (docs/decisions.md, "Hardware fidelity"): it holds
+//! addresses of the runtime's own device map; a branch hint and a semaphore
+//! wait open it and `0xA4` no-op records fill it to the runtime's count.
 
 use crate::manifest::engine::EngineType;
 
@@ -122,24 +127,58 @@ impl RuntimeCode {
         v
     }
 
-    /// The postamble records: semaphore update, done notification, filler,
-    /// branch back to the start last.
-    pub fn postamble(self) -> Vec<[u8; 64]> {
+    /// Preamble slot the postamble's final branch returns to: pe 24, act 24
+    /// (34 after its act-table block), pool 27, dve 34, sp 21 on both cores
+    /// of every capture.
+    pub fn loop_slot(self) -> u32 {
+        let base = match self.engine {
+            EngineType::Pe | EngineType::Act => 24,
+            EngineType::Pool => 27,
+            EngineType::Dve => 34,
+            EngineType::Sp => 21,
+        };
+        if self.engine == EngineType::Act && self.act_tables {
+            base + ACT_TABLE_LOAD_SLOTS
+        } else {
+            base
+        }
+    }
+
+    /// The postamble records of an image whose NEFF part is `main_slots`
+    /// long: the runtime's bytes, the final branch aimed at [`loop_slot`].
+    ///
+    /// [`loop_slot`]: RuntimeCode::loop_slot
+    pub fn postamble(self, main_slots: u32) -> Vec<[u8; 64]> {
         let n = self.postamble_slots() as usize;
-        let mut v = Vec::with_capacity(n);
-        v.push(control_record(0xA0, |r| {
-            r[0x22] = 0x15; // update mode: semaphore increment
-            r[0x28] = 1;
-        }));
-        v.push(control_record(0xA4, |r| r[6] = 17)); // sync event set
-        v.resize(n.saturating_sub(1).max(2), nop());
-        v.push(control_record(super::instr::OP_COMPARE_BRANCH, |r| {
-            r[3] = 2; // relative-encoded branch
-        }));
-        v.truncate(n);
+        let start = match self.engine {
+            EngineType::Pe => 0,
+            EngineType::Act => 11,
+            EngineType::Pool => 22,
+            EngineType::Dve => 33,
+            EngineType::Sp => 44,
+        } * RECORD;
+        let mut v: Vec<[u8; 64]> = POSTAMBLE_TRN2[start..start + n * RECORD]
+            .chunks_exact(RECORD)
+            .map(|r| r.try_into().expect("64-byte record"))
+            .collect();
+        let last = i64::from(self.preamble_slots() + main_slots) + n as i64 - 1;
+        let offset = (i64::from(self.loop_slot()) - last) * RECORD as i64;
+        let offset = i32::try_from(offset).unwrap_or(i32::MIN);
+        if let Some(branch) = v.last_mut() {
+            branch[BRANCH_OFFSET..BRANCH_OFFSET + 4].copy_from_slice(&offset.to_le_bytes());
+        }
         v
     }
 }
+
+/// The runtime's postambles (pe, act, pool, dve: 11 slots; sp: 9), branch
+/// offsets zeroed.
+static POSTAMBLE_TRN2: &[u8; 53 * RECORD] = include_bytes!("postamble_trn2_2_30.bin");
+
+const RECORD: usize = 64;
+
+/// Where the final branch keeps its offset.
+const BRANCH_OFFSET: usize = 48;
 
 fn control_record(opcode: u8, fill: impl FnOnce(&mut [u8; 64])) -> [u8; 64] {
     let mut r = [0u8; 64];
@@ -149,10 +188,9 @@ fn control_record(opcode: u8, fill: impl FnOnce(&mut [u8; 64])) -> [u8; 64] {
     r
 }
 
-/// The `0xB1` control record the captured preambles (slot 1 of every
-/// engine) and idle NEFF streams use as a no-op.
+/// The `0xA4` no-op control record.
 fn nop() -> [u8; 64] {
-    control_record(0xB1, |r| r[12] = 1)
+    control_record(crate::kbin::isa::OP_NOP, |_| {})
 }
 
 #[cfg(test)]
@@ -183,12 +221,15 @@ mod tests {
         for e in [Pe, Act, Pool, Dve, Sp] {
             let c = code(e, CoreRole::First, true);
             assert_eq!(c.preamble().len() as u32, c.preamble_slots());
-            assert_eq!(c.postamble().len() as u32, c.postamble_slots());
+            let post = c.postamble(7);
+            assert_eq!(post.len() as u32, c.postamble_slots());
+            // Every postamble ends with the branch back to the loop slot.
+            let last = post.last().unwrap();
+            assert_eq!(last[0], 0xA9, "{e:?}");
+            let off = i32::from_le_bytes(last[48..52].try_into().unwrap());
+            let last_slot = (c.preamble_slots() + 7 + c.postamble_slots() - 1) as i32;
+            assert_eq!(last_slot + off / 64, c.loop_slot() as i32, "{e:?}");
         }
         assert_eq!(code(Sp, CoreRole::Second, false).postamble_slots(), 9);
-        assert_eq!(
-            code(Sp, CoreRole::First, false).postamble().last().unwrap()[0],
-            0xA9
-        );
     }
 }
