@@ -122,7 +122,7 @@ pub(crate) unsafe fn get(
 ) -> NrtResult {
     const API: &str = "nrt_get_model_tensor_info";
     let rt = state::runtime()?;
-    let model = model::lookup(API, ptr)?;
+    let model = model::lookup(API, &rt, ptr)?;
     non_null(API, "the tensor info out-pointer", out)?;
     let tensors = rt
         .tensor_info(&model)

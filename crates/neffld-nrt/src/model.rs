@@ -9,7 +9,7 @@
 
 use std::ffi::c_void;
 
-use neffld::api::Model;
+use neffld::api::{Model, Runtime};
 use tracing::{error, info};
 
 use crate::abi::nrt::nrt_model_t;
@@ -67,24 +67,51 @@ pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtRe
     );
     let ptr = Box::into_raw(Box::new(nrt_model_t { model }));
     handles::register(Kind::Model, ptr);
+    // A close that began after the runtime registered the model has
+    // unloaded it; if it also missed this handle, the handle is freed here
+    // and the load reports the close (a close that drained it freed it).
+    if !state::is_current(&rt) {
+        error!("{api}: NRT already closed");
+        if handles::unregister(Kind::Model, ptr) {
+            // SAFETY: just removed from the registry, so this call is the
+            // only owner; the pointer came from `Box::into_raw` above.
+            drop(unsafe { Box::from_raw(ptr) });
+        }
+        return Err(NRT_STATUS::NRT_CLOSED);
+    }
     // SAFETY: non-NULL (checked above) and writable per this function's contract.
     unsafe { *out = ptr };
     Ok(())
 }
 
 /// A copy of the model behind a handle, or `NRT_INVALID` (NULL) /
-/// `NRT_INVALID_HANDLE` (not a live handle).
-pub(crate) fn lookup(api: &str, ptr: *const nrt_model_t) -> Result<Model, NRT_STATUS> {
+/// `NRT_INVALID_HANDLE` (not a live handle, or one `rt` did not load: a
+/// handle from before a re-init never reaches the new runtime's models).
+pub(crate) fn lookup(
+    api: &str,
+    rt: &Runtime,
+    ptr: *const nrt_model_t,
+) -> Result<Model, NRT_STATUS> {
     if ptr.is_null() {
         error!("{api}: Invalid model handle");
         return Err(NRT_STATUS::NRT_INVALID);
     }
     // SAFETY: model pointers are registered only by `load`, from `Box::<nrt_model_t>::into_raw`.
-    unsafe { handles::with_live(Kind::Model, ptr, |m: &mut nrt_model_t| m.model.clone()) }
-        .ok_or_else(|| {
-            error!("{api}: Failed to find model: {ptr:p} is not a loaded model");
-            NRT_STATUS::NRT_INVALID_HANDLE
-        })
+    let model =
+        unsafe { handles::with_live(Kind::Model, ptr, |m: &mut nrt_model_t| m.model.clone()) }
+            .ok_or_else(|| {
+                error!("{api}: Failed to find model: {ptr:p} is not a loaded model");
+                NRT_STATUS::NRT_INVALID_HANDLE
+            })?;
+    if model.runtime != rt.generation() {
+        error!(
+            "{api}: Failed to find model: {ptr:p} was loaded by {}, not by the current {}",
+            model.runtime,
+            rt.generation()
+        );
+        return Err(NRT_STATUS::NRT_INVALID_HANDLE);
+    }
+    Ok(model)
 }
 
 /// `nrt_unload`. The runtime's registry erase is the commit point
@@ -92,7 +119,7 @@ pub(crate) fn lookup(api: &str, ptr: *const nrt_model_t) -> Result<Model, NRT_ST
 /// and valid; once it succeeds, the handle is removed and freed exactly once.
 pub(crate) fn unload(ptr: *mut nrt_model_t) -> NrtResult {
     let rt = state::runtime()?;
-    let model = lookup("nrt_unload", ptr)?;
+    let model = lookup("nrt_unload", &rt, ptr)?;
     info!("Unloading {}", model.h_nn);
     rt.unload(&model)
         .map_err(|e| status::load_error("nrt_unload", &e))?;
@@ -109,8 +136,8 @@ pub(crate) fn unload(ptr: *mut nrt_model_t) -> NrtResult {
 /// # Safety
 /// `out` must be NULL or writable.
 pub(crate) unsafe fn vnc_count(ptr: *const nrt_model_t, out: *mut u32) -> NrtResult {
-    state::runtime()?;
-    lookup("nrt_get_model_vnc_count", ptr)?;
+    let rt = state::runtime()?;
+    lookup("nrt_get_model_vnc_count", &rt, ptr)?;
     non_null("nrt_get_model_vnc_count", "the output pointer", out)?;
     // SAFETY: non-NULL and writable per this function's contract.
     unsafe { *out = 1 };
@@ -129,7 +156,7 @@ pub(crate) unsafe fn info(
     size_out: *mut usize,
 ) -> NrtResult {
     let rt = state::runtime()?;
-    let model = lookup("nrt_get_model_info", ptr)?;
+    let model = lookup("nrt_get_model_info", &rt, ptr)?;
     non_null("nrt_get_model_info", "info", info)?;
     let lcore = model.vnc.0;
     let vnc = match &rt.config().visible_cores {

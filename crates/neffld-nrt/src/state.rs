@@ -58,6 +58,12 @@ pub(crate) fn runtime() -> Result<Arc<Runtime>, NRT_STATUS> {
     }
 }
 
+/// Whether `rt` is still the initialised runtime (no close came since it
+/// was obtained from [`runtime`]).
+pub(crate) fn is_current(rt: &Arc<Runtime>) -> bool {
+    matches!(&*phase(), Phase::Init(cur) if Arc::ptr_eq(cur, rt))
+}
+
 /// The initialised runtime's configuration, else the one the environment
 /// gives (for the calls allowed before `nrt_init`).
 pub(crate) fn config() -> Result<RuntimeConfig, NRT_STATUS> {

@@ -170,7 +170,5 @@ fn stage_rss(path: &str) {
         mib(stored),
         mib(added.saturating_sub(stored))
     );
-    for img in images {
-        stage::unstage(&dev, &cores, img);
-    }
+    drop(images); // unstages
 }

@@ -3,12 +3,24 @@
 //!
 //! Every entry point checks the runtime state first; `load` then applies the
 //! guard of stage.md §2 in the reference order (vnc_count, state, header
-//! preflight, LNC gate, logical-core claim) before the pipeline runs. A load
-//! that fails after the claim releases it, and leaves no device allocation
-//! and no registry entry behind.
+//! preflight, LNC gate, logical-core claim) before the pipeline runs.
+//!
+//! A load is a transaction: the logical-core claim is a `Claim` guard and
+//! everything staged on the device a [`stage::Staged`] guard, both released
+//! on drop unless the load registers its model. A load that fails — or
+//! panics — anywhere leaves the claims, the device and the registry exactly
+//! as they were; a panic becomes [`LoadError::Panicked`] (`NRT_FAILURE`).
+//!
+//! Close and load are ordered: a load holds the runtime's state for reading
+//! from its state check to its registration, and `close` takes it for
+//! writing, so a load either completes before the close (which then unloads
+//! it) or fails with `NRT_CLOSED`. Every runtime has its own generation and
+//! every [`Model`] carries it: a handle of another runtime (one closed
+//! before a re-init) is `NRT_INVALID_HANDLE`, never a model of this one.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
@@ -17,7 +29,7 @@ use crate::cache::{ParseCache, Role};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader, OpenOptions};
 use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice};
-use crate::ids::{HModel, HNn, LCore, PCore};
+use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
 use crate::memory::{CoreMemory, MemoryStats};
 use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
 use crate::registry::{Registry, RegistryError};
@@ -40,6 +52,14 @@ pub enum LoadError {
     NoFreeVnc(String),
     #[error("Invalid model handle")]
     NullModel,
+    #[error("Failed to find model: {h_nn} belongs to runtime {model}, not to this runtime ({runtime})", h_nn = .h_nn.0)]
+    ForeignModel {
+        h_nn: HNn,
+        model: RuntimeGen,
+        runtime: RuntimeGen,
+    },
+    #[error("the load panicked ({0}); everything it had staged was released")]
+    Panicked(String),
     #[error("nrt_load_collectives: {0}")]
     Collectives(String),
     #[error(transparent)]
@@ -69,6 +89,8 @@ impl LoadError {
             | LoadError::NullModel
             | LoadError::Collectives(_) => NrtStatus::Invalid,
             LoadError::NoFreeVnc(_) => NrtStatus::LoadNotEnoughNc,
+            LoadError::ForeignModel { .. } => NrtStatus::InvalidHandle,
+            LoadError::Panicked(_) => NrtStatus::Failure,
             LoadError::Container(e) => e.status(),
             LoadError::Device(e) => e.status(),
             LoadError::Registry(e) => e.status(),
@@ -87,6 +109,8 @@ pub use crate::manifest::{NrtDtype, TensorInfo, TensorUsage};
 /// The caller's handle of a loaded model (`nrt_model_t`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Model {
+    /// The runtime that loaded it; every other runtime refuses the handle.
+    pub runtime: RuntimeGen,
     pub h_nn: HNn,
     pub vnc: LCore,
     pub name: String,
@@ -151,11 +175,17 @@ enum RtState {
     Closed,
 }
 
+/// Generations handed to runtimes, process-wide (0 is never used).
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
+
 /// An initialised runtime: one device, its logical cores, the model table.
 pub struct Runtime {
     config: RuntimeConfig,
     device: Arc<dyn Device>,
-    state: Mutex<RtState>,
+    generation: RuntimeGen,
+    /// Read-held by every call for as long as it works on the runtime;
+    /// `close` takes it for writing.
+    state: RwLock<RtState>,
     /// Per visible logical core: how many models claim it.
     vnc_usage: Mutex<Vec<u32>>,
     /// Index → device logical core, for `NEURON_RT_VISIBLE_CORES`.
@@ -169,6 +199,35 @@ pub struct Runtime {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A load's claim on a visible logical core: released on drop unless the
+/// load registers its model ([`Claim::keep`]); the registered model's unload
+/// releases it then.
+struct Claim<'a> {
+    usage: &'a Mutex<Vec<u32>>,
+    idx: usize,
+    kept: bool,
+}
+
+impl Claim<'_> {
+    fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            unclaim(self.usage, self.idx);
+        }
+    }
+}
+
+fn unclaim(usage: &Mutex<Vec<u32>>, idx: usize) {
+    if let Some(u) = lock(usage).get_mut(idx) {
+        *u = u.saturating_sub(1);
+    }
 }
 
 impl Runtime {
@@ -220,7 +279,8 @@ impl Runtime {
             parses: AtomicU64::new(0),
             config,
             device,
-            state: Mutex::new(RtState::Init),
+            generation: RuntimeGen(GENERATIONS.fetch_add(1, Ordering::Relaxed)),
+            state: RwLock::new(RtState::Init),
             registry: Registry::default(),
         })
     }
@@ -233,11 +293,39 @@ impl Runtime {
         &self.device
     }
 
-    fn guard(&self) -> Result<(), LoadError> {
-        match *lock(&self.state) {
-            RtState::Init => Ok(()),
+    /// This runtime's generation (what its [`Model`]s carry).
+    pub fn generation(&self) -> RuntimeGen {
+        self.generation
+    }
+
+    /// Enters an open runtime: `close` waits until the returned guard drops.
+    /// A thread must not enter twice (a waiting `close` would block the
+    /// second entry).
+    fn enter(&self) -> Result<RwLockReadGuard<'_, RtState>, LoadError> {
+        let s = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        match *s {
+            RtState::Init => Ok(s),
             RtState::Closed => Err(LoadError::Closed),
         }
+    }
+
+    /// The state check alone, for calls that order it before their own.
+    fn guard(&self) -> Result<(), LoadError> {
+        self.enter().map(drop)
+    }
+
+    /// Enters an open runtime for a call on `model`, which must be one of
+    /// this runtime's.
+    fn enter_for(&self, model: &Model) -> Result<RwLockReadGuard<'_, RtState>, LoadError> {
+        let s = self.enter()?;
+        if model.runtime != self.generation {
+            return Err(LoadError::ForeignModel {
+                h_nn: model.h_nn,
+                model: model.runtime,
+                runtime: self.generation,
+            });
+        }
+        Ok(s)
     }
 
     /// Logical cores this process may use.
@@ -252,7 +340,7 @@ impl Runtime {
 
     /// Claims a logical core: the first unused one for -1, else the given
     /// index (an explicit core may be shared by several models).
-    fn claim(&self, vnc: i32, name: &str) -> Result<usize, LoadError> {
+    fn claim(&self, vnc: i32, name: &str) -> Result<Claim<'_>, LoadError> {
         let mut usage = lock(&self.vnc_usage);
         let idx = if vnc == -1 {
             usage
@@ -269,14 +357,11 @@ impl Runtime {
                 })?
         };
         usage[idx] += 1;
-        Ok(idx)
-    }
-
-    fn release(&self, idx: usize) {
-        let mut usage = lock(&self.vnc_usage);
-        if let Some(u) = usage.get_mut(idx) {
-            *u = u.saturating_sub(1);
-        }
+        Ok(Claim {
+            usage: &self.vnc_usage,
+            idx,
+            kept: false,
+        })
     }
 
     /// `nrt_load`: loads a NEFF on logical core `vnc` (-1: the first free).
@@ -327,6 +412,9 @@ impl Runtime {
         self.load_with_gid(bytes, vnc, vnc_count, Some(device_id), None)
     }
 
+    /// The load boundary: a panic anywhere in the load has already been
+    /// unwound through its guards when it arrives here, so it becomes an
+    /// error and the runtime stays usable.
     fn load_with_gid(
         &self,
         bytes: &[u8],
@@ -335,28 +423,30 @@ impl Runtime {
         gid: Option<u32>,
         opened: Option<Neff>,
     ) -> Result<Model, LoadError> {
-        let t0 = Instant::now();
-        if !matches!(vnc_count, -1..=1) {
-            return Err(LoadError::VncCount(vnc_count));
-        }
-        self.guard()?;
-        let header = NeffHeader::parse(bytes)?;
-        header.check_lnc(self.config.lnc_size())?;
-        let name = header.name_str();
-        let idx = self.claim(vnc, &name)?;
-        let guard_time = t0.elapsed();
-        let result = self.load_claimed(bytes, &header, idx, gid, guard_time, opened);
-        if result.is_err() {
-            self.release(idx);
-        }
-        result
+        let load = || {
+            let t0 = Instant::now();
+            if !matches!(vnc_count, -1..=1) {
+                return Err(LoadError::VncCount(vnc_count));
+            }
+            let _open = self.enter()?;
+            let header = NeffHeader::parse(bytes)?;
+            header.check_lnc(self.config.lnc_size())?;
+            let claim = self.claim(vnc, &header.name_str())?;
+            let guard_time = t0.elapsed();
+            self.load_claimed(bytes, &header, claim, gid, guard_time, opened)
+        };
+        catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|p| {
+            let e = LoadError::Panicked(stage::panic_message(&*p));
+            tracing::error!("{e}");
+            Err(e)
+        })
     }
 
     /// S1–S5 and registration for a claimed logical core. The error unwind
     /// of stage.md §12 is structural here: the parse products belong to the
-    /// cache entry (released on return, success or not), every device
-    /// allocation belongs to a staged core image that `stage::stage` frees
-    /// on any failure, and registration is the last step and cannot fail.
+    /// cache entry (released on return, success or not), everything on the
+    /// device belongs to the [`stage::Staged`] guard and the claim to its
+    /// [`Claim`] guard until registration, the last step, which cannot fail.
     /// The reference runtime allocates the caller's `nrt_model_t` *after*
     /// registering and, when that allocation fails, leaves the registered
     /// model behind (reachable only by `nrt_close`); here the caller's
@@ -367,7 +457,7 @@ impl Runtime {
         &self,
         bytes: &[u8],
         header: &NeffHeader,
-        idx: usize,
+        claim: Claim<'_>,
         gid: Option<u32>,
         guard_time: Duration,
         opened: Option<Neff>,
@@ -375,6 +465,7 @@ impl Runtime {
         let opts = OpenOptions {
             verify_hash: self.config.validate_hash,
             inflate_limit: self.config.max_inflated,
+            max_members: self.config.max_members,
         };
         let popts = ParseOptions {
             instance_arch: self.config.arch,
@@ -406,7 +497,7 @@ impl Runtime {
         timings.cache_wait = t0
             .elapsed()
             .saturating_sub(timings.container + timings.parse);
-        let lcore = LCore(self.visible[idx]);
+        let lcore = LCore(self.visible[claim.idx]);
         let lnc = self.config.lnc_size();
         let pcores: Vec<PCore> = self
             .device
@@ -422,7 +513,7 @@ impl Runtime {
         };
         let kbins = &parsed.model.kbins;
         let t = Instant::now();
-        let images = stage::stage(
+        let staged = stage::stage(
             &*self.device,
             &self.cores,
             kbins,
@@ -432,19 +523,21 @@ impl Runtime {
             sopts,
         )?;
         timings.stage = t.elapsed();
-        timings.relocate = images.iter().map(|i| i.reloc_time).sum();
+        timings.relocate = staged.images().iter().map(|i| i.reloc_time).sum();
         if self.config.check {
-            let findings = validate::validate(&*self.device, kbins, &images);
+            let findings = validate::validate(&*self.device, kbins, staged.images());
             if !findings.is_empty() {
-                for img in images {
-                    stage::unstage(&*self.device, &self.cores, img);
-                }
                 return Err(LoadError::Validation(findings));
             }
         }
         let mut warnings = parsed.model.warnings().to_vec();
         warnings.extend(parsed.neff.archive.warnings().iter().cloned());
-        warnings.extend(images.iter().flat_map(|i| i.plan.warnings.iter().cloned()));
+        warnings.extend(
+            staged
+                .images()
+                .iter()
+                .flat_map(|i| i.plan.warnings.iter().cloned()),
+        );
         let name = header.name_str();
         let loaded = LoadedModel {
             name: name.clone(),
@@ -454,15 +547,20 @@ impl Runtime {
             gid,
             h_model,
             mac_count: mac_count(&parsed.neff),
-            cores: images,
+            cores: Vec::new(),
             warnings,
             cache_role: entry.role,
             timings,
             exec_timeout_s: self.config.exec_timeout_s,
         };
+        // The commit point: the model takes over the staged cores and the claim.
+        let mut loaded = loaded;
+        loaded.cores = staged.commit();
         let h_nn = self.registry.register(loaded);
+        claim.keep();
         tracing::info!("Loaded NN \"{name}\" ID: {}", h_nn.0);
         Ok(Model {
+            runtime: self.generation,
             h_nn,
             vnc: lcore,
             name,
@@ -477,14 +575,18 @@ impl Runtime {
         model: &Model,
         f: impl FnOnce(&LoadedModel) -> R,
     ) -> Result<R, LoadError> {
-        self.guard()?;
-        let m = self.registry.acquire(model.h_nn)?;
+        // The reference (which `close` waits for) outlives the state guard,
+        // so `f` may call into the runtime again.
+        let m = {
+            let _open = self.enter_for(model)?;
+            self.registry.acquire(model.h_nn)?
+        };
         Ok(f(&m.model))
     }
 
     /// `nrt_unload`.
     pub fn unload(&self, model: &Model) -> Result<(), LoadError> {
-        self.guard()?;
+        let _open = self.enter_for(model)?;
         self.unload_handle(model.h_nn)
     }
 
@@ -497,14 +599,14 @@ impl Runtime {
             stage::unstage(&*self.device, &self.cores, img);
         }
         if let Some(i) = self.visible.iter().position(|&v| v == model.vnc.0) {
-            self.release(i);
+            unclaim(&self.vnc_usage, i);
         }
         Ok(())
     }
 
     /// `nrt_get_model_tensor_info`: all inputs in name order, then all outputs.
     pub fn tensor_info(&self, model: &Model) -> Result<Vec<TensorInfo>, LoadError> {
-        self.guard()?;
+        let _open = self.enter_for(model)?;
         Ok(self.registry.acquire(model.h_nn)?.model.tensors.clone())
     }
 
@@ -536,15 +638,24 @@ impl Runtime {
         self.parses.load(Ordering::Relaxed)
     }
 
+    /// How many models claim each visible logical core.
+    pub fn vnc_claims(&self) -> Vec<u32> {
+        lock(&self.vnc_usage).clone()
+    }
+
     /// Registered models.
     pub fn loaded_models(&self) -> usize {
         self.registry.len()
     }
 
-    /// `nrt_close`: unloads every model, then refuses further calls.
+    /// `nrt_close`: refuses further calls, then unloads every model. It
+    /// waits for the calls in progress: a load that entered before the close
+    /// has registered its model (or failed) by the time the state turns to
+    /// closed, so the drain below unloads it; every later call sees
+    /// `NRT_CLOSED`.
     pub fn close(&self) {
         {
-            let mut s = lock(&self.state);
+            let mut s = self.state.write().unwrap_or_else(PoisonError::into_inner);
             if *s == RtState::Closed {
                 return;
             }

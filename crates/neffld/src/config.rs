@@ -53,6 +53,9 @@ pub struct RuntimeConfig {
     /// Ceiling on a NEFF's inflated payload (`NEFFLD_MAX_INFLATED`); `None` =
     /// the container default.
     pub max_inflated: Option<u64>,
+    /// Ceiling on a NEFF's tar entries (`NEFFLD_MAX_MEMBERS`); `None` = the
+    /// container default.
+    pub max_members: Option<u64>,
     /// Parse-cache slots (`NEFFLD_CACHE_SLOTS`); 1 = the reference behaviour.
     pub cache_slots: usize,
     /// Validate every staged model before registering it (`NEFFLD_CHECK`).
@@ -78,6 +81,7 @@ impl Default for RuntimeConfig {
             exec_timeout_s: 30,
             scratchpad_page: 512 << 20,
             max_inflated: None,
+            max_members: None,
             cache_slots: 1,
             check: false,
             fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
@@ -195,6 +199,9 @@ impl RuntimeConfig {
         if let Some(v) = lookup("NEFFLD_MAX_INFLATED") {
             self.max_inflated = Some(parse_num("NEFFLD_MAX_INFLATED", &v)?);
         }
+        if let Some(v) = lookup("NEFFLD_MAX_MEMBERS") {
+            self.max_members = Some(parse_num("NEFFLD_MAX_MEMBERS", &v)?);
+        }
         if let Some(v) = lookup("NEURON_RT_ROOT_COMM_ID") {
             self.root_comm_id = Some(v).filter(|v| !v.trim().is_empty());
         }
@@ -248,9 +255,11 @@ mod tests {
                 ("NEURON_SCRATCHPAD_PAGE_SIZE", "64"),
                 ("NEURON_RT_ALLOW_LEGACY_NEFF", "1"),
                 ("NEFFLD_FANOUT_MIN_BYTES", "0"),
+                ("NEFFLD_MAX_MEMBERS", "1000000"),
             ]))
             .unwrap();
         assert_eq!(c.fanout_min_bytes, 0);
+        assert_eq!(c.max_members, Some(1_000_000));
         assert_eq!(c.arch, Arch::Sunda);
         assert_eq!(c.device, DeviceKind::Null);
         assert_eq!(c.visible_cores, Some(vec![0, 2, 3]));
@@ -261,6 +270,7 @@ mod tests {
         assert_eq!(d.lnc_size(), 2);
         assert!(!d.validate_hash);
         assert_eq!(d.fanout_min_bytes, crate::stage::DEFAULT_FANOUT_MIN_BYTES);
+        assert_eq!(d.max_members, None);
     }
 
     #[test]
@@ -279,5 +289,9 @@ mod tests {
         assert!(RuntimeConfig::default()
             .with_env(env(&[("NEFFLD_ARCH", "trn9")]))
             .is_err());
+        let e = RuntimeConfig::default()
+            .with_env(env(&[("NEFFLD_MAX_MEMBERS", "many")]))
+            .unwrap_err();
+        assert_eq!(e.var, "NEFFLD_MAX_MEMBERS");
     }
 }

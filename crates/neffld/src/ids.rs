@@ -40,3 +40,8 @@ id_type!(
     /// The per-core model-table handle shared by a load's subgraphs (`H_MODEL`).
     HModel(u32), "model{}"
 );
+id_type!(
+    /// The generation of a runtime: unique in the process, carried by every
+    /// model handle the runtime gives out.
+    RuntimeGen(u64), "runtime{}"
+);

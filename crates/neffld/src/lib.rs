@@ -15,6 +15,7 @@ pub mod capture;
 pub mod config;
 pub mod container;
 pub mod device;
+pub mod fallible;
 pub mod ids;
 pub mod kbin;
 pub mod manifest;

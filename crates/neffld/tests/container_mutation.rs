@@ -23,6 +23,7 @@ fn legacy() -> Vec<u8> {
 const OPTS: OpenOptions = OpenOptions {
     verify_hash: false,
     inflate_limit: Some(64 << 20),
+    max_members: None,
 };
 
 fn check(bytes: &[u8]) {

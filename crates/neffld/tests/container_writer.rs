@@ -8,6 +8,7 @@ use neffld::NrtStatus;
 const VERIFY: OpenOptions = OpenOptions {
     verify_hash: true,
     inflate_limit: None,
+    max_members: None,
 };
 
 fn members() -> Vec<(String, Vec<u8>)> {
@@ -201,6 +202,7 @@ fn damaged_payloads_fail_cleanly_after_rehashing() {
     let opts = OpenOptions {
         verify_hash: true,
         inflate_limit: Some(1 << 20),
+        max_members: None,
     };
     let e = container::open(&w.finish(bomb), &opts).unwrap_err();
     assert!(matches!(e, ContainerError::InflateLimit { .. }), "{e}");
@@ -254,7 +256,7 @@ fn s1_reject_messages_name_the_culprit() {
     let w = NeffWriter::new(Producer::V2_21);
     let good = w.write(&refs(&m));
     let msg = |bytes: &[u8]| container::open(bytes, &VERIFY).unwrap_err().to_string();
-    assert!(msg(&good[..1000]).contains("Invalid number of NEFF bytes received 3e8"));
+    assert!(msg(&good[..1000]).contains("Invalid number of NEFF bytes received 0x3e8"));
     let mut b = good.clone();
     b[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
     assert!(msg(&b).contains("header_size (offset 0x8)"), "{}", msg(&b));
@@ -286,6 +288,7 @@ fn s1_reject_messages_name_the_culprit() {
     let opts = OpenOptions {
         verify_hash: false,
         inflate_limit: Some(1000),
+        max_members: None,
     };
     let e = container::open(&good, &opts).unwrap_err().to_string();
     assert!(e.contains("limit of 1000 bytes"), "{e}");

@@ -1,10 +1,13 @@
 //! Fault-injection sweeps (stage.md §9, §12): failing any one allocation or
 //! write of a load fails it with the device's status and leaves the device,
-//! the model table and the logical-core claims exactly as before.
+//! the model table and the logical-core claims exactly as before. So does a
+//! panic at any one of them, on the threaded and the single-thread fan-out
+//! paths: the staging transaction unwinds through its guards.
 
 mod common;
 
-use std::sync::Arc;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Once};
 
 use common::*;
 use neffld::api::Runtime;
@@ -13,6 +16,32 @@ use neffld::device::{Device, FaultPlan, Geometry, Ledger};
 use neffld::ids::PCore;
 use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
+
+/// How a sweep's faults fire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fire {
+    Error,
+    Panic,
+}
+
+/// Keeps the injected panics out of the test output (other panics still
+/// print).
+fn quiet_injected_panics() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let msg = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .unwrap_or("");
+            if !msg.starts_with("injected panic") {
+                default(info);
+            }
+        }));
+    });
+}
 
 /// The operations of one load and what the sweep saw.
 #[derive(Debug, Default)]
@@ -23,28 +52,36 @@ struct Swept {
 
 /// Fails the k-th allocation for every k, then the k-th write for every k,
 /// of a load of `bytes` on the first free logical core (which must be
-/// logical core 0). The sweep ends when the fault lands past the last
-/// operation and the load succeeds; the allocation count must then equal the
-/// allocations a clean load holds.
+/// logical core 0), by an error or by a panic. The sweep ends when the fault
+/// lands past the last operation and the load succeeds; the allocation count
+/// must then equal the allocations a clean load holds. After every failed
+/// load the device's live allocations and ledger, the registry and the
+/// logical-core claims must be what they were before it.
 fn sweep(
     name: &str,
     rt: &Runtime,
     dev: &dyn Device,
     bytes: &[u8],
     expect_role: Option<Role>,
+    fire: Fire,
 ) -> Swept {
+    quiet_injected_panics();
     let before: Ledger = dev.ledger();
     let live_before = dev.live_count();
     let models_before = rt.loaded_models();
+    let claims_before = rt.vnc_claims();
     let check_clean = |what: &str| {
+        let live = dev.live_count();
         assert_eq!(
-            dev.live_count(),
+            live,
             live_before,
-            "{name} {what}: {:?}",
+            "{name} {what}: {} allocations leaked: {:?}",
+            live.saturating_sub(live_before),
             dev.live_allocations()
         );
         assert!(dev.ledger() == before, "{name} {what}: the ledger changed");
         assert_eq!(rt.loaded_models(), models_before, "{name} {what}");
+        assert_eq!(rt.vnc_claims(), claims_before, "{name} {what}: claims");
     };
     // A clean load: how many allocations it holds.
     let m = rt
@@ -70,10 +107,24 @@ fn sweep(
         ),
         ("write", FaultPlan::write, NrtStatus::Failure),
     ] {
+        let (status, says) = match fire {
+            Fire::Error => (status, "injected fault"),
+            Fire::Panic => (NrtStatus::Failure, "injected panic"),
+        };
         let mut k = 1;
         loop {
-            dev.set_fault_plan(plan(k));
-            match rt.load(bytes, -1, 1) {
+            let plan = match fire {
+                Fire::Error => plan(k),
+                Fire::Panic => plan(k).panicking(),
+            };
+            dev.set_fault_plan(plan);
+            let loaded = catch_unwind(AssertUnwindSafe(|| rt.load(bytes, -1, 1)));
+            let Ok(loaded) = loaded else {
+                dev.set_fault_plan(FaultPlan::default());
+                check_clean(&format!("{op} {k} (the panic escaped the load)"));
+                panic!("{name}: {op} {k}: the panic escaped the load");
+            };
+            match loaded {
                 Ok(m) => {
                     dev.set_fault_plan(FaultPlan::default());
                     // The claim was released every time: still logical core 0.
@@ -83,12 +134,9 @@ fn sweep(
                     break;
                 }
                 Err(e) => {
-                    assert_eq!(e.status(), status, "{name}: {op} {k}: {e}");
-                    assert!(
-                        e.to_string().contains("injected fault"),
-                        "{name}: {op} {k}: {e}"
-                    );
                     check_clean(&format!("{op} {k}"));
+                    assert_eq!(e.status(), status, "{name}: {op} {k}: {e}");
+                    assert!(e.to_string().contains(says), "{name}: {op} {k}: {e}");
                 }
             }
             k += 1;
@@ -136,28 +184,67 @@ fn with_holder<R>(
     r
 }
 
-/// Every fixture, every allocation and every write.
-#[test]
-fn every_fixture_rolls_back_from_every_allocation_and_write_failure() {
+/// Sweeps every fixture on logical core 0 while logical core 3 holds the
+/// parse cache; returns the allocations and writes swept in all.
+fn sweep_fixtures(fire: Fire) -> (u64, u64) {
     let mut total = (0, 0);
     for (name, bytes) in all_fixtures() {
         let (rt, dev) = gated_runtime(Geometry::for_arch(Arch::Cayman), None, 1);
         let rt = Arc::new(rt);
         let swept = with_holder(&rt, &dev, &bytes, 3, 6..8, || {
-            sweep(&name, &rt, &*dev, &bytes, Some(Role::Reuse))
+            sweep(&name, &rt, &*dev, &bytes, Some(Role::Reuse), fire)
         });
         assert_eq!(dev.live_count(), 0, "{name}");
         println!(
-            "{name}: {} allocations, {} writes swept",
+            "{name} ({fire:?}): {} allocations, {} writes swept",
             swept.allocs, swept.writes
         );
         total.0 += swept.allocs;
         total.1 += swept.writes;
     }
-    println!(
-        "total: {} allocation faults, {} write faults",
-        total.0, total.1
-    );
+    total
+}
+
+/// Every fixture, every allocation and every write.
+#[test]
+fn every_fixture_rolls_back_from_every_allocation_and_write_failure() {
+    let (allocs, writes) = sweep_fixtures(Fire::Error);
+    println!("total: {allocs} allocation faults, {writes} write faults");
+}
+
+/// Every fixture, a panic at every allocation and every write.
+#[test]
+fn every_fixture_unwinds_from_a_panic_at_every_allocation_and_write() {
+    let (allocs, writes) = sweep_fixtures(Fire::Panic);
+    println!("total: {allocs} allocation panics, {writes} write panics");
+}
+
+/// A panic at every allocation and every write of an 8-subgraph load, with
+/// the builds on one thread each and with all on the caller's thread; each
+/// time the next clean load takes logical core 0 again.
+#[test]
+fn a_multi_core_load_unwinds_from_a_panic_on_both_fan_out_paths() {
+    let bytes = synth_n_bytes(8, true);
+    for (path, fanout_min_bytes) in [("threaded", 0), ("single-thread", u64::MAX)] {
+        let (rt, dev) = gated_runtime_fanout(
+            Geometry::custom(Arch::Cayman, 16, 8, 4 << 30).unwrap(),
+            Some(8),
+            1,
+            fanout_min_bytes,
+        );
+        let rt = Arc::new(rt);
+        let name = format!("synth8 {path}");
+        let swept = with_holder(&rt, &dev, &bytes, 1, 8..16, || {
+            sweep(&name, &rt, &*dev, &bytes, Some(Role::Reuse), Fire::Panic)
+        });
+        assert!(swept.allocs >= 8 * 5, "{name}: {swept:?}");
+        assert_eq!(dev.live_count(), 0, "{name}");
+        assert_eq!(rt.vnc_claims(), vec![0, 0], "{name}");
+        println!(
+            "{name}: {} allocation panics, {} write panics swept",
+            swept.allocs, swept.writes
+        );
+    }
 }
 
 /// A 16-subgraph writer-built NEFF with LNC 16, with the header declaring
@@ -188,7 +275,14 @@ fn a_16_subgraph_neff_rolls_back_from_every_failure() {
         );
         let rt = Arc::new(rt);
         let swept = with_holder(&rt, &dev, &bytes, 1, 16..32, || {
-            sweep("synth16", &rt, &*dev, &bytes, Some(Role::Reuse))
+            sweep(
+                "synth16",
+                &rt,
+                &*dev,
+                &bytes,
+                Some(Role::Reuse),
+                Fire::Error,
+            )
         });
         assert!(swept.allocs >= 16 * 5, "{swept:?}");
         println!(

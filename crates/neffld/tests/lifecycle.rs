@@ -255,6 +255,7 @@ fn unload_of_unknown_or_already_unloaded_handles() {
     let bytes = fixture("matmul_small.neff");
     let m = rt.load(&bytes, -1, 1).unwrap();
     let stranger = Model {
+        runtime: m.runtime,
         h_nn: HNn(m.h_nn.0 + 1000),
         vnc: LCore(0),
         name: "file.neff".into(),

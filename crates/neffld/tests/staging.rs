@@ -330,7 +330,7 @@ fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<CorePlan>, us
         .map(|a| (a.core, format!("{:?}", a.usage), a.size, a.hint))
         .collect();
     staged.sort();
-    let plans = images.into_iter().map(|i| i.plan).collect();
+    let plans = images.images().iter().map(|i| i.plan.clone()).collect();
     let writers = dev.0.lock().unwrap().len();
     (staged, plans, writers)
 }

@@ -28,6 +28,15 @@ pub fn default_inflate_limit(window_len: u64) -> u64 {
         .clamp(DEFAULT_INFLATE_FLOOR, DEFAULT_INFLATE_CAP)
 }
 
+/// Default ceiling on the entries of the tar (`NEFFLD_MAX_MEMBERS`,
+/// [`super::OpenOptions::max_members`]): every header counts, metadata
+/// entries and directories included. A member costs at least one 512-byte
+/// header, so the inflate ceiling alone admits half a million members per
+/// 256 MiB — each with a name, an index entry and possibly a warning, far
+/// more host memory than its bytes. Real NEFFs have tens of members per
+/// subgraph; 2^17 leaves room for thousands of subgraphs.
+pub const DEFAULT_MAX_MEMBERS: u64 = 1 << 17;
+
 /// Members whose name ends with this are dropped during the walk (the
 /// reference runtime never keeps them).
 pub const DROPPED_SUFFIX: &str = "wavegraph-bin.json";
@@ -84,8 +93,19 @@ pub struct Archive {
 }
 
 impl Archive {
-    /// Decodes a payload window and walks its tar.
+    /// Decodes a payload window and walks its tar of at most
+    /// [`DEFAULT_MAX_MEMBERS`] entries.
     pub fn decode(window: &[u8], inflate_limit: u64) -> Result<Archive, ContainerError> {
+        Archive::decode_with(window, inflate_limit, DEFAULT_MAX_MEMBERS)
+    }
+
+    /// Decodes a payload window and walks its tar of at most `max_members`
+    /// entries.
+    pub fn decode_with(
+        window: &[u8],
+        inflate_limit: u64,
+        max_members: u64,
+    ) -> Result<Archive, ContainerError> {
         let (data, encoding) = if window.len() >= 3 && window[..3] == GZIP_MAGIC {
             inflate(window, inflate_limit)?
         } else {
@@ -96,7 +116,7 @@ impl Archive {
             }
             (window.to_vec(), Encoding::RawTar)
         };
-        let mut archive = Archive::from_tar(data)?;
+        let mut archive = Archive::from_tar_with(data, max_members)?;
         if let Encoding::Gzip {
             nonzero_trailing: true,
             trailing,
@@ -111,9 +131,15 @@ impl Archive {
         Ok(archive)
     }
 
-    /// Walks an already-decoded tar buffer.
+    /// Walks an already-decoded tar buffer of at most
+    /// [`DEFAULT_MAX_MEMBERS`] entries.
     pub fn from_tar(data: Vec<u8>) -> Result<Archive, ContainerError> {
-        let walk = walk_tar(&data)?;
+        Archive::from_tar_with(data, DEFAULT_MAX_MEMBERS)
+    }
+
+    /// Walks an already-decoded tar buffer of at most `max_members` entries.
+    pub fn from_tar_with(data: Vec<u8>, max_members: u64) -> Result<Archive, ContainerError> {
+        let walk = walk_tar(&data, max_members)?;
         let mut members = walk.members;
         let mut warnings = walk.warnings;
         let mut index: HashMap<String, usize> = HashMap::with_capacity(members.len());
@@ -449,12 +475,13 @@ struct Overrides {
     size: Option<u64>,
 }
 
-fn walk_tar(data: &[u8]) -> Result<Walk, ContainerError> {
+fn walk_tar(data: &[u8], max_members: u64) -> Result<Walk, ContainerError> {
     let mut members = Vec::new();
     let mut warnings = Vec::new();
     let mut global = Overrides::default();
     let mut local = Overrides::default();
     let mut pos = 0usize;
+    let mut entries = 0u64;
     loop {
         if pos == data.len() {
             if pos > 0 {
@@ -470,6 +497,13 @@ fn walk_tar(data: &[u8]) -> Result<Walk, ContainerError> {
         };
         if block.iter().all(|&b| b == 0) {
             break;
+        }
+        entries += 1;
+        if entries > max_members {
+            return Err(ContainerError::TooManyMembers {
+                limit: max_members,
+                offset: pos as u64,
+            });
         }
         let header: &[u8; BLOCK] = block.try_into().expect("block length");
         verify_checksum(header, pos)?;
@@ -783,6 +817,31 @@ mod tests {
         f.base256_size = true;
         let a = Archive::from_tar(tar(&[f])).unwrap();
         assert_eq!(a.get("big"), Some(&[3u8; 10][..]));
+    }
+
+    #[test]
+    fn the_member_ceiling_counts_every_entry() {
+        // A pax header counts as an entry although it names no member.
+        let mut x = TarEntry::file("PaxHeader/a", pax_record("path", "long/a").as_bytes());
+        x.typeflag = b'x';
+        let data = tar(&[x, TarEntry::file("a", b"1"), TarEntry::file("b", b"2")]);
+        assert_eq!(Archive::from_tar_with(data.clone(), 3).unwrap().len(), 2);
+        let e = Archive::from_tar_with(data.clone(), 2).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ContainerError::TooManyMembers {
+                    limit: 2,
+                    offset: 2048
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(e.status(), NrtStatus::Invalid);
+        assert_eq!(
+            Archive::from_tar_with(data, 0).unwrap_err().to_string(),
+            "the NEFF payload has more than 0 tar entries (the one at offset 0x0 is past the ceiling; NEFFLD_MAX_MEMBERS raises it)"
+        );
     }
 
     #[test]

@@ -13,6 +13,11 @@
 //! whatever order the fan-out threads run in. A call failed by it still
 //! counts toward `fail_alloc_at`; when both triggers pick the same call, the
 //! counted one is reported.
+//!
+//! A plan with `panic` set fires its faults as panics instead of errors
+//! (the message names the operation and its count), so a test can show that
+//! a panic anywhere in a load unwinds through guards that put everything
+//! back. The panic is raised before the call changes anything on the device.
 
 use std::fmt;
 
@@ -28,6 +33,8 @@ pub struct FaultPlan {
     pub fail_write_at: Option<u64>,
     /// Fail the first `alloc` for this physical core after arming.
     pub fail_alloc_on_core: Option<PCore>,
+    /// Panic instead of returning the injected error.
+    pub panic: bool,
 }
 
 impl FaultPlan {
@@ -44,6 +51,14 @@ impl FaultPlan {
         FaultPlan {
             fail_write_at: Some(k),
             ..FaultPlan::default()
+        }
+    }
+
+    /// The same plan, firing its faults as panics.
+    pub fn panicking(self) -> FaultPlan {
+        FaultPlan {
+            panic: true,
+            ..self
         }
     }
 
@@ -101,13 +116,10 @@ impl FaultState {
     /// one (by count, or the first on the planned core).
     pub(crate) fn on_alloc(&mut self, core: PCore) -> Result<(), DeviceError> {
         self.allocs += 1;
-        check(FaultOp::Alloc, self.allocs, self.plan.fail_alloc_at)?;
-        if !self.core_fired && self.plan.fail_alloc_on_core == Some(core) {
-            self.core_fired = true;
-            return Err(DeviceError::InjectedFault {
-                op: FaultOp::Alloc,
-                nth: self.allocs,
-            });
+        let on_core = !self.core_fired && self.plan.fail_alloc_on_core == Some(core);
+        if self.plan.fail_alloc_at == Some(self.allocs) || on_core {
+            self.core_fired |= on_core;
+            return self.fire(FaultOp::Alloc, self.allocs);
         }
         Ok(())
     }
@@ -115,15 +127,17 @@ impl FaultState {
     /// Counts one write call; fails it if it is the planned one.
     pub(crate) fn on_write(&mut self) -> Result<(), DeviceError> {
         self.writes += 1;
-        check(FaultOp::Write, self.writes, self.plan.fail_write_at)
-    }
-}
-
-fn check(op: FaultOp, nth: u64, planned: Option<u64>) -> Result<(), DeviceError> {
-    if planned == Some(nth) {
-        Err(DeviceError::InjectedFault { op, nth })
-    } else {
+        if self.plan.fail_write_at == Some(self.writes) {
+            return self.fire(FaultOp::Write, self.writes);
+        }
         Ok(())
+    }
+
+    fn fire(&self, op: FaultOp, nth: u64) -> Result<(), DeviceError> {
+        if self.plan.panic {
+            panic!("injected panic: {op} #{nth} panicked as planned");
+        }
+        Err(DeviceError::InjectedFault { op, nth })
     }
 }
 
@@ -187,5 +201,18 @@ mod tests {
         );
         assert!(s.on_alloc(PCore(5)).is_err());
         assert!(s.on_alloc(PCore(5)).is_ok());
+    }
+
+    #[test]
+    fn a_panicking_plan_panics_at_k_and_counts_on() {
+        let mut s = FaultState::default();
+        s.arm(FaultPlan::write(2).panicking());
+        assert!(s.on_write().is_ok());
+        let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.on_write()))
+            .expect_err("the second write panics");
+        let msg = p.downcast_ref::<String>().unwrap();
+        assert_eq!(msg, "injected panic: write #2 panicked as planned");
+        assert!(s.on_write().is_ok(), "fires once");
+        assert!(s.on_alloc(PCore(0)).is_ok());
     }
 }

@@ -12,6 +12,7 @@
 //! This module is pure: addresses come in as [`Target`]s, bytes come out.
 
 use super::RelocError;
+use crate::fallible;
 use crate::ids::VarId;
 
 /// Largest transfer one descriptor moves (`len` 0 encodes 65536).
@@ -193,7 +194,7 @@ impl Pattern<'_> {
     /// innermost dimension fastest.
     fn runs(&self) -> Result<Vec<(u64, u64)>, RelocError> {
         let n = self.run_count()?;
-        let mut out = Vec::with_capacity(n as usize);
+        let mut out = fallible::with_capacity(n as usize, "DMA runs")?;
         let outer = &self.sizes[1..];
         let mut idx = vec![0u64; outer.len()];
         for _ in 0..n {
@@ -296,6 +297,8 @@ pub fn expand_block_within(
         });
     }
     let mut out = BlockDescriptors::default();
+    fallible::reserve(&mut out.tx, count as usize, "DMA descriptors")?;
+    fallible::reserve(&mut out.rx, count as usize, "DMA descriptors")?;
     for (from, to, op) in descs {
         let (fr, tr) = (from.runs()?, to.runs()?);
         if fr.len() != tr.len() && *op != DescOp::Transpose {
@@ -392,6 +395,8 @@ impl RingBuilder {
                 max: MAX_RING_DESCRIPTORS,
             });
         }
+        fallible::reserve(&mut self.pairs.tx, count, "a DMA ring")?;
+        fallible::reserve(&mut self.pairs.rx, count, "a DMA ring")?;
         let mut block = block;
         match barrier {
             Barrier::Dmb => block.tx[count - 1].flags |= len_ctrl::DMB,
@@ -431,7 +436,8 @@ impl RingBuilder {
     /// point at the ring's own first bytes.
     pub fn place(&self, pa: u64) -> Result<RingImage, RelocError> {
         let capacity = ring_capacity(self.len());
-        let mut bytes = Vec::with_capacity(2 * capacity * DESC_BYTES as usize);
+        let mut bytes =
+            fallible::with_capacity(2 * capacity * DESC_BYTES as usize, "a DMA ring image")?;
         for (side, is_tx) in [(&self.pairs.tx, true), (&self.pairs.rx, false)] {
             for p in side {
                 let meta_ctrl = if is_tx {

@@ -30,6 +30,7 @@ use super::dma::{template, Target};
 use super::ipmap::{ImageLayout, Patch, PatchList, Section, RECORD};
 use super::runtime_code::RuntimeCode;
 use super::RelocError;
+use crate::fallible;
 use crate::ids::VarId;
 use crate::kbin::isa::{
     self, Addr8, ADDR8_DGE_INDEX, ADDR8_STATIC_VAR, D4_DST, D4_SRC, OP_PSEUDO_BRANCH_LABEL,
@@ -118,8 +119,11 @@ pub fn lower(
 
     let n_records = stream.len() / RECORD as usize;
     let mut img = EngineImage::default();
-    img.bytes
-        .reserve((pre.len() + n_records + code.postamble_slots() as usize) * RECORD as usize);
+    fallible::reserve(
+        &mut img.bytes,
+        (pre.len() + n_records + code.postamble_slots() as usize) * RECORD as usize,
+        "an instruction image",
+    )?;
     for rec in &pre {
         img.bytes.extend_from_slice(rec);
     }

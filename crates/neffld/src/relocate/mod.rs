@@ -10,6 +10,7 @@ pub mod runtime_code;
 
 use thiserror::Error;
 
+use crate::fallible::HostOom;
 use crate::NrtStatus;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -46,12 +47,15 @@ pub enum RelocError {
     AddressOverflow,
     #[error("Descriptor limit reached. Descriptors in vring {count}, Max allowed {max}")]
     RingFull { count: u64, max: u64 },
+    #[error(transparent)]
+    HostMemory(#[from] HostOom),
 }
 
 impl RelocError {
     pub fn status(&self) -> NrtStatus {
         match self {
             RelocError::RingFull { .. } => NrtStatus::QueueFull,
+            RelocError::HostMemory(_) => NrtStatus::Resource,
             _ => NrtStatus::Invalid,
         }
     }

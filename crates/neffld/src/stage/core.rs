@@ -2,8 +2,9 @@
 //! subgraph needs on its physical core, in the reference order — the
 //! Event-Accel carve-out check, static DMA rings (data refill and IO
 //! queues), activation and DVE tables, GPSIMD libraries on sunda,
-//! instruction images (lowered and relocated by [`crate::relocate`]), and
-//! finally the core's model table entry under `H_MODEL`.
+//! instruction images (lowered and relocated by [`crate::relocate`]); the
+//! core's model table entry under `H_MODEL` follows, made by the staging
+//! guard that owns the image ([`super::txn::CoreGuard`]).
 //!
 //! Rings are placed before the instruction images because lowering a
 //! `0xC1` trigger needs its block's place in the ring. Every allocation is
@@ -29,7 +30,7 @@ use crate::relocate::RelocError;
 use crate::Arch;
 
 use super::plan::{self, CorePlan};
-use super::{Cores, StageError};
+use super::StageError;
 
 /// An engine's image where it landed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,12 +151,13 @@ impl CoreResolver<'_> {
     }
 }
 
-/// The device half of a build in progress: what it allocated so far.
+/// The device half of a build in progress. Each allocation goes straight
+/// into the image's `allocs`, which the staging guard owns.
 struct Builder<'a> {
     dev: &'a dyn Device,
     kbin: &'a Kbin,
     pcore: PCore,
-    allocs: Vec<MemHandle>,
+    allocs: &'a mut Vec<MemHandle>,
     reloc_time: std::time::Duration,
 }
 
@@ -292,46 +294,33 @@ fn build_ring(
     )))
 }
 
-/// Builds one subgraph on its core (`role`: which core of its logical core
-/// it is, which the runtime's own code depends on). Consumes the plan: on failure the
-/// partial build and the plan are released (`model_free`) before returning.
-#[allow(clippy::too_many_arguments)]
+/// Builds one subgraph on its core into `image` (which holds its plan);
+/// `role` says which core of its logical core it is, which the runtime's own
+/// code depends on. The image belongs to a staging guard
+/// ([`super::txn::CoreGuard`]): on failure, or a panic, the guard frees
+/// whatever the build allocated, so nothing here unwinds by hand. The core's
+/// model-table entry, the last step of `kbl_model_add`, is the guard's too.
 pub fn build(
     dev: &dyn Device,
-    cores: &Cores,
     kbin: &Kbin,
     archive: &Archive,
-    plan: CorePlan,
-    h_model: HModel,
+    image: &mut CoreImage,
     arch: Arch,
     role: CoreRole,
-) -> Result<CoreImage, StageError> {
+) -> Result<(), StageError> {
     let mut b = Builder {
         dev,
         kbin,
-        pcore: plan.pcore,
-        allocs: Vec::new(),
+        pcore: image.plan.pcore,
+        allocs: &mut image.allocs,
         reloc_time: std::time::Duration::ZERO,
     };
-    match build_parts(&mut b, cores, kbin, archive, &plan, h_model, arch, role) {
-        Ok((rings, tables, engines)) => Ok(CoreImage {
-            subgraph: kbin.name.clone(),
-            h_model,
-            plan,
-            rings,
-            tables,
-            engines,
-            allocs: b.allocs,
-            reloc_time: b.reloc_time,
-        }),
-        Err(e) => {
-            for &h in b.allocs.iter().rev() {
-                let _ = dev.free(h);
-            }
-            plan::release(dev, cores, &plan);
-            Err(e)
-        }
-    }
+    let (rings, tables, engines) = build_parts(&mut b, kbin, archive, &image.plan, arch, role)?;
+    image.reloc_time = b.reloc_time;
+    image.rings = rings;
+    image.tables = tables;
+    image.engines = engines;
+    Ok(())
 }
 
 type Parts = (Vec<PlacedRing>, Vec<PlacedTable>, Vec<PlacedImage>);
@@ -362,14 +351,11 @@ fn joined<'a>(parts: &[&'a [u8]]) -> Cow<'a, [u8]> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn build_parts<'a>(
     b: &mut Builder<'_>,
-    cores: &Cores,
     kbin: &'a Kbin,
     archive: &'a Archive,
     plan: &'a CorePlan,
-    h_model: HModel,
     arch: Arch,
     role: CoreRole,
 ) -> Result<Parts, StageError> {
@@ -542,11 +528,6 @@ fn build_parts<'a>(
         copies.push(e.handle, &e.image.bytes, Fill::Image(e.engine));
     }
     copies.send(b.dev, kbin)?;
-
-    // The core's model table.
-    if !cores.lock(plan.pcore).models.insert(h_model) {
-        return Err(StageError::ModelInDb(h_model.0));
-    }
     let tables = tables.into_iter().map(|(t, _)| t).collect();
     Ok((rings, tables, engines))
 }

@@ -1,9 +1,9 @@
-//! Multi-core fan-out (stage.md §9) and its inverse.
+//! Multi-core fan-out (stage.md §9).
 //!
 //! The plan runs on the caller's thread; then one scoped thread per
-//! subgraph builds its core. If any build fails, every build that succeeded
-//! is removed again and the error of the lowest-index failure is returned:
-//! a load is all-or-nothing.
+//! subgraph builds its core. If any build fails (or panics), every build
+//! that succeeded is removed again by its guard and the error of the
+//! lowest-index failure is returned: a load is all-or-nothing.
 //!
 //! Unlike the reference, a load whose builds copy little runs them one after
 //! another on the caller's thread: starting a thread costs tens of
@@ -22,8 +22,9 @@ use crate::manifest::def::VarKind;
 use crate::relocate::runtime_code::CoreRole;
 use crate::Arch;
 
-use super::core::{self, CoreImage};
-use super::plan::{self, PlanParams};
+use super::core;
+use super::plan::{self, CorePlan, PlanParams};
+use super::txn::{CoreGuard, Staged};
 use super::{Cores, StageError};
 
 /// Per-load staging parameters.
@@ -66,16 +67,17 @@ pub fn bulk_bytes(kbins: &[Kbin]) -> u64 {
 }
 
 /// Stages kbin `k` on `pcores[k]` (the physical cores of the claimed logical
-/// core), all under `h_model`.
-pub fn stage(
-    dev: &dyn Device,
-    cores: &Cores,
+/// core), all under `h_model`. The result owns everything it staged until
+/// [`Staged::commit`]; dropping it (on any later failure) unstages it.
+pub fn stage<'d>(
+    dev: &'d dyn Device,
+    cores: &'d Cores,
     kbins: &[Kbin],
     archive: &Archive,
     pcores: &[PCore],
     h_model: HModel,
     opts: StageOptions,
-) -> Result<Vec<CoreImage>, StageError> {
+) -> Result<Staged<'d>, StageError> {
     let (nkbin, core_size) = (kbins.len(), pcores.len());
     if core_size < nkbin {
         return Err(StageError::InsufficientCores {
@@ -86,29 +88,26 @@ pub fn stage(
     if nkbin != 1 && nkbin != core_size {
         return Err(StageError::SubgraphCount { nkbin, core_size });
     }
-    let plans = plan::plan(
+    // Every plan is owned by its core's guard before planning allocates.
+    let mut guards: Vec<CoreGuard<'d>> = kbins
+        .iter()
+        .zip(pcores)
+        .map(|(kbin, &pcore)| {
+            CoreGuard::new(dev, cores, &kbin.name, h_model, CorePlan::new(pcore, kbin))
+        })
+        .collect();
+    let mut plans: Vec<&mut CorePlan> =
+        guards.iter_mut().map(|g| &mut g.image_mut().plan).collect();
+    plan::plan(
         dev,
         cores,
         kbins,
-        &pcores[..nkbin],
+        &mut plans,
         PlanParams {
             page: opts.scratchpad_page,
         },
     )?;
-    if nkbin == 1 {
-        let plan = plans.into_iter().next().expect("one plan per kbin");
-        return Ok(vec![core::build(
-            dev,
-            cores,
-            &kbins[0],
-            archive,
-            plan,
-            h_model,
-            opts.arch,
-            CoreRole::First,
-        )?]);
-    }
-    let threaded = bulk_bytes(kbins) >= opts.fanout_min_bytes;
+    let threaded = nkbin > 1 && bulk_bytes(kbins) >= opts.fanout_min_bytes;
     tracing::debug!(
         "building {nkbin} cores {}",
         if threaded {
@@ -117,63 +116,56 @@ pub fn stage(
             "on the caller's thread"
         }
     );
-    let results: Vec<Result<CoreImage, StageError>> = if !threaded {
+    let build = |k: usize, kbin: &Kbin, mut guard: CoreGuard<'d>| {
+        let role = CoreRole::of_subgraph(k);
+        core::build(dev, kbin, archive, guard.image_mut(), opts.arch, role)?;
+        guard.enter_model_table()?;
+        Ok::<_, StageError>(guard)
+    };
+    // Each result holds its guard; a failed or panicked build has already
+    // dropped its own, and dropping `built` drops the others.
+    let built: Vec<Result<CoreGuard<'d>, StageError>> = if !threaded {
         kbins
             .iter()
-            .zip(plans)
+            .zip(guards)
             .enumerate()
-            .map(|(k, (kbin, plan))| {
-                let role = CoreRole::of_subgraph(k);
-                core::build(dev, cores, kbin, archive, plan, h_model, opts.arch, role)
-            })
+            .map(|(i, (k, g))| build(i, k, g))
             .collect()
     } else {
         std::thread::scope(|s| {
             let handles: Vec<_> = kbins
                 .iter()
-                .zip(plans)
+                .zip(guards)
                 .enumerate()
-                .map(|(k, (kbin, plan))| {
-                    let name = kbin.name.clone();
-                    let role = CoreRole::of_subgraph(k);
-                    (
-                        name,
-                        s.spawn(move || {
-                            core::build(dev, cores, kbin, archive, plan, h_model, opts.arch, role)
-                        }),
-                    )
-                })
+                .map(|(i, (kbin, guard))| (&kbin.name, s.spawn(move || build(i, kbin, guard))))
                 .collect();
             handles
                 .into_iter()
-                .map(|(name, h)| h.join().unwrap_or(Err(StageError::Panicked(name))))
+                .map(|(name, h)| {
+                    h.join().unwrap_or_else(|p| {
+                        Err(StageError::Panicked {
+                            subgraph: name.clone(),
+                            message: panic_message(&*p),
+                        })
+                    })
+                })
                 .collect()
         })
     };
-    if results.iter().all(Result::is_ok) {
-        return Ok(results.into_iter().map(|r| r.expect("checked")).collect());
+    // The error of the lowest-index failure; every built core is unstaged
+    // when `built` goes out of scope.
+    let mut staged = Vec::with_capacity(nkbin);
+    for r in built {
+        staged.push(r?);
     }
-    let mut first_err = None;
-    for r in results {
-        match r {
-            Ok(img) => unstage(dev, cores, img),
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    Err(first_err.expect("one build failed"))
+    Ok(Staged::new(dev, cores, staged))
 }
 
-/// Removes a staged subgraph from its core (`kbl_model_remove` +
-/// `model_free`): the model-table entry, every allocation, the scratchpad
-/// references.
-pub fn unstage(dev: &dyn Device, cores: &Cores, img: CoreImage) {
-    cores.lock(img.pcore()).models.remove(&img.h_model);
-    for &h in img.allocs.iter().rev() {
-        if let Err(e) = dev.free(h) {
-            tracing::warn!("freeing {h} of {}: {e}", img.subgraph);
-        }
-    }
-    plan::release(dev, cores, &img.plan);
+/// The text a panic was raised with (a `&str` or a `String` payload).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }

@@ -1,6 +1,7 @@
 //! S4: staging — plan device memory for every variable of every subgraph,
 //! then build each subgraph's device image on its own physical core, in
-//! parallel and all-or-nothing (stage.md §5–§9, §12).
+//! parallel and all-or-nothing (stage.md §5–§9, §12): what a load stages
+//! belongs to the guards of [`txn`] until the load commits.
 //!
 //! Only this module (and the registry above it) touches a [`Device`]. The
 //! relocation it needs is the pure [`crate::relocate`]: planning produces
@@ -11,6 +12,7 @@ pub mod core;
 pub mod fanout;
 pub mod plan;
 pub mod scratchpad;
+pub mod txn;
 pub mod validate;
 
 use std::collections::BTreeSet;
@@ -24,9 +26,10 @@ use crate::relocate::RelocError;
 use crate::NrtStatus;
 
 pub use self::core::{CoreImage, PlacedImage, PlacedRing, PlacedTable};
-pub use fanout::{bulk_bytes, stage, unstage, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
+pub use fanout::{bulk_bytes, panic_message, stage, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
 pub use plan::{CorePlan, Placement};
 pub use scratchpad::Scratchpad;
+pub use txn::{unstage, CoreGuard, Staged};
 
 /// Everything staging can fail on. Messages keep the reference wording
 /// (stage.md §14) where one exists.
@@ -63,8 +66,8 @@ pub enum StageError {
     Carveout(String),
     #[error("Model {0} already in DB")]
     ModelInDb(u32),
-    #[error("staging thread for {0} panicked")]
-    Panicked(String),
+    #[error("staging thread for {subgraph} panicked: {message}")]
+    Panicked { subgraph: String, message: String },
 }
 
 impl StageError {
@@ -72,7 +75,7 @@ impl StageError {
         match self {
             StageError::Device { source, .. } | StageError::Scratchpad(source) => source.status(),
             StageError::ScratchpadPages { .. } => NrtStatus::Resource,
-            StageError::ScratchpadLayout(_) | StageError::Panicked(_) => NrtStatus::Failure,
+            StageError::ScratchpadLayout(_) | StageError::Panicked { .. } => NrtStatus::Failure,
             StageError::Reloc { source, .. } => source.status(),
             StageError::ModelInDb(_) => NrtStatus::InvalidHandle,
             _ => NrtStatus::Invalid,

@@ -112,7 +112,8 @@ impl CorePlan {
 }
 
 /// Frees what a plan holds: its allocations and its scratchpad references.
-pub fn release(dev: &dyn Device, cores: &Cores, plan: &CorePlan) {
+/// Only the staging guards ([`super::txn`]) call it.
+pub(super) fn release(dev: &dyn Device, cores: &Cores, plan: &CorePlan) {
     for &h in plan.allocs.iter().rev() {
         if let Err(e) = dev.free(h) {
             tracing::warn!("freeing {h} of the plan on {}: {e}", plan.pcore);
@@ -275,40 +276,39 @@ impl Planner<'_> {
     }
 }
 
-/// Plans every subgraph of a load: kbin `k` goes to `pcores[k]`. On failure
-/// everything already allocated or referenced is released before returning.
+impl CorePlan {
+    /// An empty plan of `kbin` on `pcore`, for [`plan`] to fill.
+    pub fn new(pcore: PCore, kbin: &Kbin) -> CorePlan {
+        CorePlan {
+            pcore,
+            vars: Vec::with_capacity(kbin.vars.len()),
+            var_meta: kbin.vars.iter().map(|v| (v.name.clone(), v.kind)).collect(),
+            allocs: Vec::new(),
+            var_allocs: Vec::new(),
+            scratch_pages: 0,
+            local_offset: 0,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Plans every subgraph of a load: `plans[k]` (an empty [`CorePlan::new`]
+/// of `kbins[k]`) is filled in place. The caller owns the plans through the
+/// staging guards before planning starts, so whatever a plan allocates or
+/// references is released if planning fails or panics part-way.
 pub fn plan(
     dev: &dyn Device,
     cores: &Cores,
     kbins: &[Kbin],
-    pcores: &[PCore],
+    plans: &mut [&mut CorePlan],
     params: PlanParams,
-) -> Result<Vec<CorePlan>, StageError> {
-    let mut plans: Vec<CorePlan> = Vec::with_capacity(kbins.len());
-    let result = plan_into(dev, cores, kbins, pcores, params, &mut plans);
-    if result.is_err() {
-        for p in plans.iter().rev() {
-            release(dev, cores, p);
-        }
-    }
-    result.map(|()| plans)
-}
-
-fn plan_into(
-    dev: &dyn Device,
-    cores: &Cores,
-    kbins: &[Kbin],
-    pcores: &[PCore],
-    params: PlanParams,
-    plans: &mut Vec<CorePlan>,
 ) -> Result<(), StageError> {
     let page = params.page;
     // Scratchpad layout (`tdrv_scratchpad_model_init`): the shared arena is
     // charged to the first core of the load, then each subgraph's LOCAL arena
     // is placed on its own core.
     let shared = kbins.iter().map(|k| k.scratchpad.shared).max().unwrap_or(0);
-    for (k, kbin) in kbins.iter().enumerate() {
-        let pcore = pcores[k];
+    for (k, (kbin, plan)) in kbins.iter().zip(plans.iter_mut()).enumerate() {
         let running = if k == 0 { shared } else { 0 };
         let local = kbin
             .scratchpad
@@ -318,23 +318,13 @@ fn plan_into(
         let (local_offset, total) = place_arena(running, local, page).ok_or_else(|| {
             StageError::ScratchpadLayout(format!("arena of {} overflows", kbin.name))
         })?;
-        let mut plan = CorePlan {
-            pcore,
-            vars: Vec::with_capacity(kbin.vars.len()),
-            var_meta: kbin.vars.iter().map(|v| (v.name.clone(), v.kind)).collect(),
-            allocs: Vec::new(),
-            var_allocs: Vec::new(),
-            scratch_pages: 0,
-            local_offset,
-            warnings: Vec::new(),
-        };
+        plan.local_offset = local_offset;
         if total > 0 {
             plan.scratch_pages = cores
-                .lock(pcore)
+                .lock(plan.pcore)
                 .scratchpad
-                .reserve(dev, pcore, page, total)?;
+                .reserve(dev, plan.pcore, page, total)?;
         }
-        plans.push(plan);
     }
     let planner = Planner { dev, cores };
     for (kbin, plan) in kbins.iter().zip(plans.iter_mut()) {
@@ -344,8 +334,8 @@ fn plan_into(
         }
     }
     bind_remote(kbins, plans)?;
-    for (k, kbin) in kbins.iter().enumerate() {
-        fill_pointers(&planner, kbin, &plans[k])?;
+    for (kbin, plan) in kbins.iter().zip(plans.iter()) {
+        fill_pointers(&planner, kbin, plan)?;
     }
     Ok(())
 }
@@ -375,7 +365,7 @@ pub fn weight_copies<'a>(
 
 /// Remote variables alias the placement of their target in another
 /// subgraph of the same load (§6.7); no allocation.
-fn bind_remote(kbins: &[Kbin], plans: &mut [CorePlan]) -> Result<(), StageError> {
+fn bind_remote(kbins: &[Kbin], plans: &mut [&mut CorePlan]) -> Result<(), StageError> {
     for (k, kbin) in kbins.iter().enumerate() {
         for (local, b) in &kbin.vars.remote_bindings {
             let err = || StageError::RemoteVar {

@@ -44,8 +44,8 @@ impl Scratchpad {
 
     /// Makes the first `ceil(bytes / page)` pages exist and references them
     /// once. Returns how many pages were referenced (to release later). On
-    /// failure the pages allocated by this call are freed and nothing is
-    /// referenced.
+    /// failure, or a panic, the pages allocated by this call are freed and
+    /// nothing is referenced.
     pub fn reserve(
         &mut self,
         dev: &dyn Device,
@@ -60,8 +60,12 @@ impl Scratchpad {
                 max: MAX_PAGES,
             });
         }
-        let before = self.pages.len();
-        while (self.pages.len() as u64) < need {
+        let mut grown = NewPages {
+            before: self.pages.len(),
+            pages: &mut self.pages,
+            dev,
+        };
+        while (grown.pages.len() as u64) < need {
             let req = AllocReq {
                 size: page,
                 align: PAGE_ALIGN,
@@ -69,20 +73,15 @@ impl Scratchpad {
                 usage: MemUsage::Scratchpad,
                 hint: "scratchpad",
             };
-            match dev.alloc(req) {
-                Ok(a) => self.pages.push(Page {
-                    handle: a.handle,
-                    pa: a.pa.0,
-                    refs: 0,
-                }),
-                Err(e) => {
-                    for p in self.pages.drain(before..) {
-                        let _ = dev.free(p.handle);
-                    }
-                    return Err(StageError::Scratchpad(e));
-                }
-            }
+            let a = dev.alloc(req).map_err(StageError::Scratchpad)?;
+            grown.pages.push(Page {
+                handle: a.handle,
+                pa: a.pa.0,
+                refs: 0,
+            });
         }
+        grown.before = grown.pages.len();
+        drop(grown);
         for p in &mut self.pages[..need as usize] {
             p.refs += 1;
         }
@@ -113,6 +112,24 @@ impl Scratchpad {
         self.pages
             .get(usize::try_from(offset / page).ok()?)
             .map(|p| p.pa + within)
+    }
+}
+
+/// The pages a [`Scratchpad::reserve`] in progress added: freed on drop
+/// unless the reserve completed (it then moves `before` to the end).
+struct NewPages<'a> {
+    pages: &'a mut Vec<Page>,
+    before: usize,
+    dev: &'a dyn Device,
+}
+
+impl Drop for NewPages<'_> {
+    fn drop(&mut self) {
+        for p in self.pages.drain(self.before..) {
+            if let Err(e) = self.dev.free(p.handle) {
+                tracing::warn!("freeing scratchpad page {}: {e}", p.handle);
+            }
+        }
     }
 }
 

@@ -226,11 +226,22 @@ impl Gate {
     }
 }
 
-/// A checked runtime on a gate device.
+/// A checked runtime on a gate device, every build on its own thread.
 pub fn gated_runtime(
     geometry: Geometry,
     lnc: Option<u32>,
     cache_slots: usize,
+) -> (Runtime, Arc<GateDevice>) {
+    gated_runtime_fanout(geometry, lnc, cache_slots, 0)
+}
+
+/// As [`gated_runtime`], fanning out builds that copy at least
+/// `fanout_min_bytes` (`u64::MAX`: every build on the caller's thread).
+pub fn gated_runtime_fanout(
+    geometry: Geometry,
+    lnc: Option<u32>,
+    cache_slots: usize,
+    fanout_min_bytes: u64,
 ) -> (Runtime, Arc<GateDevice>) {
     let arch = geometry.arch();
     let dev = gate_device(geometry);
@@ -239,7 +250,7 @@ pub fn gated_runtime(
         lnc,
         check: true,
         cache_slots,
-        fanout_min_bytes: 0,
+        fanout_min_bytes,
         ..RuntimeConfig::default()
     };
     (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
