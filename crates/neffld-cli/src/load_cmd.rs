@@ -9,10 +9,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
+use neffld::capture::MEMORY_ROWS;
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::{self, OpenOptions};
 use neffld::device::{Device, Geometry, NullDevice, SimDevice, CARVEOUT};
 use neffld::ids::PCore;
+use neffld::memory::CoreMemory;
 use neffld::relocate::dma::decode_template;
 use neffld::relocate::ipmap::{PatchKind, Section};
 use neffld::stage::Placement;
@@ -148,7 +150,11 @@ fn kind_name(p: &Placement) -> &'static str {
 }
 
 /// Everything the report shows about one core, gathered while the model is loaded.
-fn core_json(lm: &LoadedModel, hbm: impl Fn(PCore) -> u32) -> Vec<Value> {
+fn core_json(
+    lm: &LoadedModel,
+    memory: impl Fn(PCore) -> CoreMemory,
+    hbm: impl Fn(PCore) -> u32,
+) -> Vec<Value> {
     lm.cores
         .iter()
         .map(|c| {
@@ -202,6 +208,12 @@ fn core_json(lm: &LoadedModel, hbm: impl Fn(PCore) -> u32) -> Vec<Value> {
                 .collect();
             let tables: Vec<Value> =
                 c.tables.iter().map(|t| json!({"table": t.what, "address": t.pa, "bytes": t.len})).collect();
+            let memory_rows: Vec<Value> = memory(pcore)
+                .rows()
+                .map(|(u, runtime, model)| {
+                    json!({"usage_type": MEMORY_ROWS[u.index()].1, "bytes": runtime + model, "runtime": runtime, "model": model})
+                })
+                .collect();
             json!({
                 "pcore": pcore.0,
                 "hbm": hbm(pcore),
@@ -214,6 +226,7 @@ fn core_json(lm: &LoadedModel, hbm: impl Fn(PCore) -> u32) -> Vec<Value> {
                 "images": images,
                 "rings": rings,
                 "tables": tables,
+                "memory_rows": memory_rows,
             })
         })
         .collect()
@@ -380,6 +393,21 @@ fn human(out: &Value, no_timings: bool, style: Style) -> String {
                 n(&tb["bytes"])
             );
         }
+        let _ = writeln!(
+            t,
+            "  {:<24} {:>14} {:>14} {:>14}",
+            "runtime memory report", "bytes", "runtime", "model"
+        );
+        for m in c["memory_rows"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                t,
+                "  {:<24} {:>14} {:>14} {:>14}",
+                s(&m["usage_type"]),
+                n(&m["bytes"]),
+                n(&m["runtime"]),
+                n(&m["model"])
+            );
+        }
     }
     t.push_str(&memory::human(&out["memory"]));
     if let Some(ts) = out["tensors"].as_array().filter(|a| !a.is_empty()) {
@@ -441,10 +469,13 @@ fn describe_model(
     let (mut timings, cores, warnings, pcores, staged) = rt
         .with_model(model, |lm| {
             let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
-            let staged = dump.map(|_| neffld::capture::staged::staged(lm, rt.device().as_ref()));
+            let staged = dump.map(|_| {
+                neffld::capture::staged::staged(lm, rt.device().as_ref(), rt.config().arch)
+            });
+            let memory = |p: PCore| rt.core_memory(p);
             (
                 lm.timings,
-                core_json(lm, hbm),
+                core_json(lm, memory, hbm),
                 lm.warnings.clone(),
                 pcores,
                 staged,

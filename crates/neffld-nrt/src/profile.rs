@@ -21,8 +21,7 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use neffld::api::{Model, Runtime};
-use neffld::capture::{self, Capture, CaptureUuid, Image, MemRow, Subgraph, Version};
-use neffld::device::MemUsage;
+use neffld::capture::{self, staged, Capture, CaptureUuid, Image, MemRow, Subgraph, Version};
 use tracing::{error, info};
 
 use crate::abi::nrt_status::NRT_STATUS;
@@ -119,7 +118,6 @@ unsafe fn text(api: &str, what: &str, s: *const c_char) -> Result<String, NRT_ST
 
 /// The capture of a loaded model as staged.
 fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>, NRT_STATUS> {
-    let ledger = rt.device().ledger();
     let arch = rt.config().arch;
     let subgraphs = rt
         .with_model(model, |lm| {
@@ -140,12 +138,12 @@ fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>
                                 bytes: Cow::Owned(e.image.bytes.clone()),
                             })
                             .collect(),
-                        memory: MemUsage::ALL
-                            .iter()
-                            .map(|u| MemRow {
+                        memory: staged::memory_rows(rt.device().as_ref(), arch, pcore)
+                            .into_iter()
+                            .map(|r| MemRow {
                                 id: None,
-                                name: capture::MEMORY_ROWS[u.index()].0.to_string(),
-                                bytes: ledger.used(pcore, *u),
+                                name: r.name,
+                                bytes: r.bytes,
                             })
                             .collect(),
                         duration_ps: None,

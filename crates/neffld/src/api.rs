@@ -28,8 +28,9 @@ use thiserror::Error;
 use crate::cache::{ParseCache, Role};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader, OpenOptions};
-use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice, VncMemoryStats};
+use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice};
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
+use crate::memory::{CoreMemory, MemoryStats};
 use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
 use crate::registry::{Registry, RegistryError};
 use crate::stage::validate::{self, Finding};
@@ -623,16 +624,26 @@ impl Runtime {
         Ok(self.registry.acquire(model.h_nn)?.model.tensors.clone())
     }
 
-    /// `nrt_get_vnc_memory_stats`-style figures for a visible logical core.
-    pub fn memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, LoadError> {
+    /// `nrt_get_vnc_memory_stats` for a visible logical core: the runtime's
+    /// per-core memory report ([`crate::memory`]) of its physical cores and
+    /// their sum.
+    pub fn memory_stats(&self, vnc: u32) -> Result<MemoryStats, LoadError> {
         self.guard()?;
         let lcore = *self.visible.get(vnc as usize).ok_or(LoadError::BadVnc {
             vnc: vnc as i32,
             visible: self.visible_vnc_count(),
         })?;
-        Ok(self
-            .device
-            .vnc_memory_stats(LCore(lcore), self.config.lnc_size())?)
+        Ok(MemoryStats::of(
+            self.device.as_ref(),
+            self.config.arch,
+            LCore(lcore),
+            self.config.lnc_size(),
+        )?)
+    }
+
+    /// The memory report of one physical core of the device.
+    pub fn core_memory(&self, pcore: PCore) -> CoreMemory {
+        CoreMemory::of(self.device.as_ref(), self.config.arch, pcore)
     }
 
     /// How many parses (S1–S3) this runtime has run; loads that reused a

@@ -19,6 +19,7 @@ pub mod fallible;
 pub mod ids;
 pub mod kbin;
 pub mod manifest;
+pub mod memory;
 pub mod parse;
 pub mod registry;
 pub mod relocate;

@@ -1,26 +1,27 @@
 //! neffld's side of a comparison: what a load put on each physical core, in
-//! the terms a capture uses (images read back from the device, the ledger's
-//! rows under the profiler's names, the variables where they landed).
+//! the terms a capture uses (images read back from the device, the runtime's
+//! memory rows under the profiler's names, the variables where they landed).
 //!
 //! `neffld load --dump` writes this view; [`super::compare`] holds it against
 //! a capture.
 
 use crate::api::LoadedModel;
-use crate::device::ledger::{Ledger, MemUsage};
+use crate::device::ledger::MemUsage;
 use crate::device::{Device, DeviceError};
 use crate::ids::PCore;
 use crate::manifest::engine::EngineType;
+use crate::memory::CoreMemory;
 use crate::relocate::instr::EngineImage;
 use crate::relocate::ipmap::{PatchKind, Section};
 use crate::stage::core::CoreImage;
 use crate::stage::Placement;
+use crate::Arch;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::compare::{align, Fate, Records};
 use super::{Capture, CaptureUuid, Image, MemRow, Subgraph, Version, MEMORY_ROWS};
-use crate::Arch;
 
 /// One engine's image as staged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,9 +73,13 @@ impl StagedCore {
 }
 
 /// The staged view of every core of a loaded model, image bytes read back
-/// from `device` (a `NullDevice` keeps no bytes and fails here).
-pub fn staged(lm: &LoadedModel, device: &dyn Device) -> Result<Vec<StagedCore>, DeviceError> {
-    let ledger = device.ledger();
+/// from `device` (a `NullDevice` keeps no bytes and fails here); memory rows
+/// are the runtime's report ([`crate::memory`]) for `arch`.
+pub fn staged(
+    lm: &LoadedModel,
+    device: &dyn Device,
+    arch: Arch,
+) -> Result<Vec<StagedCore>, DeviceError> {
     lm.cores
         .iter()
         .map(|c| {
@@ -96,7 +101,7 @@ pub fn staged(lm: &LoadedModel, device: &dyn Device) -> Result<Vec<StagedCore>, 
                     })
                 })
                 .collect::<Result<Vec<_>, DeviceError>>()?;
-            let memory = memory_rows(&ledger, pcore);
+            let memory = memory_rows(device, arch, pcore);
             Ok(StagedCore {
                 pcore: pcore.0,
                 subgraph: c.subgraph.clone(),
@@ -108,9 +113,11 @@ pub fn staged(lm: &LoadedModel, device: &dyn Device) -> Result<Vec<StagedCore>, 
         .collect()
 }
 
-/// Every row of the runtime's memory list for one core, in its order, with
-/// what the ledger charged to it (also for a device that keeps no bytes).
-pub fn memory_rows(ledger: &Ledger, pcore: PCore) -> Vec<StagedRow> {
+/// Every row of the runtime's memory list for one core, in its order, as
+/// the runtime reports it ([`crate::memory`]; also for a device that keeps
+/// no bytes).
+pub fn memory_rows(device: &dyn Device, arch: Arch, pcore: PCore) -> Vec<StagedRow> {
+    let report = CoreMemory::of(device, arch, pcore);
     MemUsage::ALL
         .iter()
         .map(|u| {
@@ -118,7 +125,7 @@ pub fn memory_rows(ledger: &Ledger, pcore: PCore) -> Vec<StagedRow> {
             StagedRow {
                 name: name.into(),
                 usage_type: usage_type.into(),
-                bytes: ledger.used(pcore, *u),
+                bytes: report.row(*u),
             }
         })
         .collect()

@@ -88,7 +88,7 @@ impl<T> Books<T> {
         let handle = MemHandle(self.next_handle);
         self.next_handle += 1;
         self.ledger
-            .charge(req.core, channel, req.usage, block.charged);
+            .charge(req.core, channel, req.usage, block.charged, req.size);
         self.by_pa.insert(block.pa, handle);
         self.live.insert(
             handle,
@@ -129,6 +129,7 @@ impl<T> Books<T> {
             live.block.channel,
             live.usage,
             live.block.charged,
+            live.size,
         );
         self.heap
             .free(&live.block)

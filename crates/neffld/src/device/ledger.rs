@@ -204,10 +204,14 @@ impl MemCategory {
 /// Bytes charged per physical core and usage, and per HBM channel.
 ///
 /// Charged size is the 4 KiB-rounded size, as the runtime records
-/// `allocated_size`.
+/// `allocated_size` (what its OOM report and the channel limits count).
+/// The requested size is kept beside it: that is what the runtime's
+/// per-core memory report (the profiler's `nc_mem_usage` rows) shows —
+/// e.g. 14,592 bytes of Tensor Instructions, not a 4 KiB multiple.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ledger {
     per_core: Vec<[u64; MemUsage::COUNT]>,
+    requested: Vec<[u64; MemUsage::COUNT]>,
     channel_used: Vec<u64>,
     channel_limit: Vec<u64>,
 }
@@ -219,17 +223,28 @@ impl Ledger {
         let channels = geometry.hbm_channels() as usize;
         Ledger {
             per_core: vec![[0; MemUsage::COUNT]; geometry.cores() as usize],
+            requested: vec![[0; MemUsage::COUNT]; geometry.cores() as usize],
             channel_used: vec![0; channels],
             channel_limit: vec![geometry.usable_bytes_per_channel(); channels],
         }
     }
 
-    /// Records `bytes` charged to `(core, usage)` on `channel`. The caller
-    /// has validated core and channel; an out-of-range index is ignored
-    /// rather than trusted.
-    pub(crate) fn charge(&mut self, core: PCore, channel: u32, usage: MemUsage, bytes: u64) {
+    /// Records `bytes` charged to `(core, usage)` on `channel` for an
+    /// allocation of `requested` bytes. The caller has validated core and
+    /// channel; an out-of-range index is ignored rather than trusted.
+    pub(crate) fn charge(
+        &mut self,
+        core: PCore,
+        channel: u32,
+        usage: MemUsage,
+        bytes: u64,
+        requested: u64,
+    ) {
         if let Some(row) = self.per_core.get_mut(core.0 as usize) {
             row[usage.index()] += bytes;
+        }
+        if let Some(row) = self.requested.get_mut(core.0 as usize) {
+            row[usage.index()] += requested;
         }
         if let Some(used) = self.channel_used.get_mut(channel as usize) {
             *used += bytes;
@@ -237,11 +252,22 @@ impl Ledger {
     }
 
     /// Reverses a [`Ledger::charge`] with the same arguments.
-    pub(crate) fn discharge(&mut self, core: PCore, channel: u32, usage: MemUsage, bytes: u64) {
+    pub(crate) fn discharge(
+        &mut self,
+        core: PCore,
+        channel: u32,
+        usage: MemUsage,
+        bytes: u64,
+        requested: u64,
+    ) {
         if let Some(row) = self.per_core.get_mut(core.0 as usize) {
             let cell = &mut row[usage.index()];
             debug_assert!(*cell >= bytes, "ledger underflow");
             *cell = cell.saturating_sub(bytes);
+        }
+        if let Some(row) = self.requested.get_mut(core.0 as usize) {
+            let cell = &mut row[usage.index()];
+            *cell = cell.saturating_sub(requested);
         }
         if let Some(used) = self.channel_used.get_mut(channel as usize) {
             debug_assert!(*used >= bytes, "channel ledger underflow");
@@ -252,6 +278,14 @@ impl Ledger {
     /// Bytes charged to one `(core, usage)` cell; 0 for an unknown core.
     pub fn used(&self, core: PCore, usage: MemUsage) -> u64 {
         self.per_core
+            .get(core.0 as usize)
+            .map_or(0, |row| row[usage.index()])
+    }
+
+    /// Bytes requested by live allocations of one `(core, usage)` cell (the
+    /// runtime's memory report counts these); 0 for an unknown core.
+    pub fn requested(&self, core: PCore, usage: MemUsage) -> u64 {
+        self.requested
             .get(core.0 as usize)
             .map_or(0, |row| row[usage.index()])
     }
@@ -377,10 +411,12 @@ mod tests {
     fn charges_add_up_per_core_category_channel_and_vnc() {
         let g = Geometry::for_arch(Arch::Cayman);
         let mut l = Ledger::new(&g);
-        l.charge(PCore(2), 1, MemUsage::Weight, 8192);
-        l.charge(PCore(3), 1, MemUsage::InstrPe, 4096);
-        l.charge(PCore(3), 1, MemUsage::Io, 4096);
+        l.charge(PCore(2), 1, MemUsage::Weight, 8192, 8000);
+        l.charge(PCore(3), 1, MemUsage::InstrPe, 4096, 64);
+        l.charge(PCore(3), 1, MemUsage::Io, 4096, 8);
         assert_eq!(l.used(PCore(2), MemUsage::Weight), 8192);
+        assert_eq!(l.requested(PCore(2), MemUsage::Weight), 8000);
+        assert_eq!(l.requested(PCore(3), MemUsage::Io), 8);
         assert_eq!(l.core_total(PCore(3)), 8192);
         assert_eq!(
             l.core_category_total(PCore(3), MemCategory::CodeDevice),
@@ -405,9 +441,9 @@ mod tests {
             }
         );
         assert!(l.vnc_memory_stats(&g, LCore(4), 2).is_err());
-        l.discharge(PCore(2), 1, MemUsage::Weight, 8192);
-        l.discharge(PCore(3), 1, MemUsage::InstrPe, 4096);
-        l.discharge(PCore(3), 1, MemUsage::Io, 4096);
+        l.discharge(PCore(2), 1, MemUsage::Weight, 8192, 8000);
+        l.discharge(PCore(3), 1, MemUsage::InstrPe, 4096, 64);
+        l.discharge(PCore(3), 1, MemUsage::Io, 4096, 8);
         assert_eq!(l.total(), 0);
         assert_eq!(l, Ledger::new(&g));
     }

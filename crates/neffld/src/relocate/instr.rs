@@ -4,11 +4,12 @@
 //! copied verbatim. Pseudo opcodes (the host-only band `0xC1..=0xDF` and
 //! the `0xA9` straggler) are lowered:
 //! - `0xCC` branch label: deleted;
-//! - `0xD4` direct DMA: each ADDR8 operand is rewritten in place — mode
-//!   `0x10` (a var_id) to the variable's absolute device address, mode
-//!   `0x20` (an index into the `dge-table` list) to a template pointer
-//!   (bit 61, var_id, offset) that execution resolves, because IO tensors
-//!   are not allocated at load;
+//! - `0xD4` direct DMA: becomes the device opcode `0xB8`, and each ADDR8
+//!   operand is rewritten in place — mode `0x10` (a var_id) to the
+//!   variable's absolute device address (a template pointer — bit 61,
+//!   var_id, offset — for an IO tensor), mode `0x20` (an index into the
+//!   `dge-table` list) kept as written when it names an IO tensor, which
+//!   execution resolves (as the captures show), else the address;
 //! - `0xC1` DMA trigger: bound to the block's place in its queue's ring —
 //!   bytes 12..20 become the ring's device address, 20..24 the first
 //!   descriptor, 24..28 the descriptor count, 28..32 the completion
@@ -21,13 +22,13 @@
 //! documented); they keep the record self-describing for simulators and
 //! for the staged-model validator.
 //!
-//! The image is `[preamble][main][postamble]`; the runtime-generated
-//! preamble and postamble are short synthetic sequences of the runtime's own
-//! control records (`0x10B5` branch hint, `0x10A0` semaphore ops, `0x10A4`
-//! sync event, `0x10A9` branch back to start), recorded as INSERT patches.
+//! The image is `[preamble][main][postamble]`; the runtime's own preamble
+//! and postamble come from [`super::runtime_code`] (slot counts as the
+//! captures show them), recorded as INSERT patches.
 
 use super::dma::{template, Target};
 use super::ipmap::{ImageLayout, Patch, PatchList, Section, RECORD};
+use super::runtime_code::RuntimeCode;
 use super::RelocError;
 use crate::fallible;
 use crate::ids::VarId;
@@ -40,6 +41,9 @@ pub const OP_FUNCTION_BEGIN: u8 = 0xD1;
 pub const OP_FUNCTION_CALL: u8 = 0xD3;
 pub const OP_PSEUDO_INST: u8 = 0xDF;
 pub const OP_COMPARE_BRANCH: u8 = 0xA9;
+/// The device opcode a lowered `0xD4` carries: every rewritten `0xD4` of
+/// the ten captures starts with `0xB8`, its other bytes of word 0 kept.
+pub const OP_DMA_DIRECT: u8 = 0xB8;
 
 /// True for the host-only opcodes that must be lowered.
 pub fn is_pseudo(op: u8) -> bool {
@@ -95,46 +99,14 @@ impl EngineImage {
     }
 }
 
-fn control_record(opcode: u8, fill: impl FnOnce(&mut [u8; 64])) -> [u8; 64] {
-    let mut r = [0u8; 64];
-    r[0] = opcode;
-    r[1] = 0x10;
-    fill(&mut r);
-    r
-}
-
-/// The runtime's preamble: a branch hint and a semaphore wait (model switch).
-pub fn preamble() -> Vec<[u8; 64]> {
-    vec![
-        control_record(0xB5, |_| {}),
-        control_record(0xA0, |r| {
-            r[0x20] = 1; // wait mode
-        }),
-    ]
-}
-
-/// The runtime's postamble: semaphore reset, done notification, branch to start.
-pub fn postamble() -> Vec<[u8; 64]> {
-    vec![
-        control_record(0xA0, |r| {
-            r[0x22] = 0x15; // update mode: semaphore increment
-            r[0x28] = 1;
-        }),
-        control_record(0xA4, |r| {
-            r[6] = 17; // sync event set
-        }),
-        control_record(OP_COMPARE_BRANCH, |r| {
-            r[3] = 2; // relative-encoded branch
-        }),
-    ]
-}
-
 /// Lowers one engine's NEFF stream (`name` is used in error messages) and
-/// assembles its image, as it will sit at device address `base`.
+/// assembles its image between the runtime's own `code`, as it will sit at
+/// device address `base`.
 pub fn lower(
     name: &str,
     stream: &[u8],
     base: u64,
+    code: RuntimeCode,
     r: &dyn Resolve,
 ) -> Result<EngineImage, RelocError> {
     if !stream.len().is_multiple_of(RECORD as usize) {
@@ -143,13 +115,13 @@ pub fn lower(
             size: stream.len() as u64,
         });
     }
-    let pre = preamble();
-    let post = postamble();
+    let pre = code.preamble();
+
     let n_records = stream.len() / RECORD as usize;
     let mut img = EngineImage::default();
     fallible::reserve(
         &mut img.bytes,
-        (pre.len() + n_records + post.len()) * RECORD as usize,
+        (pre.len() + n_records + code.postamble_slots() as usize) * RECORD as usize,
         "an instruction image",
     )?;
     for rec in &pre {
@@ -185,6 +157,7 @@ pub fn lower(
             OP_PSEUDO_INST if rec[12] == 1 => img.patches.push(patch(0)),
             OP_PSEUDO_DMA_DIRECT2D => {
                 let mut out: [u8; 64] = rec.try_into().expect("64-byte record");
+                out[0] = OP_DMA_DIRECT;
                 for at in [D4_SRC, D4_DST] {
                     let a =
                         Addr8::decode(&rec[at..at + 8]).expect("8 bytes inside a 64-byte record");
@@ -212,6 +185,13 @@ pub fn lower(
                                 var,
                                 offset,
                             });
+                            if a.mode == ADDR8_DGE_INDEX {
+                                // The runtime leaves a dge-table operand of an
+                                // IO tensor as the NEFF wrote it (every mode
+                                // 0x20 word of the ten captures): the DGE
+                                // resolves it at execution.
+                                continue;
+                            }
                             template(var, offset).map_err(|e| err(e.to_string()))?
                         }
                         Target::RingPad => {
@@ -247,6 +227,7 @@ pub fn lower(
         }
     }
     let main_len = (img.bytes.len() - main_start) / RECORD as usize;
+    let post = code.postamble(main_len as u32);
     for rec in &post {
         img.bytes.extend_from_slice(rec);
     }
@@ -274,8 +255,18 @@ pub fn lower(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relocate::dma::decode_template;
+    use crate::manifest::engine::EngineType;
     use crate::relocate::ipmap::PatchKind;
+    use crate::relocate::runtime_code::CoreRole;
+
+    /// pe on a second core: 66 preamble and 11 postamble slots.
+    const CODE: RuntimeCode = RuntimeCode {
+        engine: EngineType::Pe,
+        role: CoreRole::Second,
+        act_tables: false,
+    };
+    const PRE: usize = 66;
+    const POST: usize = 11;
 
     /// var 0 = SB at 0x5000_0000, var 4 = a weight at 0x1_0000, vars 1..3 = IO; dge list [3,1,2].
     struct Fake {
@@ -349,22 +340,27 @@ mod tests {
         c1[12..18].copy_from_slice(b"qSPIO0");
         c1[48] = 5;
         let stream: Vec<u8> = [rec(0xB1), rec(OP_PSEUDO_BRANCH_LABEL), d4, rec(0x01), c1].concat();
-        let img = lower("PE", &stream, 0x8000_0000, &fake()).unwrap();
-        // pre (2) + main 4 (label deleted) + post (3)
-        assert_eq!(img.bytes.len(), (2 + 4 + 3) * 64);
-        let main = &img.bytes[2 * 64..6 * 64];
+        let img = lower("PE", &stream, 0x8000_0000, CODE, &fake()).unwrap();
+        // pre + main 4 (label deleted) + post
+        assert_eq!(img.bytes.len(), (PRE + 4 + POST) * 64);
+        let main = &img.bytes[PRE * 64..(PRE + 4) * 64];
         assert_eq!(main[0], 0xB1);
         let d = &main[64..128];
         assert_eq!(
             u64::from_le_bytes(d[16..24].try_into().unwrap()),
             0x5000_0000 + 0x37B00
         );
-        let dst = u64::from_le_bytes(d[40..48].try_into().unwrap());
-        assert_eq!(decode_template(dst), Some((VarId(3), 4096)));
+        assert_eq!(d[0], OP_DMA_DIRECT, "the device opcode");
+        assert_eq!(&d[1..16], &d4[1..16], "the rest of word 0 and word 1 kept");
+        assert_eq!(
+            &d[40..48],
+            &d4[40..48],
+            "a dge-table IO operand is kept as written"
+        );
         assert_eq!(
             img.io_operands,
             vec![IoOperand {
-                image_offset: (3 * 64 + 40) as u64,
+                image_offset: ((PRE + 1) * 64 + 40) as u64,
                 var: VarId(3),
                 offset: 4096
             }]
@@ -398,7 +394,7 @@ mod tests {
         // The MATMUL (NEFF record 3) sits at device slot 2 of MAIN.
         assert_eq!(
             img.patches
-                .device_ip_to_neff(&img.layout, 0x8000_0000 + (2 + 2) * 64),
+                .device_ip_to_neff(&img.layout, 0x8000_0000 + (PRE as u64 + 2) * 64),
             Ok((Section::Main, Some(3)))
         );
         assert_eq!(img.alignment(), 0x8000);
@@ -418,7 +414,7 @@ mod tests {
             addr8(&mut d4, 16, offset, id, mode);
             addr8(&mut d4, 40, 0, 0, ADDR8_STATIC_VAR);
             let stream: Vec<u8> = [rec(0xB1), d4].concat();
-            let e = lower("Pool", &stream, 0, &fake()).unwrap_err();
+            let e = lower("Pool", &stream, 0, CODE, &fake()).unwrap_err();
             let msg = e.to_string();
             assert!(
                 msg.contains("instruction 1 (opcode 0xd4) of Pool") && msg.contains(want),
@@ -430,25 +426,25 @@ mod tests {
 
     #[test]
     fn unknown_pseudos_unbound_triggers_and_partial_records_fail() {
-        let e = lower("DVE", &[rec(0xB1), rec(0xC7)].concat(), 0, &fake()).unwrap_err();
+        let e = lower("DVE", &[rec(0xB1), rec(0xC7)].concat(), 0, CODE, &fake()).unwrap_err();
         assert!(e.to_string().contains("unknown pseudo opcode"), "{e}");
         let mut c1 = rec(OP_PSEUDO_DMATRIGGER);
         c1[12..20].copy_from_slice(b"qUnknown");
-        let e = lower("SP", &c1, 0, &fake()).unwrap_err();
+        let e = lower("SP", &c1, 0, CODE, &fake()).unwrap_err();
         assert!(e.to_string().contains("qUnknown"), "{e}");
-        let e = lower("SP", &[0u8; 70], 0, &fake()).unwrap_err();
+        let e = lower("SP", &[0u8; 70], 0, CODE, &fake()).unwrap_err();
         assert!(matches!(e, RelocError::PartialRecord { size: 70, .. }));
         // Real opcodes, even unknown ones, are copied verbatim; EXIT is deleted.
         let mut exit = rec(OP_PSEUDO_INST);
         exit[12] = 1;
-        let img = lower("Act", &[rec(0x47), exit].concat(), 0, &fake()).unwrap();
-        assert_eq!(img.bytes.len(), (2 + 1 + 3) * 64);
+        let img = lower("Act", &[rec(0x47), exit].concat(), 0, CODE, &fake()).unwrap();
+        assert_eq!(img.bytes.len(), (PRE + 1 + POST) * 64);
     }
 
     #[test]
     fn an_empty_stream_is_preamble_and_postamble_only() {
-        let img = lower("PE", &[], 0x4000, &fake()).unwrap();
-        assert_eq!(img.bytes.len(), 5 * 64);
-        assert_eq!(img.layout.sections[1], (Section::Main, 2, 0));
+        let img = lower("PE", &[], 0x4000, CODE, &fake()).unwrap();
+        assert_eq!(img.bytes.len(), (PRE + POST) * 64);
+        assert_eq!(img.layout.sections[1], (Section::Main, PRE as u32, 0));
     }
 }

@@ -6,6 +6,7 @@
 pub mod dma;
 pub mod instr;
 pub mod ipmap;
+pub mod runtime_code;
 
 use thiserror::Error;
 

@@ -12,6 +12,7 @@
 //! images, in that order) then go to the device as one batch, which it can
 //! check under one lock instead of one per copy.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::container::Archive;
@@ -24,6 +25,7 @@ use crate::relocate::dma::{
     expand_block, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
 };
 use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
+use crate::relocate::runtime_code::{CoreRole, RuntimeCode};
 use crate::relocate::RelocError;
 use crate::Arch;
 
@@ -292,17 +294,19 @@ fn build_ring(
     )))
 }
 
-/// Builds one subgraph on its core into `image` (which holds its plan).
-/// The image belongs to a staging guard ([`super::txn::CoreGuard`]): on
-/// failure, or a panic, the guard frees whatever the build allocated, so
-/// nothing here unwinds by hand. The core's model-table entry, the last step
-/// of `kbl_model_add`, is the guard's too.
+/// Builds one subgraph on its core into `image` (which holds its plan);
+/// `role` says which core of its logical core it is, which the runtime's own
+/// code depends on. The image belongs to a staging guard
+/// ([`super::txn::CoreGuard`]): on failure, or a panic, the guard frees
+/// whatever the build allocated, so nothing here unwinds by hand. The core's
+/// model-table entry, the last step of `kbl_model_add`, is the guard's too.
 pub fn build(
     dev: &dyn Device,
     kbin: &Kbin,
     archive: &Archive,
     image: &mut CoreImage,
     arch: Arch,
+    role: CoreRole,
 ) -> Result<(), StageError> {
     let mut b = Builder {
         dev,
@@ -311,7 +315,7 @@ pub fn build(
         allocs: &mut image.allocs,
         reloc_time: std::time::Duration::ZERO,
     };
-    let (rings, tables, engines) = build_parts(&mut b, kbin, archive, &image.plan, arch)?;
+    let (rings, tables, engines) = build_parts(&mut b, kbin, archive, &image.plan, arch, role)?;
     image.reloc_time = b.reloc_time;
     image.rings = rings;
     image.tables = tables;
@@ -321,12 +325,39 @@ pub fn build(
 
 type Parts = (Vec<PlacedRing>, Vec<PlacedTable>, Vec<PlacedImage>);
 
+/// The runtime's four activation-table buffers and their sizes on trn2:
+/// 64 + 8 + 8 + 2 KiB = 83,968 bytes, the Scalar Table row of every capture
+/// whose core has act tables (one eighth of the 512/64/64/16 KiB host
+/// staging buffers of stage.md §7 step 10). Bucket and control blobs of
+/// every set are copied, concatenated, into the first two; a buffer grows
+/// to fit when the sets need more.
+const ACT_TABLE_BUFFERS: [(&str, u64); 4] = [
+    ("bkt", 64 << 10),
+    ("ctrl", 8 << 10),
+    ("profile", 8 << 10),
+    ("map", 2 << 10),
+];
+
+/// A table-load ring (qActTable, qDveTable): 2,048 bytes, the difference of
+/// the DMA Rings Runtime rows of the core with act tables (32,768) and the
+/// one without (30,720) in every capture.
+const TABLE_RING_BYTES: u64 = 2048;
+
+/// One blob borrowed, or several joined.
+fn joined<'a>(parts: &[&'a [u8]]) -> Cow<'a, [u8]> {
+    match parts {
+        [one] => Cow::Borrowed(one),
+        _ => Cow::Owned(parts.concat()),
+    }
+}
+
 fn build_parts<'a>(
     b: &mut Builder<'_>,
     kbin: &'a Kbin,
     archive: &'a Archive,
     plan: &'a CorePlan,
     arch: Arch,
+    role: CoreRole,
 ) -> Result<Parts, StageError> {
     check_carveout(kbin)?;
     let dge_tables = kbin.vars.count(crate::manifest::def::VarKind::DgeTable);
@@ -360,76 +391,116 @@ fn build_parts<'a>(
 
     // Activation tables, DVE tables, GPSIMD libraries (sunda only), each
     // with the bytes to copy into it.
-    let mut tables: Vec<(PlacedTable, &[u8])> = Vec::new();
+    let mut tables: Vec<(PlacedTable, Cow<'a, [u8]>)> = Vec::new();
     let mut table = |b: &mut Builder<'_>,
                      what: String,
-                     bytes: &'a [u8],
+                     size: u64,
+                     bytes: Cow<'a, [u8]>,
                      usage: MemUsage|
      -> Result<(), StageError> {
-        let (handle, pa) = b.alloc(&what, bytes.len() as u64, 0, usage)?;
-        let len = bytes.len() as u64;
+        let (handle, pa) = b.alloc(&what, size, 0, usage)?;
         tables.push((
             PlacedTable {
                 what,
                 handle,
                 pa,
-                len,
+                len: size,
             },
             bytes,
         ));
         Ok(())
     };
-    for set in &kbin.act_sets {
-        table(
-            b,
-            format!("act {} bkt", set.name),
-            set.bkt.bytes(archive),
-            MemUsage::ActTable,
-        )?;
-        table(
-            b,
-            format!("act {} ctrl", set.name),
-            set.ctrl.bytes(archive),
-            MemUsage::ActTable,
-        )?;
+    if !kbin.act_sets.is_empty() {
+        let bkt: Vec<&[u8]> = kbin.act_sets.iter().map(|s| s.bkt.bytes(archive)).collect();
+        let ctrl: Vec<&[u8]> = kbin
+            .act_sets
+            .iter()
+            .map(|s| s.ctrl.bytes(archive))
+            .collect();
+        for (i, (name, capacity)) in ACT_TABLE_BUFFERS.iter().enumerate() {
+            let bytes = match i {
+                0 => joined(&bkt),
+                1 => joined(&ctrl),
+                _ => Cow::Borrowed(&[][..]),
+            };
+            let size = (*capacity).max(bytes.len() as u64);
+            table(b, format!("act {name}"), size, bytes, MemUsage::ActTable)?;
+        }
     }
     for slot in DveSlot::ALL {
         if let Some(blob) = &kbin.dve_tables[slot as usize] {
+            let bytes = blob.bytes(archive);
             table(
                 b,
                 format!("dve {}", slot.key()),
-                blob.bytes(archive),
+                bytes.len() as u64,
+                Cow::Borrowed(bytes),
                 MemUsage::Generic,
             )?;
         }
     }
     if arch == Arch::Sunda {
         for lib in &kbin.ucode_libs {
+            let bytes = lib.content.bytes(archive);
             table(
                 b,
                 format!("ucode {}", lib.library),
-                lib.content.bytes(archive),
+                bytes.len() as u64,
+                Cow::Borrowed(bytes),
                 MemUsage::UcodeLib,
             )?;
         }
     }
+    // The rings that load the tables into the engines: qActTable and
+    // qDveTable in the captures' queue lists, one DMA_RING each.
+    let has_dve = kbin.dve_tables.iter().any(Option::is_some);
+    for (queue, present) in [
+        ("qActTable", !kbin.act_sets.is_empty()),
+        ("qDveTable", has_dve),
+    ] {
+        if present {
+            table(
+                b,
+                format!("ring {queue}"),
+                TABLE_RING_BYTES,
+                Cow::Borrowed(&[][..]),
+                MemUsage::DmaRing,
+            )?;
+        }
+    }
 
-    // Instruction images, SP last.
+    // Instruction images, allocated in the kbin's alphabetical engine order
+    // (act, dve, pe, pool, sp — SP last), the order their device addresses
+    // rise in on every capture; kept in the kbin's order afterwards.
     let mut engines = Vec::with_capacity(5);
-    for e in &kbin.engines {
+    let mut order: Vec<_> = kbin.engines.iter().collect();
+    order.sort_by_key(|e| e.ty.key());
+    for e in order {
         let stream = e
             .instr
             .as_ref()
             .map(|blob| blob.bytes(archive))
             .unwrap_or_default();
         let name = format!("{}/{}", kbin.name, e.ty.key());
+        let code = RuntimeCode {
+            engine: e.ty,
+            role,
+            act_tables: !kbin.act_sets.is_empty(),
+        };
         let t = std::time::Instant::now();
-        let mut image = instr::lower(&name, stream, 0, &resolver).map_err(|err| b.reloc(err))?;
+        let mut image =
+            instr::lower(&name, stream, 0, code, &resolver).map_err(|err| b.reloc(err))?;
         b.reloc_time += t.elapsed();
         let (handle, pa) = b.alloc(
             &format!("{name} instructions"),
             image.bytes.len() as u64,
             image.alignment(),
+            instr_usage(e.ty),
+        )?;
+        b.alloc(
+            &format!("{name} runtime block"),
+            code.fixed_block(),
+            0,
             instr_usage(e.ty),
         )?;
         image.layout.base = pa;
@@ -440,6 +511,7 @@ fn build_parts<'a>(
             image,
         });
     }
+    engines.sort_by_key(|p| kbin.engines.iter().position(|e| e.ty == p.engine));
 
     // Every copy, as one batch.
     let mut copies = Copies::default();
@@ -450,7 +522,7 @@ fn build_parts<'a>(
         copies.push(r.handle, &r.image.bytes, Fill::Ring(&r.queue));
     }
     for (t, bytes) in &tables {
-        copies.push(t.handle, bytes, Fill::Table(&t.what));
+        copies.push(t.handle, bytes.as_ref(), Fill::Table(&t.what));
     }
     for e in &engines {
         copies.push(e.handle, &e.image.bytes, Fill::Image(e.engine));

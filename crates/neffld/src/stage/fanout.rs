@@ -19,6 +19,7 @@ use crate::device::Device;
 use crate::ids::{HModel, PCore};
 use crate::kbin::Kbin;
 use crate::manifest::def::VarKind;
+use crate::relocate::runtime_code::CoreRole;
 use crate::Arch;
 
 use super::core;
@@ -115,21 +116,28 @@ pub fn stage<'d>(
             "on the caller's thread"
         }
     );
-    let build = |kbin: &Kbin, mut guard: CoreGuard<'d>| -> Result<CoreGuard<'d>, StageError> {
-        core::build(dev, kbin, archive, guard.image_mut(), opts.arch)?;
+    let build = |k: usize, kbin: &Kbin, mut guard: CoreGuard<'d>| {
+        let role = CoreRole::of_subgraph(k);
+        core::build(dev, kbin, archive, guard.image_mut(), opts.arch, role)?;
         guard.enter_model_table()?;
-        Ok(guard)
+        Ok::<_, StageError>(guard)
     };
     // Each result holds its guard; a failed or panicked build has already
     // dropped its own, and dropping `built` drops the others.
     let built: Vec<Result<CoreGuard<'d>, StageError>> = if !threaded {
-        kbins.iter().zip(guards).map(|(k, g)| build(k, g)).collect()
+        kbins
+            .iter()
+            .zip(guards)
+            .enumerate()
+            .map(|(i, (k, g))| build(i, k, g))
+            .collect()
     } else {
         std::thread::scope(|s| {
             let handles: Vec<_> = kbins
                 .iter()
                 .zip(guards)
-                .map(|(kbin, guard)| (&kbin.name, s.spawn(move || build(kbin, guard))))
+                .enumerate()
+                .map(|(i, (kbin, guard))| (&kbin.name, s.spawn(move || build(i, kbin, guard))))
                 .collect();
             handles
                 .into_iter()

@@ -16,9 +16,9 @@
 //! `virtual` vars sit in the core's shared scratchpad at their arena offset
 //! (aliasing allowed, as real NEFFs do), or get a private allocation when
 //! they would straddle a page; inputs and outputs are **not** allocated —
-//! they are bound by name at every execution; pointer slots and pointer
-//! tables (the `dge-table`) get small device arrays whose IO rows are filled
-//! per execution.
+//! they are bound by name at every execution; pointer slots get small device
+//! arrays whose IO rows are filled per execution, and a `dge-table` one
+//! 8-byte IO word (its list is resolved on the host).
 
 use crate::container::Archive;
 use crate::device::{AllocReq, Device, MemHandle, MemUsage};
@@ -67,6 +67,9 @@ pub struct CorePlan {
     /// Non-fatal findings (aliasing lost on a private scratch allocation).
     pub warnings: Vec<String>,
 }
+
+/// Device bytes of a `dge-table` (its IO word).
+const DGE_IO_BYTES: u64 = 8;
 
 /// The state-buffer window every SB variable spans.
 pub const SB_BYTES: u64 = crate::device::geometry::SB_WINDOW;
@@ -222,9 +225,16 @@ impl Planner<'_> {
                 Placement::Hbm { pa, size: 8 }
             }
             VarKind::DgeTable => {
-                let bytes = (var.list.len() as u64).saturating_mul(8);
-                let (pa, _) = self.alloc(plan, kbin, var, bytes, 0, MemUsage::Generic)?;
-                Placement::Hbm { pa, size: bytes }
+                // The list is resolved on the host at every execution
+                // (lowered operands name its variables directly); the
+                // device keeps one 8-byte IO word per table — the IO row
+                // of 8 bytes every capture shows on the core with a
+                // dge-table, 0 on the one without.
+                let (pa, _) = self.alloc(plan, kbin, var, DGE_IO_BYTES, 0, MemUsage::Io)?;
+                Placement::Hbm {
+                    pa,
+                    size: DGE_IO_BYTES,
+                }
             }
             VarKind::Virtual => self.place_virtual(plan, kbin, var, page)?,
         })
@@ -374,8 +384,8 @@ fn bind_remote(kbins: &[Kbin], plans: &mut [&mut CorePlan]) -> Result<(), StageE
     Ok(())
 }
 
-/// Writes pointer slots and pointer-table rows: the referenced variable's
-/// address when it is staged, 0 for IO rows (filled per execution).
+/// Writes pointer slots: the referenced variable's address when it is
+/// staged, 0 for IO rows (filled per execution).
 fn fill_pointers(planner: &Planner<'_>, kbin: &Kbin, plan: &CorePlan) -> Result<(), StageError> {
     let addr_of = |id: VarId| -> u64 {
         match kbin.vars.get(id).map(|v| plan.target(v, 0, 0)) {
@@ -386,7 +396,6 @@ fn fill_pointers(planner: &Planner<'_>, kbin: &Kbin, plan: &CorePlan) -> Result<
     for var in kbin.vars.iter() {
         let rows: Vec<u64> = match var.kind {
             VarKind::Pointer if !var.io_ref => var.referenced.map(addr_of).into_iter().collect(),
-            VarKind::DgeTable => var.list.iter().map(|&id| addr_of(id)).collect(),
             _ => continue,
         };
         if rows.iter().all(|&r| r == 0) {

@@ -8,7 +8,7 @@
 //! input or output variable of the subgraph, at an offset inside it.
 
 use crate::device::{Device, LiveAlloc};
-use crate::ids::PCore;
+use crate::ids::{PCore, VarId};
 use crate::kbin::Kbin;
 use crate::manifest::def::VarKind;
 use crate::relocate::dma::decode_template;
@@ -53,9 +53,14 @@ impl Bounds {
 }
 
 fn check_template(kbin: &Kbin, ptr: u64, findings: &mut Vec<Finding>, where_: &str) {
-    let Some((var, offset)) = decode_template(ptr) else {
-        return;
-    };
+    if let Some((var, offset)) = decode_template(ptr) {
+        check_io(kbin, var, offset, findings, where_);
+    }
+}
+
+/// An operand bound at execution must name an input or output of the
+/// subgraph, at an offset inside it.
+fn check_io(kbin: &Kbin, var: VarId, offset: u64, findings: &mut Vec<Finding>, where_: &str) {
     let ok = kbin.vars.get(var).is_some_and(|v| {
         matches!(v.kind, VarKind::Input | VarKind::Output) && offset <= v.size.unwrap_or(0)
     });
@@ -105,11 +110,10 @@ pub fn validate(dev: &dyn Device, kbins: &[Kbin], images: &[CoreImage]) -> Vec<F
         }
         for e in &img.engines {
             for io in &e.image.io_operands {
-                let o = io.image_offset as usize;
-                let ptr = u64::from_le_bytes(e.image.bytes[o..o + 8].try_into().expect("8 bytes"));
-                check_template(
+                check_io(
                     kbin,
-                    ptr,
+                    io.var,
+                    io.offset,
                     &mut findings,
                     &format!("{} image offset {:#x}", e.engine.key(), io.image_offset),
                 );
