@@ -3,7 +3,7 @@
 
 pub mod archive;
 #[cfg(feature = "libdeflate")]
-mod fast_inflate;
+pub mod fast_inflate;
 pub mod header;
 pub mod integrity;
 pub mod writer;
