@@ -37,3 +37,6 @@ python3 scripts/whole_process.py "$RUNS" \
     "$SCALE_MIB MiB: load (sim) ÷ floor" "$L $D/big.neff" "$FLOOR $D/big.neff"
 echo
 echo "file sizes: matmul_large $(wc -c <"$F"), r512 $(wc -c <"$D/r512.neff"), big $(wc -c <"$D/big.neff") bytes"
+echo
+echo "## Peak RSS added by staging matmul_large on SimDevice (3 processes)"
+for i in 1 2 3; do "$SCALE" stage-rss "$F"; done
