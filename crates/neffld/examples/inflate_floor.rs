@@ -31,9 +31,10 @@ fn main() {
         eprintln!("{path}: not a NEFF");
         std::process::exit(1)
     };
-    let cap = args.get(1).and_then(|a| a.parse().ok()).unwrap_or_else(|| {
-        (window.len().saturating_mul(128)).min(window.len() + (8 << 30))
-    });
+    let cap = args
+        .get(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| (window.len().saturating_mul(128)).min(window.len() + (8 << 30)));
     let mut out = Vec::with_capacity(cap);
     let mut d = Decompressor::new().expect("libdeflate state");
     match d.gzip_member(window, &mut out) {
