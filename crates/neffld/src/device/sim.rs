@@ -580,6 +580,11 @@ mod tests {
                 (33 << 20) + 7,
                 (0..10_000u32).map(|i| (i % 255 + 1) as u8).collect(),
             ),
+            // Long enough to be populated before the copy.
+            (
+                50 << 20,
+                (0..2 * POPULATE_MIN).map(|i| (i % 7 + 1) as u8).collect(),
+            ),
         ];
         let mut model = std::collections::BTreeMap::new();
         for (at, data) in &writes {
