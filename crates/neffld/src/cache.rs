@@ -377,18 +377,16 @@ impl<T: Weigh> ParseCache<T> {
                     hold,
                 }
             }
-            Joined::Failed => {
-                tracing::debug!("cache creation failed, do my own");
+            Joined::Failed | Joined::Alone => {
+                let role = if matches!(role, Joined::Failed) {
+                    tracing::debug!("cache creation failed, do my own");
+                    Role::IndependentHoldingRef
+                } else {
+                    tracing::debug!("proceeding independently");
+                    Role::Independent
+                };
                 Entry {
-                    role: Role::IndependentHoldingRef,
-                    result: parse().map(Arc::new),
-                    hold,
-                }
-            }
-            Joined::Alone => {
-                tracing::debug!("proceeding independently");
-                Entry {
-                    role: Role::Independent,
+                    role,
                     result: parse().map(Arc::new),
                     hold,
                 }
