@@ -292,6 +292,24 @@ mod tests {
     }
 
     #[test]
+    fn cache_retention_is_read_from_the_environment() {
+        let d = RuntimeConfig::default().cache_policy();
+        assert_eq!((d.slots, d.retain, d.late_reuse), (1, 0, true));
+        let c = RuntimeConfig::default()
+            .with_env(env(&[
+                ("NEFFLD_CACHE_RETAIN", "8"),
+                ("NEFFLD_CACHE_RETAIN_BYTES", "1048576"),
+            ]))
+            .unwrap();
+        let p = c.cache_policy();
+        assert_eq!((p.retain, p.retain_bytes), (8, 1 << 20));
+        let e = RuntimeConfig::default()
+            .with_env(env(&[("NEFFLD_CACHE_RETAIN", "-1")]))
+            .unwrap_err();
+        assert_eq!(e.var, "NEFFLD_CACHE_RETAIN");
+    }
+
+    #[test]
     fn bad_values_name_the_variable() {
         let e = RuntimeConfig::default()
             .with_env(env(&[("NEURON_RT_VALIDATE_HASH", "maybe")]))
