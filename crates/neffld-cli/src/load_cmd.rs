@@ -546,6 +546,8 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     config.allow_legacy_neff |= a.allow_legacy_neff;
     config.lnc = a.lnc.or(config.lnc);
     config.max_inflated = a.max_inflated.or(config.max_inflated);
+    // One load per process: the cache need not fingerprint the whole file.
+    config.one_load_at_a_time = true;
     let mut out = json!({"file": input::display(&a.file), "size": bytes.len(), "device": match a.device {
         DeviceArg::Sim => "sim",
         DeviceArg::Null => "null",

@@ -414,8 +414,18 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
             vec![python_baseline(&script, &file).unwrap_or_default()]
         }));
     }
-    for (parallel, label) in [(true, "8 concurrent"), (false, "8 sequential")] {
-        let rt = Arc::new(Runtime::new(config(DeviceKind::Sim, None)).unwrap());
+    for (parallel, retain, label) in [
+        (true, 0, "8 concurrent"),
+        (false, 0, "8 sequential"),
+        (false, 1, "8 sequential retained"),
+    ] {
+        let rt = Arc::new(
+            Runtime::new(RuntimeConfig {
+                cache_retain: retain,
+                ..config(DeviceKind::Sim, None)
+            })
+            .unwrap(),
+        );
         let bytes = bytes.clone();
         cases.push(case(
             &[&format!("{short} {label} loads (SimDevice)")],
@@ -632,6 +642,12 @@ fn main() {
         "8 sequential loads (SimDevice)",
         "8 concurrent loads (SimDevice)",
         "> 1",
+    );
+    both(
+        "8 sequential, parse retained ÷ 8 concurrent",
+        "8 sequential retained loads (SimDevice)",
+        "8 concurrent loads (SimDevice)",
+        "≤ 1.3",
     );
     both(
         "memcpy floor ÷ device writes (copy efficiency)",

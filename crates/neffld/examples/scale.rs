@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! scale gen FILE TOTAL_MIB SUBGRAPHS      write a NEFF with TOTAL_MIB of weights
+//! scale gen-random FILE TOTAL_MIB SUBGRAPHS   the same with incompressible weights
 //! scale load FILE null|sim SUBGRAPHS      Runtime::load + unload, per-stage times, VmHWM
 //! scale stage-rss FILE                    RSS added by staging a NEFF on SimDevice (LNC 2)
 //! ```
@@ -36,7 +37,7 @@ fn mib(b: u64) -> f64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: scale gen FILE TOTAL_MIB SUBGRAPHS | load FILE null|sim SUBGRAPHS | stage-rss FILE"
+        "usage: scale gen|gen-random FILE TOTAL_MIB SUBGRAPHS | load FILE null|sim SUBGRAPHS | stage-rss FILE"
     );
     std::process::exit(2)
 }
@@ -44,11 +45,28 @@ fn usage() -> ! {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("gen") if args.len() == 4 => {
+        Some(mode @ ("gen" | "gen-random")) if args.len() == 4 => {
             let total: u64 = args[2].parse().unwrap_or_else(|_| usage());
             let sg: u32 = args[3].parse().unwrap_or_else(|_| usage());
             let per = (total << 20) / u64::from(sg) / 4 * 4;
-            let synth = Synth::cayman_weights(sg as usize, per);
+            let mut synth = Synth::cayman_weights(sg as usize, per);
+            if mode == "gen-random" {
+                // Incompressible weights: the file is as large as the payload.
+                let mut x = 0x9E37_79B9_7F4A_7C15u64;
+                let mut noise: Vec<u8> = (0..per.div_ceil(8))
+                    .flat_map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x.to_le_bytes()
+                    })
+                    .collect();
+                noise.truncate(per as usize);
+                let npy = neffld::testkit::npy_v1("<f4", &[per / 4], &noise);
+                for g in 0..sg {
+                    synth.set(&format!("sg{g:02}/value_sg0000_w_CRSM.npy"), npy.clone());
+                }
+            }
             let bytes = lnc_writer(sg).write(&synth.member_list());
             std::fs::write(&args[1], &bytes).expect("write");
             println!(

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::cache::{ParseCache, Role};
+use crate::cache::{ParseCache, Role, Weigh};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader, OpenOptions};
 use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice};
@@ -183,6 +183,13 @@ pub struct Parsed {
     pub model: ParsedModel,
 }
 
+impl Weigh for Parsed {
+    /// The inflated payload: the parse borrows from it and owns little else.
+    fn weight(&self) -> u64 {
+        self.neff.archive.decoded_len() as u64
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RtState {
     Init,
@@ -289,7 +296,7 @@ impl Runtime {
             vnc_usage: Mutex::new(vec![0; visible.len()]),
             visible,
             cores: Cores::new(cores),
-            cache: ParseCache::with_slots(config.cache_slots),
+            cache: ParseCache::new(config.cache_policy()),
             parses: AtomicU64::new(0),
             config,
             device,
@@ -487,14 +494,13 @@ impl Runtime {
             runtime_lnc: self.config.lnc_size(),
         };
         let t0 = Instant::now();
-        let key = self.cache.key(header.uuid, bytes);
         let mut timings = Timings {
             guard: guard_time,
             ..Timings::default()
         };
         let entry = self
             .cache
-            .get_or_parse(key, || -> Result<Parsed, LoadError> {
+            .get_or_parse(header.uuid, bytes, || -> Result<Parsed, LoadError> {
                 self.parses.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
                 let neff = match opened {

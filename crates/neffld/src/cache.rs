@@ -7,29 +7,79 @@
 //! still holding a reference (INDEPENDENT holding a ref); loaders of another
 //! NEFF while the slot is busy parse independently. The slot returns to
 //! empty when its last user releases it, so nothing outlives the loads that
-//! shared it.
+//! shared it — unless retention is enabled (below).
 //!
-//! Two deliberate differences from the reference:
+//! Deliberate differences from the reference:
 //! - **The key is the uuid AND the bytes**, not the uuid alone. The uuid is
 //!   written by the producer and never validated, so a damaged or repacked
 //!   copy carrying the same uuid would otherwise reuse a parse it does not
-//!   match. The key adds the length and a 128-bit keyed fingerprint of the
-//!   whole buffer (fresh random keys per cache, so colliding inputs cannot be
-//!   prepared in advance).
-//! - **Several slots** can be enabled ([`ParseCache::with_slots`]); the
-//!   default is one, as in the reference.
+//!   match. A slot is found by a cheap key (uuid, length, a fingerprint of a
+//!   few KiB sampled across the file); a parse is shared only when a keyed
+//!   128-bit fingerprint of every byte matches too (fresh random keys per
+//!   cache, so colliding inputs cannot be prepared in advance). That full
+//!   fingerprint is computed only when a second loader meets the slot (or
+//!   the slot may be retained), so a load that shares with nobody never
+//!   reads the file a second time.
+//! - **Several slots** can be enabled ([`CachePolicy::slots`]); the default
+//!   is one, as in the reference.
+//! - **Retention** ([`CachePolicy::retain`], opt-in): the last N parses
+//!   stay after their loads end, bounded by bytes and evicted least recently
+//!   used, so loading one NEFF on core after core parses it once.
+//! - **A creator that fails or panics** marks its slot failed on the way out
+//!   (a drop guard), so its waiters always wake.
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-/// What identifies "the same NEFF".
+/// Where a loader looks for "the same NEFF" (cheap: no pass over the file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CacheKey {
     pub uuid: [u8; 16],
     pub len: u64,
-    pub fingerprint: u128,
+    /// Fingerprint of the sampled bytes ([`sample`]).
+    pub sample: u128,
+}
+
+/// How much the cache keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CachePolicy {
+    /// NEFFs that can be in use at once, each with its own slot (1 = the
+    /// reference).
+    pub slots: usize,
+    /// Parses kept after their last load releases them (0 = none, the
+    /// reference).
+    pub retain: usize,
+    /// Ceiling on the bytes of the retained parses ([`Weigh`]); a parse
+    /// larger than this is never retained.
+    pub retain_bytes: u64,
+    /// A loader that arrives after the parse, while its creator still holds
+    /// the slot, may reuse it (the reference's REUSE). This needs the
+    /// creator's full fingerprint whenever it publishes. Off (a caller that
+    /// makes one load at a time, like the CLI), the full fingerprint is
+    /// computed only when a loader met the slot during the parse or
+    /// retention may keep it, and late arrivals parse on their own.
+    pub late_reuse: bool,
+}
+
+impl Default for CachePolicy {
+    fn default() -> Self {
+        CachePolicy {
+            slots: 1,
+            retain: 0,
+            retain_bytes: DEFAULT_RETAIN_BYTES,
+            late_reuse: true,
+        }
+    }
+}
+
+/// Default ceiling on retained parses: 1 GiB.
+pub const DEFAULT_RETAIN_BYTES: u64 = 1 << 30;
+
+/// The memory a cached product holds, for the retention ceiling.
+pub trait Weigh {
+    fn weight(&self) -> u64;
 }
 
 /// The part a loader played at the rendezvous (the reference's log lines
@@ -58,66 +108,131 @@ enum State {
 struct Slot<T> {
     state: State,
     product: Option<Arc<T>>,
-    /// Loaders holding this slot (including waiters); the slot is removed at 0.
+    /// Loaders holding this slot (including waiters); at 0 the slot is
+    /// removed or, if retention takes it, kept unpinned.
     refs: u32,
+    /// Fingerprint of every byte of the creator's file, once computed.
+    full: Option<u128>,
+    /// When the slot was last used (retention's LRU clock).
+    used: u64,
 }
 
 struct Inner<T> {
     slots: HashMap<CacheKey, Slot<T>>,
+    clock: u64,
 }
 
 /// A rendezvous cache of parse products of type `T`.
 pub struct ParseCache<T> {
     inner: Mutex<Inner<T>>,
     changed: Condvar,
-    capacity: usize,
+    policy: CachePolicy,
     /// Fingerprint keys, fresh per cache.
     seed: [u64; 4],
 }
 
-impl<T> Default for ParseCache<T> {
+impl<T: Weigh> Default for ParseCache<T> {
     fn default() -> Self {
-        ParseCache::with_slots(1)
+        ParseCache::new(CachePolicy::default())
     }
 }
 
 /// Releases a loader's reference to its slot when dropped.
-pub struct CacheRef<'c, T> {
+pub struct CacheRef<'c, T: Weigh> {
     cache: &'c ParseCache<T>,
     key: Option<CacheKey>,
 }
 
-impl<T> Drop for CacheRef<'_, T> {
+impl<T: Weigh> Drop for CacheRef<'_, T> {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
-            let mut inner = self.cache.lock();
-            if let Some(slot) = inner.slots.get_mut(&key) {
-                slot.refs -= 1;
-                if slot.refs == 0 {
-                    inner.slots.remove(&key);
-                }
+            // Evicted products are dropped after the lock is released: freeing
+            // a large inflated buffer must not hold up other loaders.
+            let evicted = self.cache.release(key);
+            drop(evicted);
+        }
+    }
+}
+
+/// The creator's hold on a pending slot: dropped without [`Self::finish`]
+/// (the parse returned an error or panicked), it marks the slot failed and
+/// wakes every waiter, so none is stranded.
+struct Creating<'c, T: Weigh> {
+    cache: &'c ParseCache<T>,
+    key: CacheKey,
+    done: bool,
+}
+
+impl<T: Weigh> Creating<'_, T> {
+    /// Publishes a successful parse. `bytes` are the creator's file: their
+    /// full fingerprint is computed only if another loader has met the slot
+    /// or the slot may be retained.
+    fn finish(mut self, product: &Arc<T>, bytes: &[u8]) {
+        let mut inner = self.cache.lock();
+        loop {
+            let slot = inner
+                .slots
+                .get_mut(&self.key)
+                .expect("the creator holds its slot");
+            let policy = &self.cache.policy;
+            if slot.full.is_some() || (slot.refs < 2 && policy.retain == 0 && !policy.late_reuse) {
+                slot.state = State::Ready;
+                slot.product = Some(Arc::clone(product));
+                break;
             }
+            drop(inner);
+            let full = fingerprint(bytes, &self.cache.seed);
+            inner = self.cache.lock();
+            if let Some(slot) = inner.slots.get_mut(&self.key) {
+                slot.full = Some(full);
+            }
+        }
+        drop(inner);
+        self.done = true;
+        self.cache.changed.notify_all();
+    }
+}
+
+impl<T: Weigh> Drop for Creating<'_, T> {
+    fn drop(&mut self) {
+        if !self.done {
+            if let Some(slot) = self.cache.lock().slots.get_mut(&self.key) {
+                slot.state = State::Failed;
+            }
+            self.cache.changed.notify_all();
         }
     }
 }
 
 /// The outcome of [`ParseCache::get_or_parse`].
-pub struct Entry<'c, T, E> {
+pub struct Entry<'c, T: Weigh, E> {
     pub role: Role,
     pub result: Result<Arc<T>, E>,
     /// Hold this for as long as the product is in use by the load.
     pub hold: CacheRef<'c, T>,
 }
 
-impl<T> ParseCache<T> {
-    /// A cache with `slots` concurrent NEFFs (1 = the reference behaviour).
+impl<T: Weigh> ParseCache<T> {
+    /// A cache with `slots` concurrent NEFFs (1 = the reference behaviour)
+    /// and no retention.
     pub fn with_slots(slots: usize) -> ParseCache<T> {
+        ParseCache::new(CachePolicy {
+            slots,
+            ..CachePolicy::default()
+        })
+    }
+
+    pub fn new(policy: CachePolicy) -> ParseCache<T> {
         ParseCache {
             inner: Mutex::new(Inner {
                 slots: HashMap::new(),
+                clock: 0,
             }),
             changed: Condvar::new(),
-            capacity: slots.max(1),
+            policy: CachePolicy {
+                slots: policy.slots.max(1),
+                ..policy
+            },
             seed: {
                 let r = RandomState::new();
                 [
@@ -130,6 +245,10 @@ impl<T> ParseCache<T> {
         }
     }
 
+    pub fn policy(&self) -> CachePolicy {
+        self.policy
+    }
+
     // A poisoned lock only means a parse panicked on another thread; the slot
     // table itself is always left consistent, so keep using it.
     fn lock(&self) -> MutexGuard<'_, Inner<T>> {
@@ -137,122 +256,135 @@ impl<T> ParseCache<T> {
     }
 
     /// The key of a NEFF buffer: its uuid (header offset 0xCC), its length
-    /// and a keyed fingerprint of every byte.
+    /// and a keyed fingerprint of a few KiB sampled across it.
     pub fn key(&self, uuid: [u8; 16], bytes: &[u8]) -> CacheKey {
         CacheKey {
             uuid,
             len: bytes.len() as u64,
-            fingerprint: fingerprint(bytes, &self.seed),
+            sample: fingerprint(&sample(bytes), &self.seed),
         }
     }
 
-    /// Slots currently in use (for tests and diagnostics).
-    pub fn busy_slots(&self) -> usize {
-        self.lock().slots.len()
+    /// Loaders holding the slot of `key` (for tests).
+    #[cfg(test)]
+    fn refs(&self, key: &CacheKey) -> u32 {
+        self.lock().slots.get(key).map_or(0, |s| s.refs)
     }
 
-    /// Joins the rendezvous for `key`, running `parse` if this loader has to.
+    /// Slots currently in use, i.e. held by a load (for tests and diagnostics).
+    pub fn busy_slots(&self) -> usize {
+        self.lock().slots.values().filter(|s| s.refs > 0).count()
+    }
+
+    /// Parses kept by retention with no load holding them.
+    pub fn retained(&self) -> usize {
+        self.lock().slots.values().filter(|s| s.refs == 0).count()
+    }
+
+    /// Drops one reference to `key`'s slot; returns what this evicted.
+    fn release(&self, key: CacheKey) -> Vec<Slot<T>> {
+        let mut inner = self.lock();
+        let mut out = Vec::new();
+        let Some(slot) = inner.slots.get_mut(&key) else {
+            return out;
+        };
+        slot.refs -= 1;
+        if slot.refs > 0 {
+            return out;
+        }
+        let keep = self.policy.retain > 0
+            && slot.state == State::Ready
+            && slot.full.is_some()
+            && slot
+                .product
+                .as_ref()
+                .is_some_and(|p| p.weight() <= self.policy.retain_bytes);
+        if !keep {
+            out.extend(inner.slots.remove(&key));
+            return out;
+        }
+        inner.clock += 1;
+        let now = inner.clock;
+        inner.slots.get_mut(&key).expect("present").used = now;
+        // Evict the least recently used unpinned parses until both bounds hold.
+        loop {
+            let (mut count, mut bytes) = (0usize, 0u64);
+            let mut oldest: Option<(u64, CacheKey)> = None;
+            for (k, s) in &inner.slots {
+                if s.refs == 0 {
+                    count += 1;
+                    bytes += s.product.as_ref().map_or(0, |p| p.weight());
+                    if oldest.is_none_or(|(u, _)| s.used < u) {
+                        oldest = Some((s.used, *k));
+                    }
+                }
+            }
+            match oldest {
+                Some((_, k)) if count > self.policy.retain || bytes > self.policy.retain_bytes => {
+                    out.extend(inner.slots.remove(&k));
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// Joins the rendezvous for the NEFF in `bytes`, running `parse` if this
+    /// loader has to. `bytes` must stay the same file for the whole call.
     pub fn get_or_parse<E>(
         &self,
-        key: CacheKey,
+        uuid: [u8; 16],
+        bytes: &[u8],
         parse: impl FnOnce() -> Result<T, E>,
     ) -> Entry<'_, T, E> {
-        let mut inner = self.lock();
-        let state = inner.slots.get(&key).map(|slot| slot.state);
-        let role = match state {
-            Some(State::Ready) => {
-                let slot = inner.slots.get_mut(&key).expect("present");
-                slot.refs += 1;
-                let product = slot
-                    .product
-                    .clone()
-                    .expect("a ready slot holds its product");
-                tracing::debug!("using cache");
-                return Entry {
-                    role: Role::Reuse,
-                    result: Ok(product),
-                    hold: CacheRef {
-                        cache: self,
-                        key: Some(key),
-                    },
-                };
-            }
-            Some(State::Pending) => {
-                inner.slots.get_mut(&key).expect("present").refs += 1;
-                tracing::debug!("waiting for cache creation");
-                loop {
-                    inner = self.changed.wait(inner).unwrap_or_else(|p| p.into_inner());
-                    let slot = inner
-                        .slots
-                        .get(&key)
-                        .expect("a slot with waiters is never removed");
-                    match slot.state {
-                        State::Pending => continue,
-                        State::Ready => {
-                            let product = slot
-                                .product
-                                .clone()
-                                .expect("a ready slot holds its product");
-                            tracing::debug!("using cache after wait");
-                            return Entry {
-                                role: Role::ReuseAfterWait,
-                                result: Ok(product),
-                                hold: CacheRef {
-                                    cache: self,
-                                    key: Some(key),
-                                },
-                            };
-                        }
-                        State::Failed => break Role::IndependentHoldingRef,
-                    }
-                }
-            }
-            Some(State::Failed) => Role::Independent, // stays failed until its holders release it
-            None if inner.slots.len() < self.capacity => {
-                inner.slots.insert(
-                    key,
-                    Slot {
-                        state: State::Pending,
-                        product: None,
-                        refs: 1,
-                    },
-                );
-                Role::Creator
-            }
-            None => Role::Independent,
-        };
-        drop(inner);
+        let key = self.key(uuid, bytes);
+        let role = self.join(key, bytes);
         let hold = CacheRef {
             cache: self,
-            key: matches!(role, Role::Creator | Role::IndependentHoldingRef).then_some(key),
+            key: matches!(role, Joined::Create | Joined::Shared(..) | Joined::Failed)
+                .then_some(key),
         };
         match role {
-            Role::Creator => {
-                tracing::debug!("first worker, creating cache");
-                let result = parse().map(Arc::new);
-                let mut inner = self.lock();
-                let slot = inner
-                    .slots
-                    .get_mut(&key)
-                    .expect("the creator holds its slot");
-                match &result {
-                    Ok(p) => {
-                        slot.state = State::Ready;
-                        slot.product = Some(Arc::clone(p));
+            Joined::Shared(role, product) => {
+                tracing::debug!(
+                    "{}",
+                    if role == Role::Reuse {
+                        "using cache"
+                    } else {
+                        "using cache after wait"
                     }
-                    Err(_) => slot.state = State::Failed,
+                );
+                Entry {
+                    role,
+                    result: Ok(product),
+                    hold,
                 }
-                drop(inner);
-                // Every waiter wakes, whatever the outcome: none is stranded.
-                self.changed.notify_all();
-                Entry { role, result, hold }
             }
-            _ => {
-                if role == Role::IndependentHoldingRef {
+            Joined::Create => {
+                tracing::debug!("first worker, creating cache");
+                let creating = Creating {
+                    cache: self,
+                    key,
+                    done: false,
+                };
+                let result = parse().map(Arc::new);
+                if let Ok(p) = &result {
+                    creating.finish(p, bytes);
+                } // else: dropping `creating` marks the slot failed and wakes the waiters.
+                Entry {
+                    role: Role::Creator,
+                    result,
+                    hold,
+                }
+            }
+            Joined::Failed | Joined::Alone => {
+                let role = if matches!(role, Joined::Failed) {
                     tracing::debug!("cache creation failed, do my own");
+                    Role::IndependentHoldingRef
                 } else {
                     tracing::debug!("proceeding independently");
-                }
+                    Role::Independent
+                };
                 Entry {
                     role,
                     result: parse().map(Arc::new),
@@ -261,6 +393,106 @@ impl<T> ParseCache<T> {
             }
         }
     }
+
+    /// Finds or makes `key`'s slot and decides this loader's part. On return
+    /// the loader holds a reference for `Create`, `Shared` and `Failed`.
+    fn join(&self, key: CacheKey, bytes: &[u8]) -> Joined<T> {
+        let mut inner = self.lock();
+        let Some(slot) = inner.slots.get_mut(&key) else {
+            if inner.slots.values().filter(|s| s.refs > 0).count() >= self.policy.slots {
+                return Joined::Alone;
+            }
+            inner.slots.insert(
+                key,
+                Slot {
+                    state: State::Pending,
+                    product: None,
+                    refs: 1,
+                    full: None,
+                    used: 0,
+                },
+            );
+            return Joined::Create;
+        };
+        let waited = match slot.state {
+            // Stays failed until its holders release it.
+            State::Failed => return Joined::Alone,
+            // A finished parse whose file was never fingerprinted cannot be
+            // matched to these bytes.
+            State::Ready if slot.full.is_none() => return Joined::Alone,
+            State::Ready => false,
+            State::Pending => {
+                tracing::debug!("waiting for cache creation");
+                true
+            }
+        };
+        // Pinned from here: the slot stays while this loader compares.
+        slot.refs += 1;
+        drop(inner);
+        let mine = fingerprint(bytes, &self.seed);
+        let mut inner = self.lock();
+        loop {
+            let slot = inner
+                .slots
+                .get(&key)
+                .expect("a slot with holders is never removed");
+            match slot.state {
+                State::Pending => {
+                    inner = self.changed.wait(inner).unwrap_or_else(|p| p.into_inner());
+                }
+                State::Failed => return Joined::Failed,
+                State::Ready if slot.full == Some(mine) => {
+                    let product = slot
+                        .product
+                        .clone()
+                        .expect("a ready slot holds its product");
+                    inner.clock += 1;
+                    let now = inner.clock;
+                    inner.slots.get_mut(&key).expect("present").used = now;
+                    let role = if waited {
+                        Role::ReuseAfterWait
+                    } else {
+                        Role::Reuse
+                    };
+                    return Joined::Shared(role, product);
+                }
+                State::Ready => {
+                    // Same cheap key, different file: let go and parse alone.
+                    drop(inner);
+                    drop(self.release(key));
+                    return Joined::Alone;
+                }
+            }
+        }
+    }
+}
+
+/// What [`ParseCache::join`] decided.
+enum Joined<T> {
+    Create,
+    Shared(Role, Arc<T>),
+    Failed,
+    Alone,
+}
+
+/// The bytes of the cheap key: the first and last KiB and 64 bytes at each
+/// of 62 evenly spaced points between (at most 6 KiB, whatever the length).
+fn sample(bytes: &[u8]) -> Vec<u8> {
+    const EDGE: usize = 1024;
+    const POINTS: usize = 62;
+    const PIECE: usize = 64;
+    if bytes.len() <= 2 * EDGE + POINTS * PIECE {
+        return bytes.to_vec();
+    }
+    let mut out = Vec::with_capacity(2 * EDGE + POINTS * PIECE);
+    out.extend_from_slice(&bytes[..EDGE]);
+    let span = bytes.len() - 2 * EDGE - PIECE;
+    for i in 0..POINTS {
+        let at = EDGE + span * (i + 1) / (POINTS + 1);
+        out.extend_from_slice(&bytes[at..at + PIECE]);
+    }
+    out.extend_from_slice(&bytes[bytes.len() - EDGE..]);
+    out
 }
 
 /// A keyed 128-bit fingerprint, one pass at memory speed (folded 64×64→128
@@ -300,8 +532,10 @@ mod tests {
     use std::sync::Barrier;
     use std::time::Duration;
 
-    fn key(cache: &ParseCache<u32>, uuid: u8, bytes: &[u8]) -> CacheKey {
-        cache.key([uuid; 16], bytes)
+    impl Weigh for u32 {
+        fn weight(&self) -> u64 {
+            u64::from(*self)
+        }
     }
 
     #[test]
@@ -314,7 +548,7 @@ mod tests {
                 .map(|_| {
                     s.spawn(|| {
                         start.wait();
-                        let e = cache.get_or_parse::<()>(key(&cache, 1, b"neff"), || {
+                        let e = cache.get_or_parse::<()>([1; 16], b"neff", || {
                             parses.fetch_add(1, Ordering::SeqCst);
                             std::thread::sleep(Duration::from_millis(300));
                             Ok(42)
@@ -357,7 +591,7 @@ mod tests {
                             std::thread::sleep(Duration::from_millis(30));
                         }
                         start.wait();
-                        let e = cache.get_or_parse(key(cache, 1, b"neff"), || {
+                        let e = cache.get_or_parse([1; 16], b"neff", || {
                             let n = parses.fetch_add(1, Ordering::SeqCst);
                             std::thread::sleep(Duration::from_millis(300));
                             if n == 0 {
@@ -391,29 +625,46 @@ mod tests {
     #[test]
     fn another_neff_while_busy_parses_independently() {
         let cache = ParseCache::<u32>::default();
-        let first = cache.get_or_parse::<()>(key(&cache, 1, b"a"), || Ok(1));
+        let first = cache.get_or_parse::<()>([1; 16], b"a", || Ok(1));
         assert_eq!(first.role, Role::Creator);
-        let other = cache.get_or_parse::<()>(key(&cache, 2, b"b"), || Ok(2));
+        let other = cache.get_or_parse::<()>([2; 16], b"b", || Ok(2));
         assert_eq!(other.role, Role::Independent);
         assert_eq!(*other.result.unwrap(), 2);
-        let again = cache.get_or_parse::<()>(key(&cache, 1, b"a"), || panic!("must reuse"));
+        let again = cache.get_or_parse::<()>([1; 16], b"a", || panic!("must reuse"));
         assert_eq!(again.role, Role::Reuse);
         drop((first, again));
         assert_eq!(cache.busy_slots(), 0);
         // Empty again: the other NEFF may now create.
         assert_eq!(
-            cache
-                .get_or_parse::<()>(key(&cache, 2, b"b"), || Ok(2))
-                .role,
+            cache.get_or_parse::<()>([2; 16], b"b", || Ok(2)).role,
             Role::Creator
         );
     }
 
     #[test]
+    fn without_late_reuse_a_lone_creator_skips_the_full_fingerprint() {
+        let cache = ParseCache::<u32>::new(CachePolicy {
+            late_reuse: false,
+            ..CachePolicy::default()
+        });
+        let first = cache.get_or_parse::<()>([1; 16], b"a", || Ok(1));
+        assert_eq!(first.role, Role::Creator);
+        assert_eq!(cache.lock().slots.values().next().unwrap().full, None);
+        // Nobody met the slot while it was parsed, so the creator's file was
+        // never fingerprinted: a late loader cannot prove it is the same
+        // file and parses on its own.
+        let late = cache.get_or_parse::<()>([1; 16], b"a", || Ok(3));
+        assert_eq!(late.role, Role::Independent);
+        assert_eq!(*late.result.unwrap(), 3);
+        drop(first);
+        assert_eq!(cache.busy_slots(), 0);
+    }
+
+    #[test]
     fn same_uuid_different_bytes_is_a_different_neff() {
         let cache = ParseCache::<u32>::default();
-        let a = cache.get_or_parse::<()>(key(&cache, 7, b"original"), || Ok(1));
-        let b = cache.get_or_parse::<()>(key(&cache, 7, b"damaged!"), || Ok(2));
+        let a = cache.get_or_parse::<()>([7; 16], b"original", || Ok(1));
+        let b = cache.get_or_parse::<()>([7; 16], b"damaged!", || Ok(2));
         assert_eq!(b.role, Role::Independent);
         assert_eq!(*b.result.unwrap(), 2);
         drop(a);
@@ -437,14 +688,191 @@ mod tests {
 
     #[test]
     fn multi_slot_mode_caches_several_neffs() {
-        let cache = ParseCache::<u32>::with_slots(4);
-        let a = cache.get_or_parse::<()>(key(&cache, 1, b"a"), || Ok(1));
-        let b = cache.get_or_parse::<()>(key(&cache, 2, b"b"), || Ok(2));
+        let cache = ParseCache::<u32>::with_slots(2);
+        let a = cache.get_or_parse::<()>([1; 16], b"a", || Ok(1));
+        let b = cache.get_or_parse::<()>([2; 16], b"b", || Ok(2));
         assert_eq!((a.role, b.role), (Role::Creator, Role::Creator));
         assert_eq!(cache.busy_slots(), 2);
-        let b2 = cache.get_or_parse::<()>(key(&cache, 2, b"b"), || panic!("must reuse"));
-        assert_eq!(b2.role, Role::Reuse);
-        drop((a, b, b2));
+        let c = cache.get_or_parse::<()>([3; 16], b"c", || Ok(3));
+        assert_eq!(c.role, Role::Independent, "both slots are busy");
+        drop((a, b, c));
         assert_eq!(cache.busy_slots(), 0);
+    }
+
+    /// A creator that panics must not strand its waiters: the slot turns
+    /// failed, every waiter wakes and parses on its own, and a later load of
+    /// the same NEFF is served. The waiter runs on a detached thread and is
+    /// awaited with a bound, so a stranded waiter fails the test instead of
+    /// hanging it.
+    #[test]
+    fn a_panicking_creator_wakes_its_waiters_and_frees_the_slot() {
+        let cache = Arc::new(ParseCache::<u32>::default());
+        let k = cache.key([9; 16], b"neff");
+        let creator = {
+            let cache = Arc::clone(&cache);
+            std::thread::spawn(move || {
+                let _ = cache.get_or_parse::<()>([9; 16], b"neff", || {
+                    // Panic only once a waiter has joined the slot.
+                    while cache.refs(&k) < 2 {
+                        std::thread::yield_now();
+                    }
+                    panic!("injected parse panic");
+                });
+            })
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let cache = Arc::clone(&cache);
+            std::thread::spawn(move || {
+                while cache.refs(&k) < 1 {
+                    std::thread::yield_now();
+                }
+                let e = cache.get_or_parse::<()>([9; 16], b"neff", || Ok(7));
+                let _ = tx.send((e.role, e.result.map(|p| *p)));
+            });
+        }
+        let got = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the waiter of a panicked creator was never woken");
+        assert!(creator.join().is_err(), "the creator panicked");
+        assert_eq!(got, (Role::IndependentHoldingRef, Ok(7)));
+        let later = cache.get_or_parse::<()>([9; 16], b"neff", || Ok(8));
+        assert_eq!(
+            (later.role, later.result.clone().map(|p| *p)),
+            (Role::Creator, Ok(8))
+        );
+        drop(later);
+        assert_eq!(cache.busy_slots(), 0);
+    }
+
+    fn retaining(retain: usize, retain_bytes: u64) -> ParseCache<u32> {
+        ParseCache::new(CachePolicy {
+            slots: 1,
+            retain,
+            retain_bytes,
+            late_reuse: false,
+        })
+    }
+
+    /// One load of `bytes` (uuid 1); returns its role and product.
+    fn load(cache: &ParseCache<u32>, bytes: &[u8], value: u32) -> (Role, u32) {
+        let e = cache.get_or_parse::<()>([1; 16], bytes, || Ok(value));
+        (e.role, *e.result.unwrap())
+    }
+
+    #[test]
+    fn retention_keeps_the_last_n_parses_and_evicts_the_least_recently_used() {
+        let cache = retaining(2, 1 << 20);
+        assert_eq!(load(&cache, b"a", 1), (Role::Creator, 1));
+        assert_eq!(load(&cache, b"b", 2), (Role::Creator, 2));
+        assert_eq!((cache.retained(), cache.busy_slots()), (2, 0));
+        assert_eq!(load(&cache, b"a", 0), (Role::Reuse, 1), "a is used again");
+        assert_eq!(load(&cache, b"c", 3), (Role::Creator, 3), "evicts b");
+        assert_eq!(cache.retained(), 2);
+        assert_eq!(load(&cache, b"b", 4), (Role::Creator, 4), "b was evicted");
+        assert_eq!(load(&cache, b"c", 0), (Role::Reuse, 3), "c outlived a");
+        assert_eq!(load(&cache, b"a", 5), (Role::Creator, 5), "a was evicted");
+    }
+
+    #[test]
+    fn retention_is_bounded_by_bytes() {
+        let cache = retaining(4, 10);
+        assert_eq!(load(&cache, b"a", 6), (Role::Creator, 6));
+        assert_eq!(load(&cache, b"b", 6), (Role::Creator, 6));
+        assert_eq!(cache.retained(), 1, "6 + 6 bytes exceed 10: a goes");
+        assert_eq!(load(&cache, b"b", 0), (Role::Reuse, 6));
+        assert_eq!(load(&cache, b"c", 11), (Role::Creator, 11));
+        assert_eq!(
+            load(&cache, b"c", 12),
+            (Role::Creator, 12),
+            "too large to keep"
+        );
+        assert_eq!(load(&cache, b"b", 0), (Role::Reuse, 6));
+    }
+
+    /// Two files whose cheap keys agree (one byte apart, outside the sample).
+    fn cheap_twins(cache: &ParseCache<u32>) -> (Vec<u8>, Vec<u8>) {
+        let a: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        for at in 0..a.len() {
+            let mut b = a.clone();
+            b[at] ^= 1;
+            if cache.key([1; 16], &a) == cache.key([1; 16], &b) {
+                return (a, b);
+            }
+        }
+        unreachable!("the sample covers a small part of 20,000 bytes")
+    }
+
+    #[test]
+    fn a_retained_parse_is_never_shared_with_a_file_that_only_looks_alike() {
+        let cache = retaining(1, 1 << 20);
+        let (a, b) = cheap_twins(&cache);
+        assert_eq!(load(&cache, &a, 1), (Role::Creator, 1));
+        assert_eq!(load(&cache, &b, 2), (Role::Independent, 2));
+        assert_eq!(load(&cache, &a, 0), (Role::Reuse, 1));
+    }
+
+    #[test]
+    fn a_waiter_with_a_look_alike_file_parses_alone() {
+        let cache = ParseCache::<u32>::new(CachePolicy {
+            late_reuse: false,
+            ..CachePolicy::default()
+        });
+        let (a, b) = cheap_twins(&cache);
+        let k = cache.key([1; 16], &a);
+        let (creator, waiter) = std::thread::scope(|s| {
+            let c = s.spawn(|| {
+                cache
+                    .get_or_parse::<()>([1; 16], &a, || {
+                        while cache.refs(&k) < 2 {
+                            std::thread::yield_now();
+                        }
+                        Ok(1)
+                    })
+                    .result
+                    .map(|p| *p)
+            });
+            while cache.refs(&k) < 1 {
+                std::thread::yield_now();
+            }
+            let w = load(&cache, &b, 2);
+            (c.join().unwrap(), w)
+        });
+        assert_eq!(creator, Ok(1));
+        assert_eq!(waiter, (Role::Independent, 2));
+        assert_eq!(cache.busy_slots(), 0);
+    }
+
+    /// Loads of three files from six threads with retention and eviction
+    /// churning: every load gets the product of its own file, and the cache
+    /// ends with nothing held and at most `retain` parses kept.
+    #[test]
+    fn concurrent_loads_with_retention_never_cross_files() {
+        let cache = ParseCache::<u32>::new(CachePolicy {
+            slots: 2,
+            retain: 2,
+            retain_bytes: 1 << 20,
+            late_reuse: true,
+        });
+        let files: Vec<Vec<u8>> = (1..=3u8).map(|f| vec![f; 10_000]).collect();
+        let parses = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for t in 0..6usize {
+                let (cache, files, parses) = (&cache, &files, &parses);
+                s.spawn(move || {
+                    for i in 0..200usize {
+                        let f = (t + i * (t + 1)) % 3;
+                        let e = cache.get_or_parse::<()>([9; 16], &files[f], || {
+                            parses.fetch_add(1, Ordering::Relaxed);
+                            Ok(u32::from(files[f][0]))
+                        });
+                        assert_eq!(*e.result.unwrap(), u32::from(files[f][0]), "{:?}", e.role);
+                    }
+                });
+            }
+        });
+        assert_eq!(cache.busy_slots(), 0);
+        assert!(cache.retained() <= 2);
+        assert!(parses.load(Ordering::Relaxed) < 1200, "some loads shared");
     }
 }

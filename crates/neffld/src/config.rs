@@ -58,6 +58,15 @@ pub struct RuntimeConfig {
     pub max_members: Option<u64>,
     /// Parse-cache slots (`NEFFLD_CACHE_SLOTS`); 1 = the reference behaviour.
     pub cache_slots: usize,
+    /// Parses the cache keeps after their loads end (`NEFFLD_CACHE_RETAIN`;
+    /// 0 = none, the reference), so replicas of one NEFF parse it once.
+    pub cache_retain: usize,
+    /// Ceiling on the retained parses' bytes (`NEFFLD_CACHE_RETAIN_BYTES`).
+    pub cache_retain_bytes: u64,
+    /// The caller makes one load at a time (the CLI): a parse can then be
+    /// shared only through retention, so the cache reads a whole file for
+    /// its fingerprint only when it may retain the parse.
+    pub one_load_at_a_time: bool,
     /// Validate every staged model before registering it (`NEFFLD_CHECK`).
     pub check: bool,
     /// Fan a multi-subgraph load's core builds out to threads only when they
@@ -83,6 +92,9 @@ impl Default for RuntimeConfig {
             max_inflated: None,
             max_members: None,
             cache_slots: 1,
+            cache_retain: 0,
+            cache_retain_bytes: crate::cache::DEFAULT_RETAIN_BYTES,
+            one_load_at_a_time: false,
             check: false,
             fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
             root_comm_id: None,
@@ -211,6 +223,12 @@ impl RuntimeConfig {
         if let Some(v) = lookup("NEFFLD_CACHE_SLOTS") {
             self.cache_slots = parse_num::<usize>("NEFFLD_CACHE_SLOTS", &v)?.max(1);
         }
+        if let Some(v) = lookup("NEFFLD_CACHE_RETAIN") {
+            self.cache_retain = parse_num("NEFFLD_CACHE_RETAIN", &v)?;
+        }
+        if let Some(v) = lookup("NEFFLD_CACHE_RETAIN_BYTES") {
+            self.cache_retain_bytes = parse_num("NEFFLD_CACHE_RETAIN_BYTES", &v)?;
+        }
         if let Some(v) = lookup("NEFFLD_FANOUT_MIN_BYTES") {
             self.fanout_min_bytes = parse_num("NEFFLD_FANOUT_MIN_BYTES", &v)?;
         }
@@ -220,6 +238,16 @@ impl RuntimeConfig {
     /// Defaults overridden by the process environment.
     pub fn from_env() -> Result<RuntimeConfig, ConfigError> {
         RuntimeConfig::default().with_env(|k| std::env::var(k).ok())
+    }
+
+    /// What the parse cache keeps.
+    pub fn cache_policy(&self) -> crate::cache::CachePolicy {
+        crate::cache::CachePolicy {
+            slots: self.cache_slots,
+            retain: self.cache_retain,
+            retain_bytes: self.cache_retain_bytes,
+            late_reuse: !self.one_load_at_a_time,
+        }
     }
 
     /// The effective logical-core size: sunda is forced to 1 (stage.md §5.1).
@@ -271,6 +299,24 @@ mod tests {
         assert!(!d.validate_hash);
         assert_eq!(d.fanout_min_bytes, crate::stage::DEFAULT_FANOUT_MIN_BYTES);
         assert_eq!(d.max_members, None);
+    }
+
+    #[test]
+    fn cache_retention_is_read_from_the_environment() {
+        let d = RuntimeConfig::default().cache_policy();
+        assert_eq!((d.slots, d.retain, d.late_reuse), (1, 0, true));
+        let c = RuntimeConfig::default()
+            .with_env(env(&[
+                ("NEFFLD_CACHE_RETAIN", "8"),
+                ("NEFFLD_CACHE_RETAIN_BYTES", "1048576"),
+            ]))
+            .unwrap();
+        let p = c.cache_policy();
+        assert_eq!((p.retain, p.retain_bytes), (8, 1 << 20));
+        let e = RuntimeConfig::default()
+            .with_env(env(&[("NEFFLD_CACHE_RETAIN", "-1")]))
+            .unwrap_err();
+        assert_eq!(e.var, "NEFFLD_CACHE_RETAIN");
     }
 
     #[test]

@@ -151,3 +151,26 @@ fn writer_reproduces_the_fixtures() {
         );
     }
 }
+
+/// The hash gate comes before the inflate (gate 2e) even when the two run
+/// side by side: with a byte of every fixture's deflate stream damaged, a
+/// verifying open reports the digest mismatch, never the decode's error, and
+/// a non-verifying open shows what the decode alone made of it.
+#[test]
+fn a_damaged_deflate_stream_fails_on_the_hash_first_at_every_size() {
+    let mut threaded = 0;
+    for (name, mut bytes) in fixtures() {
+        let header = container::NeffHeader::parse(&bytes).unwrap();
+        let window = container::HEADER_LEN..container::HEADER_LEN + header.data_size as usize;
+        threaded += usize::from(window.len() >= 256 << 10);
+        let mid = window.start + window.len() / 2;
+        bytes[mid] ^= 0x5a;
+        let e = container::open(&bytes, &verify()).unwrap_err();
+        assert!(e.to_string().starts_with("MD5 mismatch!"), "{name}: {e}");
+        match container::open(&bytes, &OpenOptions::default()) {
+            Ok(neff) => assert!(neff.verified.is_none(), "{name}"),
+            Err(e) => assert!(!e.to_string().starts_with("MD5"), "{name}: {e}"),
+        }
+    }
+    assert!(threaded > 0, "a fixture takes the two-thread path");
+}
