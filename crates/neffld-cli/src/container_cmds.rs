@@ -227,14 +227,33 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>) -> CmdResu
     })
 }
 
-/// `neffld verify`: every gate of every file, hash required; one line per
-/// file (or a JSON array); non-zero exit if any file fails.
+/// `neffld verify`: the verdict of [`neffld::verify`] — every gate a default
+/// load on the NEFF's own architecture runs, the hash only when a load
+/// would check it (`NEURON_RT_VALIDATE_HASH`) — with the `inspect` report
+/// of each file; one line per file (or a JSON array); non-zero exit if any
+/// file fails.
 pub fn verify(files: &[std::path::PathBuf], as_json: bool, max_inflated: Option<u64>) -> CmdResult {
+    let mut config = neffld::config::RuntimeConfig::from_env().map_err(|e| e.to_string())?;
+    config.max_inflated = max_inflated.or(config.max_inflated);
     let mut all = Vec::with_capacity(files.len());
     let mut failures = 0;
     let mut text = String::new();
     for f in files {
-        let (out, outcome) = examine(f, max_inflated, true)?;
+        let (mut out, _) = examine(f, max_inflated, config.validate_hash)?;
+        let outcome = neffld::verify(&read(f)?, &config)
+            .map(|_| ())
+            .map_err(|e| Failure {
+                stage: crate::load_cmd::stage_of(&e),
+                status: e.status(),
+                message: e.to_string(),
+            });
+        let status = outcome
+            .as_ref()
+            .err()
+            .map_or(NrtStatus::Success, |f| f.status);
+        out["status_code"] = json!(status.code());
+        out["status"] = json!(status.as_str());
+        out["error"] = outcome.as_ref().err().map_or(Value::Null, Failure::json);
         match &outcome {
             Ok(()) => text.push_str(&format!(
                 "ok    {}  ({} {}, {} members, {} subgraphs)\n",

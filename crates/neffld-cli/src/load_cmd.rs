@@ -9,11 +9,10 @@ use std::time::{Duration, Instant};
 
 use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
 use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::container::{self, Neff, OpenOptions};
+use neffld::container::{self, OpenOptions};
 use neffld::device::ledger::Ledger;
 use neffld::device::MemUsage;
 use neffld::ids::PCore;
-use neffld::manifest::{kelf, neff_json, ParseOptions};
 use neffld::relocate::dma::decode_template;
 use neffld::relocate::ipmap::{PatchKind, Section};
 use neffld::stage::Placement;
@@ -121,21 +120,6 @@ fn read_file(path: &Path, quiet: bool) -> Result<Vec<u8>, String> {
     out.truncate(done);
     bar.finish_and_clear();
     Ok(out)
-}
-
-/// The architecture the NEFF was compiled for, read through its own
-/// manifest chain (`neff.json` → kelf json `target`); `None` if the chain
-/// is broken (the load will then say why).
-fn declared_arch(neff: &Neff) -> Option<Arch> {
-    let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok()?;
-    let opts = ParseOptions {
-        instance_arch: Arch::Cayman,
-        allow_legacy_neff: true,
-        runtime_lnc: 2,
-    };
-    kelf::parse(&neff.archive, &nj.kelf_member, &opts)
-        .ok()
-        .map(|k| k.target)
 }
 
 fn us(d: Duration) -> u64 {
@@ -412,7 +396,7 @@ fn human(out: &Value, no_timings: bool) -> String {
     t
 }
 
-fn stage_of(e: &LoadError) -> &'static str {
+pub(crate) fn stage_of(e: &LoadError) -> &'static str {
     match e {
         LoadError::Container(_) => "container",
         LoadError::Parse(_) => "parse",
@@ -459,7 +443,7 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
     let s1 = t1.elapsed();
     config.arch = a
         .arch
-        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
+        .or_else(|| opened.as_ref().ok().and_then(neffld::parse::declared_arch))
         .unwrap_or(Arch::Cayman);
     out["arch"] = json!(config.arch.instance());
     let rt = Runtime::new(config).map_err(|e| e.to_string())?;

@@ -8,7 +8,7 @@ use crate::container::Neff;
 use crate::kbin::{self, Kbin, KbinError};
 pub use crate::manifest::ParseOptions;
 use crate::manifest::{self, IoMaps, Manifest, ManifestError, TensorInfo};
-use crate::NrtStatus;
+use crate::{Arch, NrtStatus};
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ParseError {
@@ -55,4 +55,20 @@ pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<ParsedModel, ParseError
     let manifest = manifest::parse(neff, opts)?;
     let kbins = kbin::build(&manifest, &neff.archive, opts)?;
     Ok(ParsedModel { manifest, kbins })
+}
+
+/// The architecture a NEFF was built for, read through its own manifest
+/// chain (`neff.json` → kelf `target`) without the gates that compare it
+/// with an instance; `None` when the chain is broken (a load then says why).
+/// Tools use it to stage a NEFF on the device it was made for.
+pub fn declared_arch(neff: &Neff) -> Option<Arch> {
+    let nj = manifest::neff_json::parse(&neff.archive, &neff.header.name_str()).ok()?;
+    let opts = ParseOptions {
+        instance_arch: Arch::Cayman,
+        allow_legacy_neff: true,
+        runtime_lnc: 2,
+    };
+    manifest::kelf::parse(&neff.archive, &nj.kelf_member, &opts)
+        .ok()
+        .map(|k| k.target)
 }
