@@ -107,30 +107,30 @@ fn parse_json(neff: &Neff) -> Result<Value, Failure> {
         .iter()
         .map(|k| {
             let engines: Vec<Value> = k
-                .engines
+                .engines()
                 .iter()
                 .map(|e| {
                     let census: serde_json::Map<String, Value> =
-                        e.census.iter().map(|(op, n)| (format!("{op:#04x}"), json!(n))).collect();
-                    json!({"engine": e.ty.key(), "records": e.ninstr, "opcodes": census})
+                        e.census().iter().map(|(op, n)| (format!("{op:#04x}"), json!(n))).collect();
+                    json!({"engine": e.ty().key(), "records": e.ninstr(), "opcodes": census})
                 })
                 .collect();
             let mut vars = serde_json::Map::new();
-            for v in k.vars.iter() {
+            for v in k.vars().iter() {
                 let e = vars.entry(v.kind.type_name()).or_insert(json!(0));
                 *e = json!(e.as_u64().unwrap_or(0) + 1);
             }
             let queues: Vec<Value> = k
-                .dma_rings
+                .dma_rings()
                 .iter()
                 .map(|r| {
-                    let descs: usize = r.blocks.iter().map(|b| b.descs.len()).sum();
-                    json!({"queue": r.queue.name, "owner": r.queue.owner.key(), "type": format!("{:?}", r.queue.kind).to_lowercase(),
-                           "blocks": r.blocks.len(), "descriptors": descs})
+                    let descs: usize = r.blocks().iter().map(|b| b.descs.len()).sum();
+                    json!({"queue": r.queue().name, "owner": r.queue().owner.key(), "type": format!("{:?}", r.queue().kind).to_lowercase(),
+                           "blocks": r.blocks().len(), "descriptors": descs})
                 })
                 .collect();
-            json!({"name": k.name, "idle": k.is_idle(), "engines": engines, "variables": vars, "queues": queues,
-                   "scratchpad_bytes": k.scratchpad.local.max(k.scratchpad.shared)})
+            json!({"name": k.name(), "idle": k.is_idle(), "engines": engines, "variables": vars, "queues": queues,
+                   "scratchpad_bytes": k.scratchpad().local.max(k.scratchpad().shared)})
         })
         .collect();
     Ok(json!({

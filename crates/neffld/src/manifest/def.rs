@@ -164,6 +164,32 @@ pub struct Var {
     pub remote: Option<RemoteRef>,
 }
 
+/// The state-buffer window every architecture exposes (stage.md §6.1); the
+/// `state-buffer` var has no `size` of its own.
+pub const SB_WINDOW: u64 = 32 << 20;
+
+/// Bytes of the slot a pointer var is staged as.
+pub const POINTER_SLOT: u64 = 8;
+
+impl Var {
+    /// The bytes an address into this variable may reach once it is staged
+    /// (`mem_ref_to_addr`'s `size`, stage.md §6.2): the SB window for the
+    /// state buffer, the slot of a pointer, one u64 per row of a pointer
+    /// table, the declared size otherwise (a `remote` var aliases its
+    /// target's placement). `None` for a `list`, which is never staged on
+    /// the device: nothing may point into it. Every bound on an operand or descriptor uses this one
+    /// rule, and the memory plan gives each variable exactly this extent.
+    pub fn extent(&self) -> Option<u64> {
+        match self.kind {
+            VarKind::StateBuffer => Some(SB_WINDOW),
+            VarKind::Pointer => Some(POINTER_SLOT),
+            VarKind::DgeTable => Some((self.list.len() as u64).saturating_mul(8)),
+            VarKind::List => None,
+            _ => Some(self.size.unwrap_or(0)),
+        }
+    }
+}
+
 /// The variable table of one subgraph: index == var_id.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Vars {

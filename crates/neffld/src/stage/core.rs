@@ -11,13 +11,11 @@
 //! images, in that order) then go to the device as one batch, which it can
 //! check under one lock instead of one per copy.
 
-use std::collections::HashMap;
-
 use crate::container::Archive;
 use crate::device::{AllocReq, Device, MemHandle, MemUsage, Write};
 use crate::ids::{HModel, PCore, VarId};
-use crate::kbin::{DmaRing, Kbin};
-use crate::manifest::def::{QueueKind, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, EVTACCEL_SIZE};
+use crate::kbin::{BlockRef, DmaRing, Kbin};
+use crate::manifest::def::QueueKind;
 use crate::manifest::engine::{DmaOp, DveSlot, Endpoint, EngineType};
 use crate::relocate::dma::{
     expand_block, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
@@ -108,43 +106,27 @@ fn desc_op(op: DmaOp) -> DescOp {
     }
 }
 
-/// Address resolution for one subgraph on its core.
+/// Address resolution for one subgraph on its core: the plan's addresses,
+/// and where each block of each ring landed (indexed as the kbin's
+/// [`BlockRef`]s are).
 struct CoreResolver<'a> {
-    kbin: &'a Kbin,
     plan: &'a CorePlan,
-    triggers: HashMap<(String, u64), TriggerBinding>,
-    dge: Vec<VarId>,
-    dge_tables: usize,
+    blocks: Vec<Vec<TriggerBinding>>,
 }
 
 impl Resolve for CoreResolver<'_> {
-    fn var(&self, id: VarId, offset: u64, len: u64) -> Result<Target, RelocError> {
-        let var = self.kbin.vars.get(id).ok_or(RelocError::UnknownVar(id.0))?;
-        self.plan.target(var, offset, len)
+    fn operand(&self, var: VarId, offset: u64) -> Result<Target, RelocError> {
+        self.plan.address(var, offset)
     }
 
-    fn dge_list(&self) -> Result<&[VarId], RelocError> {
-        if self.dge_tables != 1 {
-            return Err(RelocError::DgeTables(self.dge_tables));
-        }
-        Ok(&self.dge)
-    }
-
-    fn trigger(&self, queue: &str, id: u32) -> Result<TriggerBinding, RelocError> {
-        self.triggers
-            .get(&(queue.to_string(), u64::from(id)))
-            .copied()
-            .ok_or_else(|| RelocError::UnboundTrigger {
-                queue: queue.into(),
-                id,
-            })
+    fn block(&self, at: BlockRef) -> TriggerBinding {
+        self.blocks[at.ring()][at.block()]
     }
 }
 
 impl CoreResolver<'_> {
     fn endpoint(&self, e: &Endpoint) -> Result<Target, RelocError> {
-        let end = e.end().ok_or(RelocError::AddressOverflow)?;
-        self.var(e.var_id, e.off, end - e.off)
+        self.plan.address(e.var_id, e.off)
     }
 }
 
@@ -175,7 +157,7 @@ impl Builder<'_> {
                 hint: what,
             })
             .map_err(|source| StageError::Device {
-                subgraph: self.kbin.name.clone(),
+                subgraph: self.kbin.name().to_string(),
                 what: format!("allocating {what}"),
                 source,
             })?;
@@ -185,36 +167,14 @@ impl Builder<'_> {
 
     fn reloc(&self, source: RelocError) -> StageError {
         StageError::Reloc {
-            subgraph: self.kbin.name.clone(),
+            subgraph: self.kbin.name().to_string(),
             source,
         }
     }
 }
 
-/// Checks the Cayman Event-Accel reservation (§7 step 3). The parse already
-/// enforces it; the check stays here because this is where the reference
-/// makes it, and a kbin may come from elsewhere.
-fn check_carveout(kbin: &Kbin) -> Result<(), StageError> {
-    if kbin.target != Arch::Cayman {
-        return Ok(());
-    }
-    if kbin.sb_carveouts.is_empty() {
-        tracing::warn!("model {} has no evtaccel reservation on SBUF", kbin.name);
-    }
-    for c in &kbin.sb_carveouts {
-        if c.base_partition != 0
-            || c.partitions != EVTACCEL_PARTITIONS
-            || c.offset != EVTACCEL_OFFSET
-            || c.size != EVTACCEL_SIZE
-        {
-            return Err(StageError::Carveout(kbin.name.clone()));
-        }
-    }
-    Ok(())
-}
-
-/// Where each block of a ring landed, by block id.
-type RingBindings = Vec<(u64, TriggerBinding)>;
+/// Where each block of a ring landed, in block order.
+type RingBindings = Vec<TriggerBinding>;
 
 /// Expands, places and writes one queue's static ring.
 fn build_ring(
@@ -223,7 +183,7 @@ fn build_ring(
     ring: &DmaRing,
     arch: Arch,
 ) -> Result<Option<(PlacedRing, RingBindings)>, StageError> {
-    if ring.blocks.is_empty() {
+    if ring.blocks().is_empty() {
         return Ok(None); // dynamic queues: descriptors are generated at execution
     }
     let barrier = if arch == Arch::Sunda {
@@ -232,7 +192,7 @@ fn build_ring(
         Barrier::Sow
     };
     let mut builder = RingBuilder::default();
-    for block in &ring.blocks {
+    for block in ring.blocks() {
         let mut descs = Vec::with_capacity(block.descs.len());
         for d in &block.descs {
             let from = r.endpoint(&d.from).map_err(|e| b.reloc(e))?;
@@ -259,29 +219,26 @@ fn build_ring(
             .map_err(|e| b.reloc(e))?;
     }
     let (handle, pa) = b.alloc(
-        &format!("ring {}", ring.queue.name),
+        &format!("ring {}", ring.queue().name),
         builder.byte_size(),
         0,
-        ring_usage(ring.queue.kind),
+        ring_usage(ring.queue().kind),
     )?;
     let image = builder.place(pa).map_err(|e| b.reloc(e))?;
-    let mut bindings = Vec::with_capacity(ring.blocks.len());
-    for (block, &(id, first, count)) in ring.blocks.iter().zip(&image.blocks) {
+    let mut bindings = Vec::with_capacity(ring.blocks().len());
+    for (block, &(_, first, count)) in ring.blocks().iter().zip(&image.blocks) {
         let semaphore = ring.semaphore(block).unwrap_or(0) as u32;
-        bindings.push((
-            id,
-            TriggerBinding {
-                ring_pa: pa,
-                first,
-                count,
-                semaphore,
-            },
-        ));
+        bindings.push(TriggerBinding {
+            ring_pa: pa,
+            first,
+            count,
+            semaphore,
+        });
     }
     Ok(Some((
         PlacedRing {
-            queue: ring.queue.name.clone(),
-            kind: ring.queue.kind,
+            queue: ring.queue().name.clone(),
+            kind: ring.queue().kind,
             handle,
             pa,
             image,
@@ -310,7 +267,7 @@ pub fn build(
     };
     match build_parts(&mut b, cores, kbin, archive, &plan, h_model, arch) {
         Ok((rings, tables, engines)) => Ok(CoreImage {
-            subgraph: kbin.name.clone(),
+            subgraph: kbin.name().to_string(),
             h_model,
             plan,
             rings,
@@ -340,32 +297,18 @@ fn build_parts<'a>(
     h_model: HModel,
     arch: Arch,
 ) -> Result<Parts, StageError> {
-    check_carveout(kbin)?;
-    let dge_tables = kbin.vars.count(crate::manifest::def::VarKind::DgeTable);
     let mut resolver = CoreResolver {
-        kbin,
         plan,
-        triggers: HashMap::new(),
-        dge: kbin
-            .vars
-            .dge_table()
-            .map(|v| v.list.clone())
-            .unwrap_or_default(),
-        dge_tables,
+        blocks: vec![Vec::new(); kbin.dma_rings().len()],
     };
 
     // Static DMA rings: data-refill queues first, then the IO queues.
     let mut rings = Vec::new();
-    let order = |r: &&DmaRing| !matches!(r.queue.kind, QueueKind::Data);
-    let mut ordered: Vec<&DmaRing> = kbin.dma_rings.iter().collect();
-    ordered.sort_by_key(order);
-    for ring in ordered {
+    let mut ordered: Vec<(usize, &DmaRing)> = kbin.dma_rings().iter().enumerate().collect();
+    ordered.sort_by_key(|(_, r)| !matches!(r.queue().kind, QueueKind::Data));
+    for (index, ring) in ordered {
         if let Some((placed, bindings)) = build_ring(b, &resolver, ring, arch)? {
-            for (id, binding) in bindings {
-                resolver
-                    .triggers
-                    .insert((ring.queue.name.clone(), id), binding);
-            }
+            resolver.blocks[index] = bindings;
             rings.push(placed);
         }
     }
@@ -391,7 +334,7 @@ fn build_parts<'a>(
         ));
         Ok(())
     };
-    for set in &kbin.act_sets {
+    for set in kbin.act_sets() {
         table(
             b,
             format!("act {} bkt", set.name),
@@ -406,7 +349,7 @@ fn build_parts<'a>(
         )?;
     }
     for slot in DveSlot::ALL {
-        if let Some(blob) = &kbin.dve_tables[slot as usize] {
+        if let Some(blob) = &kbin.dve_tables()[slot as usize] {
             table(
                 b,
                 format!("dve {}", slot.key()),
@@ -416,7 +359,7 @@ fn build_parts<'a>(
         }
     }
     if arch == Arch::Sunda {
-        for lib in &kbin.ucode_libs {
+        for lib in kbin.ucode_libs() {
             table(
                 b,
                 format!("ucode {}", lib.library),
@@ -428,25 +371,21 @@ fn build_parts<'a>(
 
     // Instruction images, SP last.
     let mut engines = Vec::with_capacity(5);
-    for e in &kbin.engines {
-        let stream = e
-            .instr
-            .as_ref()
-            .map(|blob| blob.bytes(archive))
-            .unwrap_or_default();
-        let name = format!("{}/{}", kbin.name, e.ty.key());
+    for e in kbin.engines() {
+        let name = format!("{}/{}", kbin.name(), e.ty().key());
         let t = std::time::Instant::now();
-        let mut image = instr::lower(&name, stream, 0, &resolver).map_err(|err| b.reloc(err))?;
+        let mut image = instr::lower(&name, e.stream(archive), e.relocations(), 0, &resolver)
+            .map_err(|err| b.reloc(err))?;
         b.reloc_time += t.elapsed();
         let (handle, pa) = b.alloc(
             &format!("{name} instructions"),
             image.bytes.len() as u64,
             image.alignment(),
-            instr_usage(e.ty),
+            instr_usage(e.ty()),
         )?;
         image.layout.base = pa;
         engines.push(PlacedImage {
-            engine: e.ty,
+            engine: e.ty(),
             handle,
             pa,
             image,
@@ -512,10 +451,10 @@ impl<'a> Copies<'a> {
             let what = match self.what[i] {
                 Fill::Weight(name) | Fill::Table(name) => name.to_string(),
                 Fill::Ring(queue) => format!("ring {queue}"),
-                Fill::Image(engine) => format!("{}/{} instructions", kbin.name, engine.key()),
+                Fill::Image(engine) => format!("{}/{} instructions", kbin.name(), engine.key()),
             };
             StageError::Device {
-                subgraph: kbin.name.clone(),
+                subgraph: kbin.name().to_string(),
                 what: format!("copying {what}"),
                 source,
             }

@@ -53,12 +53,12 @@ pub fn bulk_bytes(kbins: &[Kbin]) -> u64 {
         .iter()
         .map(|k| {
             let weights: u64 = k
-                .vars
+                .vars()
                 .iter()
                 .filter(|v| v.kind == VarKind::File)
                 .filter_map(|v| v.size)
                 .sum();
-            let streams: u64 = k.engines.iter().map(|e| e.ninstr * 64).sum();
+            let streams: u64 = k.engines().iter().map(|e| e.ninstr() * 64).sum();
             weights.saturating_add(streams)
         })
         .fold(0, u64::saturating_add)
@@ -81,9 +81,6 @@ pub fn stage(
             required: nkbin,
             available: core_size,
         });
-    }
-    if nkbin != 1 && nkbin != core_size {
-        return Err(StageError::SubgraphCount { nkbin, core_size });
     }
     let plans = plan::plan(
         dev,
@@ -121,7 +118,7 @@ pub fn stage(
                 .iter()
                 .zip(plans)
                 .map(|(kbin, plan)| {
-                    let name = kbin.name.clone();
+                    let name = kbin.name().to_string();
                     (
                         name,
                         s.spawn(move || {
