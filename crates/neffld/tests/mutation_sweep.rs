@@ -1157,7 +1157,8 @@ fn default_load(bytes: &[u8], validate_hash: bool) -> NrtStatus {
 }
 
 /// `verify` and a default load on the NEFF's own architecture give the same
-/// verdict and status on hostile variants of every real fixture (issue 14:
+/// verdict and status on hostile variants of every real fixture and of a
+/// trn1 and a trn2 writer-built NEFF (issue 14:
 /// a `vnc_size` the runtime cannot serve used to pass `verify`).
 #[test]
 fn verify_agrees_with_load() {
@@ -1182,13 +1183,39 @@ fn verify_agrees_with_load() {
     let (mut total, mut agree_ok, mut agree_err, mut resource) = (0, 0, 0, 0);
     let mut disagreements = Vec::new();
     let mut lnc_rejects = 0;
-    for (bi, (name, bytes)) in neffld::testkit::real_fixtures().into_iter().enumerate() {
-        let budget = if bytes.len() > 256 << 10 {
-            large
-        } else {
-            small
-        };
-        let base = Base::fixture(&name, bytes);
+    // The real fixtures are all trn2; writer-built NEFFs add a trn1 target
+    // (static DMA, no LNC feature bit) and a synthetic trn2 one.
+    let mut bases: Vec<(Base, Budget)> = neffld::testkit::real_fixtures()
+        .into_iter()
+        .map(|(name, bytes)| {
+            let budget = if bytes.len() > 256 << 10 {
+                large
+            } else {
+                small
+            };
+            (Base::fixture(&name, bytes), budget)
+        })
+        .collect();
+    bases.push((
+        Base::synth(
+            "sunda 2.18",
+            &Synth::static_sunda(),
+            Producer::V2_18,
+            Arch::Sunda,
+        ),
+        small,
+    ));
+    bases.push((
+        Base::synth(
+            "cayman 2.21",
+            &Synth::dynamic_cayman(),
+            Producer::V2_21,
+            Arch::Cayman,
+        ),
+        small,
+    ));
+    for (bi, (base, budget)) in bases.into_iter().enumerate() {
+        let name = base.name.clone();
         let mut rng = Rng::new(seed() ^ (bi as u64 + 7).wrapping_mul(0xD6E8_FEB8_6659_FD93));
         let mut mutants = Vec::new();
         for_each_mutant(&base, budget, &mut rng, &mut |m| mutants.push(m));
