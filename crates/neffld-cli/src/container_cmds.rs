@@ -199,6 +199,12 @@ fn examine(
         Ok(())
     })();
     out["warnings"] = json!(warnings);
+    set_verdict(&mut out, &outcome);
+    Ok((out, outcome))
+}
+
+/// The `status`, `status_code` and `error` keys of a report.
+fn set_verdict(out: &mut Value, outcome: &Result<(), Failure>) {
     let status = outcome
         .as_ref()
         .err()
@@ -206,7 +212,6 @@ fn examine(
     out["status_code"] = json!(status.code());
     out["status"] = json!(status.as_str());
     out["error"] = outcome.as_ref().err().map_or(Value::Null, Failure::json);
-    Ok((out, outcome))
 }
 
 /// `neffld inspect`: everything about one NEFF.
@@ -247,13 +252,7 @@ pub fn verify(files: &[std::path::PathBuf], as_json: bool, max_inflated: Option<
                 status: e.status(),
                 message: e.to_string(),
             });
-        let status = outcome
-            .as_ref()
-            .err()
-            .map_or(NrtStatus::Success, |f| f.status);
-        out["status_code"] = json!(status.code());
-        out["status"] = json!(status.as_str());
-        out["error"] = outcome.as_ref().err().map_or(Value::Null, Failure::json);
+        set_verdict(&mut out, &outcome);
         match &outcome {
             Ok(()) => text.push_str(&format!(
                 "ok    {}  ({} {}, {} members, {} subgraphs)\n",

@@ -41,6 +41,24 @@ fn with_rings(f: impl FnOnce(&dyn Device, &[neffld::kbin::Kbin], &neffld::api::L
     staged(&bytes, Arch::Sunda, 1, f)
 }
 
+/// The first absolute word lowering wrote into a record of `opcode`: its
+/// image and byte offset there.
+fn first_abs_word(
+    core: &neffld::stage::CoreImage,
+    opcode: u8,
+) -> (&neffld::stage::PlacedImage, u64) {
+    core.engines
+        .iter()
+        .find_map(|e| {
+            e.image
+                .abs_operands
+                .iter()
+                .find(|&&o| e.image.bytes[(o as usize / 64) * 64] == opcode)
+                .map(|&o| (e, o))
+        })
+        .expect("an absolute word in such a record")
+}
+
 fn fixture_bytes(name: &str) -> Vec<u8> {
     std::fs::read(format!("{}/{name}", neffld::testkit::FIXTURES)).unwrap()
 }
@@ -69,19 +87,7 @@ fn an_operand_moved_into_a_neighbouring_allocation_is_named() {
         let core = &lm.cores[0];
         let kbin = &kbins[0];
         // The first absolute ADDR8 operand of any engine: a 0xD4 record.
-        let (placed, off) = core
-            .engines
-            .iter()
-            .find_map(|e| {
-                e.image
-                    .abs_operands
-                    .iter()
-                    .find(|&&o| {
-                        e.image.bytes[(o as usize / 64) * 64] == isa::OP_PSEUDO_DMA_DIRECT2D
-                    })
-                    .map(|&o| (e, o))
-            })
-            .expect("an absolute ADDR8 operand");
+        let (placed, off) = first_abs_word(core, isa::OP_PSEUDO_DMA_DIRECT2D);
         let old = u64::from_le_bytes(
             placed.image.bytes[off as usize..off as usize + 8]
                 .try_into()
@@ -148,17 +154,7 @@ fn an_operand_moved_into_a_neighbouring_allocation_is_named() {
 fn a_trigger_moved_to_another_block_is_named() {
     with_rings(|dev, kbins, lm| {
         let core = &lm.cores[0];
-        let (placed, off) = core
-            .engines
-            .iter()
-            .find_map(|e| {
-                e.image
-                    .abs_operands
-                    .iter()
-                    .find(|&&o| e.image.bytes[(o as usize / 64) * 64] == isa::OP_PSEUDO_DMATRIGGER)
-                    .map(|&o| (e, o))
-            })
-            .expect("a trigger");
+        let (placed, off) = first_abs_word(core, isa::OP_PSEUDO_DMATRIGGER);
         // First descriptor + 1: the trigger now starts mid-block.
         let at = off as usize + 8;
         let first = u32::from_le_bytes(placed.image.bytes[at..at + 4].try_into().unwrap());

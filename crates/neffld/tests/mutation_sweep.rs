@@ -1089,6 +1089,21 @@ fn synthetic_families() {
     sweep("synthetic", bases);
 }
 
+/// Every real fixture, the large ones with the `large` budget.
+fn fixture_bases(small: Budget, large: Budget) -> Vec<(Base, Budget)> {
+    neffld::testkit::real_fixtures()
+        .into_iter()
+        .map(|(name, bytes)| {
+            let budget = if bytes.len() > 256 << 10 {
+                large
+            } else {
+                small
+            };
+            (Base::fixture(&name, bytes), budget)
+        })
+        .collect()
+}
+
 #[test]
 fn real_fixtures() {
     let small = Budget {
@@ -1111,17 +1126,7 @@ fn real_fixtures() {
         blob: 0,
         extremes: false,
     };
-    let bases = neffld::testkit::real_fixtures()
-        .into_iter()
-        .map(|(name, bytes)| {
-            let budget = if bytes.len() > 256 << 10 {
-                large
-            } else {
-                small
-            };
-            (Base::fixture(&name, bytes), budget)
-        })
-        .collect();
+    let bases = fixture_bases(small, large);
     sweep("fixtures", bases);
 }
 
@@ -1185,17 +1190,7 @@ fn verify_agrees_with_load() {
     let mut lnc_rejects = 0;
     // The real fixtures are all trn2; writer-built NEFFs add a trn1 target
     // (static DMA, no LNC feature bit) and a synthetic trn2 one.
-    let mut bases: Vec<(Base, Budget)> = neffld::testkit::real_fixtures()
-        .into_iter()
-        .map(|(name, bytes)| {
-            let budget = if bytes.len() > 256 << 10 {
-                large
-            } else {
-                small
-            };
-            (Base::fixture(&name, bytes), budget)
-        })
-        .collect();
+    let mut bases = fixture_bases(small, large);
     bases.push((
         Base::synth(
             "sunda 2.18",
