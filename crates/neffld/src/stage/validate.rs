@@ -17,6 +17,8 @@
 //!   descriptors names on that side (or the ring's own padding slot), and
 //!   every template in a ring names an input or output of the subgraph.
 
+use std::collections::HashMap;
+
 use crate::device::{Device, LiveAlloc, MemHandle};
 use crate::ids::VarId;
 use crate::kbin::isa::{D4_DST, D4_SRC};
@@ -59,6 +61,7 @@ struct Core<'a> {
     plan: &'a CorePlan,
     img: &'a CoreImage,
     live: Vec<&'a LiveAlloc>,
+    by_handle: HashMap<MemHandle, &'a LiveAlloc>,
     findings: Vec<Finding>,
 }
 
@@ -119,9 +122,9 @@ impl<'a> Core<'a> {
             return; // state buffer and shared scratchpad pages: no allocation of its own
         };
         let held = self
-            .live
-            .iter()
-            .any(|a| a.handle == handle && start >= a.pa.0 && end <= a.pa.0 + a.size);
+            .by_handle
+            .get(&handle)
+            .is_some_and(|a| start >= a.pa.0 && end <= a.pa.0 + a.size);
         if !held {
             let name = self.var_name(var);
             self.bad(format!(
@@ -295,11 +298,13 @@ pub fn validate(dev: &dyn Device, kbins: &[Kbin], images: &[CoreImage]) -> Vec<F
     let live = dev.live_allocations();
     let mut findings = Vec::new();
     for (kbin, img) in kbins.iter().zip(images) {
+        let on_core: Vec<&LiveAlloc> = live.iter().filter(|a| a.core == img.pcore()).collect();
         let mut core = Core {
             kbin,
             plan: &img.plan,
             img,
-            live: live.iter().filter(|a| a.core == img.pcore()).collect(),
+            by_handle: on_core.iter().map(|a| (a.handle, *a)).collect(),
+            live: on_core,
             findings: Vec::new(),
         };
         for (var, _) in &img.plan.var_allocs {
