@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use neffld::container::{self, Neff, OpenOptions};
-use neffld::kbin::isa;
+use neffld::kbin::isa::{self, Addr8};
+use neffld::kbin::Lowering;
 use neffld::manifest::{EngineType, VarKind};
 use neffld::parse::{self, ParseOptions};
 use neffld::testkit;
@@ -23,27 +24,62 @@ fn census(pairs: &[(u8, u64)]) -> BTreeMap<u8, u64> {
 }
 
 #[test]
-fn every_fixture_builds_kbins_with_addr8_in_bounds() {
+fn every_fixture_seals_its_addr8_operands_as_the_stream_says() {
     let mut n = 0;
     for (name, bytes) in testkit::real_fixtures() {
         n += 1;
         let neff = container::open(&bytes, &OpenOptions::default()).unwrap();
         let m = parse::parse(&neff, &opts()).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(m.kbins.len(), 2);
-        // Resolve every 0xD4 operand again and count the modes.
+        // Decode every 0xD4 operand from the stream bytes and compare it
+        // with the sealed relocation of that record (the DGE indirection
+        // followed here by hand); count the modes.
         let mut modes = BTreeMap::new();
         for k in &m.kbins {
             assert_eq!(k.target(), Arch::Cayman);
+            let dge: Vec<_> = k
+                .vars()
+                .iter()
+                .filter(|v| v.kind == VarKind::DgeTable)
+                .collect();
             for e in k.engines() {
                 let bytes = e.instr().unwrap().bytes(&neff.archive);
+                let relocs: BTreeMap<u32, Lowering> = e
+                    .relocations()
+                    .iter()
+                    .map(|r| (r.record(), r.lowering()))
+                    .collect();
+                let mut pseudo = 0;
                 for (i, r) in isa::records(bytes).enumerate() {
-                    if let Some((s, d)) = isa::d4_operands(r) {
-                        for a in [s, d] {
-                            k.vars().resolve_addr8(a, "x", i as u64).unwrap();
-                            *modes.entry(a.mode).or_insert(0u64) += 1;
-                        }
+                    pseudo += usize::from(isa::is_pseudo(r[0]));
+                    let Some((s, d)) = isa::d4_operands(r) else {
+                        continue;
+                    };
+                    let want = |a: Addr8| {
+                        let var = match a.mode {
+                            isa::ADDR8_STATIC_VAR => u32::from(a.id),
+                            _ => {
+                                assert_eq!(dge.len(), 1, "{name}");
+                                dge[0].list[usize::from(a.id)].0
+                            }
+                        };
+                        (var, u64::from(a.offset))
+                    };
+                    let Some(Lowering::Direct { src, dst }) = relocs.get(&(i as u32)).copied()
+                    else {
+                        panic!("{name} {}: record {i} has no 0xD4 relocation", k.name());
+                    };
+                    assert_eq!((src.var().0, src.offset()), want(s), "{name} record {i}");
+                    assert_eq!((dst.var().0, dst.offset()), want(d), "{name} record {i}");
+                    for a in [s, d] {
+                        *modes.entry(a.mode).or_insert(0u64) += 1;
                     }
                 }
+                assert_eq!(
+                    relocs.len(),
+                    pseudo,
+                    "{name}: one relocation per pseudo record"
+                );
             }
         }
         assert!(
