@@ -65,7 +65,10 @@ pub fn bulk_bytes(kbins: &[Kbin]) -> u64 {
 }
 
 /// Stages kbin `k` on `pcores[k]` (the physical cores of the claimed logical
-/// core), all under `h_model`.
+/// core), all under `h_model`. The subgraph count was held to the logical
+/// core by the parse (one subgraph, or one per physical core); what is
+/// checked here is only that the caller passed cores enough for the kbins
+/// it passed.
 pub fn stage(
     dev: &dyn Device,
     cores: &Cores,
