@@ -8,17 +8,22 @@ use neffld::container::archive::{default_inflate_limit, Archive, Encoding};
 use neffld::container::header::feature_names;
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{integrity, payload_window, Neff, NeffHeader};
-use neffld::manifest::{kelf, neff_json, ParseOptions};
+use neffld::manifest::ParseOptions;
 use neffld::NrtStatus;
 use neffld::{parse, Arch};
 use serde_json::{json, Value};
 
-use crate::report::{emit, failed, hex, print_json, Failure};
+use crate::input;
+use crate::report::{emit, failed, hex, print_json, set_status, stamp, Failure};
+use crate::style::Style;
+use crate::target::{declared_arch, lnc_sizes};
+use crate::units;
 
-type CmdResult = Result<ExitCode, String>;
+/// A command's exit status, or the failure that ended it early.
+type CmdResult = Result<ExitCode, Failure>;
 
-fn read(file: &Path) -> Result<Vec<u8>, String> {
-    fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))
+fn write_err(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {
+    move |e| Failure::io(format!("cannot write {}: {e}", path.display()))
 }
 
 fn header_json(h: &NeffHeader) -> Value {
@@ -71,16 +76,7 @@ fn archive_json(a: &Archive) -> Value {
 /// order (dtype spelled as the NEFF spells it), and per subgraph its engines
 /// (records, opcode census), variables by type, queues and DMA blocks.
 fn parse_json(neff: &Neff) -> Result<Value, Failure> {
-    let arch = {
-        let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok();
-        let o = ParseOptions {
-            instance_arch: Arch::Cayman,
-            allow_legacy_neff: true,
-            runtime_lnc: 2,
-        };
-        nj.and_then(|nj| kelf::parse(&neff.archive, &nj.kelf_member, &o).ok())
-            .map_or(Arch::Cayman, |k| k.target)
-    };
+    let arch = declared_arch(neff).unwrap_or(Arch::Cayman);
     let lnc = neff.header.vnc_size.max(1);
     let opts = ParseOptions {
         instance_arch: arch,
@@ -99,7 +95,7 @@ fn parse_json(neff: &Neff) -> Result<Value, Failure> {
         order
             .iter()
             .filter_map(|n| map.get(n))
-            .map(|t| json!({"name": t.name, "dtype": t.dtype_name, "shape": t.shape, "size": t.size}))
+            .map(|t| json!({"name": t.name, "dtype": t.dtype_name, "dtype_code": t.dtype.code(), "shape": t.shape, "size": t.size}))
             .collect()
     };
     let subgraphs: Vec<Value> = parsed
@@ -142,17 +138,14 @@ fn parse_json(neff: &Neff) -> Result<Value, Failure> {
 }
 
 /// Runs every gate one by one so a report shows everything up to the first
-/// failure: the container (the hash is always computed; with `verify` it
-/// must match), then the manifests and KBIN build.
-fn examine(
-    file: &Path,
-    max_inflated: Option<u64>,
-    verify: bool,
-) -> Result<(Value, Result<(), Failure>), String> {
-    let bytes = read(file)?;
-    let mut out = json!({"file": file.display().to_string(), "size": bytes.len()});
+/// failure: reading the file, the container (the hash is always computed;
+/// with `verify` it must match), then the manifests and KBIN build.
+fn examine(file: &Path, max_inflated: Option<u64>, verify: bool) -> (Value, Result<(), Failure>) {
+    let mut out = json!({"file": input::display(file)});
     let mut warnings: Vec<String> = Vec::new();
     let outcome = (|| -> Result<(), Failure> {
+        let bytes = input::read(file)?;
+        out["size"] = json!(bytes.len());
         let container = |e: neffld::container::ContainerError| Failure {
             stage: "container",
             status: e.status(),
@@ -199,85 +192,110 @@ fn examine(
         Ok(())
     })();
     out["warnings"] = json!(warnings);
-    set_verdict(&mut out, &outcome);
-    Ok((out, outcome))
-}
-
-/// The `status`, `status_code` and `error` keys of a report.
-fn set_verdict(out: &mut Value, outcome: &Result<(), Failure>) {
-    let status = outcome
-        .as_ref()
-        .err()
-        .map_or(NrtStatus::Success, |f| f.status);
-    out["status_code"] = json!(status.code());
-    out["status"] = json!(status.as_str());
-    out["error"] = outcome.as_ref().err().map_or(Value::Null, Failure::json);
+    set_status(&mut out, outcome.as_ref().err());
+    (out, outcome)
 }
 
 /// `neffld inspect`: everything about one NEFF.
-pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>) -> CmdResult {
-    let (out, outcome) = examine(file, max_inflated, false)?;
+pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, err: Style) -> CmdResult {
+    let (mut out, outcome) = examine(file, max_inflated, false);
+    match &outcome {
+        Err(f) if f.stage == "io" && !as_json => return Err(f.clone()),
+        _ => {}
+    }
     if as_json {
+        stamp(&mut out, "inspect", outcome.as_ref().err());
         print_json(&out);
     } else {
         print_human(&out);
         if let Err(f) = &outcome {
-            eprintln!("{}", f.human());
+            eprintln!("{}", err.fail(&f.human()));
         }
     }
-    Ok(if outcome.is_ok() {
-        ExitCode::SUCCESS
-    } else {
-        failed()
+    Ok(match &outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => f.exit_code(),
     })
 }
 
 /// `neffld verify`: the verdict of [`neffld::verify`] — every gate a default
-/// load on the NEFF's own architecture runs, the hash only when a load
-/// would check it (`NEURON_RT_VALIDATE_HASH`) — with the `inspect` report
-/// of each file; one line per file (or a JSON array); non-zero exit if any
-/// file fails.
-pub fn verify(files: &[std::path::PathBuf], as_json: bool, max_inflated: Option<u64>) -> CmdResult {
-    let mut config = neffld::config::RuntimeConfig::from_env().map_err(|e| e.to_string())?;
+/// load of the file on its own architecture runs, the hash only when a load
+/// would check it (`NEURON_RT_VALIDATE_HASH`) — with the `inspect` report of
+/// each file; one line per file — an unreadable file is a FAIL line too, and
+/// the rest are still checked — then a summary line (or one JSON document).
+pub fn verify(
+    files: &[std::path::PathBuf],
+    as_json: bool,
+    max_inflated: Option<u64>,
+    style: Style,
+) -> CmdResult {
+    let mut config = neffld::config::RuntimeConfig::from_env()
+        .map_err(|e| crate::load_cmd::load_failure(&e.into()))?;
     config.max_inflated = max_inflated.or(config.max_inflated);
     let mut all = Vec::with_capacity(files.len());
-    let mut failures = 0;
+    let mut first_failure: Option<Failure> = None;
+    let (mut failed_gate, mut unreadable) = (0usize, 0usize);
     let mut text = String::new();
     for f in files {
-        let (mut out, _) = examine(f, max_inflated, config.validate_hash)?;
-        let outcome = neffld::verify(&read(f)?, &config)
-            .map(|_| ())
-            .map_err(|e| Failure {
-                stage: crate::load_cmd::stage_of(&e),
-                status: e.status(),
-                message: e.to_string(),
+        let (mut out, mut outcome) = examine(f, max_inflated, config.validate_hash);
+        if out["size"].is_number() {
+            outcome = input::read(f).and_then(|bytes| {
+                neffld::verify(&bytes, &config)
+                    .map(|_| ())
+                    .map_err(|e| crate::load_cmd::load_failure(&e))
             });
-        set_verdict(&mut out, &outcome);
+            set_status(&mut out, outcome.as_ref().err());
+        }
+        let name = input::display(f);
         match &outcome {
             Ok(()) => text.push_str(&format!(
-                "ok    {}  ({} {}, {} members, {} subgraphs)\n",
-                f.display(),
+                "{}    {name}  ({} {}, {} members, {} subgraphs)\n",
+                style.ok("ok"),
                 out["integrity"]["algorithm"].as_str().unwrap_or(""),
                 out["integrity"]["result"].as_str().unwrap_or(""),
                 out["archive"]["member_count"],
                 out["subgraphs"].as_array().map_or(0, Vec::len)
             )),
             Err(e) => {
-                failures += 1;
-                text.push_str(&format!("FAIL  {}: {}\n", f.display(), e.human()));
+                if e.stage == "io" {
+                    unreadable += 1;
+                } else {
+                    failed_gate += 1;
+                }
+                first_failure.get_or_insert_with(|| e.clone());
+                text.push_str(&style.fail(&format!("FAIL  {name}: {}", e.human())));
+                text.push('\n');
             }
         }
         all.push(out);
     }
+    let ok = files.len() - failed_gate - unreadable;
+    let summary = format!(
+        "{} files: {ok} ok, {failed_gate} failed, {unreadable} unreadable",
+        files.len()
+    );
     if as_json {
-        print_json(&json!(all));
+        let mut doc = json!({
+            "files": all,
+            "summary": {"files": files.len(), "ok": ok, "failed": failed_gate, "unreadable": unreadable},
+        });
+        stamp(&mut doc, "verify", first_failure.as_ref());
+        print_json(&doc);
     } else {
+        text.push_str(&if ok == files.len() {
+            style.ok(&summary)
+        } else {
+            style.fail(&summary)
+        });
+        text.push('\n');
         emit(&text);
     }
-    Ok(if failures == 0 {
-        ExitCode::SUCCESS
-    } else {
+    Ok(if unreadable > 0 {
+        ExitCode::from(2)
+    } else if failed_gate > 0 {
         failed()
+    } else {
+        ExitCode::SUCCESS
     })
 }
 
@@ -287,9 +305,9 @@ fn print_human(out: &Value) {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "file        {} ({} bytes)",
+        "file        {}: {}",
         str_of(&out["file"]),
-        out["size"]
+        units::bytes(out["size"].as_u64().unwrap_or(0))
     );
     let h = &out["header"];
     if !h.is_null() {
@@ -297,10 +315,10 @@ fn print_human(out: &Value) {
         let _ = writeln!(t, "uuid        {}", str_of(&h["uuid"]));
         let _ = writeln!(
             t,
-            "format      NEFF {}, pkg_version {}, payload {} bytes",
+            "format      NEFF {}, pkg_version {}, payload {}",
             str_of(&h["neff_version"]),
             h["pkg_version"],
-            h["data_size"]
+            units::bytes(h["data_size"].as_u64().unwrap_or(0))
         );
         let feats: Vec<&str> = h["features"]
             .as_array()
@@ -318,9 +336,12 @@ fn print_human(out: &Value) {
     }
     let i = &out["integrity"];
     if !i.is_null() {
-        let m = i["matches"]
-            .as_str()
-            .map_or("does NOT match".to_string(), |f| format!("matches ({f})"));
+        let m = match i["result"].as_str() {
+            Some("mismatch") => "does NOT match".to_string(),
+            Some("skipped") => "not compared (empty payload)".to_string(),
+            Some(form) => format!("matches ({form})"),
+            None => "unknown".to_string(),
+        };
         let how = if i["checked"] == true {
             "verified"
         } else {
@@ -332,10 +353,10 @@ fn print_human(out: &Value) {
     if !a.is_null() {
         let _ = writeln!(
             t,
-            "archive     {}, {} members, {} bytes inflated",
+            "archive     {}, {} members, {} inflated",
             str_of(&a["encoding"]),
             a["member_count"],
-            a["inflated_bytes"]
+            units::bytes(a["inflated_bytes"].as_u64().unwrap_or(0))
         );
         for m in a["members"].as_array().into_iter().flatten() {
             let _ = writeln!(
@@ -406,51 +427,62 @@ fn safe_relative(name: &str) -> bool {
     !name.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)))
 }
 
-pub fn extract(file: &Path, dir: &Path, max_inflated: Option<u64>) -> CmdResult {
-    let bytes = read(file)?;
+pub fn extract(
+    file: &Path,
+    dir: &Path,
+    max_inflated: Option<u64>,
+    as_json: bool,
+    err: Style,
+) -> CmdResult {
+    let bytes = input::read(file)?;
     let opts = neffld::container::OpenOptions {
         verify_hash: false,
         inflate_limit: max_inflated,
     };
-    let neff = match neffld::container::open(&bytes, &opts) {
-        Ok(n) => n,
-        Err(e) => {
-            let f = Failure {
-                stage: "container",
-                status: e.status(),
-                message: e.to_string(),
-            };
-            eprintln!("{}", f.human());
-            return Ok(failed());
-        }
-    };
-    let mut written = 0usize;
+    let neff = neffld::container::open(&bytes, &opts).map_err(|e| Failure {
+        stage: "container",
+        status: e.status(),
+        message: e.to_string(),
+    })?;
+    let mut written = Vec::new();
+    let mut warnings = Vec::new();
     for (name, body) in neff.archive.iter() {
         if !safe_relative(name) {
-            eprintln!(
+            warnings.push(format!(
                 "skipping member {name:?}: its path would leave {}",
                 dir.display()
-            );
+            ));
             continue;
         }
         let path = dir.join(name);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                .map_err(|e| Failure::io(format!("cannot create {}: {e}", parent.display())))?;
         }
-        fs::write(&path, body).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        written += 1;
+        fs::write(&path, body).map_err(write_err(&path))?;
+        written.push(name.to_string());
     }
-    emit(&format!(
-        "extracted {written} members to {}\n",
-        dir.display()
-    ));
+    if as_json {
+        let mut doc = json!({"file": input::display(file), "output": dir.display().to_string(),
+                             "members": written, "warnings": warnings});
+        stamp(&mut doc, "extract", None);
+        print_json(&doc);
+    } else {
+        for w in &warnings {
+            eprintln!("{}", err.warn(w));
+        }
+        emit(&format!(
+            "extracted {} members to {}\n",
+            written.len(),
+            dir.display()
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), Failure> {
     let mut entries: Vec<_> = fs::read_dir(dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .map_err(|e| Failure::io(format!("cannot read {}: {e}", dir.display())))?
         .filter_map(Result::ok)
         .collect();
     entries.sort_by_key(|e| e.file_name());
@@ -459,22 +491,25 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> R
         if path.is_dir() {
             collect_files(root, &path, out)?;
         } else {
-            let rel = path.strip_prefix(root).map_err(|e| e.to_string())?;
+            let rel = path
+                .strip_prefix(root)
+                .map_err(|e| Failure::io(e.to_string()))?;
             let name = rel
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect::<Vec<_>>()
                 .join("/");
-            out.push((
-                name,
-                fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-            ));
+            out.push((name, input::read(&path)?));
         }
     }
     Ok(())
 }
 
-fn parse_uuid(s: &str) -> Result<[u8; 16], String> {
+fn parse_uuid(s: &str) -> Result<[u8; 16], Failure> {
+    parse_uuid_text(s).map_err(Failure::usage)
+}
+
+fn parse_uuid_text(s: &str) -> Result<[u8; 16], String> {
     let hexdigits: String = s.chars().filter(|c| *c != '-').collect();
     if hexdigits.len() != 32 {
         return Err(format!("uuid {s:?} must have 32 hex digits"));
@@ -488,7 +523,11 @@ fn parse_uuid(s: &str) -> Result<[u8; 16], String> {
 }
 
 /// `--header KEY=VALUE`: one header field, by name.
-fn set_header_field(h: &mut NeffHeader, field: &str) -> Result<(), String> {
+fn set_header_field(h: &mut NeffHeader, field: &str) -> Result<(), Failure> {
+    set_header_text(h, field).map_err(Failure::usage)
+}
+
+fn set_header_text(h: &mut NeffHeader, field: &str) -> Result<(), String> {
     let (key, value) = field
         .split_once('=')
         .ok_or_else(|| format!("--header {field:?}: expected KEY=VALUE"))?;
@@ -502,7 +541,7 @@ fn set_header_field(h: &mut NeffHeader, field: &str) -> Result<(), String> {
     };
     match key {
         "name" => h.set_name(value),
-        "uuid" => h.uuid = parse_uuid(value)?,
+        "uuid" => h.uuid = parse_uuid_text(value)?,
         "version" => {
             let (major, minor) = value.split_once('.').ok_or_else(|| "--header version: expected MAJOR.MINOR".to_string())?;
             h.version_major = num(major)?;
@@ -527,50 +566,120 @@ fn set_header_field(h: &mut NeffHeader, field: &str) -> Result<(), String> {
     Ok(())
 }
 
-pub fn pack(
-    dir: &Path,
-    out: &Path,
-    producer: Producer,
-    header_from: Option<&Path>,
-    name: Option<&str>,
-    uuid: Option<&str>,
-    fields: &[String],
-) -> CmdResult {
+/// What `neffld pack` writes besides the members.
+pub struct PackOptions<'a> {
+    /// `None`: the family of the tree's own target.
+    pub producer: Option<Producer>,
+    pub header_from: Option<&'a Path>,
+    pub name: Option<&'a str>,
+    pub uuid: Option<&'a str>,
+    pub fields: &'a [String],
+    pub json: bool,
+}
+
+/// The family a compiler for `arch` writes: trn1 compilers stop at 2.18.
+fn family_of(arch: Arch) -> Producer {
+    match arch {
+        Arch::Sunda => Producer::V2_18,
+        Arch::Cayman | Arch::Mariana => Producer::V2_21,
+    }
+}
+
+/// The tree's own target, read through its manifest chain as a load would.
+fn tree_arch(members: &[(&str, &[u8])]) -> Option<Arch> {
+    let probe = NeffWriter::new(Producer::Pkg1).write(members);
+    let opts = neffld::container::OpenOptions::default();
+    neffld::container::open(&probe, &opts)
+        .ok()
+        .as_ref()
+        .and_then(declared_arch)
+}
+
+/// A header whose declared logical-core size the tree's target cannot take
+/// is refused: `verify` would pass it and every load would reject it.
+fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
+    if h.declares_lnc() && !lnc_sizes(arch).contains(&h.vnc_size) {
+        let sizes: Vec<String> = lnc_sizes(arch).iter().map(u32::to_string).collect();
+        return Err(Failure {
+            stage: "pack",
+            status: NrtStatus::Invalid,
+            message: format!(
+                "the header declares vnc_size {} but the tree targets {arch}, whose cores take \
+                 logical-core size {}; set --header vnc_size=N or --producer to match",
+                h.vnc_size,
+                sizes.join(" or ")
+            ),
+        });
+    }
+    Ok(())
+}
+
+pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResult {
     let mut files = Vec::new();
     collect_files(dir, dir, &mut files)?;
     if files.is_empty() {
-        return Err(format!("{} holds no files", dir.display()));
+        return Err(Failure::usage(format!("{} holds no files", dir.display())));
     }
+    let members: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let arch = tree_arch(&members);
+    let mut warnings = Vec::new();
+    let producer = match (o.producer, arch) {
+        (Some(p), _) => p,
+        (None, Some(a)) => family_of(a),
+        (None, None) => {
+            warnings.push(
+                "the tree's target could not be read (neff.json → kelf json); writing the 2.21 family"
+                    .to_string(),
+            );
+            Producer::V2_21
+        }
+    };
     let mut writer = NeffWriter::new(producer);
-    if let Some(src) = header_from {
-        let bytes = read(src)?;
-        let h = NeffHeader::parse(&bytes).map_err(|e| format!("{}: {e}", src.display()))?;
+    if let Some(src) = o.header_from {
+        let bytes = input::read(src)?;
+        let h = NeffHeader::parse(&bytes).map_err(|e| Failure {
+            stage: "container",
+            status: e.status(),
+            message: format!("{}: {e}", src.display()),
+        })?;
         let pkg = writer.header.pkg_version;
         writer.header = NeffHeader {
             pkg_version: pkg,
             ..h
         };
     }
-    if let Some(n) = name {
+    if let Some(n) = o.name {
         writer.header.set_name(n);
     }
-    if let Some(u) = uuid {
+    if let Some(u) = o.uuid {
         writer.header.uuid = parse_uuid(u)?;
     }
-    for f in fields {
+    for f in o.fields {
         set_header_field(&mut writer.header, f)?;
     }
-    let members: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
+    if let Some(a) = arch {
+        check_header_fits(&writer.header, a)?;
+    }
     let neff = writer.write(&members);
-    fs::write(out, &neff).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    emit(&format!(
-        "wrote {} ({} bytes, {} members)\n",
-        out.display(),
-        neff.len(),
-        members.len()
-    ));
+    fs::write(out, &neff).map_err(write_err(out))?;
+    if o.json {
+        let mut doc = json!({"output": out.display().to_string(), "size": neff.len(), "members": members.len(),
+                             "target": arch.map(Arch::target_name), "warnings": warnings});
+        stamp(&mut doc, "pack", None);
+        print_json(&doc);
+    } else {
+        for w in &warnings {
+            eprintln!("{}", err.warn(&format!("warning: {w}")));
+        }
+        emit(&format!(
+            "wrote {}: {} members, {}\n",
+            out.display(),
+            members.len(),
+            units::bytes(neff.len() as u64)
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,13 +5,13 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::{self, OpenOptions};
-use neffld::device::ledger::Ledger;
-use neffld::device::MemUsage;
+use neffld::device::{Device, Geometry, NullDevice, SimDevice, CARVEOUT};
 use neffld::ids::PCore;
 use neffld::relocate::dma::decode_template;
 use neffld::relocate::ipmap::{PatchKind, Section};
@@ -19,8 +19,11 @@ use neffld::stage::Placement;
 use neffld::{Arch, NrtStatus};
 use serde_json::{json, Value};
 
-use crate::map;
-use crate::report::{emit, failed, print_json, Failure};
+use crate::recorder::Recorder;
+use crate::report::{emit, failed, print_json, stamp, Failure};
+use crate::style::Style;
+use crate::target::{declared_arch, lnc_refusal};
+use crate::{input, map, memory, units};
 
 /// Show a progress bar for files at least this large.
 const PROGRESS_MIN: u64 = 64 << 20;
@@ -41,18 +44,19 @@ fn parse_arch(s: &str) -> Result<Arch, String> {
 /// Options of `neffld load`.
 #[derive(clap::Args)]
 pub struct LoadArgs {
+    /// The NEFF file (`-`: standard input).
     pub file: PathBuf,
     /// Device architecture: trn1, trn2 or trn3 (default: the NEFF's own target).
     #[arg(long, value_parser = parse_arch)]
     pub arch: Option<Arch>,
     /// Logical core to load on (-1: the first free one).
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_name = "N")]
     pub start_core: i32,
     /// Simulated device.
     #[arg(long, value_enum, default_value_t = DeviceArg::Sim)]
     pub device: DeviceArg,
-    /// Logical-core size (default: the architecture's).
-    #[arg(long)]
+    /// Logical-core size: physical cores per logical core (default: the architecture's; trn1 takes only 1).
+    #[arg(long, value_name = "N")]
     pub lnc: Option<u32>,
     /// Validate the staged model (every address points into an allocation).
     #[arg(long)]
@@ -63,14 +67,14 @@ pub struct LoadArgs {
     /// Accept a NEFF built for another architecture (NEURON_RT_ALLOW_LEGACY_NEFF).
     #[arg(long)]
     pub allow_legacy_neff: bool,
-    /// Ceiling on the inflated payload in bytes.
-    #[arg(long)]
+    /// Ceiling on the inflated payload in bytes (default: 64x the payload, 256 MiB to 32 GiB).
+    #[arg(long, value_name = "BYTES")]
     pub max_inflated: Option<u64>,
     /// Machine-readable output (stable schema, see docs/cli.md).
     #[arg(long)]
     pub json: bool,
-    /// Write an HTML memory map (one SVG per core) to this file.
-    #[arg(long)]
+    /// Write an HTML memory map to this file (one linear address axis per HBM; written on failure too).
+    #[arg(long, value_name = "FILE.html")]
     pub map: Option<PathBuf>,
     /// No progress bar.
     #[arg(long)]
@@ -94,8 +98,11 @@ fn progress(total: u64, quiet: bool) -> indicatif::ProgressBar {
     bar
 }
 
-fn read_file(path: &Path, quiet: bool) -> Result<Vec<u8>, String> {
-    let err = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+fn read_file(path: &Path, quiet: bool) -> Result<Vec<u8>, Failure> {
+    if input::is_stdin(path) {
+        return input::read(path);
+    }
+    let err = |e: std::io::Error| Failure::io(format!("cannot read {}: {e}", path.display()));
     let mut f = File::open(path).map_err(err)?;
     let len = f.metadata().map_err(err)?.len();
     let bar = progress(len, quiet);
@@ -137,7 +144,7 @@ fn kind_name(p: &Placement) -> &'static str {
 }
 
 /// Everything the report shows about one core, gathered while the model is loaded.
-fn core_json(lm: &LoadedModel, ledger: &Ledger, hbm: impl Fn(PCore) -> u32) -> Vec<Value> {
+fn core_json(lm: &LoadedModel, hbm: impl Fn(PCore) -> u32) -> Vec<Value> {
     lm.cores
         .iter()
         .map(|c| {
@@ -198,21 +205,14 @@ fn core_json(lm: &LoadedModel, ledger: &Ledger, hbm: impl Fn(PCore) -> u32) -> V
                 .collect();
             let tables: Vec<Value> =
                 c.tables.iter().map(|t| json!({"table": t.what, "address": t.pa, "bytes": t.len})).collect();
-            let usage: serde_json::Map<String, Value> = MemUsage::ALL
-                .iter()
-                .filter(|u| ledger.used(pcore, **u) > 0)
-                .map(|u| (u.name().to_string(), json!(ledger.used(pcore, *u))))
-                .collect();
             json!({
                 "pcore": pcore.0,
                 "hbm": hbm(pcore),
                 "subgraph": c.subgraph,
-                "hbm_bytes": ledger.core_total(pcore),
                 "scratchpad_pages": c.plan.scratch_pages,
                 "instructions": instructions,
                 "descriptors": descriptors,
                 "templates": templates,
-                "usage": usage,
                 "variables": vars,
                 "images": images,
                 "rings": rings,
@@ -222,7 +222,7 @@ fn core_json(lm: &LoadedModel, ledger: &Ledger, hbm: impl Fn(PCore) -> u32) -> V
         .collect()
 }
 
-fn human(out: &Value, no_timings: bool) -> String {
+fn human(out: &Value, no_timings: bool, style: Style) -> String {
     use std::fmt::Write as _;
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     let n = |v: &Value| v.as_u64().unwrap_or(0);
@@ -241,8 +241,24 @@ fn human(out: &Value, no_timings: bool) -> String {
         s(&out["status"]),
         out["status_code"]
     );
-    if out["status_code"] != 0 {
-        let _ = writeln!(t, "error     [{}] {}", s(&out["stage"]), s(&out["message"]));
+    if !out["error"].is_null() {
+        let e = &out["error"];
+        let _ = writeln!(
+            t,
+            "{}",
+            style.fail(&format!(
+                "error     [{}] {}",
+                s(&e["stage"]),
+                s(&e["message"])
+            ))
+        );
+    }
+    if out["checked"] == true && out["status_code"] == 0 {
+        let _ = writeln!(
+            t,
+            "{}",
+            style.ok("check     passed: every address written to the device points into an allocation of its core")
+        );
     }
     let m = &out["model"];
     if !m.is_null() {
@@ -284,18 +300,17 @@ fn human(out: &Value, no_timings: bool) -> String {
     for c in out["cores"].as_array().into_iter().flatten() {
         let _ = writeln!(
             t,
-            "\ncore nc{} (HBM {}, subgraph {}): {} bytes of HBM, {} instruction slots, {} DMA descriptors, {} IO templates",
+            "\ncore nc{} (HBM {}, subgraph {}): {} instruction slots, {} DMA descriptors, {} IO templates",
             c["pcore"],
             c["hbm"],
             s(&c["subgraph"]),
-            n(&c["hbm_bytes"]),
             n(&c["instructions"]),
             n(&c["descriptors"]),
             n(&c["templates"])
         );
         let _ = writeln!(
             t,
-            "  {:>4}  {:<36} {:<13} {:>18} {:>12}  placement",
+            "  {:>4}  {:<36} {:<13} {:>18} {:>20}  placement",
             "id", "variable", "type", "address", "size"
         );
         for v in c["variables"].as_array().into_iter().flatten() {
@@ -304,10 +319,10 @@ fn human(out: &Value, no_timings: bool) -> String {
                 .map_or("-".to_string(), |a| format!("{a:#x}"));
             let size = v["size"]
                 .as_u64()
-                .map_or("-".to_string(), |x| x.to_string());
+                .map_or("-".to_string(), |b| format!("{b} ({})", units::human(b)));
             let _ = writeln!(
                 t,
-                "  {:>4}  {:<36} {:<13} {:>18} {:>12}  {}",
+                "  {:>4}  {:<36} {:<13} {:>18} {:>20}  {}",
                 n(&v["var_id"]),
                 s(&v["name"]),
                 s(&v["type"]),
@@ -368,35 +383,30 @@ fn human(out: &Value, no_timings: bool) -> String {
                 n(&tb["bytes"])
             );
         }
-        let usage: Vec<String> = c["usage"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        let _ = writeln!(t, "  ledger  {}", usage.join(", "));
     }
+    t.push_str(&memory::human(&out["memory"]));
     if let Some(ts) = out["tensors"].as_array().filter(|a| !a.is_empty()) {
         let _ = writeln!(t, "\ntensors");
         for x in ts {
             let _ = writeln!(
                 t,
-                "  {:<6} {:<24} {:>12} bytes  dtype {:>2}  shape {}",
+                "  {:<6} {:<24} {:>10}  {:<9} (nrt {:>2})  shape {}",
                 s(&x["usage"]),
                 s(&x["name"]),
-                n(&x["size"]),
-                x["dtype"],
+                units::human(n(&x["size"])),
+                s(&x["dtype"]),
+                x["dtype_code"],
                 x["shape"]
             );
         }
     }
     for w in out["warnings"].as_array().into_iter().flatten() {
-        let _ = writeln!(t, "warning   {}", s(w));
+        let _ = writeln!(t, "{}", style.warn(&format!("warning   {}", s(w))));
     }
     t
 }
 
-pub(crate) fn stage_of(e: &LoadError) -> &'static str {
+fn stage_of(e: &LoadError) -> &'static str {
     match e {
         LoadError::Container(_) => "container",
         LoadError::Parse(_) => "parse",
@@ -409,10 +419,88 @@ pub(crate) fn stage_of(e: &LoadError) -> &'static str {
     }
 }
 
-pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
+/// The simulated device of the chosen kind, wrapped so every allocation of
+/// the load is remembered (a failed load still reports what it placed).
+fn recording_device(config: &RuntimeConfig) -> Arc<Recorder> {
+    let geometry = Geometry::for_arch(config.arch);
+    let inner: Arc<dyn Device> = match config.device {
+        DeviceKind::Sim => Arc::new(SimDevice::new(geometry)),
+        DeviceKind::Null => Arc::new(NullDevice::new(geometry)),
+    };
+    Arc::new(Recorder::new(inner))
+}
+
+pub(crate) fn load_failure(e: &LoadError) -> Failure {
+    Failure {
+        stage: stage_of(e),
+        status: e.status(),
+        message: e.to_string(),
+    }
+}
+
+/// What a loaded model shows before it is unloaded.
+struct Loaded {
+    cores: Vec<Value>,
+    unloaded: Result<(), LoadError>,
+}
+
+fn describe_model(
+    rt: &Runtime,
+    model: &neffld::api::Model,
+    out: &mut Value,
+    s1: Duration,
+    t_total: Instant,
+) -> Result<Loaded, Failure> {
+    let geometry = rt.device().geometry().clone();
+    let hbm = |p: PCore| geometry.hbm_of(p).unwrap_or(0);
+    let (mut timings, cores, warnings, pcores) = rt
+        .with_model(model, |lm| {
+            let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
+            (lm.timings, core_json(lm, hbm), lm.warnings.clone(), pcores)
+        })
+        .map_err(|e| load_failure(&e))?;
+    timings.container = s1;
+    let tensors: Vec<Value> = rt
+        .tensor_info(model)
+        .map_err(|e| load_failure(&e))?
+        .iter()
+        .map(|t| json!({"name": t.name, "usage": if t.usage == TensorUsage::Input { "input" } else { "output" }, "size": t.size, "dtype": t.dtype.name(), "dtype_code": t.dtype.code(), "shape": t.shape}))
+        .collect();
+    let tu = Instant::now();
+    let unloaded = rt.unload(model);
+    let unload_time = tu.elapsed();
+    out["h_nn"] = json!(model.h_nn.0);
+    out["model"] = json!({
+        "name": model.name,
+        "uuid": model.uuid.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        "vnc": model.vnc.0,
+        "pcores": pcores,
+    });
+    out["timings_us"] = json!({
+        "guard": us(timings.guard),
+        "container": us(timings.container),
+        "parse": us(timings.parse),
+        "cache_wait": us(timings.cache_wait),
+        "stage": us(timings.stage),
+        "relocate": us(timings.relocate),
+        "unload": us(unload_time),
+        "total": us(t_total.elapsed()),
+    });
+    out["tensors"] = json!(tensors);
+    out["warnings"] = json!(warnings);
+    out["cores"] = json!(cores);
+    Ok(Loaded { cores, unloaded })
+}
+
+pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let t_total = Instant::now();
     let bytes = read_file(&a.file, a.quiet)?;
-    let mut config = RuntimeConfig::from_env().map_err(|e| e.to_string())?;
+    let config_err = |e: neffld::config::ConfigError| Failure {
+        stage: "config",
+        status: e.status(),
+        message: e.to_string(),
+    };
+    let mut config = RuntimeConfig::from_env().map_err(config_err)?;
     config.device = match a.device {
         DeviceArg::Sim => DeviceKind::Sim,
         DeviceArg::Null => DeviceKind::Null,
@@ -422,16 +510,10 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
     config.allow_legacy_neff |= a.allow_legacy_neff;
     config.lnc = a.lnc.or(config.lnc);
     config.max_inflated = a.max_inflated.or(config.max_inflated);
-    let mut out = json!({"file": a.file.display().to_string(), "size": bytes.len(), "device": match a.device {
+    let mut out = json!({"file": input::display(&a.file), "size": bytes.len(), "device": match a.device {
         DeviceArg::Sim => "sim",
         DeviceArg::Null => "null",
     }});
-    let fail = |out: &mut Value, f: Failure| {
-        out["status"] = json!(f.status.as_str());
-        out["status_code"] = json!(f.status.code());
-        out["stage"] = json!(f.stage);
-        out["message"] = json!(f.message);
-    };
 
     // S1 here, so the NEFF's own target can choose the device without a second inflate.
     let t1 = Instant::now();
@@ -443,11 +525,17 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
     let s1 = t1.elapsed();
     config.arch = a
         .arch
-        .or_else(|| opened.as_ref().ok().and_then(neffld::parse::declared_arch))
+        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
         .unwrap_or(Arch::Cayman);
+    if let Some(why) = a.lnc.and_then(|l| lnc_refusal(config.arch, l, "--lnc")) {
+        return Err(Failure::usage(why));
+    }
     out["arch"] = json!(config.arch.instance());
-    let rt = Runtime::new(config).map_err(|e| e.to_string())?;
-    out["device_cores"] = json!(rt.device().geometry().cores());
+    out["checked"] = json!(config.check);
+    let device = recording_device(&config);
+    let geometry = device.geometry().clone();
+    let rt = Runtime::with_device(config, device.clone()).map_err(|e| load_failure(&e))?;
+    out["device_cores"] = json!(geometry.cores());
 
     let bar = progress(bytes.len() as u64, a.quiet);
     bar.set_message("loading");
@@ -457,93 +545,45 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
         Err(e) => Err(LoadError::Container(e)),
     };
     bar.finish_and_clear();
-    let mut svg_input = None;
-    let code = match loaded {
-        Err(e) => {
-            fail(
-                &mut out,
-                Failure {
-                    stage: stage_of(&e),
-                    status: e.status(),
-                    message: e.to_string(),
-                },
-            );
-            failed()
-        }
+    let mut cores = Vec::new();
+    let outcome = match loaded {
+        Err(e) => Err(load_failure(&e)),
         Ok(model) => {
-            let ledger = rt.device().ledger();
-            let geometry = rt.device().geometry().clone();
-            let hbm = |p: PCore| geometry.hbm_of(p).unwrap_or(0);
-            let (mut timings, cores, warnings, pcores) = rt
-                .with_model(&model, |lm| {
-                    let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
-                    (
-                        lm.timings,
-                        core_json(lm, &ledger, hbm),
-                        lm.warnings.clone(),
-                        pcores,
-                    )
-                })
-                .map_err(|e| e.to_string())?;
-            timings.container = s1;
-            let tensors: Vec<Value> = rt
-                .tensor_info(&model)
-                .map_err(|e| e.to_string())?
-                .iter()
-                .map(|t| json!({"name": t.name, "usage": if t.usage == TensorUsage::Input { "input" } else { "output" }, "size": t.size, "dtype": t.dtype.code(), "shape": t.shape}))
-                .collect();
-            let tu = Instant::now();
-            let unloaded = rt.unload(&model);
-            let unload_time = tu.elapsed();
-            out["h_nn"] = json!(model.h_nn.0);
-            out["model"] = json!({
-                "name": model.name,
-                "uuid": model.uuid.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-                "vnc": model.vnc.0,
-                "pcores": pcores,
-            });
-            out["timings_us"] = json!({
-                "guard": us(timings.guard),
-                "container": us(timings.container),
-                "parse": us(timings.parse),
-                "cache_wait": us(timings.cache_wait),
-                "stage": us(timings.stage),
-                "relocate": us(timings.relocate),
-                "unload": us(unload_time),
-                "total": us(t_total.elapsed()),
-            });
-            out["tensors"] = json!(tensors);
-            out["warnings"] = json!(warnings);
-            svg_input = Some(cores.clone());
-            out["cores"] = json!(cores);
-            match unloaded {
-                Ok(()) => {
-                    out["status"] = json!(NrtStatus::Success.as_str());
-                    out["status_code"] = json!(0);
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    fail(
-                        &mut out,
-                        Failure {
-                            stage: "unload",
-                            status: e.status(),
-                            message: e.to_string(),
-                        },
-                    );
-                    failed()
-                }
-            }
+            device.freeze();
+            let d = describe_model(&rt, &model, &mut out, s1, t_total)?;
+            cores = d.cores;
+            d.unloaded.map_err(|e| Failure {
+                stage: "unload",
+                status: e.status(),
+                message: e.to_string(),
+            })
         }
     };
-    if let (Some(path), Some(cores)) = (&a.map, &svg_input) {
-        let html = map::render(&out, cores);
-        std::fs::write(path, html).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let (placed, refused) = device.snapshot();
+    out["memory"] = memory::report(&geometry, &placed, refused.as_ref());
+    let outcome = outcome.map_err(|mut f| {
+        if f.status == NrtStatus::Resource {
+            if let Some(why) = memory::refusal_sentence(&out["memory"]) {
+                f.message = format!("{}: {why}", f.message);
+            }
+        }
+        f
+    });
+    stamp(&mut out, "load", outcome.as_ref().err());
+    if let Some(path) = &a.map {
+        // The allocatable part of a channel starts after the firmware carve-out.
+        let base = |ch: u32| geometry.channel_base(ch).map_or(0, |p| p.0) + CARVEOUT;
+        let html = map::render(&out, &cores, base);
+        std::fs::write(path, html)
+            .map_err(|e| Failure::io(format!("cannot write {}: {e}", path.display())))?;
     }
     if a.json {
         print_json(&out);
     } else {
-        emit(&human(&out, a.no_timings));
+        emit(&human(&out, a.no_timings, style));
     }
-    Ok(code)
+    Ok(match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => failed(),
+    })
 }

@@ -1,70 +1,111 @@
-//! The `neffld` command: inspect, verify, extract, pack (and, as the
-//! pipeline grows, load) NEFF files.
+//! The `neffld` command: inspect, verify, extract, pack and load NEFF files.
 
 mod container_cmds;
+mod input;
 mod load_cmd;
 mod map;
+mod memory;
+mod recorder;
 mod report;
+mod style;
+mod target;
+mod units;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::report::{report_failure, Failure};
+use crate::style::{ColorChoice, Style};
+
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("NEFFLD_COMMIT"),
+    ")"
+);
+
+/// The exit-status table of the whole command (each subcommand has its own).
+macro_rules! exit_codes {
+    () => {
+        "Exit status:\n  0  success (every NEFF passed)\n  1  a NEFF failed a gate; the report names the stage, the message and the NRT status\n  2  usage error, or a file could not be read or written\n\nFILE may be `-` to read the NEFF from standard input.\n`--json` output follows the schema in docs/cli.md (schema_version 1)."
+    };
+}
+
 #[derive(Parser)]
 #[command(
     name = "neffld",
-    version,
-    about = "Inspect, verify, pack and load Neuron NEFF files without hardware"
+    version = VERSION,
+    about = "Inspect, verify, pack and load Neuron NEFF files without hardware",
+    after_help = concat!("Example:\n  neffld load examples/demo.neff --map map.html\n\n", exit_codes!())
 )]
 struct Cli {
+    /// When to colour FAIL lines and warnings (auto: on a terminal, unless NO_COLOR is set).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    color: ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Show the header, integrity and archive members of a NEFF.
+    /// Show the header, integrity, archive members, target, IO tensors and subgraphs of a NEFF.
+    #[command(after_help = concat!("Example:\n  neffld inspect model.neff --json | jq .integrity\n\n", "Exit status:\n  0  the NEFF passed every parse-side gate\n  1  it failed one (the hash is compared but not required)\n  2  usage error, or the file could not be read"))]
     Inspect {
+        /// The NEFF file (`-`: standard input).
         file: PathBuf,
         /// Machine-readable output (stable schema, see docs/cli.md).
         #[arg(long)]
         json: bool,
         /// Ceiling on the inflated payload in bytes (default: 64x the payload, 256 MiB to 32 GiB).
-        #[arg(long)]
+        #[arg(long, value_name = "BYTES")]
         max_inflated: Option<u64>,
     },
-    /// Run every gate (hash required, manifests, KBIN) on each file; one line per file; exit 0 only if all are sound.
+    /// Run every gate a default load on the NEFF's own architecture runs (as `load` would; the hash only with NEURON_RT_VALIDATE_HASH) on each file; one line per file and a summary.
+    #[command(after_help = concat!("Example:\n  neffld verify *.neff\n\n", "Exit status:\n  0  every file is sound\n  1  at least one file failed a gate (it has a FAIL line; the others are still checked)\n  2  usage error, or a file could not be read (it has a FAIL line too)"))]
     Verify {
+        /// The NEFF files (`-`: standard input, once).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Machine-readable output: one document with an entry per file (docs/cli.md).
         #[arg(long)]
         json: bool,
-        #[arg(long)]
+        /// Ceiling on the inflated payload in bytes (default: 64x the payload, 256 MiB to 32 GiB).
+        #[arg(long, value_name = "BYTES")]
         max_inflated: Option<u64>,
     },
-    /// Load a NEFF on a simulated device (S0–S5), report where everything landed, unload.
+    /// Load a NEFF on a simulated device (S0–S5), report where everything landed and how much memory, unload.
+    #[command(after_help = concat!("Example:\n  neffld load examples/demo.neff --check --map map.html\n\n", "Exit status:\n  0  the NEFF loaded (and unloaded)\n  1  the load failed; the report names the stage and the NRT status (the memory report and map are still written)\n  2  usage error, or the file could not be read"))]
     Load(load_cmd::LoadArgs),
     /// Write every archive member of a NEFF under DIR.
+    #[command(after_help = concat!("Example:\n  neffld extract model.neff -o tree/ && neffld pack tree/ -o rebuilt.neff\n\n", "Exit status:\n  0  every member written\n  1  the container failed a gate\n  2  usage error, or a file could not be read or written"))]
     Extract {
+        /// The NEFF file (`-`: standard input).
         file: PathBuf,
-        /// Output directory.
+        /// Output directory (created if missing).
         #[arg(short = 'o', long = "output")]
         dir: PathBuf,
-        #[arg(long)]
+        /// Ceiling on the inflated payload in bytes (default: 64x the payload, 256 MiB to 32 GiB).
+        #[arg(long, value_name = "BYTES")]
         max_inflated: Option<u64>,
+        /// Machine-readable output (docs/cli.md).
+        #[arg(long)]
+        json: bool,
     },
     /// Build a NEFF from the files under DIR, in a compiler family's byte format.
+    #[command(after_help = concat!("Example:\n  neffld pack tree/ -o model.neff --header-from original.neff\n\n", "Without --producer, the family follows the tree's own target (kelf json `target`): trn1 trees get 2.18, others 2.21.\nHeader fields that the tree's target cannot take (vnc_size) are refused.\n\n", "Exit status:\n  0  written\n  1  the header and the tree disagree\n  2  usage error, or a file could not be read or written"))]
     Pack {
+        /// Directory holding the members (neff.json, kelf-*.json, sg*/...).
         dir: PathBuf,
         /// Output NEFF file.
         #[arg(short = 'o', long = "output")]
         out: PathBuf,
-        /// Which compiler family's container format to write.
-        #[arg(long, value_enum, default_value_t = ProducerArg::V2_21)]
-        producer: ProducerArg,
+        /// Which compiler family's container format to write (default: from the tree's target).
+        #[arg(long, value_enum)]
+        producer: Option<ProducerArg>,
         /// Copy the header fields (name, uuid, version, feature bits, LNC) from this NEFF.
-        #[arg(long)]
+        #[arg(long, value_name = "NEFF")]
         header_from: Option<PathBuf>,
         /// Model name stored in the header.
         #[arg(long)]
@@ -76,6 +117,9 @@ enum Command {
         /// vnc_size, build_version, requested_tpb_count (repeatable).
         #[arg(long = "header", value_name = "KEY=VALUE")]
         header: Vec<String>,
+        /// Machine-readable output (docs/cli.md).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -96,25 +140,90 @@ enum ProducerArg {
     Pkg1,
 }
 
+impl ProducerArg {
+    fn producer(self) -> neffld::container::writer::Producer {
+        use neffld::container::writer::Producer;
+        match self {
+            ProducerArg::V2_21 => Producer::V2_21,
+            ProducerArg::V2_18 => Producer::V2_18,
+            ProducerArg::V2_0_99229 => Producer::V2_0_99229,
+            ProducerArg::Pkg1 => Producer::Pkg1,
+        }
+    }
+}
+
+/// A command line clap refuses: with `--json` anywhere on it, the refusal is
+/// a JSON document too, so a script always has one to read.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let args: Vec<String> = std::env::args().collect();
+    let wants_json = args.iter().any(|a| a == "--json");
+    if wants_json && !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let known = ["inspect", "verify", "load", "extract", "pack"];
+        let command = args
+            .iter()
+            .map(String::as_str)
+            .find(|a| known.contains(a))
+            .unwrap_or("neffld");
+        let msg = e
+            .kind()
+            .as_str()
+            .unwrap_or("invalid command line")
+            .to_string();
+        let detail = e.render().to_string();
+        let first = detail
+            .lines()
+            .next()
+            .unwrap_or(&msg)
+            .trim_start_matches("error: ");
+        report_failure(
+            command,
+            &Failure::usage(first.to_string()),
+            true,
+            Style::new(ColorChoice::Never, false),
+        );
+        return ExitCode::from(2);
+    }
+    e.exit()
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    let out = Style::new(cli.color, false);
+    let err = Style::new(cli.color, true);
+    let (name, as_json, result) = match cli.command {
         Command::Inspect {
             file,
             json,
             max_inflated,
-        } => container_cmds::inspect(&file, json, max_inflated),
+        } => (
+            "inspect",
+            json,
+            container_cmds::inspect(&file, json, max_inflated, err),
+        ),
         Command::Verify {
             files,
             json,
             max_inflated,
-        } => container_cmds::verify(&files, json, max_inflated),
-        Command::Load(args) => load_cmd::load(args),
+        } => (
+            "verify",
+            json,
+            container_cmds::verify(&files, json, max_inflated, out),
+        ),
+        Command::Load(args) => ("load", args.json, load_cmd::load(&args, err)),
         Command::Extract {
             file,
             dir,
             max_inflated,
-        } => container_cmds::extract(&file, &dir, max_inflated),
+            json,
+        } => (
+            "extract",
+            json,
+            container_cmds::extract(&file, &dir, max_inflated, json, err),
+        ),
         Command::Pack {
             dir,
             out,
@@ -123,29 +232,60 @@ fn main() -> ExitCode {
             name,
             uuid,
             header,
+            json,
         } => {
-            let producer = match producer {
-                ProducerArg::V2_21 => neffld::container::writer::Producer::V2_21,
-                ProducerArg::V2_18 => neffld::container::writer::Producer::V2_18,
-                ProducerArg::V2_0_99229 => neffld::container::writer::Producer::V2_0_99229,
-                ProducerArg::Pkg1 => neffld::container::writer::Producer::Pkg1,
+            let opts = container_cmds::PackOptions {
+                producer: producer.map(ProducerArg::producer),
+                header_from: header_from.as_deref(),
+                name: name.as_deref(),
+                uuid: uuid.as_deref(),
+                fields: &header,
+                json,
             };
-            container_cmds::pack(
-                &dir,
-                &out,
-                producer,
-                header_from.as_deref(),
-                name.as_deref(),
-                uuid.as_deref(),
-                &header,
-            )
+            ("pack", json, container_cmds::pack(&dir, &out, &opts, err))
         }
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("neffld: {e}");
-            ExitCode::from(2)
+        Err(f) => {
+            report_failure(name, &f, as_json, err);
+            f.exit_code()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand says what it is for, and every
+    /// subcommand's help ends with an example and its exit codes.
+    #[test]
+    fn help_describes_every_argument() {
+        let mut cli = Cli::command();
+        cli.build();
+        for sub in cli.get_subcommands().filter(|s| s.get_name() != "help") {
+            for arg in sub.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                assert!(
+                    arg.get_help().is_some_and(|h| !h.to_string().is_empty()),
+                    "{} {id} has no help text",
+                    sub.get_name()
+                );
+            }
+            let after = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                after.contains("Example:") && after.contains("Exit status:"),
+                "{}",
+                sub.get_name()
+            );
         }
     }
 }

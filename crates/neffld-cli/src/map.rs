@@ -1,27 +1,31 @@
-//! `neffld load --map FILE.html`: one self-contained page with an SVG per
-//! core showing where every variable, instruction image, ring and table
-//! landed. Items are laid out left to right in address order on a
-//! compressed axis — widths grow with log2 of the size and unused address
-//! ranges collapse into small breaks — because a linear axis over a 24 GiB
-//! channel turns every allocation into a hairline. Hovering shows the exact
-//! name, address and size (SVG `<title>`, no script needed).
+//! `neffld load --map FILE.html`: one self-contained page, one SVG per HBM.
+//! Cores that share an HBM share its picture. Each picture has three linear
+//! axes, each labelled with device addresses:
+//!
+//! - the whole HBM, so used / total is seen at a glance;
+//! - the allocated span, one row per device allocation (scratchpad
+//!   included), label and size written beside it, not only on hover;
+//! - per allocation that holds variables, a zoom on those variables, so
+//!   aliased ones (spill variables sharing scratchpad) are drawn overlapping.
+//!
+//! A row is never narrower than 2 px, so a 4 KiB allocation beside a 16 GiB
+//! one stays visible; its exact extent is in its label.
+//! The page is written on failure too, with what was placed before it.
+
+use std::fmt::Write as _;
 
 use serde_json::Value;
 
-const WIDTH: f64 = 1180.0;
-const LEFT: f64 = 430.0;
-const ROW: f64 = 18.0;
-/// Longest label drawn (the hover text always has the whole name).
-const LABEL_MAX: usize = 64;
-/// Pixels drawn for a collapsed gap between two non-adjacent items.
-const GAP: f64 = 6.0;
+use crate::{memory, units};
 
-struct Item {
-    label: String,
-    kind: &'static str,
-    addr: u64,
-    size: u64,
-}
+const WIDTH: f64 = 1260.0;
+/// Where bars start; labels sit to the left of it.
+const LEFT: f64 = 560.0;
+const RIGHT: f64 = 20.0;
+const ROW: f64 = 16.0;
+const TICKS: u32 = 6;
+/// Longest label drawn (the hover text always has the whole name).
+const LABEL_MAX: usize = 84;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -30,201 +34,393 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn color(kind: &str) -> &'static str {
-    match kind {
-        "weight" => "#2b8a3e",
-        "scratchpad" => "#e67700",
-        "state-buffer" => "#868e96",
-        "image" => "#1c7ed6",
-        "ring" => "#ae3ec9",
-        "table" => "#c92a2a",
-        _ => "#495057",
-    }
-}
+/// Fills given to categories in the order the legend lists them, so any
+/// name the library reports gets a colour and neighbours in the legend differ.
+const PALETTE: [&str; 12] = [
+    "#c92a2a", "#2b8a3e", "#1c7ed6", "#e67700", "#ae3ec9", "#0c8599", "#5c940d", "#d6336c",
+    "#364fc7", "#a61e4d", "#495057", "#f08c00",
+];
 
-fn items(core: &Value) -> Vec<Item> {
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
-    let mut out = Vec::new();
-    for v in core["variables"].as_array().into_iter().flatten() {
-        let (Some(addr), Some(size)) = (v["address"].as_u64(), v["size"].as_u64()) else {
-            continue;
-        };
-        let kind = match (v["placement"].as_str(), v["type"].as_str()) {
-            (Some("state-buffer"), _) => "state-buffer",
-            (Some("scratchpad"), _) => "scratchpad",
-            (_, Some("file")) => "weight",
-            _ => "variable",
-        };
-        out.push(Item {
-            label: format!("var {} ({})", s(&v["name"]), s(&v["type"])),
-            kind,
-            addr,
-            size,
-        });
-    }
-    for e in core["images"].as_array().into_iter().flatten() {
-        let (addr, size) = (
-            e["address"].as_u64().unwrap_or(0),
-            e["bytes"].as_u64().unwrap_or(0),
-        );
-        out.push(Item {
-            label: format!("{} instructions", s(&e["engine"])),
-            kind: "image",
-            addr,
-            size,
-        });
-    }
-    for r in core["rings"].as_array().into_iter().flatten() {
-        let (addr, size) = (
-            r["address"].as_u64().unwrap_or(0),
-            r["bytes"].as_u64().unwrap_or(0),
-        );
-        out.push(Item {
-            label: format!("ring {}", s(&r["queue"])),
-            kind: "ring",
-            addr,
-            size,
-        });
-    }
-    for t in core["tables"].as_array().into_iter().flatten() {
-        let (addr, size) = (
-            t["address"].as_u64().unwrap_or(0),
-            t["bytes"].as_u64().unwrap_or(0),
-        );
-        out.push(Item {
-            label: format!("table {}", s(&t["table"])),
-            kind: "table",
-            addr,
-            size,
-        });
-    }
-    out.sort_by_key(|i| (i.kind == "state-buffer", i.addr));
-    out
-}
+/// Category name → fill.
+struct Colors(Vec<String>);
 
-fn weight(size: u64) -> f64 {
-    1.0 + (size.max(1) as f64 / 4096.0 + 1.0).log2()
+impl Colors {
+    fn of(&self, category: &str) -> &'static str {
+        let i = self.0.iter().position(|c| c == category).unwrap_or(0);
+        PALETTE[i % PALETTE.len()]
+    }
 }
 
 fn short(label: &str) -> String {
     if label.chars().count() <= LABEL_MAX {
         return label.to_string();
     }
-    let tail: String = label
-        .chars()
-        .rev()
-        .take(LABEL_MAX - 1)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    format!("…{tail}")
+    let tail: String = label.chars().rev().take(LABEL_MAX - 1).collect();
+    format!("…{}", tail.chars().rev().collect::<String>())
 }
 
-/// One SVG: HBM items on one axis, state-buffer items on another.
-fn svg(core: &Value) -> String {
-    let all = items(core);
-    let mut body = String::new();
-    let mut y = 24.0;
-    for (title, sb) in [("HBM", false), ("state buffer", true)] {
-        let group: Vec<&Item> = all
-            .iter()
-            .filter(|i| (i.kind == "state-buffer") == sb)
-            .collect();
-        if group.is_empty() {
-            continue;
+/// A linear map from `[lo, hi)` onto the bar area.
+#[derive(Clone, Copy)]
+struct Axis {
+    lo: u64,
+    hi: u64,
+}
+
+impl Axis {
+    fn new(lo: u64, hi: u64) -> Axis {
+        Axis {
+            lo,
+            hi: hi.max(lo + 1),
         }
-        let lo = group.iter().map(|i| i.addr).min().unwrap_or(0);
-        let hi = group
-            .iter()
-            .map(|i| i.addr.saturating_add(i.size.max(1)))
-            .max()
-            .unwrap_or(lo + 1);
-        // Compressed axis: each item's left edge is the sum of the widths of
-        // the items before it (overlapping items share their start).
-        let mut starts = Vec::with_capacity(group.len());
-        let (mut x, mut prev_start, mut prev_end) = (0.0f64, None::<u64>, 0u64);
-        for i in &group {
-            if prev_start == Some(i.addr) {
-                starts.push(*starts.last().unwrap_or(&0.0));
+    }
+
+    fn x(self, addr: u64) -> f64 {
+        let span = (self.hi - self.lo) as f64;
+        LEFT + (WIDTH - LEFT - RIGHT) * (addr.saturating_sub(self.lo) as f64 / span).min(1.0)
+    }
+
+    /// A bar's left edge and width (at least 2 px).
+    fn bar(self, addr: u64, size: u64) -> (f64, f64) {
+        let x0 = self.x(addr);
+        let x1 = self.x(addr.saturating_add(size));
+        (x0.min(WIDTH - RIGHT - 2.0), (x1 - x0).max(2.0))
+    }
+
+    /// The axis line with `TICKS + 1` address labels; returns the new y.
+    fn draw(self, svg: &mut String, y: f64, title: &str) -> f64 {
+        let _ = writeln!(
+            svg,
+            "<text x=\"4\" y=\"{y:.0}\" class=\"h\">{}</text>",
+            esc(title)
+        );
+        let y = y + 22.0;
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{LEFT}\" y1=\"{y:.0}\" x2=\"{:.0}\" y2=\"{y:.0}\" class=\"axis\"/>",
+            WIDTH - RIGHT
+        );
+        // Ticks on round addresses: a power-of-two step giving at most TICKS intervals.
+        let step = ((self.hi - self.lo) / u64::from(TICKS))
+            .max(1)
+            .next_power_of_two();
+        let first = self.lo.div_ceil(step) * step;
+        let ticks: Vec<u64> = std::iter::successors(Some(first), |a| a.checked_add(step))
+            .take_while(|&a| a <= self.hi)
+            .collect();
+        for &a in &ticks {
+            let x = self.x(a);
+            let anchor = if x < LEFT + 30.0 {
+                "start"
+            } else if x > WIDTH - RIGHT - 30.0 {
+                "end"
+            } else {
+                "middle"
+            };
+            let _ = writeln!(
+                svg,
+                "<line x1=\"{x:.1}\" y1=\"{:.0}\" x2=\"{x:.1}\" y2=\"{:.0}\" class=\"axis\"/>\
+                 <text x=\"{x:.1}\" y=\"{:.0}\" text-anchor=\"{anchor}\" class=\"tick\">{a:#x}</text>",
+                y - 4.0,
+                y + 4.0,
+                y - 7.0
+            );
+        }
+        y + 6.0
+    }
+}
+
+/// One labelled row: text on the left, a bar on an axis.
+struct Row<'a> {
+    label: &'a str,
+    addr: u64,
+    size: u64,
+    fill: &'a str,
+    /// `alloc` or `var`, for the page's checks.
+    class: &'a str,
+}
+
+impl Row<'_> {
+    fn draw(&self, svg: &mut String, y: f64, axis: Axis) {
+        let (x, w) = axis.bar(self.addr, self.size);
+        let _ = writeln!(
+            svg,
+            "<g class=\"{}\"><title>{} — {:#x}..{:#x}, {}</title>\
+             <text x=\"4\" y=\"{:.0}\">{}</text>\
+             <rect x=\"{x:.1}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"{:.0}\" fill=\"{}\"/></g>",
+            self.class,
+            esc(self.label),
+            self.addr,
+            self.addr.saturating_add(self.size),
+            units::bytes(self.size),
+            y + ROW - 4.0,
+            esc(&short(self.label)),
+            y + 2.0,
+            ROW - 3.0,
+            self.fill
+        );
+    }
+}
+
+/// Variables of `cores` with a device address inside `[lo, lo + size)` on `pcore`.
+fn variables_in(cores: &[Value], pcore: u64, lo: u64, size: u64) -> Vec<&Value> {
+    cores
+        .iter()
+        .filter(|c| c["pcore"].as_u64() == Some(pcore))
+        .flat_map(|c| c["variables"].as_array().into_iter().flatten())
+        .filter(|v| {
+            matches!(v["placement"].as_str(), Some("hbm" | "scratchpad"))
+                && v["address"]
+                    .as_u64()
+                    .is_some_and(|a| a >= lo && a < lo.saturating_add(size))
+        })
+        .collect()
+}
+
+/// Splits address-sorted allocations where a gap is wider than an eighth of
+/// the whole allocated span, so each axis stays linear yet neighbours of a
+/// few KiB are not crushed by a distant GiB-sized block.
+fn clusters<'a>(sorted: &[&'a Value]) -> Vec<Vec<&'a Value>> {
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+    let lo = sorted.iter().map(|a| n(a, "address")).min().unwrap_or(0);
+    let hi = sorted
+        .iter()
+        .map(|a| n(a, "address").saturating_add(n(a, "size")))
+        .max()
+        .unwrap_or(0);
+    let wide = (hi - lo) / 8;
+    let mut out: Vec<Vec<&Value>> = Vec::new();
+    let mut end = 0u64;
+    for &a in sorted {
+        match out.last_mut() {
+            Some(group) if n(a, "address") <= end.saturating_add(wide) => group.push(a),
+            _ => out.push(vec![a]),
+        }
+        end = end.max(n(a, "address").saturating_add(n(a, "size")));
+    }
+    out
+}
+
+/// The picture of one HBM.
+fn hbm_svg(
+    hbm: &Value,
+    allocations: &[&Value],
+    cores: &[Value],
+    refused: &Value,
+    base: u64,
+    colors: &Colors,
+) -> String {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let total = n(&hbm["total"]);
+    let used = n(&hbm["used"]);
+    let mut svg = String::new();
+    let mut y = 18.0;
+    // 1. The whole HBM.
+    let whole = Axis::new(base, base + total);
+    y = whole.draw(
+        &mut svg,
+        y,
+        &format!(
+            "whole HBM {}: {} used",
+            hbm["hbm"],
+            units::used_of(used, total)
+        ),
+    );
+    for a in allocations {
+        let (x, w) = whole.bar(n(&a["address"]), n(&a["size"]));
+        let _ = writeln!(
+            svg,
+            "<rect x=\"{x:.1}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"14\" fill=\"{}\"><title>{}</title></rect>",
+            y + 2.0,
+            colors.of(a["category"].as_str().unwrap_or("")),
+            esc(a["name"].as_str().unwrap_or(""))
+        );
+    }
+    y += 30.0;
+    if allocations.is_empty() {
+        let _ = writeln!(svg, "<text x=\"4\" y=\"{y:.0}\">nothing placed</text>");
+        y += 20.0;
+    } else {
+        // 2. Every allocation, on one linear axis per cluster of neighbours.
+        for group in clusters(allocations) {
+            let lo = group.iter().map(|a| n(&a["address"])).min().unwrap_or(base);
+            let hi = group
+                .iter()
+                .map(|a| n(&a["address"]).saturating_add(n(&a["size"])))
+                .max()
+                .unwrap_or(lo + 1);
+            let span = Axis::new(lo, hi);
+            y = span.draw(
+                &mut svg,
+                y,
+                &format!("allocations {lo:#x} – {hi:#x} ({})", units::human(hi - lo)),
+            );
+            for a in &group {
+                let label = format!(
+                    "nc{} {} {} · {} @ {:#x}",
+                    a["pcore"],
+                    a["category"].as_str().unwrap_or(""),
+                    a["name"].as_str().unwrap_or(""),
+                    units::human(n(&a["size"])),
+                    n(&a["address"])
+                );
+                let fill = colors.of(a["category"].as_str().unwrap_or(""));
+                Row {
+                    label: &label,
+                    addr: n(&a["address"]),
+                    size: n(&a["size"]),
+                    fill,
+                    class: "alloc",
+                }
+                .draw(&mut svg, y, span);
+                y += ROW;
+            }
+            y += 18.0;
+        }
+        // 3. Variables inside each allocation, on a zoom of their extent.
+        for a in allocations {
+            let vars = variables_in(cores, n(&a["pcore"]), n(&a["address"]), n(&a["size"]));
+            let nested: Vec<&&Value> = vars
+                .iter()
+                .filter(|v| {
+                    !(n(&v["address"]) == n(&a["address"]) && n(&v["size"]) == n(&a["size"]))
+                })
+                .collect();
+            if nested.is_empty() {
                 continue;
             }
-            if prev_start.is_some() && i.addr > prev_end {
-                x += GAP;
-            }
-            starts.push(x);
-            x += weight(i.size) * 6.0;
-            prev_start = Some(i.addr);
-            prev_end = prev_end.max(i.addr.saturating_add(i.size));
-        }
-        let scale = ((WIDTH - LEFT - 10.0) / x.max(1.0)).min(4.0);
-        body.push_str(&format!(
-            "<text x=\"4\" y=\"{y}\" class=\"h\">{title}: {lo:#x} – {hi:#x} (address order, widths ∝ log2 size, gaps collapsed)</text>\n"
-        ));
-        y += 8.0;
-        for (i, x0) in group.iter().zip(starts) {
-            y += ROW;
-            let w = (weight(i.size) * 6.0 * scale).max(2.0);
-            body.push_str(&format!(
-                "<g><title>{} — address {:#x}, {} bytes</title><text x=\"4\" y=\"{:.0}\">{}</text>\
-                 <rect x=\"{:.1}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"{:.0}\" fill=\"{}\"/></g>\n",
-                esc(&i.label),
-                i.addr,
-                i.size,
+            let vlo = nested.iter().map(|v| n(&v["address"])).min().unwrap_or(0);
+            let vhi = nested
+                .iter()
+                .map(|v| n(&v["address"]).saturating_add(n(&v["size"])))
+                .max()
+                .unwrap_or(vlo + 1);
+            let zoom = Axis::new(vlo, vhi);
+            y = zoom.draw(
+                &mut svg,
                 y,
-                esc(&short(&i.label)),
-                LEFT + x0 * scale,
-                y - ROW + 6.0,
-                ROW - 4.0,
-                color(i.kind)
-            ));
+                &format!(
+                    "variables in nc{} {} (zoom {vlo:#x} – {vhi:#x}; overlapping bars share bytes)",
+                    a["pcore"],
+                    a["name"].as_str().unwrap_or("")
+                ),
+            );
+            for v in nested {
+                let label = format!(
+                    "var {} ({}) · {} @ {:#x}",
+                    v["name"].as_str().unwrap_or(""),
+                    v["type"].as_str().unwrap_or(""),
+                    units::human(n(&v["size"])),
+                    n(&v["address"])
+                );
+                Row {
+                    label: &label,
+                    addr: n(&v["address"]),
+                    size: n(&v["size"]),
+                    fill: "#868e96",
+                    class: "var",
+                }
+                .draw(&mut svg, y, zoom);
+                y += ROW;
+            }
+            y += 18.0;
         }
+    }
+    if refused["hbm"] == hbm["hbm"] {
+        let _ = writeln!(
+            svg,
+            "<text x=\"4\" y=\"{y:.0}\" class=\"refused\">did not fit: nc{} {} {} needs {}, {} free</text>",
+            refused["pcore"],
+            esc(refused["category"].as_str().unwrap_or("")),
+            esc(refused["name"].as_str().unwrap_or("")),
+            units::human(n(&refused["size"])),
+            units::human(total.saturating_sub(used))
+        );
         y += 20.0;
     }
-    format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{:.0}\">\n{body}</svg>", y + 10.0)
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{:.0}\">\n{svg}</svg>",
+        y + 6.0
+    )
 }
 
-/// The whole page.
-pub fn render(out: &Value, cores: &[Value]) -> String {
+/// The whole page from `load --json`'s document and its per-core details
+/// (empty when the load failed).
+pub fn render(out: &Value, cores: &[Value], channel_base: impl Fn(u32) -> u64) -> String {
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let memory = &out["memory"];
     let mut html = String::from(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>neffld memory map</title>\n<style>\
-         body{font-family:sans-serif;margin:16px} svg text{font:11px monospace} svg text.h{font:bold 12px sans-serif}\
+         body{font-family:sans-serif;margin:16px} svg{display:block;margin-bottom:12px}\
+         svg text{font:11px monospace} svg text.h{font:bold 12px sans-serif} svg text.tick{font:10px monospace;fill:#555}\
+         svg text.refused{font:bold 12px sans-serif;fill:#c92a2a} .axis{stroke:#333;stroke-width:1}\
          .legend span{display:inline-block;padding:2px 8px;margin-right:6px;color:#fff;border-radius:3px}\
+         .fail{color:#c92a2a}\
          </style></head><body>\n",
     );
-    html.push_str(&format!(
-        "<h1>{}</h1>\n<p>{} on a simulated {} device — model \"{}\", status {}</p>\n<p class=\"legend\">",
+    let _ = writeln!(
+        html,
+        "<h1>{}</h1>\n<p>{} on a simulated {} device — model \"{}\" — status <b>{}</b></p>",
         esc(&s(&out["file"])),
         esc(&s(&out["arch"])),
         esc(&s(&out["device"])),
-        esc(&s(&out["model"]["name"])),
+        esc(out["model"]["name"].as_str().unwrap_or("(not loaded)")),
         esc(&s(&out["status"]))
-    ));
-    for k in [
-        "weight",
-        "scratchpad",
-        "image",
-        "ring",
-        "table",
-        "variable",
-        "state-buffer",
-    ] {
-        html.push_str(&format!(
-            "<span style=\"background:{}\">{k}</span>",
-            color(k)
-        ));
+    );
+    if !out["error"].is_null() {
+        let _ = writeln!(
+            html,
+            "<p class=\"fail\">{} failed: {} — the map shows what was placed before the failure.</p>",
+            esc(&s(&out["error"]["stage"])),
+            esc(&s(&out["error"]["message"]))
+        );
     }
-    html.push_str("</p>\n");
-    for c in cores {
-        html.push_str(&format!(
-            "<h2>core nc{} — HBM {} — subgraph {} — {} bytes</h2>\n{}\n",
-            c["pcore"],
-            c["hbm"],
-            esc(&s(&c["subgraph"])),
-            c["hbm_bytes"],
-            svg(c)
-        ));
+    let allocations: Vec<&Value> = memory["allocations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut cats: Vec<&str> = allocations
+        .iter()
+        .filter_map(|a| a["category"].as_str())
+        .collect();
+    cats.sort_unstable();
+    cats.dedup();
+    let colors = Colors(cats.iter().map(|c| c.to_string()).collect());
+    html.push_str("<p class=\"legend\">");
+    for c in cats {
+        let _ = write!(
+            html,
+            "<span style=\"background:{}\">{}</span>",
+            colors.of(c),
+            esc(c)
+        );
+    }
+    html.push_str("<span style=\"background:#868e96\">variable</span></p>\n");
+    for h in memory["hbm"].as_array().into_iter().flatten() {
+        let ch = h["hbm"].as_u64().unwrap_or(0);
+        let mut mine: Vec<&Value> = allocations
+            .iter()
+            .copied()
+            .filter(|a| a["hbm"].as_u64() == Some(ch))
+            .collect();
+        mine.sort_by_key(|a| (a["address"].as_u64(), a["pcore"].as_u64()));
+        let _ = writeln!(
+            html,
+            "<h2>HBM {ch} — cores {} — {}</h2>\n{}",
+            memory::sharing(h),
+            esc(&units::used_of(
+                h["used"].as_u64().unwrap_or(0),
+                h["total"].as_u64().unwrap_or(0)
+            )),
+            hbm_svg(
+                h,
+                &mine,
+                cores,
+                &memory["refused"],
+                channel_base(ch as u32),
+                &colors
+            )
+        );
     }
     html.push_str("</body></html>\n");
     html

@@ -1,12 +1,19 @@
-//! How a failed command reports itself: a human line on stderr, or a JSON
-//! object on stdout carrying the NRT status the runtime would return.
+//! The output contract every command shares: one JSON document per run
+//! (`schema_version`, `command`, `status`, `status_code`, `error`), one error
+//! object shape, and the human forms of failures (coloured on a terminal).
 
 use std::process::ExitCode;
 
 use neffld::NrtStatus;
 use serde_json::{json, Value};
 
-/// A NEFF that failed a gate: which stage, the status, and the message.
+use crate::style::Style;
+
+/// Bumped when a key changes meaning or disappears (adding keys does not).
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// Why a command did not succeed: which stage, the status, and the message.
+#[derive(Clone, Debug)]
 pub struct Failure {
     pub stage: &'static str,
     pub status: NrtStatus,
@@ -14,6 +21,34 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// The file could not be read or written: not a verdict on the NEFF.
+    pub fn io(message: String) -> Failure {
+        Failure {
+            stage: "io",
+            status: NrtStatus::Failure,
+            message,
+        }
+    }
+
+    /// The command line asked for something impossible.
+    pub fn usage(message: String) -> Failure {
+        Failure {
+            stage: "usage",
+            status: NrtStatus::Invalid,
+            message,
+        }
+    }
+
+    /// Usage and I/O problems exit 2; a NEFF that failed a gate exits 1.
+    pub fn exit_code(&self) -> ExitCode {
+        if matches!(self.stage, "io" | "usage") {
+            ExitCode::from(2)
+        } else {
+            failed()
+        }
+    }
+
+    /// The one error object of the contract.
     pub fn json(&self) -> Value {
         json!({
             "stage": self.stage,
@@ -24,7 +59,42 @@ impl Failure {
     }
 
     pub fn human(&self) -> String {
-        format!("{} failed: {} [{}]", self.stage, self.message, self.status)
+        match self.stage {
+            "io" | "usage" => self.message.clone(),
+            stage => format!("{stage} failed: {} [{}]", self.message, self.status),
+        }
+    }
+}
+
+/// Stamps the contract's common keys on a command's document.
+pub fn stamp(doc: &mut Value, command: &str, outcome: Option<&Failure>) {
+    doc["schema_version"] = json!(SCHEMA_VERSION);
+    doc["command"] = json!(command);
+    set_status(doc, outcome);
+}
+
+/// `status`, `status_code` and `error` of one document (or one file's entry).
+pub fn set_status(doc: &mut Value, outcome: Option<&Failure>) {
+    let status = outcome.map_or(NrtStatus::Success, |f| f.status);
+    doc["status"] = json!(status.as_str());
+    doc["status_code"] = json!(status.code());
+    doc["error"] = outcome.map_or(Value::Null, Failure::json);
+}
+
+/// The whole document of a command that failed before it had anything else to say.
+pub fn failure_document(command: &str, f: &Failure) -> Value {
+    let mut doc = json!({});
+    stamp(&mut doc, command, Some(f));
+    doc
+}
+
+/// Prints a failure the way the command's output mode asks: the JSON
+/// document on stdout, or a coloured line on stderr.
+pub fn report_failure(command: &str, f: &Failure, as_json: bool, style: Style) {
+    if as_json {
+        print_json(&failure_document(command, f));
+    } else {
+        eprintln!("neffld {command}: {}", style.fail(&f.human()));
     }
 }
 

@@ -38,7 +38,7 @@ fn verify_json_reports_the_real_file() {
     let f = fixture("matmul_small.neff");
     let out = neffld(&["verify", "--json", f.to_str().unwrap()]);
     assert!(out.status.success());
-    let v = &json(&out)[0];
+    let v = &json(&out)["files"][0];
     assert_eq!(v["status_code"], 0);
     assert_eq!(v["header"]["uuid"], "00a04c535fd94f07bffdd5eacdefc852");
     assert_eq!(v["header"]["vnc_size"], 2);
@@ -93,7 +93,7 @@ fn a_damaged_file_fails_with_its_status() {
     std::fs::write(&f, &b).unwrap();
     let out = neffld(&["verify", "--json", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    let v = &json(&out)[0];
+    let v = &json(&out)["files"][0];
     assert_eq!(v["status_code"], 10);
     assert_eq!(v["status"], "NRT_UNSUPPORTED_NEFF_VERSION");
     assert!(v["error"]["message"]
@@ -109,7 +109,8 @@ fn a_damaged_file_fails_with_its_status() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[2], "2 files: 1 ok, 1 failed, 0 unreadable");
     assert!(
         lines[0].starts_with("ok    ") && lines[1].starts_with("FAIL  "),
         "{text}"
@@ -150,8 +151,8 @@ fn extract_then_pack_rebuilds_an_equivalent_neff() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let a = json(&neffld(&["verify", "--json", src.to_str().unwrap()]))[0].clone();
-    let b = json(&neffld(&["verify", "--json", out_file.to_str().unwrap()]))[0].clone();
+    let a = json(&neffld(&["verify", "--json", src.to_str().unwrap()]))["files"][0].clone();
+    let b = json(&neffld(&["verify", "--json", out_file.to_str().unwrap()]))["files"][0].clone();
     assert_eq!(b["status_code"], 0);
     assert_eq!(a["header"]["uuid"], b["header"]["uuid"]);
     assert_eq!(
@@ -179,7 +180,7 @@ fn extract_then_pack_rebuilds_an_equivalent_neff() {
             src.to_str().unwrap(),
         ];
         assert!(neffld(&args).status.success(), "{p}");
-        let v = json(&neffld(&["verify", "--json", f.to_str().unwrap()]))[0].clone();
+        let v = json(&neffld(&["verify", "--json", f.to_str().unwrap()]))["files"][0].clone();
         assert_eq!(v["status_code"], 0, "{p}: {}", v["error"]);
         assert_eq!(v["integrity"]["result"], result, "{p}");
         let names = |m: &Value| {
@@ -222,6 +223,40 @@ fn extract_then_pack_rebuilds_an_equivalent_neff() {
     .status
     .success());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The integrity line agrees with `verify`, which requires the hash: every
+/// real fixture and the demo pass it, so inspect must say "matches".
+#[test]
+fn inspect_integrity_line_agrees_with_verify() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+        .collect();
+    files.push(demo());
+    for f in files {
+        let v = json(&neffld(&["verify", "--json", f.to_str().unwrap()]));
+        let entry = &v["files"][0];
+        assert_eq!(entry["status_code"], 0, "{}: {v}", f.display());
+        let form = entry["integrity"]["result"].as_str().unwrap();
+        let alg = entry["integrity"]["algorithm"].as_str().unwrap();
+        let out = neffld(&["inspect", f.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let want = format!("integrity   {alg} computed, not required: matches ({form})");
+        assert!(text.contains(&want), "{}: {text}", f.display());
+    }
+    // And a damaged payload reads as one.
+    let dir = scratch("integrity");
+    let mut b = std::fs::read(demo()).unwrap();
+    let last = b.len() - 1;
+    b[last] ^= 0xff;
+    let f = dir.join("flipped.neff");
+    std::fs::write(&f, &b).unwrap();
+    let text =
+        String::from_utf8_lossy(&neffld(&["inspect", f.to_str().unwrap()]).stdout).to_string();
+    assert!(text.contains("does NOT match"), "{text}");
 }
 
 #[test]
@@ -310,7 +345,6 @@ fn load_json_schema() {
     for c in cores {
         for k in [
             "hbm",
-            "hbm_bytes",
             "instructions",
             "descriptors",
             "templates",
@@ -318,7 +352,6 @@ fn load_json_schema() {
         ] {
             assert!(c[k].is_u64(), "cores[].{k}: {c}");
         }
-        assert!(c["hbm_bytes"].as_u64().unwrap() > 32768);
         assert_eq!(c["variables"].as_array().unwrap().len(), 6);
         assert_eq!(c["images"].as_array().unwrap().len(), 5);
         let pool = &c["images"][2];
@@ -332,6 +365,26 @@ fn load_json_schema() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["x", "y", "output0"]);
+    // Both cores share HBM 0 (trn2: two cores per HBM), and each has its categories.
+    let m = &v["memory"];
+    assert_eq!(m["hbm"].as_array().unwrap().len(), 1, "{m}");
+    assert_eq!(m["hbm"][0]["cores"], serde_json::json!([0, 1]));
+    assert_eq!(m["hbm"][0]["total"], (24u64 << 30) - (16 << 20));
+    for c in m["cores"].as_array().unwrap() {
+        let cats = c["categories"].as_object().unwrap();
+        assert!(cats["WEIGHT"].as_u64().unwrap() >= 32768, "{c}");
+        assert_eq!(
+            cats.values().map(|b| b.as_u64().unwrap()).sum::<u64>(),
+            c["used"]
+        );
+    }
+    let charged: u64 = m["allocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["charged"].as_u64().unwrap())
+        .sum();
+    assert_eq!(m["hbm"][0]["used"], charged);
 }
 
 #[test]
@@ -342,7 +395,11 @@ fn load_for_the_wrong_arch_says_why() {
     let v = json(&out);
     assert_eq!(v["status_code"], 2);
     assert_eq!(v["status"], "NRT_INVALID");
-    assert!(v["message"].as_str().unwrap().contains("--lnc=2"), "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("--lnc=2"),
+        "{v}"
+    );
+    assert_eq!(v["error"]["stage"], "container");
     let out = neffld(&["load", f.to_str().unwrap(), "--arch", "trn1"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("NRT_INVALID"));
 }
@@ -394,26 +451,68 @@ fn human_output_snapshots() {
 }
 
 #[test]
-fn map_writes_one_svg_per_core() {
+fn map_draws_every_allocation_on_one_axis_per_hbm() {
     let dir = scratch("map");
     let html = dir.join("map.html");
-    let f = fixture("matmul_small.neff");
-    let out = neffld(&[
-        "load",
-        "--quiet",
-        "--map",
-        html.to_str().unwrap(),
-        f.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
-    let page = std::fs::read_to_string(&html).unwrap();
+    let load = |neff: &Path| {
+        let out = neffld(&[
+            "load",
+            "--quiet",
+            "--json",
+            "--map",
+            html.to_str().unwrap(),
+            neff.to_str().unwrap(),
+        ]);
+        assert!(out.status.success());
+        (json(&out), std::fs::read_to_string(&html).unwrap())
+    };
+    let (v, page) = load(&fixture("matmul_small.neff"));
     assert!(page.starts_with("<!DOCTYPE html>"));
-    assert_eq!(page.matches("<svg").count(), 2);
+    // nc0 and nc1 share HBM 0: one picture.
+    assert_eq!(page.matches("<svg").count(), 1);
+    assert!(page.contains("<h2>HBM 0 — cores nc0, nc1 — "), "{page}");
+    // Every allocation is a labelled row.
+    let rows = |v: &Value, page: &str| {
+        let allocs = v["memory"]["allocations"].as_array().unwrap().clone();
+        assert_eq!(page.matches("<g class=\"alloc\">").count(), allocs.len());
+        for a in &allocs {
+            let addr = format!("@ {:#x}</text>", a["address"].as_u64().unwrap());
+            assert!(page.contains(&addr), "no label for {a}");
+        }
+        allocs
+    };
+    rows(&v, &page);
+    // The demo: its scratchpad is drawn, and the two spill variables that
+    // share 2 KiB of it are drawn on one zoomed axis, overlapping.
+    let (v, page) = load(&demo());
+    let allocs = rows(&v, &page);
     assert!(
-        page.contains("<title>var identity_82_sg0000 (file) — address 0x"),
-        "hover text"
+        allocs.iter().any(|a| a["category"] == "SCRATCHPAD"),
+        "{allocs:?}"
     );
-    assert!(page.matches("<rect").count() > 20);
+    let vars: Vec<(u64, u64)> = v["cores"][0]["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["name"] == "spill_a" || x["name"] == "spill_b")
+        .map(|x| (x["address"].as_u64().unwrap(), x["size"].as_u64().unwrap()))
+        .collect();
+    assert!(
+        vars[0].0 < vars[1].0 && vars[1].0 < vars[0].0 + vars[0].1,
+        "the NEFF aliases them: {vars:?}"
+    );
+    let bar = |name: &str| -> (f64, f64) {
+        let i = page.find(&format!("var {name} (virtual)")).unwrap();
+        let rect = &page[i..][page[i..].find("<rect x=\"").unwrap() + 9..];
+        let x: f64 = rect[..rect.find('"').unwrap()].parse().unwrap();
+        let w = &rect[rect.find("width=\"").unwrap() + 7..];
+        (x, w[..w.find('"').unwrap()].parse().unwrap())
+    };
+    let (a, b) = (bar("spill_a"), bar("spill_b"));
+    assert!(
+        b.0 > a.0 && b.0 < a.0 + a.1,
+        "drawn overlapping: {a:?} {b:?}"
+    );
 }
 
 /// Member lists equal what GNU tar lists from the same payload.
@@ -458,6 +557,332 @@ fn member_lists_match_gnu_tar() {
     }
 }
 
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A trn1 tree packed with defaults loads on trn1; a header the tree's
+/// target cannot take is refused, naming both.
+#[test]
+fn pack_follows_the_trees_target() {
+    let dir = scratch("pack-target");
+    let tree = dir.join("tree");
+    let d = demo();
+    assert!(
+        neffld(&["extract", d.to_str().unwrap(), "-o", tree.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let inspect = json(&neffld(&["inspect", "--json", d.to_str().unwrap()]));
+    assert_eq!(inspect["target"], "sunda", "the demo is a trn1 NEFF");
+    let packed = dir.join("p.neff");
+    let out = neffld(&[
+        "pack",
+        tree.to_str().unwrap(),
+        "-o",
+        packed.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&neffld(&["verify", "--json", packed.to_str().unwrap()]));
+    assert_eq!(v["status_code"], 0, "{v}");
+    assert_eq!(v["files"][0]["header"]["vnc_size"], 1);
+    let out = neffld(&["load", "--json", "--quiet", packed.to_str().unwrap()]);
+    let v = json(&out);
+    assert!(out.status.success(), "{v}");
+    assert_eq!(v["arch"], "trn1");
+    // Forcing the trn2 family on a trn1 tree: refused, not a NEFF that only verify passes.
+    let bad = dir.join("bad.neff");
+    let out = neffld(&[
+        "pack",
+        tree.to_str().unwrap(),
+        "-o",
+        bad.to_str().unwrap(),
+        "--producer",
+        "2.21",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("vnc_size 2") && msg.contains("trn1"), "{msg}");
+    assert!(!bad.exists());
+    // ...unless the header is set to fit.
+    let out = neffld(&[
+        "pack",
+        tree.to_str().unwrap(),
+        "-o",
+        bad.to_str().unwrap(),
+        "--producer",
+        "2.21",
+        "--header",
+        "vnc_size=1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn lnc_a_core_cannot_take_is_refused() {
+    let d = demo();
+    let out = neffld(&["load", "--lnc", "2", d.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(e.contains("--lnc 2") && e.contains("trn1"), "{e}");
+    let out = neffld(&["load", "--json", "--lnc", "2", d.to_str().unwrap()]);
+    let v = json(&out);
+    assert_eq!(v["error"]["stage"], "usage");
+    // A size the core takes still loads.
+    assert!(
+        neffld(&["load", "--quiet", "--lnc", "1", d.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let f = fixture("matmul_small.neff");
+    assert!(
+        neffld(&["load", "--quiet", "--lnc", "2", f.to_str().unwrap()])
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn verify_goes_on_past_an_unreadable_file() {
+    let good = fixture("matmul_small.neff");
+    let d = demo();
+    let out = neffld(&[
+        "verify",
+        good.to_str().unwrap(),
+        "/nonexistent/missing.neff",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unreadable file is an I/O error"
+    );
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].starts_with("ok    "), "{text}");
+    assert!(
+        lines[1].starts_with("FAIL  /nonexistent/missing.neff: cannot read"),
+        "{text}"
+    );
+    assert!(lines[2].starts_with("ok    "), "{text}");
+    assert_eq!(lines[3], "3 files: 2 ok, 0 failed, 1 unreadable");
+    let v = json(&neffld(&[
+        "verify",
+        "--json",
+        good.to_str().unwrap(),
+        "/nonexistent/missing.neff",
+    ]));
+    assert_eq!(v["summary"]["unreadable"], 1);
+    assert_eq!(v["files"][1]["error"]["stage"], "io");
+    assert_eq!(v["error"]["stage"], "io");
+}
+
+/// Not-a-NEFF inputs are named; numbers are decimal with units, hex marked.
+#[test]
+fn errors_say_what_the_file_is() {
+    let dir = scratch("notneff");
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        ("empty.neff", vec![], "the file is empty"),
+        (
+            "r100.neff",
+            vec![7u8; 100],
+            "received 0x64: the file is 100 bytes",
+        ),
+        (
+            "text.neff",
+            b"just some notes\n".repeat(200),
+            "this is a text file, not a NEFF",
+        ),
+        (
+            "gz.neff",
+            {
+                let mut g = vec![0x1f, 0x8b, 8, 0];
+                g.resize(4000, 0x55);
+                g
+            },
+            "this is a gzip stream, not a NEFF",
+        ),
+    ];
+    for (name, body, want) in cases {
+        let f = dir.join(name);
+        std::fs::write(&f, body).unwrap();
+        let out = neffld(&["inspect", "--json", f.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1));
+        let msg = json(&out)["error"]["message"].as_str().unwrap().to_string();
+        assert!(msg.contains(want), "{name}: {msg}");
+        assert!(
+            msg.starts_with("Invalid "),
+            "the runtime's words first: {msg}"
+        );
+    }
+    let tar = dir.join("t.tar");
+    let ok = Command::new("tar")
+        .arg("-cf")
+        .arg(&tar)
+        .arg("-C")
+        .arg(fixtures_dir())
+        .arg("LICENSE-kfusion-MIT.txt")
+        .status();
+    if ok.is_ok_and(|s| s.success()) {
+        let msg = json(&neffld(&["inspect", "--json", tar.to_str().unwrap()]))["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(msg.contains("this is a tar archive"), "{msg}");
+        assert!(msg.contains("hdr sz: 0x"), "hex is marked: {msg}");
+    }
+}
+
+/// A NEFF whose spill variable needs 15 GiB on a 16 GiB trn1 HBM, after a
+/// 15.5 GiB scratchpad: the error names it all, and the report and map show
+/// what was placed.
+#[test]
+fn out_of_memory_is_explained_and_still_reported() {
+    let dir = scratch("oom");
+    let tree = dir.join("tree");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo");
+    copy_tree(&src, &tree);
+    let def = tree.join("sg00/def.json");
+    let mut j: Value = serde_json::from_slice(&std::fs::read(&def).unwrap()).unwrap();
+    j["var"]["spill_b"]["size"] = serde_json::json!(15u64 << 30);
+    std::fs::write(&def, serde_json::to_vec(&j).unwrap()).unwrap();
+    let f = dir.join("oom.neff");
+    assert!(
+        neffld(&["pack", tree.to_str().unwrap(), "-o", f.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let html = dir.join("oom.html");
+    let out = neffld(&[
+        "load",
+        "--json",
+        "--quiet",
+        "--map",
+        html.to_str().unwrap(),
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["status"], "NRT_RESOURCE");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("Failed to allocate 16106127360 bytes"),
+        "the runtime's words first: {msg}"
+    );
+    for want in [
+        "\"spill_b\"",
+        "16106127360 bytes (15.0 GiB)",
+        "on nc0",
+        "HBM 0 holds 16.0 GiB",
+        "SCRATCHPAD",
+    ] {
+        assert!(msg.contains(want), "{want}: {msg}");
+    }
+    let m = &v["memory"];
+    assert_eq!(m["refused"]["name"], "spill_b");
+    assert_eq!(m["refused"]["size"], 15u64 << 30);
+    assert!(!m["allocations"].as_array().unwrap().is_empty());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("did not fit: nc0 SCRATCHPAD_NOT_SHARED spill_b needs 15.0 GiB"),
+        "{page}"
+    );
+    let human = stdout(&neffld(&["load", "--quiet", f.to_str().unwrap()]));
+    assert!(
+        human.contains("memory (device HBM charged, by category)"),
+        "{human}"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            copy_tree(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn dtype_names_agree_across_commands() {
+    let f = fixture("matmul_small.neff");
+    let load = json(&neffld(&["load", "--json", "--quiet", f.to_str().unwrap()]));
+    let inspect = json(&neffld(&["inspect", "--json", f.to_str().unwrap()]));
+    for t in load["tensors"].as_array().unwrap() {
+        let same = inspect["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(inspect["outputs"].as_array().unwrap())
+            .find(|x| x["name"] == t["name"])
+            .unwrap();
+        assert_eq!(t["dtype"], same["dtype"]);
+        assert_eq!(t["dtype_code"], same["dtype_code"]);
+        assert_eq!(t["dtype"], "float16");
+        assert_eq!(t["dtype_code"], 7, "nrt.h NRT_DTYPE_FLOAT16");
+    }
+}
+
+#[test]
+fn stdin_color_and_version() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let d = demo();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neffld"))
+        .args(["inspect", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(&d).unwrap())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v = json(&out);
+    assert_eq!(v["file"], "<stdin>");
+    assert_eq!(v["header"]["name"], "demo");
+    // FAIL lines in colour when asked, plain when not; NO_COLOR only affects auto.
+    let missing = "/nonexistent/x.neff";
+    let coloured = stdout(&neffld(&["verify", "--color", "always", missing]));
+    assert!(coloured.contains("\x1b[1;31mFAIL"), "{coloured:?}");
+    let plain = stdout(&neffld(&["verify", "--color", "never", missing]));
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+    let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
+        .args(["verify", missing])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(!stdout(&out).contains('\x1b'));
+    let version = stdout(&neffld(&["--version"]));
+    assert!(
+        version.starts_with(&format!("neffld {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+    let help = stdout(&neffld(&["load", "--help"]));
+    for want in [
+        "Example:",
+        "Exit status:",
+        "--map <FILE.html>",
+        "`-`: standard input",
+    ] {
+        assert!(help.contains(want), "{want}: {help}");
+    }
+}
+
 /// Issue 14: a header whose `vnc_size` no runtime of the NEFF's
 /// architecture serves passed `verify` and failed every `load`; both now
 /// reject it, with the load's status.
@@ -476,7 +901,7 @@ fn verify_rejects_what_load_rejects() {
         Some(1),
         "verify must fail as load does"
     );
-    let (l, v) = (json(&load), json(&verify)[0].clone());
+    let (l, v) = (json(&load), json(&verify)["files"][0].clone());
     assert_eq!(l["status"], "NRT_INVALID");
     assert_eq!(v["status"], l["status"]);
     assert!(

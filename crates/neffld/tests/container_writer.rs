@@ -254,7 +254,7 @@ fn s1_reject_messages_name_the_culprit() {
     let w = NeffWriter::new(Producer::V2_21);
     let good = w.write(&refs(&m));
     let msg = |bytes: &[u8]| container::open(bytes, &VERIFY).unwrap_err().to_string();
-    assert!(msg(&good[..1000]).contains("Invalid number of NEFF bytes received 3e8"));
+    assert!(msg(&good[..1000]).contains("Invalid number of NEFF bytes received 0x3e8"));
     let mut b = good.clone();
     b[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
     assert!(msg(&b).contains("header_size (offset 0x8)"), "{}", msg(&b));

@@ -5,6 +5,7 @@
 //! decoder. They run in the reference runtime's order (parse.md §2.2) because
 //! the first failing gate decides the status a caller sees.
 
+use super::sniff::FileKind;
 use super::ContainerError;
 
 /// Size of the header; the payload always starts here, whatever `header_size` says.
@@ -162,6 +163,7 @@ impl NeffHeader {
         if bytes.len() < HEADER_LEN {
             return Err(ContainerError::TooShort {
                 size: bytes.len() as u64,
+                kind: FileKind::of(bytes),
             });
         }
         let h = NeffHeader::decode(bytes[..HEADER_LEN].try_into().expect("length checked"));
@@ -169,6 +171,7 @@ impl NeffHeader {
             return Err(ContainerError::HeaderSize {
                 header_size: h.header_size,
                 file_size: bytes.len() as u64,
+                kind: FileKind::of(bytes),
             });
         }
         Ok(h)
@@ -338,7 +341,33 @@ mod tests {
         let h = NeffHeader::default();
         let e = NeffHeader::parse(&[0u8; 1023]).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Invalid);
-        assert!(e.to_string().contains("3ff"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("received 0x3ff: the file is 1023 bytes"),
+            "{e}"
+        );
+        // Numbers for people: a 100-byte file is 0x64 (hex always marked) and 100 bytes.
+        let e = NeffHeader::parse(&[0u8; 100]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("Invalid number of NEFF bytes received 0x64: the file is 100 bytes"),
+            "{e}"
+        );
+        // A file that is not a NEFF is named for what it is, after the runtime's own words.
+        let mut gz = vec![0x1f, 0x8b, 8, 0];
+        gz.resize(0xf400, 0x41);
+        let e = NeffHeader::parse(&gz).unwrap_err().to_string();
+        assert!(
+            e.starts_with("Invalid NEFF file size hdr sz: 0x4141414141414141, file sz: 0xf400:"),
+            "{e}"
+        );
+        assert!(
+            e.contains("the file's 62464 bytes; this is a gzip stream"),
+            "{e}"
+        );
+        let e = NeffHeader::parse(b"").unwrap_err().to_string();
+        assert!(e.ends_with("; the file is empty"), "{e}");
+        let e = NeffHeader::parse(b"hello\n").unwrap_err().to_string();
+        assert!(e.ends_with("this is a text file, not a NEFF"), "{e}");
         // header_size >= size
         let bad = NeffHeader {
             header_size: 2048,
@@ -349,7 +378,8 @@ mod tests {
             e,
             ContainerError::HeaderSize {
                 header_size: 2048,
-                file_size: 1024
+                file_size: 1024,
+                ..
             }
         ));
         assert_eq!(e.status(), NrtStatus::Invalid);

@@ -6,6 +6,7 @@ pub mod archive;
 mod fast_inflate;
 pub mod header;
 pub mod integrity;
+pub mod sniff;
 pub mod writer;
 
 use thiserror::Error;
@@ -13,6 +14,7 @@ use thiserror::Error;
 pub use archive::{Archive, Encoding, Member, MemberKind};
 pub use header::{NeffHeader, HEADER_LEN};
 pub use integrity::{DigestForm, HashAlgorithm, Verified};
+pub use sniff::FileKind;
 
 use crate::NrtStatus;
 
@@ -20,10 +22,14 @@ use crate::NrtStatus;
 /// reference runtime's wording where one is known (parse.md §9 rows 3–18).
 #[derive(Debug, Error)]
 pub enum ContainerError {
-    #[error("Invalid number of NEFF bytes received {size:x}: a NEFF is at least 0x400 bytes (the header)")]
-    TooShort { size: u64 },
-    #[error("Invalid NEFF file size hdr sz: {header_size:x}, file sz: {file_size:x}: header_size (offset 0x8) must be smaller than the file")]
-    HeaderSize { header_size: u64, file_size: u64 },
+    #[error("Invalid number of NEFF bytes received {size:#x}: the file is {size} bytes, and a NEFF is at least 1024 bytes (its header){kind}")]
+    TooShort { size: u64, kind: FileKind },
+    #[error("Invalid NEFF file size hdr sz: {header_size:#x}, file sz: {file_size:#x}: header_size (offset 0x8) is {header_size} bytes, not less than the file's {file_size} bytes{kind}")]
+    HeaderSize {
+        header_size: u64,
+        file_size: u64,
+        kind: FileKind,
+    },
     #[error("Mismatch detected between Runtime configuration and NEFF. Runtime currently configured with `NEURON_LOGICAL_NC_CONFIG={runtime_lnc}` but NEFF {name} was compiled with `--lnc={neff_lnc}`. To resolve, either recompile the NEFF with `--lnc={runtime_lnc}` or re-run with `NEURON_LOGICAL_NC_CONFIG={neff_lnc}`.")]
     LncMismatch {
         name: String,
@@ -34,7 +40,7 @@ pub enum ContainerError {
     UnsupportedVersion { major: u64, minor: u64 },
     #[error("This NEFF (version: 2.{minor}, features: {offending:#x}) has been compiled by a newer version of Neuron compiler. Features supported by this Neuron Runtime: 0x7ffffff. Please update the aws-neuronx-runtime-lib package to the latest version.")]
     UnsupportedFeatures { minor: u64, offending: u64 },
-    #[error("Invalid NEFF data size({data_size:x} vs {available:x}): data_size (header offset 0x10) exceeds the {available} bytes after the header")]
+    #[error("Invalid NEFF data size({data_size:#x} vs {available:#x}): data_size (header offset 0x10) is {data_size} bytes, but only {available} bytes follow the header")]
     DataSize { data_size: u64, available: u64 },
     #[error("Unsupported NEFF packager: {pkg_version} (header offset 0x0; expected 1 or 2)")]
     UnsupportedPackager { pkg_version: u64 },

@@ -50,6 +50,29 @@ impl NrtDtype {
         self as u32
     }
 
+    /// The lower-case name: the neff.json spelling for the eleven it maps,
+    /// the `nrt.h` enumerator's suffix for the rest.
+    pub fn name(self) -> &'static str {
+        match self {
+            NrtDtype::Unknown => "unknown",
+            NrtDtype::Uint64 => "uint64",
+            NrtDtype::Int8 => "int8",
+            NrtDtype::Uint8 => "uint8",
+            NrtDtype::Int16 => "int16",
+            NrtDtype::Uint16 => "uint16",
+            NrtDtype::Bfloat16 => "bfloat16",
+            NrtDtype::Float16 => "float16",
+            NrtDtype::Int32 => "int32",
+            NrtDtype::Uint32 => "uint32",
+            NrtDtype::Float32 => "float32",
+            NrtDtype::Fp32r => "fp32r",
+            NrtDtype::Int64 => "int64",
+            NrtDtype::Fp8E3 => "fp8_e3",
+            NrtDtype::Fp8E4 => "fp8_e4",
+            NrtDtype::Fp8E5 => "fp8_e5",
+        }
+    }
+
     /// Bytes per element; UNKNOWN counts as 1, as the original does.
     pub fn elem_size(self) -> u64 {
         match self {
@@ -170,6 +193,13 @@ mod tests {
         assert_eq!(NrtDtype::from_io_str("float8_e4m3fn"), None);
         assert_eq!(NrtDtype::Unknown.elem_size(), 1);
         assert_eq!(NrtDtype::Int64.elem_size(), 8);
+        // Each mapped name reads back as itself.
+        for n in [
+            "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16",
+            "uint32", "uint64",
+        ] {
+            assert_eq!(NrtDtype::from_io_str(n).map(NrtDtype::name), Some(n));
+        }
     }
 
     #[test]

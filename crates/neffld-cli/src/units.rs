@@ -1,0 +1,50 @@
+//! Sizes for people: the exact byte count beside a binary-prefixed figure.
+
+/// `1536` → `1.5 KiB`; below 1 KiB, `N B`.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
+}
+
+/// `1536` → `1536 bytes (1.5 KiB)`.
+pub fn bytes(n: u64) -> String {
+    if n < 1024 {
+        format!("{n} bytes")
+    } else {
+        format!("{n} bytes ({})", human(n))
+    }
+}
+
+/// `used / total (pct)` with human units.
+pub fn used_of(used: u64, total: u64) -> String {
+    let pct = if total == 0 {
+        0.0
+    } else {
+        used as f64 * 100.0 / total as f64
+    };
+    format!("{} / {} ({pct:.2} %)", human(used), human(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_prefixes() {
+        assert_eq!(human(0), "0 B");
+        assert_eq!(human(1023), "1023 B");
+        assert_eq!(human(1536), "1.5 KiB");
+        assert_eq!(human(24 << 30), "24.0 GiB");
+        assert_eq!(bytes(4096), "4096 bytes (4.0 KiB)");
+        assert_eq!(used_of(1 << 30, 4 << 30), "1.0 GiB / 4.0 GiB (25.00 %)");
+    }
+}
