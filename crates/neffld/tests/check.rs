@@ -238,3 +238,52 @@ fn two_dge_tables_fail_the_parse_with_one_rule() {
         "{e:?}"
     );
 }
+
+/// One bound for an operand: `mem_ref_to_addr(var, offset, 1)`. The build
+/// used to let an operand at offset 0 of a zero-size variable through and
+/// the staging refuse it, so the parse passed what every load failed.
+#[test]
+fn an_operand_on_a_zero_size_variable_fails_the_parse_as_the_load() {
+    let mut s = Synth::dynamic_cayman();
+    s.edit("sg00/def.json", |d| d["var"]["v_sg0000"]["size"] = json!(0));
+    let sb = |offset| Addr8 {
+        offset,
+        id: 0,
+        reserved: 0,
+        mode: isa::ADDR8_STATIC_VAR,
+    };
+    let spill = Addr8 {
+        offset: 0,
+        id: 5,
+        reserved: 0,
+        mode: isa::ADDR8_STATIC_VAR,
+    };
+    let io = Addr8 {
+        offset: 0xFC,
+        id: 2,
+        reserved: 0,
+        mode: isa::ADDR8_DGE_INDEX,
+    };
+    s.set(
+        "sg00/Pool.bin",
+        stream(&[
+            isa::encode::dma_direct2d(sb(0x400), spill),
+            isa::encode::dma_direct2d(sb(0x400), io),
+        ]),
+    );
+    let neff = s.open(neffld::container::writer::Producer::V2_21);
+    let e = neffld::parse::parse(&neff, &neffld::parse::ParseOptions::new(Arch::Cayman, 2))
+        .unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert_eq!(
+        e.to_string(),
+        "invalid offset in v_sg0000, 0 <= 0 (instruction 0 of sg00/Pool.bin)"
+    );
+    let bytes = s.write(neffld::container::writer::Producer::V2_21);
+    let (rt, dev) = runtime(Arch::Cayman);
+    let l = rt.load(&bytes, -1, 1).unwrap_err();
+    let v = neffld::verify(&bytes, &neffld::config::RuntimeConfig::default()).unwrap_err();
+    assert_eq!(l.to_string(), e.to_string());
+    assert_eq!(v.to_string(), e.to_string());
+    assert_eq!(dev.live_count(), 0);
+}
