@@ -103,30 +103,30 @@ fn parse_json(neff: &Neff) -> Result<Value, Failure> {
         .iter()
         .map(|k| {
             let engines: Vec<Value> = k
-                .engines
+                .engines()
                 .iter()
                 .map(|e| {
                     let census: serde_json::Map<String, Value> =
-                        e.census.iter().map(|(op, n)| (format!("{op:#04x}"), json!(n))).collect();
-                    json!({"engine": e.ty.key(), "records": e.ninstr, "opcodes": census})
+                        e.census().iter().map(|(op, n)| (format!("{op:#04x}"), json!(n))).collect();
+                    json!({"engine": e.ty().key(), "records": e.ninstr(), "opcodes": census})
                 })
                 .collect();
             let mut vars = serde_json::Map::new();
-            for v in k.vars.iter() {
+            for v in k.vars().iter() {
                 let e = vars.entry(v.kind.type_name()).or_insert(json!(0));
                 *e = json!(e.as_u64().unwrap_or(0) + 1);
             }
             let queues: Vec<Value> = k
-                .dma_rings
+                .dma_rings()
                 .iter()
                 .map(|r| {
-                    let descs: usize = r.blocks.iter().map(|b| b.descs.len()).sum();
-                    json!({"queue": r.queue.name, "owner": r.queue.owner.key(), "type": format!("{:?}", r.queue.kind).to_lowercase(),
-                           "blocks": r.blocks.len(), "descriptors": descs})
+                    let descs: usize = r.blocks().iter().map(|b| b.descs.len()).sum();
+                    json!({"queue": r.queue().name, "owner": r.queue().owner.key(), "type": format!("{:?}", r.queue().kind).to_lowercase(),
+                           "blocks": r.blocks().len(), "descriptors": descs})
                 })
                 .collect();
-            json!({"name": k.name, "idle": k.is_idle(), "engines": engines, "variables": vars, "queues": queues,
-                   "scratchpad_bytes": k.scratchpad.local.max(k.scratchpad.shared)})
+            json!({"name": k.name(), "idle": k.is_idle(), "engines": engines, "variables": vars, "queues": queues,
+                   "scratchpad_bytes": k.scratchpad().local.max(k.scratchpad().shared)})
         })
         .collect();
     Ok(json!({
@@ -218,21 +218,34 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, err: Style
     })
 }
 
-/// `neffld verify`: every gate of every file, hash required; one line per
-/// file — an unreadable file is a FAIL line too, and the rest are still
-/// checked — then a summary line (or one JSON document).
+/// `neffld verify`: the verdict of [`neffld::verify`] — every gate a default
+/// load of the file on its own architecture runs, the hash only when a load
+/// would check it (`NEURON_RT_VALIDATE_HASH`) — with the `inspect` report of
+/// each file; one line per file — an unreadable file is a FAIL line too, and
+/// the rest are still checked — then a summary line (or one JSON document).
 pub fn verify(
     files: &[std::path::PathBuf],
     as_json: bool,
     max_inflated: Option<u64>,
     style: Style,
 ) -> CmdResult {
+    let mut config = neffld::config::RuntimeConfig::from_env()
+        .map_err(|e| crate::load_cmd::load_failure(&e.into()))?;
+    config.max_inflated = max_inflated.or(config.max_inflated);
     let mut all = Vec::with_capacity(files.len());
     let mut first_failure: Option<Failure> = None;
     let (mut failed_gate, mut unreadable) = (0usize, 0usize);
     let mut text = String::new();
     for f in files {
-        let (out, outcome) = examine(f, max_inflated, true);
+        let (mut out, mut outcome) = examine(f, max_inflated, config.validate_hash);
+        if out["size"].is_number() {
+            outcome = input::read(f).and_then(|bytes| {
+                neffld::verify(&bytes, &config)
+                    .map(|_| ())
+                    .map_err(|e| crate::load_cmd::load_failure(&e))
+            });
+            set_status(&mut out, outcome.as_ref().err());
+        }
         let name = input::display(f);
         match &outcome {
             Ok(()) => text.push_str(&format!(

@@ -442,7 +442,7 @@ fn recording_device(config: &RuntimeConfig) -> Arc<Recorder> {
     Arc::new(Recorder::new(inner))
 }
 
-fn load_failure(e: &LoadError) -> Failure {
+pub(crate) fn load_failure(e: &LoadError) -> Failure {
     Failure {
         stage: e.stage(),
         status: e.status(),

@@ -64,7 +64,7 @@ enum Command {
         #[arg(long, value_name = "BYTES")]
         max_inflated: Option<u64>,
     },
-    /// Run every gate (hash required, manifests, KBIN) on each file; one line per file and a summary.
+    /// Run every gate a default load on the NEFF's own architecture runs (as `load` would; the hash only with NEURON_RT_VALIDATE_HASH) on each file; one line per file and a summary.
     #[command(after_help = concat!("Example:\n  neffld verify *.neff\n\n", "Exit status:\n  0  every file is sound\n  1  at least one file failed a gate (it has a FAIL line; the others are still checked)\n  2  usage error, or a file could not be read (it has a FAIL line too)"))]
     Verify {
         /// The NEFF files (`-`: standard input, once).

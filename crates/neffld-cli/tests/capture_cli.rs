@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use neffld::container::{self, OpenOptions};
+use neffld::kbin::isa::is_pseudo;
 use neffld::manifest::{EngineType, ParseOptions};
-use neffld::relocate::instr::is_pseudo;
 use neffld::{parse, Arch};
 use serde_json::Value;
 
@@ -74,7 +74,7 @@ fn dump_writes_each_image_and_a_device_json_that_describes_them() {
         // The same cores and addresses as the load report.
         assert_eq!(core["pcore"], report["cores"][i]["pcore"]);
         let sg = core["subgraph"].as_str().unwrap();
-        let kbin = parsed.kbins.iter().find(|k| k.name == sg).unwrap();
+        let kbin = parsed.kbins.iter().find(|k| k.name() == sg).unwrap();
         let images = core["images"].as_array().unwrap();
         assert_eq!(images.len(), 5);
         for (j, img) in images.iter().enumerate() {
@@ -101,11 +101,7 @@ fn dump_writes_each_image_and_a_device_json_that_describes_them() {
             // Main part: every real NEFF record verbatim, in order; a label
             // gone; other pseudo records rewritten in place.
             let e = EngineType::from_key(img["engine"].as_str().unwrap()).unwrap();
-            let stream = kbin.engines[e.index()]
-                .instr
-                .as_ref()
-                .map(|b| b.bytes(&neff.archive))
-                .unwrap_or_default();
+            let stream = kbin.engine(e).stream(&neff.archive);
             let main = &file[slots("preamble_slots") * 64..][..slots("main_slots") * 64];
             let mut at = 0;
             for rec in stream.chunks(64) {

@@ -882,3 +882,34 @@ fn stdin_color_and_version() {
         assert!(help.contains(want), "{want}: {help}");
     }
 }
+
+/// Issue 14: a header whose `vnc_size` no runtime of the NEFF's
+/// architecture serves passed `verify` and failed every `load`; both now
+/// reject it, with the load's status.
+#[test]
+fn verify_rejects_what_load_rejects() {
+    let dir = scratch("lnc228");
+    let mut b = std::fs::read(fixture("matmul_small.neff")).unwrap();
+    b[0x228..0x22C].copy_from_slice(&228u32.to_le_bytes());
+    let f = dir.join("lnc228.neff");
+    std::fs::write(&f, &b).unwrap();
+    let load = neffld(&["load", "--json", f.to_str().unwrap()]);
+    let verify = neffld(&["verify", "--json", f.to_str().unwrap()]);
+    assert_eq!(load.status.code(), Some(1));
+    assert_eq!(
+        verify.status.code(),
+        Some(1),
+        "verify must fail as load does"
+    );
+    let (l, v) = (json(&load), json(&verify)["files"][0].clone());
+    assert_eq!(l["status"], "NRT_INVALID");
+    assert_eq!(v["status"], l["status"]);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("compiled with `--lnc=228`"),
+        "{}",
+        v["error"]
+    );
+}

@@ -215,7 +215,7 @@ pub fn inspect(py: Python<'_>, path_or_bytes: &Bound<'_, PyAny>) -> PyResult<Nef
         lnc: h.vnc_size,
         inputs: tensors(py, &model, TensorUsage::Input)?,
         outputs: tensors(py, &model, TensorUsage::Output)?,
-        subgraphs: model.kbins.iter().map(|k| k.name.clone()).collect(),
+        subgraphs: model.kbins.iter().map(|k| k.name().to_string()).collect(),
         members: neff
             .archive
             .members()

@@ -178,7 +178,7 @@ pub fn collect(py: Python<'_>, bytes: &[u8], opts: &ParseOptions) -> PyResult<Py
                 .map_err(|e| Failure::new("parse", e.status(), e.to_string()))?;
             let mut out: Vec<Weight> = Vec::new();
             for kbin in &model.kbins {
-                for var in kbin.vars.iter().filter(|v| v.kind == VarKind::File) {
+                for var in kbin.vars().iter().filter(|v| v.kind == VarKind::File) {
                     let Some(w) = &var.weight else { continue };
                     if out.iter().any(|o| o.name == var.name) {
                         continue;
@@ -191,7 +191,7 @@ pub fn collect(py: Python<'_>, bytes: &[u8], opts: &ParseOptions) -> PyResult<Py
                     out.push(Weight {
                         neff: neff.clone(),
                         name: var.name.clone(),
-                        subgraph: kbin.name.clone(),
+                        subgraph: kbin.name().to_string(),
                         file_name: w.file_name.clone(),
                         dtype: w
                             .npy_descr

@@ -27,6 +27,8 @@ pub mod stage;
 pub mod status;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod verify;
 
 pub use arch::Arch;
 pub use status::NrtStatus;
+pub use verify::{verify, VerifyReport};

@@ -53,7 +53,7 @@ impl ParsedModel {
 /// Runs S2 and S3.
 pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<ParsedModel, ParseError> {
     let manifest = manifest::parse(neff, opts)?;
-    let kbins = kbin::build(&manifest, &neff.archive, opts)?;
+    let kbins = kbin::build(&manifest, &neff.archive)?;
     Ok(ParsedModel { manifest, kbins })
 }
 

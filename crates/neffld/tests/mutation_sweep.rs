@@ -941,6 +941,48 @@ fn run(base: &Base, m: &Mutant, rigs: &mut [Option<Rig>; 2], watch: &Watch, tall
     }
 }
 
+/// Every mutant of `base` the budget allows, the unmodified base first.
+fn for_each_mutant(base: &Base, budget: Budget, rng: &mut Rng, f: &mut dyn FnMut(Mutant)) {
+    f(Mutant {
+        label: "unmodified".into(),
+        bytes: base.bytes.clone(),
+        verify: true,
+    });
+    for i in 0..budget.header {
+        f(header_mutant(base, rng, i));
+    }
+    for i in 0..budget.payload_rehashed {
+        f(payload_mutant(base, rng, i, true));
+    }
+    for i in 0..budget.payload_stale {
+        f(payload_mutant(base, rng, i, false));
+    }
+    for i in 0..budget.tar {
+        f(tar_mutant(base, rng, i));
+    }
+    for i in 0..budget.blob {
+        if let Some(m) = blob_mutant(base, rng, i) {
+            f(m);
+        }
+    }
+    if budget.json > 0 {
+        let j = JsonMembers::of(base);
+        for i in 0..budget.json {
+            if let Some(m) = json_mutant(base, &j, rng, i) {
+                f(m);
+            }
+        }
+        for m in fixed_mutants(base) {
+            f(m);
+        }
+        if budget.extremes {
+            for m in extreme_numbers(base, &j) {
+                f(m);
+            }
+        }
+    }
+}
+
 fn sweep(title: &str, bases: Vec<(Base, Budget)>) {
     let long = long_mode();
     let watch = Arc::new(Watch {
@@ -985,47 +1027,7 @@ fn sweep(title: &str, bases: Vec<(Base, Budget)>) {
             run(base, &m, &mut rigs, &watch, tally);
             made = Instant::now();
         };
-        go(
-            Mutant {
-                label: "unmodified".into(),
-                bytes: base.bytes.clone(),
-                verify: true,
-            },
-            &mut tally,
-        );
-        for i in 0..budget.header {
-            go(header_mutant(base, &mut rng, i), &mut tally);
-        }
-        for i in 0..budget.payload_rehashed {
-            go(payload_mutant(base, &mut rng, i, true), &mut tally);
-        }
-        for i in 0..budget.payload_stale {
-            go(payload_mutant(base, &mut rng, i, false), &mut tally);
-        }
-        for i in 0..budget.tar {
-            go(tar_mutant(base, &mut rng, i), &mut tally);
-        }
-        for i in 0..budget.blob {
-            if let Some(m) = blob_mutant(base, &mut rng, i) {
-                go(m, &mut tally);
-            }
-        }
-        if budget.json > 0 {
-            let j = JsonMembers::of(base);
-            for i in 0..budget.json {
-                if let Some(m) = json_mutant(base, &j, &mut rng, i) {
-                    go(m, &mut tally);
-                }
-            }
-            for m in fixed_mutants(base) {
-                go(m, &mut tally);
-            }
-            if budget.extremes {
-                for m in extreme_numbers(base, &j) {
-                    go(m, &mut tally);
-                }
-            }
-        }
+        for_each_mutant(base, budget, &mut rng, &mut |m| go(m, &mut tally));
     }
     done.store(true, Ordering::SeqCst);
     let _ = dog.join();
@@ -1087,6 +1089,21 @@ fn synthetic_families() {
     sweep("synthetic", bases);
 }
 
+/// Every real fixture, the large ones with the `large` budget.
+fn fixture_bases(small: Budget, large: Budget) -> Vec<(Base, Budget)> {
+    neffld::testkit::real_fixtures()
+        .into_iter()
+        .map(|(name, bytes)| {
+            let budget = if bytes.len() > 256 << 10 {
+                large
+            } else {
+                small
+            };
+            (Base::fixture(&name, bytes), budget)
+        })
+        .collect()
+}
+
 #[test]
 fn real_fixtures() {
     let small = Budget {
@@ -1109,16 +1126,154 @@ fn real_fixtures() {
         blob: 0,
         extremes: false,
     };
-    let bases = neffld::testkit::real_fixtures()
-        .into_iter()
-        .map(|(name, bytes)| {
-            let budget = if bytes.len() > 256 << 10 {
-                large
-            } else {
-                small
-            };
-            (Base::fixture(&name, bytes), budget)
-        })
-        .collect();
+    let bases = fixture_bases(small, large);
     sweep("fixtures", bases);
+}
+
+/// Loads `bytes` as `neffld load` does on a fresh runtime: S1 first, then
+/// the device of the NEFF's own target (trn2 when it says none), a default
+/// configuration otherwise. Returns the status.
+fn default_load(bytes: &[u8], validate_hash: bool) -> NrtStatus {
+    let config = RuntimeConfig {
+        validate_hash,
+        max_inflated: Some(64 << 20),
+        ..RuntimeConfig::default()
+    };
+    let opts = OpenOptions {
+        verify_hash: validate_hash,
+        inflate_limit: config.max_inflated,
+        max_members: config.max_members,
+    };
+    let neff = match container::open(bytes, &opts) {
+        Ok(n) => n,
+        Err(e) => return e.status(),
+    };
+    let arch = neffld::parse::declared_arch(&neff).unwrap_or(Arch::Cayman);
+    let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
+    let rt = Runtime::with_device(RuntimeConfig { arch, ..config }, dev.clone()).expect("runtime");
+    let status = match rt.load_opened(bytes, neff, -1, 1) {
+        Ok(model) => {
+            rt.unload(&model).expect("unload");
+            NrtStatus::Success
+        }
+        Err(e) => e.status(),
+    };
+    assert_eq!(dev.live_count(), 0, "the load left allocations behind");
+    status
+}
+
+/// `verify` and a default load on the NEFF's own architecture give the same
+/// verdict and status on hostile variants of every real fixture and of a
+/// trn1 and a trn2 writer-built NEFF (issue 14:
+/// a `vnc_size` the runtime cannot serve used to pass `verify`).
+#[test]
+fn verify_agrees_with_load() {
+    let small = Budget {
+        header: 24,
+        payload_rehashed: 12,
+        payload_stale: 12,
+        tar: 12,
+        json: 30,
+        blob: 16,
+        extremes: false,
+    };
+    let large = Budget {
+        header: 6,
+        payload_rehashed: 2,
+        payload_stale: 2,
+        tar: 0,
+        json: 0,
+        blob: 0,
+        extremes: false,
+    };
+    let (mut total, mut agree_ok, mut agree_err, mut resource) = (0, 0, 0, 0);
+    let mut disagreements = Vec::new();
+    let mut lnc_rejects = 0;
+    // The real fixtures are all trn2; writer-built NEFFs add a trn1 target
+    // (static DMA, no LNC feature bit) and a synthetic trn2 one.
+    let mut bases = fixture_bases(small, large);
+    bases.push((
+        Base::synth(
+            "sunda 2.18",
+            &Synth::static_sunda(),
+            Producer::V2_18,
+            Arch::Sunda,
+        ),
+        small,
+    ));
+    bases.push((
+        Base::synth(
+            "cayman 2.21",
+            &Synth::dynamic_cayman(),
+            Producer::V2_21,
+            Arch::Cayman,
+        ),
+        small,
+    ));
+    for (bi, (base, budget)) in bases.into_iter().enumerate() {
+        let name = base.name.clone();
+        let mut rng = Rng::new(seed() ^ (bi as u64 + 7).wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        let mut mutants = Vec::new();
+        for_each_mutant(&base, budget, &mut rng, &mut |m| mutants.push(m));
+        // The header gate of the issue, on every fixture: an LNC size no
+        // runtime of its architecture serves.
+        let mut m = base.bytes.clone();
+        m[0x228..0x22C].copy_from_slice(&228u32.to_le_bytes());
+        mutants.push(Mutant {
+            label: "vnc_size 228".into(),
+            bytes: m,
+            verify: false,
+        });
+        for m in mutants {
+            total += 1;
+            let load = default_load(&m.bytes, m.verify);
+            let config = RuntimeConfig {
+                validate_hash: m.verify,
+                max_inflated: Some(64 << 20),
+                ..RuntimeConfig::default()
+            };
+            let verdict = match neffld::verify(&m.bytes, &config) {
+                Ok(_) => NrtStatus::Success,
+                Err(e) => {
+                    if matches!(
+                        e,
+                        LoadError::Container(neffld::container::ContainerError::LncMismatch { .. })
+                    ) {
+                        lnc_rejects += 1;
+                    }
+                    e.status()
+                }
+            };
+            if load == NrtStatus::Resource || verdict == NrtStatus::Resource {
+                resource += 1;
+            } else if load != verdict {
+                disagreements.push(format!(
+                    "{name}: {}: load {load}, verify {verdict}",
+                    m.label
+                ));
+            } else if load == NrtStatus::Success {
+                agree_ok += 1;
+            } else {
+                agree_err += 1;
+            }
+        }
+    }
+    println!(
+        "verify vs load: {total} variants, {agree_ok} both load, {agree_err} both reject (same status), {resource} resource failures set aside, {} disagree; {lnc_rejects} rejected by the LNC gate",
+        disagreements.len()
+    );
+    assert!(
+        disagreements.is_empty(),
+        "verify and load disagree on {} variants:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
+    );
+    assert!(
+        agree_ok > 0 && agree_err > 0,
+        "the sweep must see both verdicts"
+    );
+    assert!(
+        lnc_rejects >= 12,
+        "every fixture's vnc_size 228 variant fails verify"
+    );
 }

@@ -859,6 +859,6 @@ fn warnings_are_not_rejects() {
     );
     assert!(w.contains("weight identity_1 has 16400 bytes"), "{w}");
     assert!(w.contains("dve_tables has 2 elements"), "{w}");
-    assert!(m.kbins[0].engines[0].instr.is_none());
-    assert_eq!(m.kbins[0].vars.by_name("a").unwrap().alignment, None);
+    assert!(m.kbins[0].engines()[0].instr().is_none());
+    assert_eq!(m.kbins[0].vars().by_name("a").unwrap().alignment, None);
 }

@@ -82,18 +82,18 @@ fn relocation_counts_per_core_and_engine() {
                     for e in &core.engines {
                         let prog = kbin.engine(e.engine);
                         let stream = prog
-                            .instr
+                            .instr()
                             .as_ref()
                             .map(|b| b.bytes(&neff.archive))
                             .unwrap_or(&[]);
                         let mut c = Counts {
-                            records: prog.ninstr,
+                            records: prog.ninstr(),
                             slots: e.image.bytes.len() as u64 / RECORD,
                             abs: e.image.abs_operands.len() as u64,
                             io: e.image.io_operands.len() as u64,
                             ..Counts::default()
                         };
-                        assert_eq!(stream.len() as u64, 64 * prog.ninstr, "{name}");
+                        assert_eq!(stream.len() as u64, 64 * prog.ninstr(), "{name}");
                         count_stream(stream, &mut c);
                         let mut main_delta: i64 = 0;
                         for p in &e.image.patches.patches {

@@ -40,7 +40,7 @@ fn every_fixture_stages_subgraph_i_on_physical_core_2l_plus_i() {
                 let hi = lo + geometry.hbm_bytes_per_channel();
                 for (i, core) in lm.cores.iter().enumerate() {
                     assert_eq!(core.pcore(), PCore(2 * vnc + i as u32), "{name} sg {i}");
-                    assert_eq!(core.subgraph, parsed.kbins[i].name, "{name} sg {i}");
+                    assert_eq!(core.subgraph, parsed.kbins[i].name(), "{name} sg {i}");
                     for (id, p) in core.plan.vars.iter().enumerate() {
                         if let Placement::Hbm { pa, .. } | Placement::Scratchpad { pa, .. } = *p {
                             assert!(
@@ -181,31 +181,15 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         0,
         "rejected before any allocation"
     );
-    // Two kbins on a logical core of four: neither 1 nor the core size.
-    let e = stage::stage(
-        &**rt.device(),
-        &Cores::new(4),
-        &parsed.kbins,
-        &neff.archive,
-        &[PCore(0), PCore(0), PCore(0), PCore(0)],
-        HModel(1),
-        StageOptions {
-            arch: Arch::Cayman,
-            scratchpad_page: 512 << 20,
-            fanout_min_bytes: 0,
-        },
-    )
-    .unwrap_err();
+    // Two subgraphs for a logical core of four: neither 1 nor the core
+    // size. The one subgraph-count rule is the parse's, so no runtime of
+    // LNC 4 gets as far as staging them.
+    let e = neffld::parse::parse(&neff, &neffld::parse::ParseOptions::new(Arch::Cayman, 4))
+        .unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
-    assert!(
-        matches!(
-            e,
-            StageError::SubgraphCount {
-                nkbin: 2,
-                core_size: 4
-            }
-        ),
-        "{e}"
+    assert_eq!(
+        e.to_string(),
+        "NEFF has 2 subgraphs, which do not fit one logical core of size 4"
     );
 }
 
@@ -221,7 +205,7 @@ fn every_fixture_reads_back_weights_images_and_rings() {
         let (mut files, mut images, mut rings) = (0, 0, 0);
         rt.with_model(&m, |lm| {
             for (core, kbin) in lm.cores.iter().zip(&parsed.kbins) {
-                for var in kbin.vars.iter().filter(|v| v.kind == VarKind::File) {
+                for var in kbin.vars().iter().filter(|v| v.kind == VarKind::File) {
                     let w = var.weight.as_ref().expect("a file var has a payload");
                     let payload = w.payload.bytes(&neff.archive);
                     let size = var.size.unwrap_or(0);

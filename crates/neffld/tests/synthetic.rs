@@ -25,60 +25,61 @@ fn static_sunda_parses_in_every_sunda_container_format() {
         let m = parse::parse(&neff, &trn1()).unwrap_or_else(|e| panic!("{producer:?}: {e}"));
         assert_eq!(m.kbins.len(), 1);
         let k = &m.kbins[0];
-        assert_eq!(k.target, Arch::Sunda);
-        assert_eq!(k.dma_rings.len(), 4);
-        let blocks: usize = k.dma_rings.iter().map(|r| r.blocks.len()).sum();
+        assert_eq!(k.target(), Arch::Sunda);
+        assert_eq!(k.dma_rings().len(), 4);
+        let blocks: usize = k.dma_rings().iter().map(|r| r.blocks().len()).sum();
         assert_eq!(blocks, 5);
         let reload = k
-            .dma_rings
+            .dma_rings()
             .iter()
-            .find(|r| r.queue.name == "qSPSpillReload0")
+            .find(|r| r.queue().name == "qSPSpillReload0")
             .unwrap();
         assert_eq!(
-            reload.blocks.iter().map(|b| b.id).collect::<Vec<_>>(),
+            reload.blocks().iter().map(|b| b.id).collect::<Vec<_>>(),
             [0, 1],
             "blocks are kept in id order whatever the json order"
         );
-        assert_eq!(reload.queue.kind.ring_type(), 6);
+        assert_eq!(reload.queue().kind.ring_type(), 6);
         let pool_reload = k
-            .dma_rings
+            .dma_rings()
             .iter()
-            .find(|r| r.queue.name == "qPoolSpillReload0")
+            .find(|r| r.queue().name == "qPoolSpillReload0")
             .unwrap();
-        assert_eq!(pool_reload.blocks[0].descs[0].op, DmaOp::Cast);
-        assert_eq!(pool_reload.semaphore(&pool_reload.blocks[0]), Some(56));
+        assert_eq!(pool_reload.blocks()[0].descs[0].op, DmaOp::Cast);
+        assert_eq!(pool_reload.semaphore(&pool_reload.blocks()[0]), Some(56));
         assert_eq!(
-            k.engine(EngineType::Sp).census[&isa::OP_PSEUDO_DMATRIGGER],
+            k.engine(EngineType::Sp).census()[&isa::OP_PSEUDO_DMATRIGGER],
             3
         );
-        assert_eq!(k.engine(EngineType::Pe).ninstr, 1);
+        assert_eq!(k.engine(EngineType::Pe).ninstr(), 1);
         // sunda: the single control table in its own slot, no fast/slow pair
         assert_eq!(
-            k.dve_tables[DveSlot::Control as usize]
+            k.dve_tables()[DveSlot::Control as usize]
                 .as_ref()
                 .unwrap()
                 .len(),
             2048
         );
-        assert!(k.dve_tables[DveSlot::ControlFast as usize].is_none());
+        assert!(k.dve_tables()[DveSlot::ControlFast as usize].is_none());
         assert_eq!(
-            k.dve_tables[DveSlot::Opcode as usize]
+            k.dve_tables()[DveSlot::Opcode as usize]
                 .as_ref()
                 .unwrap()
                 .len(),
             2048
         );
-        assert!(k.sb_carveouts.is_empty());
-        assert!(k.fp8.is_none());
-        assert!(k.default_ucode_lib_requested);
+        assert!(k.sb_carveouts().is_empty());
+        assert!(k.fp8().is_none());
+        assert!(k.default_ucode_lib_requested());
         assert_eq!(
-            k.scratchpad.local, 6144,
+            k.scratchpad().local,
+            6144,
             "overlapping spills: extent, not sum"
         );
-        assert_eq!(k.act_sets.len(), 1);
-        assert_eq!(k.act_sets[0].functions, ["exp_400p", "identity"]);
+        assert_eq!(k.act_sets().len(), 1);
+        assert_eq!(k.act_sets()[0].functions, ["exp_400p", "identity"]);
         let w = k
-            .vars
+            .vars()
             .by_name("identity_1")
             .unwrap()
             .weight
@@ -124,7 +125,7 @@ fn dynamic_cayman_resolves_addr8_and_keeps_the_idle_graph() {
     assert_eq!(m.kbins.len(), 2);
     let k = &m.kbins[0];
     assert_eq!(
-        k.vars
+        k.vars()
             .dge_table()
             .unwrap()
             .list
@@ -134,14 +135,14 @@ fn dynamic_cayman_resolves_addr8_and_keeps_the_idle_graph() {
         [2, 1, 3]
     );
     assert_eq!(
-        k.engine(EngineType::Sp).census[&isa::OP_PSEUDO_DMA_DIRECT2D],
+        k.engine(EngineType::Sp).census()[&isa::OP_PSEUDO_DMA_DIRECT2D],
         3
     );
-    assert_eq!(k.scratchpad.local, 512);
-    assert_eq!(k.sb_carveouts.len(), 1);
-    assert!(k.fp8.unwrap().ocp_sat);
+    assert_eq!(k.scratchpad().local, 512);
+    assert_eq!(k.sb_carveouts().len(), 1);
+    assert!(k.fp8().unwrap().ocp_sat);
     assert!(m.kbins[1].is_idle());
-    assert_eq!(m.kbins[1].vars.count(VarKind::File), 1);
+    assert_eq!(m.kbins[1].vars().count(VarKind::File), 1);
     assert_eq!(m.io().outputs.len(), 1, "two heads, one output");
     assert_eq!(m.io().input_order, ["q", "k"]);
     let names: Vec<_> = m.tensor_info().into_iter().map(|t| t.name).collect();
@@ -157,7 +158,7 @@ fn star_target_takes_the_instance_arch() {
         &ParseOptions::new(Arch::Mariana, 1),
     )
     .unwrap();
-    assert_eq!(m.kbins[0].target, Arch::Mariana);
+    assert_eq!(m.kbins[0].target(), Arch::Mariana);
 }
 
 #[test]
@@ -178,7 +179,7 @@ fn legacy_override_accepts_a_cayman_neff_without_evtaccel() {
     let mut o = trn2();
     o.allow_legacy_neff = true;
     let m = parse::parse(&neff, &o).unwrap();
-    assert!(m.kbins[0].sb_carveouts.is_empty());
+    assert!(m.kbins[0].sb_carveouts().is_empty());
     assert!(m
         .warnings()
         .iter()
@@ -192,7 +193,7 @@ fn remote_vars_bind_by_name_to_another_subgraph() {
         v["var"]["v_sg0000"] = serde_json::json!({"type":"remote","var_id":5});
     });
     let m = parse::parse(&s.open(Producer::V2_21), &trn2()).unwrap();
-    let b = &m.kbins[1].vars.remote_bindings;
+    let b = &m.kbins[1].vars().remote_bindings();
     assert_eq!(b.len(), 1);
     assert_eq!((b[0].1.rel_sg, b[0].1.var_id.0), (0, 5));
 

@@ -186,14 +186,9 @@ pub fn neff_streams<'n>(
         .kbins
         .iter()
         .flat_map(|k| {
-            k.engines.iter().map(|e| {
-                let bytes = e
-                    .instr
-                    .as_ref()
-                    .map(|b| b.bytes(&neff.archive))
-                    .unwrap_or_default();
-                ((k.name.clone(), e.ty), bytes)
-            })
+            k.engines()
+                .iter()
+                .map(|e| ((k.name().to_string(), e.ty()), e.stream(&neff.archive)))
         })
         .collect()
 }

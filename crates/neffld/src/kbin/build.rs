@@ -1,37 +1,79 @@
 //! `construct_kbin` → `gen_kbin` (parse.md §7): turns each subgraph's
-//! manifests into an owned [`Kbin`], then runs the post-build checks.
+//! manifests into a sealed [`Kbin`], checking every stream on the way.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::isa::{self, DmaTrigger, OpcodeCensus};
+use super::reloc::{BlockRef, Lowering, Relocation};
 use super::vars::{RemoteBinding, ScratchpadSizes, VarTable};
 use super::KbinError;
 use crate::container::Archive;
 use crate::ids::VarId;
 use crate::manifest::def::{DmaQueue, Fp8Config, ReplicaGroups, SbCarveout, UcodeLib, VarKind};
 use crate::manifest::engine::{ActSet, DmaBlock, EngineType};
-use crate::manifest::{Blob, Manifest, ParseOptions, Subgraph};
+use crate::manifest::{Blob, Manifest, Subgraph};
 use crate::Arch;
 
-/// One engine's program, in the slot of its engine type.
+/// One engine's program, in the slot of its engine type, with what
+/// lowering does to each of its pseudo records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineProgram {
-    pub ty: EngineType,
+    ty: EngineType,
+    instr: Option<Blob>,
+    ninstr: u64,
+    census: OpcodeCensus,
+    relocations: Vec<Relocation>,
+}
+
+impl EngineProgram {
+    pub fn ty(&self) -> EngineType {
+        self.ty
+    }
+
     /// The stream; `None` is the empty placeholder.
-    pub instr: Option<Blob>,
-    /// `size >> 6`.
-    pub ninstr: u64,
-    pub census: OpcodeCensus,
+    pub fn instr(&self) -> Option<&Blob> {
+        self.instr.as_ref()
+    }
+
+    /// The stream's bytes (empty for the placeholder).
+    pub fn stream<'a>(&self, archive: &'a Archive) -> &'a [u8] {
+        self.instr
+            .as_ref()
+            .map(|b| b.bytes(archive))
+            .unwrap_or_default()
+    }
+
+    /// Records in the stream (`size >> 6`).
+    pub fn ninstr(&self) -> u64 {
+        self.ninstr
+    }
+
+    pub fn census(&self) -> &OpcodeCensus {
+        &self.census
+    }
+
+    /// Every record lowering changes, in record order.
+    pub fn relocations(&self) -> &[Relocation] {
+        &self.relocations
+    }
 }
 
 /// A DMA ring: its queue and its static blocks in id order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DmaRing {
-    pub queue: DmaQueue,
-    pub blocks: Vec<DmaBlock>,
+    queue: DmaQueue,
+    blocks: Vec<DmaBlock>,
 }
 
 impl DmaRing {
+    pub fn queue(&self) -> &DmaQueue {
+        &self.queue
+    }
+
+    pub fn blocks(&self) -> &[DmaBlock] {
+        &self.blocks
+    }
+
     /// The block's completion semaphore: its own, else the queue-set rule.
     pub fn semaphore(&self, block: &DmaBlock) -> Option<u64> {
         block.semaphore.or_else(|| {
@@ -44,37 +86,116 @@ impl DmaRing {
     }
 }
 
-/// The in-memory KBIN of one subgraph (parse.md §7.3, §7.6).
+/// The in-memory KBIN of one subgraph (parse.md §7.3, §7.6), sealed: only
+/// [`build`] makes one, after every check passed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kbin {
-    pub name: String,
-    /// Position in `graphs[]` (= relative subgraph id in the logical core).
-    pub index: usize,
-    pub target: Arch,
-    /// Indexed by engine type: PE, ACT, POOL, DVE, SP.
-    pub engines: [EngineProgram; 5],
-    /// One ring per `dma_queue` entry, in queue-name order.
-    pub dma_rings: Vec<DmaRing>,
-    pub vars: VarTable,
-    pub num_inputs: u32,
-    pub num_outputs: u32,
-    pub act_sets: Vec<ActSet>,
-    pub act_semaphore: Option<u64>,
-    /// Indexed by `DveSlot`: opcode, control_fast, control_slow, datapath, control (sunda).
-    pub dve_tables: [Option<Blob>; 5],
-    pub sb_carveouts: Vec<SbCarveout>,
-    pub replica_groups: ReplicaGroups,
-    pub src_target_pairs: Vec<serde_json::Value>,
-    pub ucode_libs: Vec<UcodeLib>,
-    pub default_ucode_lib_requested: bool,
-    pub fp8: Option<Fp8Config>,
-    pub cc_num_streams: u64,
-    pub scratchpad: ScratchpadSizes,
+    name: String,
+    index: usize,
+    target: Arch,
+    engines: [EngineProgram; 5],
+    dma_rings: Vec<DmaRing>,
+    vars: VarTable,
+    num_inputs: u32,
+    num_outputs: u32,
+    act_sets: Vec<ActSet>,
+    act_semaphore: Option<u64>,
+    dve_tables: [Option<Blob>; 5],
+    sb_carveouts: Vec<SbCarveout>,
+    replica_groups: ReplicaGroups,
+    src_target_pairs: Vec<serde_json::Value>,
+    ucode_libs: Vec<UcodeLib>,
+    default_ucode_lib_requested: bool,
+    fp8: Option<Fp8Config>,
+    cc_num_streams: u64,
+    scratchpad: ScratchpadSizes,
 }
 
 impl Kbin {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Position in `graphs[]` (= relative subgraph id in the logical core).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn target(&self) -> Arch {
+        self.target
+    }
+
+    /// Indexed by engine type: PE, ACT, POOL, DVE, SP.
+    pub fn engines(&self) -> &[EngineProgram; 5] {
+        &self.engines
+    }
+
     pub fn engine(&self, ty: EngineType) -> &EngineProgram {
         &self.engines[ty.index()]
+    }
+
+    /// One ring per `dma_queue` entry, in queue-name order.
+    pub fn dma_rings(&self) -> &[DmaRing] {
+        &self.dma_rings
+    }
+
+    pub fn vars(&self) -> &VarTable {
+        &self.vars
+    }
+
+    pub fn num_inputs(&self) -> u32 {
+        self.num_inputs
+    }
+
+    pub fn num_outputs(&self) -> u32 {
+        self.num_outputs
+    }
+
+    pub fn act_sets(&self) -> &[ActSet] {
+        &self.act_sets
+    }
+
+    pub fn act_semaphore(&self) -> Option<u64> {
+        self.act_semaphore
+    }
+
+    /// Indexed by `DveSlot`: opcode, control_fast, control_slow, datapath, control (sunda).
+    pub fn dve_tables(&self) -> &[Option<Blob>; 5] {
+        &self.dve_tables
+    }
+
+    /// The Event-Accel reservations, already held to their contract by the
+    /// manifest layer (stage.md §7 step 3).
+    pub fn sb_carveouts(&self) -> &[SbCarveout] {
+        &self.sb_carveouts
+    }
+
+    pub fn replica_groups(&self) -> &ReplicaGroups {
+        &self.replica_groups
+    }
+
+    pub fn src_target_pairs(&self) -> &[serde_json::Value] {
+        &self.src_target_pairs
+    }
+
+    pub fn ucode_libs(&self) -> &[UcodeLib] {
+        &self.ucode_libs
+    }
+
+    pub fn default_ucode_lib_requested(&self) -> bool {
+        self.default_ucode_lib_requested
+    }
+
+    pub fn fp8(&self) -> Option<Fp8Config> {
+        self.fp8
+    }
+
+    pub fn cc_num_streams(&self) -> u64 {
+        self.cc_num_streams
+    }
+
+    pub fn scratchpad(&self) -> ScratchpadSizes {
+        self.scratchpad
     }
 
     /// True when every stream is at most `[B1, CC]` and no queue exists
@@ -89,27 +210,43 @@ impl Kbin {
     }
 }
 
-/// Builds every kbin, then resolves remote vars and checks the subgraph count.
-pub fn build(
-    manifest: &Manifest,
-    archive: &Archive,
-    opts: &ParseOptions,
-) -> Result<Vec<Kbin>, KbinError> {
+/// Builds every kbin, then resolves remote vars. The subgraph count was
+/// held to the logical core by the manifest layer, before any subgraph was
+/// read (parse.md §7.5).
+pub fn build(manifest: &Manifest, archive: &Archive) -> Result<Vec<Kbin>, KbinError> {
     let mut kbins = Vec::with_capacity(manifest.subgraphs.len());
     for (index, sg) in manifest.subgraphs.iter().enumerate() {
         kbins.push(build_one(index, sg, manifest.kelf.target, archive)?);
     }
     resolve_remote_vars(&mut kbins)?;
-    check_subgraph_count(kbins.len(), opts.runtime_lnc)?;
     Ok(kbins)
 }
 
-/// `ceil(nkbin / lnc) == 1`, i.e. `1 ≤ nkbin ≤ lnc` (parse.md §7.5, row 63).
-pub fn check_subgraph_count(count: usize, lnc: u32) -> Result<(), KbinError> {
-    if count == 0 || count as u64 > u64::from(lnc) {
-        return Err(KbinError::SubgraphCount { count, lnc });
+/// Where each block landed, by (engine index, queue, block id).
+type BlockRefs = HashMap<(usize, String, u64), BlockRef>;
+
+/// The rings of a subgraph, and where each engine's blocks landed in them.
+fn rings(sg: &Subgraph) -> (Vec<DmaRing>, BlockRefs) {
+    let mut by_queue: BTreeMap<&str, Vec<(usize, &DmaBlock)>> = BTreeMap::new();
+    for (e, engine) in sg.engines.engines.iter().enumerate() {
+        for b in engine.blocks.values() {
+            by_queue.entry(b.queue.as_str()).or_default().push((e, b));
+        }
     }
-    Ok(())
+    let mut refs = HashMap::new();
+    let mut rings = Vec::with_capacity(sg.def.queues.len());
+    for (r, q) in sg.def.queues.values().enumerate() {
+        let mut blocks = by_queue.remove(q.name.as_str()).unwrap_or_default();
+        blocks.sort_by_key(|(_, b)| b.id);
+        for (i, (e, b)) in blocks.iter().enumerate() {
+            refs.insert((*e, b.queue.clone(), b.id), BlockRef::new(r, i));
+        }
+        rings.push(DmaRing {
+            queue: q.clone(),
+            blocks: blocks.into_iter().map(|(_, b)| b.clone()).collect(),
+        });
+    }
+    (rings, refs)
 }
 
 fn build_one(
@@ -119,8 +256,9 @@ fn build_one(
     archive: &Archive,
 ) -> Result<Kbin, KbinError> {
     let vars = VarTable::new(sg.def.vars.clone());
-    let mut engines = Vec::with_capacity(5);
-    for e in &sg.engines.engines {
+    let (dma_rings, block_refs) = rings(sg);
+    let mut programs = Vec::with_capacity(5);
+    for (ei, e) in sg.engines.engines.iter().enumerate() {
         let stream_name = e.instr.as_ref().map_or_else(
             || format!("{}/{}", sg.graph.name, e.ty.key()),
             |b| b.member.clone(),
@@ -130,40 +268,18 @@ fn build_one(
             .as_ref()
             .map(|b| b.bytes(archive))
             .unwrap_or_default();
-        let census = scan_stream(&stream_name, bytes, &vars, &e.blocks)?;
-        engines.push(EngineProgram {
+        let block_ref =
+            |queue: &str, id: u64| block_refs.get(&(ei, queue.to_string(), id)).copied();
+        let (census, relocations) = scan_stream(&stream_name, bytes, &vars, &e.blocks, &block_ref)?;
+        programs.push(EngineProgram {
             ty: e.ty,
             instr: e.instr.clone(),
             ninstr: (bytes.len() / isa::RECORD_LEN) as u64,
             census,
+            relocations,
         });
     }
-    let engines: [EngineProgram; 5] = engines
-        .try_into()
-        .map_err(|_| KbinError::SubgraphCount { count: 0, lnc: 0 })?;
-
-    let mut blocks_by_queue: BTreeMap<&str, Vec<DmaBlock>> = BTreeMap::new();
-    for e in &sg.engines.engines {
-        for b in e.blocks.values() {
-            blocks_by_queue
-                .entry(b.queue.as_str())
-                .or_default()
-                .push(b.clone());
-        }
-    }
-    let dma_rings = sg
-        .def
-        .queues
-        .values()
-        .map(|q| {
-            let mut blocks = blocks_by_queue.remove(q.name.as_str()).unwrap_or_default();
-            blocks.sort_by_key(|b| b.id);
-            DmaRing {
-                queue: q.clone(),
-                blocks,
-            }
-        })
-        .collect();
+    let engines: [EngineProgram; 5] = std::array::from_fn(|_| programs.remove(0));
 
     let scratchpad = vars.scratchpad();
     Ok(Kbin {
@@ -190,47 +306,80 @@ fn build_one(
 }
 
 /// One pass over a stream (they run to tens of thousands of records, and
-/// arrive cold from the inflate): the opcode census; every `0xD4` operand
-/// resolves to a var, in bounds (§8.3); every `0xC1` names a block of that
-/// engine's json, and every block is triggered exactly once (stage.md §18
-/// S6, §14).
+/// arrive cold from the inflate): the opcode census, and what lowering does
+/// to each pseudo record (stage.md §8.1) — `0xCC` and EXIT are deleted;
+/// every `0xD4` operand resolves to a staged var, in bounds (§8.3); every
+/// `0xC1` names a block of that engine's json, and every block is triggered
+/// exactly once (stage.md §18 S6, §14); any other pseudo opcode is refused.
 fn scan_stream(
     stream: &str,
     bytes: &[u8],
     vars: &VarTable,
     blocks: &BTreeMap<(String, u64), DmaBlock>,
-) -> Result<isa::OpcodeCensus, KbinError> {
+    block_ref: &dyn Fn(&str, u64) -> Option<BlockRef>,
+) -> Result<(OpcodeCensus, Vec<Relocation>), KbinError> {
     let mut counts = [0u64; 256];
+    let mut relocations = Vec::new();
     let mut seen: HashMap<(String, u64), u64> = HashMap::new();
     for (i, r) in isa::records(bytes).enumerate() {
-        counts[usize::from(r[0])] += 1;
-        if let Some((src, dst)) = isa::d4_operands(r) {
-            vars.resolve_addr8(src, stream, i as u64)?;
-            vars.resolve_addr8(dst, stream, i as u64)?;
+        let op = r[0];
+        counts[usize::from(op)] += 1;
+        if !isa::is_pseudo(op) {
             continue;
         }
-        let Some(DmaTrigger { queue, block_id }) = isa::trigger(r) else {
-            continue;
+        let instr = i as u64;
+        let refuse = |detail: &'static str| KbinError::Pseudo {
+            opcode: op,
+            instr,
+            stream: stream.to_string(),
+            detail,
         };
-        let key = (queue, u64::from(block_id));
-        if !blocks.contains_key(&key) {
-            return Err(KbinError::TriggerWithoutBlock {
-                queue: key.0,
-                id: block_id,
-                stream: stream.to_string(),
-                instr: i as u64,
-            });
-        }
-        let n = seen.entry(key.clone()).or_insert(0);
-        *n += 1;
-        if *n > 1 {
-            return Err(KbinError::BlockTriggeredTwice {
-                queue: key.0,
-                id: block_id,
-                stream: stream.to_string(),
-                count: *n,
-            });
-        }
+        let lowering = match op {
+            isa::OP_PSEUDO_BRANCH_LABEL => Lowering::Delete,
+            isa::OP_PSEUDO_INST if r[12] == isa::PSEUDO_INST_EXIT => Lowering::Delete,
+            isa::OP_PSEUDO_DMA_DIRECT2D => {
+                let (src, dst) = isa::d4_operands(r).expect("a 64-byte 0xD4 record");
+                Lowering::Direct {
+                    src: vars.resolve_addr8(src, stream, instr)?,
+                    dst: vars.resolve_addr8(dst, stream, instr)?,
+                }
+            }
+            isa::OP_PSEUDO_DMATRIGGER => {
+                let DmaTrigger { queue, block_id } =
+                    isa::trigger(r).expect("a 64-byte 0xC1 record");
+                let key = (queue, u64::from(block_id));
+                let found = blocks
+                    .contains_key(&key)
+                    .then(|| block_ref(&key.0, key.1))
+                    .flatten();
+                let Some(at) = found else {
+                    return Err(KbinError::TriggerWithoutBlock {
+                        queue: key.0,
+                        id: block_id,
+                        stream: stream.to_string(),
+                        instr,
+                    });
+                };
+                let n = seen.entry(key.clone()).or_insert(0);
+                *n += 1;
+                if *n > 1 {
+                    return Err(KbinError::BlockTriggeredTwice {
+                        queue: key.0,
+                        id: block_id,
+                        stream: stream.to_string(),
+                        count: *n,
+                    });
+                }
+                Lowering::Trigger(at)
+            }
+            isa::OP_FUNCTION_BEGIN | isa::OP_FUNCTION_CALL => {
+                return Err(refuse(
+                    "function sections are not supported (no producer emits them)",
+                ))
+            }
+            _ => return Err(refuse("unknown pseudo opcode")),
+        };
+        relocations.push(Relocation::new(i as u32, lowering));
     }
     if let Some(b) = blocks
         .values()
@@ -242,7 +391,8 @@ fn scan_stream(
             stream: stream.to_string(),
         });
     }
-    Ok((0..=u8::MAX).zip(counts).filter(|&(_, n)| n > 0).collect())
+    let census = (0..=u8::MAX).zip(counts).filter(|&(_, n)| n > 0).collect();
+    Ok((census, relocations))
 }
 
 /// Binds every `remote` var to a var of another subgraph of the same logical
@@ -304,7 +454,7 @@ pub fn resolve_remote_vars(kbins: &mut [Kbin]) -> Result<(), KbinError> {
         }
     }
     for (k, b) in kbins.iter_mut().zip(bindings) {
-        k.vars.remote_bindings = b;
+        k.vars.set_remote_bindings(b);
     }
     Ok(())
 }

@@ -14,6 +14,19 @@ pub const OP_NOP: u8 = 0xA4;
 pub const OP_PSEUDO_DMATRIGGER: u8 = 0xC1;
 pub const OP_PSEUDO_DMA_DIRECT2D: u8 = 0xD4;
 
+pub const OP_FUNCTION_BEGIN: u8 = 0xD1;
+pub const OP_FUNCTION_CALL: u8 = 0xD3;
+pub const OP_PSEUDO_INST: u8 = 0xDF;
+pub const OP_COMPARE_BRANCH: u8 = 0xA9;
+/// Sub-op (byte 12) of `0xDF` that ends a stream.
+pub const PSEUDO_INST_EXIT: u8 = 1;
+
+/// True for the host-only opcodes that never reach an engine as written:
+/// the band `0xC1..=0xDF` and the `0xA9` straggler (stage.md §8.1).
+pub fn is_pseudo(op: u8) -> bool {
+    (0xC1..=0xDF).contains(&op) || op == OP_COMPARE_BRANCH
+}
+
 /// ADDR8 operand modes (byte 7).
 pub const ADDR8_STATIC_VAR: u8 = 0x10;
 pub const ADDR8_DGE_INDEX: u8 = 0x20;

@@ -1,6 +1,11 @@
-//! S3: one owned [`Kbin`] record per subgraph, built from the manifests
-//! (parse.md §7), then the post-build checks: trigger ↔ block linkage,
-//! ADDR8 operands, cross-subgraph remote variables and the subgraph count.
+//! S3: one sealed [`Kbin`] record per subgraph, built from the manifests
+//! (parse.md §7). The build is where the NEFF's facts about its streams are
+//! checked — every pseudo record is known, every trigger starts exactly one
+//! block and every block is triggered once, every ADDR8 operand resolves to
+//! a staged variable in bounds, every remote variable binds — and what the
+//! checks found is kept as resolved [`reloc`]ations. A `Kbin` is built only
+//! here and read through accessors, so whatever holds one may trust it:
+//! staging and relocation apply addresses and decide nothing.
 //!
 //! Instruction streams and tables stay where S1 put them: a kbin holds
 //! [`Blob`](crate::manifest::Blob) ranges into the archive's decoded buffer,
@@ -8,12 +13,14 @@
 
 pub mod build;
 pub mod isa;
+pub mod reloc;
 pub mod vars;
 
 use thiserror::Error;
 
 pub use build::{build, DmaRing, EngineProgram, Kbin};
-pub use vars::{ScratchpadSizes, VarTable};
+pub use reloc::{BlockRef, Lowering, Operand, Relocation};
+pub use vars::{RemoteBinding, ScratchpadSizes, VarTable};
 
 use crate::NrtStatus;
 
@@ -67,14 +74,31 @@ pub enum KbinError {
         offset: u64,
         size: u64,
     },
+    #[error("Variable {var} is not staged in HBM (instruction {instr} of {stream})")]
+    Addr8NotStaged {
+        var: String,
+        instr: u64,
+        stream: String,
+    },
+    #[error("the subgraph has {count} dge-table variables; ADDR8 mode 0x20 needs exactly one (instruction {instr} of {stream})")]
+    DgeTables {
+        count: usize,
+        instr: u64,
+        stream: String,
+    },
+    #[error("instruction {instr} (opcode {opcode:#04x}) of {stream}: {detail}")]
+    Pseudo {
+        opcode: u8,
+        instr: u64,
+        stream: String,
+        detail: &'static str,
+    },
     #[error("Failed to resolve remote variables for subgraphs {first} to {last}: {detail}")]
     RemoteUnresolved {
         first: usize,
         last: usize,
         detail: String,
     },
-    #[error("NEFF has {count} subgraphs, which do not fit one logical core of size {lnc}")]
-    SubgraphCount { count: usize, lnc: u32 },
 }
 
 impl KbinError {

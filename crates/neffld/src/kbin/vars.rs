@@ -3,13 +3,10 @@
 //! of ADDR8 operands against the table.
 
 use super::isa::{Addr8, ADDR8_DGE_INDEX, ADDR8_STATIC_VAR};
+use super::reloc::Operand;
 use super::KbinError;
 use crate::ids::VarId;
 use crate::manifest::def::{Backing, Var, VarKind, Vars};
-
-/// The state-buffer window every architecture exposes (stage.md §6.1); the
-/// `state-buffer` var has no `size` of its own.
-pub const SB_WINDOW: u64 = 32 << 20;
 
 /// Scratchpad need per backing area: `max(backing_variable_off + size)` over
 /// the virtual vars of that area, 0 when there are none. Ranges may overlap
@@ -26,10 +23,11 @@ pub struct ScratchpadSizes {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VarTable {
     vars: Vars,
-    /// The `dge-table` var (looked up once: every DGE operand needs it).
-    dge: Option<VarId>,
+    /// The `dge-table` vars, in var_id order (looked up once: every DGE
+    /// operand needs them; exactly one is allowed when one is used).
+    dge: Vec<VarId>,
     /// Cross-subgraph bindings of `remote` vars, filled after all kbins exist.
-    pub remote_bindings: Vec<(VarId, RemoteBinding)>,
+    remote_bindings: Vec<(VarId, RemoteBinding)>,
 }
 
 /// The table reads as the manifest's [`Vars`] (lookup by id or name,
@@ -49,19 +47,16 @@ pub struct RemoteBinding {
     pub var_id: VarId,
 }
 
-/// What an ADDR8 operand refers to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Addr8Target {
-    pub var: VarId,
-    pub offset: u32,
-}
+/// The largest var_id an IO template pointer can carry (19 bits).
+pub const TEMPLATE_MAX_VAR: u32 = (1 << 19) - 1;
 
 impl VarTable {
-    pub fn new(vars: Vars) -> VarTable {
+    pub(super) fn new(vars: Vars) -> VarTable {
         let dge = vars
             .iter()
-            .find(|v| v.kind == VarKind::DgeTable)
-            .map(|v| v.id);
+            .filter(|v| v.kind == VarKind::DgeTable)
+            .map(|v| v.id)
+            .collect();
         VarTable {
             vars,
             dge,
@@ -69,24 +64,27 @@ impl VarTable {
         }
     }
 
+    pub(super) fn set_remote_bindings(&mut self, b: Vec<(VarId, RemoteBinding)>) {
+        self.remote_bindings = b;
+    }
+
+    /// Where each `remote` var of this subgraph points.
+    pub fn remote_bindings(&self) -> &[(VarId, RemoteBinding)] {
+        &self.remote_bindings
+    }
+
     pub fn count(&self, kind: VarKind) -> usize {
         self.iter().filter(|v| v.kind == kind).count()
     }
 
-    /// The size a placement sees: the SB window for the state buffer,
-    /// otherwise the declared size (0 if none).
-    pub fn extent(&self, v: &Var) -> u64 {
-        if v.kind == VarKind::StateBuffer {
-            SB_WINDOW
-        } else {
-            v.size.unwrap_or(0)
-        }
-    }
-
-    /// The DGE table mode-0x20 ids index: the `dge-table` var with the lowest
-    /// var_id (every real subgraph has at most one; our decision for more).
+    /// The DGE table mode-0x20 ids index, when the subgraph has exactly one
+    /// `dge-table` var (stage.md §8: none or several reject a mode-0x20
+    /// operand; every real subgraph has at most one).
     pub fn dge_table(&self) -> Option<&Var> {
-        self.dge.and_then(|id| self.get(id))
+        match self.dge.as_slice() {
+            [one] => self.get(*one),
+            _ => None,
+        }
     }
 
     pub fn scratchpad(&self) -> ScratchpadSizes {
@@ -108,29 +106,29 @@ impl VarTable {
         s
     }
 
-    /// Resolves an operand of instruction `index` of stream `stream`:
-    /// mode 0x10 names a var_id, mode 0x20 an index into the DGE list; the
-    /// offset must lie inside the target.
-    pub fn resolve_addr8(
-        &self,
-        a: Addr8,
-        stream: &str,
-        index: u64,
-    ) -> Result<Addr8Target, KbinError> {
+    /// Resolves an operand of instruction `index` of stream `stream`
+    /// (stage.md §8): mode 0x10 names a var_id, mode 0x20 an index into the
+    /// list of the subgraph's one `dge-table` var. The var must be staged
+    /// and `mem_ref_to_addr(var, offset, 1)` must hold (`offset < extent`);
+    /// an input or output must fit a template pointer, since execution
+    /// binds it.
+    pub fn resolve_addr8(&self, a: Addr8, stream: &str, index: u64) -> Result<Operand, KbinError> {
         let var_id = match a.mode {
             ADDR8_STATIC_VAR => VarId(u32::from(a.id)),
             ADDR8_DGE_INDEX => {
-                let list = self
-                    .dge_table()
-                    .map(|v| v.list.as_slice())
-                    .unwrap_or_default();
-                *list
+                let table = self.dge_table().ok_or_else(|| KbinError::DgeTables {
+                    count: self.dge.len(),
+                    instr: index,
+                    stream: stream.to_string(),
+                })?;
+                *table
+                    .list
                     .get(usize::from(a.id))
                     .ok_or_else(|| KbinError::Addr8DgeIndex {
                         index: a.id,
                         instr: index,
                         stream: stream.to_string(),
-                        len: list.len(),
+                        len: table.list.len(),
                     })?
             }
             mode => {
@@ -146,10 +144,13 @@ impl VarTable {
             instr: index,
             stream: stream.to_string(),
         })?;
-        let size = self.extent(var);
+        let size = var.extent().ok_or_else(|| KbinError::Addr8NotStaged {
+            var: var.name.clone(),
+            instr: index,
+            stream: stream.to_string(),
+        })?;
         let offset = u64::from(a.offset);
-        // A zero-size var is addressable only at offset 0 (stage.md §6.2).
-        if offset >= size && !(offset == 0 && size == 0) {
+        if offset >= size {
             return Err(KbinError::Addr8OutOfBounds {
                 var: var.name.clone(),
                 instr: index,
@@ -158,9 +159,16 @@ impl VarTable {
                 size,
             });
         }
-        Ok(Addr8Target {
-            var: var_id,
-            offset: a.offset,
+        if matches!(var.kind, VarKind::Input | VarKind::Output) && var_id.0 > TEMPLATE_MAX_VAR {
+            return Err(KbinError::Addr8VarId {
+                var_id: var_id.0,
+                instr: index,
+                stream: stream.to_string(),
+            });
+        }
+        Ok(match a.mode {
+            ADDR8_DGE_INDEX => Operand::through_dge(var_id, offset, a.id),
+            _ => Operand::new(var_id, offset),
         })
     }
 }

@@ -164,6 +164,38 @@ pub struct Var {
     pub remote: Option<RemoteRef>,
 }
 
+/// The state-buffer window every architecture exposes (stage.md §6.1); the
+/// `state-buffer` var has no `size` of its own.
+pub const SB_WINDOW: u64 = 32 << 20;
+
+/// Bytes of the slot a pointer var is staged as.
+pub const POINTER_SLOT: u64 = 8;
+
+/// Bytes a `dge-table` is staged as: one IO word (the IO row of 8 bytes
+/// every capture shows on the core with a dge-table); its list is resolved
+/// on the host, since lowered operands name its variables directly.
+pub const DGE_TABLE_WORD: u64 = 8;
+
+impl Var {
+    /// The bytes an address into this variable may reach once it is staged
+    /// (`mem_ref_to_addr`'s `size`, stage.md §6.2): the SB window for the
+    /// state buffer, the slot of a pointer, the one IO word of a
+    /// `dge-table`, the declared size otherwise (a `remote` var aliases its
+    /// target's placement). `None` for a `list`, which is never staged on
+    /// the device: nothing may point into it. Every bound on an operand or
+    /// descriptor uses this one rule, and the memory plan gives each
+    /// variable exactly this extent.
+    pub fn extent(&self) -> Option<u64> {
+        match self.kind {
+            VarKind::StateBuffer => Some(SB_WINDOW),
+            VarKind::Pointer => Some(POINTER_SLOT),
+            VarKind::DgeTable => Some(DGE_TABLE_WORD),
+            VarKind::List => None,
+            _ => Some(self.size.unwrap_or(0)),
+        }
+    }
+}
+
 /// The variable table of one subgraph: index == var_id.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Vars {

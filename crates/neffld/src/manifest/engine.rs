@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::def::{Def, DmaQueue, VarKind, Vars};
+use super::def::{Def, DmaQueue, Vars};
 use super::json::{self, describe};
 use super::kelf::GraphRef;
 use super::{Blob, ManifestError};
@@ -583,20 +583,25 @@ fn endpoint(
         sizes,
         steps,
     };
-    if var.kind != VarKind::StateBuffer {
-        let size = var.size.unwrap_or(0);
-        match ep.end() {
-            Some(end) if end <= size => {}
-            end => {
-                return Err(ManifestError::DmaOutOfBounds {
-                    member: member.to_string(),
-                    queue: queue.to_string(),
-                    id,
-                    var: name.to_string(),
-                    end: end.unwrap_or(u64::MAX),
-                    size,
-                })
-            }
+    let Some(size) = var.extent() else {
+        return Err(ManifestError::DmaNotStaged {
+            member: member.to_string(),
+            queue: queue.to_string(),
+            id,
+            var: name.to_string(),
+        });
+    };
+    match ep.end() {
+        Some(end) if end <= size => {}
+        end => {
+            return Err(ManifestError::DmaOutOfBounds {
+                member: member.to_string(),
+                queue: queue.to_string(),
+                id,
+                var: name.to_string(),
+                end: end.unwrap_or(u64::MAX),
+                size,
+            })
         }
     }
     Ok(ep)

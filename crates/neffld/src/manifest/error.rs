@@ -265,6 +265,13 @@ pub enum ManifestError {
         id: u64,
         var: String,
     },
+    #[error("Variable {var} is not staged in HBM (DMA block {queue}/{id} in {member})")]
+    DmaNotStaged {
+        member: String,
+        queue: String,
+        id: u64,
+        var: String,
+    },
     #[error(
         "DMA descriptor out of bounds of {var} ({end} > {size}) (block {queue}/{id} in {member})"
     )]

@@ -123,6 +123,19 @@ impl Manifest {
     }
 }
 
+/// The one rule on the number of subgraphs (parse.md §7.5; stage.md §5.3):
+/// they fill one logical core, `nkbin == 1` (on core 0 of it) or
+/// `nkbin == lnc` (one per physical core) — which also gives
+/// `ceil(nkbin / lnc) == 1` and `nkbin <= cores`. Checked here, on the kelf
+/// list and before any subgraph is read, so that a list of 10^5 graphs
+/// costs nothing; nothing later checks it again.
+pub fn check_subgraph_count(count: usize, lnc: u32) -> Result<(), ManifestError> {
+    if count == 0 || (count != 1 && count as u64 != u64::from(lnc)) {
+        return Err(ManifestError::SubgraphCount { count, lnc });
+    }
+    Ok(())
+}
+
 /// Runs S2 over an opened container.
 pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<Manifest, ManifestError> {
     parse_archive(&neff.archive, &neff.header.name_str(), opts)
@@ -138,12 +151,7 @@ pub fn parse_archive(
     let mut warnings = neff_json.warnings.clone();
     let kelf = kelf::parse(archive, &neff_json.kelf_member, opts)?;
     warnings.extend(kelf.warnings.iter().cloned());
-    if kelf.graphs.len() as u64 > u64::from(opts.runtime_lnc) {
-        return Err(ManifestError::SubgraphCount {
-            count: kelf.graphs.len(),
-            lnc: opts.runtime_lnc,
-        });
-    }
+    check_subgraph_count(kelf.graphs.len(), opts.runtime_lnc)?;
     let mut subgraphs = Vec::with_capacity(kelf.graphs.len());
     for graph in &kelf.graphs {
         let def = def::parse(archive, graph, kelf.target, opts.allow_legacy_neff)?;

@@ -22,23 +22,8 @@ pub enum RelocError {
         opcode: u8,
         detail: String,
     },
-    #[error("Instruction size {size} for {engine} is not a multiple of 64")]
-    PartialRecord { engine: String, size: u64 },
-    #[error("invalid offset in {var}, {size} < ({offset} + {len})")]
-    OutOfBounds {
-        var: String,
-        size: u64,
-        offset: u64,
-        len: u64,
-    },
     #[error("Variable {0} is not staged in HBM")]
     NotStaged(String),
-    #[error("invalid var_id {0}")]
-    UnknownVar(u32),
-    #[error("the subgraph has {0} dge-table variables; ADDR8 mode 0x20 needs exactly one")]
-    DgeTables(usize),
-    #[error("DMA trigger {queue}/{id} has no matching block")]
-    UnboundTrigger { queue: String, id: u32 },
     #[error("template pointer cannot encode var_id {var} offset {offset} (19 and 36 bits)")]
     TemplateRange { var: u32, offset: u64 },
     #[error("DMA access pattern: {0}")]

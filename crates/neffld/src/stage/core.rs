@@ -13,13 +13,12 @@
 //! check under one lock instead of one per copy.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use crate::container::Archive;
 use crate::device::{AllocReq, Device, MemHandle, MemUsage, Write};
 use crate::ids::{HModel, PCore, VarId};
-use crate::kbin::{DmaRing, Kbin};
-use crate::manifest::def::{QueueKind, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, EVTACCEL_SIZE};
+use crate::kbin::{BlockRef, DmaRing, Kbin};
+use crate::manifest::def::QueueKind;
 use crate::manifest::engine::{DmaOp, DveSlot, Endpoint, EngineType};
 use crate::relocate::dma::{
     expand_block, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
@@ -111,43 +110,27 @@ fn desc_op(op: DmaOp) -> DescOp {
     }
 }
 
-/// Address resolution for one subgraph on its core.
+/// Address resolution for one subgraph on its core: the plan's addresses,
+/// and where each block of each ring landed (indexed as the kbin's
+/// [`BlockRef`]s are).
 struct CoreResolver<'a> {
-    kbin: &'a Kbin,
     plan: &'a CorePlan,
-    triggers: HashMap<(String, u64), TriggerBinding>,
-    dge: Vec<VarId>,
-    dge_tables: usize,
+    blocks: Vec<Vec<TriggerBinding>>,
 }
 
 impl Resolve for CoreResolver<'_> {
-    fn var(&self, id: VarId, offset: u64, len: u64) -> Result<Target, RelocError> {
-        let var = self.kbin.vars.get(id).ok_or(RelocError::UnknownVar(id.0))?;
-        self.plan.target(var, offset, len)
+    fn operand(&self, var: VarId, offset: u64) -> Result<Target, RelocError> {
+        self.plan.address(var, offset)
     }
 
-    fn dge_list(&self) -> Result<&[VarId], RelocError> {
-        if self.dge_tables != 1 {
-            return Err(RelocError::DgeTables(self.dge_tables));
-        }
-        Ok(&self.dge)
-    }
-
-    fn trigger(&self, queue: &str, id: u32) -> Result<TriggerBinding, RelocError> {
-        self.triggers
-            .get(&(queue.to_string(), u64::from(id)))
-            .copied()
-            .ok_or_else(|| RelocError::UnboundTrigger {
-                queue: queue.into(),
-                id,
-            })
+    fn block(&self, at: BlockRef) -> TriggerBinding {
+        self.blocks[at.ring()][at.block()]
     }
 }
 
 impl CoreResolver<'_> {
     fn endpoint(&self, e: &Endpoint) -> Result<Target, RelocError> {
-        let end = e.end().ok_or(RelocError::AddressOverflow)?;
-        self.var(e.var_id, e.off, end - e.off)
+        self.plan.address(e.var_id, e.off)
     }
 }
 
@@ -179,7 +162,7 @@ impl Builder<'_> {
                 hint: what,
             })
             .map_err(|source| StageError::Device {
-                subgraph: self.kbin.name.clone(),
+                subgraph: self.kbin.name().to_string(),
                 what: format!("allocating {what}"),
                 source,
             })?;
@@ -189,36 +172,14 @@ impl Builder<'_> {
 
     fn reloc(&self, source: RelocError) -> StageError {
         StageError::Reloc {
-            subgraph: self.kbin.name.clone(),
+            subgraph: self.kbin.name().to_string(),
             source,
         }
     }
 }
 
-/// Checks the Cayman Event-Accel reservation (§7 step 3). The parse already
-/// enforces it; the check stays here because this is where the reference
-/// makes it, and a kbin may come from elsewhere.
-fn check_carveout(kbin: &Kbin) -> Result<(), StageError> {
-    if kbin.target != Arch::Cayman {
-        return Ok(());
-    }
-    if kbin.sb_carveouts.is_empty() {
-        tracing::warn!("model {} has no evtaccel reservation on SBUF", kbin.name);
-    }
-    for c in &kbin.sb_carveouts {
-        if c.base_partition != 0
-            || c.partitions != EVTACCEL_PARTITIONS
-            || c.offset != EVTACCEL_OFFSET
-            || c.size != EVTACCEL_SIZE
-        {
-            return Err(StageError::Carveout(kbin.name.clone()));
-        }
-    }
-    Ok(())
-}
-
-/// Where each block of a ring landed, by block id.
-type RingBindings = Vec<(u64, TriggerBinding)>;
+/// Where each block of a ring landed, in block order.
+type RingBindings = Vec<TriggerBinding>;
 
 /// Expands, places and writes one queue's static ring.
 fn build_ring(
@@ -227,7 +188,7 @@ fn build_ring(
     ring: &DmaRing,
     arch: Arch,
 ) -> Result<Option<(PlacedRing, RingBindings)>, StageError> {
-    if ring.blocks.is_empty() {
+    if ring.blocks().is_empty() {
         return Ok(None); // dynamic queues: descriptors are generated at execution
     }
     let barrier = if arch == Arch::Sunda {
@@ -236,7 +197,7 @@ fn build_ring(
         Barrier::Sow
     };
     let mut builder = RingBuilder::default();
-    for block in &ring.blocks {
+    for block in ring.blocks() {
         let mut descs = Vec::with_capacity(block.descs.len());
         for d in &block.descs {
             let from = r.endpoint(&d.from).map_err(|e| b.reloc(e))?;
@@ -263,29 +224,26 @@ fn build_ring(
             .map_err(|e| b.reloc(e))?;
     }
     let (handle, pa) = b.alloc(
-        &format!("ring {}", ring.queue.name),
+        &format!("ring {}", ring.queue().name),
         builder.byte_size(),
         0,
-        ring_usage(ring.queue.kind),
+        ring_usage(ring.queue().kind),
     )?;
     let image = builder.place(pa).map_err(|e| b.reloc(e))?;
-    let mut bindings = Vec::with_capacity(ring.blocks.len());
-    for (block, &(id, first, count)) in ring.blocks.iter().zip(&image.blocks) {
+    let mut bindings = Vec::with_capacity(ring.blocks().len());
+    for (block, &(_, first, count)) in ring.blocks().iter().zip(&image.blocks) {
         let semaphore = ring.semaphore(block).unwrap_or(0) as u32;
-        bindings.push((
-            id,
-            TriggerBinding {
-                ring_pa: pa,
-                first,
-                count,
-                semaphore,
-            },
-        ));
+        bindings.push(TriggerBinding {
+            ring_pa: pa,
+            first,
+            count,
+            semaphore,
+        });
     }
     Ok(Some((
         PlacedRing {
-            queue: ring.queue.name.clone(),
-            kind: ring.queue.kind,
+            queue: ring.queue().name.clone(),
+            kind: ring.queue().kind,
             handle,
             pa,
             image,
@@ -359,32 +317,18 @@ fn build_parts<'a>(
     arch: Arch,
     role: CoreRole,
 ) -> Result<Parts, StageError> {
-    check_carveout(kbin)?;
-    let dge_tables = kbin.vars.count(crate::manifest::def::VarKind::DgeTable);
     let mut resolver = CoreResolver {
-        kbin,
         plan,
-        triggers: HashMap::new(),
-        dge: kbin
-            .vars
-            .dge_table()
-            .map(|v| v.list.clone())
-            .unwrap_or_default(),
-        dge_tables,
+        blocks: vec![Vec::new(); kbin.dma_rings().len()],
     };
 
     // Static DMA rings: data-refill queues first, then the IO queues.
     let mut rings = Vec::new();
-    let order = |r: &&DmaRing| !matches!(r.queue.kind, QueueKind::Data);
-    let mut ordered: Vec<&DmaRing> = kbin.dma_rings.iter().collect();
-    ordered.sort_by_key(order);
-    for ring in ordered {
+    let mut ordered: Vec<(usize, &DmaRing)> = kbin.dma_rings().iter().enumerate().collect();
+    ordered.sort_by_key(|(_, r)| !matches!(r.queue().kind, QueueKind::Data));
+    for (index, ring) in ordered {
         if let Some((placed, bindings)) = build_ring(b, &resolver, ring, arch)? {
-            for (id, binding) in bindings {
-                resolver
-                    .triggers
-                    .insert((ring.queue.name.clone(), id), binding);
-            }
+            resolver.blocks[index] = bindings;
             rings.push(placed);
         }
     }
@@ -410,10 +354,14 @@ fn build_parts<'a>(
         ));
         Ok(())
     };
-    if !kbin.act_sets.is_empty() {
-        let bkt: Vec<&[u8]> = kbin.act_sets.iter().map(|s| s.bkt.bytes(archive)).collect();
+    if !kbin.act_sets().is_empty() {
+        let bkt: Vec<&[u8]> = kbin
+            .act_sets()
+            .iter()
+            .map(|s| s.bkt.bytes(archive))
+            .collect();
         let ctrl: Vec<&[u8]> = kbin
-            .act_sets
+            .act_sets()
             .iter()
             .map(|s| s.ctrl.bytes(archive))
             .collect();
@@ -428,7 +376,7 @@ fn build_parts<'a>(
         }
     }
     for slot in DveSlot::ALL {
-        if let Some(blob) = &kbin.dve_tables[slot as usize] {
+        if let Some(blob) = &kbin.dve_tables()[slot as usize] {
             let bytes = blob.bytes(archive);
             table(
                 b,
@@ -440,7 +388,7 @@ fn build_parts<'a>(
         }
     }
     if arch == Arch::Sunda {
-        for lib in &kbin.ucode_libs {
+        for lib in kbin.ucode_libs() {
             let bytes = lib.content.bytes(archive);
             table(
                 b,
@@ -453,9 +401,9 @@ fn build_parts<'a>(
     }
     // The rings that load the tables into the engines: qActTable and
     // qDveTable in the captures' queue lists, one DMA_RING each.
-    let has_dve = kbin.dve_tables.iter().any(Option::is_some);
+    let has_dve = kbin.dve_tables().iter().any(Option::is_some);
     for (queue, present) in [
-        ("qActTable", !kbin.act_sets.is_empty()),
+        ("qActTable", !kbin.act_sets().is_empty()),
         ("qDveTable", has_dve),
     ] {
         if present {
@@ -473,45 +421,47 @@ fn build_parts<'a>(
     // (act, dve, pe, pool, sp — SP last), the order their device addresses
     // rise in on every capture; kept in the kbin's order afterwards.
     let mut engines = Vec::with_capacity(5);
-    let mut order: Vec<_> = kbin.engines.iter().collect();
-    order.sort_by_key(|e| e.ty.key());
+    let mut order: Vec<_> = kbin.engines().iter().collect();
+    order.sort_by_key(|e| e.ty().key());
     for e in order {
-        let stream = e
-            .instr
-            .as_ref()
-            .map(|blob| blob.bytes(archive))
-            .unwrap_or_default();
-        let name = format!("{}/{}", kbin.name, e.ty.key());
+        let name = format!("{}/{}", kbin.name(), e.ty().key());
         let code = RuntimeCode {
-            engine: e.ty,
+            engine: e.ty(),
             role,
-            act_tables: !kbin.act_sets.is_empty(),
+            act_tables: !kbin.act_sets().is_empty(),
         };
         let t = std::time::Instant::now();
-        let mut image =
-            instr::lower(&name, stream, 0, code, &resolver).map_err(|err| b.reloc(err))?;
+        let mut image = instr::lower(
+            &name,
+            e.stream(archive),
+            e.relocations(),
+            0,
+            code,
+            &resolver,
+        )
+        .map_err(|err| b.reloc(err))?;
         b.reloc_time += t.elapsed();
         let (handle, pa) = b.alloc(
             &format!("{name} instructions"),
             image.bytes.len() as u64,
             image.alignment(),
-            instr_usage(e.ty),
+            instr_usage(e.ty()),
         )?;
         b.alloc(
             &format!("{name} runtime block"),
             code.fixed_block(),
             0,
-            instr_usage(e.ty),
+            instr_usage(e.ty()),
         )?;
         image.layout.base = pa;
         engines.push(PlacedImage {
-            engine: e.ty,
+            engine: e.ty(),
             handle,
             pa,
             image,
         });
     }
-    engines.sort_by_key(|p| kbin.engines.iter().position(|e| e.ty == p.engine));
+    engines.sort_by_key(|p| kbin.engines().iter().position(|e| e.ty() == p.engine));
 
     // Every copy, as one batch.
     let mut copies = Copies::default();
@@ -567,10 +517,10 @@ impl<'a> Copies<'a> {
             let what = match self.what[i] {
                 Fill::Weight(name) | Fill::Table(name) => name.to_string(),
                 Fill::Ring(queue) => format!("ring {queue}"),
-                Fill::Image(engine) => format!("{}/{} instructions", kbin.name, engine.key()),
+                Fill::Image(engine) => format!("{}/{} instructions", kbin.name(), engine.key()),
             };
             StageError::Device {
-                subgraph: kbin.name.clone(),
+                subgraph: kbin.name().to_string(),
                 what: format!("copying {what}"),
                 source,
             }

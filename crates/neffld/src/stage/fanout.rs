@@ -55,19 +55,22 @@ pub fn bulk_bytes(kbins: &[Kbin]) -> u64 {
         .iter()
         .map(|k| {
             let weights: u64 = k
-                .vars
+                .vars()
                 .iter()
                 .filter(|v| v.kind == VarKind::File)
                 .filter_map(|v| v.size)
                 .sum();
-            let streams: u64 = k.engines.iter().map(|e| e.ninstr * 64).sum();
+            let streams: u64 = k.engines().iter().map(|e| e.ninstr() * 64).sum();
             weights.saturating_add(streams)
         })
         .fold(0, u64::saturating_add)
 }
 
 /// Stages kbin `k` on `pcores[k]` (the physical cores of the claimed logical
-/// core), all under `h_model`. The result owns everything it staged until
+/// core), all under `h_model`. The subgraph count was held to the logical
+/// core by the parse (one subgraph, or one per physical core); what is
+/// checked here is only that the caller passed cores enough for the kbins
+/// it passed. The result owns everything it staged until
 /// [`Staged::commit`]; dropping it (on any later failure) unstages it.
 pub fn stage<'d>(
     dev: &'d dyn Device,
@@ -85,15 +88,12 @@ pub fn stage<'d>(
             available: core_size,
         });
     }
-    if nkbin != 1 && nkbin != core_size {
-        return Err(StageError::SubgraphCount { nkbin, core_size });
-    }
     // Every plan is owned by its core's guard before planning allocates.
     let mut guards: Vec<CoreGuard<'d>> = kbins
         .iter()
         .zip(pcores)
         .map(|(kbin, &pcore)| {
-            CoreGuard::new(dev, cores, &kbin.name, h_model, CorePlan::new(pcore, kbin))
+            CoreGuard::new(dev, cores, kbin.name(), h_model, CorePlan::new(pcore, kbin))
         })
         .collect();
     let mut plans: Vec<&mut CorePlan> =
@@ -137,14 +137,14 @@ pub fn stage<'d>(
                 .iter()
                 .zip(guards)
                 .enumerate()
-                .map(|(i, (kbin, guard))| (&kbin.name, s.spawn(move || build(i, kbin, guard))))
+                .map(|(i, (kbin, guard))| (kbin.name(), s.spawn(move || build(i, kbin, guard))))
                 .collect();
             handles
                 .into_iter()
                 .map(|(name, h)| {
                     h.join().unwrap_or_else(|p| {
                         Err(StageError::Panicked {
-                            subgraph: name.clone(),
+                            subgraph: name.to_string(),
                             message: panic_message(&*p),
                         })
                     })

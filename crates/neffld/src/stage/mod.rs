@@ -37,8 +37,6 @@ pub use txn::{unstage, CoreGuard, Staged};
 pub enum StageError {
     #[error("Insufficient number of pncs, required {required}, available {available}")]
     InsufficientCores { required: usize, available: usize },
-    #[error("NEFF has {nkbin} subgraphs; a logical core of {core_size} physical cores takes 1 or {core_size} (kg->nkbin == 1 or kg->nkbin == core_size)")]
-    SubgraphCount { nkbin: usize, core_size: usize },
     #[error("{what} of {subgraph}: {source}")]
     Device {
         subgraph: String,
@@ -62,8 +60,6 @@ pub enum StageError {
         rel_sg: u32,
         var_id: u32,
     },
-    #[error("Failed to verify Event Accel State Buffer carveout of {0}")]
-    Carveout(String),
     #[error("Model {0} already in DB")]
     ModelInDb(u32),
     #[error("staging thread for {subgraph} panicked: {message}")]

@@ -24,7 +24,7 @@ use crate::container::Archive;
 use crate::device::{AllocReq, Device, MemHandle, MemUsage};
 use crate::ids::{PCore, VarId};
 use crate::kbin::Kbin;
-use crate::manifest::def::{Backing, Var, VarKind};
+use crate::manifest::def::{Backing, Var, VarKind, DGE_TABLE_WORD};
 use crate::relocate::dma::Target;
 use crate::relocate::RelocError;
 
@@ -68,46 +68,35 @@ pub struct CorePlan {
     pub warnings: Vec<String>,
 }
 
-/// Device bytes of a `dge-table` (its IO word).
-const DGE_IO_BYTES: u64 = 8;
-
 /// The state-buffer window every SB variable spans.
 pub const SB_BYTES: u64 = crate::device::geometry::SB_WINDOW;
 
 impl CorePlan {
-    /// `mem_ref_to_addr`: the target of `len` bytes at `offset` of `var`,
-    /// with the reference's bounds rule (`size < offset + len` fails; an
-    /// overflowing sum fails too).
-    pub fn target(&self, var: &Var, offset: u64, len: u64) -> Result<Target, RelocError> {
-        let placement = self
-            .vars
-            .get(var.id.0 as usize)
-            .ok_or(RelocError::UnknownVar(var.id.0))?;
-        let size = match placement {
-            Placement::StateBuffer { .. } => SB_BYTES,
-            Placement::Hbm { size, .. } | Placement::Scratchpad { size, .. } => *size,
-            Placement::Io => var.size.unwrap_or(0),
-            Placement::Host => return Err(RelocError::NotStaged(var.name.clone())),
+    /// `mem_ref_to_addr` for a reference the KBIN build and the manifest
+    /// layer already held to the variable's extent ([`Var::extent`], the
+    /// extent this plan gives every variable): absolute for a staged
+    /// variable, a template for an input or output. Only a variable that
+    /// is not on the device (a `list`, or a `remote` var whose target is
+    /// not) has no address.
+    pub fn address(&self, var: VarId, offset: u64) -> Result<Target, RelocError> {
+        let not_staged = || {
+            let name = self
+                .var_meta
+                .get(var.0 as usize)
+                .map_or("?", |m| m.0.as_str());
+            RelocError::NotStaged(name.to_string())
         };
-        let end = offset.checked_add(len);
-        if end.is_none_or(|e| e > size) {
-            return Err(RelocError::OutOfBounds {
-                var: var.name.clone(),
-                size,
-                offset,
-                len,
-            });
+        match self.vars.get(var.0 as usize) {
+            Some(
+                Placement::StateBuffer { pa }
+                | Placement::Hbm { pa, .. }
+                | Placement::Scratchpad { pa, .. },
+            ) => Ok(Target::Abs(
+                pa.checked_add(offset).ok_or(RelocError::AddressOverflow)?,
+            )),
+            Some(Placement::Io) => Ok(Target::Io { var, offset }),
+            Some(Placement::Host) | None => Err(not_staged()),
         }
-        Ok(match placement {
-            Placement::StateBuffer { pa }
-            | Placement::Hbm { pa, .. }
-            | Placement::Scratchpad { pa, .. } => Target::Abs(pa + offset),
-            Placement::Io => Target::Io {
-                var: var.id,
-                offset,
-            },
-            Placement::Host => unreachable!("returned above"),
-        })
     }
 }
 
@@ -159,7 +148,7 @@ impl Planner<'_> {
             hint: &var.name,
         };
         let a = self.dev.alloc(req).map_err(|source| StageError::Device {
-            subgraph: kbin.name.clone(),
+            subgraph: kbin.name().to_string(),
             what: format!("allocating {}", var.name),
             source,
         })?;
@@ -178,7 +167,7 @@ impl Planner<'_> {
         self.dev
             .write(handle, 0, data)
             .map_err(|source| StageError::Device {
-                subgraph: kbin.name.clone(),
+                subgraph: kbin.name().to_string(),
                 what: format!("copying {what}"),
                 source,
             })
@@ -200,7 +189,7 @@ impl Planner<'_> {
                     .dev
                     .sb_base(plan.pcore)
                     .map_err(|source| StageError::Device {
-                        subgraph: kbin.name.clone(),
+                        subgraph: kbin.name().to_string(),
                         what: "locating the state buffer".into(),
                         source,
                     })?;
@@ -230,10 +219,10 @@ impl Planner<'_> {
                 // device keeps one 8-byte IO word per table — the IO row
                 // of 8 bytes every capture shows on the core with a
                 // dge-table, 0 on the one without.
-                let (pa, _) = self.alloc(plan, kbin, var, DGE_IO_BYTES, 0, MemUsage::Io)?;
+                let (pa, _) = self.alloc(plan, kbin, var, DGE_TABLE_WORD, 0, MemUsage::Io)?;
                 Placement::Hbm {
                     pa,
-                    size: DGE_IO_BYTES,
+                    size: DGE_TABLE_WORD,
                 }
             }
             VarKind::Virtual => self.place_virtual(plan, kbin, var, page)?,
@@ -281,8 +270,12 @@ impl CorePlan {
     pub fn new(pcore: PCore, kbin: &Kbin) -> CorePlan {
         CorePlan {
             pcore,
-            vars: Vec::with_capacity(kbin.vars.len()),
-            var_meta: kbin.vars.iter().map(|v| (v.name.clone(), v.kind)).collect(),
+            vars: Vec::with_capacity(kbin.vars().len()),
+            var_meta: kbin
+                .vars()
+                .iter()
+                .map(|v| (v.name.clone(), v.kind))
+                .collect(),
             allocs: Vec::new(),
             var_allocs: Vec::new(),
             scratch_pages: 0,
@@ -307,16 +300,20 @@ pub fn plan(
     // Scratchpad layout (`tdrv_scratchpad_model_init`): the shared arena is
     // charged to the first core of the load, then each subgraph's LOCAL arena
     // is placed on its own core.
-    let shared = kbins.iter().map(|k| k.scratchpad.shared).max().unwrap_or(0);
+    let shared = kbins
+        .iter()
+        .map(|k| k.scratchpad().shared)
+        .max()
+        .unwrap_or(0);
     for (k, (kbin, plan)) in kbins.iter().zip(plans.iter_mut()).enumerate() {
         let running = if k == 0 { shared } else { 0 };
         let local = kbin
-            .scratchpad
+            .scratchpad()
             .local
-            .max(kbin.scratchpad.sharded)
-            .max(kbin.scratchpad.main);
+            .max(kbin.scratchpad().sharded)
+            .max(kbin.scratchpad().main);
         let (local_offset, total) = place_arena(running, local, page).ok_or_else(|| {
-            StageError::ScratchpadLayout(format!("arena of {} overflows", kbin.name))
+            StageError::ScratchpadLayout(format!("arena of {} overflows", kbin.name()))
         })?;
         plan.local_offset = local_offset;
         if total > 0 {
@@ -328,7 +325,7 @@ pub fn plan(
     }
     let planner = Planner { dev, cores };
     for (kbin, plan) in kbins.iter().zip(plans.iter_mut()) {
-        for var in kbin.vars.iter() {
+        for var in kbin.vars().iter() {
             let placement = planner.place(plan, kbin, var, page)?;
             plan.vars.push(placement);
         }
@@ -350,7 +347,7 @@ pub fn weight_copies<'a>(
     plan: &'a CorePlan,
 ) -> impl Iterator<Item = (MemHandle, &'a [u8], &'a str)> + 'a {
     plan.var_allocs.iter().filter_map(move |&(id, handle)| {
-        let var = kbin.vars.get(id).filter(|v| v.kind == VarKind::File)?;
+        let var = kbin.vars().get(id).filter(|v| v.kind == VarKind::File)?;
         let payload = var
             .weight
             .as_ref()
@@ -367,9 +364,9 @@ pub fn weight_copies<'a>(
 /// subgraph of the same load (§6.7); no allocation.
 fn bind_remote(kbins: &[Kbin], plans: &mut [&mut CorePlan]) -> Result<(), StageError> {
     for (k, kbin) in kbins.iter().enumerate() {
-        for (local, b) in &kbin.vars.remote_bindings {
+        for (local, b) in kbin.vars().remote_bindings() {
             let err = || StageError::RemoteVar {
-                subgraph: kbin.name.clone(),
+                subgraph: kbin.name().to_string(),
                 rel_sg: b.rel_sg,
                 var_id: b.var_id.0,
             };
@@ -388,12 +385,12 @@ fn bind_remote(kbins: &[Kbin], plans: &mut [&mut CorePlan]) -> Result<(), StageE
 /// staged, 0 for IO rows (filled per execution).
 fn fill_pointers(planner: &Planner<'_>, kbin: &Kbin, plan: &CorePlan) -> Result<(), StageError> {
     let addr_of = |id: VarId| -> u64 {
-        match kbin.vars.get(id).map(|v| plan.target(v, 0, 0)) {
-            Some(Ok(Target::Abs(pa))) => pa,
+        match plan.address(id, 0) {
+            Ok(Target::Abs(pa)) => pa,
             _ => 0,
         }
     };
-    for var in kbin.vars.iter() {
+    for var in kbin.vars().iter() {
         let rows: Vec<u64> = match var.kind {
             VarKind::Pointer if !var.io_ref => var.referenced.map(addr_of).into_iter().collect(),
             _ => continue,

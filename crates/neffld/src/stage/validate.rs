@@ -1,20 +1,36 @@
-//! The staged-model validator: every address the load baked into device
-//! memory must point somewhere legitimate.
+//! The staged-model check (`--check`, `NEFFLD_CHECK`): every address a load
+//! baked into device memory is where the NEFF says it must be.
 //!
-//! For each core image: every absolute address written into an instruction
-//! image (lowered ADDR8 operands, trigger ring addresses) and every DMA
-//! descriptor pointer must fall inside a live allocation of that core or
-//! inside its state-buffer aperture, and every template pointer must name an
-//! input or output variable of the subgraph, at an offset inside it.
+//! The expectations come from the sealed [`Kbin`] — its resolved
+//! relocations and its rings — and from the memory plan, never from the
+//! bookkeeping the patcher kept while it wrote, and the words checked are
+//! read back from the device (from the image the build wrote when the
+//! device keeps no bytes). So a relocation that lands anywhere but where it
+//! should — in a neighbouring variable, another ring, a stale address — is
+//! found, whichever code wrote it:
+//! * every `0xD4` operand is the address of the variable its relocation
+//!   names, at the named offset, inside that variable's allocation (or, for
+//!   an input or output, the template naming that variable and offset — or,
+//!   when the NEFF named it by a `dge-table` row, that row and offset as
+//!   the NEFF wrote them, which the runtime leaves for execution);
+//! * every `0xC1` trigger holds its block's ring address, first descriptor
+//!   and count;
+//! * every descriptor of a block points into a variable one of the block's
+//!   descriptors names on that side (or the ring's own padding slot), and
+//!   every template in a ring names an input or output of the subgraph.
 
-use crate::device::{Device, LiveAlloc};
-use crate::ids::{PCore, VarId};
-use crate::kbin::Kbin;
+use std::collections::HashMap;
+
+use crate::device::{Device, LiveAlloc, MemHandle};
+use crate::ids::VarId;
+use crate::kbin::isa::{Addr8, ADDR8_DGE_INDEX, D4_DST, D4_SRC};
+use crate::kbin::{BlockRef, EngineProgram, Kbin, Lowering, Operand};
 use crate::manifest::def::VarKind;
-use crate::relocate::dma::decode_template;
+use crate::relocate::dma::{decode_template, Descriptor, RingImage};
+use crate::relocate::ipmap::Section;
 
-use super::core::CoreImage;
-use super::plan::SB_BYTES;
+use super::core::{CoreImage, PlacedImage, PlacedRing};
+use super::plan::{CorePlan, Placement};
 
 /// One problem found in a staged model.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,108 +39,301 @@ pub struct Finding {
     pub what: String,
 }
 
-struct Bounds {
-    allocs: Vec<(u64, u64)>,
-    sb: (u64, u64),
-}
-
-impl Bounds {
-    fn of(dev: &dyn Device, live: &[LiveAlloc], core: PCore) -> Bounds {
-        let mut allocs: Vec<(u64, u64)> = live
-            .iter()
-            .filter(|a| a.core == core)
-            .map(|a| (a.pa.0, a.pa.0 + a.size.max(1)))
-            .collect();
-        allocs.sort_unstable();
-        let sb = dev
-            .sb_base(core)
-            .map(|p| (p.0, p.0 + SB_BYTES))
-            .unwrap_or((0, 0));
-        Bounds { allocs, sb }
-    }
-
-    fn contains(&self, addr: u64) -> bool {
-        if addr >= self.sb.0 && addr < self.sb.1 {
-            return true;
-        }
-        let i = self.allocs.partition_point(|&(start, _)| start <= addr);
-        i > 0 && addr < self.allocs[i - 1].1
+/// Bytes of a staged object as the device holds them; the build's own copy
+/// when the device keeps no bytes.
+fn device_bytes(dev: &dyn Device, handle: MemHandle, written: &[u8]) -> Vec<u8> {
+    let mut buf = vec![0u8; written.len()];
+    match dev.read(handle, 0, &mut buf) {
+        Ok(()) => buf,
+        Err(_) => written.to_vec(),
     }
 }
 
-fn check_template(kbin: &Kbin, ptr: u64, findings: &mut Vec<Finding>, where_: &str) {
-    if let Some((var, offset)) = decode_template(ptr) {
-        check_io(kbin, var, offset, findings, where_);
-    }
+fn word(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
 }
 
-/// An operand bound at execution must name an input or output of the
-/// subgraph, at an offset inside it.
-fn check_io(kbin: &Kbin, var: VarId, offset: u64, findings: &mut Vec<Finding>, where_: &str) {
-    let ok = kbin.vars.get(var).is_some_and(|v| {
-        matches!(v.kind, VarKind::Input | VarKind::Output) && offset <= v.size.unwrap_or(0)
-    });
-    if !ok {
-        findings.push(Finding {
-            subgraph: kbin.name.clone(),
-            what: format!("{where_}: template names var {} offset {offset}, not an input/output of the subgraph", var.0),
+fn word32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// What the check of one subgraph on its core knows.
+struct Core<'a> {
+    kbin: &'a Kbin,
+    plan: &'a CorePlan,
+    img: &'a CoreImage,
+    live: Vec<&'a LiveAlloc>,
+    by_handle: HashMap<MemHandle, &'a LiveAlloc>,
+    findings: Vec<Finding>,
+}
+
+impl<'a> Core<'a> {
+    fn bad(&mut self, what: String) {
+        self.findings.push(Finding {
+            subgraph: self.kbin.name().to_string(),
+            what,
         });
     }
+
+    fn var_name(&self, var: VarId) -> String {
+        self.kbin
+            .vars()
+            .get(var)
+            .map_or_else(|| format!("var {}", var.0), |v| v.name.clone())
+    }
+
+    /// The device bytes a staged variable spans: its placement and the
+    /// extent the sealed record bounds every reference by. `None` for an
+    /// input, an output or a host-only variable.
+    fn span(&self, var: VarId) -> Option<(u64, u64)> {
+        let extent = self.kbin.vars().get(var)?.extent()?;
+        match self.plan.vars.get(var.0 as usize)? {
+            Placement::StateBuffer { pa }
+            | Placement::Hbm { pa, .. }
+            | Placement::Scratchpad { pa, .. } => Some((*pa, pa.checked_add(extent)?)),
+            Placement::Io | Placement::Host => None,
+        }
+    }
+
+    /// Which variable of the subgraph, or which live allocation of the
+    /// core, holds `addr` (for messages).
+    fn whose(&self, addr: u64) -> String {
+        let vars = self.kbin.vars();
+        if let Some(v) = vars.iter().find(|v| {
+            self.span(v.id)
+                .is_some_and(|(s, e)| addr >= s && addr < e.max(s + 1))
+        }) {
+            return format!("it points into {}", v.name);
+        }
+        match self
+            .live
+            .iter()
+            .find(|a| addr >= a.pa.0 && addr < a.pa.0 + a.size.max(1))
+        {
+            Some(a) => format!("it points into allocation {} ({})", a.handle, a.hint),
+            None => "it points into no allocation of the core".into(),
+        }
+    }
+
+    /// The variable's own allocation must be live and hold all of it.
+    fn check_allocation(&mut self, var: VarId) {
+        let Some((start, end)) = self.span(var) else {
+            return;
+        };
+        let Some(&(_, handle)) = self.plan.var_allocs.iter().find(|(id, _)| *id == var) else {
+            return; // state buffer and shared scratchpad pages: no allocation of its own
+        };
+        let held = self
+            .by_handle
+            .get(&handle)
+            .is_some_and(|a| start >= a.pa.0 && end <= a.pa.0 + a.size);
+        if !held {
+            let name = self.var_name(var);
+            self.bad(format!(
+                "{name} at {start:#x}..{end:#x} is not inside its live allocation {handle}"
+            ));
+        }
+    }
+
+    /// One ADDR8 operand against the variable its relocation names.
+    fn check_operand(&mut self, at: &str, got: u64, want: Operand) {
+        let name = self.var_name(want.var());
+        let is_io = self
+            .kbin
+            .vars()
+            .get(want.var())
+            .is_some_and(|v| matches!(v.kind, VarKind::Input | VarKind::Output));
+        if let (true, Some(row)) = (is_io, want.dge_index()) {
+            let kept = Addr8::decode(&got.to_le_bytes()).is_some_and(|a| {
+                a.mode == ADDR8_DGE_INDEX && a.id == row && u64::from(a.offset) == want.offset()
+            });
+            if !kept {
+                self.bad(format!(
+                    "{at}: {got:#x} is not dge-table row {row} + {:#x} ({name}) as written",
+                    want.offset()
+                ));
+            }
+            return;
+        }
+        if is_io {
+            if decode_template(got) != Some((want.var(), want.offset())) {
+                self.bad(format!(
+                    "{at}: {got:#x} is not the template of {name} + {:#x}",
+                    want.offset()
+                ));
+            }
+            return;
+        }
+        let Some((start, end)) = self.span(want.var()) else {
+            self.bad(format!("{at}: {name} is not staged"));
+            return;
+        };
+        let expected = start.checked_add(want.offset());
+        if expected != Some(got) || got >= end {
+            let whose = self.whose(got);
+            self.bad(format!(
+                "{at}: address {got:#x} is not {name} + {:#x} ({}); {whose}",
+                want.offset(),
+                expected.map_or("overflows".into(), |e| format!("{e:#x}"))
+            ));
+        }
+    }
+
+    fn placed_ring(&self, at: BlockRef) -> Option<&'a PlacedRing> {
+        let queue = &self.kbin.dma_rings().get(at.ring())?.queue().name;
+        self.img.rings.iter().find(|r| &r.queue == queue)
+    }
+
+    fn check_trigger(&mut self, at: &str, record: &[u8], block: BlockRef) {
+        let Some(ring) = self.placed_ring(block) else {
+            self.bad(format!("{at}: ring {} was not staged", block.ring()));
+            return;
+        };
+        let want = ring
+            .image
+            .blocks
+            .get(block.block())
+            .map(|&(_, first, count)| (ring.pa, first, count));
+        let got = (|| Some((word(record, 12)?, word32(record, 20)?, word32(record, 24)?)))();
+        if got != want {
+            self.bad(format!(
+                "{at}: trigger holds {got:x?}, but block {} of ring {} is at {want:x?}",
+                block.block(),
+                ring.queue
+            ));
+        }
+    }
+
+    fn check_engine(&mut self, dev: &dyn Device, program: &EngineProgram, placed: &PlacedImage) {
+        let bytes = device_bytes(dev, placed.handle, &placed.image.bytes);
+        let main = placed
+            .image
+            .layout
+            .sections
+            .iter()
+            .find(|s| s.0 == Section::Main)
+            .map_or(0, |s| s.1 as usize);
+        let engine = program.ty().key();
+        let mut deleted = 0usize;
+        for r in program.relocations() {
+            let slot = main + r.record() as usize - deleted;
+            let at = |what: &str| format!("{engine} record {} {what}", r.record());
+            let record = bytes.get(slot * 64..slot * 64 + 64).unwrap_or_default();
+            match r.lowering() {
+                Lowering::Delete => deleted += 1,
+                Lowering::Direct { src, dst } => {
+                    for (off, side, want) in [(D4_SRC, "source", src), (D4_DST, "destination", dst)]
+                    {
+                        match word(record, off) {
+                            Some(got) => self.check_operand(&at(side), got, want),
+                            None => self.bad(format!("{}: outside the image", at(side))),
+                        }
+                    }
+                }
+                Lowering::Trigger(block) => self.check_trigger(&at("trigger"), record, block),
+            }
+        }
+    }
+
+    /// A descriptor of block `block` on one side: inside a variable the
+    /// block names on that side, or the ring's own padding slot.
+    fn check_descriptor(&mut self, at: &str, d: &Descriptor, ring_pa: u64, vars: &[VarId]) {
+        let ptr = d.buf_ptr;
+        if ptr == ring_pa {
+            return;
+        }
+        if let Some((var, offset)) = decode_template(ptr) {
+            let ok = vars.contains(&var)
+                && self.kbin.vars().get(var).is_some_and(|v| {
+                    matches!(v.kind, VarKind::Input | VarKind::Output)
+                        && v.extent().is_some_and(|e| offset < e)
+                });
+            if !ok {
+                self.bad(format!(
+                    "{at}: template names var {} offset {offset:#x}, not an input/output the block moves",
+                    var.0
+                ));
+            }
+            return;
+        }
+        let inside = vars
+            .iter()
+            .any(|&v| self.span(v).is_some_and(|(s, e)| ptr >= s && ptr < e));
+        if !inside {
+            let names: Vec<String> = vars.iter().map(|&v| self.var_name(v)).collect();
+            let whose = self.whose(ptr);
+            self.bad(format!(
+                "{at}: address {ptr:#x} is in none of {}; {whose}",
+                names.join(", ")
+            ));
+        }
+    }
+
+    fn check_ring(&mut self, dev: &dyn Device, placed: &PlacedRing) {
+        let Some(ring) = self
+            .kbin
+            .dma_rings()
+            .iter()
+            .find(|r| r.queue().name == placed.queue)
+        else {
+            self.bad(format!(
+                "ring {} is not a queue of the subgraph",
+                placed.queue
+            ));
+            return;
+        };
+        let staged = RingImage {
+            bytes: device_bytes(dev, placed.handle, &placed.image.bytes),
+            ..placed.image.clone()
+        };
+        let (tx, rx) = staged.descriptors();
+        for (block, &(id, first, count)) in ring.blocks().iter().zip(&placed.image.blocks) {
+            let from: Vec<VarId> = block.descs.iter().map(|d| d.from.var_id).collect();
+            let to: Vec<VarId> = block.descs.iter().map(|d| d.to.var_id).collect();
+            for (side, descs, vars) in [("tx", &tx, &from), ("rx", &rx, &to)] {
+                for i in first..first.saturating_add(count) {
+                    let Some(d) = descs.get(i as usize) else {
+                        self.bad(format!(
+                            "ring {} block {id}: {side}[{i}] is missing",
+                            placed.queue
+                        ));
+                        continue;
+                    };
+                    let at = format!("ring {} block {id} {side}[{i}]", placed.queue);
+                    self.check_descriptor(&at, d, placed.pa, vars);
+                }
+            }
+        }
+    }
 }
 
-/// Checks every core image of a load against the device's live allocations.
+/// Checks every core image of a load against its sealed kbin and plan.
 pub fn validate(dev: &dyn Device, kbins: &[Kbin], images: &[CoreImage]) -> Vec<Finding> {
     let live = dev.live_allocations();
     let mut findings = Vec::new();
     for (kbin, img) in kbins.iter().zip(images) {
-        let bounds = Bounds::of(dev, &live, img.pcore());
-        let mut bad = |what: String| {
-            findings.push(Finding {
-                subgraph: img.subgraph.clone(),
-                what,
-            })
+        let on_core: Vec<&LiveAlloc> = live.iter().filter(|a| a.core == img.pcore()).collect();
+        let mut core = Core {
+            kbin,
+            plan: &img.plan,
+            img,
+            by_handle: on_core.iter().map(|a| (a.handle, *a)).collect(),
+            live: on_core,
+            findings: Vec::new(),
         };
-        for e in &img.engines {
-            for &off in &e.image.abs_operands {
-                let o = off as usize;
-                let addr = u64::from_le_bytes(e.image.bytes[o..o + 8].try_into().expect("8 bytes"));
-                if !bounds.contains(addr) {
-                    bad(format!("{} image offset {off:#x}: address {addr:#x} is outside every allocation of {}", e.engine.key(), img.pcore()));
-                }
+        for (var, _) in &img.plan.var_allocs {
+            core.check_allocation(*var);
+        }
+        for program in kbin.engines() {
+            match img.engines.iter().find(|e| e.engine == program.ty()) {
+                Some(placed) => core.check_engine(dev, program, placed),
+                None => core.bad(format!("{} has no staged image", program.ty().key())),
             }
         }
-        for r in &img.rings {
-            let (tx, rx) = r.image.descriptors();
-            for (side, descs) in [("tx", tx), ("rx", rx)] {
-                for (i, d) in descs.iter().enumerate() {
-                    if decode_template(d.buf_ptr).is_none() && !bounds.contains(d.buf_ptr) {
-                        bad(format!(
-                            "ring {} {side}[{i}]: address {:#x} is outside every allocation of {}",
-                            r.queue,
-                            d.buf_ptr,
-                            img.pcore()
-                        ));
-                    }
-                }
-            }
+        for ring in &img.rings {
+            core.check_ring(dev, ring);
         }
-        for e in &img.engines {
-            for io in &e.image.io_operands {
-                check_io(
-                    kbin,
-                    io.var,
-                    io.offset,
-                    &mut findings,
-                    &format!("{} image offset {:#x}", e.engine.key(), io.image_offset),
-                );
-            }
-        }
-        for r in &img.rings {
-            let (tx, rx) = r.image.descriptors();
-            for d in tx.iter().chain(&rx) {
-                check_template(kbin, d.buf_ptr, &mut findings, &format!("ring {}", r.queue));
-            }
-        }
+        findings.append(&mut core.findings);
     }
     findings
 }

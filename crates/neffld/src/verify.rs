@@ -1,0 +1,62 @@
+//! `verify`: the verdict a default load of a NEFF on its own architecture
+//! would give, without a device to keep.
+//!
+//! A verdict that is computed by a second set of checks drifts from the
+//! load's (a header whose `vnc_size` the runtime cannot serve passed an
+//! earlier `verify` and failed every load). So `verify` has no checks of its
+//! own: it opens the container as a load does, picks the architecture the
+//! NEFF declares, and runs [`Runtime::load_opened`] on a throwaway runtime
+//! whose device keeps no bytes ([`DeviceKind::Null`]) — the S0 header and
+//! LNC gates, the parse, and the staging with the same memory geometry —
+//! then unloads. What a load can reject, `verify` rejects, with the same
+//! error and status.
+
+use crate::api::{LoadError, Runtime};
+use crate::config::{DeviceKind, RuntimeConfig};
+use crate::container::{self, OpenOptions};
+use crate::parse::declared_arch;
+use crate::Arch;
+
+/// What a NEFF that passed `verify` would load as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// The architecture the load ran for: the NEFF's own target.
+    pub arch: Arch,
+    /// The logical-core size the load ran with.
+    pub lnc: u32,
+    /// Subgraphs, one per physical core of the logical core.
+    pub subgraphs: usize,
+    /// Parse and staging warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Runs every gate of a default load of `bytes`. `config` supplies the
+/// load's settings (hash check, inflate ceiling, LNC size, legacy-NEFF
+/// permission); its `arch` is used only when the NEFF does not say which
+/// architecture it was built for, and its device is replaced by one without
+/// storage.
+pub fn verify(bytes: &[u8], config: &RuntimeConfig) -> Result<VerifyReport, LoadError> {
+    let opts = OpenOptions {
+        verify_hash: config.validate_hash,
+        inflate_limit: config.max_inflated,
+        max_members: config.max_members,
+    };
+    let neff = container::open(bytes, &opts)?;
+    let config = RuntimeConfig {
+        arch: declared_arch(&neff).unwrap_or(config.arch),
+        device: DeviceKind::Null,
+        ..config.clone()
+    };
+    let lnc = config.lnc_size();
+    let arch = config.arch;
+    let rt = Runtime::new(config)?;
+    let model = rt.load_opened(bytes, neff, -1, 1)?;
+    let report = rt.with_model(&model, |m| VerifyReport {
+        arch,
+        lnc,
+        subgraphs: m.cores.len(),
+        warnings: m.warnings.clone(),
+    })?;
+    rt.unload(&model)?;
+    Ok(report)
+}
