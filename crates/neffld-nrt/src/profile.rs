@@ -21,7 +21,7 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use neffld::api::{Model, Runtime};
-use neffld::capture::{self, staged, Capture, CaptureUuid, Image, MemRow, Subgraph, Version};
+use neffld::capture::{self, staged, Capture, Image, Subgraph};
 use tracing::{error, info};
 
 use crate::abi::nrt_status::NRT_STATUS;
@@ -139,12 +139,8 @@ fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>
                             })
                             .collect(),
                         memory: staged::memory_rows(rt.device().as_ref(), arch, pcore)
-                            .into_iter()
-                            .map(|r| MemRow {
-                                id: None,
-                                name: r.name,
-                                bytes: r.bytes,
-                            })
+                            .iter()
+                            .map(staged::StagedRow::to_mem_row)
                             .collect(),
                         duration_ps: None,
                     }
@@ -152,27 +148,17 @@ fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>
                 .collect()
         })
         .map_err(|e| status::load_error(api, &e))?;
-    let version = |s: &str| s.parse::<u64>().unwrap_or(0);
+    // The header is the library's; the images are the built ones (a device
+    // that keeps no bytes has them too) and the fields a real capture of a
+    // live instance carries are filled in.
     Ok(Capture {
-        version: 6,
-        neff_name: model.name.clone(),
-        uuid: CaptureUuid::Full(model.uuid),
-        arch_code: Capture::arch_code_of(arch),
-        runtime: Some(Version {
-            major: version(env!("CARGO_PKG_VERSION_MAJOR")),
-            minor: version(env!("CARGO_PKG_VERSION_MINOR")),
-            patch: version(env!("CARGO_PKG_VERSION_PATCH")),
-            git_hash: None,
-        }),
-        driver: None,
-        collectives: None,
         instance_type: Some(arch.instance().to_string()),
-        instance_id: None,
         capture_time: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .ok()
             .map(|d| d.as_secs()),
         subgraphs,
+        ..staged::to_capture(&model.name, model.uuid, arch, &[])
     })
 }
 

@@ -12,25 +12,17 @@ use pyo3::types::PyTuple;
 use crate::error::{raise, FResult, Failure};
 use crate::source;
 
-/// The numpy name of an NRT dtype. FP8 types carry the `ml_dtypes` names;
-/// UNKNOWN (a dtype string the runtime does not know) is "unknown".
+/// The numpy name of an NRT dtype: the library's own name where numpy
+/// spells it the same, FP32R as the float32 it stores, and the FP8 types
+/// under their `ml_dtypes` names. UNKNOWN (a dtype string the runtime does
+/// not know) is "unknown".
 pub fn numpy_name(d: NrtDtype) -> &'static str {
     match d {
-        NrtDtype::Unknown => "unknown",
-        NrtDtype::Uint64 => "uint64",
-        NrtDtype::Int8 => "int8",
-        NrtDtype::Uint8 => "uint8",
-        NrtDtype::Int16 => "int16",
-        NrtDtype::Uint16 => "uint16",
-        NrtDtype::Bfloat16 => "bfloat16",
-        NrtDtype::Float16 => "float16",
-        NrtDtype::Int32 => "int32",
-        NrtDtype::Uint32 => "uint32",
-        NrtDtype::Float32 | NrtDtype::Fp32r => "float32",
-        NrtDtype::Int64 => "int64",
+        NrtDtype::Fp32r => "float32",
         NrtDtype::Fp8E3 => "float8_e3m4",
         NrtDtype::Fp8E4 => "float8_e4m3",
         NrtDtype::Fp8E5 => "float8_e5m2",
+        d => d.name(),
     }
 }
 

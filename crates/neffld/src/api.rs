@@ -40,8 +40,6 @@ use crate::NrtStatus;
 /// Why a call failed: the layer's own error, or a guard of this layer.
 #[derive(Debug, Error)]
 pub enum LoadError {
-    #[error("NRT uninitialized")]
-    Uninitialized,
     #[error("NRT already closed")]
     Closed,
     #[error("vnc_count is deprecated. only use -1. (got {0})")]
@@ -50,8 +48,6 @@ pub enum LoadError {
     BadVnc { vnc: i32, visible: u32 },
     #[error("No free logical NeuronCore to load {0}")]
     NoFreeVnc(String),
-    #[error("Invalid model handle")]
-    NullModel,
     #[error("Failed to find model: {h_nn} belongs to runtime {model}, not to this runtime ({runtime})", h_nn = .h_nn.0)]
     ForeignModel {
         h_nn: HNn,
@@ -82,12 +78,10 @@ impl LoadError {
     /// The `NRT_STATUS` a C caller sees.
     pub fn status(&self) -> NrtStatus {
         match self {
-            LoadError::Uninitialized => NrtStatus::Uninitialized,
             LoadError::Closed => NrtStatus::Closed,
-            LoadError::VncCount(_)
-            | LoadError::BadVnc { .. }
-            | LoadError::NullModel
-            | LoadError::Collectives(_) => NrtStatus::Invalid,
+            LoadError::VncCount(_) | LoadError::BadVnc { .. } | LoadError::Collectives(_) => {
+                NrtStatus::Invalid
+            }
             LoadError::NoFreeVnc(_) => NrtStatus::LoadNotEnoughNc,
             LoadError::ForeignModel { .. } => NrtStatus::InvalidHandle,
             LoadError::Panicked(_) => NrtStatus::Failure,

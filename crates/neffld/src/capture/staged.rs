@@ -46,6 +46,17 @@ pub struct StagedRow {
     pub bytes: u64,
 }
 
+impl StagedRow {
+    /// The row as a capture writes it: by name, without an id (v5 and later).
+    pub fn to_mem_row(&self) -> MemRow {
+        MemRow {
+            id: None,
+            name: self.name.clone(),
+            bytes: self.bytes,
+        }
+    }
+}
+
 /// One variable where it landed; no address for IO and host variables.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedVar {
@@ -221,15 +232,7 @@ pub fn to_capture<'a>(
                         bytes: Cow::Borrowed(&i.bytes[..]),
                     })
                     .collect(),
-                memory: c
-                    .memory
-                    .iter()
-                    .map(|r| MemRow {
-                        id: None,
-                        name: r.name.clone(),
-                        bytes: r.bytes,
-                    })
-                    .collect(),
+                memory: c.memory.iter().map(StagedRow::to_mem_row).collect(),
                 duration_ps: None,
             })
             .collect(),
