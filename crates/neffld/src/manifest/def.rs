@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::engine::EngineType;
+use super::engine_type::EngineType;
 use super::json::{self, describe};
 use super::kelf::GraphRef;
 use super::npy;

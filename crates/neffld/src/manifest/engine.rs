@@ -14,44 +14,7 @@ use super::{Blob, ManifestError};
 use crate::container::Archive;
 use crate::ids::VarId;
 
-/// `al_hal_tpb_eng_type`: the fixed engine order PE, ACT, POOL, DVE, SP.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EngineType {
-    Pe = 0,
-    Act = 1,
-    Pool = 2,
-    Dve = 3,
-    Sp = 4,
-}
-
-impl EngineType {
-    pub const ALL: [EngineType; 5] = [
-        EngineType::Pe,
-        EngineType::Act,
-        EngineType::Pool,
-        EngineType::Dve,
-        EngineType::Sp,
-    ];
-
-    /// The def.json key (and `dma_queue.owner` value).
-    pub fn key(self) -> &'static str {
-        match self {
-            EngineType::Pe => "pe",
-            EngineType::Act => "act",
-            EngineType::Pool => "pool",
-            EngineType::Dve => "dve",
-            EngineType::Sp => "sp",
-        }
-    }
-
-    pub fn from_key(s: &str) -> Option<EngineType> {
-        EngineType::ALL.into_iter().find(|e| e.key() == s)
-    }
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
+pub use super::engine_type::EngineType;
 
 /// Most `profile_meta_data` entries an activation set may carry (the kbin has 25 slots).
 pub const MAX_ACT_PROFILES: usize = 25;

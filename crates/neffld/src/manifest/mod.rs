@@ -8,6 +8,7 @@
 pub mod def;
 pub mod dtype;
 pub mod engine;
+mod engine_type;
 mod error;
 pub mod json;
 pub mod kelf;
