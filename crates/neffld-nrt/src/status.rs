@@ -70,39 +70,7 @@ pub extern "C" fn nrt_get_status_as_str(status: NrtStatusArg) -> *const c_char {
 }
 
 fn status_cstr(code: NrtStatusArg) -> &'static CStr {
-    match NrtStatus::from_code(code) {
-        None => c"UNKNOWN",
-        Some(s) => match s {
-            NrtStatus::Success => c"NRT_SUCCESS",
-            NrtStatus::Failure => c"NRT_FAILURE",
-            NrtStatus::Invalid => c"NRT_INVALID",
-            NrtStatus::InvalidHandle => c"NRT_INVALID_HANDLE",
-            NrtStatus::Resource => c"NRT_RESOURCE",
-            NrtStatus::Timeout => c"NRT_TIMEOUT",
-            NrtStatus::HwError => c"NRT_HW_ERROR",
-            NrtStatus::QueueFull => c"NRT_QUEUE_FULL",
-            NrtStatus::LoadNotEnoughNc => c"NRT_LOAD_NOT_ENOUGH_NC",
-            NrtStatus::UnsupportedNeffVersion => c"NRT_UNSUPPORTED_NEFF_VERSION",
-            NrtStatus::FailHostMemAlloc => c"NRT_FAIL_HOST_MEM_ALLOC",
-            NrtStatus::Uninitialized => c"NRT_UNINITIALIZED",
-            NrtStatus::Closed => c"NRT_CLOSED",
-            NrtStatus::QueueEmpty => c"NRT_QUEUE_EMPTY",
-            NrtStatus::ExecUnitUnrecoverable => c"NRT_EXEC_UNIT_UNRECOVERABLE",
-            NrtStatus::ExecBadInput => c"NRT_EXEC_BAD_INPUT",
-            NrtStatus::ExecCompletedWithNumErr => c"NRT_EXEC_COMPLETED_WITH_NUM_ERR",
-            NrtStatus::ExecCompletedWithErr => c"NRT_EXEC_COMPLETED_WITH_ERR",
-            NrtStatus::ExecNcBusy => c"NRT_EXEC_NC_BUSY",
-            NrtStatus::ExecOob => c"NRT_EXEC_OOB",
-            NrtStatus::CollPending => c"NRT_COLL_PENDING",
-            NrtStatus::ExecHwErrCollectives => c"NRT_EXEC_HW_ERR_COLLECTIVES",
-            NrtStatus::ExecHwErrHbmUe => c"NRT_EXEC_HW_ERR_HBM_UE",
-            NrtStatus::ExecHwErrNcUe => c"NRT_EXEC_HW_ERR_NC_UE",
-            NrtStatus::ExecHwErrDmaAbort => c"NRT_EXEC_HW_ERR_DMA_ABORT",
-            NrtStatus::ExecSwNqOverflow => c"NRT_EXEC_SW_NQ_OVERFLOW",
-            NrtStatus::ExecHwErrRepairableHbmUe => c"NRT_EXEC_HW_ERR_REPAIRABLE_HBM_UE",
-            NrtStatus::NetworkProxyFailure => c"NRT_NETWORK_PROXY_FAILURE",
-        },
-    }
+    NrtStatus::from_code(code).map_or(c"UNKNOWN", NrtStatus::as_cstr)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! spelled out here rather than derived. Every error type of every layer maps
 //! to exactly one of these through its `status()` method.
 
+use std::ffi::CStr;
 use std::fmt;
 
 /// A status code as the public runtime reports it.
@@ -83,38 +84,45 @@ impl NrtStatus {
         NrtStatus::ALL.iter().copied().find(|s| s.code() == code)
     }
 
-    /// The bare identifier, as `nrt_get_status_as_str` returns it.
-    pub fn as_str(self) -> &'static str {
+    /// The bare identifier as a static C string: the one table of names,
+    /// which `nrt_get_status_as_str` hands out as it is.
+    pub fn as_cstr(self) -> &'static CStr {
         match self {
-            NrtStatus::Success => "NRT_SUCCESS",
-            NrtStatus::Failure => "NRT_FAILURE",
-            NrtStatus::Invalid => "NRT_INVALID",
-            NrtStatus::InvalidHandle => "NRT_INVALID_HANDLE",
-            NrtStatus::Resource => "NRT_RESOURCE",
-            NrtStatus::Timeout => "NRT_TIMEOUT",
-            NrtStatus::HwError => "NRT_HW_ERROR",
-            NrtStatus::QueueFull => "NRT_QUEUE_FULL",
-            NrtStatus::LoadNotEnoughNc => "NRT_LOAD_NOT_ENOUGH_NC",
-            NrtStatus::UnsupportedNeffVersion => "NRT_UNSUPPORTED_NEFF_VERSION",
-            NrtStatus::FailHostMemAlloc => "NRT_FAIL_HOST_MEM_ALLOC",
-            NrtStatus::Uninitialized => "NRT_UNINITIALIZED",
-            NrtStatus::Closed => "NRT_CLOSED",
-            NrtStatus::QueueEmpty => "NRT_QUEUE_EMPTY",
-            NrtStatus::ExecUnitUnrecoverable => "NRT_EXEC_UNIT_UNRECOVERABLE",
-            NrtStatus::ExecBadInput => "NRT_EXEC_BAD_INPUT",
-            NrtStatus::ExecCompletedWithNumErr => "NRT_EXEC_COMPLETED_WITH_NUM_ERR",
-            NrtStatus::ExecCompletedWithErr => "NRT_EXEC_COMPLETED_WITH_ERR",
-            NrtStatus::ExecNcBusy => "NRT_EXEC_NC_BUSY",
-            NrtStatus::ExecOob => "NRT_EXEC_OOB",
-            NrtStatus::CollPending => "NRT_COLL_PENDING",
-            NrtStatus::ExecHwErrCollectives => "NRT_EXEC_HW_ERR_COLLECTIVES",
-            NrtStatus::ExecHwErrHbmUe => "NRT_EXEC_HW_ERR_HBM_UE",
-            NrtStatus::ExecHwErrNcUe => "NRT_EXEC_HW_ERR_NC_UE",
-            NrtStatus::ExecHwErrDmaAbort => "NRT_EXEC_HW_ERR_DMA_ABORT",
-            NrtStatus::ExecSwNqOverflow => "NRT_EXEC_SW_NQ_OVERFLOW",
-            NrtStatus::ExecHwErrRepairableHbmUe => "NRT_EXEC_HW_ERR_REPAIRABLE_HBM_UE",
-            NrtStatus::NetworkProxyFailure => "NRT_NETWORK_PROXY_FAILURE",
+            NrtStatus::Success => c"NRT_SUCCESS",
+            NrtStatus::Failure => c"NRT_FAILURE",
+            NrtStatus::Invalid => c"NRT_INVALID",
+            NrtStatus::InvalidHandle => c"NRT_INVALID_HANDLE",
+            NrtStatus::Resource => c"NRT_RESOURCE",
+            NrtStatus::Timeout => c"NRT_TIMEOUT",
+            NrtStatus::HwError => c"NRT_HW_ERROR",
+            NrtStatus::QueueFull => c"NRT_QUEUE_FULL",
+            NrtStatus::LoadNotEnoughNc => c"NRT_LOAD_NOT_ENOUGH_NC",
+            NrtStatus::UnsupportedNeffVersion => c"NRT_UNSUPPORTED_NEFF_VERSION",
+            NrtStatus::FailHostMemAlloc => c"NRT_FAIL_HOST_MEM_ALLOC",
+            NrtStatus::Uninitialized => c"NRT_UNINITIALIZED",
+            NrtStatus::Closed => c"NRT_CLOSED",
+            NrtStatus::QueueEmpty => c"NRT_QUEUE_EMPTY",
+            NrtStatus::ExecUnitUnrecoverable => c"NRT_EXEC_UNIT_UNRECOVERABLE",
+            NrtStatus::ExecBadInput => c"NRT_EXEC_BAD_INPUT",
+            NrtStatus::ExecCompletedWithNumErr => c"NRT_EXEC_COMPLETED_WITH_NUM_ERR",
+            NrtStatus::ExecCompletedWithErr => c"NRT_EXEC_COMPLETED_WITH_ERR",
+            NrtStatus::ExecNcBusy => c"NRT_EXEC_NC_BUSY",
+            NrtStatus::ExecOob => c"NRT_EXEC_OOB",
+            NrtStatus::CollPending => c"NRT_COLL_PENDING",
+            NrtStatus::ExecHwErrCollectives => c"NRT_EXEC_HW_ERR_COLLECTIVES",
+            NrtStatus::ExecHwErrHbmUe => c"NRT_EXEC_HW_ERR_HBM_UE",
+            NrtStatus::ExecHwErrNcUe => c"NRT_EXEC_HW_ERR_NC_UE",
+            NrtStatus::ExecHwErrDmaAbort => c"NRT_EXEC_HW_ERR_DMA_ABORT",
+            NrtStatus::ExecSwNqOverflow => c"NRT_EXEC_SW_NQ_OVERFLOW",
+            NrtStatus::ExecHwErrRepairableHbmUe => c"NRT_EXEC_HW_ERR_REPAIRABLE_HBM_UE",
+            NrtStatus::NetworkProxyFailure => c"NRT_NETWORK_PROXY_FAILURE",
         }
+    }
+
+    /// The bare identifier (`NRT_INVALID`), from the same table.
+    pub fn as_str(self) -> &'static str {
+        // Every name in the table is ASCII, so this never falls back.
+        self.as_cstr().to_str().unwrap_or("NRT_?")
     }
 }
 
