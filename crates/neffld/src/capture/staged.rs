@@ -6,6 +6,7 @@
 //! a capture.
 
 use crate::api::LoadedModel;
+use crate::device::address::device_address;
 use crate::device::ledger::MemUsage;
 use crate::device::{Device, DeviceError};
 use crate::ids::PCore;
@@ -27,7 +28,8 @@ use super::{Capture, CaptureUuid, Image, MemRow, Subgraph, Version, MEMORY_ROWS}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedImage {
     pub engine: EngineType,
-    /// The device address of slot 0.
+    /// The device address of slot 0, as the runtime writes it
+    /// ([`device_address`]).
     pub address: u64,
     /// The final staged bytes, read back from the device.
     pub bytes: Vec<u8>,
@@ -57,7 +59,9 @@ impl StagedRow {
     }
 }
 
-/// One variable where it landed; no address for IO and host variables.
+/// One variable where it landed (by [`staged`] as the runtime writes the
+/// address, by [`variables`] as the simulated device placed it); no address
+/// for IO and host variables.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedVar {
     pub name: String,
@@ -91,6 +95,7 @@ pub fn staged(
     device: &dyn Device,
     arch: Arch,
 ) -> Result<Vec<StagedCore>, DeviceError> {
+    let geometry = device.geometry();
     lm.cores
         .iter()
         .map(|c| {
@@ -103,7 +108,7 @@ pub fn staged(
                     device.read(e.handle, 0, &mut bytes)?;
                     Ok(StagedImage {
                         engine: e.engine,
-                        address: e.pa,
+                        address: device_address(geometry, e.pa),
                         bytes,
                         preamble_slots: section_slots(&e.image, Section::Preamble),
                         main_slots: section_slots(&e.image, Section::Main),
@@ -118,7 +123,13 @@ pub fn staged(
                 subgraph: c.subgraph.clone(),
                 images,
                 memory,
-                variables: variables(c),
+                variables: variables(c)
+                    .into_iter()
+                    .map(|v| StagedVar {
+                        address: v.address.map(|a| device_address(geometry, a)),
+                        ..v
+                    })
+                    .collect(),
             })
         })
         .collect()

@@ -13,6 +13,7 @@
 //! every rollback path is testable. A driver backend (the kernel allocation
 //! ioctl of §13.2) would implement the same trait.
 
+pub mod address;
 pub mod alloc;
 mod books;
 pub mod fault;

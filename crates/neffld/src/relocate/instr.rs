@@ -30,7 +30,7 @@
 
 use super::dma::{template, Target};
 use super::ipmap::{ImageLayout, Patch, PatchList, Section, RECORD};
-use super::runtime_code::RuntimeCode;
+use super::runtime_code::{RuntimeCode, IMAGE_ALIGN};
 use super::RelocError;
 use crate::fallible;
 use crate::ids::VarId;
@@ -80,11 +80,23 @@ pub struct EngineImage {
 }
 
 impl EngineImage {
-    /// Device alignment of an image (stage.md §6.8): `max(0x8000, size)`
-    /// rounded up to a power of two.
+    /// Device alignment of an image: one 32 KiB slot, whatever its size
+    /// ([`IMAGE_ALIGN`]; the captures correct stage.md §6.8).
     pub fn alignment(&self) -> u64 {
-        (self.bytes.len() as u64).max(0x8000).next_power_of_two()
+        IMAGE_ALIGN
     }
+}
+
+/// Bytes of the image [`lower`] makes of a stream of `records` records
+/// with `relocations` between `code`: known before any address is, so that
+/// images can be placed before the rings and tables their lowering needs.
+pub fn image_len(records: u64, relocations: &[Relocation], code: RuntimeCode) -> u64 {
+    let deleted = relocations
+        .iter()
+        .filter(|r| matches!(r.lowering(), Lowering::Delete))
+        .count() as u64;
+    let records = records.saturating_sub(deleted);
+    (u64::from(code.preamble_slots()) + records + u64::from(code.postamble_slots())) * RECORD
 }
 
 /// Lowers one engine's NEFF stream (`name` is used in error messages) by
@@ -299,6 +311,11 @@ mod tests {
         let img = lower("PE", &stream, &relocs, 0x8000_0000, CODE, &Fake).unwrap();
         // pre + main 4 (label deleted) + post
         assert_eq!(img.bytes.len(), (PRE + 4 + POST) * 64);
+        assert_eq!(
+            image_len(5, &relocs, CODE),
+            img.bytes.len() as u64,
+            "known before lowering"
+        );
         let main = &img.bytes[PRE * 64..(PRE + 4) * 64];
         assert_eq!(main[0], 0xB1);
         let d = &main[64..128];

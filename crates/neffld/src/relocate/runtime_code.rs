@@ -66,6 +66,46 @@ pub struct RuntimeCode {
     pub act_tables: bool,
 }
 
+/// Alignment of every instruction image: one 32 KiB slot. In all ten
+/// captures each image starts on a 32 KiB boundary, and the pe images of
+/// 34,944 and 35,008 bytes (two slots) sit at `0x…408000`, which is not
+/// 64 KiB-aligned: stage.md §6.8's `max(0x8000, size)` rounded up to a
+/// power of two is corrected (docs/decisions.md).
+pub const IMAGE_ALIGN: u64 = 0x8000;
+
+/// The order in which runtime 2.30 allocates the instruction images of a
+/// two-core logical core on trn2, as `(role, engine)`: the images of a load
+/// fill consecutive 32 KiB slots in exactly this order in all ten captures,
+/// except that in five of them the two cores' pool and sp images come
+/// second core first. The two cores are built on two threads and the
+/// second, which stages no act tables and no rings, starts ahead; the
+/// pool/sp swap is the race between them, which nothing in a NEFF decides,
+/// so the order of the other five is kept (docs/decisions.md).
+const IMAGE_ORDER: [(CoreRole, EngineType); 10] = [
+    (CoreRole::Second, EngineType::Act),
+    (CoreRole::Second, EngineType::Dve),
+    (CoreRole::First, EngineType::Act),
+    (CoreRole::Second, EngineType::Pe),
+    (CoreRole::First, EngineType::Dve),
+    (CoreRole::First, EngineType::Pe),
+    (CoreRole::First, EngineType::Pool),
+    (CoreRole::Second, EngineType::Pool),
+    (CoreRole::First, EngineType::Sp),
+    (CoreRole::Second, EngineType::Sp),
+];
+
+/// Where an image of `role` and `engine` comes in a load's image
+/// allocation order ([`IMAGE_ORDER`]). A one-core logical core gets its
+/// images in the first core's order (act, dve, pe, pool, sp, the kbin's
+/// alphabetical order); every later core of a larger one shares the second
+/// core's ranks, lower cores first.
+pub fn image_rank(role: CoreRole, engine: EngineType) -> usize {
+    IMAGE_ORDER
+        .iter()
+        .position(|&x| x == (role, engine))
+        .unwrap_or(IMAGE_ORDER.len())
+}
+
 /// Act-table load sequence in the act preamble: act slots 2..12 of sg00 in
 /// every capture, absent on sg01 (no act tables).
 const ACT_TABLE_LOAD_SLOTS: u32 = 10;

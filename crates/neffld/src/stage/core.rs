@@ -6,8 +6,11 @@
 //! core's model table entry under `H_MODEL` follows, made by the staging
 //! guard that owns the image ([`super::txn::CoreGuard`]).
 //!
-//! Rings are placed before the instruction images because lowering a
-//! `0xC1` trigger needs its block's place in the ring. Every allocation is
+//! The instruction images themselves are placed for every core of a load
+//! before any build ([`place_images`]: the runtime's order and slots, as the
+//! captures show them); a build lowers each into its slot once its rings
+//! are placed, since lowering a `0xC1` trigger needs its block's place in
+//! the ring. Every allocation is
 //! made before any byte is copied; the copies (weights, rings, tables,
 //! images, in that order) then go to the device as one batch, which it can
 //! check under one lock instead of one per copy.
@@ -17,6 +20,7 @@ use std::borrow::Cow;
 use crate::container::Archive;
 use crate::device::{AllocReq, Device, MemHandle, MemUsage, Write};
 use crate::ids::{HModel, PCore, VarId};
+use crate::kbin::isa::RECORD_LEN;
 use crate::kbin::{BlockRef, DmaRing, Kbin};
 use crate::manifest::def::QueueKind;
 use crate::manifest::engine::{DmaOp, DveSlot, Endpoint, EngineType};
@@ -24,7 +28,7 @@ use crate::relocate::dma::{
     expand_block, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
 };
 use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
-use crate::relocate::runtime_code::{CoreRole, RuntimeCode};
+use crate::relocate::runtime_code::{self, CoreRole, RuntimeCode, IMAGE_ALIGN};
 use crate::relocate::RelocError;
 use crate::Arch;
 
@@ -178,6 +182,84 @@ impl Builder<'_> {
     }
 }
 
+/// Places the instruction image of every engine of every core of a load,
+/// and the runtime's block beside each, before any core is built (as the
+/// plan places weights, so that addresses do not depend on thread timing).
+///
+/// The blocks come first, then the images, both in the order runtime 2.30
+/// allocates images ([`runtime_code::image_rank`]), each image on a 32 KiB
+/// boundary. With the blocks in the gaps the plan's alignments leave, the
+/// images of a load fill consecutive slots right above the weights, as in
+/// every capture. An image's size is known before its lowering
+/// ([`instr::image_len`]), which needs the rings and tables the builds
+/// place afterwards.
+///
+/// `images[k]` is the image of `kbins[k]`; each allocation goes into its
+/// `allocs` (its guard frees it), each image's placement into `engines`,
+/// in the kbin's engine order, bytes to come.
+pub fn place_images(
+    dev: &dyn Device,
+    kbins: &[Kbin],
+    archive: &Archive,
+    images: &mut [&mut CoreImage],
+) -> Result<(), StageError> {
+    let mut order = Vec::new();
+    for (k, kbin) in kbins.iter().enumerate() {
+        let role = CoreRole::of_subgraph(k);
+        for e in kbin.engines() {
+            let code = RuntimeCode {
+                engine: e.ty(),
+                role,
+                act_tables: !kbin.act_sets().is_empty(),
+            };
+            let records = (e.stream(archive).len() / RECORD_LEN) as u64;
+            let len = instr::image_len(records, e.relocations(), code);
+            order.push((runtime_code::image_rank(role, e.ty()), k, code, len));
+        }
+    }
+    order.sort_by_key(|&(rank, k, _, _)| (rank, k));
+    let blocks = order
+        .iter()
+        .map(|&(_, k, code, _)| (k, code.engine, code.fixed_block(), 0, "runtime block"));
+    let slots = order
+        .iter()
+        .map(|&(_, k, code, len)| (k, code.engine, len, IMAGE_ALIGN, "instructions"));
+    for (k, engine, size, align, what) in blocks.chain(slots).collect::<Vec<_>>() {
+        let (Some(kbin), Some(image)) = (kbins.get(k), images.get_mut(k)) else {
+            continue;
+        };
+        let what = format!("{}/{} {what}", kbin.name(), engine.key());
+        let a = dev
+            .alloc(AllocReq {
+                size,
+                align,
+                core: image.plan.pcore,
+                usage: instr_usage(engine),
+                hint: &what,
+            })
+            .map_err(|source| StageError::Device {
+                subgraph: kbin.name().to_string(),
+                what: format!("allocating {what}"),
+                source,
+            })?;
+        image.allocs.push(a.handle);
+        if align != 0 {
+            image.engines.push(PlacedImage {
+                engine,
+                handle: a.handle,
+                pa: a.pa.0,
+                image: EngineImage::default(),
+            });
+        }
+    }
+    for (kbin, image) in kbins.iter().zip(images.iter_mut()) {
+        image
+            .engines
+            .sort_by_key(|p| kbin.engines().iter().position(|e| e.ty() == p.engine));
+    }
+    Ok(())
+}
+
 /// Where each block of a ring landed, in block order.
 type RingBindings = Vec<TriggerBinding>;
 
@@ -273,7 +355,9 @@ pub fn build(
         allocs: &mut image.allocs,
         reloc_time: std::time::Duration::ZERO,
     };
-    let (rings, tables, engines) = build_parts(&mut b, kbin, archive, &image.plan, arch, role)?;
+    let placed = std::mem::take(&mut image.engines);
+    let (rings, tables, engines) =
+        build_parts(&mut b, kbin, archive, &image.plan, arch, role, placed)?;
     image.reloc_time = b.reloc_time;
     image.rings = rings;
     image.tables = tables;
@@ -316,6 +400,7 @@ fn build_parts<'a>(
     plan: &'a CorePlan,
     arch: Arch,
     role: CoreRole,
+    mut placed: Vec<PlacedImage>,
 ) -> Result<Parts, StageError> {
     let mut resolver = CoreResolver {
         plan,
@@ -417,51 +502,32 @@ fn build_parts<'a>(
         }
     }
 
-    // Instruction images, allocated in the kbin's alphabetical engine order
-    // (act, dve, pe, pool, sp — SP last), the order their device addresses
-    // rise in on every capture; kept in the kbin's order afterwards.
-    let mut engines = Vec::with_capacity(5);
-    let mut order: Vec<_> = kbin.engines().iter().collect();
-    order.sort_by_key(|e| e.ty().key());
-    for e in order {
+    // Instruction images, placed for every core of the load before any
+    // build ([`place_images`]): lowered here into their slots.
+    let act_tables = !kbin.act_sets().is_empty();
+    for p in &mut placed {
+        let Some(e) = kbin.engines().iter().find(|e| e.ty() == p.engine) else {
+            continue;
+        };
         let name = format!("{}/{}", kbin.name(), e.ty().key());
         let code = RuntimeCode {
             engine: e.ty(),
             role,
-            act_tables: !kbin.act_sets().is_empty(),
+            act_tables,
         };
         let t = std::time::Instant::now();
-        let mut image = instr::lower(
+        let image = instr::lower(
             &name,
             e.stream(archive),
             e.relocations(),
-            0,
+            p.pa,
             code,
             &resolver,
         )
         .map_err(|err| b.reloc(err))?;
         b.reloc_time += t.elapsed();
-        let (handle, pa) = b.alloc(
-            &format!("{name} instructions"),
-            image.bytes.len() as u64,
-            image.alignment(),
-            instr_usage(e.ty()),
-        )?;
-        b.alloc(
-            &format!("{name} runtime block"),
-            code.fixed_block(),
-            0,
-            instr_usage(e.ty()),
-        )?;
-        image.layout.base = pa;
-        engines.push(PlacedImage {
-            engine: e.ty(),
-            handle,
-            pa,
-            image,
-        });
+        p.image = image;
     }
-    engines.sort_by_key(|p| kbin.engines().iter().position(|e| e.ty() == p.engine));
 
     // Every copy, as one batch.
     let mut copies = Copies::default();
@@ -474,12 +540,12 @@ fn build_parts<'a>(
     for (t, bytes) in &tables {
         copies.push(t.handle, bytes.as_ref(), Fill::Table(&t.what));
     }
-    for e in &engines {
+    for e in &placed {
         copies.push(e.handle, &e.image.bytes, Fill::Image(e.engine));
     }
     copies.send(b.dev, kbin)?;
     let tables = tables.into_iter().map(|(t, _)| t).collect();
-    Ok((rings, tables, engines))
+    Ok((rings, tables, placed))
 }
 
 /// What a copy of a build fills, named in its error message.

@@ -8,11 +8,12 @@
 //! Unlike the reference, a load whose builds copy little runs them one after
 //! another on the caller's thread: starting a thread costs tens of
 //! microseconds, more than a small build (see [`DEFAULT_FANOUT_MIN_BYTES`]).
-//! Every variable's address comes from the plan, which runs first either
-//! way, and a failure rolls back the same. Only the builds' own allocations
-//! (rings, images, tables) differ: threaded builds of cores that share an
-//! HBM channel interleave them, so their addresses vary from run to run,
-//! while one after another they are the same every time.
+//! Every variable's address comes from the plan, and every instruction
+//! image's from [`core::place_images`], which run first either way; a
+//! failure rolls back the same. Only the builds' own allocations (rings,
+//! tables) differ: threaded builds of cores that share an HBM channel
+//! interleave them, so their addresses vary from run to run, while one
+//! after another they are the same every time.
 
 use crate::container::Archive;
 use crate::device::Device;
@@ -107,6 +108,8 @@ pub fn stage<'d>(
             page: opts.scratchpad_page,
         },
     )?;
+    let mut images: Vec<&mut core::CoreImage> = guards.iter_mut().map(|g| g.image_mut()).collect();
+    core::place_images(dev, kbins, archive, &mut images)?;
     let threaded = nkbin > 1 && bulk_bytes(kbins) >= opts.fanout_min_bytes;
     tracing::debug!(
         "building {nkbin} cores {}",

@@ -1,0 +1,108 @@
+//! Addresses as the real runtime writes them (runtime 2.30 on trn2, the ten
+//! shared captures): what a capture, `neffld load --dump` and `neffld
+//! compare` show for a simulated placement.
+//!
+//! The simulated device numbers HBM across channels (channel base + offset)
+//! and puts the state buffers at `1 << 48` ([`super::geometry`]); the
+//! runtime's addresses are local to the core's HBM channel and carry a tag
+//! in bit 47. Everything the runtime itself allocates when it starts — its
+//! rows of [`crate::memory::runtime_rows`] — is charged without being
+//! placed on the simulated heap, so the small pool's runtime part is added
+//! here. Every figure is the runtime's, kept in this one place with its
+//! capture evidence.
+
+use super::alloc::SMALL_POOL_BYTES;
+use super::geometry::{Geometry, CARVEOUT, SB_APERTURE_BASE, SB_APERTURE_STRIDE};
+
+/// The tag of every device address (bit 47): all image addresses of the ten
+/// captures are `0x8005c0…`, every address word their instructions carry
+/// (HBM, state buffer, registers) has it.
+pub const DEVICE_ADDR_TAG: u64 = 1 << 47;
+
+/// Bytes at the bottom of each channel's small pool that the runtime takes
+/// for itself when it starts, before any model: a model's first small
+/// allocation (sg00's first weight, which the rewritten sp DMA records name)
+/// sits at `0x5c03b0000`, 3,866,624 bytes above the pool's start
+/// (`0x5c0000000`), in all ten captures. What the captures show of it: one
+/// 4 KiB page per core that every engine's preamble polls (`0x5c035e000` on
+/// the channel's first core, `0x5c035f000` on its second), a page the first
+/// core's engines share (`0x5c0365000`), and the table-load rings of both
+/// cores (`0x5c0375000`–`0x5c037f000`), which a fresh runtime has placed
+/// before any weight although they are counted with the model
+/// (docs/decisions.md, "Hardware fidelity").
+pub const RUNTIME_SMALL_POOL_BYTES: u64 = 0x3b_0000;
+
+/// Where the state buffer of the channel's first core sits in the device
+/// map: the state-buffer operands of sg00 (physical core 4, the first core
+/// of HBM channel 2) are `0x8020_0000_0000 + offset`.
+pub const SB_DEVICE_BASE: u64 = 0x20_0000_0000;
+
+/// Distance between the windows of two cores of one channel: the preambles
+/// write the register blocks `0x8028_02…` on core 4 and `0x8038_02…` on
+/// core 5, and pe's partner-core event register sits at `0x8028_0270_1804`
+/// / `0x8038_0270_1804` — [`Geometry::event_offset`] above a state buffer
+/// base at `0x20_0000_0000` and `0x30_0000_0000`.
+pub const SB_DEVICE_STRIDE: u64 = 0x10_0000_0000;
+
+/// The address the runtime would write for simulated address `pa` on
+/// `geometry`: HBM channel-local (the runtime's own small-pool bytes
+/// below a model's), a state-buffer window per core of the channel, tag
+/// bit 47 set. An address outside both is only tagged.
+pub fn device_address(geometry: &Geometry, pa: u64) -> u64 {
+    let channel_bytes = geometry.hbm_bytes_per_channel();
+    for c in 0..geometry.hbm_channels() {
+        let Ok(base) = geometry.channel_base(c) else {
+            continue;
+        };
+        if pa < base.0 || pa - base.0 >= channel_bytes {
+            continue;
+        }
+        let local = pa - base.0;
+        let has_small_pool = channel_bytes - CARVEOUT >= 2 * SMALL_POOL_BYTES;
+        let in_small_pool = has_small_pool && local >= channel_bytes - SMALL_POOL_BYTES;
+        let local = if in_small_pool {
+            local + RUNTIME_SMALL_POOL_BYTES
+        } else {
+            local
+        };
+        return DEVICE_ADDR_TAG | local;
+    }
+    if pa >= SB_APERTURE_BASE {
+        let rel = pa - SB_APERTURE_BASE;
+        let core = rel / SB_APERTURE_STRIDE;
+        if core < u64::from(geometry.cores()) {
+            let local_core = core % u64::from(geometry.cores_per_hbm().max(1));
+            return DEVICE_ADDR_TAG
+                | (SB_DEVICE_BASE + local_core * SB_DEVICE_STRIDE + rel % SB_APERTURE_STRIDE);
+        }
+    }
+    DEVICE_ADDR_TAG | pa
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::Arch;
+    use crate::ids::PCore;
+
+    #[test]
+    fn hbm_is_channel_local_and_tagged() {
+        let g = Geometry::for_arch(Arch::Cayman);
+        let base = g.channel_base(2).unwrap().0;
+        // The shared scratchpad right after the carve-out: 0x8000_0100_0000
+        // in every capture's rewritten DMA records.
+        assert_eq!(device_address(&g, base + CARVEOUT), 0x8000_0100_0000);
+        // The small pool's first simulated byte is the model's first.
+        let small = base + g.hbm_bytes_per_channel() - SMALL_POOL_BYTES;
+        assert_eq!(device_address(&g, small), 0x8005_c03b_0000);
+    }
+
+    #[test]
+    fn state_buffers_follow_the_core_within_its_channel() {
+        let g = Geometry::for_arch(Arch::Cayman);
+        let sb4 = g.sb_base(PCore(4)).unwrap().0;
+        assert_eq!(device_address(&g, sb4 + 0x4000), 0x8020_0000_4000);
+        let ev5 = g.event_addr(PCore(5), 0x601).unwrap().0;
+        assert_eq!(device_address(&g, ev5), 0x8038_0270_1804);
+    }
+}
