@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use neffld::container::{self, OpenOptions};
+use neffld::device::address::device_address;
+use neffld::device::Geometry;
 use neffld::kbin::isa::is_pseudo;
 use neffld::manifest::{EngineType, ParseOptions};
 use neffld::{parse, Arch};
@@ -71,7 +73,7 @@ fn dump_writes_each_image_and_a_device_json_that_describes_them() {
             keys(core),
             ["images", "memory", "pcore", "subgraph", "variables"]
         );
-        // The same cores and addresses as the load report.
+        // The same cores and images as the load report.
         assert_eq!(core["pcore"], report["cores"][i]["pcore"]);
         let sg = core["subgraph"].as_str().unwrap();
         let kbin = parsed.kbins.iter().find(|k| k.name() == sg).unwrap();
@@ -90,7 +92,12 @@ fn dump_writes_each_image_and_a_device_json_that_describes_them() {
                     "preamble_slots"
                 ]
             );
-            assert_eq!(img["address"], report["cores"][i]["images"][j]["address"]);
+            // The runtime's form of the simulated device's address.
+            let simulated = report["cores"][i]["images"][j]["address"].as_u64().unwrap();
+            assert_eq!(
+                img["address"].as_u64(),
+                Some(device_address(&Geometry::for_arch(Arch::Cayman), simulated))
+            );
             let file = std::fs::read(dir.join(img["file"].as_str().unwrap())).unwrap();
             assert_eq!(file.len() as u64, img["bytes"].as_u64().unwrap());
             let slots = |k: &str| img[k].as_u64().unwrap() as usize;

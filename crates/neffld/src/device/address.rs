@@ -13,6 +13,7 @@
 
 use super::alloc::SMALL_POOL_BYTES;
 use super::geometry::{Geometry, CARVEOUT, SB_APERTURE_BASE, SB_APERTURE_STRIDE};
+use crate::ids::PCore;
 
 /// The tag of every device address (bit 47): all image addresses of the ten
 /// captures are `0x8005c0…`, every address word their instructions carry
@@ -79,11 +80,42 @@ pub fn device_address(geometry: &Geometry, pa: u64) -> u64 {
     DEVICE_ADDR_TAG | pa
 }
 
+/// The simulated address that device address `addr` names for core
+/// `pcore` (the inverse of [`device_address`] on the core's own HBM channel
+/// and the state buffers of that channel's cores); `None` for a word
+/// without the tag, or one in the runtime's own bytes or outside the map.
+pub fn simulated_address(geometry: &Geometry, pcore: PCore, addr: u64) -> Option<u64> {
+    if addr & DEVICE_ADDR_TAG == 0 {
+        return None;
+    }
+    let local = addr & !DEVICE_ADDR_TAG;
+    let channel = geometry.hbm_of(pcore).ok()?;
+    if local >= SB_DEVICE_BASE {
+        let rel = local - SB_DEVICE_BASE;
+        let first = u64::from(channel * geometry.cores_per_hbm());
+        let local_core = rel / SB_DEVICE_STRIDE;
+        if local_core >= u64::from(geometry.cores_per_hbm()) {
+            return None;
+        }
+        let core = first + local_core;
+        return Some(SB_APERTURE_BASE + core * SB_APERTURE_STRIDE + rel % SB_DEVICE_STRIDE);
+    }
+    let channel_bytes = geometry.hbm_bytes_per_channel();
+    let small = channel_bytes - SMALL_POOL_BYTES;
+    let local = if channel_bytes - CARVEOUT >= 2 * SMALL_POOL_BYTES && local >= small {
+        local
+            .checked_sub(RUNTIME_SMALL_POOL_BYTES)
+            .filter(|&l| l >= small)?
+    } else {
+        local
+    };
+    (local < channel_bytes).then(|| geometry.channel_base(channel).ok().map(|b| b.0 + local))?
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::arch::Arch;
-    use crate::ids::PCore;
 
     #[test]
     fn hbm_is_channel_local_and_tagged() {
@@ -104,5 +136,27 @@ mod tests {
         assert_eq!(device_address(&g, sb4 + 0x4000), 0x8020_0000_4000);
         let ev5 = g.event_addr(PCore(5), 0x601).unwrap().0;
         assert_eq!(device_address(&g, ev5), 0x8038_0270_1804);
+    }
+
+    #[test]
+    fn the_simulated_address_comes_back() {
+        let g = Geometry::for_arch(Arch::Cayman);
+        let base = g.channel_base(2).unwrap().0;
+        let small = base + g.hbm_bytes_per_channel() - SMALL_POOL_BYTES;
+        let sb5 = g.sb_base(PCore(5)).unwrap().0;
+        for pa in [
+            base + CARVEOUT,
+            base + CARVEOUT + 12_345,
+            small,
+            small + 0x8000,
+            sb5 + 64,
+        ] {
+            let d = device_address(&g, pa);
+            assert_eq!(simulated_address(&g, PCore(4), d), Some(pa), "{pa:#x}");
+        }
+        // Untagged, the runtime's own small-pool bytes, another channel's core.
+        assert_eq!(simulated_address(&g, PCore(4), base + CARVEOUT), None);
+        assert_eq!(simulated_address(&g, PCore(4), 0x8005_c035_e000), None);
+        assert_eq!(simulated_address(&g, PCore(4), 0x8040_0000_0000), None);
     }
 }

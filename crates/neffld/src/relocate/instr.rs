@@ -8,7 +8,8 @@
 //! - `0xCC` branch label: deleted;
 //! - `0xD4` direct DMA: becomes the device opcode `0xB8`, and each ADDR8
 //!   operand is rewritten in place to the named variable's absolute device
-//!   address (a template pointer — bit 61, var_id, offset — for an IO
+//!   address as the runtime writes it ([`Resolve::device_word`]; a template
+//!   pointer — bit 61, var_id, offset — for an IO
 //!   tensor), except that an operand the NEFF wrote as a `dge-table` row
 //!   (mode `0x20`) naming an IO tensor is kept as written, which execution
 //!   resolves (as the captures show);
@@ -57,6 +58,12 @@ pub trait Resolve {
     fn operand(&self, var: VarId, offset: u64) -> Result<Target, RelocError>;
     /// The ring placement of a block.
     fn block(&self, at: BlockRef) -> TriggerBinding;
+    /// The word an absolute operand address becomes in an instruction: the
+    /// address as the runtime writes it ([`crate::device::address`]); by
+    /// default unchanged.
+    fn device_word(&self, pa: u64) -> u64 {
+        pa
+    }
 }
 
 /// A lowered operand that execution must resolve (an IO template).
@@ -233,7 +240,7 @@ fn apply(
             }
             Target::Abs(pa) => {
                 img.abs_operands.push(image_offset);
-                Some(pa)
+                Some(r.device_word(pa))
             }
             Target::RingPad => return Err(in_record("operand resolved to ring padding".into())),
         },

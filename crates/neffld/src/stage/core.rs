@@ -18,7 +18,8 @@
 use std::borrow::Cow;
 
 use crate::container::Archive;
-use crate::device::{AllocReq, Device, MemHandle, MemUsage, Write};
+use crate::device::address::device_address;
+use crate::device::{AllocReq, Device, Geometry, MemHandle, MemUsage, Write};
 use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::isa::RECORD_LEN;
 use crate::kbin::{BlockRef, DmaRing, Kbin};
@@ -120,6 +121,7 @@ fn desc_op(op: DmaOp) -> DescOp {
 struct CoreResolver<'a> {
     plan: &'a CorePlan,
     blocks: Vec<Vec<TriggerBinding>>,
+    geometry: &'a Geometry,
 }
 
 impl Resolve for CoreResolver<'_> {
@@ -129,6 +131,10 @@ impl Resolve for CoreResolver<'_> {
 
     fn block(&self, at: BlockRef) -> TriggerBinding {
         self.blocks[at.ring()][at.block()]
+    }
+
+    fn device_word(&self, pa: u64) -> u64 {
+        device_address(self.geometry, pa)
     }
 }
 
@@ -405,6 +411,7 @@ fn build_parts<'a>(
     let mut resolver = CoreResolver {
         plan,
         blocks: vec![Vec::new(); kbin.dma_rings().len()],
+        geometry: b.dev.geometry(),
     };
 
     // Static DMA rings: data-refill queues first, then the IO queues.

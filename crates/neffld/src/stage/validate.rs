@@ -9,7 +9,7 @@
 //! should — in a neighbouring variable, another ring, a stale address — is
 //! found, whichever code wrote it:
 //! * every `0xD4` operand is the address of the variable its relocation
-//!   names, at the named offset, inside that variable's allocation (or, for
+//!   names, at the named offset, in the runtime's form, inside that variable's allocation (or, for
 //!   an input or output, the template naming that variable and offset — or,
 //!   when the NEFF named it by a `dge-table` row, that row and offset as
 //!   the NEFF wrote them, which the runtime leaves for execution);
@@ -21,7 +21,8 @@
 
 use std::collections::HashMap;
 
-use crate::device::{Device, LiveAlloc, MemHandle};
+use crate::device::address::{device_address, simulated_address};
+use crate::device::{Device, Geometry, LiveAlloc, MemHandle};
 use crate::ids::VarId;
 use crate::kbin::isa::{Addr8, ADDR8_DGE_INDEX, D4_DST, D4_SRC};
 use crate::kbin::{BlockRef, EngineProgram, Kbin, Lowering, Operand};
@@ -59,6 +60,7 @@ fn word32(bytes: &[u8], at: usize) -> Option<u32> {
 
 /// What the check of one subgraph on its core knows.
 struct Core<'a> {
+    geometry: &'a Geometry,
     kbin: &'a Kbin,
     plan: &'a CorePlan,
     img: &'a CoreImage,
@@ -168,13 +170,16 @@ impl<'a> Core<'a> {
             self.bad(format!("{at}: {name} is not staged"));
             return;
         };
+        // Instruction operands hold the runtime's form of the address.
         let expected = start.checked_add(want.offset());
-        if expected != Some(got) || got >= end {
-            let whose = self.whose(got);
+        let device = expected.map(|e| device_address(self.geometry, e));
+        let sim = simulated_address(self.geometry, self.img.pcore(), got).unwrap_or(got);
+        if device != Some(got) || sim >= end {
+            let whose = self.whose(sim);
             self.bad(format!(
                 "{at}: address {got:#x} is not {name} + {:#x} ({}); {whose}",
                 want.offset(),
-                expected.map_or("overflows".into(), |e| format!("{e:#x}"))
+                device.map_or("overflows".into(), |e| format!("{e:#x}"))
             ));
         }
     }
@@ -314,6 +319,7 @@ pub fn validate(dev: &dyn Device, kbins: &[Kbin], images: &[CoreImage]) -> Vec<F
     for (kbin, img) in kbins.iter().zip(images) {
         let on_core: Vec<&LiveAlloc> = live.iter().filter(|a| a.core == img.pcore()).collect();
         let mut core = Core {
+            geometry: dev.geometry(),
             kbin,
             plan: &img.plan,
             img,
