@@ -12,7 +12,7 @@ use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
 use neffld::capture::MEMORY_ROWS;
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::{self, OpenOptions};
-use neffld::device::{Device, Geometry, NullDevice, SimDevice, CARVEOUT};
+use neffld::device::{Device, CARVEOUT};
 use neffld::ids::PCore;
 use neffld::memory::CoreMemory;
 use neffld::relocate::dma::decode_template;
@@ -434,12 +434,7 @@ fn human(out: &Value, no_timings: bool, style: Style) -> String {
 /// The simulated device of the chosen kind, wrapped so every allocation of
 /// the load is remembered (a failed load still reports what it placed).
 fn recording_device(config: &RuntimeConfig) -> Arc<Recorder> {
-    let geometry = Geometry::for_arch(config.arch);
-    let inner: Arc<dyn Device> = match config.device {
-        DeviceKind::Sim => Arc::new(SimDevice::new(geometry)),
-        DeviceKind::Null => Arc::new(NullDevice::new(geometry)),
-    };
-    Arc::new(Recorder::new(inner))
+    Arc::new(Recorder::new(neffld::api::started_device(config)))
 }
 
 pub(crate) fn load_failure(e: &LoadError) -> Failure {

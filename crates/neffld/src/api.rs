@@ -28,6 +28,7 @@ use thiserror::Error;
 use crate::cache::{ParseCache, Role, Weigh};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader, OpenOptions};
+use crate::device::address::RUNTIME_SMALL_POOL_BYTES;
 use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice};
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
 use crate::memory::{CoreMemory, MemoryStats};
@@ -245,14 +246,22 @@ fn unclaim(usage: &Mutex<Vec<u32>>, idx: usize) {
     }
 }
 
+/// The configured simulated device as a started runtime leaves it: the
+/// runtime's own small allocations come first on every channel
+/// ([`RUNTIME_SMALL_POOL_BYTES`]).
+pub fn started_device(config: &RuntimeConfig) -> Arc<dyn Device> {
+    let geometry = Geometry::for_arch(config.arch);
+    let taken = RUNTIME_SMALL_POOL_BYTES;
+    match config.device {
+        DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, taken)),
+        DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, taken)),
+    }
+}
+
 impl Runtime {
     /// `nrt_init`: a runtime on the configured simulated device.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
-        let geometry = Geometry::for_arch(config.arch);
-        let device: Arc<dyn Device> = match config.device {
-            DeviceKind::Sim => Arc::new(SimDevice::new(geometry)),
-            DeviceKind::Null => Arc::new(NullDevice::new(geometry)),
-        };
+        let device = started_device(&config);
         Runtime::with_device(config, device)
     }
 

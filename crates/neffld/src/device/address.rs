@@ -5,14 +5,14 @@
 //! The simulated device numbers HBM across channels (channel base + offset)
 //! and puts the state buffers at `1 << 48` ([`super::geometry`]); the
 //! runtime's addresses are local to the core's HBM channel and carry a tag
-//! in bit 47. Everything the runtime itself allocates when it starts — its
-//! rows of [`crate::memory::runtime_rows`] — is charged without being
-//! placed on the simulated heap, so the small pool's runtime part is added
-//! here. Every figure is the runtime's, kept in this one place with its
-//! capture evidence.
+//! in bit 47. What the runtime allocates for itself in each small pool when
+//! it starts is taken from the simulated pools too
+//! ([`RUNTIME_SMALL_POOL_BYTES`], [`super::SimDevice::as_started`]), so that
+//! a model's small allocations land, aligned, where the runtime's did.
+//! Every figure is the runtime's, kept in this one place with its capture
+//! evidence.
 
-use super::alloc::SMALL_POOL_BYTES;
-use super::geometry::{Geometry, CARVEOUT, SB_APERTURE_BASE, SB_APERTURE_STRIDE};
+use super::geometry::{Geometry, SB_APERTURE_BASE, SB_APERTURE_STRIDE};
 use crate::ids::PCore;
 
 /// The tag of every device address (bit 47): all image addresses of the ten
@@ -21,7 +21,8 @@ use crate::ids::PCore;
 pub const DEVICE_ADDR_TAG: u64 = 1 << 47;
 
 /// Bytes at the bottom of each channel's small pool that the runtime takes
-/// for itself when it starts, before any model: a model's first small
+/// for itself when it starts, before any model (a [`crate::api::Runtime`]
+/// starts its device with them taken): a model's first small
 /// allocation (sg00's first weight, which the rewritten sp DMA records name)
 /// sits at `0x5c03b0000`, 3,866,624 bytes above the pool's start
 /// (`0x5c0000000`), in all ten captures. What the captures show of it: one
@@ -46,27 +47,17 @@ pub const SB_DEVICE_BASE: u64 = 0x20_0000_0000;
 pub const SB_DEVICE_STRIDE: u64 = 0x10_0000_0000;
 
 /// The address the runtime would write for simulated address `pa` on
-/// `geometry`: HBM channel-local (the runtime's own small-pool bytes
-/// below a model's), a state-buffer window per core of the channel, tag
-/// bit 47 set. An address outside both is only tagged.
+/// `geometry`: HBM channel-local, a state-buffer window per core of the
+/// channel, tag bit 47 set. An address outside both is only tagged.
 pub fn device_address(geometry: &Geometry, pa: u64) -> u64 {
     let channel_bytes = geometry.hbm_bytes_per_channel();
     for c in 0..geometry.hbm_channels() {
         let Ok(base) = geometry.channel_base(c) else {
             continue;
         };
-        if pa < base.0 || pa - base.0 >= channel_bytes {
-            continue;
+        if pa >= base.0 && pa - base.0 < channel_bytes {
+            return DEVICE_ADDR_TAG | (pa - base.0);
         }
-        let local = pa - base.0;
-        let has_small_pool = channel_bytes - CARVEOUT >= 2 * SMALL_POOL_BYTES;
-        let in_small_pool = has_small_pool && local >= channel_bytes - SMALL_POOL_BYTES;
-        let local = if in_small_pool {
-            local + RUNTIME_SMALL_POOL_BYTES
-        } else {
-            local
-        };
-        return DEVICE_ADDR_TAG | local;
     }
     if pa >= SB_APERTURE_BASE {
         let rel = pa - SB_APERTURE_BASE;
@@ -83,7 +74,7 @@ pub fn device_address(geometry: &Geometry, pa: u64) -> u64 {
 /// The simulated address that device address `addr` names for core
 /// `pcore` (the inverse of [`device_address`] on the core's own HBM channel
 /// and the state buffers of that channel's cores); `None` for a word
-/// without the tag, or one in the runtime's own bytes or outside the map.
+/// without the tag or outside the map.
 pub fn simulated_address(geometry: &Geometry, pcore: PCore, addr: u64) -> Option<u64> {
     if addr & DEVICE_ADDR_TAG == 0 {
         return None;
@@ -92,30 +83,25 @@ pub fn simulated_address(geometry: &Geometry, pcore: PCore, addr: u64) -> Option
     let channel = geometry.hbm_of(pcore).ok()?;
     if local >= SB_DEVICE_BASE {
         let rel = local - SB_DEVICE_BASE;
-        let first = u64::from(channel * geometry.cores_per_hbm());
         let local_core = rel / SB_DEVICE_STRIDE;
         if local_core >= u64::from(geometry.cores_per_hbm()) {
             return None;
         }
-        let core = first + local_core;
+        let core = u64::from(channel * geometry.cores_per_hbm()) + local_core;
         return Some(SB_APERTURE_BASE + core * SB_APERTURE_STRIDE + rel % SB_DEVICE_STRIDE);
     }
-    let channel_bytes = geometry.hbm_bytes_per_channel();
-    let small = channel_bytes - SMALL_POOL_BYTES;
-    let local = if channel_bytes - CARVEOUT >= 2 * SMALL_POOL_BYTES && local >= small {
-        local
-            .checked_sub(RUNTIME_SMALL_POOL_BYTES)
-            .filter(|&l| l >= small)?
-    } else {
-        local
-    };
-    (local < channel_bytes).then(|| geometry.channel_base(channel).ok().map(|b| b.0 + local))?
+    if local >= geometry.hbm_bytes_per_channel() {
+        return None;
+    }
+    geometry.channel_base(channel).ok().map(|b| b.0 + local)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::arch::Arch;
+    use crate::device::geometry::CARVEOUT;
+    use crate::device::SMALL_POOL_BYTES;
 
     #[test]
     fn hbm_is_channel_local_and_tagged() {
@@ -124,9 +110,12 @@ mod tests {
         // The shared scratchpad right after the carve-out: 0x8000_0100_0000
         // in every capture's rewritten DMA records.
         assert_eq!(device_address(&g, base + CARVEOUT), 0x8000_0100_0000);
-        // The small pool's first simulated byte is the model's first.
+        // A model's first small allocation, above the runtime's own.
         let small = base + g.hbm_bytes_per_channel() - SMALL_POOL_BYTES;
-        assert_eq!(device_address(&g, small), 0x8005_c03b_0000);
+        assert_eq!(
+            device_address(&g, small + RUNTIME_SMALL_POOL_BYTES),
+            0x8005_c03b_0000
+        );
     }
 
     #[test]
@@ -154,9 +143,9 @@ mod tests {
             let d = device_address(&g, pa);
             assert_eq!(simulated_address(&g, PCore(4), d), Some(pa), "{pa:#x}");
         }
-        // Untagged, the runtime's own small-pool bytes, another channel's core.
+        // Untagged, past the channel, another channel's core.
         assert_eq!(simulated_address(&g, PCore(4), base + CARVEOUT), None);
-        assert_eq!(simulated_address(&g, PCore(4), 0x8005_c035_e000), None);
+        assert_eq!(simulated_address(&g, PCore(4), 0x8010_0000_0000), None);
         assert_eq!(simulated_address(&g, PCore(4), 0x8040_0000_0000), None);
     }
 }

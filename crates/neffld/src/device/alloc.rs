@@ -176,6 +176,17 @@ pub struct HbmAllocator {
 
 impl HbmAllocator {
     pub fn new(geometry: &Geometry) -> HbmAllocator {
+        HbmAllocator::with_small_pool_taken(geometry, 0)
+    }
+
+    /// An allocator whose small pools each begin `taken` bytes (rounded up
+    /// to the granule, at most the whole pool) above their start: what a
+    /// started runtime has already allocated for itself there.
+    pub fn with_small_pool_taken(geometry: &Geometry, taken: u64) -> HbmAllocator {
+        let taken = taken
+            .div_ceil(GRANULE)
+            .saturating_mul(GRANULE)
+            .min(SMALL_POOL_BYTES);
         let channels = (0..geometry.hbm_channels())
             .map(|c| {
                 // `channel_base` only fails for an out-of-range channel.
@@ -186,7 +197,7 @@ impl HbmAllocator {
                     let split = end - SMALL_POOL_BYTES;
                     ChannelHeap {
                         main: FreeList::new(usable_start, split),
-                        small: Some(FreeList::new(split, end)),
+                        small: Some(FreeList::new(split + taken, end)),
                     }
                 } else {
                     ChannelHeap {
@@ -354,6 +365,18 @@ mod tests {
         a.free(&whole_main).unwrap();
         let spilled = a.alloc(0, 4096, 0).unwrap();
         assert_eq!(spilled.pool, Pool::Main);
+    }
+
+    #[test]
+    fn a_started_runtime_has_taken_the_bottom_of_each_small_pool() {
+        let g = Geometry::for_arch(Arch::Cayman);
+        let mut a = HbmAllocator::with_small_pool_taken(&g, 0x3b_0000);
+        let base = g.channel_base(2).unwrap().0;
+        let small = a.alloc(2, 4096, 0).unwrap();
+        assert_eq!((small.pool, small.pa), (Pool::Small, base + 0x5_c03b_0000));
+        assert_eq!(a.pool_capacity(2, Pool::Small), GIB - 0x3b_0000);
+        // Alignment is of the address itself.
+        assert_eq!(a.alloc(2, 4096, 256 << 10).unwrap().pa % (256 << 10), 0);
     }
 
     #[test]

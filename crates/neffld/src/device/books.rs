@@ -46,10 +46,12 @@ pub(crate) struct Books<T = ()> {
 }
 
 impl<T> Books<T> {
-    pub(crate) fn new(geometry: &Geometry) -> Books<T> {
+    /// Books of a device whose small pools each begin `taken` bytes above
+    /// their start ([`HbmAllocator::with_small_pool_taken`]).
+    pub(crate) fn new(geometry: &Geometry, taken: u64) -> Books<T> {
         Books {
             geometry: geometry.clone(),
-            heap: HbmAllocator::new(geometry),
+            heap: HbmAllocator::with_small_pool_taken(geometry, taken),
             ledger: Ledger::new(geometry),
             faults: FaultState::default(),
             live: BTreeMap::new(),

@@ -75,7 +75,12 @@ pub struct NullDevice {
 
 impl NullDevice {
     pub fn new(geometry: Geometry) -> NullDevice {
-        let books = Books::new(&geometry);
+        NullDevice::as_started(geometry, 0)
+    }
+
+    /// The device as a started runtime leaves it ([`super::SimDevice::as_started`]).
+    pub fn as_started(geometry: Geometry, taken: u64) -> NullDevice {
+        let books = Books::new(&geometry, taken);
         NullDevice {
             geometry,
             inner: Mutex::new(Inner {

@@ -301,9 +301,16 @@ struct Inner {
 
 impl SimDevice {
     pub fn new(geometry: Geometry) -> SimDevice {
+        SimDevice::as_started(geometry, 0)
+    }
+
+    /// The device as a started runtime leaves it: the first `taken` bytes
+    /// of each channel's small pool hold the runtime's own allocations
+    /// ([`super::address::RUNTIME_SMALL_POOL_BYTES`]).
+    pub fn as_started(geometry: Geometry, taken: u64) -> SimDevice {
         SimDevice {
             inner: Mutex::new(Inner {
-                books: Books::new(&geometry),
+                books: Books::new(&geometry, taken),
                 pool: Pool::default(),
             }),
             geometry,
