@@ -2,7 +2,7 @@
 //! capture's logical core must stage what the real runtime staged
 //! (spec/capture.md) — every memory row but Profiler Buffers and Tensors,
 //! every image's size and its preamble / NEFF records / postamble split,
-//! the postamble's bytes,
+//! the preamble's and postamble's bytes (every image byte-identical),
 //! every NEFF record kept, rewritten or deleted as the runtime did, and in
 //! every record both rewrote, the same 8-byte words changed, with the same
 //! bytes (device addresses included: the runtime's address form), images
@@ -131,6 +131,21 @@ fn check(stem: &str) {
         for img in &staged.images {
             let stream = streams[&(core.subgraph.clone(), img.engine)];
             let cap_img = theirs.image(img.engine).unwrap();
+            // B: the runtime's preamble, byte for byte (its queue settings
+            // included), and so the whole image.
+            let pre = img.preamble_slots as usize * RECORD;
+            assert_eq!(
+                img.bytes[..pre],
+                cap_img.bytes[..pre],
+                "{at} {:?}: preamble bytes",
+                img.engine
+            );
+            assert_eq!(
+                img.bytes[..],
+                cap_img.bytes[..],
+                "{at} {:?}: image bytes",
+                img.engine
+            );
             // B: the runtime's postamble, byte for byte (its final branch
             // included).
             let post = img.postamble_slots as usize * RECORD;

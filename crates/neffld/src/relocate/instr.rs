@@ -261,6 +261,7 @@ mod tests {
         engine: EngineType::Pe,
         role: CoreRole::Second,
         act_tables: false,
+        queues: crate::relocate::runtime_code::QueueShape::NONE,
     };
     const PRE: usize = 66;
     const POST: usize = 11;

@@ -35,6 +35,7 @@
 //! addresses of the runtime's own device map; a branch hint and a semaphore
 //! wait open it and `0xA4` no-op records fill it to the runtime's count.
 
+use crate::manifest::def::{DmaQueue, QueueKind};
 use crate::manifest::engine::EngineType;
 
 /// Which physical core of its logical core a subgraph runs on.
@@ -64,6 +65,87 @@ pub struct RuntimeCode {
     pub role: CoreRole,
     /// The subgraph stages activation tables (the act preamble loads them).
     pub act_tables: bool,
+    /// The subgraph's dynamic DMA queue sets, which the preamble configures.
+    pub queues: QueueShape,
+}
+
+/// The subgraph's dynamic DMA queue sets, as the preamble's first writes
+/// to each engine's queue registers set them up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueShape {
+    /// Dynamic queue sets of the subgraph.
+    pub sets: u32,
+    /// Queue mask of the hardware set each engine owns (a dynamic set
+    /// without a `dynamic_dma` section), by [`EngineType::index`].
+    pub hw_mask: [u32; 5],
+    /// Queue mask of pool's software (DGE) set, one with `dynamic_dma`.
+    pub pool_dge_mask: u32,
+    /// First semaphore of sp's hardware set.
+    pub sp_semaphore: Option<u32>,
+}
+
+impl QueueShape {
+    /// No dynamic queues (sg01 of every capture).
+    pub const NONE: QueueShape = QueueShape {
+        sets: 0,
+        hw_mask: [0; 5],
+        pool_dge_mask: 0,
+        sp_semaphore: None,
+    };
+
+    /// The shape of `queues` (every queue of the subgraph).
+    pub fn of<'a>(queues: impl IntoIterator<Item = &'a DmaQueue>) -> QueueShape {
+        let mut shape = QueueShape::NONE;
+        for q in queues.into_iter().filter(|q| q.kind == QueueKind::Dynamic) {
+            shape.sets += 1;
+            let n = q.num_queues.unwrap_or(0).min(32) as u32;
+            let mask = if n >= 32 { u32::MAX } else { (1 << n) - 1 };
+            if q.dynamic_dma.is_some() {
+                if q.owner == EngineType::Pool {
+                    shape.pool_dge_mask |= mask;
+                }
+            } else {
+                shape.hw_mask[q.owner.index()] |= mask;
+                if q.owner == EngineType::Sp {
+                    let first = q.semaphore_set.iter().min().copied();
+                    shape.sp_semaphore = first.map(|s| s.min(u64::from(u32::MAX)) as u32);
+                }
+            }
+        }
+        shape
+    }
+
+    /// The data of the preamble's first write to register `offset` of
+    /// `engine`'s block, or `None` for a register it does not set up.
+    ///
+    /// - `+0x13a0`: the mask of the engine's hardware queue set — `0xffff`
+    ///   for act with `qActDynamicHW` (the baseline fixtures) and for sp
+    ///   with `qSPDynamicHW` (all), 0 for pool, whose set is a DGE one, and
+    ///   on every core without queues. A rule all 20 cores agree with.
+    /// - pool `+0x1500`: pool's DGE mask with the number of the other sets
+    ///   in bits 16 and up: `0x2ffff` with three sets, `0x1ffff` with two,
+    ///   0 without queues.
+    /// - `+0x13c0`: act 1 with a hardware set, 0 without; sp 4 when its set
+    ///   starts at semaphore 24, 2 at semaphore 8, i.e. `(first + 8) / 8`.
+    ///   Two shapes cannot tell this from other rules (docs/decisions.md).
+    /// - `+0x13e0`, every engine: 5 with three sets, 2 with two, 0 with
+    ///   none: `3 × sets − 4`, a fit to two shapes (docs/decisions.md).
+    pub fn register(self, engine: EngineType, offset: u16) -> Option<u64> {
+        let sets = u64::from(self.sets);
+        let hw = u64::from(self.hw_mask[engine.index()]);
+        Some(match (engine, offset) {
+            (_, 0x13a0) => hw,
+            (EngineType::Pool, 0x1500) if self.pool_dge_mask != 0 => {
+                (sets.saturating_sub(1) << 16) | u64::from(self.pool_dge_mask)
+            }
+            (EngineType::Pool, 0x1500) => 0,
+            (EngineType::Act, 0x13c0) => u64::from(hw != 0),
+            (EngineType::Sp, 0x13c0) => self.sp_semaphore.map_or(0, |s| (u64::from(s) + 8) / 8),
+            (_, 0x13c0) => 0,
+            (_, 0x13e0) => (3 * sets).saturating_sub(4),
+            _ => return None,
+        })
+    }
 }
 
 /// Alignment of every instruction image: one 32 KiB slot. In all ten
@@ -156,14 +238,74 @@ impl RuntimeCode {
         }
     }
 
-    /// The preamble records.
+    /// The preamble records: the runtime's bytes for the engine and core
+    /// role (`preamble_trn2_2_30.bin`), the act-table block (act slots
+    /// 2..12 of the first core) taken out or put in as the subgraph has act
+    /// tables, and the data of the first write to each queue register set
+    /// from the subgraph's queues ([`QueueShape::register`]).
     pub fn preamble(self) -> Vec<[u8; 64]> {
-        let n = self.preamble_slots() as usize;
-        let mut v = Vec::with_capacity(n);
-        v.push(control_record(0xB5, |_| {})); // branch hint
-        v.push(control_record(0xA0, |r| r[0x20] = 1)); // semaphore wait (model switch)
-        v.resize(n.max(2), nop());
-        v.truncate(n);
+        let stored = |role: CoreRole| -> &'static [u8] {
+            let mut at = 0;
+            for e in PREAMBLE_ORDER {
+                for r in [CoreRole::First, CoreRole::Second] {
+                    let len = RuntimeCode {
+                        engine: e,
+                        role: r,
+                        act_tables: r == CoreRole::First,
+                        queues: QueueShape::NONE,
+                    }
+                    .preamble_slots() as usize
+                        * RECORD;
+                    if (e, r) == (self.engine, role) {
+                        return &PREAMBLE_TRN2[at..at + len];
+                    }
+                    at += len;
+                }
+            }
+            &[]
+        };
+        let records = |b: &'static [u8]| {
+            b.chunks_exact(RECORD)
+                .map(|r| <[u8; 64]>::try_from(r).expect("64-byte record"))
+        };
+        let mut v: Vec<[u8; 64]> = records(stored(self.role)).collect();
+        if self.engine == EngineType::Act {
+            let block =
+                ACT_TABLE_BLOCK_START..ACT_TABLE_BLOCK_START + ACT_TABLE_LOAD_SLOTS as usize;
+            match (self.role, self.act_tables) {
+                (CoreRole::First, false) => {
+                    v.drain(block);
+                }
+                (CoreRole::Second, true) => {
+                    let first: Vec<[u8; 64]> = records(stored(CoreRole::First)).collect();
+                    let at = block.start;
+                    v.splice(at..at, first[block].iter().copied());
+                }
+                _ => {}
+            }
+        }
+        let mut seen = 0u32;
+        for r in &mut v {
+            if r[0] != OP_WRITE || r[24..32] != [0; 8] {
+                continue;
+            }
+            let reg = u64::from_le_bytes(r[16..24].try_into().expect("8 bytes"));
+            let offset = (reg & 0xffff) as u16;
+            let bit = match offset {
+                0x13a0 => 1,
+                0x13c0 => 2,
+                0x13e0 => 4,
+                0x1500 => 8,
+                _ => continue,
+            };
+            if seen & bit != 0 {
+                continue;
+            }
+            seen |= bit;
+            if let Some(data) = self.queues.register(self.engine, offset) {
+                r[32..40].copy_from_slice(&data.to_le_bytes());
+            }
+        }
         v
     }
 
@@ -211,6 +353,31 @@ impl RuntimeCode {
     }
 }
 
+/// The runtime's preambles, per engine in [`PREAMBLE_ORDER`] the first
+/// core's (with act tables) then the second core's: the bytes of
+/// `kfusion__fused_attention__fused`'s capture, sg00 and sg01, with the
+/// data of the first write to each queue register zeroed (set from the
+/// subgraph's queues). Their address words are the runtime's own (its
+/// pages, its register windows, the table-load rings at their captured
+/// places), the same in every capture (docs/decisions.md).
+static PREAMBLE_TRN2: &[u8; 611 * RECORD] = include_bytes!("preamble_trn2_2_30.bin");
+
+/// Engines in the order of `preamble_trn2_2_30.bin` (eng_type order).
+const PREAMBLE_ORDER: [EngineType; 5] = [
+    EngineType::Pe,
+    EngineType::Act,
+    EngineType::Pool,
+    EngineType::Dve,
+    EngineType::Sp,
+];
+
+/// Where the act-table block starts in the first core's act preamble.
+const ACT_TABLE_BLOCK_START: usize = 2;
+
+/// The runtime's register WRITE record (`0xA5`: register at bytes 16..24,
+/// a second register or 0 at 24..32, data at 32..40).
+const OP_WRITE: u8 = 0xA5;
+
 /// The runtime's postambles (pe, act, pool, dve: 11 slots; sp: 9), branch
 /// offsets zeroed.
 static POSTAMBLE_TRN2: &[u8; 53 * RECORD] = include_bytes!("postamble_trn2_2_30.bin");
@@ -219,19 +386,6 @@ const RECORD: usize = 64;
 
 /// Where the final branch keeps its offset.
 const BRANCH_OFFSET: usize = 48;
-
-fn control_record(opcode: u8, fill: impl FnOnce(&mut [u8; 64])) -> [u8; 64] {
-    let mut r = [0u8; 64];
-    r[0] = opcode;
-    r[1] = 0x10;
-    fill(&mut r);
-    r
-}
-
-/// The `0xA4` no-op control record.
-fn nop() -> [u8; 64] {
-    control_record(crate::kbin::isa::OP_NOP, |_| {})
-}
 
 #[cfg(test)]
 mod tests {
@@ -242,6 +396,7 @@ mod tests {
             engine,
             role,
             act_tables,
+            queues: QueueShape::NONE,
         }
     }
 

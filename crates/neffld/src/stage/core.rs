@@ -29,7 +29,7 @@ use crate::relocate::dma::{
     expand_block, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
 };
 use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
-use crate::relocate::runtime_code::{self, CoreRole, RuntimeCode, IMAGE_ALIGN};
+use crate::relocate::runtime_code::{self, CoreRole, QueueShape, RuntimeCode, IMAGE_ALIGN};
 use crate::relocate::RelocError;
 use crate::Arch;
 
@@ -188,6 +188,17 @@ impl Builder<'_> {
     }
 }
 
+/// What of `kbin` the runtime's own code for `engine` on a core of `role`
+/// depends on.
+fn runtime_code(kbin: &Kbin, engine: EngineType, role: CoreRole) -> RuntimeCode {
+    RuntimeCode {
+        engine,
+        role,
+        act_tables: !kbin.act_sets().is_empty(),
+        queues: QueueShape::of(kbin.dma_rings().iter().map(DmaRing::queue)),
+    }
+}
+
 /// Places the instruction image of every engine of every core of a load,
 /// and the runtime's block beside each, before any core is built (as the
 /// plan places weights, so that addresses do not depend on thread timing).
@@ -213,11 +224,7 @@ pub fn place_images(
     for (k, kbin) in kbins.iter().enumerate() {
         let role = CoreRole::of_subgraph(k);
         for e in kbin.engines() {
-            let code = RuntimeCode {
-                engine: e.ty(),
-                role,
-                act_tables: !kbin.act_sets().is_empty(),
-            };
+            let code = runtime_code(kbin, e.ty(), role);
             let records = (e.stream(archive).len() / RECORD_LEN) as u64;
             let len = instr::image_len(records, e.relocations(), code);
             order.push((runtime_code::image_rank(role, e.ty()), k, code, len));
@@ -511,17 +518,12 @@ fn build_parts<'a>(
 
     // Instruction images, placed for every core of the load before any
     // build ([`place_images`]): lowered here into their slots.
-    let act_tables = !kbin.act_sets().is_empty();
     for p in &mut placed {
         let Some(e) = kbin.engines().iter().find(|e| e.ty() == p.engine) else {
             continue;
         };
         let name = format!("{}/{}", kbin.name(), e.ty().key());
-        let code = RuntimeCode {
-            engine: e.ty(),
-            role,
-            act_tables,
-        };
+        let code = runtime_code(kbin, e.ty(), role);
         let t = std::time::Instant::now();
         let image = instr::lower(
             &name,
