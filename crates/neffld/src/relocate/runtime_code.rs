@@ -30,10 +30,15 @@
 //! bytes 48..52 of its last slot, which goes back to a fixed preamble slot
 //! (the loop start): `(loop slot − last slot) × 64`. Those bytes are kept
 //! in `postamble_trn2_2_30.bin` (taken from the second core of a capture,
-//! offset zeroed) and the offset is computed. The preamble's *bytes* are not
-//! the runtime's yet (docs/decisions.md, "Hardware fidelity"): it holds
-//! addresses of the runtime's own device map; a branch hint and a semaphore
-//! wait open it and `0xA4` no-op records fill it to the runtime's count.
+//! offset zeroed) and the offset is computed. The preamble is the
+//! runtime's bytes too (`preamble_trn2_2_30.bin`, both roles): across the
+//! ten captures it varies only in the data of the first write to a few
+//! queue registers of each engine, which [`QueueShape`] sets from the
+//! subgraph's dynamic queue sets. Its address words are the runtime's own
+//! (its pages in the small pool's reserved block, the cores' register
+//! windows, the partner core's event register, the table-load rings) and
+//! local to the channel and the core's place in it, so they hold for every
+//! logical core of a trn2 (docs/decisions.md, "Hardware fidelity").
 
 use crate::manifest::def::{DmaQueue, QueueKind};
 use crate::manifest::engine::EngineType;
@@ -426,5 +431,49 @@ mod tests {
             assert_eq!(last_slot + off / 64, c.loop_slot() as i32, "{e:?}");
         }
         assert_eq!(code(Sp, CoreRole::Second, false).postamble_slots(), 9);
+    }
+
+    #[test]
+    fn the_act_table_block_goes_with_the_act_tables() {
+        use EngineType::Act;
+        let with = code(Act, CoreRole::First, true).preamble();
+        let without = code(Act, CoreRole::First, false).preamble();
+        assert_eq!(without.len(), with.len() - 10);
+        assert_eq!(without[..2], with[..2]);
+        assert_eq!(without[2..], with[12..]);
+        let second = code(Act, CoreRole::Second, false).preamble();
+        let second_with = code(Act, CoreRole::Second, true).preamble();
+        assert_eq!(second_with.len(), second.len() + 10);
+        assert_eq!(second_with[2..12], with[2..12]);
+        for c in [(CoreRole::First, false), (CoreRole::Second, true)] {
+            let code = code(Act, c.0, c.1);
+            assert_eq!(code.preamble().len() as u32, code.preamble_slots());
+        }
+    }
+
+    #[test]
+    fn queue_registers_follow_the_queue_sets() {
+        use EngineType::*;
+        // Three sets (the baseline fixtures): act and sp hardware, pool DGE.
+        let baseline = QueueShape {
+            sets: 3,
+            hw_mask: [0, 0xffff, 0, 0, 0xffff],
+            pool_dge_mask: 0xffff,
+            sp_semaphore: Some(24),
+        };
+        assert_eq!(baseline.register(Act, 0x13a0), Some(0xffff));
+        assert_eq!(baseline.register(Act, 0x13c0), Some(1));
+        assert_eq!(baseline.register(Sp, 0x13c0), Some(4));
+        assert_eq!(baseline.register(Pe, 0x13e0), Some(5));
+        assert_eq!(baseline.register(Pool, 0x1500), Some(0x2ffff));
+        assert_eq!(baseline.register(Pool, 0x13a0), Some(0));
+        assert_eq!(baseline.register(Pe, 0x14c0), None);
+        // No queues (every second core): all zero.
+        for e in EngineType::ALL {
+            for r in [0x13a0, 0x13c0, 0x13e0] {
+                assert_eq!(QueueShape::NONE.register(e, r), Some(0), "{e:?} {r:#x}");
+            }
+        }
+        assert_eq!(QueueShape::NONE.register(Pool, 0x1500), Some(0));
     }
 }
