@@ -404,7 +404,7 @@ fn scan_stream(
 ///   first one with a non-remote var of the same name wins.
 ///
 /// Anything else fails the whole load (row 62).
-pub fn resolve_remote_vars(kbins: &mut [Kbin]) -> Result<(), KbinError> {
+fn resolve_remote_vars(kbins: &mut [Kbin]) -> Result<(), KbinError> {
     let n = kbins.len();
     let mut bindings: Vec<Vec<(VarId, RemoteBinding)>> = vec![Vec::new(); n];
     for (i, k) in kbins.iter().enumerate() {
