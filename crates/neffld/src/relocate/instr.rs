@@ -107,6 +107,7 @@ pub fn lower(
         (pre.len() + n_records + code.postamble_slots() as usize) * RECORD as usize,
         "an instruction image",
     )?;
+    fallible::populate(&mut img.bytes);
     for rec in &pre {
         img.bytes.extend_from_slice(rec);
     }
@@ -124,7 +125,8 @@ pub fn lower(
     let mut copied = 0;
     for reloc in relocations {
         let i = reloc.record() as usize;
-        img.bytes.extend_from_slice(&stream[copied * record..i * record]);
+        img.bytes
+            .extend_from_slice(&stream[copied * record..i * record]);
         copied = i + 1;
         let rec = &stream[i * record..copied * record];
         let patch = |device_count| Patch {
