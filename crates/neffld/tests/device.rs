@@ -528,16 +528,19 @@ fn a_batch_of_writes_is_its_writes_in_order() {
                     handle: a.handle,
                     offset: 0,
                     data: b"one",
+                    owner: None,
                 },
                 Write {
                     handle: b.handle,
                     offset: off,
                     data: b"two",
+                    owner: None,
                 },
                 Write {
                     handle: a.handle,
                     offset: 6,
                     data: b"six",
+                    owner: None,
                 },
             ]
         };
@@ -577,16 +580,19 @@ fn a_batch_of_writes_is_its_writes_in_order() {
             handle: a.handle,
             offset: 0,
             data: b"one",
+            owner: None,
         },
         Write {
             handle: a.handle,
             offset: 3,
             data: b"two",
+            owner: None,
         },
         Write {
             handle: a.handle,
             offset: 6,
             data: b"six",
+            owner: None,
         },
     ];
     assert_eq!(sim.write_all(&batch).unwrap_err().0, 1);

@@ -24,6 +24,7 @@ pub mod sim;
 use std::fmt;
 
 use crate::ids::{LCore, PCore, Pa};
+use crate::shared::SharedBytes;
 use crate::status::NrtStatus;
 
 pub use alloc::{Pool, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
@@ -176,6 +177,10 @@ pub struct Write<'a> {
     pub handle: MemHandle,
     pub offset: u64,
     pub data: &'a [u8],
+    /// The buffer `data` lies in, when a backend may keep a reference to
+    /// it instead of a copy (weights, from the inflated payload). The bytes
+    /// are the same either way.
+    pub owner: Option<&'a SharedBytes>,
 }
 
 /// A device the loader can stage onto. Object-safe and shareable: methods take

@@ -26,6 +26,7 @@ use crate::relocate::dma::{
 use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
 use crate::relocate::runtime_code::{CoreRole, RuntimeCode};
 use crate::relocate::RelocError;
+use crate::shared::SharedBytes;
 use crate::Arch;
 
 use super::plan::{self, CorePlan};
@@ -466,7 +467,7 @@ fn build_parts<'a>(
     // Every copy, as one batch.
     let mut copies = Copies::default();
     for (handle, bytes, name) in plan::weight_copies(kbin, archive, plan) {
-        copies.push(handle, bytes, Fill::Weight(name));
+        copies.push_from(handle, bytes, Some(archive.shared()), Fill::Weight(name));
     }
     for r in &rings {
         copies.push(r.handle, &r.image.bytes, Fill::Ring(&r.queue));
@@ -502,11 +503,24 @@ impl<'a> Copies<'a> {
     /// Queues a copy of `data` to the start of `handle`; empty ones are
     /// skipped.
     fn push(&mut self, handle: MemHandle, data: &'a [u8], what: Fill<'a>) {
+        self.push_from(handle, data, None, what);
+    }
+
+    /// [`Copies::push`] of bytes that lie in `owner`, which the device may
+    /// keep instead of copying them.
+    fn push_from(
+        &mut self,
+        handle: MemHandle,
+        data: &'a [u8],
+        owner: Option<&'a SharedBytes>,
+        what: Fill<'a>,
+    ) {
         if !data.is_empty() {
             self.writes.push(Write {
                 handle,
                 offset: 0,
                 data,
+                owner,
             });
             self.what.push(what);
         }
