@@ -20,9 +20,7 @@ use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::{BlockRef, DmaRing, Kbin};
 use crate::manifest::def::QueueKind;
 use crate::manifest::engine::{DmaOp, DveSlot, Endpoint, EngineType};
-use crate::relocate::dma::{
-    expand_block, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
-};
+use crate::relocate::dma::{Barrier, DescOp, Pattern, RingBuilder, RingImage, Target};
 use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
 use crate::relocate::runtime_code::{CoreRole, RuntimeCode};
 use crate::relocate::RelocError;
@@ -197,7 +195,7 @@ fn build_ring(
     } else {
         Barrier::Sow
     };
-    let mut builder = RingBuilder::default();
+    let mut builder = RingBuilder::with_capacity(ring.descriptors()).map_err(|e| b.reloc(e))?;
     for block in ring.blocks() {
         let mut descs = Vec::with_capacity(block.descs.len());
         for d in &block.descs {
@@ -218,11 +216,10 @@ fn build_ring(
             ));
         }
         let t = std::time::Instant::now();
-        let expanded = expand_block(&descs).map_err(|e| b.reloc(e))?;
-        b.reloc_time += t.elapsed();
         builder
-            .add_block(block.id, expanded, barrier)
+            .add_block(block.id, &descs, barrier)
             .map_err(|e| b.reloc(e))?;
+        b.reloc_time += t.elapsed();
     }
     let (handle, pa) = b.alloc(
         &format!("ring {}", ring.queue().name),
