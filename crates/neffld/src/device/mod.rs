@@ -7,7 +7,7 @@
 //!
 //! - [`SimDevice`] keeps what is written, sparsely, so tests can read back
 //!   weights, instruction images and rings at the addresses the loader chose;
-//! - [`NullDevice`] keeps only a checksum, for NEFFs too large to mirror.
+//! - [`NullDevice`] keeps no bytes, for NEFFs too large to mirror.
 //!
 //! Both can be told to fail the k-th allocation or write ([`FaultPlan`]), so
 //! every rollback path is testable. A driver backend (the kernel allocation
@@ -138,7 +138,7 @@ pub enum DeviceError {
         size: u64,
     },
     /// A read from a backend that keeps no bytes ([`NullDevice`]).
-    #[error("cannot read {handle}: this device keeps only a checksum of what is written")]
+    #[error("cannot read {handle}: this device keeps none of the bytes written")]
     NoStorage { handle: MemHandle },
     /// A failure requested by the armed [`FaultPlan`].
     #[error("injected fault: {op} #{nth} failed as planned")]
