@@ -6,7 +6,11 @@ use neffld::container::{self, OpenOptions};
 
 fuzz_target!(|data: &[u8]| {
     // A small inflate ceiling keeps each execution bounded in memory.
-    let opts = OpenOptions { verify_hash: data.first().is_some_and(|b| b & 1 == 1), inflate_limit: Some(16 << 20), max_members: None };
+    let opts = OpenOptions {
+        verify_hash: data.first().is_some_and(|b| b & 1 == 1),
+        inflate_limit: Some(16 << 20),
+        max_members: None,
+    };
     if let Err(e) = container::open(data, &opts) {
         let _ = e.status();
         let _ = e.to_string();

@@ -35,7 +35,7 @@ const PROGRESS_MIN: u64 = 64 << 20;
 pub enum DeviceArg {
     /// Keeps every written byte (sparsely).
     Sim,
-    /// Keeps only a checksum of what is written.
+    /// Keeps no bytes: allocations, bounds and counts only.
     Null,
 }
 

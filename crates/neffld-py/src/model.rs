@@ -387,8 +387,8 @@ impl Model {
 ///
 /// Loads a NEFF the way `nrt_load` does (S0–S5) onto a fresh simulated
 /// device: `arch` is "trn1", "trn2" or "trn3" (default: the NEFF's own
-/// target), `device` is "sim" (keeps every byte) or "null" (keeps only a
-/// checksum), `start_core` the logical core (-1: the first free one). The
+/// target), `device` is "sim" (keeps every byte) or "null" (keeps no
+/// bytes), `start_core` the logical core (-1: the first free one). The
 /// runtime's environment variables apply (`NEURON_RT_*`,
 /// `NEURON_LOGICAL_NC_CONFIG`); the logical-core size defaults to the one
 /// the NEFF was compiled for. Raises NeffError.

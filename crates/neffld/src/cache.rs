@@ -727,8 +727,13 @@ mod tests {
                 while cache.refs(&k) < 1 {
                     std::thread::yield_now();
                 }
-                let e = cache.get_or_parse::<()>([9; 16], b"neff", || Ok(7));
-                let _ = tx.send((e.role, e.result.map(|p| *p)));
+                // The entry (and its reference on the slot) is gone before
+                // the test goes on to the later load.
+                let got = {
+                    let e = cache.get_or_parse::<()>([9; 16], b"neff", || Ok(7));
+                    (e.role, e.result.map(|p| *p))
+                };
+                let _ = tx.send(got);
             });
         }
         let got = rx

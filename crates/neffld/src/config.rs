@@ -26,7 +26,7 @@ impl ConfigError {
 pub enum DeviceKind {
     /// Keeps every written byte (sparsely): the device image can be read back.
     Sim,
-    /// Keeps only a checksum: for NEFFs too large to mirror.
+    /// Keeps no bytes: for NEFFs too large to mirror.
     Null,
 }
 

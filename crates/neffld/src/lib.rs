@@ -23,6 +23,7 @@ pub mod memory;
 pub mod parse;
 pub mod registry;
 pub mod relocate;
+pub mod shared;
 pub mod stage;
 pub mod status;
 #[cfg(any(test, feature = "testkit"))]

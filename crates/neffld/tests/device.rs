@@ -440,34 +440,40 @@ fn zero_bytes_overwrite_stored_bytes() {
 
 #[test]
 fn null_device_checksums_writes_and_refuses_reads() {
-    let dev = NullDevice::new(Geometry::for_arch(Arch::Cayman));
+    let dev = NullDevice::with_checksum(Geometry::for_arch(Arch::Cayman));
     let a = dev.alloc(req(0, 4 * GIB, 0, MemUsage::Weight)).unwrap();
     let b = dev.alloc(req(1, 4096, 0, MemUsage::Weight)).unwrap();
-    assert_eq!(dev.checksum(), 0);
+    assert_eq!(dev.checksum().unwrap(), 0);
     dev.write(a.handle, 0, b"hello").unwrap();
-    let c1 = dev.checksum();
+    let c1 = dev.checksum().unwrap();
     assert_ne!(c1, 0);
     dev.write(b.handle, 10, b"world").unwrap();
-    let c2 = dev.checksum();
+    let c2 = dev.checksum().unwrap();
     assert_ne!(c2, c1);
     assert_eq!(dev.bytes_written(), 10);
     assert_eq!(dev.writes(), 2);
 
     // Same writes in the other order give the same checksum; other bytes or
     // another address give a different one.
-    let other = NullDevice::new(Geometry::for_arch(Arch::Cayman));
+    let other = NullDevice::with_checksum(Geometry::for_arch(Arch::Cayman));
     let a2 = other.alloc(req(0, 4 * GIB, 0, MemUsage::Weight)).unwrap();
     let b2 = other.alloc(req(1, 4096, 0, MemUsage::Weight)).unwrap();
     assert_eq!((a2.pa, b2.pa), (a.pa, b.pa));
     other.write(b2.handle, 10, b"world").unwrap();
     other.write(a2.handle, 0, b"hello").unwrap();
-    assert_eq!(other.checksum(), c2);
-    let third = NullDevice::new(Geometry::for_arch(Arch::Cayman));
+    assert_eq!(other.checksum().unwrap(), c2);
+    let third = NullDevice::with_checksum(Geometry::for_arch(Arch::Cayman));
     let a3 = third.alloc(req(0, 4 * GIB, 0, MemUsage::Weight)).unwrap();
     third.write(a3.handle, 1, b"hello").unwrap();
-    assert_ne!(third.checksum(), c1);
+    assert_ne!(third.checksum().unwrap(), c1);
     third.write(a3.handle, 0, b"hellp").unwrap();
-    assert_ne!(third.checksum(), c1);
+    assert_ne!(third.checksum().unwrap(), c1);
+
+    // A device made without a checksum keeps none, and counts all the same.
+    let plain = NullDevice::new(Geometry::for_arch(Arch::Cayman));
+    let p = plain.alloc(req(0, 4096, 0, MemUsage::Weight)).unwrap();
+    plain.write(p.handle, 0, b"hello").unwrap();
+    assert_eq!((plain.checksum(), plain.bytes_written()), (None, 5));
 
     let mut buf = [0u8; 5];
     let e = dev.read(a.handle, 0, &mut buf).unwrap_err();
@@ -475,7 +481,11 @@ fn null_device_checksums_writes_and_refuses_reads() {
     assert_eq!(e.status(), NrtStatus::Failure);
     let e = dev.write(b.handle, 4090, b"toolong").unwrap_err();
     assert!(matches!(e, DeviceError::OutOfBounds { .. }));
-    assert_eq!(dev.checksum(), c2, "a refused write changes nothing");
+    assert_eq!(
+        dev.checksum().unwrap(),
+        c2,
+        "a refused write changes nothing"
+    );
 }
 
 #[test]
@@ -528,16 +538,19 @@ fn a_batch_of_writes_is_its_writes_in_order() {
                     handle: a.handle,
                     offset: 0,
                     data: b"one",
+                    owner: None,
                 },
                 Write {
                     handle: b.handle,
                     offset: off,
                     data: b"two",
+                    owner: None,
                 },
                 Write {
                     handle: a.handle,
                     offset: 6,
                     data: b"six",
+                    owner: None,
                 },
             ]
         };
@@ -577,16 +590,19 @@ fn a_batch_of_writes_is_its_writes_in_order() {
             handle: a.handle,
             offset: 0,
             data: b"one",
+            owner: None,
         },
         Write {
             handle: a.handle,
             offset: 3,
             data: b"two",
+            owner: None,
         },
         Write {
             handle: a.handle,
             offset: 6,
             data: b"six",
+            owner: None,
         },
     ];
     assert_eq!(sim.write_all(&batch).unwrap_err().0, 1);
@@ -620,13 +636,13 @@ fn fault_plan_fails_exactly_the_kth_write() {
     // Allocations are not affected by a write plan.
     sim.alloc(req(1, 1, 0, MemUsage::InstrPe)).unwrap();
 
-    let null = NullDevice::new(Geometry::for_arch(Arch::Sunda));
+    let null = NullDevice::with_checksum(Geometry::for_arch(Arch::Sunda));
     let a = null.alloc(req(0, 4096, 0, MemUsage::InstrPe)).unwrap();
     null.set_fault_plan(FaultPlan::write(1));
     assert!(null.write(a.handle, 0, b"x").is_err());
-    assert_eq!(null.checksum(), 0);
+    assert_eq!(null.checksum(), Some(0));
     null.write(a.handle, 0, b"x").unwrap();
-    assert_ne!(null.checksum(), 0);
+    assert_ne!(null.checksum(), Some(0));
 }
 
 #[test]

@@ -16,7 +16,8 @@ use neffld::config::RuntimeConfig;
 use neffld::container::archive::DEFAULT_MAX_MEMBERS;
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::container::{ContainerError, OpenOptions};
-use neffld::device::{Device, Geometry, NullDevice};
+use neffld::device::{Device, FaultPlan, Geometry, NullDevice};
+use neffld::parse::{ParseError, ParseOptions};
 use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
 use serde_json::json;
@@ -205,6 +206,12 @@ fn two_hundred_fifty_six_subgraphs_naming_the_same_blobs_are_rejected() {
 /// and `steps` on both sides, optionally retargeted to the output `out`;
 /// `a` and `out` are 2^63-byte I/O tensors so the bounds check allows any run.
 fn dma_pattern(to_out: bool, sizes: serde_json::Value, steps: serde_json::Value) -> Vec<u8> {
+    let side = [sizes, steps];
+    dma_sides(to_out, side.clone(), side)
+}
+
+/// [`dma_pattern`] with each side's `[sizes, steps]` of its own.
+fn dma_sides(to_out: bool, from: [serde_json::Value; 2], to: [serde_json::Value; 2]) -> Vec<u8> {
     let mut s = Synth::static_sunda();
     s.edit("neff.json", |n| {
         for k in 0..2 {
@@ -220,7 +227,7 @@ fn dma_pattern(to_out: bool, sizes: serde_json::Value, steps: serde_json::Value)
         if to_out {
             d["to"] = json!("out");
         }
-        for side in ["from", "to"] {
+        for (side, [sizes, steps]) in [("from", &from), ("to", &to)] {
             d[format!("{side}_sizes")] = sizes.clone();
             d[format!("{side}_steps")] = steps.clone();
         }
@@ -308,6 +315,60 @@ fn dma_block_past_the_ring_limit_is_refused_before_expanding() {
         &dma_pattern(false, json!([64, 1u64 << 12]), json!([1, 0])),
     );
     r.unwrap();
+}
+
+/// A NEFF's DMA access patterns are its own facts, checked once by the KBIN
+/// build (S3): a bad one fails `neffld::parse`, and its load stops before
+/// staging asks the device for anything — shown on a device that panics at
+/// its first allocation (staging used to meet these patterns after the
+/// plan's allocations, which would panic here: `NRT_FAILURE`).
+#[test]
+fn bad_dma_patterns_are_refused_by_the_kbin_build_before_staging() {
+    let cases = [
+        (
+            "2^24 runs: past the vring limit",
+            dma_pattern(false, json!([64, 1u64 << 24]), json!([1, 0])),
+            NrtStatus::QueueFull,
+            "sg00, queue qSPIO0: Descriptor limit reached. Descriptors in vring 16777216, Max allowed 16777200",
+        ),
+        (
+            "2^40 runs",
+            dma_pattern(false, json!([1, 1u64 << 20, 1u64 << 20]), json!([1, 0, 0])),
+            NrtStatus::Invalid,
+            "sg00: DMA access pattern of block qSPIO0/0: more than 16777216 contiguous runs",
+        ),
+        (
+            "a copy of 64-byte runs into 32-byte runs",
+            dma_sides(false, [json!([64, 4]), json!([1, 64])], [json!([32, 4]), json!([1, 64])]),
+            NrtStatus::Invalid,
+            "sg00: DMA access pattern of block qSPIO0/0: a copy moves 64 bytes from and 32 bytes to",
+        ),
+        (
+            "a copy of 4 runs into 8",
+            dma_sides(false, [json!([64, 4]), json!([1, 64])], [json!([32, 8]), json!([1, 32])]),
+            NrtStatus::Invalid,
+            "sg00: DMA access pattern of block qSPIO0/0: source has 4 runs, destination 8 (only a transpose may differ)",
+        ),
+    ];
+    for (what, bytes, status, message) in cases {
+        let neff = neffld::container::open(&bytes, &OpenOptions::default()).unwrap();
+        let e = neffld::parse::parse(&neff, &ParseOptions::new(Arch::Sunda, 1)).unwrap_err();
+        assert!(matches!(e, ParseError::Kbin(_)), "{what}: {e:?}");
+        assert_eq!(e.status(), status, "{what}: {e}");
+        assert_eq!(e.to_string(), message, "{what}");
+
+        let dev = Arc::new(NullDevice::new(Geometry::for_arch(Arch::Sunda)));
+        let cfg = RuntimeConfig {
+            arch: Arch::Sunda,
+            ..RuntimeConfig::default()
+        };
+        let rt = Runtime::with_device(cfg, dev.clone()).unwrap();
+        dev.set_fault_plan(FaultPlan::alloc(1).panicking());
+        let e = rt.load(&bytes, -1, 1).unwrap_err();
+        assert_eq!(e.status(), status, "{what}: {e}");
+        assert_eq!(e.to_string(), message, "{what}");
+        assert_eq!(dev.live_count(), 0, "{what}");
+    }
 }
 
 /// Regression: 10^5 subgraphs naming one def.json (a 450 KB NEFF) were each

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use neffld::api::{Runtime, TensorUsage};
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::Producer;
+use neffld::container::{self, OpenOptions};
 use neffld::device::{Device, FaultPlan, Geometry, SimDevice};
 use neffld::ids::VarId;
+use neffld::parse::ParseOptions;
 use neffld::relocate::dma::decode_template;
 use neffld::stage::Placement;
 use neffld::testkit::{fixture, real_fixtures, Synth};
@@ -302,6 +304,30 @@ fn static_dma_neffs_load_on_trn1_in_every_producer_family() {
             assert!(tables.contains(&"dve control_table"), "{tables:?}");
             assert!(tables.contains(&"act bkt"), "{tables:?}");
             assert!(tables.contains(&"ring qActTable"), "{tables:?}");
+            // Each ring holds the descriptor pairs the sealed kbin counted,
+            // which are those of the synth's patterns: 128 runs of 128
+            // bytes per IO block, one 4096-byte run per spill block.
+            let parsed = neffld::parse::parse(
+                &container::open(&bytes, &OpenOptions::default()).unwrap(),
+                &ParseOptions::new(Arch::Sunda, 1),
+            )
+            .unwrap();
+            for ring in parsed.kbins[0].dma_rings() {
+                let want = match ring.queue().name.as_str() {
+                    "qSPIO0" | "qPoolIO0" => 128,
+                    "qSPSpillReload0" => 1 + 128,
+                    "qPoolSpillReload0" => 1,
+                    q => panic!("unexpected queue {q}"),
+                };
+                assert_eq!(ring.descriptors(), want, "{}", ring.queue().name);
+                let staged = core
+                    .rings
+                    .iter()
+                    .find(|r| r.queue == ring.queue().name)
+                    .unwrap();
+                let pairs: u32 = staged.image.blocks.iter().map(|b| b.2).sum();
+                assert_eq!(pairs, want, "{}", ring.queue().name);
+            }
         })
         .unwrap();
         rt.unload(&m).unwrap();

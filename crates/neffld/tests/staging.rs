@@ -353,3 +353,53 @@ fn builds_fan_out_only_above_the_threshold_and_stage_alike_either_way() {
     let (_, parsed) = parse(&big, Arch::Cayman, 8);
     assert!(stage::bulk_bytes(&parsed.kbins) >= DEFAULT_FANOUT_MIN_BYTES);
 }
+
+/// A weight larger than SimDevice's dense buffers is kept by reference to
+/// the inflated payload rather than copied: it reads back as its `.npy`
+/// payload, a write to it afterwards lands, and an unload frees every
+/// allocation.
+#[test]
+fn a_large_weight_reads_back_from_the_payload_the_device_keeps() {
+    let size = neffld::device::sim::DENSE_MAX + (1 << 20);
+    let bytes = lnc_writer(1).write(&Synth::cayman_weights(1, size).member_list());
+    let (neff, parsed) = parse(&bytes, Arch::Cayman, 1);
+    let (rt, dev) = runtime_on(Geometry::for_arch(Arch::Cayman), Some(1));
+    let pages_before = dev.stored_pages();
+    let m = rt.load(&bytes, 0, 1).unwrap();
+    let kbin = &parsed.kbins[0];
+    let var = kbin
+        .vars()
+        .iter()
+        .find(|v| v.kind == VarKind::File && v.size == Some(size))
+        .expect("the large weight");
+    let payload = var.weight.as_ref().unwrap().payload.bytes(&neff.archive);
+    let (pa, handle) = rt
+        .with_model(&m, |lm| {
+            let plan = &lm.cores[0].plan;
+            let Placement::Hbm { pa, .. } = plan.vars[var.id.0 as usize] else {
+                panic!("{:?}", plan.vars[var.id.0 as usize])
+            };
+            let handle = plan
+                .var_allocs
+                .iter()
+                .find(|(id, _)| *id == var.id)
+                .unwrap()
+                .1;
+            (pa, handle)
+        })
+        .unwrap();
+    let mut got = vec![0u8; size as usize];
+    dev.read_pa(Pa(pa), &mut got).unwrap();
+    assert!(got == payload[..size as usize], "the weight reads back");
+    assert!(
+        dev.stored_pages() - pages_before >= (size as usize).div_ceil(4096),
+        "the weight's pages are held"
+    );
+    // A later write (as a tensor copy would be) changes the device's bytes.
+    dev.write(handle, 4096, &[0xA5; 8]).unwrap();
+    dev.read_pa(Pa(pa), &mut got).unwrap();
+    assert_eq!(got[4096..4104], [0xA5; 8]);
+    assert!(got[..4096] == payload[..4096] && got[4104..] == payload[4104..size as usize]);
+    rt.unload(&m).unwrap();
+    assert_eq!(dev.live_count(), 0);
+}

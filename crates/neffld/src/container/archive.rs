@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::ContainerError;
+use crate::shared::SharedBytes;
 
 /// Default ceiling on the inflated payload: `RATIO ×` the window, but never
 /// below `FLOOR` nor above `CAP`. Real NEFFs inflate about 6×; the ratio
@@ -85,7 +86,7 @@ pub struct Member {
 /// the earlier body is dropped and a warning names the path.
 #[derive(Debug, Default)]
 pub struct Archive {
-    data: Vec<u8>,
+    data: SharedBytes,
     members: Vec<Member>,
     index: HashMap<String, usize>,
     encoding: Option<Encoding>,
@@ -163,7 +164,7 @@ impl Archive {
                 .collect();
         }
         Ok(Archive {
-            data,
+            data: SharedBytes::new(data),
             members,
             index,
             encoding: None,
@@ -214,6 +215,12 @@ impl Archive {
 
     /// The decoded tar bytes.
     pub fn decoded(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The decoded tar bytes as a handle a device may keep, so that what it
+    /// stages from a member can be referenced rather than copied.
+    pub fn shared(&self) -> &SharedBytes {
         &self.data
     }
 

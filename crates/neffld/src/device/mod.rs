@@ -7,7 +7,7 @@
 //!
 //! - [`SimDevice`] keeps what is written, sparsely, so tests can read back
 //!   weights, instruction images and rings at the addresses the loader chose;
-//! - [`NullDevice`] keeps only a checksum, for NEFFs too large to mirror.
+//! - [`NullDevice`] keeps no bytes, for NEFFs too large to mirror.
 //!
 //! Both can be told to fail the k-th allocation or write ([`FaultPlan`]), so
 //! every rollback path is testable. A driver backend (the kernel allocation
@@ -25,6 +25,7 @@ pub mod sim;
 use std::fmt;
 
 use crate::ids::{LCore, PCore, Pa};
+use crate::shared::SharedBytes;
 use crate::status::NrtStatus;
 
 pub use alloc::{Pool, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
@@ -138,7 +139,7 @@ pub enum DeviceError {
         size: u64,
     },
     /// A read from a backend that keeps no bytes ([`NullDevice`]).
-    #[error("cannot read {handle}: this device keeps only a checksum of what is written")]
+    #[error("cannot read {handle}: this device keeps none of the bytes written")]
     NoStorage { handle: MemHandle },
     /// A failure requested by the armed [`FaultPlan`].
     #[error("injected fault: {op} #{nth} failed as planned")]
@@ -177,6 +178,10 @@ pub struct Write<'a> {
     pub handle: MemHandle,
     pub offset: u64,
     pub data: &'a [u8],
+    /// The buffer `data` lies in, when a backend may keep a reference to
+    /// it instead of a copy (weights, from the inflated payload). The bytes
+    /// are the same either way.
+    pub owner: Option<&'a SharedBytes>,
 }
 
 /// A device the loader can stage onto. Object-safe and shareable: methods take

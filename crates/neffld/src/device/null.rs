@@ -2,8 +2,11 @@
 //! bytes. For NEFFs too large to mirror in host memory, when only "does it
 //! load, where, and with how much memory" matters.
 //!
-//! Writes are bounds-checked and folded into a checksum so two loads can
-//! still be compared. Reads are bounds-checked and then refused with
+//! Writes are bounds-checked and counted; a device made with
+//! [`NullDevice::with_checksum`] also folds them into a checksum so two loads
+//! can still be compared. The checksum is opt-in because hashing every byte
+//! was a tenth of a one-shot load with a gigabyte of weights, and nothing
+//! but a comparison reads it. Reads are bounds-checked and then refused with
 //! [`DeviceError::NoStorage`]: returning zeros would let a test that meant to
 //! inspect bytes pass without looking at anything.
 //!
@@ -61,12 +64,13 @@ pub fn write_digest(pa: u64, data: &[u8]) -> u64 {
 #[derive(Debug)]
 struct Inner {
     books: Books,
-    checksum: u64,
+    /// `None` when the device keeps no checksum.
+    checksum: Option<u64>,
     bytes_written: u64,
     writes: u64,
 }
 
-/// A device that keeps no bytes, only a checksum of them.
+/// A device that keeps no bytes (and, on request, a checksum of them).
 #[derive(Debug)]
 pub struct NullDevice {
     geometry: Geometry,
@@ -74,26 +78,37 @@ pub struct NullDevice {
 }
 
 impl NullDevice {
+    /// A device that counts writes but keeps no checksum of them.
     pub fn new(geometry: Geometry) -> NullDevice {
-        NullDevice::as_started(geometry, 0)
+        NullDevice::make(geometry, None, 0)
+    }
+
+    /// A device that also keeps a checksum of everything written.
+    pub fn with_checksum(geometry: Geometry) -> NullDevice {
+        NullDevice::make(geometry, Some(0), 0)
     }
 
     /// The device as a started runtime leaves it ([`super::SimDevice::as_started`]).
     pub fn as_started(geometry: Geometry, taken: u64) -> NullDevice {
+        NullDevice::make(geometry, None, taken)
+    }
+
+    fn make(geometry: Geometry, checksum: Option<u64>, taken: u64) -> NullDevice {
         let books = Books::new(&geometry, taken);
         NullDevice {
             geometry,
             inner: Mutex::new(Inner {
                 books,
-                checksum: 0,
+                checksum,
                 bytes_written: 0,
                 writes: 0,
             }),
         }
     }
 
-    /// The running checksum of everything written (0 before any write).
-    pub fn checksum(&self) -> u64 {
+    /// The running checksum of everything written (0 before any write);
+    /// `None` unless the device was made [`NullDevice::with_checksum`].
+    pub fn checksum(&self) -> Option<u64> {
         self.lock().checksum
     }
 
@@ -126,14 +141,20 @@ impl Device for NullDevice {
     }
 
     fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let alloc_pa = self
-            .lock()
-            .books
-            .check_write(handle, offset, data.len())?
-            .alloc_pa;
-        let digest = write_digest(alloc_pa + offset, data);
+        let (alloc_pa, keeps_checksum) = {
+            let mut inner = self.lock();
+            let pa = inner
+                .books
+                .check_write(handle, offset, data.len())?
+                .alloc_pa;
+            (pa, inner.checksum.is_some())
+        };
+        // Hashed outside the lock, so builds on several threads hash at once.
+        let digest = keeps_checksum.then(|| write_digest(alloc_pa + offset, data));
         let mut inner = self.lock();
-        inner.checksum = inner.checksum.wrapping_add(digest);
+        if let (Some(sum), Some(d)) = (inner.checksum.as_mut(), digest) {
+            *sum = sum.wrapping_add(d);
+        }
         inner.bytes_written += data.len() as u64;
         inner.writes += 1;
         Ok(())

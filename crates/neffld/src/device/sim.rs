@@ -38,6 +38,7 @@ use super::geometry::{Geometry, GRANULE};
 use super::ledger::Ledger;
 use super::{AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle, Write};
 use crate::ids::Pa;
+use crate::shared::SharedBytes;
 
 const PAGE: usize = GRANULE as usize;
 
@@ -137,6 +138,17 @@ enum Pages {
     },
     /// 4 KiB pages keyed by page index.
     Sparse(HashMap<u64, Box<[u8]>>),
+    /// A large allocation whose bytes were all given at once from a buffer
+    /// the device shares with the loader (weights, in the inflated
+    /// payload): `len` bytes at `start` of `owner`, zeros after. Kept
+    /// instead of copied, because populating and copying a gigabyte of
+    /// weights cost as much as inflating them; copied out on the first write.
+    Shared {
+        owner: SharedBytes,
+        start: usize,
+        len: usize,
+        size: usize,
+    },
 }
 
 impl Pages {
@@ -168,11 +180,51 @@ impl Pages {
         match self {
             Pages::Dense { written, .. } => written.iter().map(|w| w.count_ones() as usize).sum(),
             Pages::Sparse(p) => p.len(),
+            Pages::Shared { len, .. } => len.div_ceil(PAGE),
         }
+    }
+
+    /// Keeps a reference to `data` in `owner` instead of copying it, when
+    /// it is the first write to a fresh mapped allocation and starts it;
+    /// false leaves the pages as they were, for a copy.
+    fn adopt(&mut self, owner: &SharedBytes, offset: u64, data: &[u8]) -> bool {
+        let Pages::Dense {
+            buf: Some(Buf::Map(_)),
+            size,
+            written,
+        } = self
+        else {
+            return false;
+        };
+        let Some(start) = owner.offset_of(data) else {
+            return false;
+        };
+        if offset != 0 || data.len() > *size || written.iter().any(|&w| w != 0) {
+            return false;
+        }
+        *self = Pages::Shared {
+            owner: owner.clone(),
+            start,
+            len: data.len(),
+            size: *size,
+        };
+        true
     }
 
     fn write(&mut self, offset: u64, data: &[u8]) {
         match self {
+            Pages::Shared {
+                owner,
+                start,
+                len,
+                size,
+            } => {
+                // Copy out, then write: the shared bytes never change.
+                let mut own = Pages::new(*size as u64, &mut Pool::default());
+                own.write(0, &owner[*start..*start + *len]);
+                own.write(offset, data);
+                *self = own;
+            }
             Pages::Dense {
                 buf: Some(Buf::Map(m)),
                 written,
@@ -259,6 +311,14 @@ impl Pages {
                 }
             }
             Pages::Dense { buf: None, .. } => out.fill(0),
+            Pages::Shared {
+                owner, start, len, ..
+            } => {
+                let at = offset as usize;
+                let held = len.saturating_sub(at).min(out.len());
+                out[..held].copy_from_slice(&owner[start + at..start + at + held]);
+                out[held..].fill(0);
+            }
             Pages::Sparse(pages) => {
                 for (page, in_page, at, n) in pieces(offset, out.len()) {
                     let dst = &mut out[at..at + n];
@@ -424,7 +484,10 @@ impl Device for SimDevice {
         };
         // The writes before a failed one happen, as they would one by one.
         for (w, store) in writes.iter().zip(&stores) {
-            lock_pages(store).write(w.offset, w.data);
+            let mut pages = lock_pages(store);
+            if !w.owner.is_some_and(|o| pages.adopt(o, w.offset, w.data)) {
+                pages.write(w.offset, w.data);
+            }
         }
         failed.map_or(Ok(()), Err)
     }
@@ -613,6 +676,96 @@ mod tests {
         assert_eq!(d.stored_pages(), 2 + 1 + 3 + 2 * POPULATE_MIN / PAGE);
         d.free(a.handle).unwrap();
         assert_eq!(d.lock().pool.len(), 0, "a mapping is not pooled");
+    }
+
+    /// The pages behind `handle`, to see how they are held.
+    fn pages_of(d: &SimDevice, handle: MemHandle) -> Store {
+        d.lock()
+            .books
+            .check_write(handle, 0, 1)
+            .unwrap()
+            .data
+            .clone()
+    }
+
+    #[test]
+    fn large_writes_from_a_shared_buffer_are_kept_by_reference_until_written() {
+        let size = DENSE_MAX as usize + PAGE + 10;
+        let owner = SharedBytes::new(
+            (0..size + 100)
+                .map(|i| (i % 251) as u8)
+                .collect::<Vec<u8>>(),
+        );
+        let data = &owner[50..50 + size - 7]; // 7 bytes short: they read as 0
+        let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
+        let a = d.alloc(req(size as u64)).unwrap();
+        let write = |offset, data| Write {
+            handle: a.handle,
+            offset,
+            data,
+            owner: Some(&owner),
+        };
+        d.write_all(&[write(0, data)]).unwrap();
+        assert!(matches!(
+            *lock_pages(&pages_of(&d, a.handle)),
+            Pages::Shared { start: 50, .. }
+        ));
+        assert_eq!(d.stored_pages(), size.div_ceil(PAGE));
+        let mut back = vec![0xEEu8; size];
+        d.read(a.handle, 0, &mut back).unwrap();
+        assert_eq!(&back[..data.len()], data);
+        assert!(back[data.len()..].iter().all(|&b| b == 0));
+        let mut tail = [0xEEu8; 20];
+        d.read(a.handle, (size - 20) as u64, &mut tail).unwrap();
+        assert_eq!(&tail[..13], &data[size - 20..]);
+        assert_eq!(&tail[13..], &[0; 7]);
+
+        // A later write copies the bytes out first and leaves the owner alone.
+        d.write(a.handle, 100, &[1, 2, 3]).unwrap();
+        assert!(!matches!(
+            *lock_pages(&pages_of(&d, a.handle)),
+            Pages::Shared { .. }
+        ));
+        d.read(a.handle, 0, &mut back).unwrap();
+        assert_eq!(&back[..100], &data[..100]);
+        assert_eq!(&back[100..103], &[1, 2, 3]);
+        assert_eq!(&back[103..data.len()], &data[103..]);
+        assert_eq!(
+            owner[150..153],
+            [150, 151, 152],
+            "the shared bytes never change"
+        );
+        d.free(a.handle).unwrap();
+    }
+
+    #[test]
+    fn shared_bytes_are_copied_unless_they_fill_a_fresh_large_allocation() {
+        let size = DENSE_MAX as usize + PAGE;
+        let owner = SharedBytes::new(vec![7u8; size]);
+        let elsewhere = vec![7u8; size];
+        let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
+        let shared = |handle, offset, data| {
+            let w = Write {
+                handle,
+                offset,
+                data,
+                owner: Some(&owner),
+            };
+            d.write_all(&[w]).unwrap();
+            matches!(*lock_pages(&pages_of(&d, handle)), Pages::Shared { .. })
+        };
+        let small = d.alloc(req(1 << 20)).unwrap();
+        assert!(!shared(small.handle, 0, &owner[..1 << 20]), "a heap buffer");
+        let a = d.alloc(req(size as u64)).unwrap();
+        assert!(!shared(a.handle, 8, &owner[..size - 8]), "not at the start");
+        let b = d.alloc(req(size as u64)).unwrap();
+        assert!(!shared(b.handle, 0, &elsewhere), "not inside the owner");
+        let c = d.alloc(req(size as u64)).unwrap();
+        d.write(c.handle, 0, &[1]).unwrap();
+        assert!(!shared(c.handle, 0, &owner[..]), "already written");
+        let mut back = vec![0u8; size];
+        d.read(c.handle, 0, &mut back).unwrap();
+        assert!(back.iter().all(|&x| x == 7), "copied all the same");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::isa::{self, DmaTrigger, OpcodeCensus};
+use super::pattern;
 use super::reloc::{BlockRef, Lowering, Relocation};
 use super::vars::{RemoteBinding, ScratchpadSizes, VarTable};
 use super::KbinError;
@@ -58,11 +59,13 @@ impl EngineProgram {
     }
 }
 
-/// A DMA ring: its queue and its static blocks in id order.
+/// A DMA ring: its queue and its static blocks in id order, whose access
+/// patterns the build held to [`pattern`]'s rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DmaRing {
     queue: DmaQueue,
     blocks: Vec<DmaBlock>,
+    descriptors: u32,
 }
 
 impl DmaRing {
@@ -72,6 +75,13 @@ impl DmaRing {
 
     pub fn blocks(&self) -> &[DmaBlock] {
         &self.blocks
+    }
+
+    /// Descriptor pairs the blocks expand into (each of the TX and RX
+    /// halves holds this many), at most [`pattern::MAX_RING_DESCRIPTORS`]:
+    /// staging sizes the ring from it once.
+    pub fn descriptors(&self) -> u32 {
+        self.descriptors
     }
 
     /// The block's completion semaphore: its own, else the queue-set rule.
@@ -210,22 +220,29 @@ impl Kbin {
     }
 }
 
-/// Builds every kbin, then resolves remote vars. The subgraph count was
-/// held to the logical core by the manifest layer, before any subgraph was
-/// read (parse.md §7.5).
+/// Builds every kbin, resolves remote vars, then checks and counts every
+/// ring's access patterns (last, where staging used to meet them). The
+/// subgraph count was held to the logical core by the manifest layer,
+/// before any subgraph was read (parse.md §7.5).
 pub fn build(manifest: &Manifest, archive: &Archive) -> Result<Vec<Kbin>, KbinError> {
     let mut kbins = Vec::with_capacity(manifest.subgraphs.len());
     for (index, sg) in manifest.subgraphs.iter().enumerate() {
         kbins.push(build_one(index, sg, manifest.kelf.target, archive)?);
     }
     resolve_remote_vars(&mut kbins)?;
+    for k in &mut kbins {
+        for r in &mut k.dma_rings {
+            r.descriptors = pattern::ring_descriptors(&k.name, &r.queue.name, &r.blocks)?;
+        }
+    }
     Ok(kbins)
 }
 
 /// Where each block landed, by (engine index, queue, block id).
 type BlockRefs = HashMap<(usize, String, u64), BlockRef>;
 
-/// The rings of a subgraph, and where each engine's blocks landed in them.
+/// The rings of a subgraph (uncounted), and where each engine's blocks
+/// landed in them.
 fn rings(sg: &Subgraph) -> (Vec<DmaRing>, BlockRefs) {
     let mut by_queue: BTreeMap<&str, Vec<(usize, &DmaBlock)>> = BTreeMap::new();
     for (e, engine) in sg.engines.engines.iter().enumerate() {
@@ -244,6 +261,7 @@ fn rings(sg: &Subgraph) -> (Vec<DmaRing>, BlockRefs) {
         rings.push(DmaRing {
             queue: q.clone(),
             blocks: blocks.into_iter().map(|(_, b)| b.clone()).collect(),
+            descriptors: 0,
         });
     }
     (rings, refs)
@@ -404,7 +422,7 @@ fn scan_stream(
 ///   first one with a non-remote var of the same name wins.
 ///
 /// Anything else fails the whole load (row 62).
-pub fn resolve_remote_vars(kbins: &mut [Kbin]) -> Result<(), KbinError> {
+fn resolve_remote_vars(kbins: &mut [Kbin]) -> Result<(), KbinError> {
     let n = kbins.len();
     let mut bindings: Vec<Vec<(VarId, RemoteBinding)>> = vec![Vec::new(); n];
     for (i, k) in kbins.iter().enumerate() {

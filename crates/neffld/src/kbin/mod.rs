@@ -2,8 +2,9 @@
 //! (parse.md §7). The build is where the NEFF's facts about its streams are
 //! checked — every pseudo record is known, every trigger starts exactly one
 //! block and every block is triggered once, every ADDR8 operand resolves to
-//! a staged variable in bounds, every remote variable binds — and what the
-//! checks found is kept as resolved [`reloc`]ations. A `Kbin` is built only
+//! a staged variable in bounds, every remote variable binds, every DMA
+//! block's access [`pattern`]s pair up within the vring limit — and what the
+//! checks found is kept as resolved [`reloc`]ations and ring sizes. A `Kbin` is built only
 //! here and read through accessors, so whatever holds one may trust it:
 //! staging and relocation apply addresses and decide nothing.
 //!
@@ -13,6 +14,7 @@
 
 pub mod build;
 pub mod isa;
+pub mod pattern;
 pub mod reloc;
 pub mod vars;
 
@@ -24,7 +26,8 @@ pub use vars::{RemoteBinding, ScratchpadSizes, VarTable};
 
 use crate::NrtStatus;
 
-/// Everything the KBIN build can reject. All map to `NRT_INVALID`.
+/// Everything the KBIN build can reject. All map to `NRT_INVALID` but a
+/// ring past the vring limit (`NRT_QUEUE_FULL`, stage.md §14).
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum KbinError {
     #[error("DMA trigger {queue}/{id} in {stream} has no matching block (instruction {instr})")]
@@ -93,6 +96,21 @@ pub enum KbinError {
         stream: String,
         detail: &'static str,
     },
+    #[error("{subgraph}: DMA access pattern of block {queue}/{id}: {detail}")]
+    BadPattern {
+        subgraph: String,
+        queue: String,
+        id: u64,
+        detail: String,
+    },
+    /// The reference's message, after where it happened.
+    #[error("{subgraph}, queue {queue}: Descriptor limit reached. Descriptors in vring {count}, Max allowed {max}")]
+    RingFull {
+        subgraph: String,
+        queue: String,
+        count: u64,
+        max: u64,
+    },
     #[error("Failed to resolve remote variables for subgraphs {first} to {last}: {detail}")]
     RemoteUnresolved {
         first: usize,
@@ -103,6 +121,9 @@ pub enum KbinError {
 
 impl KbinError {
     pub fn status(&self) -> NrtStatus {
-        NrtStatus::Invalid
+        match self {
+            KbinError::RingFull { .. } => NrtStatus::QueueFull,
+            _ => NrtStatus::Invalid,
+        }
     }
 }

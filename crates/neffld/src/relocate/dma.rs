@@ -10,13 +10,14 @@
 //! other endpoint is an absolute device address.
 //!
 //! This module is pure: addresses come in as [`Target`]s, bytes come out.
+//! It trusts the patterns: the KBIN build checked how they pair up and
+//! counted the ring ([`crate::kbin::pattern`]), so expanding one fails only
+//! on address arithmetic or host memory.
 
 use super::RelocError;
 use crate::fallible;
 use crate::ids::VarId;
-
-/// Largest transfer one descriptor moves (`len` 0 encodes 65536).
-pub const MAX_DESC_LEN: u64 = 1 << 16;
+use crate::kbin::pattern::{self, MAX_DESC_LEN};
 /// Size of one encoded descriptor.
 pub const DESC_BYTES: u64 = 16;
 
@@ -153,68 +154,32 @@ pub struct Pattern<'a> {
     pub steps: &'a [u64],
 }
 
-/// Bound on the runs one pattern may expand into, so a hostile pattern
-/// cannot make the loader build billions of descriptors.
-pub const MAX_RUNS_PER_PATTERN: u64 = 1 << 24;
-
-/// Descriptors one ring (each of its TX and RX halves) may hold: the
-/// reference's host-side vrings stop at 16,777,200 (stage.md §8.2).
-pub const MAX_RING_DESCRIPTORS: u64 = 16_777_200;
-
 impl Pattern<'_> {
-    fn run_count(&self) -> Result<u64, RelocError> {
-        if self.sizes.is_empty() || self.sizes.len() != self.steps.len() || self.sizes.contains(&0)
-        {
-            return Err(RelocError::BadPattern(
-                "sizes and steps must be non-empty, of equal length, with no 0 size".into(),
-            ));
-        }
-        let mut n: u64 = 1;
-        for &s in &self.sizes[1..] {
-            n = n
-                .checked_mul(s)
-                .filter(|&n| n <= MAX_RUNS_PER_PATTERN)
-                .ok_or_else(|| {
-                    RelocError::BadPattern(format!(
-                        "more than {MAX_RUNS_PER_PATTERN} contiguous runs"
-                    ))
-                })?;
-        }
-        Ok(n)
-    }
-
-    /// Descriptors the pattern expands into (runs times 64 KiB chunks per
-    /// run), computed without expanding it.
-    fn desc_count(&self) -> Result<u64, RelocError> {
-        let runs = self.run_count()?;
-        Ok(runs.saturating_mul(self.sizes[0].div_ceil(MAX_DESC_LEN)))
-    }
-
-    /// `(byte offset from the base, run length)` of every contiguous run,
-    /// innermost dimension fastest.
-    fn runs(&self) -> Result<Vec<(u64, u64)>, RelocError> {
-        let n = self.run_count()?;
-        let mut out = fallible::with_capacity(n as usize, "DMA runs")?;
-        let outer = &self.sizes[1..];
+    /// Chunks every contiguous run into `out`, innermost dimension fastest.
+    fn push_runs(&self, op: DescOp, out: &mut Vec<Pending>) -> Result<(), RelocError> {
+        let Some((&len, outer)) = self.sizes.split_first() else {
+            return Ok(());
+        };
+        let steps = self.steps.get(1..).unwrap_or_default();
         let mut idx = vec![0u64; outer.len()];
-        for _ in 0..n {
+        for _ in 0..pattern::run_count(self.sizes) {
             let mut delta: u64 = 0;
-            for (k, &i) in idx.iter().enumerate() {
+            for (&i, &step) in idx.iter().zip(steps) {
                 delta = i
-                    .checked_mul(self.steps[k + 1])
+                    .checked_mul(step)
                     .and_then(|d| delta.checked_add(d))
                     .ok_or(RelocError::AddressOverflow)?;
             }
-            out.push((delta, self.sizes[0]));
-            for (k, i) in idx.iter_mut().enumerate() {
+            chunk(self.target.plus(delta)?, len, op, out)?;
+            for (i, &n) in idx.iter_mut().zip(outer) {
                 *i += 1;
-                if *i < outer[k] {
+                if *i < n {
                     break;
                 }
                 *i = 0;
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -269,58 +234,32 @@ fn chunk(target: Target, len: u64, op: DescOp, out: &mut Vec<Pending>) -> Result
     Ok(())
 }
 
+/// A block whose patterns the KBIN build checked, as its TX/RX pairs.
+pub type BlockPatterns<'a> = [(Pattern<'a>, Pattern<'a>, DescOp)];
+
 /// Expands the descriptors of one block into TX/RX pairs. Runs of the two
 /// sides pair up one to one; when their counts differ (DMA transposes,
 /// whose device semantics are not documented) each side keeps its own runs
 /// and the shorter side is padded with self-copies so pairs stay aligned.
-pub fn expand_block(
-    descs: &[(Pattern<'_>, Pattern<'_>, DescOp)],
-) -> Result<BlockDescriptors, RelocError> {
-    expand_block_within(descs, MAX_RING_DESCRIPTORS)
+pub fn expand_block(descs: &BlockPatterns<'_>) -> Result<BlockDescriptors, RelocError> {
+    let mut out = BlockDescriptors::default();
+    expand_into(&mut out, descs)?;
+    Ok(out)
 }
 
-/// [`expand_block`] for a ring with room for `room` more descriptors: a
-/// block that would not fit is refused before anything is expanded.
-pub fn expand_block_within(
-    descs: &[(Pattern<'_>, Pattern<'_>, DescOp)],
-    room: u64,
-) -> Result<BlockDescriptors, RelocError> {
-    let mut count: u64 = 0;
-    for (from, to, _) in descs {
-        let pairs = from.desc_count()?.max(to.desc_count()?);
-        count = count.saturating_add(pairs);
-    }
-    if count > room {
-        return Err(RelocError::RingFull {
-            count: count.saturating_add(MAX_RING_DESCRIPTORS - room.min(MAX_RING_DESCRIPTORS)),
-            max: MAX_RING_DESCRIPTORS,
-        });
-    }
-    let mut out = BlockDescriptors::default();
-    fallible::reserve(&mut out.tx, count as usize, "DMA descriptors")?;
-    fallible::reserve(&mut out.rx, count as usize, "DMA descriptors")?;
+/// Appends the pairs of one block to `out`, with room reserved for them
+/// first (nothing to do when the ring was sized from the sealed count).
+fn expand_into(out: &mut BlockDescriptors, descs: &BlockPatterns<'_>) -> Result<(), RelocError> {
+    let count = descs.iter().fold(0u64, |n, (from, to, _)| {
+        let pairs = pattern::desc_count(from.sizes).max(pattern::desc_count(to.sizes));
+        n.saturating_add(pairs)
+    });
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    fallible::reserve(&mut out.tx, count, "DMA descriptors")?;
+    fallible::reserve(&mut out.rx, count, "DMA descriptors")?;
     for (from, to, op) in descs {
-        let (fr, tr) = (from.runs()?, to.runs()?);
-        if fr.len() != tr.len() && *op != DescOp::Transpose {
-            return Err(RelocError::BadPattern(format!(
-                "source has {} runs, destination {} (only a transpose may differ)",
-                fr.len(),
-                tr.len()
-            )));
-        }
-        if *op == DescOp::Copy {
-            if let Some(((_, a), (_, b))) = fr.iter().zip(&tr).find(|((_, a), (_, b))| a != b) {
-                return Err(RelocError::BadPattern(format!(
-                    "a copy moves {a} bytes from and {b} bytes to"
-                )));
-            }
-        }
-        for (delta, len) in fr {
-            chunk(from.target.plus(delta)?, len, *op, &mut out.tx)?;
-        }
-        for (delta, len) in tr {
-            chunk(to.target.plus(delta)?, len, *op, &mut out.rx)?;
-        }
+        from.push_runs(*op, &mut out.tx)?;
+        to.push_runs(*op, &mut out.rx)?;
         let pad = out.tx.len().max(out.rx.len());
         for side in [&mut out.tx, &mut out.rx] {
             while side.len() < pad {
@@ -333,7 +272,7 @@ pub fn expand_block_within(
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Ring capacity for `n` descriptors (stage.md §8.2: fewer than 32 → 64;
@@ -376,42 +315,40 @@ impl RingImage {
 }
 
 impl RingBuilder {
-    /// Appends a block; returns its first descriptor index.
+    /// An empty ring with room for `descriptors` pairs (the count the KBIN
+    /// build sealed), reserved once.
+    pub fn with_capacity(descriptors: u32) -> Result<RingBuilder, RelocError> {
+        let n = descriptors as usize;
+        Ok(RingBuilder {
+            pairs: BlockDescriptors {
+                tx: fallible::with_capacity(n, "a DMA ring")?,
+                rx: fallible::with_capacity(n, "a DMA ring")?,
+            },
+            blocks: Vec::new(),
+        })
+    }
+
+    /// Expands a block into the ring; returns its first descriptor index.
+    /// Indices fit in `u32`: the KBIN build held the ring to
+    /// [`pattern::MAX_RING_DESCRIPTORS`].
     pub fn add_block(
         &mut self,
         id: u64,
-        block: BlockDescriptors,
+        descs: &BlockPatterns<'_>,
         barrier: Barrier,
     ) -> Result<u32, RelocError> {
         let first = self.pairs.tx.len();
-        let count = block.tx.len();
-        if count == 0 {
-            return Err(RelocError::BadPattern(format!("block {id} moves nothing")));
-        }
-        let total = (first as u64).saturating_add(count as u64);
-        if total > MAX_RING_DESCRIPTORS {
-            return Err(RelocError::RingFull {
-                count: total,
-                max: MAX_RING_DESCRIPTORS,
-            });
-        }
-        fallible::reserve(&mut self.pairs.tx, count, "a DMA ring")?;
-        fallible::reserve(&mut self.pairs.rx, count, "a DMA ring")?;
-        let mut block = block;
-        match barrier {
-            Barrier::Dmb => block.tx[count - 1].flags |= len_ctrl::DMB,
-            Barrier::Sow => block.rx[count - 1].flags |= len_ctrl::SOW,
-        }
-        self.pairs.tx.extend(block.tx);
-        self.pairs.rx.extend(block.rx);
-        let (first, count) = (u32::try_from(first), u32::try_from(count));
-        let full = |_| RelocError::RingFull {
-            count: total,
-            max: MAX_RING_DESCRIPTORS,
+        expand_into(&mut self.pairs, descs)?;
+        let (side, flag) = match barrier {
+            Barrier::Dmb => (&mut self.pairs.tx, len_ctrl::DMB),
+            Barrier::Sow => (&mut self.pairs.rx, len_ctrl::SOW),
         };
-        let (first, count) = (first.map_err(full)?, count.map_err(full)?);
-        self.blocks.push((id, first, count));
-        Ok(first)
+        if let Some(last) = side[first..].last_mut() {
+            last.flags |= flag;
+        }
+        let count = self.pairs.tx.len() - first;
+        self.blocks.push((id, first as u32, count as u32));
+        Ok(first as u32)
     }
 
     pub fn len(&self) -> usize {
@@ -420,11 +357,6 @@ impl RingBuilder {
 
     pub fn is_empty(&self) -> bool {
         self.pairs.tx.is_empty()
-    }
-
-    /// Descriptors the ring can still take.
-    pub fn room(&self) -> u64 {
-        MAX_RING_DESCRIPTORS.saturating_sub(self.len() as u64)
     }
 
     /// Bytes the placed ring needs (TX and RX rings back to back).
@@ -533,7 +465,8 @@ mod tests {
         assert_eq!(b.tx.len(), 2);
         assert_eq!(b.tx[0].flags, len_ctrl::FIRST);
         assert_eq!(b.tx[1].flags, len_ctrl::CONCAT | len_ctrl::LAST);
-        ring.add_block(0, b, Barrier::Sow).unwrap();
+        ring.add_block(0, &[(from, to, DescOp::Copy)], Barrier::Sow)
+            .unwrap();
         let img = ring.place(0x900_0000).unwrap();
         assert_eq!(img.capacity, 64);
         assert_eq!(img.bytes.len(), 2 * 64 * 16);
@@ -561,21 +494,28 @@ mod tests {
     }
 
     #[test]
-    fn casts_scale_and_copies_must_match() {
+    fn casts_scale_and_carry_their_op() {
         let from = pat(Target::Abs(0x1000), &[444, 4], &[1, 444]);
         let to = pat(Target::Abs(0x9000), &[222, 4], &[1, 262144]);
-        let b = expand_block(&[(from, to, DescOp::Cast)]).unwrap();
+        let cast = [(from, to, DescOp::Cast)];
+        let b = expand_block(&cast).unwrap();
         assert_eq!((b.tx[0].len, b.rx[0].len), (444, 222));
-        let e = expand_block(&[(from, to, DescOp::Copy)]).unwrap_err();
-        assert!(e.to_string().contains("444"), "{e}");
-        let mut ring = RingBuilder::default();
-        ring.add_block(7, b, Barrier::Dmb).unwrap();
+        // Sized once from the count the KBIN build seals, as staging does.
+        let mut ring = RingBuilder::with_capacity(8).unwrap();
+        assert_eq!(ring.add_block(3, &cast, Barrier::Dmb).unwrap(), 0);
+        assert_eq!(ring.add_block(7, &cast, Barrier::Dmb).unwrap(), 4);
+        assert_eq!(ring.blocks, vec![(3, 0, 4), (7, 4, 4)]);
         let (tx, _) = ring.place(0x10_0000).unwrap().descriptors();
         assert_eq!(
             tx[0].meta_ctrl,
             META_CTRL_DEFAULT | (1 << META_CTRL_OP_SHIFT)
         );
         assert!(tx[3].len_ctrl & len_ctrl::DMB != 0);
+        assert!(
+            tx[2].len_ctrl & len_ctrl::DMB == 0,
+            "only each block's last"
+        );
+        assert!(tx[7].len_ctrl & len_ctrl::DMB != 0);
     }
 
     #[test]
@@ -606,66 +546,16 @@ mod tests {
     }
 
     #[test]
-    fn ring_descriptor_limit_is_checked_before_expanding() {
-        // 2^24 runs of 64 bytes (a 0 stride keeps them in bounds), and one
-        // run of 2^40 bytes (2^24 chunks): each past the vring limit.
-        let runs = pat(Target::Abs(0), &[64, 1 << 24], &[1, 0]);
-        let long = pat(
-            Target::Io {
-                var: VarId(1),
-                offset: 0,
-            },
-            &[1 << 40],
-            &[1],
-        );
-        for p in [runs, long] {
-            let t = std::time::Instant::now();
-            let e = expand_block(&[(p, p, DescOp::Copy)]).unwrap_err();
-            assert_eq!(
-                e,
-                RelocError::RingFull {
-                    count: 1 << 24,
-                    max: MAX_RING_DESCRIPTORS
-                }
-            );
-            assert_eq!(e.status(), crate::NrtStatus::QueueFull);
-            assert!(t.elapsed() < std::time::Duration::from_secs(1));
-        }
-        assert!(expand_block(&[(long, long, DescOp::Copy)])
-            .unwrap_err()
-            .to_string()
-            .starts_with(
-                "Descriptor limit reached. Descriptors in vring 16777216, Max allowed 16777200"
-            ));
-        // The limit is per ring: a block that fits alone does not fit a ring
-        // with too little room left.
-        let one = pat(Target::Abs(0), &[64, 3], &[1, 64]);
-        assert_eq!(
-            expand_block_within(&[(one, one, DescOp::Copy)], 3)
-                .unwrap()
-                .tx
-                .len(),
-            3
-        );
-        assert!(matches!(
-            expand_block_within(&[(one, one, DescOp::Copy)], 2),
-            Err(RelocError::RingFull { count, .. }) if count == MAX_RING_DESCRIPTORS + 1
-        ));
-    }
-
-    #[test]
-    fn hostile_patterns_are_bounded() {
-        let huge = pat(Target::Abs(0), &[1, 1 << 20, 1 << 20], &[1, 1, 1]);
-        assert!(matches!(
-            expand_block(&[(huge, huge, DescOp::Copy)]),
-            Err(RelocError::BadPattern(_))
-        ));
-        let zero = pat(Target::Abs(0), &[0], &[1]);
-        assert!(expand_block(&[(zero, zero, DescOp::Copy)]).is_err());
+    fn address_arithmetic_past_64_bits_is_refused() {
         let wrap = pat(Target::Abs(u64::MAX - 10), &[4, 2], &[1, 100]);
         assert_eq!(
             expand_block(&[(wrap, wrap, DescOp::Copy)]).unwrap_err(),
             RelocError::AddressOverflow
+        );
+        let mut ring = RingBuilder::default();
+        assert_eq!(
+            ring.add_block(0, &[(wrap, wrap, DescOp::Copy)], Barrier::Sow),
+            Err(RelocError::AddressOverflow)
         );
     }
 

@@ -107,8 +107,9 @@ pub fn image_len(records: u64, relocations: &[Relocation], code: RuntimeCode) ->
 }
 
 /// Lowers one engine's NEFF stream (`name` is used in error messages) by
-/// its resolved `relocations`, and assembles its image between the
-/// runtime's own `code`, as it will sit at device address `base`.
+/// its resolved `relocations` (in record order, each naming a record of this
+/// stream, as the sealed kbin holds them), and assembles its image between
+/// the runtime's own `code`, as it will sit at device address `base`.
 pub fn lower(
     name: &str,
     stream: &[u8],
@@ -125,6 +126,7 @@ pub fn lower(
         (pre.len() + n_records + code.postamble_slots() as usize) * RECORD as usize,
         "an instruction image",
     )?;
+    fallible::populate(&mut img.bytes);
     for rec in &pre {
         img.bytes.extend_from_slice(rec);
     }
@@ -135,12 +137,17 @@ pub fn lower(
         device_count: pre.len() as u32,
     });
     let main_start = img.bytes.len();
-    let mut next = relocations.iter().peekable();
-    for (i, rec) in stream.chunks_exact(RECORD as usize).enumerate() {
-        let Some(reloc) = next.next_if(|x| x.record() as usize == i) else {
-            img.bytes.extend_from_slice(rec);
-            continue;
-        };
+    let record = RECORD as usize;
+    let stream = &stream[..n_records * record];
+    // Records no relocation names are copied as they are, a run at a time:
+    // most of a stream (all of a PE stream) is such runs.
+    let mut copied = 0;
+    for reloc in relocations {
+        let i = reloc.record() as usize;
+        img.bytes
+            .extend_from_slice(&stream[copied * record..i * record]);
+        copied = i + 1;
+        let rec = &stream[i * record..copied * record];
         let patch = |device_count| Patch {
             section: Section::Main,
             neff_index: i as u32,
@@ -175,6 +182,7 @@ pub fn lower(
         img.bytes.extend_from_slice(&out);
         img.patches.push(patch(1));
     }
+    img.bytes.extend_from_slice(&stream[copied * record..]);
     let main_len = (img.bytes.len() - main_start) / RECORD as usize;
     let post = code.postamble(main_len as u32);
     for rec in &post {

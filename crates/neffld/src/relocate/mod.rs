@@ -26,12 +26,8 @@ pub enum RelocError {
     NotStaged(String),
     #[error("template pointer cannot encode var_id {var} offset {offset} (19 and 36 bits)")]
     TemplateRange { var: u32, offset: u64 },
-    #[error("DMA access pattern: {0}")]
-    BadPattern(String),
     #[error("device address arithmetic overflows 64 bits")]
     AddressOverflow,
-    #[error("Descriptor limit reached. Descriptors in vring {count}, Max allowed {max}")]
-    RingFull { count: u64, max: u64 },
     #[error(transparent)]
     HostMemory(#[from] HostOom),
 }
@@ -39,7 +35,6 @@ pub enum RelocError {
 impl RelocError {
     pub fn status(&self) -> NrtStatus {
         match self {
-            RelocError::RingFull { .. } => NrtStatus::QueueFull,
             RelocError::HostMemory(_) => NrtStatus::Resource,
             _ => NrtStatus::Invalid,
         }

@@ -25,12 +25,11 @@ use crate::kbin::isa::RECORD_LEN;
 use crate::kbin::{BlockRef, DmaRing, Kbin};
 use crate::manifest::def::QueueKind;
 use crate::manifest::engine::{DmaOp, DveSlot, Endpoint, EngineType};
-use crate::relocate::dma::{
-    expand_block, Barrier, DescOp, Pattern, RingBuilder, RingImage, Target,
-};
+use crate::relocate::dma::{Barrier, DescOp, Pattern, RingBuilder, RingImage, Target};
 use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
 use crate::relocate::runtime_code::{self, CoreRole, QueueShape, RuntimeCode, IMAGE_ALIGN};
 use crate::relocate::RelocError;
+use crate::shared::SharedBytes;
 use crate::Arch;
 
 use super::plan::{self, CorePlan};
@@ -291,7 +290,7 @@ fn build_ring(
     } else {
         Barrier::Sow
     };
-    let mut builder = RingBuilder::default();
+    let mut builder = RingBuilder::with_capacity(ring.descriptors()).map_err(|e| b.reloc(e))?;
     for block in ring.blocks() {
         let mut descs = Vec::with_capacity(block.descs.len());
         for d in &block.descs {
@@ -312,11 +311,10 @@ fn build_ring(
             ));
         }
         let t = std::time::Instant::now();
-        let expanded = expand_block(&descs).map_err(|e| b.reloc(e))?;
-        b.reloc_time += t.elapsed();
         builder
-            .add_block(block.id, expanded, barrier)
+            .add_block(block.id, &descs, barrier)
             .map_err(|e| b.reloc(e))?;
+        b.reloc_time += t.elapsed();
     }
     let (handle, pa) = b.alloc(
         &format!("ring {}", ring.queue().name),
@@ -541,7 +539,7 @@ fn build_parts<'a>(
     // Every copy, as one batch.
     let mut copies = Copies::default();
     for (handle, bytes, name) in plan::weight_copies(kbin, archive, plan) {
-        copies.push(handle, bytes, Fill::Weight(name));
+        copies.push_from(handle, bytes, Some(archive.shared()), Fill::Weight(name));
     }
     for r in &rings {
         copies.push(r.handle, &r.image.bytes, Fill::Ring(&r.queue));
@@ -577,11 +575,24 @@ impl<'a> Copies<'a> {
     /// Queues a copy of `data` to the start of `handle`; empty ones are
     /// skipped.
     fn push(&mut self, handle: MemHandle, data: &'a [u8], what: Fill<'a>) {
+        self.push_from(handle, data, None, what);
+    }
+
+    /// [`Copies::push`] of bytes that lie in `owner`, which the device may
+    /// keep instead of copying them.
+    fn push_from(
+        &mut self,
+        handle: MemHandle,
+        data: &'a [u8],
+        owner: Option<&'a SharedBytes>,
+        what: Fill<'a>,
+    ) {
         if !data.is_empty() {
             self.writes.push(Write {
                 handle,
                 offset: 0,
                 data,
+                owner,
             });
             self.what.push(what);
         }

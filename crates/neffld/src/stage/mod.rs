@@ -54,12 +54,6 @@ pub enum StageError {
         subgraph: String,
         source: RelocError,
     },
-    #[error("Failed to find remote variable {var_id} in relative sg {rel_sg} (from {subgraph})")]
-    RemoteVar {
-        subgraph: String,
-        rel_sg: u32,
-        var_id: u32,
-    },
     #[error("Model {0} already in DB")]
     ModelInDb(u32),
     #[error("staging thread for {subgraph} panicked: {message}")]

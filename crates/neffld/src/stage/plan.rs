@@ -330,7 +330,7 @@ pub fn plan(
             plan.vars.push(placement);
         }
     }
-    bind_remote(kbins, plans)?;
+    bind_remote(kbins, plans);
     for (kbin, plan) in kbins.iter().zip(plans.iter()) {
         fill_pointers(&planner, kbin, plan)?;
     }
@@ -362,23 +362,15 @@ pub fn weight_copies<'a>(
 
 /// Remote variables alias the placement of their target in another
 /// subgraph of the same load (§6.7); no allocation.
-fn bind_remote(kbins: &[Kbin], plans: &mut [&mut CorePlan]) -> Result<(), StageError> {
+fn bind_remote(kbins: &[Kbin], plans: &mut [&mut CorePlan]) {
     for (k, kbin) in kbins.iter().enumerate() {
-        for (local, b) in kbin.vars().remote_bindings() {
-            let err = || StageError::RemoteVar {
-                subgraph: kbin.name().to_string(),
-                rel_sg: b.rel_sg,
-                var_id: b.var_id.0,
-            };
-            let target = *plans
-                .get(b.rel_sg as usize)
-                .and_then(|p| p.vars.get(b.var_id.0 as usize))
-                .ok_or_else(err)?;
-            let slot = plans[k].vars.get_mut(local.0 as usize).ok_or_else(err)?;
-            *slot = target;
+        for &(local, b) in kbin.vars().remote_bindings() {
+            // `kbin::build` bound every remote var against this same set of
+            // kbins, to an existing var of another subgraph, and each plan
+            // holds one placement per var of its kbin: the indices hold.
+            plans[k].vars[local.0 as usize] = plans[b.rel_sg as usize].vars[b.var_id.0 as usize];
         }
     }
-    Ok(())
 }
 
 /// Writes pointer slots: the referenced variable's address when it is
