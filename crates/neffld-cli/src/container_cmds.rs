@@ -141,56 +141,157 @@ fn parse_json(neff: &Neff) -> Result<Value, Failure> {
 /// failure: reading the file, the container (the hash is always computed;
 /// with `verify` it must match), then the manifests and KBIN build.
 fn examine(file: &Path, max_inflated: Option<u64>, verify: bool) -> (Value, Result<(), Failure>) {
-    let mut out = json!({"file": input::display(file)});
+    match input::read(file) {
+        Ok(bytes) => examine_bytes(file, &bytes, max_inflated, verify),
+        Err(e) => {
+            let mut out = json!({"file": input::display(file), "warnings": []});
+            set_status(&mut out, Some(&e));
+            (out, Err(e))
+        }
+    }
+}
+
+fn container_failure(e: neffld::container::ContainerError) -> Failure {
+    Failure {
+        stage: "container",
+        status: e.status(),
+        message: e.to_string(),
+    }
+}
+
+/// [`examine`] of bytes already read.
+fn examine_bytes(
+    file: &Path,
+    bytes: &[u8],
+    max_inflated: Option<u64>,
+    verify: bool,
+) -> (Value, Result<(), Failure>) {
+    let mut out = json!({"file": input::display(file), "size": bytes.len()});
     let mut warnings: Vec<String> = Vec::new();
     let outcome = (|| -> Result<(), Failure> {
-        let bytes = input::read(file)?;
-        out["size"] = json!(bytes.len());
-        let container = |e: neffld::container::ContainerError| Failure {
-            stage: "container",
-            status: e.status(),
-            message: e.to_string(),
-        };
-        let h = NeffHeader::parse(&bytes).map_err(container)?;
+        let h = NeffHeader::parse(bytes).map_err(container_failure)?;
         out["header"] = header_json(&h);
-        h.validate(bytes.len() as u64).map_err(container)?;
-        let window = payload_window(&bytes, &h).unwrap_or_default();
-        let alg = integrity::HashAlgorithm::for_pkg_version(h.pkg_version);
-        let checked = integrity::verify(h.pkg_version, &h.hash, window);
-        let result = match &checked {
+        h.validate(bytes.len() as u64).map_err(container_failure)?;
+        let window = payload_window(bytes, &h).unwrap_or_default();
+        if let Err(e) = integrity_json(&mut out, &h, window, None, verify) {
+            if verify {
+                return Err(container_failure(e));
+            }
+            warnings.push(format!(
+                "hash not checked by default, and it does not match: {e}"
+            ));
+        }
+        let limit = max_inflated.unwrap_or_else(|| default_inflate_limit(window.len() as u64));
+        let archive = Archive::decode(window, limit).map_err(container_failure)?;
+        describe_opened(
+            &mut out,
+            &mut warnings,
+            &Neff {
+                header: h,
+                verified: None,
+                archive,
+            },
+        )
+    })();
+    out["warnings"] = json!(warnings);
+    set_status(&mut out, outcome.as_ref().err());
+    (out, outcome)
+}
+
+/// The report's `integrity`: the digest is always computed and shown; the
+/// comparison with the header is `verified` when an open already made it.
+fn integrity_json(
+    out: &mut Value,
+    h: &NeffHeader,
+    window: &[u8],
+    verified: Option<integrity::Verified>,
+    checked: bool,
+) -> Result<(), neffld::container::ContainerError> {
+    let alg = integrity::HashAlgorithm::for_pkg_version(h.pkg_version);
+    let result = match verified {
+        Some(v) => Ok(v),
+        None => integrity::verify(h.pkg_version, &h.hash, window),
+    };
+    // The payload's digest, from the one comparison already made: a match
+    // says it (in the form it matched), a mismatch carries it.
+    let n = alg.digest_len();
+    let digest = match &result {
+        Ok(v) if v.form == integrity::DigestForm::WordSwapped => {
+            hex(&integrity::word_swap(&h.hash, n)[..n])
+        }
+        Ok(_) => hex(&h.hash[..n]),
+        Err(neffld::container::ContainerError::HashMismatch { computed, .. }) => computed.clone(),
+        Err(_) => hex(&integrity::digest(alg, window)[..n]),
+    };
+    out["integrity"] = json!({
+        "checked": checked,
+        "algorithm": alg.name().to_lowercase(),
+        "digest": digest,
+        "result": match &result {
             Ok(v) => v.form.name(),
             Err(neffld::container::ContainerError::EmptyPayload) => "skipped",
             Err(_) => "mismatch",
-        };
-        out["integrity"] = json!({
-            "checked": verify,
-            "algorithm": alg.name().to_lowercase(),
-            "digest": hex(&integrity::digest(alg, window)[..alg.digest_len()]),
-            "result": result,
-        });
-        match checked {
-            Err(e) if verify => return Err(container(e)),
-            Err(e) => warnings.push(format!(
-                "hash not checked by default, and it does not match: {e}"
-            )),
-            Ok(_) => {}
+        },
+    });
+    result.map(|_| ())
+}
+
+/// The archive, members and manifest parts of the report, from an opened NEFF.
+fn describe_opened(
+    out: &mut Value,
+    warnings: &mut Vec<String>,
+    neff: &Neff,
+) -> Result<(), Failure> {
+    warnings.extend(neff.archive.warnings().iter().cloned());
+    out["archive"] = archive_json(&neff.archive);
+    out["members"] = out["archive"]["members"].clone();
+    let parsed = parse_json(neff)?;
+    for k in ["target", "inputs", "outputs", "subgraphs"] {
+        out[k] = parsed[k].clone();
+    }
+    Ok(())
+}
+
+/// `verify` of one readable file: opened once, as the load opens it, and
+/// that one open serves the report and the load. Only a NEFF the open
+/// refuses is examined gate by gate, to show how far it got.
+fn verify_bytes(
+    file: &Path,
+    bytes: &[u8],
+    max_inflated: Option<u64>,
+    config: &neffld::config::RuntimeConfig,
+) -> (Value, Result<(), Failure>) {
+    let to_failure = |e: neffld::api::LoadError| crate::load_cmd::load_failure(&e);
+    let neff = match neffld::container::open(bytes, &neffld::verify::open_options(config)) {
+        Ok(neff) => neff,
+        Err(e) => {
+            let (mut out, _) = examine_bytes(file, bytes, max_inflated, config.validate_hash);
+            let outcome = Err(to_failure(e.into()));
+            set_status(&mut out, outcome.as_ref().err());
+            return (out, outcome);
         }
-        let limit = max_inflated.unwrap_or_else(|| default_inflate_limit(window.len() as u64));
-        let archive = Archive::decode(window, limit).map_err(container)?;
-        warnings.extend(archive.warnings().iter().cloned());
-        out["archive"] = archive_json(&archive);
-        out["members"] = out["archive"]["members"].clone();
-        let neff = Neff {
-            header: h,
-            verified: None,
-            archive,
-        };
-        let parsed = parse_json(&neff)?;
-        for k in ["target", "inputs", "outputs", "subgraphs"] {
-            out[k] = parsed[k].clone();
-        }
-        Ok(())
-    })();
+    };
+    let mut out = json!({"file": input::display(file), "size": bytes.len()});
+    let mut warnings = Vec::new();
+    out["header"] = header_json(&neff.header);
+    let window = payload_window(bytes, &neff.header).unwrap_or_default();
+    if let Err(e) = integrity_json(
+        &mut out,
+        &neff.header,
+        window,
+        neff.verified,
+        config.validate_hash,
+    ) {
+        warnings.push(format!(
+            "hash not checked by default, and it does not match: {e}"
+        ));
+    }
+    // A report part the manifests cannot give is left out; the verdict is
+    // the load's.
+    let _ = describe_opened(&mut out, &mut warnings, &neff);
+    let outcome = neffld::verify::verify_opened(bytes, neff, config)
+        .map(|_| ())
+        .map_err(to_failure);
     out["warnings"] = json!(warnings);
     set_status(&mut out, outcome.as_ref().err());
     (out, outcome)
@@ -237,15 +338,10 @@ pub fn verify(
     let (mut failed_gate, mut unreadable) = (0usize, 0usize);
     let mut text = String::new();
     for f in files {
-        let (mut out, mut outcome) = examine(f, max_inflated, config.validate_hash);
-        if out["size"].is_number() {
-            outcome = input::read(f).and_then(|bytes| {
-                neffld::verify(&bytes, &config)
-                    .map(|_| ())
-                    .map_err(|e| crate::load_cmd::load_failure(&e))
-            });
-            set_status(&mut out, outcome.as_ref().err());
-        }
+        let (out, outcome) = match input::read(f) {
+            Ok(bytes) => verify_bytes(f, &bytes, max_inflated, &config),
+            Err(_) => examine(f, max_inflated, config.validate_hash),
+        };
         let name = input::display(f);
         match &outcome {
             Ok(()) => text.push_str(&format!(
