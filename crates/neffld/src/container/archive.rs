@@ -1107,20 +1107,21 @@ mod tests {
 
     /// What a decode returned, comparable across decoders: the bytes and
     /// the account of the window, or the error's full text.
-    fn outcome(
-        r: Result<(Vec<u8>, Encoding), ContainerError>,
-    ) -> Result<(Vec<u8>, Encoding), String> {
+    type Seen = Result<(Vec<u8>, Encoding), String>;
+
+    fn outcome(r: Result<(Vec<u8>, Encoding), ContainerError>) -> Seen {
         r.map_err(|e| format!("{e} [{:?}]", e.status()))
     }
 
     /// The streaming decode with a front (what a mapped load of a large
     /// payload runs), and the ends it reported to the release function.
-    fn stream_released(w: &[u8], limit: u64) -> (Result<(Vec<u8>, Encoding), String>, Vec<usize>) {
+    fn stream_released(w: &[u8], limit: u64) -> (Seen, Vec<usize>) {
         let ends = std::sync::Mutex::new(Vec::new());
-        let rel = |end: usize| ends.lock().unwrap().push(end);
-        let front = ReadFront::new(&rel, w.len(), false);
-        let r = outcome(inflate_stream(w, limit, Some(&front)));
-        drop(front);
+        let r = {
+            let rel = |end: usize| ends.lock().unwrap().push(end);
+            let front = ReadFront::new(&rel, w.len(), false);
+            outcome(inflate_stream(w, limit, Some(&front)))
+        };
         (r, ends.into_inner().unwrap())
     }
 
@@ -1214,13 +1215,14 @@ mod tests {
     #[test]
     fn a_released_window_from_the_threshold_up_streams() {
         let ends = std::sync::Mutex::new(Vec::new());
-        let rel = |end: usize| ends.lock().unwrap().push(end);
         let raw = tar(&[TarEntry::file("a", &vec![5u8; 2 * STREAM_CHUNK])]);
-        let front = ReadFront::new(&rel, raw.len(), false);
-        let a = Archive::decode_passing(&raw, 1 << 30, 10, Some(&front)).unwrap();
-        assert_eq!(a.decoded(), &raw[..]);
-        assert_eq!(a.encoding(), Some(Encoding::RawTar));
-        drop(front);
+        {
+            let rel = |end: usize| ends.lock().unwrap().push(end);
+            let front = ReadFront::new(&rel, raw.len(), false);
+            let a = Archive::decode_passing(&raw, 1 << 30, 10, Some(&front)).unwrap();
+            assert_eq!(a.decoded(), &raw[..]);
+            assert_eq!(a.encoding(), Some(Encoding::RawTar));
+        }
         let ends = ends.into_inner().unwrap();
         assert_eq!(ends, [STREAM_CHUNK, 2 * STREAM_CHUNK, raw.len()]);
     }

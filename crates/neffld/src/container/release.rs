@@ -106,22 +106,22 @@ mod tests {
     #[test]
     fn two_threads_release_in_order_up_to_the_end() {
         let got = Mutex::new(Vec::new());
-        let rel = recorder(&got);
-        let f = ReadFront::new(&rel, 1 << 16, true);
-        std::thread::scope(|s| {
-            for reader in [Reader::Decode, Reader::Hash] {
-                let f = &f;
-                s.spawn(move || {
-                    for p in (0..=1 << 16).step_by(7) {
-                        f.passed(reader, p);
-                    }
-                    f.passed(reader, 1 << 16);
-                });
-            }
-        });
+        {
+            let rel = recorder(&got);
+            let f = ReadFront::new(&rel, 1 << 16, true);
+            std::thread::scope(|s| {
+                for reader in [Reader::Decode, Reader::Hash] {
+                    let f = &f;
+                    s.spawn(move || {
+                        for p in (0..=1 << 16).step_by(7) {
+                            f.passed(reader, p);
+                        }
+                        f.passed(reader, 1 << 16);
+                    });
+                }
+            });
+        }
         // Each end is reported once; calls may interleave, so sort them.
-        drop(f);
-        drop(rel);
         let mut ends = got.into_inner().unwrap();
         ends.sort_unstable();
         assert!(
