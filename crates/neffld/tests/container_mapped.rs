@@ -8,8 +8,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use neffld::api::Runtime;
+use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::container::mapped::RELEASE_ALIGN;
 use neffld::container::{self, MappedFile, Neff, OpenOptions, STREAM_MIN};
 use neffld::testkit::{lnc_writer, npy_v1, Synth};
+use neffld::Arch;
 
 /// Weights of barely compressible bytes, so the payload window is larger
 /// than the streaming threshold.
@@ -98,13 +102,30 @@ fn a_large_payload_decodes_the_same_and_is_released() {
         let got = seen(got);
         assert!(expected.is_ok());
         assert!(got == expected, "hash {verify_hash}: the archives differ");
-        // Only the last partial release block (and a header page touched
-        // again) may stay mapped: a full window would be over 64 MiB.
+        // Only the blocks of the cache key's 64 sampled pieces (at most two
+        // each) and the partial last block stay: the window is over 64 MiB.
+        let bound = 130 * RELEASE_ALIGN as u64;
         assert!(
-            resident <= 1 << 20,
+            resident <= bound,
             "hash {verify_hash}: {resident} bytes still resident"
         );
     }
+    // A one-shot load of the opened file reads only pages that were kept
+    // (the header, the cache key's sample): nothing faults back.
+    let map = file.map();
+    let n = container::open_mapped(&map, &opts(false)).unwrap();
+    let before = map.resident_bytes().unwrap();
+    let config = RuntimeConfig {
+        arch: Arch::Cayman,
+        lnc: Some(1),
+        device: DeviceKind::Null,
+        one_load_at_a_time: true,
+        ..RuntimeConfig::default()
+    };
+    let rt = Runtime::new(config).unwrap();
+    let model = rt.load_opened(map.bytes(), n, -1, 1).unwrap();
+    assert_eq!(map.resident_bytes(), Some(before));
+    rt.unload(&model).unwrap();
     // The members are the writer's: the weights read back whole.
     let map = file.map();
     let n = container::open_mapped(&map, &opts(true)).unwrap();

@@ -8,6 +8,7 @@ pub mod header;
 pub mod integrity;
 pub mod mapped;
 pub mod release;
+pub mod sample;
 pub mod sniff;
 pub mod writer;
 
