@@ -275,11 +275,12 @@ fn inflate(
 
 /// Payload windows at least this large are inflated as a stream when their
 /// pages can be released behind the decoder ([`super::open_mapped`]): peak
-/// memory is then the inflated size instead of the window plus it.
-/// Smaller ones take libdeflate's one call, which is faster per byte
-/// (measured on 512 MiB of incompressible weights: zlib-rs streaming
-/// 1.30–1.37 s of user time against libdeflate's 1.16–1.18 s, but the
-/// mapping saves the copy a read makes; docs/performance.md).
+/// memory is then the inflated size instead of the window plus it. zlib-rs
+/// spends about 25 % more user time than libdeflate's one call on
+/// incompressible weights, but a mapped file saves the copy and the faults
+/// of reading it: whole `neffld load` processes of 512 MiB of such weights
+/// took 0.82× the CPU, of 64 MiB 0.99× (docs/performance.md, change 15).
+/// Below this, the one call is kept for its speed per byte.
 pub const STREAM_MIN: u64 = 64 << 20;
 
 /// Window bytes handed to the streaming decoder per call: large enough that
