@@ -8,26 +8,17 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use neffld::container::STREAM_MIN;
-use neffld::testkit::{lnc_writer, npy_v1, Synth};
+use neffld::testkit::{lnc_writer, noise, npy_v1, Synth};
 use serde_json::Value;
 
 /// A NEFF whose weights are barely compressible bytes, so the payload
 /// window is above the streaming threshold.
 fn large_neff() -> Vec<u8> {
     let per = (STREAM_MIN + (4 << 20)) as usize;
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let noise: Vec<u8> = (0..per / 8)
-        .flat_map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x.to_le_bytes()
-        })
-        .collect();
     let mut synth = Synth::cayman_weights(1, 4);
     synth.set(
         "sg00/value_sg0000_w_CRSM.npy",
-        npy_v1("<f4", &[per as u64 / 4], &noise),
+        npy_v1("<f4", &[per as u64 / 4], &noise(per)),
     );
     let bytes = lnc_writer(1).write(&synth.member_list());
     assert!((bytes.len() - 1024) as u64 >= STREAM_MIN);

@@ -52,16 +52,7 @@ fn main() {
             let mut synth = Synth::cayman_weights(sg as usize, per);
             if mode == "gen-random" {
                 // Incompressible weights: the file is as large as the payload.
-                let mut x = 0x9E37_79B9_7F4A_7C15u64;
-                let mut noise: Vec<u8> = (0..per.div_ceil(8))
-                    .flat_map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x.to_le_bytes()
-                    })
-                    .collect();
-                noise.truncate(per as usize);
+                let noise = neffld::testkit::noise(per as usize);
                 let npy = neffld::testkit::npy_v1("<f4", &[per / 4], &noise);
                 for g in 0..sg {
                     synth.set(&format!("sg{g:02}/value_sg0000_w_CRSM.npy"), npy.clone());

@@ -593,6 +593,22 @@ impl Synth {
     }
 }
 
+/// `len` incompressible bytes (xorshift64): weights whose gzip is as large
+/// as they are, for payloads of a given window size.
+pub fn noise(len: usize) -> Vec<u8> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut out: Vec<u8> = (0..len.div_ceil(8))
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()
+        })
+        .collect();
+    out.truncate(len);
+    out
+}
+
 /// A 2.21-family writer whose header declares logical-core size `lnc`.
 pub fn lnc_writer(lnc: u32) -> NeffWriter {
     let mut h = Producer::V2_21.default_header();

@@ -12,7 +12,7 @@ use neffld::api::Runtime;
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::mapped::RELEASE_ALIGN;
 use neffld::container::{self, MappedFile, Neff, OpenOptions, STREAM_MIN};
-use neffld::testkit::{lnc_writer, npy_v1, Synth};
+use neffld::testkit::{lnc_writer, noise, npy_v1, Synth};
 use neffld::Arch;
 
 /// Weights of barely compressible bytes, so the payload window is larger
@@ -21,16 +21,7 @@ fn weights() -> &'static Vec<u8> {
     static W: OnceLock<Vec<u8>> = OnceLock::new();
     W.get_or_init(|| {
         let per = (STREAM_MIN + (8 << 20)) as usize;
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let noise: Vec<u8> = (0..per / 8)
-            .flat_map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x.to_le_bytes()
-            })
-            .collect();
-        npy_v1("<f4", &[per as u64 / 4], &noise)
+        npy_v1("<f4", &[per as u64 / 4], &noise(per))
     })
 }
 
