@@ -20,10 +20,10 @@ use neffld::{parse, Arch, NrtStatus};
 use serde_json::{json, Value};
 
 use crate::recorder::Recorder;
-use crate::report::{emit, failed, print_json, stamp, Failure};
+use crate::report::{emit, failed, failure_document, print_json, stamp, Failure};
 use crate::style::Style;
 use crate::target::lnc_refusal;
-use crate::{input, map, memory, units};
+use crate::{input, map, memory, sigbus, units};
 
 /// Show a progress bar for files at least this large.
 const PROGRESS_MIN: u64 = 64 << 20;
@@ -499,6 +499,19 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     }
     let source = input::source(&a.file)?;
     let bytes = source.bytes();
+    let _shortened = matches!(source, input::Source::Mapped(_)).then(|| {
+        let f = Failure::io(format!(
+            "cannot read {}: the file was shortened by another process while it was mapped",
+            input::display(&a.file)
+        ));
+        if a.json {
+            let doc = serde_json::to_string_pretty(&failure_document("load", &f))
+                .expect("JSON values always serialise");
+            sigbus::guard(bytes, format!("{doc}\n"), 1)
+        } else {
+            sigbus::guard(bytes, format!("neffld load: {}\n", f.human()), 2)
+        }
+    });
     let config_err = |e: neffld::config::ConfigError| Failure {
         stage: "config",
         status: e.status(),
