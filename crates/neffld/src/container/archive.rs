@@ -279,7 +279,7 @@ fn inflate(
 /// spends about 25 % more user time than libdeflate's one call on
 /// incompressible weights, but a mapped file saves the copy and the faults
 /// of reading it: whole `neffld load` processes of 512 MiB of such weights
-/// took 0.82× the CPU, of 64 MiB 0.99× (docs/performance.md, change 15).
+/// took 0.82× the CPU, of 64 MiB 0.99× (docs/performance.md, change 16).
 /// Below this, the one call is kept for its speed per byte.
 pub const STREAM_MIN: u64 = 64 << 20;
 
