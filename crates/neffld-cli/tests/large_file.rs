@@ -2,7 +2,7 @@
 //! least `container::STREAM_MIN`) reports exactly what the same bytes give
 //! when read from standard input, which is never mapped: the same model,
 //! memory and warnings on success, the same error, status and exit code on
-//! damage, with and without the hash check.
+//! damage and on a file cut short, with and without the hash check.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -65,7 +65,13 @@ fn a_mapped_load_reports_what_a_read_one_does() {
     }
     let dir = std::env::temp_dir().join(format!("neffld-cli-large-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (tag, bytes, ok) in [("good", &good, true), ("damaged", &damaged, false)] {
+    // A file cut short (still above the threshold): the header gate names it.
+    let cut = good[..good.len() - 5000].to_vec();
+    for (tag, bytes, ok) in [
+        ("good", &good, true),
+        ("damaged", &damaged, false),
+        ("cut", &cut, false),
+    ] {
         let f = dir.join(format!("{tag}.neff"));
         std::fs::write(&f, bytes).unwrap();
         for hash in [&[][..], &["--validate-hash"][..]] {
@@ -81,10 +87,10 @@ fn a_mapped_load_reports_what_a_read_one_does() {
             );
             if !ok {
                 let message = mapped.1["error"]["message"].as_str().unwrap().to_string();
-                let want = if hash.is_empty() {
-                    "gzip member 1"
-                } else {
-                    "MD5 mismatch!"
+                let want = match (tag, hash.is_empty()) {
+                    ("cut", _) => "Invalid NEFF data size",
+                    (_, true) => "gzip member 1",
+                    (_, false) => "MD5 mismatch!",
                 };
                 assert!(message.contains(want), "{tag} {hash:?}: {message}");
             }
