@@ -96,9 +96,12 @@ fn load(path: &str, kind: &str, sg: u32) {
         "sim" => Arc::new(SimDevice::new(geometry)),
         _ => usage(),
     };
+    // One load per process, as in the CLI: the parse cache need not
+    // fingerprint the whole file (which would read every released page back).
     let config = RuntimeConfig {
         lnc: Some(sg),
         max_inflated: Some(64 << 30),
+        one_load_at_a_time: true,
         ..RuntimeConfig::default()
     };
     let opts = OpenOptions {
