@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn released_pages_read_back_the_file_and_the_key_sample_stays() {
-        let mut f = tempfile();
+        let mut f = crate::testkit::scratch_file("mapped");
         let len = 200 * RELEASE_ALIGN + 123;
         let body: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
         f.write_all(&body).unwrap();
@@ -169,19 +169,5 @@ mod tests {
         assert_eq!(m.resident_bytes(), Some(all - dropped as u64));
         assert!(m.bytes() == body, "dropped pages fault back from the file");
         assert_eq!(m.resident_bytes(), Some(all));
-    }
-
-    fn tempfile() -> File {
-        let dir = std::env::temp_dir();
-        let path = dir.join(format!("neffld-mapped-{}", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        std::fs::remove_file(&path).unwrap();
-        f
     }
 }
