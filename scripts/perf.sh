@@ -32,6 +32,7 @@ python3 scripts/whole_process.py "$RUNS" \
     "verify matmul_large ÷ floor" "$BIN verify $F" "$FLOOR $F" \
     "Python ÷ load --device null matmul_large" "python3 scripts/py_baseline.py $F 1" "$BIN load --quiet --device null $F" \
     "512 MiB incompressible: load --device null ÷ floor" "$L --device null $D/r512.neff" "$FLOOR $D/r512.neff" \
+    "512 MiB incompressible: load --validate-hash --device null ÷ floor" "$L --validate-hash --device null $D/r512.neff" "$FLOOR $D/r512.neff" \
     "512 MiB incompressible: load (sim) ÷ floor" "$L $D/r512.neff" "$FLOOR $D/r512.neff" \
     "$SCALE_MIB MiB: load --device null ÷ floor" "$L --device null $D/big.neff" "$FLOOR $D/big.neff" \
     "$SCALE_MIB MiB: load (sim) ÷ floor" "$L $D/big.neff" "$FLOOR $D/big.neff"

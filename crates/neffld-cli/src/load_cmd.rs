@@ -1,8 +1,6 @@
 //! `neffld load`: the whole pipeline on a simulated device, a report of
 //! where everything landed, then unload.
 
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,7 +9,7 @@ use std::time::{Duration, Instant};
 use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
 use neffld::capture::MEMORY_ROWS;
 use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::container::{self, OpenOptions};
+use neffld::container::OpenOptions;
 use neffld::device::{Device, CARVEOUT};
 use neffld::ids::PCore;
 use neffld::memory::CoreMemory;
@@ -22,10 +20,10 @@ use neffld::{parse, Arch, NrtStatus};
 use serde_json::{json, Value};
 
 use crate::recorder::Recorder;
-use crate::report::{emit, failed, print_json, stamp, Failure};
+use crate::report::{emit, failed, failure_document, print_json, stamp, Failure};
 use crate::style::Style;
 use crate::target::lnc_refusal;
-use crate::{input, map, memory, units};
+use crate::{input, map, memory, sigbus, units};
 
 /// Show a progress bar for files at least this large.
 const PROGRESS_MIN: u64 = 64 << 20;
@@ -102,37 +100,6 @@ fn progress(total: u64, quiet: bool) -> indicatif::ProgressBar {
             .progress_chars("=> "),
     );
     bar
-}
-
-fn read_file(path: &Path, quiet: bool) -> Result<Vec<u8>, Failure> {
-    if input::is_stdin(path) {
-        return input::read(path);
-    }
-    let err = |e: std::io::Error| Failure::io(format!("cannot read {}: {e}", path.display()));
-    let mut f = File::open(path).map_err(err)?;
-    let len = f.metadata().map_err(err)?.len();
-    let bar = progress(len, quiet);
-    if bar.is_hidden() {
-        // One read into an exactly sized buffer: no bounce buffer, no copy.
-        let mut out = Vec::with_capacity(len as usize);
-        f.read_to_end(&mut out).map_err(err)?;
-        return Ok(out);
-    }
-    bar.set_message("reading");
-    let mut out = vec![0u8; len as usize];
-    let mut done = 0usize;
-    while done < out.len() {
-        let end = (done + (4 << 20)).min(out.len());
-        let n = f.read(&mut out[done..end]).map_err(err)?;
-        if n == 0 {
-            break;
-        }
-        done += n;
-        bar.set_position(done as u64);
-    }
-    out.truncate(done);
-    bar.finish_and_clear();
-    Ok(out)
 }
 
 fn us(d: Duration) -> u64 {
@@ -525,7 +492,21 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
             "--dump needs --device sim: the null device keeps no bytes to write".into(),
         ));
     }
-    let bytes = read_file(&a.file, a.quiet)?;
+    let source = input::source(&a.file)?;
+    let bytes = source.bytes();
+    let _shortened = matches!(source, input::Source::Mapped(_)).then(|| {
+        let f = Failure::io(format!(
+            "cannot read {}: the file was shortened by another process while it was mapped",
+            input::display(&a.file)
+        ));
+        if a.json {
+            let doc = serde_json::to_string_pretty(&failure_document("load", &f))
+                .expect("JSON values always serialise");
+            sigbus::guard(bytes, format!("{doc}\n"), 1)
+        } else {
+            sigbus::guard(bytes, format!("neffld load: {}\n", f.human()), 2)
+        }
+    });
     let config_err = |e: neffld::config::ConfigError| Failure {
         stage: "config",
         status: e.status(),
@@ -555,7 +536,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         inflate_limit: config.max_inflated,
         max_members: config.max_members,
     };
-    let opened = container::open(&bytes, &opts);
+    let opened = source.open(&opts);
     let s1 = t1.elapsed();
     config.arch = a
         .arch
@@ -575,7 +556,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     bar.set_message("loading");
     bar.set_position(bytes.len() as u64 / 2);
     let loaded = match opened {
-        Ok(neff) => rt.load_opened(&bytes, neff, a.start_core, 1),
+        Ok(neff) => rt.load_opened(bytes, neff, a.start_core, 1),
         Err(e) => Err(LoadError::Container(e)),
     };
     bar.finish_and_clear();

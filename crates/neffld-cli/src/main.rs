@@ -9,6 +9,7 @@ mod map;
 mod memory;
 mod recorder;
 mod report;
+mod sigbus;
 mod style;
 mod target;
 mod units;

@@ -38,7 +38,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub struct CacheKey {
     pub uuid: [u8; 16],
     pub len: u64,
-    /// Fingerprint of the sampled bytes ([`sample`]).
+    /// Fingerprint of the sampled bytes ([`crate::container::sample`]).
     pub sample: u128,
 }
 
@@ -261,7 +261,7 @@ impl<T: Weigh> ParseCache<T> {
         CacheKey {
             uuid,
             len: bytes.len() as u64,
-            sample: fingerprint(&sample(bytes), &self.seed),
+            sample: fingerprint(&crate::container::sample::gather(bytes), &self.seed),
         }
     }
 
@@ -473,26 +473,6 @@ enum Joined<T> {
     Shared(Role, Arc<T>),
     Failed,
     Alone,
-}
-
-/// The bytes of the cheap key: the first and last KiB and 64 bytes at each
-/// of 62 evenly spaced points between (at most 6 KiB, whatever the length).
-fn sample(bytes: &[u8]) -> Vec<u8> {
-    const EDGE: usize = 1024;
-    const POINTS: usize = 62;
-    const PIECE: usize = 64;
-    if bytes.len() <= 2 * EDGE + POINTS * PIECE {
-        return bytes.to_vec();
-    }
-    let mut out = Vec::with_capacity(2 * EDGE + POINTS * PIECE);
-    out.extend_from_slice(&bytes[..EDGE]);
-    let span = bytes.len() - 2 * EDGE - PIECE;
-    for i in 0..POINTS {
-        let at = EDGE + span * (i + 1) / (POINTS + 1);
-        out.extend_from_slice(&bytes[at..at + PIECE]);
-    }
-    out.extend_from_slice(&bytes[bytes.len() - EDGE..]);
-    out
 }
 
 /// A keyed 128-bit fingerprint, one pass at memory speed (folded 64×64→128

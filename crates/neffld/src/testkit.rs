@@ -593,6 +593,37 @@ impl Synth {
     }
 }
 
+/// `len` incompressible bytes (xorshift64): weights whose gzip is as large
+/// as they are, for payloads of a given window size.
+pub fn noise(len: usize) -> Vec<u8> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut out: Vec<u8> = (0..len.div_ceil(8))
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()
+        })
+        .collect();
+    out.truncate(len);
+    out
+}
+
+/// A new empty file open for reading and writing, already unlinked (it is
+/// gone once closed), for tests that map or truncate a real file.
+pub fn scratch_file(tag: &str) -> std::fs::File {
+    let path = std::env::temp_dir().join(format!("neffld-{tag}-{}", std::process::id()));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let _ = std::fs::remove_file(&path);
+    f
+}
+
 /// A 2.21-family writer whose header declares logical-core size `lnc`.
 pub fn lnc_writer(lnc: u32) -> NeffWriter {
     let mut h = Producer::V2_21.default_header();

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use super::release::{ReadFront, Reader};
 use super::ContainerError;
 use crate::shared::SharedBytes;
 
@@ -107,15 +108,29 @@ impl Archive {
         inflate_limit: u64,
         max_members: u64,
     ) -> Result<Archive, ContainerError> {
+        Archive::decode_passing(window, inflate_limit, max_members, None)
+    }
+
+    /// As [`Archive::decode_with`], telling `front` how far the decoder has
+    /// read the window, so that its owner can release what was read. A
+    /// payload of at least [`STREAM_MIN`] bytes is then inflated as a
+    /// stream, a chunk at a time, instead of in one call that needs the
+    /// whole window resident until it returns.
+    pub(crate) fn decode_passing(
+        window: &[u8],
+        inflate_limit: u64,
+        max_members: u64,
+        front: Option<&ReadFront<'_>>,
+    ) -> Result<Archive, ContainerError> {
         let (data, encoding) = if window.len() >= 3 && window[..3] == GZIP_MAGIC {
-            inflate(window, inflate_limit)?
+            inflate(window, inflate_limit, front)?
         } else {
             if window.len() as u64 > inflate_limit {
                 return Err(ContainerError::InflateLimit {
                     limit: inflate_limit,
                 });
             }
-            (window.to_vec(), Encoding::RawTar)
+            (copy_passing(window, front)?, Encoding::RawTar)
         };
         let mut archive = Archive::from_tar_with(data, max_members)?;
         if let Encoding::Gzip {
@@ -238,7 +253,7 @@ impl Archive {
 /// [`Archive::decode`] does before walking the tar). Benchmarks measure the
 /// loader against it.
 pub fn inflate_payload(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), ContainerError> {
-    inflate(window, limit)
+    inflate(window, limit, None)
 }
 
 /// Inflates gzip members into one buffer, stopping at the first byte
@@ -250,12 +265,49 @@ pub fn inflate_payload(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding),
 /// copied, so peak memory stays at the inflated size (a `read_to_end` over a
 /// decoder zero-fills ever larger stretches of spare capacity, which cost
 /// about half the payload again on multi-GiB NEFFs).
-fn inflate(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), ContainerError> {
+fn inflate(
+    window: &[u8],
+    limit: u64,
+    front: Option<&ReadFront<'_>>,
+) -> Result<(Vec<u8>, Encoding), ContainerError> {
+    if front.is_some() && window.len() as u64 >= STREAM_MIN {
+        return inflate_stream(window, limit, front);
+    }
     #[cfg(feature = "libdeflate")]
     if let Some(done) = inflate_fast(window, limit) {
         return done;
     }
-    inflate_stream(window, limit)
+    inflate_stream(window, limit, front)
+}
+
+/// Payload windows at least this large are inflated as a stream when their
+/// pages can be released behind the decoder ([`super::open_mapped`]): peak
+/// memory is then the inflated size instead of the window plus it. zlib-rs
+/// spends about 25 % more user time than libdeflate's one call on
+/// incompressible weights, but a mapped file saves the copy and the faults
+/// of reading it: whole `neffld load` processes of 512 MiB of such weights
+/// took 0.82× the CPU, of 64 MiB 0.99× (docs/performance.md, change 16).
+/// Below this, the one call is kept for its speed per byte.
+pub const STREAM_MIN: u64 = 64 << 20;
+
+/// Window bytes handed to the streaming decoder per call: large enough that
+/// the per-call cost (zlib keeps a copy of the last 32 KiB of output) is
+/// negligible, small enough that little of the window stays resident ahead
+/// of a release.
+const STREAM_CHUNK: usize = 4 << 20;
+
+/// A raw-tar window copied into the archive's buffer, a chunk at a time so
+/// that what was copied can be released.
+fn copy_passing(window: &[u8], front: Option<&ReadFront<'_>>) -> Result<Vec<u8>, ContainerError> {
+    let mut out = Vec::new();
+    reserve(&mut out, window.len() as u64)?;
+    for chunk in window.chunks(STREAM_CHUNK) {
+        out.extend_from_slice(chunk);
+        if let Some(f) = front {
+            f.passed(Reader::Decode, out.len());
+        }
+    }
+    Ok(out)
 }
 
 /// The fast path reserves this multiple of the window. Real NEFFs inflate
@@ -325,7 +377,6 @@ fn inflate_fast(window: &[u8], limit: u64) -> Option<Result<(Vec<u8>, Encoding),
 /// byte is non-zero (16 MiB and more, mod 4 GiB); a wrong guess only sizes
 /// the buffer (a value beyond deflate's 1032:1 ceiling is dropped, one too
 /// small makes libdeflate stop and the payload streams).
-#[cfg(feature = "libdeflate")]
 fn isize_hint(window: &[u8]) -> Option<u64> {
     let end = window.iter().rposition(|&b| b != 0)? + 1;
     let isize = u32::from_le_bytes(window.get(end.checked_sub(4)?..end)?.try_into().ok()?);
@@ -334,19 +385,37 @@ fn isize_hint(window: &[u8]) -> Option<u64> {
 }
 
 /// The streaming path (flate2): every member, with precise errors.
-fn inflate_stream(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), ContainerError> {
-    // Real payloads inflate about 6x; start near that and double as needed.
-    let guess = (window.len() as u64)
+fn inflate_stream(
+    window: &[u8],
+    limit: u64,
+    front: Option<&ReadFront<'_>>,
+) -> Result<(Vec<u8>, Encoding), ContainerError> {
+    // Real payloads inflate about 6x; start near that and double as needed,
+    // or at the size the trailer declares when that is larger (reserving
+    // touches nothing; should the reservation fail, the smaller one is tried).
+    let cap = limit.saturating_add(1);
+    let ratio_guess = (window.len() as u64)
         .saturating_mul(8)
-        .min(limit.saturating_add(1))
+        .min(cap)
         .min(1 << 34);
     let mut out = Vec::new();
-    reserve(&mut out, guess)?;
+    let hinted = isize_hint(window)
+        .filter(|&h| h > ratio_guess)
+        .map(|h| h.saturating_add(1 << 16).min(cap))
+        .is_some_and(|h| reserve(&mut out, h).is_ok());
+    if !hinted {
+        reserve(&mut out, ratio_guess)?;
+    }
     let mut pos = 0usize;
     let mut members = 0u32;
     loop {
         members += 1;
-        pos += inflate_member(&window[pos..], &mut out, limit).map_err(|detail| match detail {
+        let input = Input {
+            bytes: &window[pos..],
+            base: pos,
+            front,
+        };
+        pos += inflate_member(input, &mut out, limit).map_err(|detail| match detail {
             MemberError::Limit => ContainerError::InflateLimit { limit },
             MemberError::Oom(size) => ContainerError::OutOfMemory {
                 what: "inflated payload".into(),
@@ -369,6 +438,9 @@ fn inflate_stream(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), Cont
         trailing: rest.len() as u64,
         nonzero_trailing: rest.iter().any(|&b| b != 0),
     };
+    if let Some(f) = front {
+        f.passed(Reader::Decode, window.len());
+    }
     Ok((out, encoding))
 }
 
@@ -433,12 +505,33 @@ fn gzip_header_len(b: &[u8]) -> Result<usize, MemberError> {
     Ok(p)
 }
 
+/// The rest of a window from one member on, and where it sits in the window.
+struct Input<'w, 'f> {
+    bytes: &'w [u8],
+    /// Offset of `bytes` in the window.
+    base: usize,
+    front: Option<&'f ReadFront<'f>>,
+}
+
 /// Decodes one gzip member from the start of `input`, appending to `out`;
-/// returns the bytes of `input` it consumed (header, body, trailer).
-fn inflate_member(input: &[u8], out: &mut Vec<u8>, limit: u64) -> Result<usize, MemberError> {
+/// returns the bytes of `input` it consumed (header, body, trailer). The
+/// deflate body is fed [`STREAM_CHUNK`] bytes per call and the CRC-32 taken
+/// over each call's output while it is in cache; after each call the front
+/// is told what the decoder has consumed.
+fn inflate_member(
+    input: Input<'_, '_>,
+    out: &mut Vec<u8>,
+    limit: u64,
+) -> Result<usize, MemberError> {
     use flate2::{Decompress, FlushDecompress, Status};
+    let Input {
+        bytes: input,
+        base,
+        front,
+    } = input;
     let header = gzip_header_len(input)?;
     let start = out.len();
+    let mut crc = flate2::Crc::new();
     let mut d = Decompress::new(false);
     loop {
         if out.len() == out.capacity() {
@@ -452,10 +545,15 @@ fn inflate_member(input: &[u8], out: &mut Vec<u8>, limit: u64) -> Result<usize, 
                 .map_err(|_| MemberError::Oom(grow))?;
         }
         let consumed = header + d.total_in() as usize;
+        let chunk_end = consumed.saturating_add(STREAM_CHUNK).min(input.len());
         let before = (d.total_in(), out.len());
         let status = d
-            .decompress_vec(&input[consumed..], out, FlushDecompress::None)
+            .decompress_vec(&input[consumed..chunk_end], out, FlushDecompress::None)
             .map_err(|e| MemberError::Bad(format!("gzip decompression failed: {e}")))?;
+        crc.update(&out[before.1..]);
+        if let Some(f) = front {
+            f.passed(Reader::Decode, base + header + d.total_in() as usize);
+        }
         if out.len() as u64 > limit {
             return Err(MemberError::Limit);
         }
@@ -471,8 +569,6 @@ fn inflate_member(input: &[u8], out: &mut Vec<u8>, limit: u64) -> Result<usize, 
     let trailer = input
         .get(body_end..body_end + 8)
         .ok_or_else(|| MemberError::Bad(TRUNCATED.into()))?;
-    let mut crc = flate2::Crc::new();
-    crc.update(&out[start..]);
     let stored_crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
     let stored_len = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
     if stored_crc != crc.sum() {
@@ -990,7 +1086,7 @@ mod tests {
             let fast = inflate_fast(w, 1 << 30)
                 .expect("a fixture takes the fast path")
                 .unwrap();
-            let slow = inflate_stream(w, 1 << 30).unwrap();
+            let slow = inflate_stream(w, 1 << 30, None).unwrap();
             assert!(fast.0 == slow.0, "{name}");
             assert_eq!(fast.1, slow.1, "{name}");
             seen += 1;
@@ -1012,9 +1108,131 @@ mod tests {
             Some(Err(ContainerError::InflateLimit { limit: 1000 }))
         ));
         assert!(matches!(
-            inflate(&bomb, 1 << 20),
+            inflate(&bomb, 1 << 20, None),
             Err(ContainerError::InflateLimit { .. })
         ));
+    }
+
+    /// What a decode returned, comparable across decoders: the bytes and
+    /// the account of the window, or the error's full text.
+    type Seen = Result<(Vec<u8>, Encoding), String>;
+
+    fn outcome(r: Result<(Vec<u8>, Encoding), ContainerError>) -> Seen {
+        r.map_err(|e| format!("{e} [{:?}]", e.status()))
+    }
+
+    /// The streaming decode with a front (what a mapped load of a large
+    /// payload runs), and the ends it reported to the release function.
+    fn stream_released(w: &[u8], limit: u64) -> (Seen, Vec<usize>) {
+        let ends = std::sync::Mutex::new(Vec::new());
+        let r = {
+            let rel = |end: usize| ends.lock().unwrap().push(end);
+            let front = ReadFront::new(&rel, w.len(), false);
+            outcome(inflate_stream(w, limit, Some(&front)))
+        };
+        (r, ends.into_inner().unwrap())
+    }
+
+    /// The streaming path that releases the window behind it decodes the
+    /// same bytes, and fails with the same error, as the default decoder
+    /// (libdeflate's one call where it succeeds): on every real fixture and
+    /// on a payload of several chunks damaged in each way the decoders
+    /// tell apart. It releases in order, up to the whole window on success,
+    /// and never past what it has consumed.
+    #[test]
+    fn the_released_stream_agrees_with_the_one_shot_decoder() {
+        use crate::container::writer::gzip;
+        let mut cases: Vec<(String, Vec<u8>, u64)> = crate::testkit::real_fixtures()
+            .into_iter()
+            .filter(|(_, b)| b.len() > 1024)
+            .map(|(n, b)| (n.to_string(), b[1024..].to_vec(), 1 << 30))
+            .collect();
+        assert_eq!(cases.len(), 12);
+        // Three chunks and a bit of barely compressible bytes, zero-padded.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let body: Vec<u8> = (0..(3 * STREAM_CHUNK + 12345) / 8)
+            .flat_map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x & 0x3f3f_3f3f_3f3f_3f3f).to_le_bytes()
+            })
+            .collect();
+        let t = tar(&[TarEntry::file("sg00/w.npy", &body)]);
+        let z = gzip(&t, 1);
+        assert!(z.len() > 2 * STREAM_CHUNK, "{}", z.len());
+        let n = z.len();
+        let padded = [z.clone(), vec![0u8; 7000]].concat();
+        cases.push(("large".into(), padded.clone(), 1 << 30));
+        cases.push((
+            "large, two members".into(),
+            [z.clone(), z.clone()].concat(),
+            1 << 30,
+        ));
+        cases.push((
+            "large, garbage after".into(),
+            [z.clone(), b"junk".to_vec()].concat(),
+            1 << 30,
+        ));
+        cases.push((
+            "large, over the limit".into(),
+            padded.clone(),
+            t.len() as u64 - 1,
+        ));
+        for cut in [
+            5,
+            11,
+            STREAM_CHUNK,
+            STREAM_CHUNK + 1,
+            2 * STREAM_CHUNK + 3,
+            n - 8,
+            n - 1,
+        ] {
+            cases.push((format!("large, cut at {cut}"), z[..cut].to_vec(), 1 << 30));
+        }
+        for (what, at) in [
+            ("body", STREAM_CHUNK + 100),
+            ("CRC", n - 6),
+            ("ISIZE", n - 2),
+        ] {
+            let mut bad = padded.clone();
+            bad[at] ^= 0x5a;
+            cases.push((format!("large, {what} damaged"), bad, 1 << 30));
+        }
+        for (name, w, limit) in cases {
+            let one_shot = outcome(inflate(&w, limit, None));
+            let (streamed, ends) = stream_released(&w, limit);
+            match (&one_shot, &streamed) {
+                (Ok(a), Ok(b)) => {
+                    assert!(a.0 == b.0, "{name}: bytes differ");
+                    assert_eq!(a.1, b.1, "{name}");
+                    assert_eq!(ends.last(), Some(&w.len()), "{name}");
+                }
+                _ => assert_eq!(one_shot, streamed, "{name}"),
+            }
+            assert!(ends.windows(2).all(|e| e[0] < e[1]), "{name}: {ends:?}");
+            assert!(ends.iter().all(|&e| e <= w.len()), "{name}");
+            if name.starts_with("large") && one_shot.is_ok() {
+                assert!(ends.len() >= 3, "{name}: released chunk by chunk: {ends:?}");
+            }
+        }
+    }
+
+    /// With a front, a large window takes the stream; a raw tar is copied
+    /// chunk by chunk with the same report.
+    #[test]
+    fn a_released_window_from_the_threshold_up_streams() {
+        let ends = std::sync::Mutex::new(Vec::new());
+        let raw = tar(&[TarEntry::file("a", &vec![5u8; 2 * STREAM_CHUNK])]);
+        {
+            let rel = |end: usize| ends.lock().unwrap().push(end);
+            let front = ReadFront::new(&rel, raw.len(), false);
+            let a = Archive::decode_passing(&raw, 1 << 30, 10, Some(&front)).unwrap();
+            assert_eq!(a.decoded(), &raw[..]);
+            assert_eq!(a.encoding(), Some(Encoding::RawTar));
+        }
+        let ends = ends.into_inner().unwrap();
+        assert_eq!(ends, [STREAM_CHUNK, 2 * STREAM_CHUNK, raw.len()]);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! accepted and the caller is told which one matched. Verification is
 //! corruption detection, not authentication, and runs only on request.
 
-use md5::{Digest as _, Md5};
+use md5::{Digest, Md5};
 use sha2::Sha256;
 
 use super::ContainerError;
@@ -73,10 +73,35 @@ pub struct Verified {
 /// The digest of `payload` with the algorithm of `algorithm`, in plain order,
 /// zero-extended to the 32-byte header field.
 pub fn digest(algorithm: HashAlgorithm, payload: &[u8]) -> [u8; 32] {
+    digest_passing(algorithm, payload, &|_| {})
+}
+
+/// Bytes hashed between two reports of progress: large enough that the
+/// reports cost nothing, small enough that the pages behind the hash can be
+/// released while it runs.
+const HASH_CHUNK: usize = 4 << 20;
+
+/// As [`digest`], telling `passed` each offset below which it has hashed
+/// every byte (so a caller can release those pages of the payload).
+pub fn digest_passing(
+    algorithm: HashAlgorithm,
+    payload: &[u8],
+    passed: &dyn Fn(usize),
+) -> [u8; 32] {
+    fn run<D: Digest>(payload: &[u8], passed: &dyn Fn(usize), out: &mut [u8]) {
+        let mut h = D::new();
+        let mut at = 0;
+        for chunk in payload.chunks(HASH_CHUNK) {
+            h.update(chunk);
+            at += chunk.len();
+            passed(at);
+        }
+        out.copy_from_slice(&h.finalize());
+    }
     let mut out = [0u8; 32];
     match algorithm {
-        HashAlgorithm::Md5 => out[..16].copy_from_slice(&Md5::digest(payload)),
-        HashAlgorithm::Sha256 => out.copy_from_slice(&Sha256::digest(payload)),
+        HashAlgorithm::Md5 => run::<Md5>(payload, passed, &mut out[..16]),
+        HashAlgorithm::Sha256 => run::<Sha256>(payload, passed, &mut out),
     }
     out
 }
@@ -109,12 +134,22 @@ pub fn verify(
     stored: &[u8; 32],
     payload: &[u8],
 ) -> Result<Verified, ContainerError> {
+    verify_passing(pkg_version, stored, payload, &|_| {})
+}
+
+/// As [`verify`], telling `passed` how far the digest has read the payload.
+pub fn verify_passing(
+    pkg_version: u64,
+    stored: &[u8; 32],
+    payload: &[u8],
+    passed: &dyn Fn(usize),
+) -> Result<Verified, ContainerError> {
     if payload.is_empty() {
         return Err(ContainerError::EmptyPayload);
     }
     let algorithm = HashAlgorithm::for_pkg_version(pkg_version);
     let n = algorithm.digest_len();
-    let plain = digest(algorithm, payload);
+    let plain = digest_passing(algorithm, payload, passed);
     let form = if stored[..n] == plain[..n] {
         DigestForm::Plain
     } else if stored[..n] == word_swap(&plain, n)[..n] {
@@ -177,6 +212,22 @@ mod tests {
         let e = verify(1, &stored, payload).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Invalid);
         assert!(e.to_string().starts_with("SHA256 mismatch!"), "{e}");
+    }
+
+    #[test]
+    fn the_chunked_digest_is_the_digest_and_reports_every_chunk() {
+        let payload: Vec<u8> = (0..HASH_CHUNK * 2 + 77).map(|i| (i % 253) as u8).collect();
+        for alg in [HashAlgorithm::Md5, HashAlgorithm::Sha256] {
+            let seen = std::sync::Mutex::new(Vec::new());
+            let d = digest_passing(alg, &payload, &|p| seen.lock().unwrap().push(p));
+            let whole = match alg {
+                HashAlgorithm::Md5 => Md5::digest(&payload).to_vec(),
+                HashAlgorithm::Sha256 => Sha256::digest(&payload).to_vec(),
+            };
+            assert_eq!(&d[..alg.digest_len()], &whole[..]);
+            let n = payload.len();
+            assert_eq!(*seen.lock().unwrap(), [HASH_CHUNK, 2 * HASH_CHUNK, n]);
+        }
     }
 
     #[test]

@@ -6,17 +6,22 @@ pub mod archive;
 pub mod fast_inflate;
 pub mod header;
 pub mod integrity;
+pub mod mapped;
+pub mod release;
+pub mod sample;
 pub mod sniff;
 pub mod writer;
 
 use thiserror::Error;
 
-pub use archive::{Archive, Encoding, Member, MemberKind};
+pub use archive::{Archive, Encoding, Member, MemberKind, STREAM_MIN};
 pub use header::{NeffHeader, HEADER_LEN};
 pub use integrity::{DigestForm, HashAlgorithm, Verified};
+pub use mapped::MappedFile;
 pub use sniff::FileKind;
 
 use crate::NrtStatus;
+use release::{ReadFront, Reader};
 
 /// Everything that can be wrong with a container. Messages keep the
 /// reference runtime's wording where one is known (parse.md §9 rows 3–18).
@@ -136,6 +141,24 @@ pub struct Neff {
 /// Runs every S1 gate in the reference order (preflight, version, feature
 /// trap, data size, packager, integrity), then decodes the payload window.
 pub fn open(bytes: &[u8], opts: &OpenOptions) -> Result<Neff, ContainerError> {
+    open_passing(bytes, opts, None)
+}
+
+/// As [`open`], for a mapped file whose pages are released as the decoder
+/// and the digest pass them: a payload of [`STREAM_MIN`] bytes or more is
+/// inflated as a stream, so the compressed window does not stay resident
+/// next to the inflated one. The bytes read are the same, and so are the
+/// result and every error.
+pub fn open_mapped(file: &MappedFile, opts: &OpenOptions) -> Result<Neff, ContainerError> {
+    let release = |window_end: usize| file.release_below(HEADER_LEN + window_end);
+    open_passing(file.bytes(), opts, Some(&release))
+}
+
+fn open_passing(
+    bytes: &[u8],
+    opts: &OpenOptions,
+    release: Option<release::Release<'_>>,
+) -> Result<Neff, ContainerError> {
     let header = NeffHeader::parse(bytes)?;
     header.validate(bytes.len() as u64)?;
     // validate() proved data_size <= len - 0x400, so this cannot overflow.
@@ -144,11 +167,18 @@ pub fn open(bytes: &[u8], opts: &OpenOptions) -> Result<Neff, ContainerError> {
         .inflate_limit
         .unwrap_or_else(|| archive::default_inflate_limit(window.len() as u64));
     let max_members = opts.max_members.unwrap_or(archive::DEFAULT_MAX_MEMBERS);
-    let decode = || Archive::decode_with(window, limit, max_members);
+    let front = release.map(|r| ReadFront::new(r, window.len(), opts.verify_hash));
+    let front = front.as_ref();
+    let decode = || Archive::decode_passing(window, limit, max_members, front);
     let (verified, archive) = if opts.verify_hash {
+        let passed = |at: usize| {
+            if let Some(f) = front {
+                f.passed(Reader::Hash, at);
+            }
+        };
         let (verified, archive) = hash_beside(
             decode,
-            || integrity::verify(header.pkg_version, &header.hash, window),
+            || integrity::verify_passing(header.pkg_version, &header.hash, window, &passed),
             window.len(),
         );
         // The hash gate comes first (gate 2e): a bad digest is the error even
