@@ -915,3 +915,45 @@ fn verify_rejects_what_load_rejects() {
         v["error"]
     );
 }
+
+/// `inspect` and `verify` show the payload's own MD5 (computed here from the
+/// file's bytes), whether the header holds it plain, word-swapped (the real
+/// fixtures) or not at all.
+#[test]
+fn integrity_shows_the_payloads_digest_in_every_outcome() {
+    use neffld::container::integrity::{digest, HashAlgorithm};
+    let d = scratch("digest");
+    let real = std::fs::read(fixture("matmul_small.neff")).unwrap();
+    let mut bad = real.clone();
+    bad[0xAC] ^= 0xff; // the stored hash, so it matches in no form
+    let plain = {
+        let s = neffld::testkit::Synth::static_sunda();
+        let mut w =
+            neffld::container::writer::NeffWriter::new(neffld::container::writer::Producer::V2_21);
+        w.digest_form = Some(neffld::container::integrity::DigestForm::Plain);
+        w.write(&s.member_list())
+    };
+    for (name, bytes, result) in [
+        ("real", &real, "word-swapped"),
+        ("bad", &bad, "mismatch"),
+        ("plain", &plain, "plain"),
+    ] {
+        let f = d.join(format!("{name}.neff"));
+        std::fs::write(&f, bytes).unwrap();
+        let size = u64::from_le_bytes(bytes[0x10..0x18].try_into().unwrap()) as usize;
+        let want: String = digest(HashAlgorithm::Md5, &bytes[1024..1024 + size])[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        for cmd in ["inspect", "verify"] {
+            let v = json(&neffld(&[cmd, "--json", f.to_str().unwrap()]));
+            let i = if cmd == "verify" {
+                &v["files"][0]["integrity"]
+            } else {
+                &v["integrity"]
+            };
+            assert_eq!(i["digest"], want.as_str(), "{cmd} {name}");
+            assert_eq!(i["result"], result, "{cmd} {name}");
+        }
+    }
+}
