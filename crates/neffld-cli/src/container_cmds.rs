@@ -173,7 +173,8 @@ fn examine_bytes(
         out["header"] = header_json(&h);
         h.validate(bytes.len() as u64).map_err(container_failure)?;
         let window = payload_window(bytes, &h).unwrap_or_default();
-        if let Err(e) = integrity_json(&mut out, &h, window, None, verify) {
+        let compared = integrity::verify(h.pkg_version, &h.hash, window);
+        if let Err(e) = integrity_json(&mut out, &h, window, compared, verify) {
             if verify {
                 return Err(container_failure(e));
             }
@@ -198,20 +199,16 @@ fn examine_bytes(
     (out, outcome)
 }
 
-/// The report's `integrity`: the digest is always computed and shown; the
-/// comparison with the header is `verified` when an open already made it.
+/// The report's `integrity`, from `result`, the comparison of the payload's
+/// digest with the header's (made by an open, or for the report).
 fn integrity_json(
     out: &mut Value,
     h: &NeffHeader,
     window: &[u8],
-    verified: Option<integrity::Verified>,
+    result: Result<integrity::Verified, neffld::container::ContainerError>,
     checked: bool,
 ) -> Result<(), neffld::container::ContainerError> {
     let alg = integrity::HashAlgorithm::for_pkg_version(h.pkg_version);
-    let result = match verified {
-        Some(v) => Ok(v),
-        None => integrity::verify(h.pkg_version, &h.hash, window),
-    };
     // The payload's digest, from the one comparison already made: a match
     // says it (in the form it matched), a mismatch carries it.
     let n = alg.digest_len();
@@ -273,25 +270,34 @@ fn verify_bytes(
     };
     let mut out = json!({"file": input::display(file), "size": bytes.len()});
     let mut warnings = Vec::new();
-    out["header"] = header_json(&neff.header);
-    let window = payload_window(bytes, &neff.header).unwrap_or_default();
-    if let Err(e) = integrity_json(
-        &mut out,
-        &neff.header,
-        window,
-        neff.verified,
-        config.validate_hash,
-    ) {
+    let header = neff.header.clone();
+    out["header"] = header_json(&header);
+    let window = payload_window(bytes, &header).unwrap_or_default();
+    // A report part the manifests cannot give is left out; the verdict is
+    // the load's.
+    let _ = describe_opened(&mut out, &mut warnings, &neff);
+    // The digest the report prints, when the open did not compare it, is
+    // computed on a second core beside the load.
+    let verified = neff.verified;
+    let (compared, outcome) = std::thread::scope(|sc| {
+        let compare = sc.spawn(|| {
+            verified.map_or_else(
+                || integrity::verify(header.pkg_version, &header.hash, window),
+                Ok,
+            )
+        });
+        let outcome = neffld::verify::verify_opened(bytes, neff, config);
+        let compared = compare
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (compared, outcome)
+    });
+    if let Err(e) = integrity_json(&mut out, &header, window, compared, config.validate_hash) {
         warnings.push(format!(
             "hash not checked by default, and it does not match: {e}"
         ));
     }
-    // A report part the manifests cannot give is left out; the verdict is
-    // the load's.
-    let _ = describe_opened(&mut out, &mut warnings, &neff);
-    let outcome = neffld::verify::verify_opened(bytes, neff, config)
-        .map(|_| ())
-        .map_err(to_failure);
+    let outcome = outcome.map(|_| ()).map_err(to_failure);
     out["warnings"] = json!(warnings);
     set_status(&mut out, outcome.as_ref().err());
     (out, outcome)
