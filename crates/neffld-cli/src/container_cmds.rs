@@ -174,14 +174,8 @@ fn examine_bytes(
         h.validate(bytes.len() as u64).map_err(container_failure)?;
         let window = payload_window(bytes, &h).unwrap_or_default();
         let compared = integrity::verify(h.pkg_version, &h.hash, window);
-        if let Err(e) = integrity_json(&mut out, &h, window, compared, verify) {
-            if verify {
-                return Err(container_failure(e));
-            }
-            warnings.push(format!(
-                "hash not checked by default, and it does not match: {e}"
-            ));
-        }
+        integrity_json(&mut out, &mut warnings, &h, window, compared, verify)
+            .map_err(container_failure)?;
         let limit = max_inflated.unwrap_or_else(|| default_inflate_limit(window.len() as u64));
         let archive = Archive::decode(window, limit).map_err(container_failure)?;
         describe_opened(
@@ -200,9 +194,11 @@ fn examine_bytes(
 }
 
 /// The report's `integrity`, from `result`, the comparison of the payload's
-/// digest with the header's (made by an open, or for the report).
+/// digest with the header's (made by an open, or for the report). A
+/// mismatch is the error when the hash is `checked`, a warning otherwise.
 fn integrity_json(
     out: &mut Value,
+    warnings: &mut Vec<String>,
     h: &NeffHeader,
     window: &[u8],
     result: Result<integrity::Verified, neffld::container::ContainerError>,
@@ -230,7 +226,15 @@ fn integrity_json(
             Err(_) => "mismatch",
         },
     });
-    result.map(|_| ())
+    match result {
+        Err(e) if !checked => {
+            warnings.push(format!(
+                "hash not checked by default, and it does not match: {e}"
+            ));
+            Ok(())
+        }
+        r => r.map(|_| ()),
+    }
 }
 
 /// The archive, members and manifest parts of the report, from an opened NEFF.
@@ -277,26 +281,27 @@ fn verify_bytes(
     // the load's.
     let _ = describe_opened(&mut out, &mut warnings, &neff);
     // The digest the report prints, when the open did not compare it, is
-    // computed on a second core beside the load.
-    let verified = neff.verified;
-    let (compared, outcome) = std::thread::scope(|sc| {
-        let compare = sc.spawn(|| {
-            verified.map_or_else(
-                || integrity::verify(header.pkg_version, &header.hash, window),
-                Ok,
-            )
-        });
-        let outcome = neffld::verify::verify_opened(bytes, neff, config);
-        let compared = compare
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (compared, outcome)
-    });
-    if let Err(e) = integrity_json(&mut out, &header, window, compared, config.validate_hash) {
-        warnings.push(format!(
-            "hash not checked by default, and it does not match: {e}"
-        ));
-    }
+    // compared on a second core beside the load.
+    let (compared, outcome) = match neff.verified {
+        Some(v) => (Ok(v), neffld::verify::verify_opened(bytes, neff, config)),
+        None => std::thread::scope(|sc| {
+            let compare = sc.spawn(|| integrity::verify(header.pkg_version, &header.hash, window));
+            let outcome = neffld::verify::verify_opened(bytes, neff, config);
+            let compared = compare
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (compared, outcome)
+        }),
+    };
+    // A mismatch the load checks failed the open already.
+    let _ = integrity_json(
+        &mut out,
+        &mut warnings,
+        &header,
+        window,
+        compared,
+        config.validate_hash,
+    );
     let outcome = outcome.map(|_| ()).map_err(to_failure);
     out["warnings"] = json!(warnings);
     set_status(&mut out, outcome.as_ref().err());
