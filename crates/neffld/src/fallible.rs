@@ -39,7 +39,8 @@ const POPULATE_MIN: usize = 256 << 10;
 /// Faults in the pages of `v`'s spare capacity in one call
 /// (`MADV_POPULATE_WRITE`) instead of one page fault per page as it fills:
 /// a one-shot load of matmul_large took 3,140 page faults instead of 4,020
-/// and 3–5 % less CPU time with its instruction images populated this way.
+/// with its instruction images populated this way, and about 3 % less CPU
+/// time in two of three `perf stat` pairs (the third was noise).
 /// An older kernel refuses the advice and the pages fault as usual.
 #[cfg(target_os = "linux")]
 pub fn populate(v: &mut Vec<u8>) {

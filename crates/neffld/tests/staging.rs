@@ -395,11 +395,17 @@ fn a_large_weight_reads_back_from_the_payload_the_device_keeps() {
         dev.stored_pages() - pages_before >= (size as usize).div_ceil(4096),
         "the weight's pages are held"
     );
+    assert_eq!(
+        dev.shared_pages(),
+        (size as usize).div_ceil(4096),
+        "held by reference, not copied"
+    );
     // A later write (as a tensor copy would be) changes the device's bytes.
     dev.write(handle, 4096, &[0xA5; 8]).unwrap();
     dev.read_pa(Pa(pa), &mut got).unwrap();
     assert_eq!(got[4096..4104], [0xA5; 8]);
     assert!(got[..4096] == payload[..4096] && got[4104..] == payload[4104..size as usize]);
+    assert_eq!(dev.shared_pages(), 0, "copied out by the write");
     rt.unload(&m).unwrap();
     assert_eq!(dev.live_count(), 0);
 }

@@ -386,6 +386,19 @@ impl SimDevice {
             .sum()
     }
 
+    /// Of [`SimDevice::stored_pages`], those held by reference to a
+    /// loader's buffer rather than copied (large weights).
+    pub fn shared_pages(&self) -> usize {
+        self.lock()
+            .books
+            .data()
+            .map(|p| match &*lock_pages(p) {
+                shared @ Pages::Shared { .. } => shared.stored(),
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Reads `out.len()` bytes at device address `pa`; the range must lie in
     /// one live allocation. This is how tests check what a relocated
     /// instruction or descriptor points at.
