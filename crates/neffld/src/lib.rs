@@ -16,6 +16,7 @@ pub mod config;
 pub mod container;
 pub mod device;
 pub mod fallible;
+pub mod host_pages;
 pub mod ids;
 pub mod kbin;
 pub mod manifest;

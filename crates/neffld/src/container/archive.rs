@@ -13,6 +13,7 @@ use std::ops::Range;
 
 use super::release::{ReadFront, Reader};
 use super::ContainerError;
+use crate::host_pages;
 use crate::shared::SharedBytes;
 
 /// Default ceiling on the inflated payload: `RATIO ×` the window, but never
@@ -85,7 +86,7 @@ pub struct Member {
 /// member up never copies. Duplicate names: the **last** occurrence wins
 /// (as in the reference runtime's map assignment and Python's `tarfile`),
 /// the earlier body is dropped and a warning names the path.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Archive {
     data: SharedBytes,
     members: Vec<Member>,
@@ -130,9 +131,12 @@ impl Archive {
                     limit: inflate_limit,
                 });
             }
-            (copy_passing(window, front)?, Encoding::RawTar)
+            (
+                SharedBytes::new(copy_passing(window, front)?),
+                Encoding::RawTar,
+            )
         };
-        let mut archive = Archive::from_tar_with(data, max_members)?;
+        let mut archive = Archive::from_shared(data, max_members)?;
         if let Encoding::Gzip {
             nonzero_trailing: true,
             trailing,
@@ -155,6 +159,10 @@ impl Archive {
 
     /// Walks an already-decoded tar buffer of at most `max_members` entries.
     pub fn from_tar_with(data: Vec<u8>, max_members: u64) -> Result<Archive, ContainerError> {
+        Archive::from_shared(SharedBytes::new(data), max_members)
+    }
+
+    fn from_shared(data: SharedBytes, max_members: u64) -> Result<Archive, ContainerError> {
         let walk = walk_tar(&data, max_members)?;
         let mut members = walk.members;
         let mut warnings = walk.warnings;
@@ -179,7 +187,7 @@ impl Archive {
                 .collect();
         }
         Ok(Archive {
-            data: SharedBytes::new(data),
+            data,
             members,
             index,
             encoding: None,
@@ -252,7 +260,10 @@ impl Archive {
 /// The decoder the loader uses, alone: inflates a gzip payload window (as
 /// [`Archive::decode`] does before walking the tar). Benchmarks measure the
 /// loader against it.
-pub fn inflate_payload(window: &[u8], limit: u64) -> Result<(Vec<u8>, Encoding), ContainerError> {
+pub fn inflate_payload(
+    window: &[u8],
+    limit: u64,
+) -> Result<(SharedBytes, Encoding), ContainerError> {
     inflate(window, limit, None)
 }
 
@@ -269,15 +280,16 @@ fn inflate(
     window: &[u8],
     limit: u64,
     front: Option<&ReadFront<'_>>,
-) -> Result<(Vec<u8>, Encoding), ContainerError> {
+) -> Result<(SharedBytes, Encoding), ContainerError> {
+    let stream = || inflate_stream(window, limit, front).map(|(v, e)| (SharedBytes::new(v), e));
     if front.is_some() && window.len() as u64 >= STREAM_MIN {
-        return inflate_stream(window, limit, front);
+        return stream();
     }
     #[cfg(feature = "libdeflate")]
     if let Some(done) = inflate_fast(window, limit) {
         return done;
     }
-    inflate_stream(window, limit, front)
+    stream()
 }
 
 /// Payload windows at least this large are inflated as a stream when their
@@ -330,26 +342,49 @@ const FAST_PATH_MAX: u64 = 8 << 30;
 /// judge, bad data (which that path reports precisely), and multi-member
 /// streams.
 #[cfg(feature = "libdeflate")]
-fn inflate_fast(window: &[u8], limit: u64) -> Option<Result<(Vec<u8>, Encoding), ContainerError>> {
+fn inflate_fast(
+    window: &[u8],
+    limit: u64,
+) -> Option<Result<(SharedBytes, Encoding), ContainerError>> {
     use super::fast_inflate::{Decompressor, Outcome};
     gzip_header_len(window).ok()?;
     let cap = limit.saturating_add(1);
     let ratio_guess = (window.len() as u64)
         .saturating_mul(FAST_PATH_RATIO)
         .saturating_add(1 << 16);
-    let guess = isize_hint(window)
+    let hint = isize_hint(window);
+    let guess = hint
         .filter(|&h| h > ratio_guess)
         .map_or(ratio_guess, |h| h.saturating_add(1 << 16))
         .min(cap);
     if guess > FAST_PATH_MAX {
         return None;
     }
-    let mut out = Vec::new();
-    out.try_reserve_exact(usize::try_from(guess).ok()?).ok()?;
+    let guess = usize::try_from(guess).ok()?;
+    // A hint below the window's own length is a misread trailer (see
+    // `isize_hint`): expect the whole guess then.
+    let expected = hint
+        .filter(|&h| h >= window.len() as u64)
+        .map_or(guess, |h| usize::try_from(h).unwrap_or(guess));
     let mut d = Decompressor::new()?;
-    match d.gzip_member(window, &mut out) {
+    // Into huge pages when the payload is large enough and the host has
+    // them free, else into a `Vec`.
+    let (outcome, data) = match host_pages::HugeBuf::new(guess, expected) {
+        Some(mut buf) => {
+            let (outcome, produced) = d.gzip_member_into(window, buf.room());
+            buf.set_len(produced);
+            (outcome, SharedBytes::new(buf))
+        }
+        None => {
+            let mut out = Vec::new();
+            out.try_reserve_exact(guess).ok()?;
+            let outcome = d.gzip_member(window, &mut out);
+            (outcome, SharedBytes::new(out))
+        }
+    };
+    match outcome {
         Outcome::Done { consumed } => {
-            if out.len() as u64 > limit {
+            if data.len() as u64 > limit {
                 return Some(Err(ContainerError::InflateLimit { limit }));
             }
             let rest = &window[consumed..];
@@ -361,9 +396,9 @@ fn inflate_fast(window: &[u8], limit: u64) -> Option<Result<(Vec<u8>, Encoding),
                 trailing: rest.len() as u64,
                 nonzero_trailing: rest.iter().any(|&b| b != 0),
             };
-            Some(Ok((out, encoding)))
+            Some(Ok((data, encoding)))
         }
-        Outcome::NoRoom if guess >= cap => Some(Err(ContainerError::InflateLimit { limit })),
+        Outcome::NoRoom if guess as u64 >= cap => Some(Err(ContainerError::InflateLimit { limit })),
         Outcome::NoRoom | Outcome::Bad => None,
     }
 }
@@ -406,6 +441,7 @@ fn inflate_stream(
     if !hinted {
         reserve(&mut out, ratio_guess)?;
     }
+    advise_huge(&mut out, isize_hint(window).unwrap_or(ratio_guess));
     let mut pos = 0usize;
     let mut members = 0u32;
     loop {
@@ -448,6 +484,14 @@ enum MemberError {
     Limit,
     Oom(u64),
     Bad(String),
+}
+
+/// Huge pages under the part of `out` the payload is expected to fill
+/// (`expected`: its trailer's ISIZE, else the reserved guess), which cut the
+/// kernel's share of a one-shot load (see [`host_pages::advise_huge`]).
+fn advise_huge(out: &mut Vec<u8>, expected: u64) {
+    let len = usize::try_from(expected).unwrap_or(usize::MAX);
+    host_pages::advise_huge(out, len.min(out.capacity()));
 }
 
 fn reserve(out: &mut Vec<u8>, additional: u64) -> Result<(), ContainerError> {
@@ -1087,7 +1131,7 @@ mod tests {
                 .expect("a fixture takes the fast path")
                 .unwrap();
             let slow = inflate_stream(w, 1 << 30, None).unwrap();
-            assert!(fast.0 == slow.0, "{name}");
+            assert!(fast.0[..] == slow.0[..], "{name}");
             assert_eq!(fast.1, slow.1, "{name}");
             seen += 1;
         }
@@ -1200,7 +1244,7 @@ mod tests {
             cases.push((format!("large, {what} damaged"), bad, 1 << 30));
         }
         for (name, w, limit) in cases {
-            let one_shot = outcome(inflate(&w, limit, None));
+            let one_shot = outcome(inflate(&w, limit, None).map(|(d, e)| (d.to_vec(), e)));
             let (streamed, ends) = stream_released(&w, limit);
             match (&one_shot, &streamed) {
                 (Ok(a), Ok(b)) => {
@@ -1344,7 +1388,7 @@ mod tests {
                 assert_eq!(isize_hint(&window), Some(len as u64));
             }
             let (out, _) = inflate_payload(&window, 1 << 30).unwrap();
-            assert!(out == body, "{len} bytes, {pad} of padding");
+            assert!(out[..] == body[..], "{len} bytes, {pad} of padding");
         }
     }
 }

@@ -39,36 +39,55 @@ impl Decompressor {
     /// capacity (`out` must be empty); on success `out` holds the decoded bytes.
     pub fn gzip_member(&mut self, input: &[u8], out: &mut Vec<u8>) -> Outcome {
         debug_assert!(out.is_empty());
+        let cap = out.capacity();
+        // SAFETY: the pointer and `cap` describe `out`'s allocated, writable
+        // storage, which `out` holds for the whole call.
+        let (outcome, produced) = unsafe { self.decode(input, out.as_mut_ptr(), cap) };
+        // SAFETY: on success libdeflate initialised exactly `produced` bytes
+        // from the start of the buffer, and `decode` checked `produced` ≤ cap.
+        unsafe { out.set_len(produced) };
+        outcome
+    }
+
+    /// Decodes the gzip member at the start of `input` into `out`; on
+    /// success the decoded bytes are `out[..produced]` (the rest of `out` is
+    /// as it was).
+    pub fn gzip_member_into(&mut self, input: &[u8], out: &mut [u8]) -> (Outcome, usize) {
+        // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
+        unsafe { self.decode(input, out.as_mut_ptr(), out.len()) }
+    }
+
+    /// The one call into libdeflate, and the number of bytes it produced (0
+    /// unless it succeeded).
+    ///
+    /// # Safety
+    /// `out` must point at `cap` writable bytes that stay valid and are not
+    /// used otherwise during the call.
+    unsafe fn decode(&mut self, input: &[u8], out: *mut u8, cap: usize) -> (Outcome, usize) {
         let (mut consumed, mut produced) = (0usize, 0usize);
         // SAFETY: `self.0` is a live decompressor used by this thread only
         // (`&mut self`). `input` is a live slice of `input.len()` readable
-        // bytes. The output pointer and `out.capacity()` describe `out`'s
-        // allocated, writable storage; libdeflate writes at most that many
-        // bytes there and reads back only bytes it wrote. The two out-params
-        // are valid `usize` locations.
+        // bytes; `out` and `cap` describe writable storage (the caller's
+        // contract), where libdeflate writes at most `cap` bytes and reads
+        // back only bytes it wrote. The two out-params are valid `usize`
+        // locations.
         let r = unsafe {
             libdeflate_gzip_decompress_ex(
                 self.0,
                 input.as_ptr().cast(),
                 input.len(),
-                out.as_mut_ptr().cast(),
-                out.capacity(),
+                out.cast(),
+                cap,
                 &mut consumed,
                 &mut produced,
             )
         };
-        if r == libdeflate_result_LIBDEFLATE_SUCCESS
-            && produced <= out.capacity()
-            && consumed <= input.len()
-        {
-            // SAFETY: on success libdeflate initialised exactly `produced`
-            // bytes from the start of the buffer, and `produced` ≤ capacity.
-            unsafe { out.set_len(produced) };
-            Outcome::Done { consumed }
+        if r == libdeflate_result_LIBDEFLATE_SUCCESS && produced <= cap && consumed <= input.len() {
+            (Outcome::Done { consumed }, produced)
         } else if r == libdeflate_result_LIBDEFLATE_INSUFFICIENT_SPACE {
-            Outcome::NoRoom
+            (Outcome::NoRoom, 0)
         } else {
-            Outcome::Bad
+            (Outcome::Bad, 0)
         }
     }
 }
@@ -77,5 +96,42 @@ impl Drop for Decompressor {
     fn drop(&mut self) {
         // SAFETY: the pointer came from `libdeflate_alloc_decompressor` and is freed once, here.
         unsafe { libdeflate_free_decompressor(self.0) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::{NeffHeader, HEADER_LEN};
+
+    /// The two entry points decode the same bytes and find the same end,
+    /// on every real fixture, and both say when the room is too small.
+    #[test]
+    fn into_a_slice_and_into_a_vec_decode_alike() {
+        for (name, bytes) in crate::testkit::real_fixtures() {
+            let h = NeffHeader::parse(&bytes).unwrap();
+            let window = &bytes[HEADER_LEN..HEADER_LEN + h.data_size as usize];
+            let mut d = Decompressor::new().unwrap();
+            let mut v = Vec::with_capacity(window.len() * 16);
+            let Outcome::Done { consumed } = d.gzip_member(window, &mut v) else {
+                panic!("{name}: the Vec decode failed");
+            };
+            let mut room = vec![0xA5u8; v.len() + 100];
+            let (outcome, produced) = d.gzip_member_into(window, &mut room);
+            assert!(
+                matches!(outcome, Outcome::Done { consumed: c } if c == consumed),
+                "{name}"
+            );
+            assert_eq!(produced, v.len(), "{name}");
+            assert!(room[..produced] == v[..], "{name}: the bytes differ");
+            assert!(
+                room[produced..].iter().all(|&b| b == 0xA5),
+                "{name}: wrote past the end"
+            );
+            let mut short = vec![0u8; v.len() - 1];
+            let (outcome, produced) = d.gzip_member_into(window, &mut short);
+            assert!(matches!(outcome, Outcome::NoRoom), "{name}");
+            assert_eq!(produced, 0);
+        }
     }
 }

@@ -33,10 +33,10 @@ use super::dma::{template, Target};
 use super::ipmap::{ImageLayout, Patch, PatchList, Section, RECORD};
 use super::runtime_code::{RuntimeCode, IMAGE_ALIGN};
 use super::RelocError;
-use crate::fallible;
 use crate::ids::VarId;
 use crate::kbin::isa::{D4_DST, D4_SRC, OP_PSEUDO_DMA_DIRECT2D};
 use crate::kbin::{BlockRef, Lowering, Operand, Relocation};
+use crate::{fallible, host_pages};
 
 /// The device opcode a lowered `0xD4` carries: every rewritten `0xD4` of
 /// the ten captures starts with `0xB8`, its other bytes of word 0 kept.
@@ -126,7 +126,7 @@ pub fn lower(
         (pre.len() + n_records + code.postamble_slots() as usize) * RECORD as usize,
         "an instruction image",
     )?;
-    fallible::populate(&mut img.bytes);
+    host_pages::populate(&mut img.bytes);
     for rec in &pre {
         img.bytes.extend_from_slice(rec);
     }
