@@ -184,6 +184,7 @@ fn examine_bytes(
             &Neff {
                 header: h,
                 verified: None,
+                compared: None,
                 archive,
             },
         )
@@ -256,14 +257,19 @@ fn describe_opened(
 /// `verify` of one readable file: opened once, as the load opens it, and
 /// that one open serves the report and the load. Only a NEFF the open
 /// refuses is examined gate by gate, to show how far it got.
-fn verify_bytes(
+fn verify_source(
     file: &Path,
-    bytes: &[u8],
+    source: &input::Source,
     max_inflated: Option<u64>,
     config: &neffld::config::RuntimeConfig,
 ) -> (Value, Result<(), Failure>) {
     let to_failure = |e: neffld::api::LoadError| crate::load_cmd::load_failure(&e);
-    let neff = match neffld::container::open(bytes, &neffld::verify::open_options(config)) {
+    let bytes = source.bytes();
+    let opts = neffld::container::OpenOptions {
+        compare_hash: true,
+        ..neffld::verify::open_options(config)
+    };
+    let neff = match source.open(&opts) {
         Ok(neff) => neff,
         Err(e) => {
             let (mut out, _) = examine_bytes(file, bytes, max_inflated, config.validate_hash);
@@ -273,26 +279,38 @@ fn verify_bytes(
         }
     };
     let mut out = json!({"file": input::display(file), "size": bytes.len()});
-    let mut warnings = Vec::new();
     let header = neff.header.clone();
     out["header"] = header_json(&header);
     let window = payload_window(bytes, &header).unwrap_or_default();
-    // A report part the manifests cannot give is left out; the verdict is
-    // the load's.
-    let _ = describe_opened(&mut out, &mut warnings, &neff);
-    // The digest the report prints, when the open did not compare it, is
-    // compared on a second core beside the load.
-    let (compared, outcome) = match neff.verified {
-        Some(v) => (Ok(v), neffld::verify::verify_opened(bytes, neff, config)),
-        None => std::thread::scope(|sc| {
-            let compare = sc.spawn(|| integrity::verify(header.pkg_version, &header.hash, window));
-            let outcome = neffld::verify::verify_opened(bytes, neff, config);
-            let compared = compare
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (compared, outcome)
-        }),
+    // The open compared the digest beside the inflate, as a gate when the
+    // load checks it, else for the report.
+    let compared = match (neff.verified, &neff.compared) {
+        (Some(v), _) => Ok(v),
+        (None, Some(c)) => c.clone(),
+        (None, None) => integrity::verify(header.pkg_version, &header.hash, window),
     };
+    // The report's own parse runs on a second core beside the load: a copy
+    // of the open NEFF shares its one inflated buffer.
+    let copy = neff.clone();
+    let ((described, mut warnings), outcome) = std::thread::scope(|sc| {
+        let side = sc.spawn(|| {
+            let (mut part, mut warnings) = (json!({}), Vec::new());
+            // A report part the manifests cannot give is left out; the
+            // verdict is the load's.
+            let _ = describe_opened(&mut part, &mut warnings, &copy);
+            (part, warnings)
+        });
+        let outcome = neffld::verify::verify_opened(bytes, neff, config);
+        let side = side
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (side, outcome)
+    });
+    if let Value::Object(parts) = described {
+        for (k, v) in parts {
+            out[k] = v;
+        }
+    }
     // A mismatch the load checks failed the open already.
     let _ = integrity_json(
         &mut out,
@@ -349,8 +367,11 @@ pub fn verify(
     let (mut failed_gate, mut unreadable) = (0usize, 0usize);
     let mut text = String::new();
     for f in files {
-        let (out, outcome) = match input::read(f) {
-            Ok(bytes) => verify_bytes(f, &bytes, max_inflated, &config),
+        let (out, outcome) = match input::source(f) {
+            Ok(source) => {
+                let _shortened = source.guard_shortening("verify", f, as_json);
+                verify_source(f, &source, max_inflated, &config)
+            }
             Err(_) => examine(f, max_inflated, config.validate_hash),
         };
         let name = input::display(f);
@@ -544,6 +565,7 @@ pub fn extract(
     let bytes = input::read(file)?;
     let opts = neffld::container::OpenOptions {
         verify_hash: false,
+        compare_hash: false,
         inflate_limit: max_inflated,
         max_members: None,
     };

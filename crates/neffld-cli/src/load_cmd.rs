@@ -20,10 +20,10 @@ use neffld::{parse, Arch, NrtStatus};
 use serde_json::{json, Value};
 
 use crate::recorder::Recorder;
-use crate::report::{emit, failed, failure_document, print_json, stamp, Failure};
+use crate::report::{emit, failed, print_json, stamp, Failure};
 use crate::style::Style;
 use crate::target::lnc_refusal;
-use crate::{input, map, memory, sigbus, units};
+use crate::{input, map, memory, units};
 
 /// Show a progress bar for files at least this large.
 const PROGRESS_MIN: u64 = 64 << 20;
@@ -494,19 +494,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     }
     let source = input::source(&a.file)?;
     let bytes = source.bytes();
-    let _shortened = matches!(source, input::Source::Mapped(_)).then(|| {
-        let f = Failure::io(format!(
-            "cannot read {}: the file was shortened by another process while it was mapped",
-            input::display(&a.file)
-        ));
-        if a.json {
-            let doc = serde_json::to_string_pretty(&failure_document("load", &f))
-                .expect("JSON values always serialise");
-            sigbus::guard(bytes, format!("{doc}\n"), 1)
-        } else {
-            sigbus::guard(bytes, format!("neffld load: {}\n", f.human()), 2)
-        }
-    });
+    let _shortened = source.guard_shortening("load", &a.file, a.json);
     let config_err = |e: neffld::config::ConfigError| Failure {
         stage: "config",
         status: e.status(),
@@ -533,6 +521,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let t1 = Instant::now();
     let opts = OpenOptions {
         verify_hash: config.validate_hash,
+        compare_hash: false,
         inflate_limit: config.max_inflated,
         max_members: config.max_members,
     };

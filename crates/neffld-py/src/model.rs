@@ -201,6 +201,7 @@ fn run_load(
     // S1 once, here: the NEFF's own target picks the device when no arch is given.
     let opts = OpenOptions {
         verify_hash: config.validate_hash,
+        compare_hash: false,
         inflate_limit: config.max_inflated,
         max_members: config.max_members,
     };

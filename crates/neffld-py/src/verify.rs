@@ -145,6 +145,7 @@ fn container_gate(bytes: &[u8], f: &mut Findings) -> Option<Neff> {
             Some(Neff {
                 header,
                 verified,
+                compared: None,
                 archive,
             })
         }

@@ -488,6 +488,7 @@ impl Runtime {
     ) -> Result<Model, LoadError> {
         let opts = OpenOptions {
             verify_hash: self.config.validate_hash,
+            compare_hash: false,
             inflate_limit: self.config.max_inflated,
             max_members: self.config.max_members,
         };

@@ -239,6 +239,7 @@ impl Synth {
             &bytes,
             &OpenOptions {
                 verify_hash: true,
+                compare_hash: false,
                 ..Default::default()
             },
         ) {

@@ -45,6 +45,7 @@ pub fn verify(bytes: &[u8], config: &RuntimeConfig) -> Result<VerifyReport, Load
 pub fn open_options(config: &RuntimeConfig) -> OpenOptions {
     OpenOptions {
         verify_hash: config.validate_hash,
+        compare_hash: false,
         inflate_limit: config.max_inflated,
         max_members: config.max_members,
     }
@@ -60,6 +61,9 @@ pub fn verify_opened(
     let config = RuntimeConfig {
         arch: declared_arch(&neff).unwrap_or(config.arch),
         device: DeviceKind::Null,
+        // The runtime is this call's own and makes one load: no later load
+        // can reuse its parse, so the file is not fingerprinted for one.
+        one_load_at_a_time: true,
         ..config.clone()
     };
     let lnc = config.lnc_size();

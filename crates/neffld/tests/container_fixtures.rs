@@ -12,6 +12,7 @@ fn fixtures() -> Vec<(String, Vec<u8>)> {
 fn verify() -> OpenOptions {
     OpenOptions {
         verify_hash: true,
+        compare_hash: false,
         ..Default::default()
     }
 }
@@ -124,6 +125,40 @@ fn a_flipped_payload_byte_fails_verification_only_when_asked() {
         !neff.archive.warnings().is_empty(),
         "non-zero padding is reported"
     );
+}
+
+/// A digest compared for a report (`compare_hash`, as `neffld verify` asks
+/// when the load would not check it) is kept, match or mismatch, and never
+/// fails the open; when the hash is required, the gate's verdict is the one.
+#[test]
+fn a_digest_compared_for_a_report_is_kept_not_enforced() {
+    let compare = OpenOptions {
+        compare_hash: true,
+        ..OpenOptions::default()
+    };
+    for (name, mut bytes) in fixtures() {
+        let gate = container::open(&bytes, &verify()).unwrap().verified;
+        let neff = container::open(&bytes, &compare).unwrap();
+        assert!(neff.verified.is_none(), "{name}");
+        assert_eq!(neff.compared.unwrap().ok(), gate, "{name}");
+        let both = OpenOptions {
+            verify_hash: true,
+            ..compare
+        };
+        let neff = container::open(&bytes, &both).unwrap();
+        assert_eq!(neff.verified, gate, "{name}");
+        assert!(neff.compared.is_none(), "{name}: one verdict, the gate's");
+        // A flipped padding byte: the archive decodes, the digest differs.
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let neff = container::open(&bytes, &compare).unwrap();
+        let e = neff.compared.unwrap().unwrap_err();
+        assert!(e.to_string().starts_with("MD5 mismatch!"), "{name}: {e}");
+        assert!(container::open(&bytes, &OpenOptions::default())
+            .unwrap()
+            .compared
+            .is_none());
+    }
 }
 
 /// The 2.21+ writer rebuilds each fixture from its own members: the

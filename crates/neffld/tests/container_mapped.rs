@@ -60,18 +60,28 @@ impl Drop for TempNeff {
 fn opts(verify_hash: bool) -> OpenOptions {
     OpenOptions {
         verify_hash,
+        compare_hash: false,
         ..OpenOptions::default()
     }
 }
+
+/// The digest compared for a report only, not required.
+const COMPARE: OpenOptions = OpenOptions {
+    verify_hash: false,
+    compare_hash: true,
+    inflate_limit: None,
+    max_members: None,
+};
 
 /// Everything a caller sees of an open: the decoded bytes, the account of
 /// the window, the verdict; or the error's text and status.
 fn seen(r: Result<Neff, container::ContainerError>) -> Result<(Vec<u8>, String), String> {
     r.map(|n| {
         let account = format!(
-            "{:?} {:?} {:?} {:?}",
+            "{:?} {:?} {:?} {:?} {:?}",
             n.archive.encoding(),
             n.verified,
+            n.compared,
             n.archive.warnings(),
             n.archive.members()
         );
@@ -85,22 +95,29 @@ fn a_large_payload_decodes_the_same_and_is_released() {
     let bytes = neff();
     assert!((bytes.len() - 1024) as u64 >= STREAM_MIN, "{}", bytes.len());
     let file = TempNeff::new("good", bytes);
-    for verify_hash in [false, true] {
-        let expected = seen(container::open(bytes, &opts(verify_hash)));
+    for o in [opts(false), opts(true), COMPARE] {
+        let expected = seen(container::open(bytes, &o));
         let map = file.map();
-        let got = container::open_mapped(&map, &opts(verify_hash));
+        let got = container::open_mapped(&map, &o);
         let resident = map.resident_bytes().unwrap();
         let got = seen(got);
         assert!(expected.is_ok());
-        assert!(got == expected, "hash {verify_hash}: the archives differ");
+        assert!(got == expected, "{o:?}: the archives differ");
         // Only the blocks of the cache key's 64 sampled pieces (at most two
         // each) and the partial last block stay: the window is over 64 MiB.
         let bound = 130 * RELEASE_ALIGN as u64;
-        assert!(
-            resident <= bound,
-            "hash {verify_hash}: {resident} bytes still resident"
-        );
+        assert!(resident <= bound, "{o:?}: {resident} bytes still resident");
     }
+    let compared = container::open_mapped(&file.map(), &COMPARE).unwrap();
+    assert!(compared.verified.is_none());
+    assert_eq!(
+        compared.compared.unwrap().unwrap(),
+        container::open(bytes, &opts(true))
+            .unwrap()
+            .verified
+            .unwrap(),
+        "the digest compared for a report is the one the gate finds"
+    );
     // A one-shot load of the opened file reads only pages that were kept
     // (the header, the cache key's sample): nothing faults back.
     let map = file.map();
@@ -146,12 +163,12 @@ fn damage_gives_the_same_errors_and_the_hash_fails_first() {
         ("garbage", &garbage_after),
     ] {
         let file = TempNeff::new(tag, b);
-        for verify_hash in [false, true] {
-            let expected = seen(container::open(b, &opts(verify_hash)));
-            let got = seen(container::open_mapped(&file.map(), &opts(verify_hash)));
+        for o in [opts(false), opts(true), COMPARE] {
+            let expected = seen(container::open(b, &o));
+            let got = seen(container::open_mapped(&file.map(), &o));
             assert!(
                 got == expected,
-                "{tag}, hash {verify_hash}: {:?} against {:?}",
+                "{tag}, {o:?}: {:?} against {:?}",
                 got.as_ref().err(),
                 expected.as_ref().err()
             );

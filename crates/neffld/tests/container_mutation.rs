@@ -22,6 +22,7 @@ fn legacy() -> Vec<u8> {
 
 const OPTS: OpenOptions = OpenOptions {
     verify_hash: false,
+    compare_hash: false,
     inflate_limit: Some(64 << 20),
     max_members: None,
 };

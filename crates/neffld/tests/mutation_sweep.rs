@@ -1141,6 +1141,7 @@ fn default_load(bytes: &[u8], validate_hash: bool) -> NrtStatus {
     };
     let opts = OpenOptions {
         verify_hash: validate_hash,
+        compare_hash: false,
         inflate_limit: config.max_inflated,
         max_members: config.max_members,
     };

@@ -25,7 +25,7 @@ use release::{ReadFront, Reader};
 
 /// Everything that can be wrong with a container. Messages keep the
 /// reference runtime's wording where one is known (parse.md §9 rows 3–18).
-#[derive(Debug, Error)]
+#[derive(Clone, Debug, Error)]
 pub enum ContainerError {
     #[error("Invalid number of NEFF bytes received {size:#x}: the file is {size} bytes, and a NEFF is at least 1024 bytes (its header){kind}")]
     TooShort { size: u64, kind: FileKind },
@@ -123,6 +123,10 @@ pub struct OpenOptions {
     /// Check the payload digest (`NEURON_RT_VALIDATE_HASH`; off by default,
     /// as in the reference runtime).
     pub verify_hash: bool,
+    /// Compare the digest beside the decode even when `verify_hash` is off,
+    /// for a report: the finding is kept in [`Neff::compared`], and a
+    /// mismatch is not an error.
+    pub compare_hash: bool,
     /// Ceiling on the decoded payload; `None` = [`archive::default_inflate_limit`].
     pub inflate_limit: Option<u64>,
     /// Ceiling on the tar's entries; `None` = [`archive::DEFAULT_MAX_MEMBERS`].
@@ -130,11 +134,14 @@ pub struct OpenOptions {
 }
 
 /// A parsed container: the header, what integrity found, and the archive.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Neff {
     pub header: NeffHeader,
     /// `Some` when the hash was verified.
     pub verified: Option<Verified>,
+    /// What the digest comparison found when it was asked for
+    /// ([`OpenOptions::compare_hash`]) but not required.
+    pub compared: Option<Result<Verified, ContainerError>>,
     pub archive: Archive,
 }
 
@@ -167,30 +174,36 @@ fn open_passing(
         .inflate_limit
         .unwrap_or_else(|| archive::default_inflate_limit(window.len() as u64));
     let max_members = opts.max_members.unwrap_or(archive::DEFAULT_MAX_MEMBERS);
-    let front = release.map(|r| ReadFront::new(r, window.len(), opts.verify_hash));
+    let hashed = opts.verify_hash || opts.compare_hash;
+    let front = release.map(|r| ReadFront::new(r, window.len(), hashed));
     let front = front.as_ref();
     let decode = || Archive::decode_passing(window, limit, max_members, front);
-    let (verified, archive) = if opts.verify_hash {
+    let (digest, archive) = if hashed {
         let passed = |at: usize| {
             if let Some(f) = front {
                 f.passed(Reader::Hash, at);
             }
         };
-        let (verified, archive) = hash_beside(
+        let (digest, archive) = hash_beside(
             decode,
             || integrity::verify_passing(header.pkg_version, &header.hash, window, &passed),
             window.len(),
         );
-        // The hash gate comes first (gate 2e): a bad digest is the error even
-        // when the decode failed too, and no member has been looked at yet.
-        (Some(verified?), archive?)
+        (Some(digest), archive)
     } else {
-        (None, decode()?)
+        (None, decode())
+    };
+    // The hash gate comes first (gate 2e): a bad digest is the error even
+    // when the decode failed too, and no member has been looked at yet.
+    let (verified, compared) = match digest {
+        Some(digest) if opts.verify_hash => (Some(digest?), None),
+        digest => (None, digest),
     };
     Ok(Neff {
         header,
         verified,
-        archive,
+        compared,
+        archive: archive?,
     })
 }
 
