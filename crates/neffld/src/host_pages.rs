@@ -9,12 +9,6 @@
 #[cfg(not(target_os = "linux"))]
 pub fn populate(_: &mut Vec<u8>) {}
 
-/// Elsewhere the pages fault as they fill.
-#[cfg(not(target_os = "linux"))]
-pub fn advise_huge(_: &mut Vec<u8>, _: usize) -> bool {
-    false
-}
-
 /// Elsewhere a buffer is a `Vec`.
 #[cfg(not(target_os = "linux"))]
 pub enum HugeBuf {}
@@ -27,7 +21,7 @@ impl HugeBuf {
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::{advise_huge, populate, HugeBuf};
+pub use linux::{populate, HugeBuf};
 
 /// A transparent huge page.
 const HUGE: usize = 2 << 20;
@@ -72,13 +66,16 @@ mod linux {
     use memmap2::MmapMut;
 
     /// Fresh anonymous memory for a buffer a decoder fills front to back,
-    /// starting on a huge-page boundary with huge-page advice, so that even
-    /// its first 2 MiB take one fault (a `Vec`'s storage starts wherever
-    /// the allocator put it, and the part before the first boundary faults
-    /// 4 KiB at a time: about 256 faults on average). Whole one-shot
-    /// decodes of matmul_large into it took 0.97× the time of decoding into
-    /// a `Vec` with the same advice (40 pairs). Reading a part nothing wrote
-    /// gives zeros; only written pages take memory.
+    /// in transparent huge pages (`MADV_HUGEPAGE`) from its first byte: one
+    /// fault and one zeroing per 2 MiB instead of per 4 KiB. Whole processes
+    /// that read matmul_large and decode its payload in one libdeflate call
+    /// took 0.71× the time into a `Vec` with the advice than into a plain
+    /// `Vec` (30 pairs; populating the plain `Vec` first gave 1.00×), and
+    /// 0.97× again when the buffer starts on a huge-page boundary (40
+    /// pairs), since a `Vec`'s storage starts wherever the allocator put it
+    /// and the part before its first boundary faults 4 KiB at a time.
+    /// Reading a part nothing wrote gives zeros; only written pages take
+    /// memory.
     pub struct HugeBuf {
         map: MmapMut,
         start: usize,
@@ -152,22 +149,6 @@ mod linux {
     /// about as much as the faults it saves.
     const HUGE_MIN: usize = 4 << 20;
 
-    /// The page-aligned part of `v`'s spare capacity, `align` bytes aligned
-    /// at both ends, limited to its first `len` bytes (rounded up to
-    /// `align`, within the capacity).
-    fn spare_range(v: &mut Vec<u8>, len: usize, align: usize) -> Option<(usize, usize)> {
-        let spare = v.spare_capacity_mut();
-        let base = spare.as_mut_ptr() as usize;
-        let end_cap = base + spare.len();
-        let start = base.next_multiple_of(align);
-        let end = base
-            .checked_add(len)
-            .and_then(|e| e.checked_next_multiple_of(align))
-            .unwrap_or(usize::MAX)
-            .min(end_cap & !(align - 1));
-        (end > start).then_some((start, end))
-    }
-
     /// Faults in the pages of `v`'s spare capacity in one call
     /// (`MADV_POPULATE_WRITE`) instead of one page fault per page as it
     /// fills: a one-shot load of matmul_large took 3,140 page faults instead
@@ -178,9 +159,12 @@ mod linux {
         if v.spare_capacity_mut().len() < POPULATE_MIN {
             return;
         }
-        let Some((start, end)) = spare_range(v, usize::MAX, 4096) else {
+        let spare = v.spare_capacity_mut();
+        let base = spare.as_mut_ptr() as usize;
+        let (start, end) = (base.next_multiple_of(4096), (base + spare.len()) & !4095);
+        if end <= start {
             return;
-        };
+        }
         // SAFETY: [start, end) lies inside `v`'s allocation, which `v` holds
         // for the whole call; the advice only maps its pages and never
         // changes a byte of it (fresh pages read as zero, present ones are
@@ -193,31 +177,6 @@ mod linux {
                 libc::MADV_POPULATE_WRITE,
             );
         }
-    }
-
-    /// Asks for transparent huge pages (`MADV_HUGEPAGE`) under the first
-    /// `len` bytes of `v`'s spare capacity, which a decoder is about to
-    /// fill, when the host has them free (see [`huge_pages_are_free`]).
-    /// Whole `inflate_floor` processes on matmul_large (9.3 MB inflated)
-    /// took 0.71× the CPU and wall time of the same call on 4 KiB pages, 30
-    /// pairs; populating the 4 KiB pages first gave 1.00×. Only the aligned
-    /// interior is advised, so the buffer's resident size grows by less
-    /// than one huge page. Returns whether the advice was given.
-    pub fn advise_huge(v: &mut Vec<u8>, len: usize) -> bool {
-        if len < HUGE_MIN {
-            return false;
-        }
-        let Some((start, end)) = spare_range(v, len, HUGE) else {
-            return false;
-        };
-        if !host_has_free(((end - start) / HUGE) as u64) {
-            return false;
-        }
-        // SAFETY: [start, end) lies inside `v`'s allocation, which `v` holds
-        // for the whole call; the advice only changes the size of the pages
-        // that back the range when they are first touched, never a byte of
-        // it, and the range is spare capacity nobody reads before writing.
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) == 0 }
     }
 }
 
@@ -293,6 +252,15 @@ Node 0, zone   Normal  38866  33331  17411  11532   6309   3498   1789   1336   
         assert!(too_long.is_err(), "a length past the room is refused");
     }
 
+    /// The whole pages inside `v`'s spare capacity.
+    #[cfg(target_os = "linux")]
+    fn spare_pages(v: &mut Vec<u8>) -> (usize, usize) {
+        let spare = v.spare_capacity_mut();
+        let start = (spare.as_mut_ptr() as usize).next_multiple_of(4096);
+        let end = (spare.as_mut_ptr() as usize + spare.len()) & !4095;
+        (start, end)
+    }
+
     /// Pages of `[start, end)` that are resident, and how many.
     #[cfg(target_os = "linux")]
     fn resident(start: usize, end: usize) -> (usize, usize) {
@@ -304,15 +272,6 @@ Node 0, zone   Normal  38866  33331  17411  11532   6309   3498   1789   1336   
             unsafe { libc::mincore(start as *mut libc::c_void, end - start, vec.as_mut_ptr()) };
         assert_eq!(rc, 0);
         (vec.iter().filter(|&&b| b & 1 == 1).count(), pages)
-    }
-
-    /// The whole pages inside `v`'s spare capacity.
-    #[cfg(target_os = "linux")]
-    fn spare_pages(v: &mut Vec<u8>) -> (usize, usize) {
-        let spare = v.spare_capacity_mut();
-        let start = (spare.as_mut_ptr() as usize).next_multiple_of(4096);
-        let end = (spare.as_mut_ptr() as usize + spare.len()) & !4095;
-        (start, end)
     }
 
     #[cfg(target_os = "linux")]
@@ -338,62 +297,5 @@ Node 0, zone   Normal  38866  33331  17411  11532   6309   3498   1789   1336   
         let mut small = crate::fallible::with_capacity::<u8>(64 << 10, "test").unwrap();
         populate(&mut small);
         assert!(small.is_empty());
-    }
-
-    /// The advice covers only the aligned interior of the first `len` bytes
-    /// and leaves the contents alone; whether the kernel then hands over
-    /// huge pages is its own affair (THP may be off), so only the advice's
-    /// extent is checked, through `/proc/self/smaps`.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn huge_page_advice_covers_the_aligned_part_of_what_will_be_filled() {
-        let mut v = crate::fallible::with_capacity::<u8>(64 << 20, "test").unwrap();
-        v.extend_from_slice(b"kept");
-        assert!(!advise_huge(&mut v, 2 << 20), "too small to ask");
-        let text = std::fs::read_to_string("/proc/buddyinfo").unwrap_or_default();
-        let expect = free_huge_blocks(&text).is_some_and(|f| huge_pages_are_free(8, f));
-        let advised = advise_huge(&mut v, 15 << 20);
-        assert_eq!(
-            advised, expect,
-            "advised exactly when the host has the blocks free"
-        );
-        assert_eq!(v, b"kept");
-        if !advised {
-            return;
-        }
-        // The advised range is its own VMA, flagged `hg`, between 6 and 8
-        // huge pages long (15 MiB rounded up, less the unaligned head).
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let base = v.as_ptr() as usize;
-        let mut found = None;
-        let mut range = (0usize, 0usize);
-        for line in smaps.lines() {
-            if let Some((a, b)) = line
-                .split_whitespace()
-                .next()
-                .and_then(|r| r.split_once('-'))
-            {
-                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
-                {
-                    range = (a, b);
-                    continue;
-                }
-            }
-            if line.starts_with("VmFlags:") && line.contains(" hg") {
-                let (a, b) = range;
-                if a >= base && b <= base + (64 << 20) {
-                    found = Some((a, b));
-                }
-            }
-        }
-        let (a, b) = found.expect("an hg range inside the buffer");
-        assert_eq!(a % HUGE, 0);
-        assert_eq!(b % HUGE, 0);
-        assert!(
-            (6..=8).contains(&((b - a) / HUGE)),
-            "{} huge pages",
-            (b - a) / HUGE
-        );
-        assert!(b <= base + (16 << 20) + HUGE);
     }
 }
