@@ -244,25 +244,38 @@ fn describe_opened(
     warnings: &mut Vec<String>,
     neff: &Neff,
 ) -> Result<(), Failure> {
-    warnings.extend(neff.archive.warnings().iter().cloned());
-    out["archive"] = archive_json(&neff.archive);
+    describe_archive(out, warnings, &neff.archive);
+    put_manifests(out, &parse_json(neff)?);
+    Ok(())
+}
+
+/// The archive and members parts of the report.
+fn describe_archive(out: &mut Value, warnings: &mut Vec<String>, archive: &Archive) {
+    warnings.extend(archive.warnings().iter().cloned());
+    out["archive"] = archive_json(archive);
     out["members"] = out["archive"]["members"].clone();
-    let parsed = parse_json(neff)?;
+}
+
+/// The manifest parts of the report, from [`parse_json`].
+fn put_manifests(out: &mut Value, parsed: &Value) {
     for k in ["target", "inputs", "outputs", "subgraphs"] {
         out[k] = parsed[k].clone();
     }
-    Ok(())
 }
 
 /// `verify` of one readable file: opened once, as the load opens it, and
 /// that one open serves the report and the load. Only a NEFF the open
-/// refuses is examined gate by gate, to show how far it got.
+/// refuses is examined gate by gate, to show how far it got. The whole
+/// `inspect` report (`full`, for `--json`) needs a parse of its own; the
+/// one-line summary takes its subgraph count from the load, which is
+/// returned.
 fn verify_source(
     file: &Path,
     source: &input::Source,
     max_inflated: Option<u64>,
     config: &neffld::config::RuntimeConfig,
-) -> (Value, Result<(), Failure>) {
+    full: bool,
+) -> (Value, Result<usize, Failure>) {
     let to_failure = |e: neffld::api::LoadError| crate::load_cmd::load_failure(&e);
     let bytes = source.bytes();
     let opts = neffld::container::OpenOptions {
@@ -279,6 +292,8 @@ fn verify_source(
         }
     };
     let mut out = json!({"file": input::display(file), "size": bytes.len()});
+    let mut warnings = Vec::new();
+    describe_archive(&mut out, &mut warnings, &neff.archive);
     let header = neff.header.clone();
     out["header"] = header_json(&header);
     let window = payload_window(bytes, &header).unwrap_or_default();
@@ -289,28 +304,27 @@ fn verify_source(
         (None, Some(c)) => c.clone(),
         (None, None) => integrity::verify(header.pkg_version, &header.hash, window),
     };
-    // The report's own parse runs on a second core beside the load: a copy
-    // of the open NEFF shares its one inflated buffer.
-    let copy = neff.clone();
-    let ((described, mut warnings), outcome) = std::thread::scope(|sc| {
-        let side = sc.spawn(|| {
-            let (mut part, mut warnings) = (json!({}), Vec::new());
-            // A report part the manifests cannot give is left out; the
-            // verdict is the load's.
-            let _ = describe_opened(&mut part, &mut warnings, &copy);
-            (part, warnings)
+    let outcome = if full {
+        // The report's own parse runs on a second core beside the load: a
+        // copy of the open NEFF shares its one inflated buffer.
+        let copy = neff.clone();
+        let (parsed, outcome) = std::thread::scope(|sc| {
+            let side = sc.spawn(|| parse_json(&copy));
+            let outcome = neffld::verify::verify_opened(bytes, neff, config);
+            let parsed = side
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (parsed, outcome)
         });
-        let outcome = neffld::verify::verify_opened(bytes, neff, config);
-        let side = side
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (side, outcome)
-    });
-    if let Value::Object(parts) = described {
-        for (k, v) in parts {
-            out[k] = v;
+        // A report part the manifests cannot give is left out; the verdict
+        // is the load's.
+        if let Ok(parsed) = parsed {
+            put_manifests(&mut out, &parsed);
         }
-    }
+        outcome
+    } else {
+        neffld::verify::verify_opened(bytes, neff, config)
+    };
     // A mismatch the load checks failed the open already.
     let _ = integrity_json(
         &mut out,
@@ -320,7 +334,7 @@ fn verify_source(
         compared,
         config.validate_hash,
     );
-    let outcome = outcome.map(|_| ()).map_err(to_failure);
+    let outcome = outcome.map(|r| r.subgraphs).map_err(to_failure);
     out["warnings"] = json!(warnings);
     set_status(&mut out, outcome.as_ref().err());
     (out, outcome)
@@ -370,19 +384,22 @@ pub fn verify(
         let (out, outcome) = match input::source(f) {
             Ok(source) => {
                 let _shortened = source.guard_shortening("verify", f, as_json);
-                verify_source(f, &source, max_inflated, &config)
+                verify_source(f, &source, max_inflated, &config, as_json)
             }
-            Err(_) => examine(f, max_inflated, config.validate_hash),
+            Err(_) => {
+                let (out, outcome) = examine(f, max_inflated, config.validate_hash);
+                let subgraphs = out["subgraphs"].as_array().map_or(0, Vec::len);
+                (out, outcome.map(|()| subgraphs))
+            }
         };
         let name = input::display(f);
         match &outcome {
-            Ok(()) => text.push_str(&format!(
-                "{}    {name}  ({} {}, {} members, {} subgraphs)\n",
+            Ok(subgraphs) => text.push_str(&format!(
+                "{}    {name}  ({} {}, {} members, {subgraphs} subgraphs)\n",
                 style.ok("ok"),
                 out["integrity"]["algorithm"].as_str().unwrap_or(""),
                 out["integrity"]["result"].as_str().unwrap_or(""),
                 out["archive"]["member_count"],
-                out["subgraphs"].as_array().map_or(0, Vec::len)
             )),
             Err(e) => {
                 if e.stage == "io" {

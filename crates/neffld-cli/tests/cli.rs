@@ -33,6 +33,41 @@ fn scratch(tag: &str) -> PathBuf {
     d
 }
 
+/// The one-line summary takes its subgraph count from the load, the JSON
+/// report from a parse of its own: on every fixture both equal the number of
+/// `sgNN/def.json` members the tar holds, and the member counts agree.
+#[test]
+fn verify_summary_line_counts_what_the_report_lists() {
+    for entry in std::fs::read_dir(fixtures_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "neff") {
+            continue;
+        }
+        let p = path.to_str().unwrap();
+        let report = json(&neffld(&["verify", "--json", p]));
+        let v = &report["files"][0];
+        let defs = v["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| {
+                let name = m["name"].as_str().unwrap();
+                name.starts_with("sg") && name.ends_with("/def.json")
+            })
+            .count();
+        assert!(defs > 0, "{p}");
+        assert_eq!(v["subgraphs"].as_array().unwrap().len(), defs, "{p}");
+        let line = neffld(&["verify", p]);
+        assert!(line.status.success(), "{p}");
+        let text = String::from_utf8_lossy(&line.stdout);
+        let counts = format!(
+            "{} members, {defs} subgraphs)",
+            v["archive"]["member_count"]
+        );
+        assert!(text.contains(&counts), "{p}: {text} lacks {counts}");
+    }
+}
+
 #[test]
 fn verify_json_reports_the_real_file() {
     let f = fixture("matmul_small.neff");
