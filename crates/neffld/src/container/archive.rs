@@ -333,8 +333,8 @@ const FAST_PATH_RATIO: u64 = 16;
 /// The fast path decodes into huge pages ([`host_pages::HugeBuf`]) only
 /// when the payload is expected to inflate at least this many times over.
 /// Whole `neffld load` processes, huge pages against 4 KiB ones: matmul_large
-/// (6.1×) 0.71–0.77×, 2 GiB of a repeating pattern (80×) 0.70–0.77×, but
-/// 512 MiB of random weights (0.95×) 1.12× (7 pairs): when the decoder
+/// (6.1×) 0.71–0.80×, 256 MiB of a repeating pattern (75×) 0.39× (medians),
+/// but 512 MiB of random weights (0.95×) 1.12× (7 pairs): when the decoder
 /// writes at copy speed, zeroing a 2 MiB page ahead of it costs more than
 /// the faults it saves. Real NEFFs inflate 5.8–9.3×; weights that do not
 /// compress keep 4 KiB pages.
