@@ -25,12 +25,15 @@ trap 'rm -rf "$D"' EXIT
 "$SCALE" gen-random "$D/r512.neff" 512 1 >/dev/null
 "$SCALE" gen "$D/big.neff" "$SCALE_MIB" 1 >/dev/null
 L="$BIN load --quiet --lnc 1 --max-inflated 17179869184"
+# The interpreter itself, not a launcher in front of it: pyenv's `python3`
+# shim is a bash script that adds 50-170 ms to every Python process.
+PY=$(python3 -c 'import sys; print(sys.executable)')
 echo
 echo "## Whole processes, $RUNS pairs per row (A/B: median of per-pair ratios)"
 python3 scripts/whole_process.py "$RUNS" \
     "load --device null matmul_large ÷ floor" "$BIN load --quiet --device null $F" "$FLOOR $F" \
     "verify matmul_large ÷ floor" "$BIN verify $F" "$FLOOR $F" \
-    "Python ÷ load --device null matmul_large" "python3 scripts/py_baseline.py $F 1" "$BIN load --quiet --device null $F" \
+    "Python ÷ load --device null matmul_large" "$PY scripts/py_baseline.py $F 1" "$BIN load --quiet --device null $F" \
     "512 MiB incompressible: load --device null ÷ floor" "$L --device null $D/r512.neff" "$FLOOR $D/r512.neff" \
     "512 MiB incompressible: load --validate-hash --device null ÷ floor" "$L --validate-hash --device null $D/r512.neff" "$FLOOR $D/r512.neff" \
     "512 MiB incompressible: load (sim) ÷ floor" "$L $D/r512.neff" "$FLOOR $D/r512.neff" \
