@@ -18,12 +18,28 @@ impl HugeBuf {
     pub fn new(_: usize, _: usize) -> Option<HugeBuf> {
         None
     }
+
+    pub fn room(&mut self) -> &mut [u8] {
+        match *self {}
+    }
+
+    pub fn set_len(&mut self, _: usize) {
+        match *self {}
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+impl AsRef<[u8]> for HugeBuf {
+    fn as_ref(&self) -> &[u8] {
+        match *self {}
+    }
 }
 
 #[cfg(target_os = "linux")]
 pub use linux::{populate, HugeBuf};
 
 /// A transparent huge page.
+#[cfg(target_os = "linux")]
 const HUGE: usize = 2 << 20;
 
 /// The number of free huge-page-sized blocks `/proc/buddyinfo` lists, over

@@ -13,7 +13,6 @@ use std::ops::Range;
 
 use super::release::{ReadFront, Reader};
 use super::ContainerError;
-use crate::host_pages;
 use crate::shared::SharedBytes;
 
 /// Default ceiling on the inflated payload: `RATIO ×` the window, but never
@@ -330,7 +329,7 @@ fn copy_passing(window: &[u8], front: Option<&ReadFront<'_>>) -> Result<Vec<u8>,
 #[cfg(feature = "libdeflate")]
 const FAST_PATH_RATIO: u64 = 16;
 
-/// The fast path decodes into huge pages ([`host_pages::HugeBuf`]) only
+/// The fast path decodes into huge pages ([`crate::host_pages::HugeBuf`]) only
 /// when the payload is expected to inflate at least this many times over.
 /// Whole `neffld load` processes, huge pages against 4 KiB ones: matmul_large
 /// (6.1×) 0.71–0.80×, 256 MiB of a repeating pattern (75×) 0.39× (medians),
@@ -381,7 +380,7 @@ fn inflate_fast(
     // Into huge pages when the payload is compressible and large enough and
     // the host has them free, else into a `Vec`.
     let huge = (expected / window.len().max(1) >= HUGE_MIN_RATIO)
-        .then(|| host_pages::HugeBuf::new(guess, expected))
+        .then(|| crate::host_pages::HugeBuf::new(guess, expected))
         .flatten();
     let (outcome, data) = match huge {
         Some(mut buf) => {

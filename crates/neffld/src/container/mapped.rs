@@ -21,7 +21,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use memmap2::{Advice, Mmap, MmapOptions, UncheckedAdvice};
+use memmap2::{Mmap, MmapOptions, UncheckedAdvice};
 
 /// Released ranges end on a multiple of this: 64 KiB is a multiple of every
 /// Linux page size (4, 16 or 64 KiB), so no page-size query is needed, and
@@ -49,7 +49,8 @@ impl MappedFile {
         let map = unsafe { MmapOptions::new().map_copy_read_only(file)? };
         // Page tables only: a page-cache folio mapped whole by one PMD is
         // unmapped whole when part of it is released, kept pages included.
-        if let Err(e) = map.advise(Advice::NoHugePage) {
+        #[cfg(target_os = "linux")]
+        if let Err(e) = map.advise(memmap2::Advice::NoHugePage) {
             tracing::debug!("MADV_NOHUGEPAGE on the mapped NEFF failed: {e}");
         }
         let mut keep: Vec<Range<usize>> = Vec::new();

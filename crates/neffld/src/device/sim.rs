@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use memmap2::{Advice, MmapMut};
+use memmap2::MmapMut;
 
 use super::books::Books;
 use super::fault::FaultPlan;
@@ -53,6 +53,7 @@ pub const DENSE_MAX: u64 = 64 << 20;
 /// pages (the old store) 0.92–1.05, huge-page advice 1.11–3.10 (direct
 /// compaction stalls: the host's THP defrag mode is `madvise`), so huge pages
 /// are not used.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const POPULATE_MIN: usize = 1 << 20;
 
 /// Most bytes of freed buffers kept for reuse.
@@ -243,11 +244,12 @@ impl Pages {
                     return;
                 }
                 let at = offset as usize;
+                // Fault the destination in one call rather than page by
+                // page during the copy; an older kernel refuses, and the
+                // copy then faults as usual.
+                #[cfg(target_os = "linux")]
                 if data.len() >= POPULATE_MIN {
-                    // Fault the destination in one call rather than page by
-                    // page during the copy; an older kernel refuses, and
-                    // the copy then faults as usual.
-                    let _ = m.advise_range(Advice::PopulateWrite, at, data.len());
+                    let _ = m.advise_range(memmap2::Advice::PopulateWrite, at, data.len());
                 }
                 m[at..at + data.len()].copy_from_slice(data);
                 for (page, ..) in pieces(offset, data.len()) {
