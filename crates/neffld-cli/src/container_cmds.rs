@@ -280,7 +280,7 @@ fn verify_source(
     let bytes = source.bytes();
     let opts = neffld::container::OpenOptions {
         compare_hash: true,
-        ..neffld::verify::open_options(config)
+        ..config.open_options()
     };
     let neff = match source.open(&opts) {
         Ok(neff) => neff,

@@ -101,17 +101,13 @@ pub fn source(path: &Path) -> Result<Source, Failure> {
                 return Ok(Source::Mapped(m));
             }
         }
-        return read_exact(f, meta.len()).map(Source::Read).map_err(err);
+        // One read into a buffer of the file's size (std reserves it from
+        // the metadata); a file that grew meanwhile is read to its end.
+        let mut out = Vec::new();
+        return (&f)
+            .read_to_end(&mut out)
+            .map(|_| Source::Read(out))
+            .map_err(err);
     }
     read(path).map(Source::Read)
-}
-
-/// The whole file in one read into a buffer of its size (no bounce buffer,
-/// no copy); a file that grew meanwhile is read to its end.
-fn read_exact(mut f: File, len: u64) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::OutOfMemory, e))?;
-    f.read_to_end(&mut out)?;
-    Ok(out)
 }

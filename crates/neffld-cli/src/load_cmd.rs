@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
 use neffld::capture::MEMORY_ROWS;
 use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::container::OpenOptions;
 use neffld::device::{Device, CARVEOUT};
 use neffld::ids::PCore;
 use neffld::memory::CoreMemory;
@@ -519,13 +518,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
 
     // S1 here, so the NEFF's own target can choose the device without a second inflate.
     let t1 = Instant::now();
-    let opts = OpenOptions {
-        verify_hash: config.validate_hash,
-        compare_hash: false,
-        inflate_limit: config.max_inflated,
-        max_members: config.max_members,
-    };
-    let opened = source.open(&opts);
+    let opened = source.open(&config.open_options());
     let s1 = t1.elapsed();
     config.arch = a
         .arch

@@ -1,6 +1,7 @@
-//! `neffld load` of a NEFF large enough to be mapped (its payload is at
-//! least `container::STREAM_MIN`) reports exactly what the same bytes give
-//! when read from standard input, which is never mapped: the same model,
+//! `neffld load` of a NEFF large enough for its mapped file to be streamed
+//! and released (its payload is at least `container::STREAM_MIN`) reports
+//! exactly what the same bytes give when read from standard input, which is
+//! never mapped: the same model,
 //! memory and warnings on success, the same error, status and exit code on
 //! damage and on a file cut short, with and without the hash check.
 

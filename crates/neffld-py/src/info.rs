@@ -161,7 +161,6 @@ pub fn parse_own(neff: &Neff) -> FResult<ParsedModel> {
 pub fn open(bytes: &[u8], verify_hash: bool) -> FResult<Neff> {
     let opts = OpenOptions {
         verify_hash,
-        compare_hash: false,
         ..OpenOptions::default()
     };
     container::open(bytes, &opts).map_err(|e| Failure::new("container", e.status(), e.to_string()))

@@ -13,7 +13,7 @@ use std::time::Instant;
 use neffld::api::{self, LoadError, LoadedModel, Runtime, Timings};
 use neffld::capture::staged::{self, StagedCore};
 use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::container::{self, OpenOptions};
+use neffld::container;
 use neffld::device::Device;
 use neffld::parse;
 use neffld::stage::Placement;
@@ -199,14 +199,8 @@ fn run_load(
         RuntimeConfig::from_env().map_err(|e| Failure::new("config", e.status(), e.to_string()))?;
     config.device = kind;
     // S1 once, here: the NEFF's own target picks the device when no arch is given.
-    let opts = OpenOptions {
-        verify_hash: config.validate_hash,
-        compare_hash: false,
-        inflate_limit: config.max_inflated,
-        max_members: config.max_members,
-    };
     let t1 = Instant::now();
-    let opened = container::open(bytes, &opts);
+    let opened = container::open(bytes, &config.open_options());
     let s1 = t1.elapsed();
     config.arch = arch
         .or_else(|| opened.as_ref().ok().and_then(parse::declared_arch))

@@ -27,7 +27,7 @@ use thiserror::Error;
 
 use crate::cache::{ParseCache, Role, Weigh};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
-use crate::container::{self, ContainerError, Neff, NeffHeader, OpenOptions};
+use crate::container::{self, ContainerError, Neff, NeffHeader};
 use crate::device::address::RUNTIME_SMALL_POOL_BYTES;
 use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice};
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
@@ -486,12 +486,7 @@ impl Runtime {
         guard_time: Duration,
         opened: Option<Neff>,
     ) -> Result<Model, LoadError> {
-        let opts = OpenOptions {
-            verify_hash: self.config.validate_hash,
-            compare_hash: false,
-            inflate_limit: self.config.max_inflated,
-            max_members: self.config.max_members,
-        };
+        let opts = self.config.open_options();
         let popts = ParseOptions {
             instance_arch: self.config.arch,
             allow_legacy_neff: self.config.allow_legacy_neff,

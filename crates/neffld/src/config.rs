@@ -5,6 +5,7 @@
 
 use thiserror::Error;
 
+use crate::container::OpenOptions;
 use crate::Arch;
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -255,6 +256,17 @@ impl RuntimeConfig {
         match self.arch {
             Arch::Sunda => 1,
             _ => self.lnc.unwrap_or(2),
+        }
+    }
+
+    /// How a load under this configuration opens a NEFF (S1): the hash gate
+    /// and the two ceilings.
+    pub fn open_options(&self) -> OpenOptions {
+        OpenOptions {
+            verify_hash: self.validate_hash,
+            compare_hash: false,
+            inflate_limit: self.max_inflated,
+            max_members: self.max_members,
         }
     }
 }

@@ -239,7 +239,6 @@ impl Synth {
             &bytes,
             &OpenOptions {
                 verify_hash: true,
-                compare_hash: false,
                 ..Default::default()
             },
         ) {

@@ -13,7 +13,7 @@
 
 use crate::api::{LoadError, Runtime};
 use crate::config::{DeviceKind, RuntimeConfig};
-use crate::container::{self, Neff, OpenOptions};
+use crate::container::{self, Neff};
 use crate::parse::declared_arch;
 use crate::Arch;
 
@@ -36,22 +36,12 @@ pub struct VerifyReport {
 /// architecture it was built for, and its device is replaced by one without
 /// storage.
 pub fn verify(bytes: &[u8], config: &RuntimeConfig) -> Result<VerifyReport, LoadError> {
-    let neff = container::open(bytes, &open_options(config))?;
+    let neff = container::open(bytes, &config.open_options())?;
     verify_opened(bytes, neff, config)
 }
 
-/// How a load under `config` opens a NEFF: the container gates of
-/// [`verify`].
-pub fn open_options(config: &RuntimeConfig) -> OpenOptions {
-    OpenOptions {
-        verify_hash: config.validate_hash,
-        compare_hash: false,
-        inflate_limit: config.max_inflated,
-        max_members: config.max_members,
-    }
-}
-
-/// [`verify`] of `bytes` already opened with [`open_options`] of `config`
+/// [`verify`] of `bytes` already opened with `config`'s
+/// [`RuntimeConfig::open_options`]
 /// (so a caller that also reports on the container opens it once).
 pub fn verify_opened(
     bytes: &[u8],

@@ -12,7 +12,6 @@ fn fixtures() -> Vec<(String, Vec<u8>)> {
 fn verify() -> OpenOptions {
     OpenOptions {
         verify_hash: true,
-        compare_hash: false,
         ..Default::default()
     }
 }

@@ -60,7 +60,6 @@ impl Drop for TempNeff {
 fn opts(verify_hash: bool) -> OpenOptions {
     OpenOptions {
         verify_hash,
-        compare_hash: false,
         ..OpenOptions::default()
     }
 }

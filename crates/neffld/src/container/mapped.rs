@@ -97,9 +97,10 @@ impl MappedFile {
             return;
         }
         // SAFETY: `range` lies inside the mapping and its ends are multiples
-        // of RELEASE_ALIGN, so of every Linux page size. For a private mapping that was never written, MADV_DONTNEED
-        // only unmaps the pages; the next access faults them in again from
-        // the file, so every borrow of `bytes` still reads the same bytes.
+        // of RELEASE_ALIGN, so of every Linux page size. For a private
+        // mapping that was never written, MADV_DONTNEED only unmaps the
+        // pages; the next access faults them in again from the file, so
+        // every borrow of `bytes` still reads the same bytes.
         let advised = unsafe {
             self.map
                 .unchecked_advise_range(UncheckedAdvice::DontNeed, range.start, range.len())
@@ -109,9 +110,7 @@ impl MappedFile {
             tracing::debug!("MADV_DONTNEED on the mapped NEFF failed: {e}");
         }
     }
-}
 
-impl MappedFile {
     /// Bytes of this mapping resident in this process (the mapping's `Rss`
     /// in `/proc/self/smaps`); `None` where that file cannot be read.
     /// Tests and measurements use it to see what was released.
