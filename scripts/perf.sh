@@ -15,7 +15,7 @@ SCALE_MIB=${1:-2048}
 RUNS=${RUNS:-9}
 TARGET=${CARGO_TARGET_DIR:-target}
 F=${NEFFLD_FIXTURES:-testdata/fixtures}/matmul_large.neff
-cargo build --release -p neffld-cli -p neffld --example inflate_floor --example scale
+cargo build --release -p neffld-cli -p neffld --bin neffld --example inflate_floor --example scale
 [ "${SKIP_BENCH:-0}" = 1 ] || cargo bench -p neffld --bench load
 BIN=${NEFFLD_BIN:-$TARGET/release/neffld}
 FLOOR="$TARGET/release/examples/inflate_floor"

@@ -336,12 +336,18 @@ fn scan_stream(
     blocks: &BTreeMap<(String, u64), DmaBlock>,
     block_ref: &dyn Fn(&str, u64) -> Option<BlockRef>,
 ) -> Result<(OpcodeCensus, Vec<Relocation>), KbinError> {
-    let mut counts = [0u64; 256];
-    let mut relocations = Vec::new();
+    // The census first: it sizes the relocation list exactly, so the list
+    // never grows by copying (a Pool stream holds thousands of them).
+    let census = isa::census(bytes);
+    let pseudo: u64 = census
+        .iter()
+        .filter(|&(&op, _)| isa::is_pseudo(op))
+        .map(|(_, n)| n)
+        .sum();
+    let mut relocations = Vec::with_capacity(pseudo as usize);
     let mut seen: HashMap<(String, u64), u64> = HashMap::new();
     for (i, r) in isa::records(bytes).enumerate() {
         let op = r[0];
-        counts[usize::from(op)] += 1;
         if !isa::is_pseudo(op) {
             continue;
         }
@@ -409,7 +415,6 @@ fn scan_stream(
             stream: stream.to_string(),
         });
     }
-    let census = (0..=u8::MAX).zip(counts).filter(|&(_, n)| n > 0).collect();
     Ok((census, relocations))
 }
 

@@ -127,6 +127,22 @@ pub fn lower(
         "an instruction image",
     )?;
     host_pages::populate(&mut img.bytes);
+    // The side lists sized once too: a Pool stream lowers thousands of
+    // records, and lists grown by doubling copy and fault twice.
+    let operands: usize = relocations
+        .iter()
+        .map(|r| match r.lowering() {
+            Lowering::Delete => 0,
+            Lowering::Direct { .. } => 2,
+            Lowering::Trigger(_) => 1,
+        })
+        .sum();
+    fallible::reserve(&mut img.abs_operands, operands, "an image's operand list")?;
+    fallible::reserve(
+        &mut img.patches.patches,
+        relocations.len() + 2,
+        "an image's patch list",
+    )?;
     for rec in &pre {
         img.bytes.extend_from_slice(rec);
     }
