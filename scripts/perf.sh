@@ -28,11 +28,15 @@ L="$BIN load --quiet --lnc 1 --max-inflated 17179869184"
 # The interpreter itself, not a launcher in front of it: pyenv's `python3`
 # shim is a bash script that adds 50-170 ms to every Python process.
 PY=$(python3 -c 'import sys; print(sys.executable)')
+# verify hashes on a second thread beside the inflate; pinned to one CPU,
+# the row shows what it costs where no second core is free.
+ONE="taskset -c 0"
 echo
 echo "## Whole processes, $RUNS pairs per row (A/B: median of per-pair ratios)"
 python3 scripts/whole_process.py "$RUNS" \
     "load --device null matmul_large ÷ floor" "$BIN load --quiet --device null $F" "$FLOOR $F" \
     "verify matmul_large ÷ floor" "$BIN verify $F" "$FLOOR $F" \
+    "verify matmul_large ÷ floor, both on one CPU" "$ONE $BIN verify $F" "$ONE $FLOOR $F" \
     "Python ÷ load --device null matmul_large" "$PY scripts/py_baseline.py $F 1" "$BIN load --quiet --device null $F" \
     "512 MiB incompressible: load --device null ÷ floor" "$L --device null $D/r512.neff" "$FLOOR $D/r512.neff" \
     "512 MiB incompressible: load --validate-hash --device null ÷ floor" "$L --validate-hash --device null $D/r512.neff" "$FLOOR $D/r512.neff" \
