@@ -135,7 +135,7 @@ fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>
                             .map(|e| Image {
                                 engine: e.engine,
                                 address: e.pa,
-                                bytes: Cow::Owned(e.image.bytes.clone()),
+                                bytes: Cow::Owned(e.image.bytes.to_vec()),
                             })
                             .collect(),
                         memory: staged::memory_rows(rt.device().as_ref(), arch, pcore)

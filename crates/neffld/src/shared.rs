@@ -49,9 +49,78 @@ impl fmt::Debug for SharedBytes {
     }
 }
 
+/// A part of a shared buffer, which it keeps alive: one engine image among
+/// the images of a core that share one allocation (`stage::core`).
+#[derive(Clone, Default)]
+pub struct SharedSlice {
+    all: SharedBytes,
+    start: usize,
+    len: usize,
+}
+
+impl SharedSlice {
+    /// `all[range]`; a range outside `all` is a caller's bug.
+    pub fn new(all: SharedBytes, range: std::ops::Range<usize>) -> SharedSlice {
+        assert!(
+            range.start <= range.end && range.end <= all.len(),
+            "{range:?} outside {} bytes",
+            all.len()
+        );
+        SharedSlice {
+            all,
+            start: range.start,
+            len: range.end - range.start,
+        }
+    }
+}
+
+impl From<Vec<u8>> for SharedSlice {
+    fn from(v: Vec<u8>) -> SharedSlice {
+        let len = v.len();
+        SharedSlice::new(SharedBytes::new(v), 0..len)
+    }
+}
+
+impl Deref for SharedSlice {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.all[self.start..self.start + self.len]
+    }
+}
+
+impl PartialEq for SharedSlice {
+    fn eq(&self, other: &SharedSlice) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for SharedSlice {}
+
+impl fmt::Debug for SharedSlice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SharedSlice({} bytes at {})", self.len, self.start)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slice_reads_its_part_and_compares_by_bytes() {
+        let all = SharedBytes::new((0u8..100).collect::<Vec<u8>>());
+        let part = SharedSlice::new(all.clone(), 10..20);
+        assert_eq!(&part[..], &all[10..20]);
+        assert_eq!(part, SharedSlice::from((10u8..20).collect::<Vec<u8>>()));
+        assert_ne!(part, SharedSlice::new(all, 11..21));
+        assert!(SharedSlice::default().is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "outside")]
+    fn a_slice_past_the_end_is_refused() {
+        SharedSlice::new(SharedBytes::new(vec![0u8; 4]), 2..5);
+    }
 
     #[test]
     fn offsets_are_found_only_for_parts_inside() {

@@ -239,7 +239,7 @@ fn every_fixture_reads_back_weights_images_and_rings() {
                     assert_eq!(e.image.layout.base, e.pa, "{name}: layout base");
                     let mut got = vec![0u8; e.image.bytes.len()];
                     dev.read_pa(Pa(e.pa), &mut got).unwrap();
-                    assert!(got == e.image.bytes, "{name}: {:?} image", e.engine);
+                    assert!(got[..] == e.image.bytes[..], "{name}: {:?} image", e.engine);
                     assert_eq!(e.pa % e.image.alignment(), 0, "{name}: image alignment");
                     images += 1;
                 }

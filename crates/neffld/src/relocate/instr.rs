@@ -33,10 +33,11 @@ use super::dma::{template, Target};
 use super::ipmap::{ImageLayout, Patch, PatchList, Section, RECORD};
 use super::runtime_code::{RuntimeCode, IMAGE_ALIGN};
 use super::RelocError;
+use crate::fallible;
 use crate::ids::VarId;
 use crate::kbin::isa::{D4_DST, D4_SRC, OP_PSEUDO_DMA_DIRECT2D};
 use crate::kbin::{BlockRef, Lowering, Operand, Relocation};
-use crate::{fallible, host_pages};
+use crate::shared::SharedSlice;
 
 /// The device opcode a lowered `0xD4` carries: every rewritten `0xD4` of
 /// the ten captures starts with `0xB8`, its other bytes of word 0 kept.
@@ -78,7 +79,8 @@ pub struct IoOperand {
 /// One engine's device image and its bookkeeping.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineImage {
-    pub bytes: Vec<u8>,
+    /// Filled by [`lower`]'s caller, from the room it lowered into.
+    pub bytes: SharedSlice,
     pub layout: ImageLayout,
     pub patches: PatchList,
     pub io_operands: Vec<IoOperand>,
@@ -110,6 +112,10 @@ pub fn image_len(records: u64, relocations: &[Relocation], code: RuntimeCode) ->
 /// its resolved `relocations` (in record order, each naming a record of this
 /// stream, as the sealed kbin holds them), and assembles its image between
 /// the runtime's own `code`, as it will sit at device address `base`.
+///
+/// The image is written into `out`, which must be exactly [`image_len`]
+/// long: the caller owns the memory (the images of a core share one
+/// allocation) and sets the returned record's `bytes` from it.
 pub fn lower(
     name: &str,
     stream: &[u8],
@@ -117,16 +123,16 @@ pub fn lower(
     base: u64,
     code: RuntimeCode,
     r: &dyn Resolve,
+    out: &mut [u8],
 ) -> Result<EngineImage, RelocError> {
-    let pre = code.preamble();
-    let n_records = stream.len() / RECORD as usize;
+    let record = RECORD as usize;
+    let n_records = stream.len() / record;
+    assert_eq!(
+        out.len() as u64,
+        image_len(n_records as u64, relocations, code),
+        "the room for {name}'s image"
+    );
     let mut img = EngineImage::default();
-    fallible::reserve(
-        &mut img.bytes,
-        (pre.len() + n_records + code.postamble_slots() as usize) * RECORD as usize,
-        "an instruction image",
-    )?;
-    host_pages::populate(&mut img.bytes);
     // The side lists sized once too: a Pool stream lowers thousands of
     // records, and lists grown by doubling copy and fault twice.
     let operands: usize = relocations
@@ -143,8 +149,10 @@ pub fn lower(
         relocations.len() + 2,
         "an image's patch list",
     )?;
+    let mut w = Writer { out, at: 0 };
+    let pre = code.preamble();
     for rec in &pre {
-        img.bytes.extend_from_slice(rec);
+        w.put(rec);
     }
     img.patches.push(Patch {
         section: Section::Preamble,
@@ -152,16 +160,14 @@ pub fn lower(
         neff_count: 0,
         device_count: pre.len() as u32,
     });
-    let main_start = img.bytes.len();
-    let record = RECORD as usize;
+    let main_start = w.at;
     let stream = &stream[..n_records * record];
     // Records no relocation names are copied as they are, a run at a time:
     // most of a stream (all of a PE stream) is such runs.
     let mut copied = 0;
     for reloc in relocations {
         let i = reloc.record() as usize;
-        img.bytes
-            .extend_from_slice(&stream[copied * record..i * record]);
+        w.put(&stream[copied * record..i * record]);
         copied = i + 1;
         let rec = &stream[i * record..copied * record];
         let patch = |device_count| Patch {
@@ -170,40 +176,41 @@ pub fn lower(
             neff_count: 1,
             device_count,
         };
-        let mut out: [u8; 64] = rec.try_into().expect("64-byte record");
+        let mut lowered: [u8; 64] = rec.try_into().expect("64-byte record");
         match reloc.lowering() {
             Lowering::Delete => {
                 img.patches.push(patch(0));
                 continue;
             }
             Lowering::Direct { src, dst } => {
-                out[0] = OP_DMA_DIRECT;
+                lowered[0] = OP_DMA_DIRECT;
                 for (at, operand) in [(D4_SRC, src), (D4_DST, dst)] {
-                    let image_offset = (img.bytes.len() + at) as u64;
+                    let image_offset = (w.at + at) as u64;
                     if let Some(word) = apply(name, i, &mut img, image_offset, operand, r)? {
-                        out[at..at + 8].copy_from_slice(&word.to_le_bytes());
+                        lowered[at..at + 8].copy_from_slice(&word.to_le_bytes());
                     }
                 }
             }
             Lowering::Trigger(at) => {
                 let b = r.block(at);
-                out[12..44].fill(0);
-                out[12..20].copy_from_slice(&b.ring_pa.to_le_bytes());
-                out[20..24].copy_from_slice(&b.first.to_le_bytes());
-                out[24..28].copy_from_slice(&b.count.to_le_bytes());
-                out[28..32].copy_from_slice(&b.semaphore.to_le_bytes());
-                img.abs_operands.push((img.bytes.len() + 12) as u64);
+                lowered[12..44].fill(0);
+                lowered[12..20].copy_from_slice(&b.ring_pa.to_le_bytes());
+                lowered[20..24].copy_from_slice(&b.first.to_le_bytes());
+                lowered[24..28].copy_from_slice(&b.count.to_le_bytes());
+                lowered[28..32].copy_from_slice(&b.semaphore.to_le_bytes());
+                img.abs_operands.push((w.at + 12) as u64);
             }
         }
-        img.bytes.extend_from_slice(&out);
+        w.put(&lowered);
         img.patches.push(patch(1));
     }
-    img.bytes.extend_from_slice(&stream[copied * record..]);
-    let main_len = (img.bytes.len() - main_start) / RECORD as usize;
+    w.put(&stream[copied * record..]);
+    let main_len = (w.at - main_start) / record;
     let post = code.postamble(main_len as u32);
     for rec in &post {
-        img.bytes.extend_from_slice(rec);
+        w.put(rec);
     }
+    assert_eq!(w.at, w.out.len(), "image_len and lower disagree on {name}");
     img.patches.push(Patch {
         section: Section::Postamble,
         neff_index: 0,
@@ -223,6 +230,19 @@ pub fn lower(
         ],
     };
     Ok(img)
+}
+
+/// Appends to a slice sized beforehand.
+struct Writer<'a> {
+    out: &'a mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.out[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+    }
 }
 
 /// The word an ADDR8 operand becomes, recorded as absolute or IO; `None`
@@ -274,6 +294,22 @@ fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`lower`] into a room of its own.
+    fn lower_owned(
+        name: &str,
+        stream: &[u8],
+        relocations: &[Relocation],
+        base: u64,
+        code: RuntimeCode,
+        r: &dyn Resolve,
+    ) -> Result<EngineImage, RelocError> {
+        let records = (stream.len() / RECORD as usize) as u64;
+        let mut room = vec![0u8; image_len(records, relocations, code) as usize];
+        let mut img = lower(name, stream, relocations, base, code, r, &mut room)?;
+        img.bytes = room.into();
+        Ok(img)
+    }
     use crate::kbin::isa::{OP_PSEUDO_BRANCH_LABEL, OP_PSEUDO_DMATRIGGER, OP_PSEUDO_INST};
     use crate::manifest::engine::EngineType;
     use crate::relocate::dma::decode_template;
@@ -340,7 +376,7 @@ mod tests {
             ),
             Relocation::new(4, Lowering::Trigger(BlockRef::new(0, 5))),
         ];
-        let img = lower("PE", &stream, &relocs, 0x8000_0000, CODE, &Fake).unwrap();
+        let img = lower_owned("PE", &stream, &relocs, 0x8000_0000, CODE, &Fake).unwrap();
         // pre + main 4 (label deleted) + post
         assert_eq!(img.bytes.len(), (PRE + 4 + POST) * 64);
         assert_eq!(
@@ -414,7 +450,7 @@ mod tests {
                 dst: Operand::new(VarId(2), 64),
             },
         )];
-        let img = lower("SP", &rec(0xD4), &relocs, 0, CODE, &Fake).unwrap();
+        let img = lower_owned("SP", &rec(0xD4), &relocs, 0, CODE, &Fake).unwrap();
         let d = &img.bytes[PRE * 64..(PRE + 1) * 64];
         let word = |at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
         assert_eq!(word(16), 0x1_0000 + 8);
@@ -431,7 +467,7 @@ mod tests {
                 dst: Operand::new(VarId(0), 0),
             },
         )];
-        let e = lower("Pool", &stream, &relocs, 0, CODE, &Fake).unwrap_err();
+        let e = lower_owned("Pool", &stream, &relocs, 0, CODE, &Fake).unwrap_err();
         let msg = e.to_string();
         assert!(
             msg.contains("instruction 1 (opcode 0xd4) of Pool") && msg.contains("var5"),
@@ -445,14 +481,14 @@ mod tests {
         let mut exit = rec(OP_PSEUDO_INST);
         exit[12] = 1;
         let relocs = [Relocation::new(1, Lowering::Delete)];
-        let img = lower("Act", &[rec(0x47), exit].concat(), &relocs, 0, CODE, &Fake).unwrap();
+        let img = lower_owned("Act", &[rec(0x47), exit].concat(), &relocs, 0, CODE, &Fake).unwrap();
         assert_eq!(img.bytes.len(), (PRE + 1 + POST) * 64);
         assert_eq!(img.bytes[PRE * 64], 0x47);
     }
 
     #[test]
     fn an_empty_stream_is_preamble_and_postamble_only() {
-        let img = lower("PE", &[], &[], 0x4000, CODE, &Fake).unwrap();
+        let img = lower_owned("PE", &[], &[], 0x4000, CODE, &Fake).unwrap();
         assert_eq!(img.bytes.len(), (PRE + POST) * 64);
         assert_eq!(img.layout.sections[1], (Section::Main, PRE as u32, 0));
     }

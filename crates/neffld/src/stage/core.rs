@@ -20,6 +20,7 @@ use std::borrow::Cow;
 use crate::container::Archive;
 use crate::device::address::device_address;
 use crate::device::{AllocReq, Device, Geometry, MemHandle, MemUsage, Write};
+use crate::host_pages::ZeroedBuf;
 use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::isa::RECORD_LEN;
 use crate::kbin::{BlockRef, DmaRing, Kbin};
@@ -29,7 +30,7 @@ use crate::relocate::dma::{Barrier, DescOp, Pattern, RingBuilder, RingImage, Tar
 use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
 use crate::relocate::runtime_code::{self, CoreRole, QueueShape, RuntimeCode, IMAGE_ALIGN};
 use crate::relocate::RelocError;
-use crate::shared::SharedBytes;
+use crate::shared::{SharedBytes, SharedSlice};
 use crate::Arch;
 
 use super::plan::{self, CorePlan};
@@ -515,25 +516,54 @@ fn build_parts<'a>(
     }
 
     // Instruction images, placed for every core of the load before any
-    // build ([`place_images`]): lowered here into their slots.
-    for p in &mut placed {
-        let Some(e) = kbin.engines().iter().find(|e| e.ty() == p.engine) else {
+    // build ([`place_images`]): lowered here into their slots, all of this
+    // core's into one room (in huge pages when large enough: about a tenth
+    // of a one-shot load went to faulting in 4 KiB pages for them).
+    let engines: Vec<_> = placed
+        .iter()
+        .map(|p| {
+            kbin.engines().iter().find(|e| e.ty() == p.engine).map(|e| {
+                let code = runtime_code(kbin, e.ty(), role);
+                let records = (e.stream(archive).len() / RECORD_LEN) as u64;
+                (
+                    e,
+                    code,
+                    instr::image_len(records, e.relocations(), code) as usize,
+                )
+            })
+        })
+        .collect();
+    let total = engines.iter().flatten().map(|&(_, _, len)| len).sum();
+    let mut room = ZeroedBuf::new(total, "a core's instruction images")
+        .map_err(|oom| b.reloc(RelocError::HostMemory(oom)))?;
+    let mut ranges = Vec::with_capacity(placed.len());
+    let (mut rest, mut at) = (room.bytes_mut(), 0);
+    for (p, engine) in placed.iter_mut().zip(&engines) {
+        let Some((e, code, len)) = *engine else {
+            ranges.push(at..at);
             continue;
         };
+        let (mine, after) = rest.split_at_mut(len);
+        rest = after;
         let name = format!("{}/{}", kbin.name(), e.ty().key());
-        let code = runtime_code(kbin, e.ty(), role);
         let t = std::time::Instant::now();
-        let image = instr::lower(
+        p.image = instr::lower(
             &name,
             e.stream(archive),
             e.relocations(),
             p.pa,
             code,
             &resolver,
+            mine,
         )
         .map_err(|err| b.reloc(err))?;
         b.reloc_time += t.elapsed();
-        p.image = image;
+        ranges.push(at..at + len);
+        at += len;
+    }
+    let room = room.freeze();
+    for (p, range) in placed.iter_mut().zip(ranges) {
+        p.image.bytes = SharedSlice::new(room.clone(), range);
     }
 
     // Every copy, as one batch.
