@@ -295,18 +295,17 @@ fn apply(
 mod tests {
     use super::*;
 
-    /// [`lower`] into a room of its own.
+    /// [`lower`] of a stream for [`CODE`] against [`Fake`], into a room of
+    /// its own.
     fn lower_owned(
         name: &str,
         stream: &[u8],
         relocations: &[Relocation],
         base: u64,
-        code: RuntimeCode,
-        r: &dyn Resolve,
     ) -> Result<EngineImage, RelocError> {
         let records = (stream.len() / RECORD as usize) as u64;
-        let mut room = vec![0u8; image_len(records, relocations, code) as usize];
-        let mut img = lower(name, stream, relocations, base, code, r, &mut room)?;
+        let mut room = vec![0u8; image_len(records, relocations, CODE) as usize];
+        let mut img = lower(name, stream, relocations, base, CODE, &Fake, &mut room)?;
         img.bytes = room.into();
         Ok(img)
     }
@@ -376,7 +375,7 @@ mod tests {
             ),
             Relocation::new(4, Lowering::Trigger(BlockRef::new(0, 5))),
         ];
-        let img = lower_owned("PE", &stream, &relocs, 0x8000_0000, CODE, &Fake).unwrap();
+        let img = lower_owned("PE", &stream, &relocs, 0x8000_0000).unwrap();
         // pre + main 4 (label deleted) + post
         assert_eq!(img.bytes.len(), (PRE + 4 + POST) * 64);
         assert_eq!(
@@ -450,7 +449,7 @@ mod tests {
                 dst: Operand::new(VarId(2), 64),
             },
         )];
-        let img = lower_owned("SP", &rec(0xD4), &relocs, 0, CODE, &Fake).unwrap();
+        let img = lower_owned("SP", &rec(0xD4), &relocs, 0).unwrap();
         let d = &img.bytes[PRE * 64..(PRE + 1) * 64];
         let word = |at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
         assert_eq!(word(16), 0x1_0000 + 8);
@@ -467,7 +466,7 @@ mod tests {
                 dst: Operand::new(VarId(0), 0),
             },
         )];
-        let e = lower_owned("Pool", &stream, &relocs, 0, CODE, &Fake).unwrap_err();
+        let e = lower_owned("Pool", &stream, &relocs, 0).unwrap_err();
         let msg = e.to_string();
         assert!(
             msg.contains("instruction 1 (opcode 0xd4) of Pool") && msg.contains("var5"),
@@ -481,14 +480,22 @@ mod tests {
         let mut exit = rec(OP_PSEUDO_INST);
         exit[12] = 1;
         let relocs = [Relocation::new(1, Lowering::Delete)];
-        let img = lower_owned("Act", &[rec(0x47), exit].concat(), &relocs, 0, CODE, &Fake).unwrap();
+        let img = lower_owned("Act", &[rec(0x47), exit].concat(), &relocs, 0).unwrap();
         assert_eq!(img.bytes.len(), (PRE + 1 + POST) * 64);
         assert_eq!(img.bytes[PRE * 64], 0x47);
     }
 
     #[test]
+    #[should_panic(expected = "the room for PE's image")]
+    fn a_room_of_the_wrong_size_is_refused() {
+        let len = image_len(1, &[], CODE) as usize;
+        let mut room = vec![0u8; len - 64];
+        let _ = lower("PE", &rec(0x47), &[], 0, CODE, &Fake, &mut room);
+    }
+
+    #[test]
     fn an_empty_stream_is_preamble_and_postamble_only() {
-        let img = lower_owned("PE", &[], &[], 0x4000, CODE, &Fake).unwrap();
+        let img = lower_owned("PE", &[], &[], 0x4000).unwrap();
         assert_eq!(img.bytes.len(), (PRE + POST) * 64);
         assert_eq!(img.layout.sections[1], (Section::Main, PRE as u32, 0));
     }
