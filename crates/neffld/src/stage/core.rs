@@ -23,7 +23,7 @@ use crate::device::{AllocReq, Device, Geometry, MemHandle, MemUsage, Write};
 use crate::host_pages::ZeroedBuf;
 use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::isa::RECORD_LEN;
-use crate::kbin::{BlockRef, DmaRing, Kbin};
+use crate::kbin::{BlockRef, DmaRing, EngineProgram, Kbin};
 use crate::manifest::def::QueueKind;
 use crate::manifest::engine::{DmaOp, DveSlot, Endpoint, EngineType};
 use crate::relocate::dma::{Barrier, DescOp, Pattern, RingBuilder, RingImage, Target};
@@ -224,9 +224,7 @@ pub fn place_images(
     for (k, kbin) in kbins.iter().enumerate() {
         let role = CoreRole::of_subgraph(k);
         for e in kbin.engines() {
-            let code = runtime_code(kbin, e.ty(), role);
-            let records = (e.stream(archive).len() / RECORD_LEN) as u64;
-            let len = instr::image_len(records, e.relocations(), code);
+            let (code, len) = code_and_image_len(kbin, e, role, archive);
             order.push((runtime_code::image_rank(role, e.ty()), k, code, len));
         }
     }
@@ -271,6 +269,19 @@ pub fn place_images(
             .sort_by_key(|p| kbin.engines().iter().position(|e| e.ty() == p.engine));
     }
     Ok(())
+}
+
+/// The runtime code around an engine's image and the image's exact length,
+/// for its placement and for its lowering.
+fn code_and_image_len(
+    kbin: &Kbin,
+    e: &EngineProgram,
+    role: CoreRole,
+    archive: &Archive,
+) -> (RuntimeCode, u64) {
+    let code = runtime_code(kbin, e.ty(), role);
+    let records = (e.stream(archive).len() / RECORD_LEN) as u64;
+    (code, instr::image_len(records, e.relocations(), code))
 }
 
 /// Where each block of a ring landed, in block order.
@@ -523,13 +534,8 @@ fn build_parts<'a>(
         .iter()
         .map(|p| {
             kbin.engines().iter().find(|e| e.ty() == p.engine).map(|e| {
-                let code = runtime_code(kbin, e.ty(), role);
-                let records = (e.stream(archive).len() / RECORD_LEN) as u64;
-                (
-                    e,
-                    code,
-                    instr::image_len(records, e.relocations(), code) as usize,
-                )
+                let (code, len) = code_and_image_len(kbin, e, role, archive);
+                (e, code, len as usize)
             })
         })
         .collect();
