@@ -2,8 +2,9 @@
 //! the decoder filling the inflated payload, and before these calls the
 //! kernel took 29 % of a one-shot load's samples (`perf`, 200 loads of
 //! matmul_large), most of it faulting in and zeroing that buffer 4 KiB at a
-//! time; these calls let a buffer take its pages in fewer, larger steps. Each is advice: a kernel that refuses it leaves the buffer to
-//! fault as usual, and no byte of the buffer changes.
+//! time; these calls let a buffer take its pages in fewer, larger steps.
+//! Each is advice: a kernel that refuses it leaves the buffer to fault as
+//! usual, and no byte of the buffer changes.
 
 /// Elsewhere the pages fault as they fill.
 #[cfg(not(target_os = "linux"))]
@@ -42,10 +43,10 @@ pub use linux::{populate, HugeBuf};
 /// (a core's instruction images) takes huge pages when the host has them
 /// free. Placing 3.6 MB in six buffers of 4 KiB pages (populated in one
 /// call each, then written and unmapped) took 1.47–1.76 ms a load in a
-/// loop of 200; the same bytes in two huge pages, 0.24–0.35 ms. One huge
-/// page costs the zeroing of 2 MiB (about 0.1 ms here), which 1 MiB of
-/// 4 KiB pages already costs in faults.
-pub const ZEROED_HUGE_MIN: usize = 1 << 20;
+/// loop of 200, about 0.4 ms a MiB; the same bytes in two huge pages,
+/// 0.24–0.35 ms, at most 0.18 ms a page. So from 1 MiB up a whole 2 MiB
+/// page is the cheaper, whatever part of it is used.
+const ZEROED_HUGE_MIN: usize = 1 << 20;
 
 /// `len` zero bytes to be written once and then shared: in huge pages from
 /// [`ZEROED_HUGE_MIN`] up, else in a `Vec` whose pages are faulted in one

@@ -334,9 +334,9 @@ const FAST_PATH_RATIO: u64 = 16;
 /// Huge pages against 4 KiB ones, medians of whole processes run in pairs:
 /// reading matmul_large (6.1×) and decoding it in one call 0.71× (30
 /// pairs), `neffld load` of 256 MiB of a repeating pattern (75×) 0.39× (15
-/// pairs), but of 512 MiB of random weights (0.95×) 1.12× (7 pairs): when the decoder
-/// writes at copy speed, zeroing a 2 MiB page ahead of it costs more than
-/// the faults it saves. Real NEFFs inflate 5.8–9.3×; weights that do not
+/// pairs), but of 512 MiB of random weights (0.95×) 1.12× (7 pairs): when
+/// the decoder writes at copy speed, zeroing a 2 MiB page ahead of it costs
+/// more than the faults it saves. Real NEFFs inflate 5.8–9.3×; weights that do not
 /// compress keep 4 KiB pages.
 #[cfg(feature = "libdeflate")]
 const HUGE_MIN_RATIO: usize = 2;

@@ -294,6 +294,11 @@ fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kbin::isa::{OP_PSEUDO_BRANCH_LABEL, OP_PSEUDO_DMATRIGGER, OP_PSEUDO_INST};
+    use crate::manifest::engine::EngineType;
+    use crate::relocate::dma::decode_template;
+    use crate::relocate::ipmap::PatchKind;
+    use crate::relocate::runtime_code::CoreRole;
 
     /// [`lower`] of a stream for [`CODE`] against [`Fake`], into a room of
     /// its own.
@@ -309,11 +314,6 @@ mod tests {
         img.bytes = room.into();
         Ok(img)
     }
-    use crate::kbin::isa::{OP_PSEUDO_BRANCH_LABEL, OP_PSEUDO_DMATRIGGER, OP_PSEUDO_INST};
-    use crate::manifest::engine::EngineType;
-    use crate::relocate::dma::decode_template;
-    use crate::relocate::ipmap::PatchKind;
-    use crate::relocate::runtime_code::CoreRole;
 
     /// pe on a second core: 66 preamble and 11 postamble slots.
     const CODE: RuntimeCode = RuntimeCode {

@@ -542,11 +542,9 @@ fn build_parts<'a>(
     let total = engines.iter().flatten().map(|&(_, _, len)| len).sum();
     let mut room = ZeroedBuf::new(total, "a core's instruction images")
         .map_err(|oom| b.reloc(RelocError::HostMemory(oom)))?;
-    let mut ranges = Vec::with_capacity(placed.len());
-    let (mut rest, mut at) = (room.bytes_mut(), 0);
+    let mut rest = room.bytes_mut();
     for (p, engine) in placed.iter_mut().zip(&engines) {
         let Some((e, code, len)) = *engine else {
-            ranges.push(at..at);
             continue;
         };
         let (mine, after) = rest.split_at_mut(len);
@@ -564,12 +562,13 @@ fn build_parts<'a>(
         )
         .map_err(|err| b.reloc(err))?;
         b.reloc_time += t.elapsed();
-        ranges.push(at..at + len);
-        at += len;
     }
     let room = room.freeze();
-    for (p, range) in placed.iter_mut().zip(ranges) {
-        p.image.bytes = SharedSlice::new(room.clone(), range);
+    let mut at = 0;
+    for (p, engine) in placed.iter_mut().zip(&engines) {
+        let len = engine.map_or(0, |(_, _, len)| len);
+        p.image.bytes = SharedSlice::new(room.clone(), at..at + len);
+        at += len;
     }
 
     // Every copy, as one batch.
