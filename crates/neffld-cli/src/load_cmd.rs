@@ -184,7 +184,7 @@ fn core_json(
                 "pcore": pcore.0,
                 "hbm": hbm(pcore),
                 "subgraph": c.subgraph,
-                "scratchpad_pages": c.plan.scratch_pages,
+                "scratchpad_pages": c.plan.scratch_pages(),
                 "instructions": instructions,
                 "descriptors": descriptors,
                 "templates": templates,
@@ -397,10 +397,13 @@ fn human(out: &Value, no_timings: bool, style: Style) -> String {
     t
 }
 
-/// The simulated device of the chosen kind, wrapped so every allocation of
+/// The simulated device of the chosen kind, watched so every allocation of
 /// the load is remembered (a failed load still reports what it placed).
-fn recording_device(config: &RuntimeConfig) -> Arc<Recorder> {
-    Arc::new(Recorder::new(neffld::api::started_device(config)))
+fn recording_device(config: &RuntimeConfig) -> (Arc<Device>, Arc<Recorder>) {
+    let device = neffld::api::started_device(config);
+    let recorder = Arc::new(Recorder::new(device.geometry().clone()));
+    device.observe(recorder.clone());
+    (device, recorder)
 }
 
 pub(crate) fn load_failure(e: &LoadError) -> Failure {
@@ -529,9 +532,9 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     }
     out["arch"] = json!(config.arch.instance());
     out["checked"] = json!(config.check);
-    let device = recording_device(&config);
+    let (device, recorder) = recording_device(&config);
     let geometry = device.geometry().clone();
-    let rt = Runtime::with_device(config, device.clone()).map_err(|e| load_failure(&e))?;
+    let rt = Runtime::with_device(config, device).map_err(|e| load_failure(&e))?;
     out["device_cores"] = json!(geometry.cores());
 
     let bar = progress(bytes.len() as u64, a.quiet);
@@ -546,7 +549,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let outcome = match loaded {
         Err(e) => Err(load_failure(&e)),
         Ok(model) => {
-            device.freeze();
+            recorder.freeze();
             let d = describe_model(&rt, &model, &mut out, s1, t_total, a.dump.as_deref())?;
             cores = d.cores;
             d.unloaded.map_err(|e| Failure {
@@ -556,7 +559,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
             })
         }
     };
-    let (placed, refused) = device.snapshot();
+    let (placed, refused) = recorder.snapshot();
     out["memory"] = memory::report(&geometry, &placed, refused.as_ref());
     let outcome = outcome.map_err(|mut f| {
         if f.status == NrtStatus::Resource {

@@ -2,13 +2,10 @@
 //! failed load — whose rollback frees everything — can still show what was
 //! placed before it failed, and which request did not fit.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
-use neffld::device::{
-    AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
-    Write,
-};
-use neffld::ids::{LCore, PCore, Pa};
+use neffld::device::{AllocReq, Allocation, DeviceError, Geometry, LiveAlloc, MemHandle, Observer};
+use neffld::ids::PCore;
 
 /// An allocation request the device refused.
 #[derive(Clone, Debug)]
@@ -29,16 +26,17 @@ struct Log {
     frozen: bool,
 }
 
-/// Delegates everything to the wrapped device and logs allocations.
+/// Watches a device and logs its allocations.
 pub struct Recorder {
-    inner: Arc<dyn Device>,
+    geometry: Geometry,
     log: Mutex<Log>,
 }
 
 impl Recorder {
-    pub fn new(inner: Arc<dyn Device>) -> Recorder {
+    /// A recorder for a device of `geometry`.
+    pub fn new(geometry: Geometry) -> Recorder {
         Recorder {
-            inner,
+            geometry,
             log: Mutex::new(Log::default()),
         }
     }
@@ -59,27 +57,24 @@ impl Recorder {
     }
 }
 
-impl Device for Recorder {
-    fn geometry(&self) -> &Geometry {
-        self.inner.geometry()
-    }
-
-    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        let result = self.inner.alloc(req);
+impl Observer for Recorder {
+    fn allocated(&self, req: &AllocReq<'_>, result: Result<&Allocation, &DeviceError>) {
         let mut log = self.log();
-        match &result {
-            Ok(a) if !log.frozen => log.placed.push(LiveAlloc {
+        if log.frozen {
+            return;
+        }
+        match result {
+            Ok(a) => log.placed.push(LiveAlloc {
                 handle: a.handle,
+                owner: req.owner,
                 core: req.core,
-                channel: self.inner.geometry().hbm_of(req.core).unwrap_or(0),
+                channel: self.geometry.hbm_of(req.core).unwrap_or(0),
                 usage: req.usage,
                 pa: a.pa,
                 size: a.size,
                 charged: a.charged,
                 hint: req.hint.to_string(),
             }),
-            Ok(_) => {}
-            Err(_) if log.frozen => {}
             Err(_) => {
                 log.frozen = true;
                 log.refused = Some(Refused {
@@ -90,67 +85,12 @@ impl Device for Recorder {
                 });
             }
         }
-        result
     }
 
-    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
+    fn freeing(&self, handle: MemHandle) {
         let mut log = self.log();
         if !log.frozen {
             log.placed.retain(|a| a.handle != handle);
         }
-        drop(log);
-        self.inner.free(handle)
-    }
-
-    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.inner.write(handle, offset, data)
-    }
-
-    fn write_all(&self, writes: &[Write<'_>]) -> Result<(), (usize, DeviceError)> {
-        self.inner.write_all(writes)
-    }
-
-    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        self.inner.read(handle, offset, out)
-    }
-
-    fn ledger(&self) -> Ledger {
-        self.inner.ledger()
-    }
-
-    fn live_count(&self) -> usize {
-        self.inner.live_count()
-    }
-
-    fn live_allocations(&self) -> Vec<LiveAlloc> {
-        self.inner.live_allocations()
-    }
-
-    fn set_fault_plan(&self, plan: FaultPlan) {
-        self.inner.set_fault_plan(plan)
-    }
-
-    fn fault_plan(&self) -> FaultPlan {
-        self.inner.fault_plan()
-    }
-
-    fn sb_base(&self, core: PCore) -> Result<Pa, DeviceError> {
-        self.inner.sb_base(core)
-    }
-
-    fn event_addr(&self, core: PCore, id: u32) -> Result<Pa, DeviceError> {
-        self.inner.event_addr(core, id)
-    }
-
-    fn supports_aligned_alloc(&self) -> bool {
-        self.inner.supports_aligned_alloc()
-    }
-
-    fn vnc_memory_stats(
-        &self,
-        lcore: LCore,
-        lnc: u32,
-    ) -> Result<neffld::device::VncMemoryStats, DeviceError> {
-        self.inner.vnc_memory_stats(lcore, lnc)
     }
 }

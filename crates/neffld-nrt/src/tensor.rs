@@ -14,8 +14,8 @@ use std::alloc::{self, Layout};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-use neffld::device::{AllocReq, Device, MemHandle, MemUsage};
-use neffld::ids::{PCore, Pa};
+use neffld::device::{AllocReq, MemUsage, Owned, Owner};
+use neffld::ids::PCore;
 use tracing::{debug, error, warn};
 
 use crate::abi::nrt::{
@@ -56,21 +56,11 @@ pub struct nrt_tensor_batch_t {
 /// Bytes moved per step of a copy or fill (bounds the temporary buffer).
 const CHUNK: u64 = 1 << 20;
 
-/// An allocation on the device, freed when dropped.
+/// An allocation on the device (freed when dropped), with its core.
 pub(crate) struct DeviceBuf {
-    device: Arc<dyn Device>,
-    handle: MemHandle,
-    pa: Pa,
+    alloc: Owned,
     core: PCore,
     hbm: u32,
-}
-
-impl Drop for DeviceBuf {
-    fn drop(&mut self) {
-        if let Err(e) = self.device.free(self.handle) {
-            warn!("freeing tensor memory {}: {e}", self.handle);
-        }
-    }
 }
 
 /// Host bytes: allocated by this library (`owned`) or attached by the caller.
@@ -164,8 +154,9 @@ impl View {
         let at = self.offset + offset;
         match &*self.storage {
             Storage::Device(d) => d
-                .device
-                .read(d.handle, at, out)
+                .alloc
+                .device()
+                .read(d.alloc.handle(), at, out)
                 .map_err(|e| status::device_error(api, &e)),
             Storage::Host(h) => {
                 // SAFETY: `at + out.len() <= h.len` (checked against the view,
@@ -187,8 +178,9 @@ impl View {
         let at = self.offset + offset;
         match &*self.storage {
             Storage::Device(d) => d
-                .device
-                .write(d.handle, at, data)
+                .alloc
+                .device()
+                .write(d.alloc.handle(), at, data)
                 .map_err(|e| status::device_error(api, &e)),
             Storage::Host(h) => {
                 // SAFETY: as in `read`, with the roles swapped.
@@ -292,18 +284,11 @@ pub(crate) unsafe fn allocate(
             align: 0,
             core,
             usage: MemUsage::Tensor,
+            owner: Owner::Client,
             hint: &name,
         };
-        let a = device
-            .alloc(req)
-            .map_err(|e| status::device_error(API, &e))?;
-        Storage::Device(DeviceBuf {
-            device,
-            handle: a.handle,
-            pa: a.pa,
-            core,
-            hbm,
-        })
+        let alloc = Owned::new(&device, req).map_err(|e| status::device_error(API, &e))?;
+        Storage::Device(DeviceBuf { alloc, core, hbm })
     } else if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_HOST as u32
         || placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_VIRTUAL as u32
     {
@@ -622,7 +607,7 @@ pub(crate) unsafe fn device_allocation_info(
         return Err(NRT_STATUS::NRT_INVALID);
     };
     let info = nrt_tensor_device_allocation_info_t {
-        physical_address: d.pa.0 + v.offset,
+        physical_address: d.alloc.allocation().pa.0 + v.offset,
         size: v.size as usize,
         hbm_index: d.hbm as c_int,
     };

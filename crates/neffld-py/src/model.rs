@@ -101,7 +101,7 @@ struct CoreFacts {
 
 /// The library's staged view of every core (the terms a capture uses); on
 /// a device that keeps no bytes, the same view without the images.
-fn core_facts(lm: &LoadedModel, dev: &dyn Device, arch: Arch) -> Vec<CoreFacts> {
+fn core_facts(lm: &LoadedModel, dev: &Device, arch: Arch) -> Vec<CoreFacts> {
     let views = staged::staged(lm, dev, arch).unwrap_or_else(|_| {
         lm.cores
             .iter()

@@ -16,51 +16,43 @@ use std::time::{Duration, Instant};
 use neffld::api::Runtime;
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::{self, OpenOptions, HEADER_LEN};
-use neffld::device::{
-    AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
-    NullDevice, SimDevice, Write,
-};
+use neffld::device::{Device, Geometry, NullDevice, Observer, SimDevice, Storage, Write};
 use neffld::ids::{HModel, PCore};
 use neffld::parse::{self, ParseOptions};
 use neffld::stage::{self, Cores, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
 use neffld::testkit::{lnc_writer, Synth};
 use neffld::Arch;
 
-/// A device that times what is written through it.
+/// A device whose writes are timed by an observer.
 ///
 /// Each call (a write, or a build's batch of writes) is timed on its own,
 /// so each also pays for reading the clock once inside its window (about
 /// 20 ns here, as much as the device's own work on a small write);
-/// [`Timed::take`] subtracts that, measured by [`clock_cost`] in the same
-/// run, so the figure is the copying and not the stopwatch.
-struct Timed<D> {
-    inner: D,
+/// [`WriteClock::take`] subtracts that, measured by [`clock_cost`] in the
+/// same run, so the figure is the copying and not the stopwatch.
+struct Timed {
+    dev: Arc<Device>,
+    clock: Arc<WriteClock>,
+}
+
+impl Timed {
+    fn new<S: Storage + 'static>(dev: Device<S>) -> Timed {
+        let dev: Arc<Device> = Arc::new(dev);
+        let clock = Arc::new(WriteClock::default());
+        dev.observe(clock.clone());
+        Timed { dev, clock }
+    }
+}
+
+#[derive(Default)]
+struct WriteClock {
     write_ns: AtomicU64,
     windows: AtomicU64,
     /// When set, a copy of every write's bytes, in order.
     recording: std::sync::Mutex<Option<Vec<Vec<u8>>>>,
 }
 
-impl<D> Timed<D> {
-    fn new(inner: D) -> Timed<D> {
-        Timed {
-            inner,
-            write_ns: AtomicU64::new(0),
-            windows: AtomicU64::new(0),
-            recording: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// Adds one timed window that wrote `data`.
-    fn count<'a>(&self, took: Duration, data: impl IntoIterator<Item = &'a [u8]>) {
-        self.write_ns
-            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
-        self.windows.fetch_add(1, Ordering::Relaxed);
-        if let Some(rec) = self.recording.lock().unwrap().as_mut() {
-            rec.extend(data.into_iter().map(<[u8]>::to_vec));
-        }
-    }
-
+impl WriteClock {
     /// Runs `f` and returns the bytes of every write it made, in order.
     fn record(&self, f: impl FnOnce()) -> Vec<Vec<u8>> {
         *self.recording.lock().unwrap() = Some(Vec::new());
@@ -80,6 +72,17 @@ impl<D> Timed<D> {
     }
 }
 
+impl Observer for WriteClock {
+    fn written(&self, writes: &[Write<'_>], took: Duration) {
+        self.write_ns
+            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+        self.windows.fetch_add(1, Ordering::Relaxed);
+        if let Some(rec) = self.recording.lock().unwrap().as_mut() {
+            rec.extend(writes.iter().map(|w| w.data.to_vec()));
+        }
+    }
+}
+
 /// Nanoseconds an empty timed window measures: what reading the clock adds
 /// to every window it times. The median of 51 batches of 10,000, taken once.
 fn clock_cost() -> u64 {
@@ -96,48 +99,6 @@ fn clock_cost() -> u64 {
         batches.sort_unstable();
         batches[batches.len() / 2]
     })
-}
-
-impl<D: Device> Device for Timed<D> {
-    fn geometry(&self) -> &Geometry {
-        self.inner.geometry()
-    }
-    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        self.inner.alloc(req)
-    }
-    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
-        self.inner.free(handle)
-    }
-    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let t = Instant::now();
-        let r = self.inner.write(handle, offset, data);
-        self.count(t.elapsed(), [data]);
-        r
-    }
-    fn write_all(&self, writes: &[Write<'_>]) -> Result<(), (usize, DeviceError)> {
-        let t = Instant::now();
-        let r = self.inner.write_all(writes);
-        self.count(t.elapsed(), writes.iter().map(|w| w.data));
-        r
-    }
-    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        self.inner.read(handle, offset, out)
-    }
-    fn ledger(&self) -> Ledger {
-        self.inner.ledger()
-    }
-    fn live_count(&self) -> usize {
-        self.inner.live_count()
-    }
-    fn live_allocations(&self) -> Vec<LiveAlloc> {
-        self.inner.live_allocations()
-    }
-    fn set_fault_plan(&self, plan: FaultPlan) {
-        self.inner.set_fault_plan(plan)
-    }
-    fn fault_plan(&self) -> FaultPlan {
-        self.inner.fault_plan()
-    }
 }
 
 type Sample = Vec<Duration>;
@@ -233,10 +194,10 @@ impl Staging {
 
     /// Stages and unstages once; returns (stage time, relocation time,
     /// time inside device writes).
-    fn run<D: Device>(
+    fn run(
         &self,
-        dev: &Timed<D>,
-        cores: &Cores,
+        dev: &Timed,
+        cores: &Arc<Cores>,
         fanout_min_bytes: u64,
     ) -> (Duration, Duration, Duration) {
         let sopts = StageOptions {
@@ -244,10 +205,10 @@ impl Staging {
             scratchpad_page: 512 << 20,
             fanout_min_bytes,
         };
-        dev.take();
+        dev.clock.take();
         let t = Instant::now();
         let images = stage::stage(
-            dev,
+            &dev.dev,
             cores,
             &self.model.kbins,
             &self.neff.archive,
@@ -257,8 +218,8 @@ impl Staging {
         )
         .expect("stage");
         let elapsed = t.elapsed();
-        let write = dev.take();
-        let reloc = images.images().iter().map(|i| i.reloc_time).sum();
+        let write = dev.clock.take();
+        let reloc = images.iter().map(|i| i.reloc_time).sum();
         drop(images); // unstages
         (elapsed, reloc, write)
     }
@@ -336,8 +297,8 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
     {
         let st = Staging::new(&bytes, 2);
         let dev = Timed::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
-        let cores = Cores::new(8);
-        let pieces = dev.record(|| {
+        let cores = Arc::new(Cores::new(8));
+        let pieces = dev.clock.record(|| {
             st.run(&dev, &cores, DEFAULT_FANOUT_MIN_BYTES);
         });
         let copied: usize = pieces.iter().map(Vec::len).sum();
@@ -465,7 +426,7 @@ fn fanout_cases(cases: &mut Vec<Case>) {
     for (kind, label) in [("sim", "SimDevice"), ("null", "NullDevice")] {
         for parallel in [true, false] {
             let st = st.clone();
-            let cores = Cores::new(SG);
+            let cores = Arc::new(Cores::new(SG));
             let (mode, fanout_min) = if parallel {
                 ("fan-out", 0)
             } else {

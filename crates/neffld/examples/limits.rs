@@ -27,7 +27,7 @@ use flate2::Compression;
 use neffld::api::Runtime;
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
-use neffld::device::{Device, Geometry, NullDevice};
+use neffld::device::{Geometry, NullDevice};
 use neffld::testkit::Synth;
 use neffld::Arch;
 use serde_json::json;

@@ -91,7 +91,7 @@ fn load(path: &str, kind: &str, sg: u32) {
     let bytes = map.as_ref().map_or(&read_bytes[..], |m| m.bytes());
     let read = t.elapsed();
     let geometry = Geometry::custom(Arch::Cayman, sg, sg, 8 << 30).expect("geometry");
-    let device: Arc<dyn Device> = match kind {
+    let device: Arc<Device> = match kind {
         "null" => Arc::new(NullDevice::new(geometry)),
         "sim" => Arc::new(SimDevice::new(geometry)),
         _ => usage(),
@@ -158,15 +158,16 @@ fn stage_rss(path: &str) {
         runtime_lnc: 2,
     };
     let model = parse::parse(&neff, &popts).expect("parse");
-    let dev = SimDevice::new(Geometry::for_arch(Arch::Cayman));
-    let cores = Cores::new(8);
+    let dev = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
+    let shared: Arc<Device> = dev.clone();
+    let cores = Arc::new(Cores::new(8));
     let rss_before = status_kib("VmRSS");
     // Reset the peak to the current RSS (Linux >= 4.0), so the peak below is
     // the one staging reached.
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let t = Instant::now();
     let images = stage::stage(
-        &dev,
+        &shared,
         &cores,
         &model.kbins,
         &neff.archive,

@@ -6,7 +6,7 @@
 //! preflight, LNC gate, logical-core claim) before the pipeline runs.
 //!
 //! A load is a transaction: the logical-core claim is a `Claim` guard and
-//! everything staged on the device a [`stage::Staged`] guard, both released
+//! everything staged on the device the [`CoreImage`]s that own it, both released
 //! on drop unless the load registers its model. A load that fails — or
 //! panics — anywhere leaves the claims, the device and the registry exactly
 //! as they were; a panic becomes [`LoadError::Panicked`] (`NRT_FAILURE`).
@@ -197,7 +197,7 @@ static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 /// An initialised runtime: one device, its logical cores, the model table.
 pub struct Runtime {
     config: RuntimeConfig,
-    device: Arc<dyn Device>,
+    device: Arc<Device>,
     generation: RuntimeGen,
     /// Read-held by every call for as long as it works on the runtime;
     /// `close` takes it for writing.
@@ -207,7 +207,7 @@ pub struct Runtime {
     /// Index → device logical core, for `NEURON_RT_VISIBLE_CORES`.
     visible: Vec<u32>,
     registry: Registry<LoadedModel>,
-    cores: Cores,
+    cores: Arc<Cores>,
     cache: ParseCache<Parsed>,
     /// Parses run (S1–S3), for tests of the cache and for diagnostics.
     parses: AtomicU64,
@@ -249,7 +249,7 @@ fn unclaim(usage: &Mutex<Vec<u32>>, idx: usize) {
 /// The configured simulated device as a started runtime leaves it: the
 /// runtime's own small allocations come first on every channel
 /// ([`RUNTIME_SMALL_POOL_BYTES`]).
-pub fn started_device(config: &RuntimeConfig) -> Arc<dyn Device> {
+pub fn started_device(config: &RuntimeConfig) -> Arc<Device> {
     let geometry = Geometry::for_arch(config.arch);
     let taken = RUNTIME_SMALL_POOL_BYTES;
     match config.device {
@@ -266,10 +266,7 @@ impl Runtime {
     }
 
     /// A runtime on a given device (tests use custom geometries and faults).
-    pub fn with_device(
-        config: RuntimeConfig,
-        device: Arc<dyn Device>,
-    ) -> Result<Runtime, LoadError> {
+    pub fn with_device(config: RuntimeConfig, device: Arc<Device>) -> Result<Runtime, LoadError> {
         let lnc = config.lnc_size();
         let cores = device.geometry().cores();
         if lnc == 0 || !lnc.is_power_of_two() || !cores.is_multiple_of(lnc) {
@@ -298,7 +295,7 @@ impl Runtime {
         Ok(Runtime {
             vnc_usage: Mutex::new(vec![0; visible.len()]),
             visible,
-            cores: Cores::new(cores),
+            cores: Arc::new(Cores::new(cores)),
             cache: ParseCache::new(config.cache_policy()),
             parses: AtomicU64::new(0),
             config,
@@ -313,7 +310,7 @@ impl Runtime {
         &self.config
     }
 
-    pub fn device(&self) -> &Arc<dyn Device> {
+    pub fn device(&self) -> &Arc<Device> {
         &self.device
     }
 
@@ -469,7 +466,7 @@ impl Runtime {
     /// S1–S5 and registration for a claimed logical core. The error unwind
     /// of stage.md §12 is structural here: the parse products belong to the
     /// cache entry (released on return, success or not), everything on the
-    /// device belongs to the [`stage::Staged`] guard and the claim to its
+    /// device belongs to the staged [`CoreImage`]s and the claim to its
     /// [`Claim`] guard until registration, the last step, which cannot fail.
     /// The reference runtime allocates the caller's `nrt_model_t` *after*
     /// registering and, when that allocation fails, leaves the registered
@@ -533,7 +530,7 @@ impl Runtime {
         let kbins = &parsed.model.kbins;
         let t = Instant::now();
         let staged = stage::stage(
-            &*self.device,
+            &self.device,
             &self.cores,
             kbins,
             &parsed.neff.archive,
@@ -542,21 +539,16 @@ impl Runtime {
             sopts,
         )?;
         timings.stage = t.elapsed();
-        timings.relocate = staged.images().iter().map(|i| i.reloc_time).sum();
+        timings.relocate = staged.iter().map(|i| i.reloc_time).sum();
         if self.config.check {
-            let findings = validate::validate(&*self.device, kbins, staged.images());
+            let findings = validate::validate(&self.device, kbins, &staged);
             if !findings.is_empty() {
                 return Err(LoadError::Validation(findings));
             }
         }
         let mut warnings = parsed.model.warnings().to_vec();
         warnings.extend(parsed.neff.archive.warnings().iter().cloned());
-        warnings.extend(
-            staged
-                .images()
-                .iter()
-                .flat_map(|i| i.plan.warnings.iter().cloned()),
-        );
+        warnings.extend(staged.iter().flat_map(|i| i.plan.warnings.iter().cloned()));
         let name = header.name_str();
         let loaded = LoadedModel {
             name: name.clone(),
@@ -574,7 +566,7 @@ impl Runtime {
         };
         // The commit point: the model takes over the staged cores and the claim.
         let mut loaded = loaded;
-        loaded.cores = staged.commit();
+        loaded.cores = staged;
         let h_nn = self.registry.register(loaded);
         claim.keep();
         tracing::info!("Loaded NN \"{name}\" ID: {}", h_nn.0);
@@ -609,14 +601,13 @@ impl Runtime {
         self.unload_handle(model.h_nn)
     }
 
-    /// Erases the model (the commit point), then unstages every core and
-    /// releases the logical-core claim.
+    /// Erases the model (the commit point), then unstages every core (its
+    /// images release what they hold when dropped) and releases the
+    /// logical-core claim.
     fn unload_handle(&self, h: HNn) -> Result<(), LoadError> {
         tracing::info!("Unloading {}", h.0);
         let model = self.registry.remove(h)?.model;
-        for img in model.cores {
-            stage::unstage(&*self.device, &self.cores, img);
-        }
+        drop(model.cores);
         if let Some(i) = self.visible.iter().position(|&v| v == model.vnc.0) {
             unclaim(&self.vnc_usage, i);
         }

@@ -56,7 +56,7 @@ pub struct CoreMemory {
 
 impl CoreMemory {
     /// The core's report on `dev` now.
-    pub fn of(dev: &dyn Device, arch: Arch, pcore: PCore) -> CoreMemory {
+    pub fn of(dev: &Device, arch: Arch, pcore: PCore) -> CoreMemory {
         let ledger = dev.ledger();
         let mut model = [0; MemUsage::COUNT];
         for u in MemUsage::ALL {
@@ -101,7 +101,7 @@ pub struct MemoryStats {
 impl MemoryStats {
     /// The report of logical core `lcore` (of `lnc` physical cores).
     pub fn of(
-        dev: &dyn Device,
+        dev: &Device,
         arch: Arch,
         lcore: LCore,
         lnc: u32,
@@ -133,6 +133,7 @@ mod tests {
             align: 0,
             core: PCore(4),
             usage: MemUsage::InstrPe,
+            owner: crate::device::Owner::Runtime,
             hint: "pe",
         })
         .unwrap();

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use thiserror::Error;
@@ -20,6 +20,10 @@ use crate::NrtStatus;
 /// `DLR_MODEL_STATE` value of a loaded, idle model: the only value load
 /// stores and unload accepts.
 pub const STATE_READY: u32 = 4;
+
+/// How long an unload waits for a model's users before it says so (it
+/// goes on waiting, without a timeout, as the reference does).
+const WAIT_WARN_AFTER: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum RegistryError {
@@ -59,14 +63,38 @@ impl<M> Registered<M> {
 
 /// A use of a registered model; unload waits until every one is dropped.
 pub struct ModelRef<M> {
-    entry: Arc<Registered<M>>,
+    /// `None` only while dropping.
+    entry: Option<Arc<Registered<M>>>,
+    released: Arc<Released>,
 }
 
 impl<M> std::ops::Deref for ModelRef<M> {
     type Target = Registered<M>;
     fn deref(&self) -> &Registered<M> {
-        &self.entry
+        self.entry.as_ref().expect("only drop takes the entry")
     }
+}
+
+impl<M> Drop for ModelRef<M> {
+    /// Lets go of the entry, then wakes an unload waiting for its users. An
+    /// unload checks the users under the same lock it waits on, so a
+    /// release between its check and its wait still wakes it.
+    fn drop(&mut self) {
+        drop(self.entry.take());
+        let _held = self
+            .released
+            .lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.released.signal.notify_all();
+    }
+}
+
+/// Where an unload waits for a model's users to let go.
+#[derive(Default)]
+struct Released {
+    lock: Mutex<()>,
+    signal: Condvar,
 }
 
 struct Table<M> {
@@ -78,6 +106,7 @@ struct Table<M> {
 pub struct Registry<M> {
     table: RwLock<Table<M>>,
     last_model: AtomicU32,
+    released: Arc<Released>,
 }
 
 impl<M> Default for Registry<M> {
@@ -88,6 +117,7 @@ impl<M> Default for Registry<M> {
                 models: HashMap::new(),
             }),
             last_model: AtomicU32::new(0),
+            released: Arc::default(),
         }
     }
 }
@@ -140,7 +170,8 @@ impl<M> Registry<M> {
         let t = self.read();
         let entry = t.models.get(&h).ok_or(RegistryError::UnknownModel(h.0))?;
         Ok(ModelRef {
-            entry: Arc::clone(entry),
+            entry: Some(Arc::clone(entry)),
+            released: Arc::clone(&self.released),
         })
     }
 
@@ -159,15 +190,23 @@ impl<M> Registry<M> {
         };
         // Every user holds a clone of the entry; the registry's is the last.
         let mut entry = entry;
-        let mut spins: u64 = 0;
+        let mut held = self
+            .released
+            .lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         loop {
             match Arc::try_unwrap(entry) {
                 Ok(owned) => return Ok(owned),
                 Err(shared) => entry = shared,
             }
-            std::thread::sleep(Duration::from_millis(1));
-            spins += 1;
-            if spins.is_multiple_of(10_000) {
+            let (next, waited) = self
+                .released
+                .signal
+                .wait_timeout(held, WAIT_WARN_AFTER)
+                .unwrap_or_else(PoisonError::into_inner);
+            held = next;
+            if waited.timed_out() {
                 tracing::warn!("still waiting for model[{}] ref count 0", h.0);
             }
         }

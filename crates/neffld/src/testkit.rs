@@ -16,9 +16,7 @@ use serde_json::{json, Value};
 
 use crate::container::writer::{NeffWriter, Producer};
 use crate::container::{self, Neff, OpenOptions};
-use crate::device::{
-    AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
-};
+use crate::device::Geometry;
 use crate::kbin::isa::{self, encode, Addr8};
 
 /// A NEFF's members before writing.
@@ -752,62 +750,4 @@ pub fn fuzz_load(input: &[u8]) -> Option<crate::NrtStatus> {
     assert_eq!(dev.live_count(), 0, "{:?}", dev.live_allocations());
     assert_eq!(rt.loaded_models(), 0);
     status
-}
-
-/// What a [`Tapped`] device shows before it passes a call on. Both hooks
-/// default to doing nothing.
-pub trait Tap: Send + Sync {
-    fn alloc(&self, _req: &AllocReq<'_>) {}
-    fn write(&self, _handle: MemHandle, _offset: u64, _data: &[u8]) {}
-}
-
-/// A device that shows every allocation and write to `tap`, then passes it
-/// to `inner`: how a test watches what staging does, or holds it at a
-/// point. It derefs to the tap, so the tap's own methods read as the
-/// device's.
-pub struct Tapped<D, T> {
-    pub inner: D,
-    pub tap: T,
-}
-
-impl<D, T> std::ops::Deref for Tapped<D, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.tap
-    }
-}
-
-impl<D: Device, T: Tap> Device for Tapped<D, T> {
-    fn geometry(&self) -> &Geometry {
-        self.inner.geometry()
-    }
-    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        self.tap.alloc(&req);
-        self.inner.alloc(req)
-    }
-    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
-        self.inner.free(handle)
-    }
-    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.tap.write(handle, offset, data);
-        self.inner.write(handle, offset, data)
-    }
-    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        self.inner.read(handle, offset, out)
-    }
-    fn ledger(&self) -> Ledger {
-        self.inner.ledger()
-    }
-    fn live_count(&self) -> usize {
-        self.inner.live_count()
-    }
-    fn live_allocations(&self) -> Vec<LiveAlloc> {
-        self.inner.live_allocations()
-    }
-    fn set_fault_plan(&self, plan: FaultPlan) {
-        self.inner.set_fault_plan(plan)
-    }
-    fn fault_plan(&self) -> FaultPlan {
-        self.inner.fault_plan()
-    }
 }

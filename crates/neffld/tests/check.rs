@@ -22,7 +22,7 @@ fn staged(
     bytes: &[u8],
     arch: Arch,
     lnc: u32,
-    f: impl FnOnce(&dyn Device, &[neffld::kbin::Kbin], &neffld::api::LoadedModel),
+    f: impl FnOnce(&Device, &[neffld::kbin::Kbin], &neffld::api::LoadedModel),
 ) {
     let (rt, _dev) = runtime(arch);
     let (_neff, parsed) = parse(bytes, arch, lnc);
@@ -32,12 +32,12 @@ fn staged(
 }
 
 /// matmul_small (dynamic DMA: `0xD4` operands, IO through the DGE table).
-fn with_staged(f: impl FnOnce(&dyn Device, &[neffld::kbin::Kbin], &neffld::api::LoadedModel)) {
+fn with_staged(f: impl FnOnce(&Device, &[neffld::kbin::Kbin], &neffld::api::LoadedModel)) {
     staged(&fixture_bytes("matmul_small.neff"), Arch::Cayman, 2, f)
 }
 
 /// A static-DMA NEFF (`0xC1` triggers and rings): no real fixture has one.
-fn with_rings(f: impl FnOnce(&dyn Device, &[neffld::kbin::Kbin], &neffld::api::LoadedModel)) {
+fn with_rings(f: impl FnOnce(&Device, &[neffld::kbin::Kbin], &neffld::api::LoadedModel)) {
     let bytes = Synth::static_sunda().write(neffld::container::writer::Producer::V2_18);
     staged(&bytes, Arch::Sunda, 1, f)
 }

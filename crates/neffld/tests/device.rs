@@ -1,11 +1,11 @@
-//! The device layer through its public API: both backends, behind `dyn Device`.
+//! The device layer through its public API: both backends, behind `Device`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use neffld::device::{
     AllocReq, Allocation, CopyOp, Device, DeviceError, FaultOp, FaultPlan, Geometry, MemHandle,
-    MemUsage, NullDevice, SimDevice, Write, CARVEOUT, GRANULE, SMALL_POOL_BYTES,
+    MemUsage, NullDevice, Owner, SimDevice, Write, CARVEOUT, GRANULE, SMALL_POOL_BYTES,
 };
 use neffld::ids::{LCore, PCore, Pa};
 use neffld::{Arch, NrtStatus};
@@ -20,11 +20,12 @@ fn req(core: u32, size: u64, align: u64, usage: MemUsage) -> AllocReq<'static> {
         align,
         core: PCore(core),
         usage,
+        owner: Owner::Runtime,
         hint: "test",
     }
 }
 
-fn backends(geometry: Geometry) -> Vec<Box<dyn Device>> {
+fn backends(geometry: Geometry) -> Vec<Box<Device>> {
     vec![
         Box::new(SimDevice::new(geometry.clone())),
         Box::new(NullDevice::new(geometry)),
@@ -33,7 +34,7 @@ fn backends(geometry: Geometry) -> Vec<Box<dyn Device>> {
 
 /// Asserts live allocations are disjoint, granule-aligned, outside every
 /// carve-out and inside their channel.
-fn assert_sane_layout(dev: &dyn Device) {
+fn assert_sane_layout(dev: &Device) {
     let g = dev.geometry();
     let mut spans: Vec<(u64, u64)> = Vec::new();
     for a in dev.live_allocations() {
@@ -538,19 +539,19 @@ fn a_batch_of_writes_is_its_writes_in_order() {
                     handle: a.handle,
                     offset: 0,
                     data: b"one",
-                    owner: None,
+                    shared: None,
                 },
                 Write {
                     handle: b.handle,
                     offset: off,
                     data: b"two",
-                    owner: None,
+                    shared: None,
                 },
                 Write {
                     handle: a.handle,
                     offset: 6,
                     data: b"six",
-                    owner: None,
+                    shared: None,
                 },
             ]
         };
@@ -590,19 +591,19 @@ fn a_batch_of_writes_is_its_writes_in_order() {
             handle: a.handle,
             offset: 0,
             data: b"one",
-            owner: None,
+            shared: None,
         },
         Write {
             handle: a.handle,
             offset: 3,
             data: b"two",
-            owner: None,
+            shared: None,
         },
         Write {
             handle: a.handle,
             offset: 6,
             data: b"six",
-            owner: None,
+            shared: None,
         },
     ];
     assert_eq!(sim.write_all(&batch).unwrap_err().0, 1);
@@ -649,7 +650,7 @@ fn fault_plan_fails_exactly_the_kth_write() {
 fn every_allocation_of_a_sequence_can_be_failed_in_turn() {
     // What a rollback test does: run the same sequence failing call k, for
     // every k, and check the device is clean afterwards.
-    fn sequence(dev: &dyn Device) -> Result<(), DeviceError> {
+    fn sequence(dev: &Device) -> Result<(), DeviceError> {
         let mut held: Vec<Allocation> = Vec::new();
         let result = (|| {
             for (core, size) in [(0, 100), (1, 5000), (2, 1 << 20), (3, 0)] {
@@ -739,7 +740,7 @@ fn thousands_of_allocations_stay_cheap_and_consistent() {
 
 #[test]
 fn one_device_shared_across_threads() {
-    let dev: Arc<dyn Device> = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
+    let dev: Arc<Device> = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
     let threads: Vec<_> = (0..4u32)
         .map(|t| {
             let dev = Arc::clone(&dev);

@@ -60,7 +60,7 @@ struct Swept {
 fn sweep(
     name: &str,
     rt: &Runtime,
-    dev: &dyn Device,
+    dev: &Device,
     bytes: &[u8],
     expect_role: Option<Role>,
     fire: Fire,
@@ -169,18 +169,18 @@ fn with_holder<R>(
     holder_cores: std::ops::Range<u32>,
     f: impl FnOnce() -> R,
 ) -> R {
-    dev.close(holder_cores);
+    dev.gate.close(holder_cores);
     let holder = {
         let (rt, bytes) = (rt.clone(), bytes.to_vec());
         std::thread::spawn(move || rt.load(&bytes, holder_vnc, 1))
     };
-    dev.wait_parked(1);
+    dev.gate.wait_parked(1);
     let r = f();
-    dev.open();
+    dev.gate.open();
     let m = holder.join().unwrap().unwrap();
     assert_eq!(m.vnc.0 as i32, holder_vnc);
     rt.unload(&m).unwrap();
-    assert!(!dev.timed_out());
+    assert!(!dev.gate.timed_out());
     r
 }
 
@@ -192,7 +192,7 @@ fn sweep_fixtures(fire: Fire) -> (u64, u64) {
         let (rt, dev) = gated_runtime(Geometry::for_arch(Arch::Cayman), None, 1);
         let rt = Arc::new(rt);
         let swept = with_holder(&rt, &dev, &bytes, 3, 6..8, || {
-            sweep(&name, &rt, &*dev, &bytes, Some(Role::Reuse), fire)
+            sweep(&name, &rt, &dev, &bytes, Some(Role::Reuse), fire)
         });
         assert_eq!(dev.live_count(), 0, "{name}");
         println!(
@@ -235,7 +235,7 @@ fn a_multi_core_load_unwinds_from_a_panic_on_both_fan_out_paths() {
         let rt = Arc::new(rt);
         let name = format!("synth8 {path}");
         let swept = with_holder(&rt, &dev, &bytes, 1, 8..16, || {
-            sweep(&name, &rt, &*dev, &bytes, Some(Role::Reuse), Fire::Panic)
+            sweep(&name, &rt, &dev, &bytes, Some(Role::Reuse), Fire::Panic)
         });
         assert!(swept.allocs >= 8 * 5, "{name}: {swept:?}");
         assert_eq!(dev.live_count(), 0, "{name}");
@@ -278,7 +278,7 @@ fn a_16_subgraph_neff_rolls_back_from_every_failure() {
             sweep(
                 "synth16",
                 &rt,
-                &*dev,
+                &dev,
                 &bytes,
                 Some(Role::Reuse),
                 Fire::Error,

@@ -52,7 +52,7 @@ fn sixteen_concurrent_loads_of_one_neff_parse_it_once() {
         let rt = Arc::new(rt);
         assert_eq!(rt.visible_vnc_count(), 16);
         let bytes = Arc::new(fixture("matmul_small.neff"));
-        dev.latch(16, 2);
+        dev.gate.latch(16, 2);
         let start = Arc::new(Barrier::new(16));
         let threads: Vec<_> = (0..16)
             .map(|_| {
@@ -67,7 +67,7 @@ fn sixteen_concurrent_loads_of_one_neff_parse_it_once() {
             .into_iter()
             .map(|t| t.join().unwrap().unwrap())
             .collect();
-        assert!(!dev.timed_out(), "the loads never overlapped");
+        assert!(!dev.gate.timed_out(), "the loads never overlapped");
         assert_eq!(rt.parse_count(), 1, "one parse for 16 loads");
         let roles: Vec<Role> = models
             .iter()
@@ -185,7 +185,7 @@ fn concurrent_loads_with_a_failing_parse_neither_deadlock_nor_leak() {
     });
 }
 
-fn cycles(rt: &Runtime, dev: &dyn Device, bytes: &[u8], n: usize, label: &str) -> (u64, u64) {
+fn cycles(rt: &Runtime, dev: &Device, bytes: &[u8], n: usize, label: &str) -> (u64, u64) {
     let empty = dev.ledger();
     let first = rss_bytes();
     let t = Instant::now();
@@ -224,24 +224,24 @@ fn a_thousand_load_unload_cycles_leave_nothing_behind() {
     let (rt, dev) = gated_runtime(Geometry::for_arch(Arch::Cayman), None, 1);
     let rt = Arc::new(rt);
     if long {
-        cycles(&rt, &*dev, &bytes, 1000, "parsed every cycle");
+        cycles(&rt, &dev, &bytes, 1000, "parsed every cycle");
         return;
     }
-    cycles(&rt, &*dev, &bytes, 50, "parsed every cycle");
+    cycles(&rt, &dev, &bytes, 50, "parsed every cycle");
     let parses = rt.parse_count();
-    dev.close(6..8);
+    dev.gate.close(6..8);
     let holder = {
         let (rt, bytes) = (rt.clone(), bytes.clone());
         std::thread::spawn(move || rt.load(&bytes, 3, 1))
     };
-    dev.wait_parked(1);
-    cycles(&rt, &*dev, &bytes, 1000, "parse cached");
+    dev.gate.wait_parked(1);
+    cycles(&rt, &dev, &bytes, 1000, "parse cached");
     assert_eq!(
         rt.parse_count(),
         parses + 1,
         "the cycles reused the held parse"
     );
-    dev.open();
+    dev.gate.open();
     let m = holder.join().unwrap().unwrap();
     rt.unload(&m).unwrap();
     assert_eq!(dev.live_count(), 0);

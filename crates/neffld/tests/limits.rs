@@ -16,7 +16,7 @@ use neffld::config::RuntimeConfig;
 use neffld::container::archive::DEFAULT_MAX_MEMBERS;
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::container::{ContainerError, OpenOptions};
-use neffld::device::{Device, FaultPlan, Geometry, NullDevice};
+use neffld::device::{FaultPlan, Geometry, NullDevice};
 use neffld::parse::{ParseError, ParseOptions};
 use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};

@@ -8,7 +8,7 @@ use neffld::api::{Runtime, TensorUsage};
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::Producer;
 use neffld::container::{self, OpenOptions};
-use neffld::device::{Device, FaultPlan, Geometry, SimDevice};
+use neffld::device::{FaultPlan, Geometry, SimDevice};
 use neffld::ids::VarId;
 use neffld::parse::ParseOptions;
 use neffld::relocate::dma::decode_template;
@@ -130,7 +130,7 @@ fn matmul_large_stages_its_scratchpad_without_allocating_the_4gib_input() {
                 .filter(|p| matches!(p, Placement::Scratchpad { .. }))
                 .count();
             assert_eq!(scratch, 16, "16 virtual spill vars in shared pages");
-            assert_eq!(core.plan.scratch_pages, 1, "8 MiB fits one 512 MiB page");
+            assert_eq!(core.plan.scratch_pages(), 1, "8 MiB fits one 512 MiB page");
         }
     })
     .unwrap();

@@ -30,7 +30,7 @@ use neffld::api::{LoadError, Runtime};
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::{gzip, tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::container::{self, OpenOptions, HEADER_LEN};
-use neffld::device::{Device, Geometry, NullDevice};
+use neffld::device::{Geometry, NullDevice};
 use neffld::parse::ParseError;
 use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};

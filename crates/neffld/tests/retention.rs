@@ -11,7 +11,7 @@ use neffld::api::Runtime;
 use neffld::cache::Role;
 use neffld::config::RuntimeConfig;
 use neffld::container::NeffHeader;
-use neffld::device::{Device, Geometry, SimDevice};
+use neffld::device::{Geometry, SimDevice};
 use neffld::manifest::tensor::TensorInfo;
 use neffld::Arch;
 

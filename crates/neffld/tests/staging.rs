@@ -7,15 +7,13 @@ mod common;
 use common::*;
 use neffld::container::writer::Producer;
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use neffld::device::{Device, Geometry, MemHandle, SimDevice};
+use neffld::device::{Device, Geometry, Observer, SimDevice, Write};
 use neffld::ids::{HModel, PCore, Pa};
 use neffld::manifest::def::VarKind;
-use neffld::stage::{
-    self, CorePlan, Cores, Placement, StageError, StageOptions, DEFAULT_FANOUT_MIN_BYTES,
-};
-use neffld::testkit::{lnc_writer, Synth, Tap, Tapped};
+use neffld::stage::{self, Cores, Placement, StageError, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
+use neffld::testkit::{lnc_writer, Synth};
 use neffld::{Arch, NrtStatus};
 
 /// Every fixture loads on trn2 logical cores 0, 1 and 3 at once; subgraph
@@ -149,9 +147,9 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
 
     // The staging check itself: two kbins, one physical core.
     let (neff, parsed) = parse(&bytes, Arch::Cayman, 2);
-    let cores = Cores::new(1);
+    let cores = Arc::new(Cores::new(1));
     let e = stage::stage(
-        &**rt.device(),
+        rt.device(),
         &cores,
         &parsed.kbins,
         &neff.archive,
@@ -271,8 +269,8 @@ fn every_fixture_reads_back_weights_images_and_rings() {
 #[derive(Default)]
 struct Writers(Mutex<BTreeSet<String>>);
 
-impl Tap for Writers {
-    fn write(&self, _: MemHandle, _: u64, _: &[u8]) {
+impl Observer for Writers {
+    fn writing(&self, _: &Write<'_>) {
         let id = format!("{:?}", std::thread::current().id());
         self.0.lock().unwrap().insert(id);
     }
@@ -286,13 +284,12 @@ type Staged = Vec<(PCore, String, u64, String)>;
 /// Stages `bytes` on logical core 0 of a trn2 device with the given fan-out
 /// threshold; returns what it allocated, the per-core plans, and how many
 /// threads wrote.
-fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<CorePlan>, usize) {
+fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<Vec<Placement>>, usize) {
     let (neff, parsed) = parse(bytes, Arch::Cayman, 2);
-    let dev = Tapped {
-        inner: SimDevice::new(Geometry::for_arch(Arch::Cayman)),
-        tap: Writers::default(),
-    };
-    let cores = Cores::new(8);
+    let dev: Arc<Device> = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
+    let writers = Arc::new(Writers::default());
+    dev.observe(writers.clone());
+    let cores = Arc::new(Cores::new(8));
     let pcores: Vec<PCore> = (0..parsed.kbins.len() as u32).map(PCore).collect();
     let images = stage::stage(
         &dev,
@@ -314,8 +311,8 @@ fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<CorePlan>, us
         .map(|a| (a.core, format!("{:?}", a.usage), a.size, a.hint))
         .collect();
     staged.sort();
-    let plans = images.images().iter().map(|i| i.plan.clone()).collect();
-    let writers = dev.0.lock().unwrap().len();
+    let plans = images.iter().map(|i| i.plan.vars.clone()).collect();
+    let writers = writers.0.lock().unwrap().len();
     (staged, plans, writers)
 }
 

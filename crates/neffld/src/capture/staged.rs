@@ -92,7 +92,7 @@ impl StagedCore {
 /// are the runtime's report ([`crate::memory`]) for `arch`.
 pub fn staged(
     lm: &LoadedModel,
-    device: &dyn Device,
+    device: &Device,
     arch: Arch,
 ) -> Result<Vec<StagedCore>, DeviceError> {
     let geometry = device.geometry();
@@ -138,7 +138,7 @@ pub fn staged(
 /// Every row of the runtime's memory list for one core, in its order, as
 /// the runtime reports it ([`crate::memory`]; also for a device that keeps
 /// no bytes).
-pub fn memory_rows(device: &dyn Device, arch: Arch, pcore: PCore) -> Vec<StagedRow> {
+pub fn memory_rows(device: &Device, arch: Arch, pcore: PCore) -> Vec<StagedRow> {
     let report = CoreMemory::of(device, arch, pcore);
     MemUsage::ALL
         .iter()

@@ -1,57 +1,42 @@
-//! Bookkeeping shared by every backend: the allocator, the ledger, the fault
-//! plan and the table of live allocations. Backends add only what they do
-//! with the bytes, so accounting cannot drift between them; what a backend
-//! keeps per allocation (`T`) lives in the same table, so a copy costs one
-//! lookup.
+//! The bookkeeping every backend shares: the table of live allocations
+//! (who owns each, for which core and usage, where), the usage ledger and
+//! the fault plan. The backend only places and stores; these books decide
+//! what is charged and to whom, so accounting cannot drift between
+//! backends.
 
 use std::collections::BTreeMap;
 
-use super::alloc::{AllocFailure, Block, HbmAllocator};
-use super::fault::{FaultPlan, FaultState};
+use super::fault::FaultState;
 use super::geometry::Geometry;
-use super::ledger::{Ledger, MemLocation, MemUsage};
+use super::ledger::{Ledger, MemUsage, Owner};
 use super::{AllocReq, Allocation, CopyOp, DeviceError, LiveAlloc, MemHandle};
+use crate::device::alloc::Block;
 use crate::ids::{PCore, Pa};
 
 /// One live allocation.
 #[derive(Clone, Debug)]
-struct Live<T> {
-    core: PCore,
-    usage: MemUsage,
-    block: Block,
-    size: u64,
-    hint: String,
-    data: T,
-}
-
-/// Where a checked copy lands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Span<'a, T> {
-    /// Device address of the first byte of the allocation.
-    pub alloc_pa: u64,
-    /// What the backend keeps for the allocation.
-    pub data: &'a T,
+pub(super) struct Live {
+    pub owner: Owner,
+    pub core: PCore,
+    pub usage: MemUsage,
+    pub block: Block,
+    pub size: u64,
+    pub hint: String,
 }
 
 #[derive(Debug)]
-pub(crate) struct Books<T = ()> {
-    geometry: Geometry,
-    heap: HbmAllocator,
-    ledger: Ledger,
-    faults: FaultState,
-    live: BTreeMap<MemHandle, Live<T>>,
+pub(super) struct Books {
+    pub ledger: Ledger,
+    pub faults: FaultState,
+    live: BTreeMap<MemHandle, Live>,
     /// Live allocations by first address, to resolve a PA to its allocation.
     by_pa: BTreeMap<u64, MemHandle>,
     next_handle: u64,
 }
 
-impl<T> Books<T> {
-    /// Books of a device whose small pools each begin `taken` bytes above
-    /// their start ([`HbmAllocator::with_small_pool_taken`]).
-    pub(crate) fn new(geometry: &Geometry, taken: u64) -> Books<T> {
+impl Books {
+    pub fn new(geometry: &Geometry) -> Books {
         Books {
-            geometry: geometry.clone(),
-            heap: HbmAllocator::with_small_pool_taken(geometry, taken),
             ledger: Ledger::new(geometry),
             faults: FaultState::default(),
             live: BTreeMap::new(),
@@ -60,67 +45,55 @@ impl<T> Books<T> {
         }
     }
 
-    /// Allocates, and keeps `make()` with the allocation (called only on success).
-    pub(crate) fn alloc(
-        &mut self,
-        req: &AllocReq<'_>,
-        make: impl FnOnce() -> T,
-    ) -> Result<Allocation, DeviceError> {
-        self.faults.on_alloc(req.core)?;
-        let channel = self.geometry.hbm_of(req.core)?;
-        if req.usage.category(MemLocation::Device).is_none() {
-            return Err(DeviceError::Invalid {
-                reason: format!("Invalid mem_usage_type {} for device", req.usage.index()),
-            });
-        }
-        let block = match self.heap.alloc(channel, req.size, req.align) {
-            Ok(block) => block,
-            Err(AllocFailure::Invalid(reason)) => return Err(DeviceError::Invalid { reason }),
-            Err(AllocFailure::NoMem) => {
-                return Err(DeviceError::NoMem {
-                    size: req.size,
-                    align: req.align,
-                    core: req.core,
-                    channel,
-                    usage: req.usage,
-                    free: self.heap.free_bytes(channel),
-                })
-            }
-        };
-        let handle = MemHandle(self.next_handle);
+    /// The handle the next allocation will get (handles are never reused).
+    pub fn next_handle(&self) -> MemHandle {
+        MemHandle(self.next_handle)
+    }
+
+    /// Enters a block the backend placed for `req` under
+    /// [`Books::next_handle`], and charges it.
+    pub fn enter(&mut self, req: &AllocReq<'_>, block: Block) -> Allocation {
+        let handle = self.next_handle();
         self.next_handle += 1;
-        self.ledger
-            .charge(req.core, channel, req.usage, block.charged, req.size);
+        self.ledger.charge(
+            req.core,
+            req.owner,
+            block.channel,
+            req.usage,
+            block.charged,
+            req.size,
+        );
         self.by_pa.insert(block.pa, handle);
         self.live.insert(
             handle,
             Live {
+                owner: req.owner,
                 core: req.core,
                 usage: req.usage,
                 block,
                 size: req.size,
                 hint: req.hint.to_owned(),
-                data: make(),
             },
         );
         tracing::trace!(
             "MEM_USAGE: {} bytes, channel: {}, total usage: ({}/{}), hint:{}",
             block.charged,
-            channel,
-            self.ledger.channel_used(channel),
-            self.ledger.channel_limit(channel),
+            block.channel,
+            self.ledger.channel_used(block.channel),
+            self.ledger.channel_limit(block.channel),
             req.hint
         );
-        Ok(Allocation {
+        Allocation {
             handle,
             pa: Pa(block.pa),
             size: req.size,
             charged: block.charged,
-        })
+        }
     }
 
-    /// Frees, and hands back what the backend kept.
-    pub(crate) fn free(&mut self, handle: MemHandle) -> Result<T, DeviceError> {
+    /// Takes an allocation out of the books and discharges it; the caller
+    /// gives its block back to the backend.
+    pub fn remove(&mut self, handle: MemHandle) -> Result<Live, DeviceError> {
         let live = self
             .live
             .remove(&handle)
@@ -128,54 +101,31 @@ impl<T> Books<T> {
         self.by_pa.remove(&live.block.pa);
         self.ledger.discharge(
             live.core,
+            live.owner,
             live.block.channel,
             live.usage,
             live.block.charged,
             live.size,
         );
-        self.heap
-            .free(&live.block)
-            .map_err(|reason| DeviceError::Invalid { reason })?;
-        Ok(live.data)
+        Ok(live)
     }
 
-    /// Counts a write against the fault plan, then bounds-checks it.
-    pub(crate) fn check_write(
-        &mut self,
-        handle: MemHandle,
-        offset: u64,
-        len: usize,
-    ) -> Result<Span<'_, T>, DeviceError> {
-        self.faults.on_write()?;
-        self.check(CopyOp::Write, handle, offset, len)
-    }
-
-    pub(crate) fn check_read(
-        &self,
-        handle: MemHandle,
-        offset: u64,
-        len: usize,
-    ) -> Result<Span<'_, T>, DeviceError> {
-        self.check(CopyOp::Read, handle, offset, len)
-    }
-
-    fn check(
+    /// Checks that `len` bytes at `offset` lie in a live allocation, and
+    /// returns its first address.
+    pub fn check(
         &self,
         op: CopyOp,
         handle: MemHandle,
         offset: u64,
         len: usize,
-    ) -> Result<Span<'_, T>, DeviceError> {
+    ) -> Result<u64, DeviceError> {
         let live = self
             .live
             .get(&handle)
             .ok_or(DeviceError::UnknownHandle { handle })?;
         let len = len as u64;
         match offset.checked_add(len) {
-            Some(end) if end <= live.size => Ok(Span {
-                alloc_pa: live.block.pa,
-                data: &live.data,
-            }),
+            Some(end) if end <= live.size => Ok(live.block.pa),
             _ => Err(DeviceError::OutOfBounds {
                 op,
                 handle,
@@ -186,9 +136,8 @@ impl<T> Books<T> {
         }
     }
 
-    /// The allocation holding `[pa, pa + len)` (what the backend keeps for
-    /// it) and the offset of `pa` in it.
-    pub(crate) fn resolve(&self, pa: Pa, len: usize) -> Result<(&T, u64), DeviceError> {
+    /// The allocation holding `[pa, pa + len)` and the offset of `pa` in it.
+    pub fn resolve(&self, pa: Pa, len: usize) -> Result<(MemHandle, u64), DeviceError> {
         let not_mapped = || DeviceError::Invalid {
             reason: format!("{len} bytes at {pa} are not inside one live allocation"),
         };
@@ -200,29 +149,21 @@ impl<T> Books<T> {
         let live = self.live.get(&handle).ok_or_else(not_mapped)?;
         let offset = pa.0 - start;
         match offset.checked_add(len as u64) {
-            Some(end) if end <= live.size => Ok((&live.data, offset)),
+            Some(end) if end <= live.size => Ok((handle, offset)),
             _ => Err(not_mapped()),
         }
     }
 
-    pub(crate) fn ledger(&self) -> Ledger {
-        self.ledger.clone()
-    }
-
-    /// What the backend keeps, for every live allocation.
-    pub(crate) fn data(&self) -> impl Iterator<Item = &T> {
-        self.live.values().map(|l| &l.data)
-    }
-
-    pub(crate) fn live_count(&self) -> usize {
+    pub fn live_count(&self) -> usize {
         self.live.len()
     }
 
-    pub(crate) fn live_allocations(&self) -> Vec<LiveAlloc> {
+    pub fn live_allocations(&self) -> Vec<LiveAlloc> {
         self.live
             .iter()
             .map(|(&handle, l)| LiveAlloc {
                 handle,
+                owner: l.owner,
                 core: l.core,
                 channel: l.block.channel,
                 usage: l.usage,
@@ -232,18 +173,5 @@ impl<T> Books<T> {
                 hint: l.hint.clone(),
             })
             .collect()
-    }
-
-    pub(crate) fn set_fault_plan(&mut self, plan: FaultPlan) {
-        self.faults.arm(plan);
-    }
-
-    pub(crate) fn fault_plan(&self) -> FaultPlan {
-        self.faults.plan()
-    }
-
-    /// Free bytes of a channel (both pools).
-    pub(crate) fn free_bytes(&self, channel: u32) -> u64 {
-        self.heap.free_bytes(channel)
     }
 }

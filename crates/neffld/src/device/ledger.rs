@@ -5,11 +5,12 @@
 //! that is what its OOM report prints and what `nrt_get_vnc_memory_stats`
 //! sums. The kernel only ever sees the *category* derived from the usage.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use super::geometry::Geometry;
 use super::DeviceError;
-use crate::ids::{LCore, PCore};
+use crate::ids::{HModel, LCore, PCore};
 
 /// `dma_mem_usage_type_t`: why a piece of device memory exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -201,17 +202,56 @@ impl MemCategory {
     }
 }
 
-/// Bytes charged per physical core and usage, and per HBM channel.
-///
-/// Charged size is the 4 KiB-rounded size, as the runtime records
-/// `allocated_size` (what its OOM report and the channel limits count).
-/// The requested size is kept beside it: that is what the runtime's
-/// per-core memory report (the profiler's `nc_mem_usage` rows) shows —
-/// e.g. 14,592 bytes of Tensor Instructions, not a 4 KiB multiple.
+/// Who an allocation is charged to: the runtime's OOM report lists each
+/// loaded NEFF apart from what the runtime and the client hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Owner {
+    /// The runtime itself: what it takes when it starts, and the shared
+    /// scratchpad pages every model on a core uses.
+    Runtime,
+    /// One load: every core of it shares its `H_MODEL`.
+    Model(HModel),
+    /// A client's device tensor (`nrt_tensor_allocate`).
+    Client,
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Owner::Runtime => f.write_str("runtime"),
+            Owner::Model(h) => write!(f, "model {}", h.0),
+            Owner::Client => f.write_str("client tensors"),
+        }
+    }
+}
+
+/// Bytes of one ledger cell: as requested (what the runtime's own reports
+/// and the profiler's rows show, e.g. 14,592 bytes of Tensor Instructions)
+/// and as charged by the allocator (4 KiB granules: what the channel
+/// limits, and so an out-of-memory refusal, count).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Charge {
+    pub requested: u64,
+    pub charged: u64,
+}
+
+impl Charge {
+    fn is_zero(self) -> bool {
+        self == Charge::default()
+    }
+}
+
+/// One row per [`MemUsage`].
+pub type ChargeRows = [Charge; MemUsage::COUNT];
+
+/// The one ledger of device memory: every live allocation charged to its
+/// physical core, its owner and its usage, and to its HBM channel. Every
+/// memory view (the profiler's rows, the runtime's OOM table,
+/// `nrt_get_vnc_memory_stats`, the CLI, Python, the maps) is a projection
+/// of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ledger {
-    per_core: Vec<[u64; MemUsage::COUNT]>,
-    requested: Vec<[u64; MemUsage::COUNT]>,
+    cells: BTreeMap<(PCore, Owner), ChargeRows>,
     channel_used: Vec<u64>,
     channel_limit: Vec<u64>,
 }
@@ -222,32 +262,32 @@ impl Ledger {
     pub fn new(geometry: &Geometry) -> Ledger {
         let channels = geometry.hbm_channels() as usize;
         Ledger {
-            per_core: vec![[0; MemUsage::COUNT]; geometry.cores() as usize],
-            requested: vec![[0; MemUsage::COUNT]; geometry.cores() as usize],
+            cells: BTreeMap::new(),
             channel_used: vec![0; channels],
             channel_limit: vec![geometry.usable_bytes_per_channel(); channels],
         }
     }
 
-    /// Records `bytes` charged to `(core, usage)` on `channel` for an
-    /// allocation of `requested` bytes. The caller has validated core and
-    /// channel; an out-of-range index is ignored rather than trusted.
+    /// Records `charged` bytes (of `requested`) for `(core, owner, usage)`
+    /// on `channel`. The caller has validated core and channel; an
+    /// out-of-range channel is ignored rather than trusted.
     pub(crate) fn charge(
         &mut self,
         core: PCore,
+        owner: Owner,
         channel: u32,
         usage: MemUsage,
-        bytes: u64,
+        charged: u64,
         requested: u64,
     ) {
-        if let Some(row) = self.per_core.get_mut(core.0 as usize) {
-            row[usage.index()] += bytes;
-        }
-        if let Some(row) = self.requested.get_mut(core.0 as usize) {
-            row[usage.index()] += requested;
-        }
+        let cell = &mut self
+            .cells
+            .entry((core, owner))
+            .or_insert([Charge::default(); MemUsage::COUNT])[usage.index()];
+        cell.charged += charged;
+        cell.requested += requested;
         if let Some(used) = self.channel_used.get_mut(channel as usize) {
-            *used += bytes;
+            *used += charged;
         }
     }
 
@@ -255,46 +295,71 @@ impl Ledger {
     pub(crate) fn discharge(
         &mut self,
         core: PCore,
+        owner: Owner,
         channel: u32,
         usage: MemUsage,
-        bytes: u64,
+        charged: u64,
         requested: u64,
     ) {
-        if let Some(row) = self.per_core.get_mut(core.0 as usize) {
-            let cell = &mut row[usage.index()];
-            debug_assert!(*cell >= bytes, "ledger underflow");
-            *cell = cell.saturating_sub(bytes);
-        }
-        if let Some(row) = self.requested.get_mut(core.0 as usize) {
-            let cell = &mut row[usage.index()];
-            *cell = cell.saturating_sub(requested);
+        if let Some(rows) = self.cells.get_mut(&(core, owner)) {
+            let cell = &mut rows[usage.index()];
+            debug_assert!(cell.charged >= charged, "ledger underflow");
+            cell.charged = cell.charged.saturating_sub(charged);
+            cell.requested = cell.requested.saturating_sub(requested);
+            if rows.iter().all(|c| c.is_zero()) {
+                self.cells.remove(&(core, owner));
+            }
         }
         if let Some(used) = self.channel_used.get_mut(channel as usize) {
-            debug_assert!(*used >= bytes, "channel ledger underflow");
-            *used = used.saturating_sub(bytes);
+            debug_assert!(*used >= charged, "channel ledger underflow");
+            *used = used.saturating_sub(charged);
         }
+    }
+
+    /// One `(core, usage)` cell over every owner.
+    pub fn cell(&self, core: PCore, usage: MemUsage) -> Charge {
+        self.owners(core).fold(Charge::default(), |acc, owner| {
+            let c = self.rows_of(core, owner)[usage.index()];
+            Charge {
+                requested: acc.requested + c.requested,
+                charged: acc.charged + c.charged,
+            }
+        })
     }
 
     /// Bytes charged to one `(core, usage)` cell; 0 for an unknown core.
     pub fn used(&self, core: PCore, usage: MemUsage) -> u64 {
-        self.per_core
-            .get(core.0 as usize)
-            .map_or(0, |row| row[usage.index()])
+        self.cell(core, usage).charged
     }
 
     /// Bytes requested by live allocations of one `(core, usage)` cell (the
     /// runtime's memory report counts these); 0 for an unknown core.
     pub fn requested(&self, core: PCore, usage: MemUsage) -> u64 {
-        self.requested
-            .get(core.0 as usize)
-            .map_or(0, |row| row[usage.index()])
+        self.cell(core, usage).requested
     }
 
-    /// All usages of one core (the ledger's `MAX` column).
+    /// Every owner holding memory on `core`, runtime first, then models in
+    /// `H_MODEL` order, then the client.
+    pub fn owners(&self, core: PCore) -> impl Iterator<Item = Owner> + '_ {
+        self.cells
+            .range((core, Owner::Runtime)..=(core, Owner::Client))
+            .map(|(&(_, owner), _)| owner)
+    }
+
+    /// What `owner` holds on `core`, per usage (zeros when nothing).
+    pub fn rows_of(&self, core: PCore, owner: Owner) -> ChargeRows {
+        self.cells
+            .get(&(core, owner))
+            .copied()
+            .unwrap_or([Charge::default(); MemUsage::COUNT])
+    }
+
+    /// All usages of one core, charged (the ledger's `MAX` column).
     pub fn core_total(&self, core: PCore) -> u64 {
-        self.per_core
-            .get(core.0 as usize)
-            .map_or(0, |row| row.iter().sum())
+        self.owners(core)
+            .flat_map(|o| self.rows_of(core, o))
+            .map(|c| c.charged)
+            .sum()
     }
 
     /// Bytes of one core charged under a kernel device category.
@@ -411,12 +476,31 @@ mod tests {
     fn charges_add_up_per_core_category_channel_and_vnc() {
         let g = Geometry::for_arch(Arch::Cayman);
         let mut l = Ledger::new(&g);
-        l.charge(PCore(2), 1, MemUsage::Weight, 8192, 8000);
-        l.charge(PCore(3), 1, MemUsage::InstrPe, 4096, 64);
-        l.charge(PCore(3), 1, MemUsage::Io, 4096, 8);
+        l.charge(PCore(2), Owner::Runtime, 1, MemUsage::Weight, 8192, 8000);
+        l.charge(
+            PCore(3),
+            Owner::Model(HModel(1)),
+            1,
+            MemUsage::InstrPe,
+            4096,
+            64,
+        );
+        l.charge(PCore(3), Owner::Client, 1, MemUsage::Io, 4096, 8);
         assert_eq!(l.used(PCore(2), MemUsage::Weight), 8192);
         assert_eq!(l.requested(PCore(2), MemUsage::Weight), 8000);
         assert_eq!(l.requested(PCore(3), MemUsage::Io), 8);
+        assert_eq!(
+            l.owners(PCore(3)).collect::<Vec<_>>(),
+            [Owner::Model(HModel(1)), Owner::Client],
+            "each owner apart, the runtime first"
+        );
+        assert_eq!(
+            l.rows_of(PCore(3), Owner::Client)[MemUsage::Io.index()],
+            Charge {
+                requested: 8,
+                charged: 4096
+            }
+        );
         assert_eq!(l.core_total(PCore(3)), 8192);
         assert_eq!(
             l.core_category_total(PCore(3), MemCategory::CodeDevice),
@@ -441,10 +525,22 @@ mod tests {
             }
         );
         assert!(l.vnc_memory_stats(&g, LCore(4), 2).is_err());
-        l.discharge(PCore(2), 1, MemUsage::Weight, 8192, 8000);
-        l.discharge(PCore(3), 1, MemUsage::InstrPe, 4096, 64);
-        l.discharge(PCore(3), 1, MemUsage::Io, 4096, 8);
+        l.discharge(PCore(2), Owner::Runtime, 1, MemUsage::Weight, 8192, 8000);
+        l.discharge(
+            PCore(3),
+            Owner::Model(HModel(1)),
+            1,
+            MemUsage::InstrPe,
+            4096,
+            64,
+        );
+        l.discharge(PCore(3), Owner::Client, 1, MemUsage::Io, 4096, 8);
         assert_eq!(l.total(), 0);
+        assert_eq!(
+            l.owners(PCore(3)).count(),
+            0,
+            "an owner with nothing left is gone"
+        );
         assert_eq!(l, Ledger::new(&g));
     }
 }

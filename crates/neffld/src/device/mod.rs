@@ -1,17 +1,20 @@
 //! The device the loader stages onto (spec/stage.md §3.3, §6.1, §13).
 //!
-//! No Trainium host is reachable, so the loader talks to a [`Device`] trait:
-//! allocate HBM for a core, copy bytes in (and out, for tests), free, and
-//! answer where the state buffer and event registers are. Two backends share
-//! one allocator and ledger (the private `books` module):
+//! Two layers. A [`Storage`] backend is what a driver does: place an
+//! allocation in HBM, free it, copy bytes in and out. [`Device`] is the
+//! runtime's bookkeeping above it, written once for every backend: the
+//! live-allocation table, the one usage [`Ledger`] (core, owner, usage),
+//! bounds checks, fault injection ([`FaultPlan`]) and [`Observer`]s. The
+//! backends:
 //!
-//! - [`SimDevice`] keeps what is written, sparsely, so tests can read back
+//! - [`SimStorage`] keeps what is written, sparsely, so tests can read back
 //!   weights, instruction images and rings at the addresses the loader chose;
-//! - [`NullDevice`] keeps no bytes, for NEFFs too large to mirror.
+//! - [`NullStorage`] keeps no bytes (a checksum of them on request), for
+//!   NEFFs too large to mirror, for `verify`, and for planning deployments.
 //!
-//! Both can be told to fail the k-th allocation or write ([`FaultPlan`]), so
-//! every rollback path is testable. A driver backend (the kernel allocation
-//! ioctl of §13.2) would implement the same trait.
+//! `Device<S>` coerces to `Device` (`Device<dyn Storage>`), which is what
+//! the loader holds. What a load allocates is owned by an [`AllocSet`] that
+//! frees it when dropped, so no stage frees by hand.
 
 pub mod address;
 pub mod alloc;
@@ -20,9 +23,17 @@ pub mod fault;
 pub mod geometry;
 pub mod ledger;
 pub mod null;
+pub mod observe;
+pub mod owned;
 pub mod sim;
+pub mod storage;
 
 use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Instant;
+
+use alloc::AllocFailure;
+use books::Books;
 
 use crate::ids::{LCore, PCore, Pa};
 use crate::shared::SharedBytes;
@@ -31,9 +42,20 @@ use crate::status::NrtStatus;
 pub use alloc::{Pool, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
 pub use fault::{FaultOp, FaultPlan};
 pub use geometry::{Geometry, CARVEOUT, GRANULE};
-pub use ledger::{Ledger, MemCategory, MemLocation, MemUsage, VncMemoryStats};
-pub use null::NullDevice;
-pub use sim::SimDevice;
+pub use ledger::{
+    Charge, ChargeRows, Ledger, MemCategory, MemLocation, MemUsage, Owner, VncMemoryStats,
+};
+pub use null::NullStorage;
+pub use observe::Observer;
+pub use owned::{AllocSet, Owned};
+pub use sim::SimStorage;
+pub use storage::{CopyIn, Storage};
+
+/// The default backend: keeps every written byte.
+pub type SimDevice = Device<SimStorage>;
+
+/// A backend that keeps no bytes.
+pub type NullDevice = Device<NullStorage>;
 
 /// Opaque handle of one live allocation. Handles are never 0 and never
 /// reused within a device, so a stale handle is always `UnknownHandle`.
@@ -56,6 +78,8 @@ pub struct AllocReq<'a> {
     pub align: u64,
     pub core: PCore,
     pub usage: MemUsage,
+    /// Who the allocation is charged to.
+    pub owner: Owner,
     /// What the memory is for (a variable name, "scratchpad", ...), kept for
     /// leak reports and OOM messages.
     pub hint: &'a str,
@@ -77,6 +101,7 @@ pub struct Allocation {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveAlloc {
     pub handle: MemHandle,
+    pub owner: Owner,
     pub core: PCore,
     pub channel: u32,
     pub usage: MemUsage,
@@ -181,73 +206,247 @@ pub struct Write<'a> {
     /// The buffer `data` lies in, when a backend may keep a reference to
     /// it instead of a copy (weights, from the inflated payload). The bytes
     /// are the same either way.
-    pub owner: Option<&'a SharedBytes>,
+    pub shared: Option<&'a SharedBytes>,
 }
 
-/// A device the loader can stage onto. Object-safe and shareable: methods take
-/// `&self` and implementations lock internally, so per-core builds may run on
-/// several threads against one device.
-pub trait Device: Send + Sync {
-    fn geometry(&self) -> &Geometry;
+/// The bookkeeping layer over a backend `S`: what the loader, the C library
+/// and the tools talk to. Shareable: methods take `&self`, the books sit
+/// behind one lock held only to check and enter, and the backend locks its
+/// own bytes, so per-core builds on several threads copy in parallel.
+pub struct Device<S: Storage + ?Sized = dyn Storage> {
+    geometry: Geometry,
+    books: Mutex<Books>,
+    observers: RwLock<Vec<Arc<dyn Observer>>>,
+    storage: S,
+}
+
+impl<S: Storage> Device<S> {
+    /// A device of `geometry` over `storage` (built for the same geometry).
+    pub fn over(geometry: Geometry, storage: S) -> Device<S> {
+        Device {
+            books: Mutex::new(Books::new(&geometry)),
+            observers: RwLock::new(Vec::new()),
+            geometry,
+            storage,
+        }
+    }
+}
+
+impl<S: Storage + ?Sized> fmt::Debug for Device<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("geometry", &self.geometry)
+            .field("storage", &&self.storage)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Storage + ?Sized> Device<S> {
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// The backend (a test reads a [`SimStorage`]'s page counts from it).
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    /// A poisoned lock only means another thread panicked mid-call; the
+    /// books are updated in an order that keeps them consistent.
+    fn books(&self) -> MutexGuard<'_, Books> {
+        self.books.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Shows every later call to `observer` too.
+    pub fn observe(&self, observer: Arc<dyn Observer>) {
+        self.observers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(observer);
+    }
+
+    fn each_observer(&self, f: impl Fn(&dyn Observer)) {
+        let observers = self
+            .observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        for o in observers.iter() {
+            f(o.as_ref());
+        }
+    }
+
+    fn observed(&self) -> bool {
+        !self
+            .observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
 
     /// Allocates HBM on the channel of `req.core` and charges the ledger.
-    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError>;
+    /// The caller frees it; an [`AllocSet`] does that on drop.
+    pub fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
+        self.each_observer(|o| o.allocating(&req));
+        let result = self.alloc_unobserved(&req);
+        self.each_observer(|o| o.allocated(&req, result.as_ref()));
+        result
+    }
+
+    fn alloc_unobserved(&self, req: &AllocReq<'_>) -> Result<Allocation, DeviceError> {
+        let mut books = self.books();
+        books.faults.on_alloc(req.core)?;
+        let channel = self.geometry.hbm_of(req.core)?;
+        if req.usage.category(MemLocation::Device).is_none() {
+            return Err(DeviceError::Invalid {
+                reason: format!("Invalid mem_usage_type {} for device", req.usage.index()),
+            });
+        }
+        let handle = books.next_handle();
+        let block = match self.storage.allocate(handle, channel, req.size, req.align) {
+            Ok(block) => block,
+            Err(AllocFailure::Invalid(reason)) => return Err(DeviceError::Invalid { reason }),
+            Err(AllocFailure::NoMem) => {
+                return Err(DeviceError::NoMem {
+                    size: req.size,
+                    align: req.align,
+                    core: req.core,
+                    channel,
+                    usage: req.usage,
+                    free: self.storage.free_bytes(channel),
+                })
+            }
+        };
+        Ok(books.enter(req, block))
+    }
 
     /// Frees a live allocation (and whatever bytes it stored).
-    fn free(&self, handle: MemHandle) -> Result<(), DeviceError>;
+    pub fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
+        self.each_observer(|o| o.freeing(handle));
+        let mut books = self.books();
+        let live = books.remove(handle)?;
+        self.storage
+            .release(handle, &live.block)
+            .map_err(|reason| DeviceError::Invalid { reason })
+    }
 
     /// Copies `data` into an allocation at `offset`.
-    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError>;
+    pub fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.write_all(&[Write {
+            handle,
+            offset,
+            data,
+            shared: None,
+        }])
+        .map_err(|(_, e)| e)
+    }
 
     /// Performs `writes` in order, as one [`Device::write`] each would, and
-    /// stops at the first that fails, returning its index. A core's build
-    /// hands over all its copies at once, so a backend can check the whole
-    /// batch under one lock, as a driver would queue one DMA submission.
-    fn write_all(&self, writes: &[Write<'_>]) -> Result<(), (usize, DeviceError)> {
-        for (i, w) in writes.iter().enumerate() {
-            self.write(w.handle, w.offset, w.data).map_err(|e| (i, e))?;
+    /// stops at the first that fails, returning its index: the writes
+    /// before it happen. A core's build hands over all its copies at once,
+    /// checked under one lock, as a driver would queue one DMA submission.
+    pub fn write_all(&self, writes: &[Write<'_>]) -> Result<(), (usize, DeviceError)> {
+        let timer = self.observed().then(Instant::now);
+        for w in writes {
+            self.each_observer(|o| o.writing(w));
         }
-        Ok(())
+        let mut copies = Vec::with_capacity(writes.len());
+        let failed = {
+            let mut books = self.books();
+            writes.iter().enumerate().find_map(|(i, w)| {
+                let checked = books
+                    .faults
+                    .on_write()
+                    .and_then(|()| books.check(CopyOp::Write, w.handle, w.offset, w.data.len()));
+                match checked {
+                    Ok(base) => {
+                        copies.push(CopyIn {
+                            handle: w.handle,
+                            base,
+                            offset: w.offset,
+                            data: w.data,
+                            shared: w.shared,
+                        });
+                        None
+                    }
+                    Err(e) => Some((i, e)),
+                }
+            })
+        };
+        self.storage.write(&copies);
+        if let Some(t) = timer {
+            let elapsed = t.elapsed();
+            self.each_observer(|o| o.written(&writes[..copies.len()], elapsed));
+        }
+        failed.map_or(Ok(()), Err)
     }
 
     /// Copies bytes out of an allocation; never-written bytes read as 0.
-    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError>;
+    pub fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
+        self.books()
+            .check(CopyOp::Read, handle, offset, out.len())?;
+        self.storage.read(handle, offset, out)
+    }
+
+    /// Reads `out.len()` bytes at device address `pa`; the range must lie in
+    /// one live allocation. This is how tests check what a relocated
+    /// instruction or descriptor points at.
+    pub fn read_pa(&self, pa: Pa, out: &mut [u8]) -> Result<(), DeviceError> {
+        let (handle, offset) = self.books().resolve(pa, out.len())?;
+        self.storage.read(handle, offset, out)
+    }
 
     /// A copy of the usage ledger.
-    fn ledger(&self) -> Ledger;
+    pub fn ledger(&self) -> Ledger {
+        self.books().ledger.clone()
+    }
 
     /// Number of live allocations.
-    fn live_count(&self) -> usize;
+    pub fn live_count(&self) -> usize {
+        self.books().live_count()
+    }
 
     /// Every live allocation, in handle (allocation) order.
-    fn live_allocations(&self) -> Vec<LiveAlloc>;
+    pub fn live_allocations(&self) -> Vec<LiveAlloc> {
+        self.books().live_allocations()
+    }
+
+    /// Free bytes left on an HBM channel.
+    pub fn free_bytes(&self, channel: u32) -> u64 {
+        self.storage.free_bytes(channel)
+    }
 
     /// Arms a fault plan; counting restarts now. `FaultPlan::default()`
     /// disarms.
-    fn set_fault_plan(&self, plan: FaultPlan);
+    pub fn set_fault_plan(&self, plan: FaultPlan) {
+        self.books().faults.arm(plan);
+    }
 
     /// The plan currently armed.
-    fn fault_plan(&self) -> FaultPlan;
+    pub fn fault_plan(&self) -> FaultPlan {
+        self.books().faults.plan()
+    }
 
     /// The state-buffer AXI base of a core (where `SB` variables point).
-    fn sb_base(&self, core: PCore) -> Result<Pa, DeviceError> {
-        self.geometry().sb_base(core)
+    pub fn sb_base(&self, core: PCore) -> Result<Pa, DeviceError> {
+        self.geometry.sb_base(core)
     }
 
     /// The address of a core's event register `id`.
-    fn event_addr(&self, core: PCore, id: u32) -> Result<Pa, DeviceError> {
-        self.geometry().event_addr(core, id)
+    pub fn event_addr(&self, core: PCore, id: u32) -> Result<Pa, DeviceError> {
+        self.geometry.event_addr(core, id)
     }
 
-    /// Whether `align` is honoured by the allocator itself. When false the
-    /// loader must over-allocate and offset (§6.8). Both backends here align.
-    fn supports_aligned_alloc(&self) -> bool {
-        true
+    /// Whether `align` is honoured by the backend itself. When false the
+    /// loader must over-allocate and offset (§6.8).
+    pub fn supports_aligned_alloc(&self) -> bool {
+        self.storage.aligns()
     }
 
     /// What `nrt_get_vnc_memory_stats` reports for a logical core.
-    fn vnc_memory_stats(&self, lcore: LCore, lnc: u32) -> Result<VncMemoryStats, DeviceError> {
-        self.ledger().vnc_memory_stats(self.geometry(), lcore, lnc)
+    pub fn vnc_memory_stats(&self, lcore: LCore, lnc: u32) -> Result<VncMemoryStats, DeviceError> {
+        self.books()
+            .ledger
+            .vnc_memory_stats(&self.geometry, lcore, lnc)
     }
 }
 

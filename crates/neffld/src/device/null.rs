@@ -23,11 +23,10 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::books::Books;
-use super::fault::FaultPlan;
+use super::alloc::{AllocFailure, Block, HbmAllocator};
 use super::geometry::Geometry;
-use super::ledger::Ledger;
-use super::{AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle};
+use super::storage::{CopyIn, Storage};
+use super::{Device, DeviceError, MemHandle, NullDevice};
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -62,128 +61,120 @@ pub fn write_digest(pa: u64, data: &[u8]) -> u64 {
     fnv1a(hash, blocks.remainder())
 }
 
+/// The backend that keeps no bytes: placement, and counts (and on request
+/// a checksum) of what is written.
 #[derive(Debug)]
-struct Inner {
-    books: Books,
-    /// `None` when the device keeps no checksum.
+pub struct NullStorage {
+    heap: Mutex<HbmAllocator>,
+    counts: Mutex<Counts>,
+}
+
+#[derive(Debug)]
+struct Counts {
+    /// `None` when the storage keeps no checksum.
     checksum: Option<u64>,
     bytes_written: u64,
     writes: u64,
 }
 
-/// A device that keeps no bytes (and, on request, a checksum of them).
-#[derive(Debug)]
-pub struct NullDevice {
-    geometry: Geometry,
-    inner: Mutex<Inner>,
-}
-
-impl NullDevice {
-    /// A device that counts writes but keeps no checksum of them.
-    pub fn new(geometry: Geometry) -> NullDevice {
-        NullDevice::make(geometry, None, 0)
-    }
-
-    /// A device that also keeps a checksum of everything written.
-    pub fn with_checksum(geometry: Geometry) -> NullDevice {
-        NullDevice::make(geometry, Some(0), 0)
-    }
-
-    /// The device as a started runtime leaves it ([`super::SimDevice::as_started`]).
-    pub fn as_started(geometry: Geometry, taken: u64) -> NullDevice {
-        NullDevice::make(geometry, None, taken)
-    }
-
-    fn make(geometry: Geometry, checksum: Option<u64>, taken: u64) -> NullDevice {
-        let books = Books::new(&geometry, taken);
-        NullDevice {
-            geometry,
-            inner: Mutex::new(Inner {
-                books,
-                checksum,
+impl NullStorage {
+    /// The storage of a device of `geometry` whose small pools each begin
+    /// `taken` bytes above their start; `checksum` keeps one of every write.
+    pub fn new(geometry: &Geometry, taken: u64, checksum: bool) -> NullStorage {
+        NullStorage {
+            heap: Mutex::new(HbmAllocator::with_small_pool_taken(geometry, taken)),
+            counts: Mutex::new(Counts {
+                checksum: checksum.then_some(0),
                 bytes_written: 0,
                 writes: 0,
             }),
         }
     }
 
+    fn heap(&self) -> MutexGuard<'_, HbmAllocator> {
+        self.heap.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn counts(&self) -> MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl NullDevice {
+    /// A device that counts writes but keeps no checksum of them.
+    pub fn new(geometry: Geometry) -> NullDevice {
+        NullDevice::make(geometry, 0, false)
+    }
+
+    /// A device that also keeps a checksum of everything written.
+    pub fn with_checksum(geometry: Geometry) -> NullDevice {
+        NullDevice::make(geometry, 0, true)
+    }
+
+    /// The device as a started runtime leaves it ([`super::SimDevice::as_started`]).
+    pub fn as_started(geometry: Geometry, taken: u64) -> NullDevice {
+        NullDevice::make(geometry, taken, false)
+    }
+
+    fn make(geometry: Geometry, taken: u64, checksum: bool) -> NullDevice {
+        let storage = NullStorage::new(&geometry, taken, checksum);
+        Device::over(geometry, storage)
+    }
+
     /// The running checksum of everything written (0 before any write);
     /// `None` unless the device was made [`NullDevice::with_checksum`].
     pub fn checksum(&self) -> Option<u64> {
-        self.lock().checksum
+        self.storage().counts().checksum
     }
 
     /// Total bytes accepted by successful writes.
     pub fn bytes_written(&self) -> u64 {
-        self.lock().bytes_written
+        self.storage().counts().bytes_written
     }
 
     /// Number of successful writes.
     pub fn writes(&self) -> u64 {
-        self.lock().writes
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.storage().counts().writes
     }
 }
 
-impl Device for NullDevice {
-    fn geometry(&self) -> &Geometry {
-        &self.geometry
+impl Storage for NullStorage {
+    fn allocate(
+        &self,
+        _handle: MemHandle,
+        channel: u32,
+        size: u64,
+        align: u64,
+    ) -> Result<Block, AllocFailure> {
+        self.heap().alloc(channel, size, align)
     }
 
-    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        self.lock().books.alloc(&req, || ())
+    fn release(&self, _handle: MemHandle, block: &Block) -> Result<(), String> {
+        self.heap().free(block)
     }
 
-    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
-        self.lock().books.free(handle)
-    }
-
-    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let (alloc_pa, keeps_checksum) = {
-            let mut inner = self.lock();
-            let pa = inner
-                .books
-                .check_write(handle, offset, data.len())?
-                .alloc_pa;
-            (pa, inner.checksum.is_some())
-        };
+    fn write(&self, copies: &[CopyIn<'_>]) {
         // Hashed outside the lock, so builds on several threads hash at once.
-        let digest = keeps_checksum.then(|| write_digest(alloc_pa + offset, data));
-        let mut inner = self.lock();
-        if let (Some(sum), Some(d)) = (inner.checksum.as_mut(), digest) {
+        let keeps_checksum = self.counts().checksum.is_some();
+        let digest = keeps_checksum.then(|| {
+            copies.iter().fold(0u64, |sum, c| {
+                sum.wrapping_add(write_digest(c.base + c.offset, c.data))
+            })
+        });
+        let mut counts = self.counts();
+        if let (Some(sum), Some(d)) = (counts.checksum.as_mut(), digest) {
             *sum = sum.wrapping_add(d);
         }
-        inner.bytes_written += data.len() as u64;
-        inner.writes += 1;
-        Ok(())
+        counts.bytes_written += copies.iter().map(|c| c.data.len() as u64).sum::<u64>();
+        counts.writes += copies.len() as u64;
     }
 
-    fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        self.lock().books.check_read(handle, offset, out.len())?;
+    fn read(&self, handle: MemHandle, _offset: u64, _out: &mut [u8]) -> Result<(), DeviceError> {
         Err(DeviceError::NoStorage { handle })
     }
 
-    fn ledger(&self) -> Ledger {
-        self.lock().books.ledger()
-    }
-
-    fn live_count(&self) -> usize {
-        self.lock().books.live_count()
-    }
-
-    fn live_allocations(&self) -> Vec<LiveAlloc> {
-        self.lock().books.live_allocations()
-    }
-
-    fn set_fault_plan(&self, plan: FaultPlan) {
-        self.lock().books.set_fault_plan(plan);
-    }
-
-    fn fault_plan(&self) -> FaultPlan {
-        self.lock().books.fault_plan()
+    fn free_bytes(&self, channel: u32) -> u64 {
+        self.heap().free_bytes(channel)
     }
 }
 

@@ -32,12 +32,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use memmap2::MmapMut;
 
-use super::books::Books;
-use super::fault::FaultPlan;
+use super::alloc::{AllocFailure, Block, HbmAllocator};
 use super::geometry::{Geometry, GRANULE};
-use super::ledger::Ledger;
-use super::{AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle, Write};
-use crate::ids::Pa;
+use super::storage::{CopyIn, Storage};
+use super::{Device, DeviceError, MemHandle, SimDevice};
 use crate::shared::SharedBytes;
 
 const PAGE: usize = GRANULE as usize;
@@ -348,20 +346,71 @@ fn all_zero(bytes: &[u8]) -> bool {
         .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
-/// A simulated device that keeps written bytes sparsely.
+/// The backend that keeps written bytes sparsely.
 #[derive(Debug)]
-pub struct SimDevice {
-    geometry: Geometry,
+pub struct SimStorage {
     inner: Mutex<Inner>,
 }
 
 #[derive(Debug)]
 struct Inner {
-    books: Books<Store>,
+    heap: HbmAllocator,
+    stores: HashMap<MemHandle, Store>,
     pool: Pool,
 }
 
+impl SimStorage {
+    /// The storage of a device of `geometry` whose small pools each begin
+    /// `taken` bytes above their start ([`HbmAllocator::with_small_pool_taken`]).
+    pub fn new(geometry: &Geometry, taken: u64) -> SimStorage {
+        SimStorage {
+            inner: Mutex::new(Inner {
+                heap: HbmAllocator::with_small_pool_taken(geometry, taken),
+                stores: HashMap::new(),
+                pool: Pool::default(),
+            }),
+        }
+    }
+
+    /// Number of 4 KiB pages currently holding bytes, over all allocations.
+    pub fn stored_pages(&self) -> usize {
+        self.lock()
+            .stores
+            .values()
+            .map(|p| lock_pages(p).stored())
+            .sum()
+    }
+
+    /// Of [`SimStorage::stored_pages`], those held by reference to a
+    /// loader's buffer rather than copied (large weights).
+    pub fn shared_pages(&self) -> usize {
+        self.lock()
+            .stores
+            .values()
+            .map(|p| match &*lock_pages(p) {
+                shared @ Pages::Shared { .. } => shared.stored(),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// A poisoned lock only means another thread panicked mid-call; the
+    /// table is updated in an order that keeps it consistent.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn store(&self, handle: MemHandle) -> Result<Store, DeviceError> {
+        self.lock()
+            .stores
+            .get(&handle)
+            .cloned()
+            .ok_or(DeviceError::UnknownHandle { handle })
+    }
+}
+
 impl SimDevice {
+    /// A simulated device of `geometry` that keeps every written byte.
     pub fn new(geometry: Geometry) -> SimDevice {
         SimDevice::as_started(geometry, 0)
     }
@@ -370,59 +419,18 @@ impl SimDevice {
     /// of each channel's small pool hold the runtime's own allocations
     /// ([`super::address::RUNTIME_SMALL_POOL_BYTES`]).
     pub fn as_started(geometry: Geometry, taken: u64) -> SimDevice {
-        SimDevice {
-            inner: Mutex::new(Inner {
-                books: Books::new(&geometry, taken),
-                pool: Pool::default(),
-            }),
-            geometry,
-        }
+        let storage = SimStorage::new(&geometry, taken);
+        Device::over(geometry, storage)
     }
 
-    /// Number of 4 KiB pages currently holding bytes, over all allocations.
+    /// Number of 4 KiB pages currently holding bytes.
     pub fn stored_pages(&self) -> usize {
-        self.lock()
-            .books
-            .data()
-            .map(|p| lock_pages(p).stored())
-            .sum()
+        self.storage().stored_pages()
     }
 
-    /// Of [`SimDevice::stored_pages`], those held by reference to a
-    /// loader's buffer rather than copied (large weights).
+    /// Pages held by reference to a loader's buffer.
     pub fn shared_pages(&self) -> usize {
-        self.lock()
-            .books
-            .data()
-            .map(|p| match &*lock_pages(p) {
-                shared @ Pages::Shared { .. } => shared.stored(),
-                _ => 0,
-            })
-            .sum()
-    }
-
-    /// Reads `out.len()` bytes at device address `pa`; the range must lie in
-    /// one live allocation. This is how tests check what a relocated
-    /// instruction or descriptor points at.
-    pub fn read_pa(&self, pa: Pa, out: &mut [u8]) -> Result<(), DeviceError> {
-        let (store, offset) = {
-            let inner = self.lock();
-            let (store, offset) = inner.books.resolve(pa, out.len())?;
-            (store.clone(), offset)
-        };
-        lock_pages(&store).read(offset, out);
-        Ok(())
-    }
-
-    /// Free bytes left on an HBM channel.
-    pub fn free_bytes(&self, channel: u32) -> u64 {
-        self.lock().books.free_bytes(channel)
-    }
-
-    /// A poisoned lock only means another thread panicked mid-call; the books
-    /// are updated in an order that keeps them consistent, so carry on.
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.storage().shared_pages()
     }
 }
 
@@ -444,22 +452,30 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, u
     })
 }
 
-impl Device for SimDevice {
-    fn geometry(&self) -> &Geometry {
-        &self.geometry
+impl Storage for SimStorage {
+    fn allocate(
+        &self,
+        handle: MemHandle,
+        channel: u32,
+        size: u64,
+        align: u64,
+    ) -> Result<Block, AllocFailure> {
+        let Inner { heap, stores, pool } = &mut *self.lock();
+        let block = heap.alloc(channel, size, align)?;
+        stores.insert(handle, Arc::new(Mutex::new(Pages::new(size, pool))));
+        Ok(block)
     }
 
-    fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
-        let Inner { books, pool } = &mut *self.lock();
-        books.alloc(&req, || Arc::new(Mutex::new(Pages::new(req.size, pool))))
-    }
-
-    fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
-        let store = self.lock().books.free(handle)?;
+    fn release(&self, handle: MemHandle, block: &Block) -> Result<(), String> {
+        let store = {
+            let mut inner = self.lock();
+            inner.heap.free(block)?;
+            inner.stores.remove(&handle)
+        };
         // Keep a dense buffer for a later allocation (unless a copy still
         // holds it). Whatever is not kept, sparse pages included, is freed
-        // here, outside the device lock.
-        if let Ok(m) = Arc::try_unwrap(store) {
+        // here, outside the table's lock.
+        if let Some(Ok(m)) = store.map(Arc::try_unwrap) {
             if let Pages::Dense {
                 buf: Some(Buf::Heap(buf)),
                 ..
@@ -472,70 +488,31 @@ impl Device for SimDevice {
         Ok(())
     }
 
-    fn write(&self, handle: MemHandle, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let store = self
-            .lock()
-            .books
-            .check_write(handle, offset, data.len())?
-            .data
-            .clone();
-        lock_pages(&store).write(offset, data);
-        Ok(())
-    }
-
-    fn write_all(&self, writes: &[Write<'_>]) -> Result<(), (usize, DeviceError)> {
-        let mut stores = Vec::with_capacity(writes.len());
-        let failed = {
-            let mut inner = self.lock();
-            writes.iter().enumerate().find_map(|(i, w)| {
-                match inner.books.check_write(w.handle, w.offset, w.data.len()) {
-                    Ok(span) => {
-                        stores.push(span.data.clone());
-                        None
-                    }
-                    Err(e) => Some((i, e)),
-                }
-            })
+    fn write(&self, copies: &[CopyIn<'_>]) {
+        let stores: Vec<Option<Store>> = {
+            let inner = self.lock();
+            copies
+                .iter()
+                .map(|c| inner.stores.get(&c.handle).cloned())
+                .collect()
         };
-        // The writes before a failed one happen, as they would one by one.
-        for (w, store) in writes.iter().zip(&stores) {
-            let mut pages = lock_pages(store);
-            if !w.owner.is_some_and(|o| pages.adopt(o, w.offset, w.data)) {
-                pages.write(w.offset, w.data);
+        for (c, store) in copies.iter().zip(stores) {
+            let Some(store) = store else { continue };
+            let mut pages = lock_pages(&store);
+            if !c.shared.is_some_and(|o| pages.adopt(o, c.offset, c.data)) {
+                pages.write(c.offset, c.data);
             }
         }
-        failed.map_or(Ok(()), Err)
     }
 
     fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        let store = self
-            .lock()
-            .books
-            .check_read(handle, offset, out.len())?
-            .data
-            .clone();
+        let store = self.store(handle)?;
         lock_pages(&store).read(offset, out);
         Ok(())
     }
 
-    fn ledger(&self) -> Ledger {
-        self.lock().books.ledger()
-    }
-
-    fn live_count(&self) -> usize {
-        self.lock().books.live_count()
-    }
-
-    fn live_allocations(&self) -> Vec<LiveAlloc> {
-        self.lock().books.live_allocations()
-    }
-
-    fn set_fault_plan(&self, plan: FaultPlan) {
-        self.lock().books.set_fault_plan(plan);
-    }
-
-    fn fault_plan(&self) -> FaultPlan {
-        self.lock().books.fault_plan()
+    fn free_bytes(&self, channel: u32) -> u64 {
+        self.lock().heap.free_bytes(channel)
     }
 }
 
@@ -543,8 +520,8 @@ impl Device for SimDevice {
 mod tests {
     use super::*;
     use crate::arch::Arch;
-    use crate::device::MemUsage;
-    use crate::ids::PCore;
+    use crate::device::{AllocReq, MemUsage, Owner, Write};
+    use crate::ids::{PCore, Pa};
 
     fn req(size: u64) -> AllocReq<'static> {
         AllocReq {
@@ -552,6 +529,7 @@ mod tests {
             align: 0,
             core: PCore(0),
             usage: MemUsage::Weight,
+            owner: Owner::Runtime,
             hint: "t",
         }
     }
@@ -562,9 +540,13 @@ mod tests {
         let a = d.alloc(req(1 << 20)).unwrap();
         d.write(a.handle, 0, &vec![0xAA; 1 << 20]).unwrap();
         d.free(a.handle).unwrap();
-        assert_eq!(d.lock().pool.len(), 1, "the buffer is kept");
+        assert_eq!(d.storage().lock().pool.len(), 1, "the buffer is kept");
         let b = d.alloc(req(1 << 19)).unwrap();
-        assert_eq!(d.lock().pool.len(), 0, "the kept buffer is handed over");
+        assert_eq!(
+            d.storage().lock().pool.len(),
+            0,
+            "the kept buffer is handed over"
+        );
         let mut back = vec![1u8; 1 << 19];
         d.read(b.handle, 0, &mut back).unwrap();
         assert!(
@@ -587,7 +569,7 @@ mod tests {
         assert!(page.iter().all(|&x| x == 3));
         // The buffer goes back whole, and the pool counts all of it.
         d.free(b.handle).unwrap();
-        let inner = d.lock();
+        let inner = d.storage().lock();
         assert_eq!(inner.pool.bytes, 1 << 20);
         assert_eq!(inner.pool.bufs.keys().collect::<Vec<_>>(), [&(1 << 20)]);
     }
@@ -607,7 +589,7 @@ mod tests {
             d.write(stale.handle, 0, &vec![0xEE; SIZE + 10_000]).unwrap();
             d.free(stale.handle).unwrap();
             let a = d.alloc(req(SIZE as u64)).unwrap();
-            assert_eq!(d.lock().pool.len(), 0, "the stale buffer is handed over");
+            assert_eq!(d.storage().lock().pool.len(), 0, "the stale buffer is handed over");
             let mut model = vec![0u8; SIZE];
             let mut stored = vec![false; SIZE.div_ceil(PAGE)];
             for (i, &(at, len, kind)) in writes.iter().enumerate() {
@@ -639,13 +621,7 @@ mod tests {
         let size = DENSE_MAX as usize + 3 * PAGE + 100;
         let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
         let a = d.alloc(req(size as u64)).unwrap();
-        let store = d
-            .lock()
-            .books
-            .check_write(a.handle, 0, 1)
-            .unwrap()
-            .data
-            .clone();
+        let store = d.storage().store(a.handle).unwrap();
         assert!(matches!(
             &*lock_pages(&store),
             Pages::Dense {
@@ -690,17 +666,12 @@ mod tests {
         // last page, the 3 pages the 10,000 bytes span and the long write's.
         assert_eq!(d.stored_pages(), 2 + 1 + 3 + 2 * POPULATE_MIN / PAGE);
         d.free(a.handle).unwrap();
-        assert_eq!(d.lock().pool.len(), 0, "a mapping is not pooled");
+        assert_eq!(d.storage().lock().pool.len(), 0, "a mapping is not pooled");
     }
 
     /// The pages behind `handle`, to see how they are held.
     fn pages_of(d: &SimDevice, handle: MemHandle) -> Store {
-        d.lock()
-            .books
-            .check_write(handle, 0, 1)
-            .unwrap()
-            .data
-            .clone()
+        d.storage().store(handle).unwrap()
     }
 
     #[test]
@@ -718,7 +689,7 @@ mod tests {
             handle: a.handle,
             offset,
             data,
-            owner: Some(&owner),
+            shared: Some(&owner),
         };
         d.write_all(&[write(0, data)]).unwrap();
         assert!(matches!(
@@ -764,7 +735,7 @@ mod tests {
                 handle,
                 offset,
                 data,
-                owner: Some(&owner),
+                shared: Some(&owner),
             };
             d.write_all(&[w]).unwrap();
             matches!(*lock_pages(&pages_of(&d, handle)), Pages::Shared { .. })

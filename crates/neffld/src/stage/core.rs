@@ -3,8 +3,8 @@
 //! Event-Accel carve-out check, static DMA rings (data refill and IO
 //! queues), activation and DVE tables, GPSIMD libraries on sunda,
 //! instruction images (lowered and relocated by [`crate::relocate`]); the
-//! core's model table entry under `H_MODEL` follows, made by the staging
-//! guard that owns the image ([`super::txn::CoreGuard`]).
+//! core's model table entry under `H_MODEL` follows
+//! ([`super::txn::TableEntry`]), owned by the image like everything else.
 //!
 //! The instruction images themselves are placed for every core of a load
 //! before any build ([`place_images`]: the runtime's order and slots, as the
@@ -19,7 +19,9 @@ use std::borrow::Cow;
 
 use crate::container::Archive;
 use crate::device::address::device_address;
-use crate::device::{AllocReq, Device, Geometry, MemHandle, MemUsage, Write};
+use std::sync::Arc;
+
+use crate::device::{AllocReq, AllocSet, Device, Geometry, MemHandle, MemUsage, Owner, Write};
 use crate::host_pages::ZeroedBuf;
 use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::isa::RECORD_LEN;
@@ -34,7 +36,8 @@ use crate::shared::{SharedBytes, SharedSlice};
 use crate::Arch;
 
 use super::plan::{self, CorePlan};
-use super::StageError;
+use super::txn::TableEntry;
+use super::{Cores, StageError};
 
 /// An engine's image where it landed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,8 +67,10 @@ pub struct PlacedTable {
     pub len: u64,
 }
 
-/// One subgraph staged on one physical core.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One subgraph staged on one physical core. It owns everything staged
+/// for it (its plan, its build's allocations, its model-table entry):
+/// dropping it unstages the subgraph.
+#[derive(Debug)]
 pub struct CoreImage {
     pub subgraph: String,
     pub h_model: HModel,
@@ -74,14 +79,59 @@ pub struct CoreImage {
     pub tables: Vec<PlacedTable>,
     pub engines: Vec<PlacedImage>,
     /// Allocations of the build itself (the plan holds its own).
-    pub allocs: Vec<MemHandle>,
+    pub allocs: AllocSet,
     /// Time spent relocating (ring expansion and instruction lowering).
     pub reloc_time: std::time::Duration,
+    /// The core's model-table entry, made last.
+    entry: Option<TableEntry>,
 }
 
 impl CoreImage {
+    /// An empty image of `subgraph` on `plan`'s core; it owns whatever the
+    /// plan already holds.
+    pub fn new(subgraph: &str, plan: CorePlan) -> CoreImage {
+        CoreImage {
+            subgraph: subgraph.to_string(),
+            h_model: plan.h_model,
+            allocs: AllocSet::new(plan.allocs.device()),
+            plan,
+            rings: Vec::new(),
+            tables: Vec::new(),
+            engines: Vec::new(),
+            reloc_time: std::time::Duration::ZERO,
+            entry: None,
+        }
+    }
+
     pub fn pcore(&self) -> PCore {
         self.plan.pcore
+    }
+
+    /// Enters the image's `H_MODEL` in its core's model table (the last
+    /// step of a core's build).
+    pub fn enter_model_table(&mut self, cores: &Arc<Cores>) -> Result<(), StageError> {
+        if self.entry.is_some() {
+            return Err(StageError::ModelInDb(self.h_model.0));
+        }
+        self.entry = Some(TableEntry::enter(cores, self.pcore(), self.h_model)?);
+        Ok(())
+    }
+
+    /// Whether the image is in its core's model table.
+    pub fn in_model_table(&self) -> bool {
+        self.entry.is_some()
+    }
+}
+
+impl Drop for CoreImage {
+    /// Unstages in the reverse order of staging: the model-table entry, the
+    /// build's allocations, then the plan's allocations and scratchpad
+    /// references (`kbl_model_remove` + `model_free`).
+    fn drop(&mut self) {
+        self.entry.take();
+        self.allocs.clear();
+        self.plan.allocs.clear();
+        self.plan.scratch.take();
     }
 }
 
@@ -145,12 +195,13 @@ impl CoreResolver<'_> {
 }
 
 /// The device half of a build in progress. Each allocation goes straight
-/// into the image's `allocs`, which the staging guard owns.
+/// into the image's `allocs`, which free it if the load does not commit.
 struct Builder<'a> {
-    dev: &'a dyn Device,
+    dev: &'a Device,
     kbin: &'a Kbin,
     pcore: PCore,
-    allocs: &'a mut Vec<MemHandle>,
+    h_model: HModel,
+    allocs: &'a mut AllocSet,
     reloc_time: std::time::Duration,
 }
 
@@ -163,12 +214,13 @@ impl Builder<'_> {
         usage: MemUsage,
     ) -> Result<(MemHandle, u64), StageError> {
         let a = self
-            .dev
+            .allocs
             .alloc(AllocReq {
                 size,
                 align,
                 core: self.pcore,
                 usage,
+                owner: Owner::Model(self.h_model),
                 hint: what,
             })
             .map_err(|source| StageError::Device {
@@ -176,7 +228,6 @@ impl Builder<'_> {
                 what: format!("allocating {what}"),
                 source,
             })?;
-        self.allocs.push(a.handle);
         Ok((a.handle, a.pa.0))
     }
 
@@ -215,10 +266,9 @@ fn runtime_code(kbin: &Kbin, engine: EngineType, role: CoreRole) -> RuntimeCode 
 /// `allocs` (its guard frees it), each image's placement into `engines`,
 /// in the kbin's engine order, bytes to come.
 pub fn place_images(
-    dev: &dyn Device,
     kbins: &[Kbin],
     archive: &Archive,
-    images: &mut [&mut CoreImage],
+    images: &mut [CoreImage],
 ) -> Result<(), StageError> {
     let mut order = Vec::new();
     for (k, kbin) in kbins.iter().enumerate() {
@@ -240,20 +290,22 @@ pub fn place_images(
             continue;
         };
         let what = format!("{}/{} {what}", kbin.name(), engine.key());
-        let a = dev
-            .alloc(AllocReq {
-                size,
-                align,
-                core: image.plan.pcore,
-                usage: instr_usage(engine),
-                hint: &what,
-            })
+        let req = AllocReq {
+            size,
+            align,
+            core: image.plan.pcore,
+            usage: instr_usage(engine),
+            owner: Owner::Model(image.h_model),
+            hint: &what,
+        };
+        let a = image
+            .allocs
+            .alloc(req)
             .map_err(|source| StageError::Device {
                 subgraph: kbin.name().to_string(),
                 what: format!("allocating {what}"),
                 source,
             })?;
-        image.allocs.push(a.handle);
         if align != 0 {
             image.engines.push(PlacedImage {
                 engine,
@@ -359,22 +411,22 @@ fn build_ring(
 
 /// Builds one subgraph on its core into `image` (which holds its plan);
 /// `role` says which core of its logical core it is, which the runtime's own
-/// code depends on. The image belongs to a staging guard
-/// ([`super::txn::CoreGuard`]): on failure, or a panic, the guard frees
-/// whatever the build allocated, so nothing here unwinds by hand. The core's
-/// model-table entry, the last step of `kbl_model_add`, is the guard's too.
+/// code depends on. The image owns whatever the build allocates: on
+/// failure, or a panic, dropping it frees that, so nothing here unwinds by
+/// hand.
 pub fn build(
-    dev: &dyn Device,
     kbin: &Kbin,
     archive: &Archive,
     image: &mut CoreImage,
     arch: Arch,
     role: CoreRole,
 ) -> Result<(), StageError> {
+    let dev = Arc::clone(image.allocs.device());
     let mut b = Builder {
-        dev,
+        dev: &dev,
         kbin,
         pcore: image.plan.pcore,
+        h_model: image.h_model,
         allocs: &mut image.allocs,
         reloc_time: std::time::Duration::ZERO,
     };
@@ -613,13 +665,13 @@ impl<'a> Copies<'a> {
         self.push_from(handle, data, None, what);
     }
 
-    /// [`Copies::push`] of bytes that lie in `owner`, which the device may
+    /// [`Copies::push`] of bytes that lie in `shared`, which the device may
     /// keep instead of copying them.
     fn push_from(
         &mut self,
         handle: MemHandle,
         data: &'a [u8],
-        owner: Option<&'a SharedBytes>,
+        shared: Option<&'a SharedBytes>,
         what: Fill<'a>,
     ) {
         if !data.is_empty() {
@@ -627,13 +679,13 @@ impl<'a> Copies<'a> {
                 handle,
                 offset: 0,
                 data,
-                owner,
+                shared,
             });
             self.what.push(what);
         }
     }
 
-    fn send(self, dev: &dyn Device, kbin: &Kbin) -> Result<(), StageError> {
+    fn send(self, dev: &Device, kbin: &Kbin) -> Result<(), StageError> {
         dev.write_all(&self.writes).map_err(|(i, source)| {
             let what = match self.what[i] {
                 Fill::Weight(name) | Fill::Table(name) => name.to_string(),

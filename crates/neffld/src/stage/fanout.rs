@@ -15,6 +15,8 @@
 //! interleave them, so their addresses vary from run to run, while one
 //! after another they are the same every time.
 
+use std::sync::Arc;
+
 use crate::container::Archive;
 use crate::device::Device;
 use crate::ids::{HModel, PCore};
@@ -23,9 +25,8 @@ use crate::manifest::def::VarKind;
 use crate::relocate::runtime_code::CoreRole;
 use crate::Arch;
 
-use super::core;
+use super::core::{self, CoreImage};
 use super::plan::{self, CorePlan, PlanParams};
-use super::txn::{CoreGuard, Staged};
 use super::{Cores, StageError};
 
 /// Per-load staging parameters.
@@ -71,17 +72,17 @@ pub fn bulk_bytes(kbins: &[Kbin]) -> u64 {
 /// core), all under `h_model`. The subgraph count was held to the logical
 /// core by the parse (one subgraph, or one per physical core); what is
 /// checked here is only that the caller passed cores enough for the kbins
-/// it passed. The result owns everything it staged until
-/// [`Staged::commit`]; dropping it (on any later failure) unstages it.
-pub fn stage<'d>(
-    dev: &'d dyn Device,
-    cores: &'d Cores,
+/// it passed. The images own everything staged for them: dropping them (on
+/// any later failure, or at unload) unstages the load.
+pub fn stage(
+    dev: &Arc<Device>,
+    cores: &Arc<Cores>,
     kbins: &[Kbin],
     archive: &Archive,
     pcores: &[PCore],
     h_model: HModel,
     opts: StageOptions,
-) -> Result<Staged<'d>, StageError> {
+) -> Result<Vec<CoreImage>, StageError> {
     let (nkbin, core_size) = (kbins.len(), pcores.len());
     if core_size < nkbin {
         return Err(StageError::InsufficientCores {
@@ -89,16 +90,13 @@ pub fn stage<'d>(
             available: core_size,
         });
     }
-    // Every plan is owned by its core's guard before planning allocates.
-    let mut guards: Vec<CoreGuard<'d>> = kbins
+    // Every plan is owned by its image before planning allocates.
+    let mut images: Vec<CoreImage> = kbins
         .iter()
         .zip(pcores)
-        .map(|(kbin, &pcore)| {
-            CoreGuard::new(dev, cores, kbin.name(), h_model, CorePlan::new(pcore, kbin))
-        })
+        .map(|(kbin, &pcore)| CoreImage::new(kbin.name(), CorePlan::new(dev, pcore, h_model, kbin)))
         .collect();
-    let mut plans: Vec<&mut CorePlan> =
-        guards.iter_mut().map(|g| &mut g.image_mut().plan).collect();
+    let mut plans: Vec<&mut CorePlan> = images.iter_mut().map(|i| &mut i.plan).collect();
     plan::plan(
         dev,
         cores,
@@ -108,8 +106,7 @@ pub fn stage<'d>(
             page: opts.scratchpad_page,
         },
     )?;
-    let mut images: Vec<&mut core::CoreImage> = guards.iter_mut().map(|g| g.image_mut()).collect();
-    core::place_images(dev, kbins, archive, &mut images)?;
+    core::place_images(kbins, archive, &mut images)?;
     let threaded = nkbin > 1 && bulk_bytes(kbins) >= opts.fanout_min_bytes;
     tracing::debug!(
         "building {nkbin} cores {}",
@@ -119,28 +116,28 @@ pub fn stage<'d>(
             "on the caller's thread"
         }
     );
-    let build = |k: usize, kbin: &Kbin, mut guard: CoreGuard<'d>| {
+    let build = |k: usize, kbin: &Kbin, mut image: CoreImage| {
         let role = CoreRole::of_subgraph(k);
-        core::build(dev, kbin, archive, guard.image_mut(), opts.arch, role)?;
-        guard.enter_model_table()?;
-        Ok::<_, StageError>(guard)
+        core::build(kbin, archive, &mut image, opts.arch, role)?;
+        image.enter_model_table(cores)?;
+        Ok::<_, StageError>(image)
     };
-    // Each result holds its guard; a failed or panicked build has already
+    // Each result holds its image; a failed or panicked build has already
     // dropped its own, and dropping `built` drops the others.
-    let built: Vec<Result<CoreGuard<'d>, StageError>> = if !threaded {
+    let built: Vec<Result<CoreImage, StageError>> = if !threaded {
         kbins
             .iter()
-            .zip(guards)
+            .zip(images)
             .enumerate()
-            .map(|(i, (k, g))| build(i, k, g))
+            .map(|(i, (k, img))| build(i, k, img))
             .collect()
     } else {
         std::thread::scope(|s| {
             let handles: Vec<_> = kbins
                 .iter()
-                .zip(guards)
+                .zip(images)
                 .enumerate()
-                .map(|(i, (kbin, guard))| (kbin.name(), s.spawn(move || build(i, kbin, guard))))
+                .map(|(i, (kbin, img))| (kbin.name(), s.spawn(move || build(i, kbin, img))))
                 .collect();
             handles
                 .into_iter()
@@ -157,11 +154,7 @@ pub fn stage<'d>(
     };
     // The error of the lowest-index failure; every built core is unstaged
     // when `built` goes out of scope.
-    let mut staged = Vec::with_capacity(nkbin);
-    for r in built {
-        staged.push(r?);
-    }
-    Ok(Staged::new(dev, cores, staged))
+    built.into_iter().collect()
 }
 
 /// The text a panic was raised with (a `&str` or a `String` payload).

@@ -28,8 +28,9 @@ use crate::NrtStatus;
 pub use self::core::{CoreImage, PlacedImage, PlacedRing, PlacedTable};
 pub use fanout::{bulk_bytes, panic_message, stage, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
 pub use plan::{CorePlan, Placement};
+pub use scratchpad::ScratchClaim;
 pub use scratchpad::Scratchpad;
-pub use txn::{unstage, CoreGuard, Staged};
+pub use txn::TableEntry;
 
 /// Everything staging can fail on. Messages keep the reference wording
 /// (stage.md §14) where one exists.

@@ -20,15 +20,17 @@
 //! arrays whose IO rows are filled per execution, and a `dge-table` one
 //! 8-byte IO word (its list is resolved on the host).
 
+use std::sync::Arc;
+
 use crate::container::Archive;
-use crate::device::{AllocReq, Device, MemHandle, MemUsage};
-use crate::ids::{PCore, VarId};
+use crate::device::{AllocReq, AllocSet, Device, MemHandle, MemUsage, Owner};
+use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::Kbin;
 use crate::manifest::def::{Backing, Var, VarKind, DGE_TABLE_WORD};
 use crate::relocate::dma::Target;
 use crate::relocate::RelocError;
 
-use super::scratchpad::place_arena;
+use super::scratchpad::{place_arena, ScratchClaim};
 use super::{Cores, StageError};
 
 /// Where a variable is on the device.
@@ -47,21 +49,25 @@ pub enum Placement {
     Host,
 }
 
-/// One subgraph's plan on its physical core.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One subgraph's plan on its physical core. It owns what it allocated and
+/// the scratchpad pages it references: dropping it (at unload, or when the
+/// load fails) releases them.
+#[derive(Debug)]
 pub struct CorePlan {
     pub pcore: PCore,
+    /// The load the plan belongs to (what its allocations are charged to).
+    pub h_model: HModel,
     /// Indexed by var_id.
     pub vars: Vec<Placement>,
     /// Name and kind of each variable, indexed by var_id (for tools that
     /// show where things landed after the parse products are gone).
     pub var_meta: Vec<(String, VarKind)>,
-    /// Allocations this plan owns (freed at unload or rollback).
-    pub allocs: Vec<MemHandle>,
+    /// Allocations this plan owns.
+    pub allocs: AllocSet,
     /// The allocation of each variable that has one of its own.
     pub var_allocs: Vec<(VarId, MemHandle)>,
-    /// Scratchpad pages this plan references on its core.
-    pub scratch_pages: u32,
+    /// The scratchpad pages this plan references on its core.
+    pub scratch: Option<ScratchClaim>,
     /// Arena offset of this subgraph's LOCAL scratchpad.
     pub local_offset: u64,
     /// Non-fatal findings (aliasing lost on a private scratch allocation).
@@ -100,19 +106,10 @@ impl CorePlan {
     }
 }
 
-/// Frees what a plan holds: its allocations and its scratchpad references.
-/// Only the staging guards ([`super::txn`]) call it.
-pub(super) fn release(dev: &dyn Device, cores: &Cores, plan: &CorePlan) {
-    for &h in plan.allocs.iter().rev() {
-        if let Err(e) = dev.free(h) {
-            tracing::warn!("freeing {h} of the plan on {}: {e}", plan.pcore);
-        }
-    }
-    if plan.scratch_pages > 0 {
-        cores
-            .lock(plan.pcore)
-            .scratchpad
-            .release(dev, plan.scratch_pages);
+impl CorePlan {
+    /// Scratchpad pages the plan references on its core.
+    pub fn scratch_pages(&self) -> u32 {
+        self.scratch.as_ref().map_or(0, ScratchClaim::pages)
     }
 }
 
@@ -124,7 +121,7 @@ pub struct PlanParams {
 }
 
 struct Planner<'a> {
-    dev: &'a dyn Device,
+    dev: &'a Device,
     cores: &'a Cores,
 }
 
@@ -145,14 +142,17 @@ impl Planner<'_> {
             align,
             core: plan.pcore,
             usage,
+            owner: Owner::Model(plan.h_model),
             hint: &var.name,
         };
-        let a = self.dev.alloc(req).map_err(|source| StageError::Device {
-            subgraph: kbin.name().to_string(),
-            what: format!("allocating {}", var.name),
-            source,
-        })?;
-        plan.allocs.push(a.handle);
+        let a = plan
+            .allocs
+            .alloc(req)
+            .map_err(|source| StageError::Device {
+                subgraph: kbin.name().to_string(),
+                what: format!("allocating {}", var.name),
+                source,
+            })?;
         plan.var_allocs.push((var.id, a.handle));
         Ok((a.pa.0, a.handle))
     }
@@ -266,19 +266,21 @@ impl Planner<'_> {
 }
 
 impl CorePlan {
-    /// An empty plan of `kbin` on `pcore`, for [`plan`] to fill.
-    pub fn new(pcore: PCore, kbin: &Kbin) -> CorePlan {
+    /// An empty plan of `kbin` on `pcore` for load `h_model`, allocating
+    /// on `dev`, for [`plan`] to fill.
+    pub fn new(dev: &Arc<Device>, pcore: PCore, h_model: HModel, kbin: &Kbin) -> CorePlan {
         CorePlan {
             pcore,
+            h_model,
             vars: Vec::with_capacity(kbin.vars().len()),
             var_meta: kbin
                 .vars()
                 .iter()
                 .map(|v| (v.name.clone(), v.kind))
                 .collect(),
-            allocs: Vec::new(),
+            allocs: AllocSet::new(dev),
             var_allocs: Vec::new(),
-            scratch_pages: 0,
+            scratch: None,
             local_offset: 0,
             warnings: Vec::new(),
         }
@@ -286,12 +288,12 @@ impl CorePlan {
 }
 
 /// Plans every subgraph of a load: `plans[k]` (an empty [`CorePlan::new`]
-/// of `kbins[k]`) is filled in place. The caller owns the plans through the
-/// staging guards before planning starts, so whatever a plan allocates or
-/// references is released if planning fails or panics part-way.
+/// of `kbins[k]`) is filled in place. The plans own what they allocate or
+/// reference as they go, so it is released if planning fails or panics
+/// part-way.
 pub fn plan(
-    dev: &dyn Device,
-    cores: &Cores,
+    dev: &Arc<Device>,
+    cores: &Arc<Cores>,
     kbins: &[Kbin],
     plans: &mut [&mut CorePlan],
     params: PlanParams,
@@ -317,10 +319,7 @@ pub fn plan(
         })?;
         plan.local_offset = local_offset;
         if total > 0 {
-            plan.scratch_pages = cores
-                .lock(plan.pcore)
-                .scratchpad
-                .reserve(dev, plan.pcore, page, total)?;
+            plan.scratch = Some(ScratchClaim::take(cores, dev, plan.pcore, page, total)?);
         }
     }
     let planner = Planner { dev, cores };

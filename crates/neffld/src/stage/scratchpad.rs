@@ -4,20 +4,23 @@
 //! reference-counted so the table shrinks (from the top) only when the last
 //! model using a page unloads.
 
-use crate::device::{AllocReq, Device, MemHandle, MemUsage};
+use std::sync::Arc;
+
+use crate::device::{AllocReq, Device, MemUsage, Owned, Owner};
 use crate::ids::PCore;
 
-use super::StageError;
+use super::{Cores, StageError};
 
 /// Most pages one core's table may hold.
 pub const MAX_PAGES: u64 = 1024;
 /// Alignment requested for every page.
 pub const PAGE_ALIGN: u64 = 4 << 20;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A page of the table: the runtime's allocation (every model on the core
+/// uses it) and how many loaded models reference it.
+#[derive(Debug)]
 struct Page {
-    handle: MemHandle,
-    pa: u64,
+    alloc: Owned,
     refs: u32,
 }
 
@@ -44,11 +47,11 @@ impl Scratchpad {
 
     /// Makes the first `ceil(bytes / page)` pages exist and references them
     /// once. Returns how many pages were referenced (to release later). On
-    /// failure, or a panic, the pages allocated by this call are freed and
-    /// nothing is referenced.
+    /// failure, or a panic, the pages allocated by this call are freed (they
+    /// join the table only once all exist) and nothing is referenced.
     pub fn reserve(
         &mut self,
-        dev: &dyn Device,
+        dev: &Arc<Device>,
         core: PCore,
         page: u64,
         bytes: u64,
@@ -60,28 +63,20 @@ impl Scratchpad {
                 max: MAX_PAGES,
             });
         }
-        let mut grown = NewPages {
-            before: self.pages.len(),
-            pages: &mut self.pages,
-            dev,
-        };
-        while (grown.pages.len() as u64) < need {
+        let mut fresh = Vec::new();
+        while ((self.pages.len() + fresh.len()) as u64) < need {
             let req = AllocReq {
                 size: page,
                 align: PAGE_ALIGN,
                 core,
                 usage: MemUsage::Scratchpad,
+                owner: Owner::Runtime,
                 hint: "scratchpad",
             };
-            let a = dev.alloc(req).map_err(StageError::Scratchpad)?;
-            grown.pages.push(Page {
-                handle: a.handle,
-                pa: a.pa.0,
-                refs: 0,
-            });
+            fresh.push(Owned::new(dev, req).map_err(StageError::Scratchpad)?);
         }
-        grown.before = grown.pages.len();
-        drop(grown);
+        self.pages
+            .extend(fresh.into_iter().map(|alloc| Page { alloc, refs: 0 }));
         for p in &mut self.pages[..need as usize] {
             p.refs += 1;
         }
@@ -90,15 +85,12 @@ impl Scratchpad {
 
     /// Drops one reference from each of the first `pages` pages and frees
     /// unreferenced pages from the top of the table.
-    pub fn release(&mut self, dev: &dyn Device, pages: u32) {
+    pub fn release(&mut self, pages: u32) {
         for p in self.pages.iter_mut().take(pages as usize) {
             p.refs = p.refs.saturating_sub(1);
         }
         while self.pages.last().is_some_and(|p| p.refs == 0) {
-            let p = self.pages.pop().expect("checked");
-            if let Err(e) = dev.free(p.handle) {
-                tracing::warn!("freeing scratchpad page {}: {e}", p.handle);
-            }
+            self.pages.pop();
         }
     }
 
@@ -111,25 +103,49 @@ impl Scratchpad {
         }
         self.pages
             .get(usize::try_from(offset / page).ok()?)
-            .map(|p| p.pa + within)
+            .map(|p| p.alloc.allocation().pa.0 + within)
     }
 }
 
-/// The pages a [`Scratchpad::reserve`] in progress added: freed on drop
-/// unless the reserve completed (it then moves `before` to the end).
-struct NewPages<'a> {
-    pages: &'a mut Vec<Page>,
-    before: usize,
-    dev: &'a dyn Device,
+/// A plan's references to the first pages of its core's table: released
+/// when dropped (at unload, or when the load fails).
+#[derive(Debug)]
+pub struct ScratchClaim {
+    cores: Arc<Cores>,
+    core: PCore,
+    pages: u32,
 }
 
-impl Drop for NewPages<'_> {
+impl ScratchClaim {
+    /// References (creating where needed) the pages that hold `bytes` of
+    /// arena on `core`.
+    pub fn take(
+        cores: &Arc<Cores>,
+        dev: &Arc<Device>,
+        core: PCore,
+        page: u64,
+        bytes: u64,
+    ) -> Result<ScratchClaim, StageError> {
+        let pages = cores
+            .lock(core)
+            .scratchpad
+            .reserve(dev, core, page, bytes)?;
+        Ok(ScratchClaim {
+            cores: Arc::clone(cores),
+            core,
+            pages,
+        })
+    }
+
+    /// Pages referenced.
+    pub fn pages(&self) -> u32 {
+        self.pages
+    }
+}
+
+impl Drop for ScratchClaim {
     fn drop(&mut self) {
-        for p in self.pages.drain(self.before..) {
-            if let Err(e) = self.dev.free(p.handle) {
-                tracing::warn!("freeing scratchpad page {}: {e}", p.handle);
-            }
-        }
+        self.cores.lock(self.core).scratchpad.release(self.pages);
     }
 }
 
@@ -150,13 +166,17 @@ pub fn place_arena(cur: u64, size: u64, page: u64) -> Option<(u64, u64)> {
 mod tests {
     use super::*;
     use crate::device::{FaultPlan, Geometry, SimDevice};
+
+    fn device() -> Arc<Device> {
+        Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)))
+    }
     use crate::Arch;
 
     const PAGE: u64 = 64 << 20;
 
     #[test]
     fn pages_are_shared_refcounted_and_shrink_from_the_top() {
-        let dev = SimDevice::new(Geometry::for_arch(Arch::Cayman));
+        let dev = device();
         let mut sp = Scratchpad::default();
         assert_eq!(sp.reserve(&dev, PCore(0), PAGE, 8 << 20).unwrap(), 1);
         assert_eq!(sp.reserve(&dev, PCore(0), PAGE, PAGE + 1).unwrap(), 2);
@@ -165,16 +185,16 @@ mod tests {
         let a = sp.address(PAGE, 100, 10).unwrap();
         assert_eq!(a % 4096, 100);
         assert_eq!(sp.address(PAGE, PAGE - 5, 10), None, "straddles");
-        sp.release(&dev, 2);
+        sp.release(2);
         assert_eq!(sp.len(), 1, "page 1 unreferenced and on top: freed");
-        sp.release(&dev, 1);
+        sp.release(1);
         assert!(sp.is_empty());
         assert_eq!(dev.live_count(), 0);
     }
 
     #[test]
     fn a_failed_reserve_frees_what_it_allocated() {
-        let dev = SimDevice::new(Geometry::for_arch(Arch::Cayman));
+        let dev = device();
         let mut sp = Scratchpad::default();
         dev.set_fault_plan(FaultPlan {
             fail_alloc_at: Some(2),

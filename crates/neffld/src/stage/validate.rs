@@ -42,7 +42,7 @@ pub struct Finding {
 
 /// Bytes of a staged object as the device holds them; the build's own copy
 /// when the device keeps no bytes.
-fn device_bytes(dev: &dyn Device, handle: MemHandle, written: &[u8]) -> Vec<u8> {
+fn device_bytes(dev: &Device, handle: MemHandle, written: &[u8]) -> Vec<u8> {
     let mut buf = vec![0u8; written.len()];
     match dev.read(handle, 0, &mut buf) {
         Ok(()) => buf,
@@ -209,7 +209,7 @@ impl<'a> Core<'a> {
         }
     }
 
-    fn check_engine(&mut self, dev: &dyn Device, program: &EngineProgram, placed: &PlacedImage) {
+    fn check_engine(&mut self, dev: &Device, program: &EngineProgram, placed: &PlacedImage) {
         let bytes = device_bytes(dev, placed.handle, &placed.image.bytes);
         let main = placed
             .image
@@ -274,7 +274,7 @@ impl<'a> Core<'a> {
         }
     }
 
-    fn check_ring(&mut self, dev: &dyn Device, placed: &PlacedRing) {
+    fn check_ring(&mut self, dev: &Device, placed: &PlacedRing) {
         let Some(ring) = self
             .kbin
             .dma_rings()
@@ -313,7 +313,7 @@ impl<'a> Core<'a> {
 }
 
 /// Checks every core image of a load against its sealed kbin and plan.
-pub fn validate(dev: &dyn Device, kbins: &[Kbin], images: &[CoreImage]) -> Vec<Finding> {
+pub fn validate(dev: &Device, kbins: &[Kbin], images: &[CoreImage]) -> Vec<Finding> {
     let live = dev.live_allocations();
     let mut findings = Vec::new();
     for (kbin, img) in kbins.iter().zip(images) {

@@ -12,11 +12,11 @@ use neffld::config::RuntimeConfig;
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::device::{
     AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
-    SimDevice,
+    Observer, SimDevice,
 };
 use neffld::ids::PCore;
 use neffld::parse::{self, ParseOptions, ParsedModel};
-use neffld::testkit::{lnc_writer, neff_json, real_fixtures, Synth, Tap, Tapped};
+use neffld::testkit::{lnc_writer, neff_json, real_fixtures, Synth};
 use neffld::Arch;
 
 pub use neffld::testkit::fixture;
@@ -94,7 +94,17 @@ pub fn rss_bytes() -> u64 {
 /// A simulated device that parks allocations on chosen physical cores until
 /// its gate opens, so a test can keep one load in progress (holding the
 /// parse cache) or make several loads overlap deterministically.
-pub type GateDevice = Tapped<SimDevice, Gate>;
+pub struct GateDevice {
+    pub device: Arc<Device>,
+    pub gate: Arc<Gate>,
+}
+
+impl std::ops::Deref for GateDevice {
+    type Target = Device;
+    fn deref(&self) -> &Device {
+        &self.device
+    }
+}
 
 /// The gate of a [`GateDevice`].
 pub struct Gate {
@@ -116,24 +126,24 @@ struct GateState {
 
 /// A simulated device whose gate is open.
 pub fn gate_device(geometry: Geometry) -> Arc<GateDevice> {
-    Arc::new(Tapped {
-        inner: SimDevice::new(geometry),
-        tap: Gate {
-            state: Mutex::new(GateState {
-                gated: 0..0,
-                open: true,
-                open_at: None,
-                arrived: Default::default(),
-                parked: 0,
-                timed_out: false,
-            }),
-            changed: Condvar::new(),
-        },
-    })
+    let gate = Arc::new(Gate {
+        state: Mutex::new(GateState {
+            gated: 0..0,
+            open: true,
+            open_at: None,
+            arrived: Default::default(),
+            parked: 0,
+            timed_out: false,
+        }),
+        changed: Condvar::new(),
+    });
+    let device: Arc<Device> = Arc::new(SimDevice::new(geometry));
+    device.observe(gate.clone());
+    Arc::new(GateDevice { device, gate })
 }
 
-impl Tap for Gate {
-    fn alloc(&self, req: &AllocReq<'_>) {
+impl Observer for Gate {
+    fn allocating(&self, req: &AllocReq<'_>) {
         self.pass(req.core);
     }
 }
@@ -253,5 +263,5 @@ pub fn gated_runtime_fanout(
         fanout_min_bytes,
         ..RuntimeConfig::default()
     };
-    (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
+    (Runtime::with_device(cfg, dev.device.clone()).unwrap(), dev)
 }

@@ -1,0 +1,31 @@
+//! Watching a device: every allocation, free and copy, shown to observers
+//! before (or after) the bookkeeping layer performs it. The CLI records
+//! what a load placed so a failed load can still show it, tests hold a
+//! build at a chosen point, the benchmarks time the copies; none of them
+//! has to stand between the loader and the device and forward every call.
+
+use std::time::Duration;
+
+use super::{AllocReq, Allocation, DeviceError, MemHandle, Write};
+
+/// What an observer is shown. Every hook defaults to doing nothing; a hook
+/// runs on the calling thread, outside the device's locks, so it may block
+/// (a test holding a build) but must not call back into the same device
+/// for an allocation it is being shown.
+pub trait Observer: Send + Sync {
+    /// An allocation is about to be attempted.
+    fn allocating(&self, _req: &AllocReq<'_>) {}
+
+    /// An allocation was attempted, with its outcome.
+    fn allocated(&self, _req: &AllocReq<'_>, _result: Result<&Allocation, &DeviceError>) {}
+
+    /// A live allocation is about to be freed.
+    fn freeing(&self, _handle: MemHandle) {}
+
+    /// A copy is about to be checked and performed (each write of a batch).
+    fn writing(&self, _write: &Write<'_>) {}
+
+    /// A batch of copies (one for a single write) finished after `elapsed`;
+    /// only the copies before the first refused one were performed.
+    fn written(&self, _writes: &[Write<'_>], _elapsed: Duration) {}
+}
