@@ -434,7 +434,7 @@ fn describe_model(
         .with_model(model, |lm| {
             let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
             let staged = dump.map(|_| {
-                neffld::capture::staged::staged(lm, rt.device().as_ref(), rt.config().arch)
+                neffld::capture::staged::staged(lm, rt.device())
             });
             let memory = |p: PCore| rt.core_memory(p);
             (

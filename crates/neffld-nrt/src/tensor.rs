@@ -285,6 +285,7 @@ pub(crate) unsafe fn allocate(
             core,
             usage: MemUsage::Tensor,
             owner: Owner::Client,
+            pool: None,
             hint: &name,
         };
         let alloc = Owned::new(&device, req).map_err(|e| status::device_error(API, &e))?;

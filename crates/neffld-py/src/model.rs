@@ -101,15 +101,15 @@ struct CoreFacts {
 
 /// The library's staged view of every core (the terms a capture uses); on
 /// a device that keeps no bytes, the same view without the images.
-fn core_facts(lm: &LoadedModel, dev: &Device, arch: Arch) -> Vec<CoreFacts> {
-    let views = staged::staged(lm, dev, arch).unwrap_or_else(|_| {
+fn core_facts(lm: &LoadedModel, dev: &Device) -> Vec<CoreFacts> {
+    let views = staged::staged(lm, dev).unwrap_or_else(|_| {
         lm.cores
             .iter()
             .map(|c| StagedCore {
                 pcore: c.pcore().0,
                 subgraph: c.subgraph.clone(),
                 images: Vec::new(),
-                memory: staged::memory_rows(dev, arch, c.pcore()),
+                memory: staged::memory_rows(dev, c.pcore()),
                 variables: staged::variables(c),
             })
             .collect()
@@ -215,9 +215,8 @@ fn run_load(
         Err(e) => return Err(LoadError::Container(e).into()),
     };
     let dev = rt.device().clone();
-    let arch = rt.config().arch;
     let (cores, warnings, mut timings) = rt.with_model(&handle, |lm: &LoadedModel| {
-        (core_facts(lm, &*dev, arch), lm.warnings.clone(), lm.timings)
+        (core_facts(lm, &dev), lm.warnings.clone(), lm.timings)
     })?;
     timings.container = s1;
     let tensors = rt.tensor_info(&handle)?;

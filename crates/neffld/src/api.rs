@@ -29,9 +29,12 @@ use crate::cache::{ParseCache, Role, Weigh};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader};
 use crate::device::address::RUNTIME_SMALL_POOL_BYTES;
-use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice};
+use crate::device::alloc::charged_size;
+use crate::device::{
+    AllocReq, AllocSet, Device, DeviceError, Geometry, NullDevice, Owner, Pool, SimDevice,
+};
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
-use crate::memory::{CoreMemory, MemoryStats};
+use crate::memory::{self, CoreMemory, MemoryStats};
 use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
 use crate::registry::{Registry, RegistryError};
 use crate::stage::validate::{self, Finding};
@@ -198,6 +201,9 @@ static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 pub struct Runtime {
     config: RuntimeConfig,
     device: Arc<Device>,
+    /// What the runtime allocated for itself when it started (held for as
+    /// long as the runtime lives, freed when it drops).
+    _start: AllocSet,
     generation: RuntimeGen,
     /// Read-held by every call for as long as it works on the runtime;
     /// `close` takes it for writing.
@@ -246,16 +252,46 @@ fn unclaim(usage: &Mutex<Vec<u32>>, idx: usize) {
     }
 }
 
-/// The configured simulated device as a started runtime leaves it: the
-/// runtime's own small allocations come first on every channel
-/// ([`RUNTIME_SMALL_POOL_BYTES`]).
+/// The configured simulated device as the runtime finds it: the runtime's
+/// own allocations on every channel take [`RUNTIME_SMALL_POOL_BYTES`] at the
+/// bottom of its small pool in the captures. What of that the start-up rows
+/// ([`memory::start_rows`], allocated by [`Runtime::with_device`]) do not
+/// account for is held back like the firmware carve-out, so that a model's
+/// first small allocation lands where the captures show it.
 pub fn started_device(config: &RuntimeConfig) -> Arc<Device> {
     let geometry = Geometry::for_arch(config.arch);
-    let taken = RUNTIME_SMALL_POOL_BYTES;
+    let rows: u64 = memory::start_rows(config.arch)
+        .map(|(_, bytes)| charged_size(bytes).unwrap_or(0))
+        .sum();
+    let cores_per_channel = u64::from(geometry.cores() / geometry.hbm_channels().max(1));
+    let held_back = RUNTIME_SMALL_POOL_BYTES.saturating_sub(rows * cores_per_channel);
     match config.device {
-        DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, taken)),
-        DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, taken)),
+        DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, held_back)),
+        DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, held_back)),
     }
+}
+
+/// What the runtime allocates for itself on every physical core when it
+/// starts, before any model: real allocations, so that what the allocator
+/// refuses and what every memory report says agree. They are packed at the
+/// bottom of each channel's small pool, where the captures show the
+/// runtime's own memory.
+fn start(device: &Arc<Device>, arch: crate::Arch) -> Result<AllocSet, DeviceError> {
+    let mut held = AllocSet::new(device);
+    for core in 0..device.geometry().cores() {
+        for (usage, size) in memory::start_rows(arch) {
+            held.alloc(AllocReq {
+                size,
+                align: 0,
+                core: PCore(core),
+                usage,
+                owner: Owner::Runtime,
+                pool: Some(Pool::Small),
+                hint: usage.name(),
+            })?;
+        }
+    }
+    Ok(held)
 }
 
 impl Runtime {
@@ -292,7 +328,9 @@ impl Runtime {
                 list.clone()
             }
         };
+        let start = start(&device, config.arch)?;
         Ok(Runtime {
+            _start: start,
             vnc_usage: Mutex::new(vec![0; visible.len()]),
             visible,
             cores: Arc::new(Cores::new(cores)),
@@ -630,8 +668,7 @@ impl Runtime {
             visible: self.visible_vnc_count(),
         })?;
         Ok(MemoryStats::of(
-            self.device.as_ref(),
-            self.config.arch,
+            &self.device,
             LCore(lcore),
             self.config.lnc_size(),
         )?)
@@ -639,7 +676,7 @@ impl Runtime {
 
     /// The memory report of one physical core of the device.
     pub fn core_memory(&self, pcore: PCore) -> CoreMemory {
-        CoreMemory::of(self.device.as_ref(), self.config.arch, pcore)
+        CoreMemory::of(&self.device, pcore)
     }
 
     /// How many parses (S1–S3) this runtime has run; loads that reused a
@@ -657,6 +694,7 @@ impl Runtime {
     pub fn loaded_models(&self) -> usize {
         self.registry.len()
     }
+
 
     /// `nrt_close`: refuses further calls, then unloads every model. It
     /// waits for the calls in progress: a load that entered before the close

@@ -10,7 +10,7 @@
 //! - **model**: the requested bytes of every live allocation the loaded
 //!   models made on the core (the device ledger's requested column).
 
-use crate::device::{Device, DeviceError, MemUsage};
+use crate::device::{Device, DeviceError, MemUsage, Owner};
 use crate::ids::{LCore, PCore};
 use crate::Arch;
 
@@ -44,27 +44,46 @@ pub fn runtime_rows(arch: Arch) -> Rows {
     r
 }
 
+/// The rows of [`runtime_rows`] that hold bytes, in the profiler's order:
+/// what the runtime allocates on each physical core when it starts.
+pub fn start_rows(arch: Arch) -> impl Iterator<Item = (MemUsage, u64)> {
+    let rows = runtime_rows(arch);
+    MemUsage::ALL
+        .into_iter()
+        .map(move |u| (u, rows[u.index()]))
+        .filter(|&(_, bytes)| bytes > 0)
+}
+
 /// The memory report of one physical core.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreMemory {
     pub pcore: PCore,
-    /// Charged when the runtime started.
+    /// Held by the runtime itself: what it took when it started, and the
+    /// shared scratchpad pages of the core's models.
     pub runtime: Rows,
-    /// Charged by the models loaded on the core.
+    /// Held by the models loaded on the core and the client's tensors.
     pub model: Rows,
 }
 
 impl CoreMemory {
     /// The core's report on `dev` now.
-    pub fn of(dev: &Device, arch: Arch, pcore: PCore) -> CoreMemory {
+    pub fn of(dev: &Device, pcore: PCore) -> CoreMemory {
         let ledger = dev.ledger();
+        let mut runtime = [0; MemUsage::COUNT];
         let mut model = [0; MemUsage::COUNT];
-        for u in MemUsage::ALL {
-            model[u.index()] = ledger.requested(pcore, u);
+        for owner in ledger.owners(pcore) {
+            let rows = if owner == Owner::Runtime {
+                &mut runtime
+            } else {
+                &mut model
+            };
+            for (row, cell) in rows.iter_mut().zip(ledger.rows_of(pcore, owner)) {
+                *row += cell.requested;
+            }
         }
         CoreMemory {
             pcore,
-            runtime: runtime_rows(arch),
+            runtime,
             model,
         }
     }
@@ -100,17 +119,12 @@ pub struct MemoryStats {
 
 impl MemoryStats {
     /// The report of logical core `lcore` (of `lnc` physical cores).
-    pub fn of(
-        dev: &Device,
-        arch: Arch,
-        lcore: LCore,
-        lnc: u32,
-    ) -> Result<MemoryStats, DeviceError> {
+    pub fn of(dev: &Device, lcore: LCore, lnc: u32) -> Result<MemoryStats, DeviceError> {
         let limit = dev.vnc_memory_stats(lcore, lnc)?.limit;
         let cores: Vec<CoreMemory> = dev
             .geometry()
             .pcores_of(lcore, lnc)?
-            .map(|c| CoreMemory::of(dev, arch, PCore(c)))
+            .map(|c| CoreMemory::of(dev, PCore(c)))
             .collect();
         Ok(MemoryStats {
             used: cores.iter().map(CoreMemory::total).sum(),
@@ -124,20 +138,23 @@ impl MemoryStats {
 mod tests {
     use super::*;
     use crate::device::{AllocReq, Geometry, SimDevice};
+    use std::sync::Arc;
 
     #[test]
     fn rows_add_runtime_and_requested_model_bytes() {
-        let dev = SimDevice::new(Geometry::for_arch(Arch::Cayman));
+        let dev = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
+        let runtime = crate::api::Runtime::with_device(Default::default(), dev.clone()).unwrap();
         dev.alloc(AllocReq {
             size: 12_416,
             align: 0,
             core: PCore(4),
             usage: MemUsage::InstrPe,
-            owner: crate::device::Owner::Runtime,
+            owner: Owner::Model(crate::ids::HModel(1)),
+            pool: None,
             hint: "pe",
         })
         .unwrap();
-        let s = MemoryStats::of(&dev, Arch::Cayman, LCore(2), 2).unwrap();
+        let s = MemoryStats::of(&*dev, LCore(2), 2).unwrap();
         assert_eq!(s.cores.len(), 2);
         let c4 = &s.cores[0];
         assert_eq!(c4.pcore, PCore(4));
@@ -147,10 +164,13 @@ mod tests {
             "requested, not 4 KiB pages"
         );
         assert_eq!(c4.row(MemUsage::UcodeLib), 1_744_584);
+        assert_eq!(c4.model[MemUsage::UcodeLib.index()], 0, "the runtime's own");
+        assert_eq!(c4.model[MemUsage::InstrPe.index()], 12_416);
         assert_eq!(s.cores[1].row(MemUsage::InstrPe), 0);
         assert_eq!(s.used, s.cores[0].total() + s.cores[1].total());
         assert_eq!(s.used, 12_416 + 2 * (13_312 + 1_088 + 28_672 + 1_744_584));
         let trn1 = runtime_rows(Arch::Sunda);
         assert_eq!(trn1[MemUsage::UcodeLib.index()], 100_669_644);
+        drop(runtime);
     }
 }

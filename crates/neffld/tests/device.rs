@@ -21,6 +21,7 @@ fn req(core: u32, size: u64, align: u64, usage: MemUsage) -> AllocReq<'static> {
         core: PCore(core),
         usage,
         owner: Owner::Runtime,
+        pool: None,
         hint: "test",
     }
 }

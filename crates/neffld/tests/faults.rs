@@ -67,11 +67,11 @@ fn sweep(
 ) -> Swept {
     quiet_injected_panics();
     let before: Ledger = dev.ledger();
-    let live_before = dev.live_count();
+    let live_before = beyond_start(&*dev).len();
     let models_before = rt.loaded_models();
     let claims_before = rt.vnc_claims();
     let check_clean = |what: &str| {
-        let live = dev.live_count();
+        let live = beyond_start(&*dev).len();
         assert_eq!(
             live,
             live_before,
@@ -95,7 +95,7 @@ fn sweep(
             "{name}"
         );
     }
-    let held = (dev.live_count() - live_before) as u64;
+    let held = (beyond_start(&*dev).len() - live_before) as u64;
     rt.unload(&m).unwrap();
     check_clean("clean load");
     let mut out = Swept::default();
@@ -194,7 +194,7 @@ fn sweep_fixtures(fire: Fire) -> (u64, u64) {
         let swept = with_holder(&rt, &dev, &bytes, 3, 6..8, || {
             sweep(&name, &rt, &dev, &bytes, Some(Role::Reuse), fire)
         });
-        assert_eq!(dev.live_count(), 0, "{name}");
+        assert_eq!(beyond_start(&*dev).len(), 0, "{name}");
         println!(
             "{name} ({fire:?}): {} allocations, {} writes swept",
             swept.allocs, swept.writes
@@ -238,7 +238,7 @@ fn a_multi_core_load_unwinds_from_a_panic_on_both_fan_out_paths() {
             sweep(&name, &rt, &dev, &bytes, Some(Role::Reuse), Fire::Panic)
         });
         assert!(swept.allocs >= 8 * 5, "{name}: {swept:?}");
-        assert_eq!(dev.live_count(), 0, "{name}");
+        assert_eq!(beyond_start(&*dev).len(), 0, "{name}");
         assert_eq!(rt.vnc_claims(), vec![0, 0], "{name}");
         println!(
             "{name}: {} allocation panics, {} write panics swept",
@@ -266,7 +266,7 @@ fn a_16_subgraph_neff_rolls_back_from_every_failure() {
         })
         .unwrap();
         rt.unload(&m).unwrap();
-        assert_eq!(dev.live_count(), 0);
+        assert_eq!(beyond_start(&*dev).len(), 0);
 
         let (rt, dev) = gated_runtime(
             Geometry::custom(Arch::Cayman, 32, 16, 4 << 30).unwrap(),
@@ -316,7 +316,7 @@ fn a_256_subgraph_load_stages_and_a_failure_on_core_200_rolls_back_all_others() 
         dev.live_allocations().iter().map(|a| a.core.0).collect();
     assert_eq!(cores_used.len(), 256, "every core holds allocations");
     rt.unload(&m).unwrap();
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
 
     // sg200 without a weight: its first allocation is made by its core build.
     let mut no_weight = s.clone();
@@ -333,7 +333,7 @@ fn a_256_subgraph_load_stages_and_a_failure_on_core_200_rolls_back_all_others() 
         assert!(e.to_string().contains("sg200"), "{what}: {e}");
         println!("{what}: {e}");
         assert_eq!(
-            dev.live_count(),
+            beyond_start(&*dev).len(),
             0,
             "{what}: {:?}",
             dev.live_allocations().first()
@@ -345,6 +345,6 @@ fn a_256_subgraph_load_stages_and_a_failure_on_core_200_rolls_back_all_others() 
             .load(bytes, -1, 1)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         rt.unload(&m).unwrap();
-        assert_eq!(dev.live_count(), 0);
+        assert_eq!(beyond_start(&*dev).len(), 0);
     }
 }

@@ -15,6 +15,7 @@ use neffld::relocate::dma::decode_template;
 use neffld::stage::Placement;
 use neffld::testkit::{fixture, real_fixtures, Synth};
 use neffld::{Arch, NrtStatus};
+use neffld::testkit::beyond_start;
 
 fn runtime(arch: Arch) -> (Runtime, Arc<SimDevice>) {
     let dev = Arc::new(SimDevice::new(Geometry::for_arch(arch)));
@@ -39,9 +40,9 @@ fn every_fixture_loads_validates_and_unloads_cleanly() {
             })
             .unwrap();
         assert_eq!(cores, vec![0, 1], "{name}: LNC 2 on logical core 0");
-        assert!(dev.live_count() > 0);
+        assert!(beyond_start(&*dev).len() > 0);
         rt.unload(&m).unwrap();
-        assert_eq!(dev.live_count(), 0, "{name}: {:?}", dev.live_allocations());
+        assert_eq!(beyond_start(&*dev).len(), 0, "{name}: {:?}", dev.live_allocations());
         assert_eq!(rt.loaded_models(), 0);
     }
 }
@@ -145,7 +146,7 @@ fn matmul_large_stages_its_scratchpad_without_allocating_the_4gib_input() {
         "two scratchpad pages charged: {stats:?}"
     );
     rt.unload(&m).unwrap();
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
 }
 
 #[test]
@@ -154,7 +155,7 @@ fn every_injected_allocation_or_write_failure_rolls_back_completely() {
     let bytes = fixture("matmul_small.neff");
     // Count the operations of one clean load.
     let m = rt.load(&bytes, -1, 1).unwrap();
-    let allocs = dev.live_count() as u64;
+    let allocs = beyond_start(&*dev).len() as u64;
     rt.unload(&m).unwrap();
     assert!(allocs > 10);
     for k in 1..=allocs {
@@ -165,7 +166,7 @@ fn every_injected_allocation_or_write_failure_rolls_back_completely() {
         let e = rt.load(&bytes, -1, 1).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Resource, "alloc {k}: {e}");
         assert_eq!(
-            dev.live_count(),
+            beyond_start(&*dev).len(),
             0,
             "alloc {k}: {:?}",
             dev.live_allocations()
@@ -179,7 +180,7 @@ fn every_injected_allocation_or_write_failure_rolls_back_completely() {
         });
         let e = rt.load(&bytes, -1, 1).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Failure, "write {k}: {e}");
-        assert_eq!(dev.live_count(), 0, "write {k}");
+        assert_eq!(beyond_start(&*dev).len(), 0, "write {k}");
     }
     dev.set_fault_plan(FaultPlan::default());
     // The logical core was released every time: a load still gets core 0.
@@ -237,7 +238,7 @@ fn a_trn2_neff_on_a_trn1_runtime_fails_the_lnc_gate() {
     let e = rt.load(&fixture("matmul_small.neff"), -1, 1).unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid);
     assert!(e.to_string().contains("compiled with `--lnc=2`"), "{e}");
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
 }
 
 #[test]
@@ -251,7 +252,7 @@ fn a_trn1_neff_on_a_trn2_runtime_fails_the_arch_gate() {
             .contains("different arch is not allowed, NEFF arch: v2, instance arch: v3"),
         "{e}"
     );
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
 }
 
 /// A trn1 NEFF with static DMA blocks and `0xC1` triggers, in every
@@ -331,7 +332,7 @@ fn static_dma_neffs_load_on_trn1_in_every_producer_family() {
         })
         .unwrap();
         rt.unload(&m).unwrap();
-        assert_eq!(dev.live_count(), 0, "{p:?}");
+        assert_eq!(beyond_start(&*dev).len(), 0, "{p:?}");
     }
 }
 
@@ -352,7 +353,7 @@ fn dynamic_dma_neff_loads_on_trn2_with_an_idle_second_graph() {
     })
     .unwrap();
     rt.unload(&m).unwrap();
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
 }
 
 #[test]
@@ -378,5 +379,5 @@ fn collectives_loads_need_the_root_communicator_and_record_the_global_id() {
     assert_eq!(m.gid, Some(1));
     assert_eq!(rt.with_model(&m, |lm| lm.gid).unwrap(), Some(1));
     rt.unload(&m).unwrap();
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
 }

@@ -34,6 +34,7 @@ use neffld::device::{Geometry, NullDevice};
 use neffld::parse::ParseError;
 use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
+use neffld::testkit::beyond_start;
 use serde_json::{json, Value};
 
 /// Statuses a rejected mutant may carry (parse.md §9; stage.md §12, §17).
@@ -931,10 +932,10 @@ fn run(base: &Base, m: &Mutant, rigs: &mut [Option<Rig>; 2], watch: &Watch, tall
             return;
         }
     }
-    if rig.dev.live_count() != 0 || rig.rt.loaded_models() != 0 {
+    if beyond_start(&*rig.dev).len() != 0 || rig.rt.loaded_models() != 0 {
         tally.failures.push(format!(
             "{label}: left {} allocations and {} models behind",
-            rig.dev.live_count(),
+            beyond_start(&*rig.dev).len(),
             rig.rt.loaded_models()
         ));
         rigs[slot] = None;
@@ -1159,7 +1160,7 @@ fn default_load(bytes: &[u8], validate_hash: bool) -> NrtStatus {
         }
         Err(e) => e.status(),
     };
-    assert_eq!(dev.live_count(), 0, "the load left allocations behind");
+    assert_eq!(beyond_start(&*dev).len(), 0, "the load left allocations behind");
     status
 }
 

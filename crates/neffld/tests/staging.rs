@@ -62,7 +62,7 @@ fn every_fixture_stages_subgraph_i_on_physical_core_2l_plus_i() {
         for m in &models {
             rt.unload(m).unwrap();
         }
-        assert_eq!(dev.live_count(), 0, "{name}: {:?}", dev.live_allocations());
+        assert_eq!(beyond_start(&*dev).len(), 0, "{name}: {:?}", dev.live_allocations());
     }
 }
 
@@ -86,7 +86,7 @@ fn a_writer_built_trn1_neff_stages_on_each_trn1_core() {
     assert!(rt.memory_stats(1).unwrap().used > 0);
     rt.unload(&a).unwrap();
     rt.unload(&b).unwrap();
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
 }
 
 /// A one-subgraph trn2 NEFF on an LNC-2 core uses only its first physical core.
@@ -100,7 +100,7 @@ fn a_one_subgraph_neff_on_an_lnc2_core_uses_tpbs_0_only() {
         assert_eq!(lm.cores[0].pcore(), PCore(4));
     })
     .unwrap();
-    assert!(dev.live_allocations().iter().all(|a| a.core == PCore(4)));
+    assert!(beyond_start(&dev).iter().all(|a| a.core == PCore(4)));
     rt.unload(&m).unwrap();
 }
 
@@ -118,7 +118,7 @@ fn a_trn2_neff_on_trn1_fails_with_invalid() {
             .contains("different arch is not allowed, NEFF arch: v3, instance arch: v2"),
         "{e}"
     );
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
     assert_eq!(rt.loaded_models(), 0);
     // The claim was released: both trn1 cores are still free.
     let ok = Synth::static_sunda().write(Producer::V2_18);
@@ -139,7 +139,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
     let e = rt.load(&bytes, -1, 1).unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
     assert!(e.to_string().contains("2 subgraphs"), "{e}");
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
     // Declared LNC 2 on an LNC-1 runtime: the LNC gate.
     let declared = write_with_lnc(&Synth::dynamic_cayman(), 2, true);
     let e = rt.load(&declared, -1, 1).unwrap_err();
@@ -175,7 +175,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
     );
     assert_eq!(e.status(), NrtStatus::Invalid);
     assert_eq!(
-        rt.device().live_count(),
+        beyond_start(&*rt.device()).len(),
         0,
         "rejected before any allocation"
     );
@@ -261,7 +261,7 @@ fn every_fixture_reads_back_weights_images_and_rings() {
         );
         println!("{name}: {files} weights, {images} images, {rings} rings read back");
         rt.unload(&m).unwrap();
-        assert_eq!(dev.live_count(), 0);
+        assert_eq!(beyond_start(&*dev).len(), 0);
     }
 }
 
@@ -404,5 +404,5 @@ fn a_large_weight_reads_back_from_the_payload_the_device_keeps() {
     assert!(got[..4096] == payload[..4096] && got[4104..] == payload[4104..size as usize]);
     assert_eq!(dev.shared_pages(), 0, "copied out by the write");
     rt.unload(&m).unwrap();
-    assert_eq!(dev.live_count(), 0);
+    assert_eq!(beyond_start(&*dev).len(), 0);
 }

@@ -89,12 +89,8 @@ impl StagedCore {
 
 /// The staged view of every core of a loaded model, image bytes read back
 /// from `device` (a `NullDevice` keeps no bytes and fails here); memory rows
-/// are the runtime's report ([`crate::memory`]) for `arch`.
-pub fn staged(
-    lm: &LoadedModel,
-    device: &Device,
-    arch: Arch,
-) -> Result<Vec<StagedCore>, DeviceError> {
+/// are the runtime's report ([`crate::memory`]).
+pub fn staged(lm: &LoadedModel, device: &Device) -> Result<Vec<StagedCore>, DeviceError> {
     let geometry = device.geometry();
     lm.cores
         .iter()
@@ -117,7 +113,7 @@ pub fn staged(
                     })
                 })
                 .collect::<Result<Vec<_>, DeviceError>>()?;
-            let memory = memory_rows(device, arch, pcore);
+            let memory = memory_rows(device, pcore);
             Ok(StagedCore {
                 pcore: pcore.0,
                 subgraph: c.subgraph.clone(),
@@ -138,8 +134,8 @@ pub fn staged(
 /// Every row of the runtime's memory list for one core, in its order, as
 /// the runtime reports it ([`crate::memory`]; also for a device that keeps
 /// no bytes).
-pub fn memory_rows(device: &Device, arch: Arch, pcore: PCore) -> Vec<StagedRow> {
-    let report = CoreMemory::of(device, arch, pcore);
+pub fn memory_rows(device: &Device, pcore: PCore) -> Vec<StagedRow> {
+    let report = CoreMemory::of(device, pcore);
     MemUsage::ALL
         .iter()
         .map(|u| {

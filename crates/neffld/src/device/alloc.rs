@@ -211,9 +211,17 @@ impl HbmAllocator {
     }
 
     /// Allocates `size` bytes (rounded up to 4 KiB) on `channel`. `align` 0
-    /// means none; otherwise it must be a power of two. Validation follows the
-    /// kernel: bad size, alignment or channel is `Invalid`, no room is `NoMem`.
-    pub fn alloc(&mut self, channel: u32, size: u64, align: u64) -> Result<Block, AllocFailure> {
+    /// means none; otherwise it must be a power of two. `pool` names the
+    /// pool to try first; `None` follows the kernel's rule (small requests
+    /// the small pool). Validation follows the kernel: bad size, alignment
+    /// or channel is `Invalid`, no room is `NoMem`.
+    pub fn alloc(
+        &mut self,
+        channel: u32,
+        size: u64,
+        align: u64,
+        pool: Option<Pool>,
+    ) -> Result<Block, AllocFailure> {
         let charged = charged_size(size).ok_or_else(|| {
             AllocFailure::Invalid(format!(
                 "size {size} exceeds the largest allocation (i64::MAX)"
@@ -231,10 +239,14 @@ impl HbmAllocator {
             ))
         })?;
         let align = align.max(GRANULE);
-        let order = if charged <= SMALL_REQUEST_MAX {
-            [Pool::Small, Pool::Main]
+        let first = pool.unwrap_or(if charged <= SMALL_REQUEST_MAX {
+            Pool::Small
         } else {
-            [Pool::Main, Pool::Small]
+            Pool::Main
+        });
+        let order = match first {
+            Pool::Small => [Pool::Small, Pool::Main],
+            Pool::Main => [Pool::Main, Pool::Small],
         };
         for pool in order {
             if let Some(pa) = heap.pool_mut(pool).and_then(|p| p.take(charged, align)) {
@@ -263,6 +275,15 @@ impl HbmAllocator {
         self.channels.get(channel as usize).map_or(0, |h| {
             h.main.free_bytes + h.small.as_ref().map_or(0, |s| s.free_bytes)
         })
+    }
+
+    /// Bytes a channel can hand out in all (both pools, without what was
+    /// taken before the first allocation).
+    pub fn capacity(&self, channel: u32) -> u64 {
+        [Pool::Main, Pool::Small]
+            .iter()
+            .map(|&p| self.pool_capacity(channel, p))
+            .sum()
     }
 
     /// Capacity of one pool of a channel (0 if it has no such pool).
@@ -312,25 +333,25 @@ mod tests {
         assert_eq!(charged_size(i64::MAX as u64), Some(1 << 63));
         assert_eq!(charged_size(i64::MAX as u64 + 1), None);
         let (_, mut a) = sunda();
-        assert_eq!(a.alloc(0, 0, 0).unwrap().charged, 4096);
-        assert_eq!(a.alloc(0, 5000, 0).unwrap().charged, 8192);
+        assert_eq!(a.alloc(0, 0, 0, None).unwrap().charged, 4096);
+        assert_eq!(a.alloc(0, 5000, 0, None).unwrap().charged, 8192);
     }
 
     #[test]
     fn kernel_validation() {
         let (_, mut a) = sunda();
-        assert!(matches!(a.alloc(2, 4096, 0), Err(AllocFailure::Invalid(_))));
+        assert!(matches!(a.alloc(2, 4096, 0, None), Err(AllocFailure::Invalid(_))));
         assert!(matches!(
-            a.alloc(0, u64::MAX, 0),
+            a.alloc(0, u64::MAX, 0, None),
             Err(AllocFailure::Invalid(_))
         ));
         assert!(matches!(
-            a.alloc(0, 4096, 3 * 4096),
+            a.alloc(0, 4096, 3 * 4096, None),
             Err(AllocFailure::Invalid(_))
         ));
-        assert!(matches!(a.alloc(0, 20 * GIB, 0), Err(AllocFailure::NoMem)));
+        assert!(matches!(a.alloc(0, 20 * GIB, 0, None), Err(AllocFailure::NoMem)));
         assert!(matches!(
-            a.alloc(0, 4096, 1 << 62),
+            a.alloc(0, 4096, 1 << 62, None),
             Err(AllocFailure::NoMem)
         ));
     }
@@ -340,9 +361,12 @@ mod tests {
         let (g, mut a) = sunda();
         let base = g.channel_base(1).unwrap().0;
         let end = base + 16 * GIB;
-        let small = a.alloc(1, 512 * 1024, 0).unwrap();
+        let forced = a.alloc(1, 2 * MIB, 0, Some(Pool::Small)).unwrap();
+        assert_eq!(forced.pool, Pool::Small, "an explicit pool comes first");
+        a.free(&forced).unwrap();
+        let small = a.alloc(1, 512 * 1024, 0, None).unwrap();
         assert_eq!((small.pool, small.pa), (Pool::Small, end - GIB));
-        let large = a.alloc(1, 512 * 1024 + 1, 0).unwrap();
+        let large = a.alloc(1, 512 * 1024 + 1, 0, None).unwrap();
         assert_eq!((large.pool, large.pa), (Pool::Main, base + CARVEOUT));
         assert_eq!(
             a.pool_range(1, Pool::Main),
@@ -354,16 +378,16 @@ mod tests {
     fn pools_fall_back_to_each_other() {
         let g = Geometry::custom(Arch::Cayman, 2, 1, 3 * GIB + CARVEOUT).unwrap();
         let mut a = HbmAllocator::new(&g);
-        let whole_main = a.alloc(0, 2 * GIB, 0).unwrap();
+        let whole_main = a.alloc(0, 2 * GIB, 0, None).unwrap();
         assert_eq!((whole_main.pool, whole_main.pa), (Pool::Main, CARVEOUT));
         // The main pool is full: a large request falls back to the small pool.
-        let large = a.alloc(0, GIB, 0).unwrap();
+        let large = a.alloc(0, GIB, 0, None).unwrap();
         assert_eq!((large.pool, large.pa), (Pool::Small, CARVEOUT + 2 * GIB));
         assert_eq!(a.free_bytes(0), 0);
-        assert_eq!(a.alloc(0, 4096, 0), Err(AllocFailure::NoMem));
+        assert_eq!(a.alloc(0, 4096, 0, None), Err(AllocFailure::NoMem));
         // The small pool is full: a small request falls back to the main pool.
         a.free(&whole_main).unwrap();
-        let spilled = a.alloc(0, 4096, 0).unwrap();
+        let spilled = a.alloc(0, 4096, 0, None).unwrap();
         assert_eq!(spilled.pool, Pool::Main);
     }
 
@@ -372,11 +396,11 @@ mod tests {
         let g = Geometry::for_arch(Arch::Cayman);
         let mut a = HbmAllocator::with_small_pool_taken(&g, 0x3b_0000);
         let base = g.channel_base(2).unwrap().0;
-        let small = a.alloc(2, 4096, 0).unwrap();
+        let small = a.alloc(2, 4096, 0, None).unwrap();
         assert_eq!((small.pool, small.pa), (Pool::Small, base + 0x5_c03b_0000));
         assert_eq!(a.pool_capacity(2, Pool::Small), GIB - 0x3b_0000);
         // Alignment is of the address itself.
-        assert_eq!(a.alloc(2, 4096, 256 << 10).unwrap().pa % (256 << 10), 0);
+        assert_eq!(a.alloc(2, 4096, 256 << 10, None).unwrap().pa % (256 << 10), 0);
     }
 
     #[test]
@@ -385,7 +409,7 @@ mod tests {
         let mut a = HbmAllocator::new(&g);
         assert_eq!(a.pool_capacity(0, Pool::Small), 0);
         assert_eq!(a.pool_capacity(0, Pool::Main), 48 * MIB);
-        let b = a.alloc(0, 4096, 0).unwrap();
+        let b = a.alloc(0, 4096, 0, None).unwrap();
         assert_eq!((b.pool, b.pa), (Pool::Main, CARVEOUT));
     }
 
@@ -404,13 +428,13 @@ mod tests {
     #[test]
     fn aligned_first_fit_skips_to_the_next_boundary() {
         let (_, mut a) = sunda();
-        let first = a.alloc(0, MIB, 0).unwrap();
+        let first = a.alloc(0, MIB, 0, None).unwrap();
         assert_eq!(first.pa, CARVEOUT);
-        let aligned = a.alloc(0, MIB, 64 * MIB).unwrap();
+        let aligned = a.alloc(0, MIB, 64 * MIB, None).unwrap();
         assert_eq!(aligned.pa % (64 * MIB), 0);
         assert_eq!(aligned.pa, 64 * MIB);
         // The gap left before the aligned block is used by the next request.
-        let filler = a.alloc(0, MIB, 0).unwrap();
+        let filler = a.alloc(0, MIB, 0, None).unwrap();
         assert_eq!(filler.pa, CARVEOUT + MIB);
     }
 
@@ -419,10 +443,10 @@ mod tests {
         let g = Geometry::custom(Arch::Cayman, 2, 1, 3 * GIB + CARVEOUT).unwrap();
         let mut a = HbmAllocator::new(&g);
         let mut blocks = Vec::new();
-        while let Ok(b) = a.alloc(0, 3 * MIB + 4096, 0) {
+        while let Ok(b) = a.alloc(0, 3 * MIB + 4096, 0, None) {
             blocks.push(b);
         }
-        while let Ok(b) = a.alloc(0, 4096, 0) {
+        while let Ok(b) = a.alloc(0, 4096, 0, None) {
             blocks.push(b);
         }
         assert_eq!(a.free_bytes(0), 0);
@@ -433,8 +457,8 @@ mod tests {
             a.free(b).unwrap();
         }
         assert_eq!(a.free_ranges(0), 2);
-        let main = a.alloc(0, a.pool_capacity(0, Pool::Main), 0).unwrap();
-        let small = a.alloc(0, a.pool_capacity(0, Pool::Small), 0).unwrap();
+        let main = a.alloc(0, a.pool_capacity(0, Pool::Main), 0, None).unwrap();
+        let small = a.alloc(0, a.pool_capacity(0, Pool::Small), 0, None).unwrap();
         assert_eq!((main.pa, main.charged), (CARVEOUT, 2 * GIB));
         assert_eq!((small.pa, small.charged), (CARVEOUT + 2 * GIB, GIB));
     }
@@ -442,7 +466,7 @@ mod tests {
     #[test]
     fn double_free_and_foreign_blocks_are_refused() {
         let (_, mut a) = sunda();
-        let b = a.alloc(0, 8192, 0).unwrap();
+        let b = a.alloc(0, 8192, 0, None).unwrap();
         a.free(&b).unwrap();
         assert!(a.free(&b).is_err());
         let carve = Block { pa: 0, ..b };
@@ -450,9 +474,9 @@ mod tests {
         let bad_channel = Block { channel: 9, ..b };
         assert!(a.free(&bad_channel).is_err());
         // A forged block running into free space above it is refused too.
-        let b1 = a.alloc(0, MIB, 0).unwrap();
-        let b2 = a.alloc(0, MIB, 0).unwrap();
-        let _b3 = a.alloc(0, MIB, 0).unwrap();
+        let b1 = a.alloc(0, MIB, 0, None).unwrap();
+        let b2 = a.alloc(0, MIB, 0, None).unwrap();
+        let _b3 = a.alloc(0, MIB, 0, None).unwrap();
         assert_eq!(b1.pa, CARVEOUT);
         a.free(&b2).unwrap();
         let runs_into_b2 = Block {

@@ -80,6 +80,9 @@ pub struct AllocReq<'a> {
     pub usage: MemUsage,
     /// Who the allocation is charged to.
     pub owner: Owner,
+    /// The pool to try first; `None` follows the kernel's size rule. Only
+    /// the runtime's own start-up allocations name one.
+    pub pool: Option<Pool>,
     /// What the memory is for (a variable name, "scratchpad", ...), kept for
     /// leak reports and OOM messages.
     pub hint: &'a str,
@@ -302,7 +305,10 @@ impl<S: Storage + ?Sized> Device<S> {
             });
         }
         let handle = books.next_handle();
-        let block = match self.storage.allocate(handle, channel, req.size, req.align) {
+        let block = match self
+            .storage
+            .allocate(handle, channel, req.size, req.align, req.pool)
+        {
             Ok(block) => block,
             Err(AllocFailure::Invalid(reason)) => return Err(DeviceError::Invalid { reason }),
             Err(AllocFailure::NoMem) => {

@@ -23,7 +23,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::alloc::{AllocFailure, Block, HbmAllocator};
+use super::alloc::{AllocFailure, Block, HbmAllocator, Pool};
 use super::geometry::Geometry;
 use super::storage::{CopyIn, Storage};
 use super::{Device, DeviceError, MemHandle, NullDevice};
@@ -145,8 +145,9 @@ impl Storage for NullStorage {
         channel: u32,
         size: u64,
         align: u64,
+        pool: Option<Pool>,
     ) -> Result<Block, AllocFailure> {
-        self.heap().alloc(channel, size, align)
+        self.heap().alloc(channel, size, align, pool)
     }
 
     fn release(&self, _handle: MemHandle, block: &Block) -> Result<(), String> {
@@ -175,6 +176,10 @@ impl Storage for NullStorage {
 
     fn free_bytes(&self, channel: u32) -> u64 {
         self.heap().free_bytes(channel)
+    }
+
+    fn capacity(&self, channel: u32) -> u64 {
+        self.heap().capacity(channel)
     }
 }
 

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use memmap2::MmapMut;
 
-use super::alloc::{AllocFailure, Block, HbmAllocator};
+use super::alloc::{self, AllocFailure, Block, HbmAllocator};
 use super::geometry::{Geometry, GRANULE};
 use super::storage::{CopyIn, Storage};
 use super::{Device, DeviceError, MemHandle, SimDevice};
@@ -459,9 +459,10 @@ impl Storage for SimStorage {
         channel: u32,
         size: u64,
         align: u64,
+        first: Option<alloc::Pool>,
     ) -> Result<Block, AllocFailure> {
         let Inner { heap, stores, pool } = &mut *self.lock();
-        let block = heap.alloc(channel, size, align)?;
+        let block = heap.alloc(channel, size, align, first)?;
         stores.insert(handle, Arc::new(Mutex::new(Pages::new(size, pool))));
         Ok(block)
     }
@@ -514,6 +515,10 @@ impl Storage for SimStorage {
     fn free_bytes(&self, channel: u32) -> u64 {
         self.lock().heap.free_bytes(channel)
     }
+
+    fn capacity(&self, channel: u32) -> u64 {
+        self.lock().heap.capacity(channel)
+    }
 }
 
 #[cfg(test)]
@@ -530,6 +535,7 @@ mod tests {
             core: PCore(0),
             usage: MemUsage::Weight,
             owner: Owner::Runtime,
+            pool: None,
             hint: "t",
         }
     }

@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use super::alloc::{AllocFailure, Block};
+use super::alloc::{AllocFailure, Block, Pool};
 use super::{DeviceError, MemHandle};
 use crate::shared::SharedBytes;
 
@@ -35,13 +35,15 @@ pub struct CopyIn<'a> {
 pub trait Storage: Send + Sync + fmt::Debug {
     /// Places `size` bytes, aligned to `align` (0 or a power of two), on
     /// HBM `channel`, for the allocation the bookkeeping layer calls
-    /// `handle`.
+    /// `handle`; `pool` is the pool to try first (`None`: the kernel's
+    /// size rule).
     fn allocate(
         &self,
         handle: MemHandle,
         channel: u32,
         size: u64,
         align: u64,
+        pool: Option<Pool>,
     ) -> Result<Block, AllocFailure>;
 
     /// Gives a placed block back; its bytes are gone.
@@ -57,6 +59,11 @@ pub trait Storage: Send + Sync + fmt::Debug {
 
     /// Bytes still free on an HBM channel (for out-of-memory reports).
     fn free_bytes(&self, channel: u32) -> u64;
+
+    /// Bytes a channel can hand out in all, free or not: its size less the
+    /// firmware carve-out and what the runtime held before it started
+    /// allocating.
+    fn capacity(&self, channel: u32) -> u64;
 
     /// Whether the backend honours `align` itself; when false the loader
     /// must over-allocate and offset (§6.8). The simulated backends align.

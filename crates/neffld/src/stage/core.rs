@@ -221,6 +221,7 @@ impl Builder<'_> {
                 core: self.pcore,
                 usage,
                 owner: Owner::Model(self.h_model),
+                pool: None,
                 hint: what,
             })
             .map_err(|source| StageError::Device {
@@ -296,6 +297,7 @@ pub fn place_images(
             core: image.plan.pcore,
             usage: instr_usage(engine),
             owner: Owner::Model(image.h_model),
+            pool: None,
             hint: &what,
         };
         let a = image

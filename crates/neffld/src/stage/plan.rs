@@ -143,6 +143,7 @@ impl Planner<'_> {
             core: plan.pcore,
             usage,
             owner: Owner::Model(plan.h_model),
+            pool: None,
             hint: &var.name,
         };
         let a = plan

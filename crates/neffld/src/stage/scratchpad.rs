@@ -71,6 +71,7 @@ impl Scratchpad {
                 core,
                 usage: MemUsage::Scratchpad,
                 owner: Owner::Runtime,
+                pool: None,
                 hint: "scratchpad",
             };
             fresh.push(Owned::new(dev, req).map_err(StageError::Scratchpad)?);
