@@ -10,10 +10,11 @@ use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
 use neffld::capture::MEMORY_ROWS;
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::device::{Device, CARVEOUT};
+use neffld::ids::HModel;
 use neffld::ids::PCore;
-use neffld::memory::CoreMemory;
 use neffld::relocate::dma::decode_template;
 use neffld::relocate::ipmap::{PatchKind, Section};
+use neffld::report::{CoreMemory, MemoryReport};
 use neffld::stage::Placement;
 use neffld::{parse, Arch, NrtStatus};
 use serde_json::{json, Value};
@@ -198,7 +199,7 @@ fn core_json(
         .collect()
 }
 
-fn human(out: &Value, no_timings: bool, style: Style) -> String {
+fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> String {
     use std::fmt::Write as _;
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     let n = |v: &Value| v.as_u64().unwrap_or(0);
@@ -257,6 +258,9 @@ fn human(out: &Value, no_timings: bool, style: Style) -> String {
             m["vnc"],
             pcores.join(", ")
         );
+    }
+    if !out["memory"]["hbm"].as_array().is_none_or(Vec::is_empty) {
+        let _ = writeln!(t, "memory    {}", memory::answer(&out["memory"]));
     }
     if !no_timings && !out["timings_us"].is_null() {
         let tm = &out["timings_us"];
@@ -359,23 +363,8 @@ fn human(out: &Value, no_timings: bool, style: Style) -> String {
                 n(&tb["bytes"])
             );
         }
-        let _ = writeln!(
-            t,
-            "  {:<24} {:>14} {:>14} {:>14}",
-            "runtime memory report", "bytes", "runtime", "model"
-        );
-        for m in c["memory_rows"].as_array().into_iter().flatten() {
-            let _ = writeln!(
-                t,
-                "  {:<24} {:>14} {:>14} {:>14}",
-                s(&m["usage_type"]),
-                n(&m["bytes"]),
-                n(&m["runtime"]),
-                n(&m["model"])
-            );
-        }
     }
-    t.push_str(&memory::human(&out["memory"]));
+    t.push_str(memory_table);
     if let Some(ts) = out["tensors"].as_array().filter(|a| !a.is_empty()) {
         let _ = writeln!(t, "\ntensors");
         for x in ts {
@@ -417,6 +406,9 @@ pub(crate) fn load_failure(e: &LoadError) -> Failure {
 /// What a loaded model shows before it is unloaded.
 struct Loaded {
     cores: Vec<Value>,
+    /// The device's memory with the model loaded, and the model's id there.
+    memory: MemoryReport,
+    h_model: HModel,
     unloaded: Result<(), LoadError>,
 }
 
@@ -430,12 +422,11 @@ fn describe_model(
 ) -> Result<Loaded, Failure> {
     let geometry = rt.device().geometry().clone();
     let hbm = |p: PCore| geometry.hbm_of(p).unwrap_or(0);
-    let (mut timings, cores, warnings, pcores, staged) = rt
+    let memory = MemoryReport::of(rt.device());
+    let (mut timings, cores, warnings, pcores, staged, h_model) = rt
         .with_model(model, |lm| {
             let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
-            let staged = dump.map(|_| {
-                neffld::capture::staged::staged(lm, rt.device())
-            });
+            let staged = dump.map(|_| neffld::capture::staged::staged(lm, rt.device()));
             let memory = |p: PCore| rt.core_memory(p);
             (
                 lm.timings,
@@ -443,6 +434,7 @@ fn describe_model(
                 lm.warnings.clone(),
                 pcores,
                 staged,
+                lm.h_model,
             )
         })
         .map_err(|e| load_failure(&e))?;
@@ -484,7 +476,12 @@ fn describe_model(
     out["tensors"] = json!(tensors);
     out["warnings"] = json!(warnings);
     out["cores"] = json!(cores);
-    Ok(Loaded { cores, unloaded })
+    Ok(Loaded {
+        cores,
+        memory,
+        h_model,
+        unloaded,
+    })
 }
 
 pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
@@ -546,12 +543,15 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     };
     bar.finish_and_clear();
     let mut cores = Vec::new();
+    let name = out["model"]["name"].clone();
+    let mut loaded_memory = None;
     let outcome = match loaded {
         Err(e) => Err(load_failure(&e)),
         Ok(model) => {
             recorder.freeze();
             let d = describe_model(&rt, &model, &mut out, s1, t_total, a.dump.as_deref())?;
             cores = d.cores;
+            loaded_memory = Some((d.memory, d.h_model, model.name.clone()));
             d.unloaded.map_err(|e| Failure {
                 stage: "unload",
                 status: e.status(),
@@ -560,7 +560,20 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         }
     };
     let (placed, refused) = recorder.snapshot();
-    out["memory"] = memory::report(&geometry, &placed, refused.as_ref());
+    // The memory as the loaded model held it, or as the refusal found it.
+    let (report, named) = match (loaded_memory, &refused) {
+        (Some((report, h, n)), _) => (report, Some((h, n))),
+        (None, Some(r)) => (MemoryReport::from_ledger(rt.device(), &r.ledger), None),
+        (None, None) => (MemoryReport::of(rt.device()), None),
+    };
+    let _ = name;
+    let name_of = |h: HModel| {
+        named
+            .as_ref()
+            .filter(|(id, _)| *id == h)
+            .map(|(_, n)| n.clone())
+    };
+    out["memory"] = memory::report(&report, &name_of, &placed, refused.as_ref());
     let outcome = outcome.map_err(|mut f| {
         if f.status == NrtStatus::Resource {
             if let Some(why) = memory::refusal_sentence(&out["memory"]) {
@@ -580,7 +593,8 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     if a.json {
         print_json(&out);
     } else {
-        emit(&human(&out, a.no_timings, style));
+        let table = memory::human(&report, &out["memory"], refused.as_ref());
+        emit(&human(&out, &table, a.no_timings, style));
     }
     Ok(match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,6 +14,7 @@
 
 use std::fmt::Write as _;
 
+use neffld::device::CARVEOUT;
 use serde_json::Value;
 
 use crate::{memory, units};
@@ -210,7 +211,8 @@ fn hbm_svg(
     colors: &Colors,
 ) -> String {
     let n = |v: &Value| v.as_u64().unwrap_or(0);
-    let total = n(&hbm["total"]);
+    // The axis starts after the firmware carve-out.
+    let total = n(&hbm["size"]).saturating_sub(CARVEOUT);
     let used = n(&hbm["used"]);
     let mut svg = String::new();
     let mut y = 18.0;
@@ -333,7 +335,7 @@ fn hbm_svg(
             esc(refused["category"].as_str().unwrap_or("")),
             esc(refused["name"].as_str().unwrap_or("")),
             units::human(n(&refused["size"])),
-            units::human(total.saturating_sub(used))
+            units::human(n(&hbm["free"]))
         );
         y += 20.0;
     }
@@ -410,7 +412,7 @@ pub fn render(out: &Value, cores: &[Value], channel_base: impl Fn(u32) -> u64) -
             memory::sharing(h),
             esc(&units::used_of(
                 h["used"].as_u64().unwrap_or(0),
-                h["total"].as_u64().unwrap_or(0)
+                h["size"].as_u64().unwrap_or(0)
             )),
             hbm_svg(
                 h,

@@ -1,65 +1,116 @@
-//! The memory report: what the device holds per core and per HBM, by the
-//! library's own usage categories (whatever names it reports appear as
-//! rows, none is listed here), every allocation, and — when a load ran out
-//! of memory — the request that did not fit.
+//! The memory of a load, rendered: the library's one memory report
+//! ([`MemoryReport`]) as JSON and as the runtime's own usage table, with a
+//! one-line answer (does it fit, how much of each HBM is used), every
+//! allocation the load placed (for the map), and — when it ran out of
+//! memory — the request that did not fit.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use neffld::device::{Geometry, LiveAlloc};
-use neffld::ids::PCore;
-use serde_json::{json, Value};
+use neffld::device::LiveAlloc;
+use neffld::ids::HModel;
+use neffld::report::{Column, MemoryReport};
+use serde_json::{json, Map, Value};
 
 use crate::recorder::Refused;
 use crate::units;
 
-/// The `memory` object of `load --json` (docs/cli.md).
-pub fn report(geometry: &Geometry, placed: &[LiveAlloc], refused: Option<&Refused>) -> Value {
-    let total = geometry.usable_bytes_per_channel();
-    let hbm_of = |c: PCore| geometry.hbm_of(c).unwrap_or(0);
-    let mut cores: BTreeMap<u32, BTreeMap<&'static str, u64>> = BTreeMap::new();
-    let mut channels: BTreeMap<u32, u64> = BTreeMap::new();
-    for a in placed {
-        *cores
-            .entry(a.core.0)
-            .or_default()
-            .entry(a.usage.name())
-            .or_default() += a.charged;
-        *channels.entry(a.channel).or_default() += a.charged;
-    }
-    if let Some(r) = refused {
-        cores.entry(r.core.0).or_default();
-        channels.entry(hbm_of(r.core)).or_default();
-    }
-    let core_rows: Vec<Value> = cores
+/// The usage-table columns of `u` by the runtime's names.
+fn columns(u: &neffld::report::Usage) -> Value {
+    let m: Map<String, Value> = Column::ALL
         .iter()
-        .map(|(&c, cats)| {
-            json!({"pcore": c, "hbm": hbm_of(PCore(c)), "used": cats.values().sum::<u64>(),
-                   "hbm_total": total, "categories": cats})
+        .map(|&c| (c.name().to_string(), json!(u.get(c))))
+        .collect();
+    Value::Object(m)
+}
+
+/// The HBMs worth showing: those a model or a client uses, and the one a
+/// refusal was on.
+fn shown<'a>(
+    report: &'a MemoryReport,
+    refused: Option<&Refused>,
+) -> Vec<&'a neffld::report::HbmMemory> {
+    report
+        .hbms
+        .iter()
+        .filter(|h| {
+            h.cores.iter().any(|c| {
+                c.model.iter().any(|&b| b > 0) || refused.is_some_and(|r| r.core == c.pcore)
+            })
+        })
+        .collect()
+}
+
+/// The `memory` object of `load --json` (docs/cli.md): `name` names a
+/// NEFF by its id.
+pub fn report(
+    report: &MemoryReport,
+    name: &dyn Fn(HModel) -> Option<String>,
+    placed: &[LiveAlloc],
+    refused: Option<&Refused>,
+) -> Value {
+    let hbms = shown(report, refused);
+    let hbm_rows: Vec<Value> = hbms
+        .iter()
+        .map(|h| {
+            let u = h.usage();
+            json!({"device": report.device, "hbm": h.hbm,
+                   "cores": h.cores.iter().map(|c| c.pcore.0).collect::<Vec<_>>(),
+                   "size": h.size, "capacity": h.capacity, "held": h.held, "free": h.free(),
+                   "used": u.total(), "columns": columns(&u)})
         })
         .collect();
-    let hbm_rows: Vec<Value> = channels
+    let core_rows: Vec<Value> = hbms
         .iter()
-        .map(|(&ch, &used)| {
-            let sharing: Vec<u32> = (0..geometry.cores())
-                .filter(|&c| hbm_of(PCore(c)) == ch)
+        .flat_map(|h| h.cores.iter().map(move |c| (h.hbm, c)))
+        .map(|(hbm, c)| {
+            let u = c.usage();
+            let neffs: Vec<Value> = c
+                .models
+                .iter()
+                .map(|(id, rows)| {
+                    let u = neffld::report::Usage::of(rows);
+                    json!({"id": id.0, "name": name(*id), "total": u.neff_total(), "columns": columns(&u)})
+                })
                 .collect();
-            json!({"hbm": ch, "cores": sharing, "used": used, "total": total})
+            json!({"pcore": c.pcore.0, "hbm": hbm, "used": u.total(), "columns": columns(&u), "neffs": neffs})
         })
         .collect();
     let allocations: Vec<Value> = placed
         .iter()
         .map(|a| {
-            json!({"pcore": a.core.0, "hbm": a.channel, "category": a.usage.name(), "name": a.hint,
+            json!({"pcore": a.core.0, "hbm": a.channel, "owner": a.owner.to_string(),
+                   "category": a.usage.name(), "name": a.hint,
                    "address": a.pa.0, "size": a.size, "charged": a.charged})
         })
         .collect();
     let refused = refused.map_or(Value::Null, |r| {
-        let ch = hbm_of(r.core);
-        json!({"pcore": r.core.0, "hbm": ch, "name": r.hint, "category": r.usage, "size": r.size,
-               "hbm_used": channels.get(&ch).copied().unwrap_or(0), "hbm_total": total})
+        let h = report.hbm_of(r.core);
+        json!({"pcore": r.core.0, "hbm": h.map(|h| h.hbm), "name": r.hint,
+               "category": r.usage.name(), "column": Column::of(r.usage).name(), "size": r.size,
+               "hbm_used": h.map_or(0, |h| h.usage().total()), "hbm_free": h.map_or(0, |h| h.free()),
+               "hbm_total": h.map_or(0, |h| h.size)})
     });
-    json!({"cores": core_rows, "hbm": hbm_rows, "allocations": allocations, "refused": refused})
+    json!({"fits": refused.is_null(), "hbm": hbm_rows, "cores": core_rows,
+           "allocations": allocations, "refused": refused})
+}
+
+/// The one-line answer near the top of the human report.
+pub fn answer(memory: &Value) -> String {
+    let per_hbm: Vec<String> = memory["hbm"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| {
+            format!(
+                "HBM {} {} used, {} free",
+                h["hbm"],
+                units::human(h["used"].as_u64().unwrap_or(0)),
+                units::human(h["free"].as_u64().unwrap_or(0)),
+            ) + &format!(" of {}", units::human(h["size"].as_u64().unwrap_or(0)))
+        })
+        .collect();
+    let fits = if memory["fits"] == true { "yes" } else { "no" };
+    format!("fits: {fits}; {}", per_hbm.join("; "))
 }
 
 /// One sentence a person can act on: the runtime's message stays first in
@@ -67,29 +118,34 @@ pub fn report(geometry: &Geometry, placed: &[LiveAlloc], refused: Option<&Refuse
 pub fn refusal_sentence(memory: &Value) -> Option<String> {
     let r = memory["refused"].as_object()?;
     let n = |k: &str| r[k].as_u64().unwrap_or(0);
-    let ch = n("hbm");
-    let mut placed: Vec<(String, u64)> = Vec::new();
-    for c in memory["cores"].as_array().into_iter().flatten() {
-        if c["hbm"].as_u64() != Some(ch) {
-            continue;
-        }
-        for (cat, b) in c["categories"].as_object().into_iter().flatten() {
-            placed.push((format!("nc{} {cat}", c["pcore"]), b.as_u64().unwrap_or(0)));
-        }
-    }
-    placed.sort_by_key(|p| std::cmp::Reverse(p.1));
-    let list: Vec<String> = placed
+    let core = memory["cores"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["pcore"] == r["pcore"]);
+    let mut largest: Vec<(String, u64)> = core
+        .and_then(|c| c["columns"].as_object())
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+        .filter(|&(_, b)| b > 0)
+        .collect();
+    largest.sort_by_key(|p| std::cmp::Reverse(p.1));
+    let list: Vec<String> = largest
         .iter()
         .map(|(what, b)| format!("{what} {}", units::human(*b)))
         .collect();
     Some(format!(
-        "{} {:?} needs {} on nc{}, whose HBM {ch} holds {} of which {} is already placed ({})",
+        "{} {:?} ({}) needs {} on nc{}, whose HBM {} holds {} with {} free; nc{} holds {}",
         r["category"].as_str().unwrap_or("?"),
         r["name"].as_str().unwrap_or("?"),
+        r["column"].as_str().unwrap_or("?"),
         units::bytes(n("size")),
         n("pcore"),
+        n("hbm"),
         units::human(n("hbm_total")),
-        units::human(n("hbm_used")),
+        units::human(n("hbm_free")),
+        n("pcore"),
         if list.is_empty() {
             "nothing".to_string()
         } else {
@@ -98,64 +154,36 @@ pub fn refusal_sentence(memory: &Value) -> Option<String> {
     ))
 }
 
-/// The human table: categories down, cores across, then used / total per
-/// core and per HBM.
-pub fn human(memory: &Value) -> String {
+/// The human table: the runtime's usage table of each HBM shown, then the
+/// NEFF id → name mapping.
+pub fn human(report: &MemoryReport, memory: &Value, refused: Option<&Refused>) -> String {
     let mut t = String::new();
-    let cores: Vec<&Value> = memory["cores"].as_array().into_iter().flatten().collect();
-    if cores.is_empty() {
+    let hbms = shown(report, refused);
+    if hbms.is_empty() {
         return t;
     }
-    let mut cats: Vec<&str> = cores
-        .iter()
-        .flat_map(|c| c["categories"].as_object().into_iter().flatten())
-        .map(|(k, _)| k.as_str())
+    let _ = writeln!(
+        t,
+        "\nmemory (as the runtime's usage table; MB and GB are MiB and GiB)"
+    );
+    for h in hbms {
+        t.push_str(&report.usage_table(h));
+    }
+    let neffs: Vec<&Value> = memory["cores"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["neffs"].as_array().into_iter().flatten())
         .collect();
-    cats.sort_unstable();
-    cats.dedup();
-    let cell = |b: u64| format!("{b} ({})", units::human(b));
-    let _ = writeln!(t, "\nmemory (device HBM charged, by category)");
-    let _ = write!(t, "  {:<24}", "category");
-    for c in &cores {
-        let _ = write!(t, " {:>24}", format!("nc{}", c["pcore"]));
-    }
-    let _ = writeln!(t);
-    for cat in &cats {
-        let _ = write!(t, "  {cat:<24}");
-        for c in &cores {
-            let b = c["categories"][*cat].as_u64();
-            let _ = write!(t, " {:>24}", b.map_or("-".to_string(), cell));
+    if !neffs.is_empty() {
+        let _ = writeln!(t, "NEFF id to name mapping:");
+        let mut seen = Vec::new();
+        for n in neffs {
+            if !seen.contains(&n["id"]) {
+                seen.push(n["id"].clone());
+                let _ = writeln!(t, "{}: {}", n["id"], n["name"]);
+            }
         }
-        let _ = writeln!(t);
-    }
-    let _ = write!(t, "  {:<24}", "total");
-    for c in &cores {
-        let _ = write!(t, " {:>24}", cell(c["used"].as_u64().unwrap_or(0)));
-    }
-    let _ = writeln!(t);
-    for c in &cores {
-        let _ = writeln!(
-            t,
-            "  nc{} uses {} of HBM {}",
-            c["pcore"],
-            units::used_of(
-                c["used"].as_u64().unwrap_or(0),
-                c["hbm_total"].as_u64().unwrap_or(0)
-            ),
-            c["hbm"]
-        );
-    }
-    for h in memory["hbm"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            t,
-            "  HBM {} (cores {}): {} used",
-            h["hbm"],
-            sharing(h),
-            units::used_of(
-                h["used"].as_u64().unwrap_or(0),
-                h["total"].as_u64().unwrap_or(0)
-            )
-        );
     }
     t
 }

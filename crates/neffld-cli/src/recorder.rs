@@ -1,19 +1,24 @@
-//! A device wrapper that remembers every allocation of the load, so that a
+//! An observer that remembers every allocation of the load, so that a
 //! failed load — whose rollback frees everything — can still show what was
-//! placed before it failed, and which request did not fit.
+//! placed before it failed, which request did not fit, and the device's
+//! memory as the refusal found it.
 
 use std::sync::{Mutex, MutexGuard};
 
-use neffld::device::{AllocReq, Allocation, DeviceError, Geometry, LiveAlloc, MemHandle, Observer};
+use neffld::device::{
+    AllocReq, Allocation, DeviceError, Geometry, Ledger, LiveAlloc, MemHandle, MemUsage, Observer,
+};
 use neffld::ids::PCore;
 
-/// An allocation request the device refused.
+/// An allocation request the device refused for want of room.
 #[derive(Clone, Debug)]
 pub struct Refused {
     pub core: PCore,
     pub hint: String,
     pub size: u64,
-    pub usage: &'static str,
+    pub usage: MemUsage,
+    /// The device's memory when it refused.
+    pub ledger: Ledger,
 }
 
 #[derive(Default)]
@@ -58,6 +63,19 @@ impl Recorder {
 }
 
 impl Observer for Recorder {
+    fn refused(&self, req: &AllocReq<'_>, _error: &DeviceError, ledger: &Ledger) {
+        let mut log = self.log();
+        if log.refused.is_none() {
+            log.refused = Some(Refused {
+                core: req.core,
+                hint: req.hint.to_string(),
+                size: req.size,
+                usage: req.usage,
+                ledger: ledger.clone(),
+            });
+        }
+    }
+
     fn allocated(&self, req: &AllocReq<'_>, result: Result<&Allocation, &DeviceError>) {
         let mut log = self.log();
         if log.frozen {
@@ -75,15 +93,9 @@ impl Observer for Recorder {
                 charged: a.charged,
                 hint: req.hint.to_string(),
             }),
-            Err(_) => {
-                log.frozen = true;
-                log.refused = Some(Refused {
-                    core: req.core,
-                    hint: req.hint.to_string(),
-                    size: req.size,
-                    usage: req.usage.name(),
-                });
-            }
+            // A refusal for want of room, or any other: what is placed now
+            // is what the report shows.
+            Err(_) => log.frozen = true,
         }
     }
 

@@ -400,26 +400,57 @@ fn load_json_schema() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["x", "y", "output0"]);
-    // Both cores share HBM 0 (trn2: two cores per HBM), and each has its categories.
+    // Both cores share HBM 0 (trn2: two cores per HBM). One answer: the
+    // HBM's use is its cores' columns summed and the requested bytes of
+    // every allocation on it; what the allocator holds is their 4 KiB
+    // granules; the NEFF's constants are its weights.
     let m = &v["memory"];
+    assert_eq!(m["fits"], true);
     assert_eq!(m["hbm"].as_array().unwrap().len(), 1, "{m}");
-    assert_eq!(m["hbm"][0]["cores"], serde_json::json!([0, 1]));
-    assert_eq!(m["hbm"][0]["total"], (24u64 << 30) - (16 << 20));
-    for c in m["cores"].as_array().unwrap() {
-        let cats = c["categories"].as_object().unwrap();
-        assert!(cats["WEIGHT"].as_u64().unwrap() >= 32768, "{c}");
-        assert_eq!(
-            cats.values().map(|b| b.as_u64().unwrap()).sum::<u64>(),
-            c["used"]
-        );
-    }
-    let charged: u64 = m["allocations"]
+    let hbm = &m["hbm"][0];
+    assert_eq!(hbm["cores"], serde_json::json!([0, 1]));
+    assert_eq!(hbm["size"], 24u64 << 30);
+    let on_hbm0: Vec<&Value> = m["allocations"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|a| a["charged"].as_u64().unwrap())
-        .sum();
-    assert_eq!(m["hbm"][0]["used"], charged);
+        .filter(|a| a["hbm"] == 0)
+        .collect();
+    let sum = |k: &str| on_hbm0.iter().map(|a| a[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(hbm["used"], sum("size"));
+    assert_eq!(hbm["held"], sum("charged"));
+    let cols = |o: &Value| {
+        o["columns"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|b| b.as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!(cols(hbm), hbm["used"].as_u64().unwrap());
+    let mut cores_used = 0;
+    for c in m["cores"].as_array().unwrap() {
+        assert_eq!(cols(c), c["used"].as_u64().unwrap());
+        cores_used += c["used"].as_u64().unwrap();
+        let neff = &c["neffs"][0];
+        assert_eq!(neff["name"], v["model"]["name"]);
+        let weights: u64 = c_weights(&v, c["pcore"].as_u64().unwrap());
+        assert_eq!(neff["columns"]["model constants"], weights, "{c}");
+    }
+    assert_eq!(cores_used, hbm["used"].as_u64().unwrap());
+}
+
+/// The bytes of the `file` variables the load placed on physical core `pcore`.
+fn c_weights(v: &Value, pcore: u64) -> u64 {
+    v["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["pcore"] == pcore)
+        .flat_map(|c| c["variables"].as_array().unwrap())
+        .filter(|var| var["type"] == "file")
+        .map(|var| var["size"].as_u64().unwrap())
+        .sum()
 }
 
 #[test]
@@ -508,7 +539,19 @@ fn map_draws_every_allocation_on_one_axis_per_hbm() {
     assert!(page.contains("<h2>HBM 0 — cores nc0, nc1 — "), "{page}");
     // Every allocation is a labelled row.
     let rows = |v: &Value, page: &str| {
-        let allocs = v["memory"]["allocations"].as_array().unwrap().clone();
+        let shown: Vec<&Value> = v["memory"]["hbm"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| &h["hbm"])
+            .collect();
+        let allocs: Vec<Value> = v["memory"]["allocations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| shown.contains(&&a["hbm"]))
+            .cloned()
+            .collect();
         assert_eq!(page.matches("<g class=\"alloc\">").count(), allocs.len());
         for a in &allocs {
             let addr = format!("@ {:#x}</text>", a["address"].as_u64().unwrap());
@@ -818,24 +861,31 @@ fn out_of_memory_is_explained_and_still_reported() {
         "15569256448 bytes (14.5 GiB)",
         "on nc0",
         "HBM 0 holds 16.0 GiB",
-        "SCRATCHPAD",
+        "shared scratchpad 15.0 GiB",
     ] {
         assert!(msg.contains(want), "{want}: {msg}");
     }
     let m = &v["memory"];
+    assert_eq!(m["fits"], false);
     assert_eq!(m["refused"]["name"], "spill_b");
     assert_eq!(m["refused"]["size"], 29u64 << 29);
+    assert_eq!(m["refused"]["column"], "scratchpad");
     assert!(!m["allocations"].as_array().unwrap().is_empty());
+    // As the refusal found it: the shared pages holding the arena (its
+    // 14.5 GiB and 2 KiB, thirty 512 MiB pages) were held.
+    assert_eq!(
+        m["cores"][0]["columns"]["shared scratchpad"],
+        30u64 << 29,
+        "{m}"
+    );
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
         page.contains("did not fit: nc0 SCRATCHPAD_NOT_SHARED spill_b needs 14.5 GiB"),
         "{page}"
     );
     let human = stdout(&neffld(&["load", "--quiet", f.to_str().unwrap()]));
-    assert!(
-        human.contains("memory (device HBM charged, by category)"),
-        "{human}"
-    );
+    assert!(human.contains("memory    fits: no; HBM 0 "), "{human}");
+    assert!(human.contains("\\_NC 0        |"), "{human}");
 }
 
 fn copy_tree(from: &Path, to: &Path) {

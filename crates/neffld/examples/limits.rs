@@ -28,9 +28,9 @@ use neffld::api::Runtime;
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::device::{Geometry, NullDevice};
+use neffld::testkit::beyond_start;
 use neffld::testkit::Synth;
 use neffld::Arch;
-use neffld::testkit::beyond_start;
 use serde_json::json;
 
 /// A field of `/proc/self/status`, in KiB.
@@ -269,7 +269,12 @@ fn main() {
         };
         let load_time: Duration = t.elapsed();
         let peak = status_kib("VmHWM");
-        assert_eq!(beyond_start(&*dev).len(), 0, "{}: allocations left", case.name);
+        assert_eq!(
+            beyond_start(&*dev).len(),
+            0,
+            "{}: allocations left",
+            case.name
+        );
         assert_eq!(rt.loaded_models(), 0);
         println!(
             "{:<14} input {:>10} B  load {:>9.1?}  peak RSS {:>10}  (rss before {}, built in {:.1?})  {outcome}",

@@ -34,9 +34,10 @@ use crate::device::{
     AllocReq, AllocSet, Device, DeviceError, Geometry, NullDevice, Owner, Pool, SimDevice,
 };
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
-use crate::memory::{self, CoreMemory, MemoryStats};
+use crate::memory;
 use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
 use crate::registry::{Registry, RegistryError};
+use crate::report::{CoreMemory, MemoryStats};
 use crate::stage::validate::{self, Finding};
 use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
 use crate::NrtStatus;
@@ -694,7 +695,6 @@ impl Runtime {
     pub fn loaded_models(&self) -> usize {
         self.registry.len()
     }
-
 
     /// `nrt_close`: refuses further calls, then unloads every model. It
     /// waits for the calls in progress: a load that entered before the close

@@ -24,6 +24,7 @@ pub mod memory;
 pub mod parse;
 pub mod registry;
 pub mod relocate;
+pub mod report;
 pub mod shared;
 pub mod stage;
 pub mod status;

@@ -122,7 +122,7 @@ fn loads_racing_close_then_reinit_leave_nothing_and_stale_handles_are_refused() 
         for m in &fresh {
             rt2.unload(m).unwrap();
         }
-        assert_eq!(beyond_start(&*rt2.device()).len(), 0);
+        assert_eq!(beyond_start(rt2.device()).len(), 0);
         rt2.close();
     }
     println!(

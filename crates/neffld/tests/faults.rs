@@ -67,7 +67,7 @@ fn sweep(
 ) -> Swept {
     quiet_injected_panics();
     let before: Ledger = dev.ledger();
-    let live_before = beyond_start(&*dev).len();
+    let live_before = beyond_start(dev).len();
     let models_before = rt.loaded_models();
     let claims_before = rt.vnc_claims();
     let check_clean = |what: &str| {
@@ -95,7 +95,7 @@ fn sweep(
             "{name}"
         );
     }
-    let held = (beyond_start(&*dev).len() - live_before) as u64;
+    let held = (beyond_start(dev).len() - live_before) as u64;
     rt.unload(&m).unwrap();
     check_clean("clean load");
     let mut out = Swept::default();
@@ -194,7 +194,7 @@ fn sweep_fixtures(fire: Fire) -> (u64, u64) {
         let swept = with_holder(&rt, &dev, &bytes, 3, 6..8, || {
             sweep(&name, &rt, &dev, &bytes, Some(Role::Reuse), fire)
         });
-        assert_eq!(beyond_start(&*dev).len(), 0, "{name}");
+        assert_eq!(beyond_start(&dev).len(), 0, "{name}");
         println!(
             "{name} ({fire:?}): {} allocations, {} writes swept",
             swept.allocs, swept.writes
@@ -238,7 +238,7 @@ fn a_multi_core_load_unwinds_from_a_panic_on_both_fan_out_paths() {
             sweep(&name, &rt, &dev, &bytes, Some(Role::Reuse), Fire::Panic)
         });
         assert!(swept.allocs >= 8 * 5, "{name}: {swept:?}");
-        assert_eq!(beyond_start(&*dev).len(), 0, "{name}");
+        assert_eq!(beyond_start(&dev).len(), 0, "{name}");
         assert_eq!(rt.vnc_claims(), vec![0, 0], "{name}");
         println!(
             "{name}: {} allocation panics, {} write panics swept",
@@ -275,14 +275,7 @@ fn a_16_subgraph_neff_rolls_back_from_every_failure() {
         );
         let rt = Arc::new(rt);
         let swept = with_holder(&rt, &dev, &bytes, 1, 16..32, || {
-            sweep(
-                "synth16",
-                &rt,
-                &dev,
-                &bytes,
-                Some(Role::Reuse),
-                Fire::Error,
-            )
+            sweep("synth16", &rt, &dev, &bytes, Some(Role::Reuse), Fire::Error)
         });
         assert!(swept.allocs >= 16 * 5, "{swept:?}");
         println!(

@@ -90,7 +90,7 @@ fn sixteen_concurrent_loads_of_one_neff_parse_it_once() {
         for m in &models {
             rt.unload(m).unwrap();
         }
-        assert_eq!(beyond_start(&*dev).len(), 0);
+        assert_eq!(beyond_start(&dev).len(), 0);
         assert_eq!(rt.loaded_models(), 0);
         println!("16 loads, roles {roles:?}, {} parse", rt.parse_count());
     });
@@ -194,7 +194,7 @@ fn cycles(rt: &Runtime, dev: &Device, bytes: &[u8], n: usize, label: &str) -> (u
             .load(bytes, 0, 1)
             .unwrap_or_else(|e| panic!("{label} cycle {i}: {e}"));
         rt.unload(&m).unwrap();
-        assert_eq!(beyond_start(&*dev).len(), 0, "{label} cycle {i}");
+        assert_eq!(beyond_start(dev).len(), 0, "{label} cycle {i}");
     }
     let last = rss_bytes();
     assert!(dev.ledger() == empty, "{label}: the ledger is not empty");
@@ -244,7 +244,7 @@ fn a_thousand_load_unload_cycles_leave_nothing_behind() {
     dev.gate.open();
     let m = holder.join().unwrap().unwrap();
     rt.unload(&m).unwrap();
-    assert_eq!(beyond_start(&*dev).len(), 0);
+    assert_eq!(beyond_start(&dev).len(), 0);
 }
 
 /// Unload guards: an unknown handle and a double unload → 3, a failed
@@ -285,7 +285,11 @@ fn unload_of_unknown_or_already_unloaded_handles() {
         NrtStatus::InvalidHandle
     );
     rt.close();
-    assert_eq!(beyond_start(&*dev).len(), 0, "close unloaded the other model");
+    assert_eq!(
+        beyond_start(&*dev).len(),
+        0,
+        "close unloaded the other model"
+    );
 }
 
 /// Unload while another thread holds the model: the entry is erased at

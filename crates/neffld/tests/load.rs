@@ -13,9 +13,9 @@ use neffld::ids::VarId;
 use neffld::parse::ParseOptions;
 use neffld::relocate::dma::decode_template;
 use neffld::stage::Placement;
+use neffld::testkit::beyond_start;
 use neffld::testkit::{fixture, real_fixtures, Synth};
 use neffld::{Arch, NrtStatus};
-use neffld::testkit::beyond_start;
 
 fn runtime(arch: Arch) -> (Runtime, Arc<SimDevice>) {
     let dev = Arc::new(SimDevice::new(Geometry::for_arch(arch)));
@@ -40,9 +40,14 @@ fn every_fixture_loads_validates_and_unloads_cleanly() {
             })
             .unwrap();
         assert_eq!(cores, vec![0, 1], "{name}: LNC 2 on logical core 0");
-        assert!(beyond_start(&*dev).len() > 0);
+        assert!(!beyond_start(&*dev).is_empty());
         rt.unload(&m).unwrap();
-        assert_eq!(beyond_start(&*dev).len(), 0, "{name}: {:?}", dev.live_allocations());
+        assert_eq!(
+            beyond_start(&*dev).len(),
+            0,
+            "{name}: {:?}",
+            dev.live_allocations()
+        );
         assert_eq!(rt.loaded_models(), 0);
     }
 }

@@ -32,9 +32,9 @@ use neffld::container::writer::{gzip, tar_entry, NeffWriter, Producer, TarEntry,
 use neffld::container::{self, OpenOptions, HEADER_LEN};
 use neffld::device::{Geometry, NullDevice};
 use neffld::parse::ParseError;
+use neffld::testkit::beyond_start;
 use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
-use neffld::testkit::beyond_start;
 use serde_json::{json, Value};
 
 /// Statuses a rejected mutant may carry (parse.md §9; stage.md §12, §17).
@@ -932,7 +932,7 @@ fn run(base: &Base, m: &Mutant, rigs: &mut [Option<Rig>; 2], watch: &Watch, tall
             return;
         }
     }
-    if beyond_start(&*rig.dev).len() != 0 || rig.rt.loaded_models() != 0 {
+    if !beyond_start(&*rig.dev).is_empty() || rig.rt.loaded_models() != 0 {
         tally.failures.push(format!(
             "{label}: left {} allocations and {} models behind",
             beyond_start(&*rig.dev).len(),
@@ -1160,7 +1160,11 @@ fn default_load(bytes: &[u8], validate_hash: bool) -> NrtStatus {
         }
         Err(e) => e.status(),
     };
-    assert_eq!(beyond_start(&*dev).len(), 0, "the load left allocations behind");
+    assert_eq!(
+        beyond_start(&*dev).len(),
+        0,
+        "the load left allocations behind"
+    );
     status
 }
 

@@ -62,7 +62,12 @@ fn every_fixture_stages_subgraph_i_on_physical_core_2l_plus_i() {
         for m in &models {
             rt.unload(m).unwrap();
         }
-        assert_eq!(beyond_start(&*dev).len(), 0, "{name}: {:?}", dev.live_allocations());
+        assert_eq!(
+            beyond_start(&*dev).len(),
+            0,
+            "{name}: {:?}",
+            dev.live_allocations()
+        );
     }
 }
 
@@ -100,7 +105,7 @@ fn a_one_subgraph_neff_on_an_lnc2_core_uses_tpbs_0_only() {
         assert_eq!(lm.cores[0].pcore(), PCore(4));
     })
     .unwrap();
-    assert!(beyond_start(&dev).iter().all(|a| a.core == PCore(4)));
+    assert!(beyond_start(&*dev).iter().all(|a| a.core == PCore(4)));
     rt.unload(&m).unwrap();
 }
 
@@ -175,7 +180,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
     );
     assert_eq!(e.status(), NrtStatus::Invalid);
     assert_eq!(
-        beyond_start(&*rt.device()).len(),
+        beyond_start(rt.device()).len(),
         0,
         "rejected before any allocation"
     );

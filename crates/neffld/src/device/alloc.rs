@@ -340,7 +340,10 @@ mod tests {
     #[test]
     fn kernel_validation() {
         let (_, mut a) = sunda();
-        assert!(matches!(a.alloc(2, 4096, 0, None), Err(AllocFailure::Invalid(_))));
+        assert!(matches!(
+            a.alloc(2, 4096, 0, None),
+            Err(AllocFailure::Invalid(_))
+        ));
         assert!(matches!(
             a.alloc(0, u64::MAX, 0, None),
             Err(AllocFailure::Invalid(_))
@@ -349,7 +352,10 @@ mod tests {
             a.alloc(0, 4096, 3 * 4096, None),
             Err(AllocFailure::Invalid(_))
         ));
-        assert!(matches!(a.alloc(0, 20 * GIB, 0, None), Err(AllocFailure::NoMem)));
+        assert!(matches!(
+            a.alloc(0, 20 * GIB, 0, None),
+            Err(AllocFailure::NoMem)
+        ));
         assert!(matches!(
             a.alloc(0, 4096, 1 << 62, None),
             Err(AllocFailure::NoMem)
@@ -400,7 +406,10 @@ mod tests {
         assert_eq!((small.pool, small.pa), (Pool::Small, base + 0x5_c03b_0000));
         assert_eq!(a.pool_capacity(2, Pool::Small), GIB - 0x3b_0000);
         // Alignment is of the address itself.
-        assert_eq!(a.alloc(2, 4096, 256 << 10, None).unwrap().pa % (256 << 10), 0);
+        assert_eq!(
+            a.alloc(2, 4096, 256 << 10, None).unwrap().pa % (256 << 10),
+            0
+        );
     }
 
     #[test]
@@ -458,7 +467,9 @@ mod tests {
         }
         assert_eq!(a.free_ranges(0), 2);
         let main = a.alloc(0, a.pool_capacity(0, Pool::Main), 0, None).unwrap();
-        let small = a.alloc(0, a.pool_capacity(0, Pool::Small), 0, None).unwrap();
+        let small = a
+            .alloc(0, a.pool_capacity(0, Pool::Small), 0, None)
+            .unwrap();
         assert_eq!((main.pa, main.charged), (CARVEOUT, 2 * GIB));
         assert_eq!((small.pa, small.charged), (CARVEOUT + 2 * GIB, GIB));
     }

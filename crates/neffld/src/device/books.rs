@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use super::fault::FaultState;
-use super::geometry::Geometry;
 use super::ledger::{Ledger, MemUsage, Owner};
 use super::{AllocReq, Allocation, CopyOp, DeviceError, LiveAlloc, MemHandle};
 use crate::device::alloc::Block;
@@ -35,9 +34,10 @@ pub(super) struct Books {
 }
 
 impl Books {
-    pub fn new(geometry: &Geometry) -> Books {
+    /// Books whose channels can hold `limits` bytes each.
+    pub fn new(limits: Vec<u64>) -> Books {
         Books {
-            ledger: Ledger::new(geometry),
+            ledger: Ledger::with_limits(limits),
             faults: FaultState::default(),
             live: BTreeMap::new(),
             by_pa: BTreeMap::new(),

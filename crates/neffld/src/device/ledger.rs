@@ -261,10 +261,16 @@ impl Ledger {
     /// size (what remains after the firmware carve-out).
     pub fn new(geometry: &Geometry) -> Ledger {
         let channels = geometry.hbm_channels() as usize;
+        Ledger::with_limits(vec![geometry.usable_bytes_per_channel(); channels])
+    }
+
+    /// An empty ledger whose channels can hold `limits` bytes each (what
+    /// the backend can hand out).
+    pub fn with_limits(limits: Vec<u64>) -> Ledger {
         Ledger {
             cells: BTreeMap::new(),
-            channel_used: vec![0; channels],
-            channel_limit: vec![geometry.usable_bytes_per_channel(); channels],
+            channel_used: vec![0; limits.len()],
+            channel_limit: limits,
         }
     }
 

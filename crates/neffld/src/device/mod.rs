@@ -226,8 +226,11 @@ pub struct Device<S: Storage + ?Sized = dyn Storage> {
 impl<S: Storage> Device<S> {
     /// A device of `geometry` over `storage` (built for the same geometry).
     pub fn over(geometry: Geometry, storage: S) -> Device<S> {
+        let limits = (0..geometry.hbm_channels())
+            .map(|c| storage.capacity(c))
+            .collect();
         Device {
-            books: Mutex::new(Books::new(&geometry)),
+            books: Mutex::new(Books::new(limits)),
             observers: RwLock::new(Vec::new()),
             geometry,
             storage,
@@ -290,12 +293,22 @@ impl<S: Storage + ?Sized> Device<S> {
     /// The caller frees it; an [`AllocSet`] does that on drop.
     pub fn alloc(&self, req: AllocReq<'_>) -> Result<Allocation, DeviceError> {
         self.each_observer(|o| o.allocating(&req));
-        let result = self.alloc_unobserved(&req);
+        let mut at_refusal = None;
+        let result = self.alloc_unobserved(&req, &mut at_refusal);
+        if let (Err(e), Some(ledger)) = (&result, &at_refusal) {
+            self.each_observer(|o| o.refused(&req, e, ledger));
+        }
         self.each_observer(|o| o.allocated(&req, result.as_ref()));
         result
     }
 
-    fn alloc_unobserved(&self, req: &AllocReq<'_>) -> Result<Allocation, DeviceError> {
+    /// Allocates; when the backend has no room and someone observes the
+    /// device, `at_refusal` gets the ledger as the refusal found it.
+    fn alloc_unobserved(
+        &self,
+        req: &AllocReq<'_>,
+        at_refusal: &mut Option<Ledger>,
+    ) -> Result<Allocation, DeviceError> {
         let mut books = self.books();
         books.faults.on_alloc(req.core)?;
         let channel = self.geometry.hbm_of(req.core)?;
@@ -312,6 +325,9 @@ impl<S: Storage + ?Sized> Device<S> {
             Ok(block) => block,
             Err(AllocFailure::Invalid(reason)) => return Err(DeviceError::Invalid { reason }),
             Err(AllocFailure::NoMem) => {
+                if self.observed() {
+                    *at_refusal = Some(books.ledger.clone());
+                }
                 return Err(DeviceError::NoMem {
                     size: req.size,
                     align: req.align,
@@ -319,7 +335,7 @@ impl<S: Storage + ?Sized> Device<S> {
                     channel,
                     usage: req.usage,
                     free: self.storage.free_bytes(channel),
-                })
+                });
             }
         };
         Ok(books.enter(req, block))
@@ -419,6 +435,12 @@ impl<S: Storage + ?Sized> Device<S> {
     /// Free bytes left on an HBM channel.
     pub fn free_bytes(&self, channel: u32) -> u64 {
         self.storage.free_bytes(channel)
+    }
+
+    /// Bytes an HBM channel can hand out in all: its size less the firmware
+    /// carve-out and what the runtime holds back.
+    pub fn capacity(&self, channel: u32) -> u64 {
+        self.storage.capacity(channel)
     }
 
     /// Arms a fault plan; counting restarts now. `FaultPlan::default()`

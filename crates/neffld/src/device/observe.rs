@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::{AllocReq, Allocation, DeviceError, MemHandle, Write};
+use super::{AllocReq, Allocation, DeviceError, Ledger, MemHandle, Write};
 
 /// What an observer is shown. Every hook defaults to doing nothing; a hook
 /// runs on the calling thread, outside the device's locks, so it may block
@@ -15,6 +15,11 @@ use super::{AllocReq, Allocation, DeviceError, MemHandle, Write};
 pub trait Observer: Send + Sync {
     /// An allocation is about to be attempted.
     fn allocating(&self, _req: &AllocReq<'_>) {}
+
+    /// An allocation was refused for want of room; `ledger` is the device's
+    /// memory as the refusal found it (what the runtime's out-of-memory
+    /// report shows). Shown before [`Observer::allocated`].
+    fn refused(&self, _req: &AllocReq<'_>, _error: &DeviceError, _ledger: &Ledger) {}
 
     /// An allocation was attempted, with its outcome.
     fn allocated(&self, _req: &AllocReq<'_>, _result: Result<&Allocation, &DeviceError>) {}

@@ -16,8 +16,8 @@ use neffld::device::{
 };
 use neffld::ids::PCore;
 use neffld::parse::{self, ParseOptions, ParsedModel};
-use neffld::testkit::{lnc_writer, neff_json, real_fixtures, Synth};
 pub use neffld::testkit::beyond_start;
+use neffld::testkit::{lnc_writer, neff_json, real_fixtures, Synth};
 use neffld::Arch;
 
 pub use neffld::testkit::fixture;

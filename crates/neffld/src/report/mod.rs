@@ -1,0 +1,7 @@
+//! What a load, a device or a NEFF looks like to a person or a tool: the
+//! library decides these views once, and the CLI, the C library and Python
+//! only render them.
+
+pub mod memory;
+
+pub use memory::{Column, CoreMemory, HbmMemory, MemoryReport, MemoryStats, Usage};
