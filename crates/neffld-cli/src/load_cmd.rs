@@ -420,14 +420,15 @@ fn describe_model(
     t_total: Instant,
     dump: Option<&Path>,
 ) -> Result<Loaded, Failure> {
-    let geometry = rt.device().geometry().clone();
+    let (nd, device) = rt.device_of(model).map_err(|e| load_failure(&e))?;
+    let geometry = device.geometry().clone();
     let hbm = |p: PCore| geometry.hbm_of(p).unwrap_or(0);
-    let memory = MemoryReport::of(rt.device());
+    let memory = MemoryReport::of(nd, device);
     let (mut timings, cores, warnings, pcores, staged, h_model) = rt
         .with_model(model, |lm| {
             let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
-            let staged = dump.map(|_| neffld::capture::staged::staged(lm, rt.device()));
-            let memory = |p: PCore| rt.core_memory(p);
+            let staged = dump.map(|_| neffld::capture::staged::staged(lm, device));
+            let memory = |p: PCore| CoreMemory::of(device, p);
             (
                 lm.timings,
                 core_json(lm, memory, hbm),
@@ -531,7 +532,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     out["checked"] = json!(config.check);
     let (device, recorder) = recording_device(&config);
     let geometry = device.geometry().clone();
-    let rt = Runtime::with_device(config, device).map_err(|e| load_failure(&e))?;
+    let rt = Runtime::with_device(config, device.clone()).map_err(|e| load_failure(&e))?;
     out["device_cores"] = json!(geometry.cores());
 
     let bar = progress(bytes.len() as u64, a.quiet);
@@ -563,8 +564,8 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     // The memory as the loaded model held it, or as the refusal found it.
     let (report, named) = match (loaded_memory, &refused) {
         (Some((report, h, n)), _) => (report, Some((h, n))),
-        (None, Some(r)) => (MemoryReport::from_ledger(rt.device(), &r.ledger), None),
-        (None, None) => (MemoryReport::of(rt.device()), None),
+        (None, Some(r)) => (MemoryReport::from_ledger(0, &device, &r.ledger), None),
+        (None, None) => (MemoryReport::of(0, &device), None),
     };
     let _ = name;
     let name_of = |h: HModel| {

@@ -119,6 +119,9 @@ unsafe fn text(api: &str, what: &str, s: *const c_char) -> Result<String, NRT_ST
 /// The capture of a loaded model as staged.
 fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>, NRT_STATUS> {
     let arch = rt.config().arch;
+    let (nd, device) = rt
+        .device_of(model)
+        .map_err(|e| status::load_error(api, &e))?;
     let subgraphs = rt
         .with_model(model, |lm| {
             lm.cores
@@ -127,7 +130,7 @@ fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>
                     let pcore = c.pcore();
                     Subgraph {
                         name: c.subgraph.clone(),
-                        device: 0,
+                        device: u64::from(nd),
                         pcore: u64::from(pcore.0),
                         images: c
                             .engines
@@ -138,7 +141,7 @@ fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>
                                 bytes: Cow::Owned(e.image.bytes.to_vec()),
                             })
                             .collect(),
-                        memory: staged::memory_rows(rt.device(), pcore)
+                        memory: staged::memory_rows(device, pcore)
                             .iter()
                             .map(staged::StagedRow::to_mem_row)
                             .collect(),

@@ -14,6 +14,7 @@ use std::alloc::{self, Layout};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
+use neffld::api::LoadError;
 use neffld::device::{AllocReq, MemUsage, Owned, Owner};
 use neffld::ids::PCore;
 use tracing::{debug, error, warn};
@@ -260,21 +261,14 @@ pub(crate) unsafe fn allocate(
     // SAFETY: forwarded from this function's contract.
     let name = unsafe { name_of(name, "tensor") };
     let storage = if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_DEVICE as u32 {
-        let visible = rt.visible_vnc_count();
-        let idx = usize::try_from(vnc)
-            .ok()
-            .filter(|&v| v < visible as usize)
-            .ok_or_else(|| {
-                error!("{API}: Invalid vnc {vnc}, visible vncs: {visible}");
-                NRT_STATUS::NRT_INVALID
-            })?;
-        let config = rt.config();
-        let lcore = config
-            .visible_cores
-            .as_ref()
-            .map_or(idx as u32, |list| list[idx]);
-        let core = PCore(lcore * config.lnc_size());
-        let device = Arc::clone(rt.device());
+        let (_, device, core) = u32::try_from(vnc)
+            .map_err(|_| LoadError::BadVnc {
+                vnc,
+                visible: rt.visible_vnc_count(),
+            })
+            .and_then(|v| rt.placement_of_vnc(v))
+            .map_err(|e| status::load_error(API, &e))?;
+        let device = Arc::clone(device);
         let hbm = device
             .geometry()
             .hbm_of(core)

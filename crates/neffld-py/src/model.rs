@@ -214,7 +214,7 @@ fn run_load(
         Ok(neff) => rt.load_opened(bytes, neff, start_core, 1)?,
         Err(e) => return Err(LoadError::Container(e).into()),
     };
-    let dev = rt.device().clone();
+    let dev = rt.device_of(&handle)?.1.clone();
     let (cores, warnings, mut timings) = rt.with_model(&handle, |lm: &LoadedModel| {
         (core_facts(lm, &dev), lm.warnings.clone(), lm.timings)
     })?;

@@ -137,7 +137,10 @@ pub struct Model {
 pub struct LoadedModel {
     pub name: String,
     pub uuid: [u8; 16],
+    /// The logical core of the instance the model claims.
     pub vnc: LCore,
+    /// The device (`ND n`) its cores are on.
+    pub device: u32,
     pub tensors: Vec<TensorInfo>,
     pub gid: Option<u32>,
     pub h_model: HModel,
@@ -198,13 +201,23 @@ enum RtState {
 /// Generations handed to runtimes, process-wide (0 is never used).
 static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
-/// An initialised runtime: one device, its logical cores, the model table.
+/// One device of the instance (`ND n`): the device, its physical cores'
+/// state, and what the runtime allocated on it when it started (held for as
+/// long as the runtime lives, freed when it drops).
+struct Chip {
+    device: Arc<Device>,
+    cores: Arc<Cores>,
+    _start: AllocSet,
+}
+
+/// An initialised runtime: the devices of an instance, their logical cores
+/// (numbered across the devices, as the runtime numbers them), the model
+/// table.
 pub struct Runtime {
     config: RuntimeConfig,
-    device: Arc<Device>,
-    /// What the runtime allocated for itself when it started (held for as
-    /// long as the runtime lives, freed when it drops).
-    _start: AllocSet,
+    chips: Vec<Chip>,
+    /// Logical cores of each device.
+    lcores_per_chip: u32,
     generation: RuntimeGen,
     /// Read-held by every call for as long as it works on the runtime;
     /// `close` takes it for writing.
@@ -214,7 +227,6 @@ pub struct Runtime {
     /// Index → device logical core, for `NEURON_RT_VISIBLE_CORES`.
     visible: Vec<u32>,
     registry: Registry<LoadedModel>,
-    cores: Arc<Cores>,
     cache: ParseCache<Parsed>,
     /// Parses run (S1–S3), for tests of the cache and for diagnostics.
     parses: AtomicU64,
@@ -296,16 +308,42 @@ fn start(device: &Arc<Device>, arch: crate::Arch) -> Result<AllocSet, DeviceErro
 }
 
 impl Runtime {
-    /// `nrt_init`: a runtime on the configured simulated device.
+    /// `nrt_init`: a runtime on the configured simulated devices (one per
+    /// chip of the instance).
     pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
-        let device = started_device(&config);
-        Runtime::with_device(config, device)
+        let devices = (0..config.chips.max(1))
+            .map(|_| started_device(&config))
+            .collect();
+        Runtime::with_devices(config, devices)
     }
 
-    /// A runtime on a given device (tests use custom geometries and faults).
+    /// A runtime on one given device (tests use custom geometries and faults).
     pub fn with_device(config: RuntimeConfig, device: Arc<Device>) -> Result<Runtime, LoadError> {
+        Runtime::with_devices(config, vec![device])
+    }
+
+    /// A runtime on the devices of an instance, `ND 0` first; every device
+    /// has the same geometry.
+    pub fn with_devices(
+        config: RuntimeConfig,
+        devices: Vec<Arc<Device>>,
+    ) -> Result<Runtime, LoadError> {
+        let Some(first) = devices.first() else {
+            return Err(LoadError::Device(DeviceError::Invalid {
+                reason: "an instance needs at least one device".into(),
+            }));
+        };
+        if let Some(other) = devices.iter().find(|d| d.geometry() != first.geometry()) {
+            return Err(LoadError::Device(DeviceError::Invalid {
+                reason: format!(
+                    "the devices of one instance have one geometry: {:?} differs from {:?}",
+                    other.geometry(),
+                    first.geometry()
+                ),
+            }));
+        }
         let lnc = config.lnc_size();
-        let cores = device.geometry().cores();
+        let cores = first.geometry().cores();
         if lnc == 0 || !lnc.is_power_of_two() || !cores.is_multiple_of(lnc) {
             return Err(ConfigError {
                 var: "NEURON_LOGICAL_NC_CONFIG",
@@ -314,7 +352,8 @@ impl Runtime {
             }
             .into());
         }
-        let total = cores / lnc;
+        let lcores_per_chip = cores / lnc;
+        let total = lcores_per_chip * devices.len() as u32;
         let visible: Vec<u32> = match &config.visible_cores {
             None => (0..total).collect(),
             Some(list) => {
@@ -329,16 +368,24 @@ impl Runtime {
                 list.clone()
             }
         };
-        let start = start(&device, config.arch)?;
+        let chips = devices
+            .into_iter()
+            .map(|device| {
+                Ok(Chip {
+                    _start: start(&device, config.arch)?,
+                    cores: Arc::new(Cores::new(cores)),
+                    device,
+                })
+            })
+            .collect::<Result<Vec<Chip>, DeviceError>>()?;
         Ok(Runtime {
-            _start: start,
             vnc_usage: Mutex::new(vec![0; visible.len()]),
             visible,
-            cores: Arc::new(Cores::new(cores)),
             cache: ParseCache::new(config.cache_policy()),
             parses: AtomicU64::new(0),
             config,
-            device,
+            chips,
+            lcores_per_chip,
             generation: RuntimeGen(GENERATIONS.fetch_add(1, Ordering::Relaxed)),
             state: RwLock::new(RtState::Init),
             registry: Registry::default(),
@@ -349,8 +396,43 @@ impl Runtime {
         &self.config
     }
 
-    pub fn device(&self) -> &Arc<Device> {
-        &self.device
+    /// The devices of the instance, `ND 0` first.
+    pub fn devices(&self) -> impl ExactSizeIterator<Item = &Arc<Device>> {
+        self.chips.iter().map(|c| &c.device)
+    }
+
+    /// The device (`ND n`) a logical core of the instance is on, and the
+    /// logical core's index on it.
+    fn chip_of(&self, lcore: LCore) -> Result<(usize, &Chip, LCore), LoadError> {
+        let nd = (lcore.0 / self.lcores_per_chip) as usize;
+        let chip = self.chips.get(nd).ok_or(LoadError::BadVnc {
+            vnc: lcore.0 as i32,
+            visible: self.visible_vnc_count(),
+        })?;
+        Ok((nd, chip, LCore(lcore.0 % self.lcores_per_chip)))
+    }
+
+    /// The device a loaded model is on, and its index (`ND n`).
+    pub fn device_of(&self, model: &Model) -> Result<(u32, &Arc<Device>), LoadError> {
+        let (nd, chip, _) = self.chip_of(model.vnc)?;
+        Ok((nd as u32, &chip.device))
+    }
+
+    /// Where a visible logical core is: its device, the device's index
+    /// (`ND n`) and the first physical core (what a tensor allocated for the
+    /// logical core is charged to).
+    pub fn placement_of_vnc(&self, vnc: u32) -> Result<(u32, &Arc<Device>, PCore), LoadError> {
+        let lcore = *self.visible.get(vnc as usize).ok_or(LoadError::BadVnc {
+            vnc: vnc as i32,
+            visible: self.visible_vnc_count(),
+        })?;
+        let (nd, chip, local) = self.chip_of(LCore(lcore))?;
+        let first = chip
+            .device
+            .geometry()
+            .pcores_of(local, self.config.lnc_size())?
+            .start;
+        Ok((nd as u32, &chip.device, PCore(first)))
     }
 
     /// This runtime's generation (what its [`Model`]s carry).
@@ -393,9 +475,9 @@ impl Runtime {
         self.visible.len() as u32
     }
 
-    /// Logical cores on the device.
+    /// Logical cores on the instance.
     pub fn total_vnc_count(&self) -> u32 {
-        self.device.geometry().cores() / self.config.lnc_size()
+        self.lcores_per_chip * self.chips.len() as u32
     }
 
     /// Claims a logical core: the first unused one for -1, else the given
@@ -554,10 +636,11 @@ impl Runtime {
             .saturating_sub(timings.container + timings.parse);
         let lcore = LCore(self.visible[claim.idx]);
         let lnc = self.config.lnc_size();
-        let pcores: Vec<PCore> = self
+        let (nd, chip, local) = self.chip_of(lcore)?;
+        let pcores: Vec<PCore> = chip
             .device
             .geometry()
-            .pcores_of(lcore, lnc)?
+            .pcores_of(local, lnc)?
             .map(PCore)
             .collect();
         let h_model = self.registry.new_h_model();
@@ -569,8 +652,8 @@ impl Runtime {
         let kbins = &parsed.model.kbins;
         let t = Instant::now();
         let staged = stage::stage(
-            &self.device,
-            &self.cores,
+            &chip.device,
+            &chip.cores,
             kbins,
             &parsed.neff.archive,
             &pcores,
@@ -580,7 +663,7 @@ impl Runtime {
         timings.stage = t.elapsed();
         timings.relocate = staged.iter().map(|i| i.reloc_time).sum();
         if self.config.check {
-            let findings = validate::validate(&self.device, kbins, &staged);
+            let findings = validate::validate(&chip.device, kbins, &staged);
             if !findings.is_empty() {
                 return Err(LoadError::Validation(findings));
             }
@@ -593,6 +676,7 @@ impl Runtime {
             name: name.clone(),
             uuid: header.uuid,
             vnc: lcore,
+            device: nd as u32,
             tensors: parsed.model.tensor_info(),
             gid,
             h_model,
@@ -668,16 +752,18 @@ impl Runtime {
             vnc: vnc as i32,
             visible: self.visible_vnc_count(),
         })?;
+        let (_, chip, local) = self.chip_of(LCore(lcore))?;
         Ok(MemoryStats::of(
-            &self.device,
-            LCore(lcore),
+            &chip.device,
+            local,
             self.config.lnc_size(),
         )?)
     }
 
-    /// The memory report of one physical core of the device.
-    pub fn core_memory(&self, pcore: PCore) -> CoreMemory {
-        CoreMemory::of(&self.device, pcore)
+    /// The memory report of one physical core of device `ND nd`.
+    pub fn core_memory(&self, nd: u32, pcore: PCore) -> Option<CoreMemory> {
+        let chip = self.chips.get(nd as usize)?;
+        Some(CoreMemory::of(&chip.device, pcore))
     }
 
     /// How many parses (S1–S3) this runtime has run; loads that reused a

@@ -36,6 +36,9 @@ pub enum DeviceKind {
 pub struct RuntimeConfig {
     /// The instance architecture (the arch gate compares NEFFs against it).
     pub arch: Arch,
+    /// Devices (chips) of the instance, each of the architecture's geometry
+    /// (`ND 0` … `ND chips-1`); logical cores are numbered across them.
+    pub chips: u32,
     pub device: DeviceKind,
     /// Logical-core size; `None` = the architecture's default (sunda: 1, else 2).
     pub lnc: Option<u32>,
@@ -83,6 +86,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             arch: Arch::Cayman,
+            chips: 1,
             device: DeviceKind::Sim,
             lnc: None,
             visible_cores: None,

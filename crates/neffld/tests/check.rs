@@ -27,8 +27,10 @@ fn staged(
     let (rt, _dev) = runtime(arch);
     let (_neff, parsed) = parse(bytes, arch, lnc);
     let model = rt.load(bytes, -1, 1).expect("loads");
-    rt.with_model(&model, |lm| f(&**rt.device(), &parsed.kbins, lm))
-        .unwrap();
+    rt.with_model(&model, |lm| {
+        f(&**rt.devices().next().unwrap(), &parsed.kbins, lm)
+    })
+    .unwrap();
 }
 
 /// matmul_small (dynamic DMA: `0xD4` operands, IO through the DGE table).

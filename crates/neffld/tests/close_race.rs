@@ -84,7 +84,7 @@ fn loads_racing_close_then_reinit_leave_nothing_and_stale_handles_are_refused() 
     let (mut raced, mut refused, mut stale_checked, mut collisions) = (0, 0, 0, 0);
     for it in 0..ITERATIONS {
         let rt = Arc::new(Runtime::new(config()).unwrap());
-        let dev = rt.device().clone();
+        let dev = rt.devices().next().unwrap().clone();
         let r = race(&rt, &bytes, it);
         // Close waited for every load that entered before it and unloaded
         // it; every later load was refused.
@@ -122,7 +122,7 @@ fn loads_racing_close_then_reinit_leave_nothing_and_stale_handles_are_refused() 
         for m in &fresh {
             rt2.unload(m).unwrap();
         }
-        assert_eq!(beyond_start(rt2.device()).len(), 0);
+        assert_eq!(beyond_start(rt2.devices().next().unwrap()).len(), 0);
         rt2.close();
     }
     println!(

@@ -154,7 +154,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
     let (neff, parsed) = parse(&bytes, Arch::Cayman, 2);
     let cores = Arc::new(Cores::new(1));
     let e = stage::stage(
-        rt.device(),
+        rt.devices().next().unwrap(),
         &cores,
         &parsed.kbins,
         &neff.archive,
@@ -180,7 +180,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
     );
     assert_eq!(e.status(), NrtStatus::Invalid);
     assert_eq!(
-        beyond_start(rt.device()).len(),
+        beyond_start(rt.devices().next().unwrap()).len(),
         0,
         "rejected before any allocation"
     );

@@ -489,7 +489,8 @@ pub fn load_and_compare(
     let streams = neff_streams(&opened, &parsed);
     let rt = Runtime::new(config)?;
     let model = rt.load(neff, vnc as i32, 1)?;
-    let ours = rt.with_model(&model, |lm| staged(lm, rt.device()));
+    let (_, device) = rt.device_of(&model)?;
+    let ours = rt.with_model(&model, |lm| staged(lm, device));
     rt.unload(&model)?;
     let ours = ours??;
     Ok((compare(capture, &ours, &streams), ours))

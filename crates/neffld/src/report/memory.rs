@@ -347,14 +347,14 @@ pub struct MemoryReport {
 }
 
 impl MemoryReport {
-    /// The report of `dev` now.
-    pub fn of(dev: &Device) -> MemoryReport {
-        MemoryReport::from_ledger(dev, &dev.ledger())
+    /// The report of `dev`, device `ND nd` of its instance, now.
+    pub fn of(nd: u32, dev: &Device) -> MemoryReport {
+        MemoryReport::from_ledger(nd, dev, &dev.ledger())
     }
 
     /// The report of `dev`'s geometry with the memory in `ledger` (the
     /// device now, or as a refusal found it).
-    pub fn from_ledger(dev: &Device, ledger: &Ledger) -> MemoryReport {
+    pub fn from_ledger(nd: u32, dev: &Device, ledger: &Ledger) -> MemoryReport {
         let g = dev.geometry();
         let hbms = (0..g.hbm_channels())
             .map(|h| HbmMemory {
@@ -369,7 +369,7 @@ impl MemoryReport {
                     .collect(),
             })
             .collect();
-        MemoryReport { device: 0, hbms }
+        MemoryReport { device: nd, hbms }
     }
 
     /// The HBM a core allocates from.
