@@ -28,7 +28,6 @@ use thiserror::Error;
 use crate::cache::{ParseCache, Role, Weigh};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader};
-use crate::device::address::RUNTIME_SMALL_POOL_BYTES;
 use crate::device::{Device, DeviceError, Geometry, NullDevice, SimDevice};
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
 use crate::memory::{CoreMemory, MemoryStats};
@@ -246,12 +245,12 @@ fn unclaim(usage: &Mutex<Vec<u32>>, idx: usize) {
     }
 }
 
-/// The configured simulated device as a started runtime leaves it: the
-/// runtime's own small allocations come first on every channel
-/// ([`RUNTIME_SMALL_POOL_BYTES`]).
+/// The configured simulated device as a started runtime of the configured
+/// line leaves it: the runtime's own allocations come first on every
+/// channel ([`crate::line::RuntimeLine::start_taken`]).
 pub fn started_device(config: &RuntimeConfig) -> Arc<dyn Device> {
     let geometry = Geometry::for_arch(config.arch);
-    let taken = RUNTIME_SMALL_POOL_BYTES;
+    let taken = config.line().start_taken(config.arch);
     match config.device {
         DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, taken)),
         DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, taken)),
@@ -527,6 +526,7 @@ impl Runtime {
         let h_model = self.registry.new_h_model();
         let sopts = StageOptions {
             arch: self.config.arch,
+            line: self.config.line(),
             scratchpad_page: self.config.scratchpad_page,
             fanout_min_bytes: self.config.fanout_min_bytes,
         };
@@ -641,6 +641,7 @@ impl Runtime {
         Ok(MemoryStats::of(
             self.device.as_ref(),
             self.config.arch,
+            self.config.line(),
             LCore(lcore),
             self.config.lnc_size(),
         )?)
@@ -648,7 +649,12 @@ impl Runtime {
 
     /// The memory report of one physical core of the device.
     pub fn core_memory(&self, pcore: PCore) -> CoreMemory {
-        CoreMemory::of(self.device.as_ref(), self.config.arch, pcore)
+        CoreMemory::of(
+            self.device.as_ref(),
+            self.config.arch,
+            self.config.line(),
+            pcore,
+        )
     }
 
     /// How many parses (S1–S3) this runtime has run; loads that reused a

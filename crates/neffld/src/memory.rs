@@ -6,48 +6,57 @@
 //!
 //! A row is the sum of two parts:
 //! - **runtime**: what the runtime allocates for itself on every core when
-//!   it starts, before any model ([`runtime_rows`]);
+//!   it starts, before any model ([`runtime_rows`]: the runtime line's
+//!   figures);
 //! - **model**: the requested bytes of every live allocation the loaded
 //!   models made on the core (the device ledger's requested column).
 
 use crate::device::{Device, DeviceError, MemUsage};
 use crate::ids::{LCore, PCore};
+use crate::line::RuntimeLine;
 use crate::Arch;
 
 /// One row per [`MemUsage`], in the profiler's order.
 pub type Rows = [u64; MemUsage::COUNT];
 
-/// What the runtime allocates for itself on each physical core of `arch`
-/// when it starts.
-///
-/// trn2 (runtime 2.30.51, all ten shared captures, both cores):
-/// - Ucode lib 1,744,584 and GpSimd STDIO 1,088: the whole row, the same
-///   for every NEFF;
-/// - Generic 13,312: the row is 38,912 on both cores, of which 25,600 are
-///   the NEFF's DVE tables (1 + 4 + 4 + 16 KiB, staged per core);
-/// - DMA Rings Runtime 28,672: the row is 30,720 on the core with only the
-///   DVE-table ring and 32,768 on the one with the act-table ring too
-///   (2,048 bytes each).
-///
-/// trn1: Ucode lib 100,669,644 (96 MiB + 6,348; trn1 captures of runtimes
-/// 2.23 and 2.25). No shared trn1 capture shows the other rows; trn1 and
-/// trn3 take the trn2 values (docs/decisions.md).
-pub fn runtime_rows(arch: Arch) -> Rows {
-    let mut r = [0; MemUsage::COUNT];
-    r[MemUsage::Generic.index()] = 13_312;
-    r[MemUsage::PoolStdio.index()] = 1_088;
-    r[MemUsage::DmaRing.index()] = 28_672;
-    r[MemUsage::UcodeLib.index()] = match arch {
-        Arch::Sunda => 100_669_644,
-        Arch::Cayman | Arch::Mariana => 1_744_584,
-    };
-    r
+/// What the runtime of `line` allocates for itself on each physical core of
+/// `arch` when it starts (the line's figures and their evidence:
+/// [`RuntimeLine::start_rows`]).
+pub fn runtime_rows(arch: Arch, line: RuntimeLine) -> Rows {
+    line.start_rows(arch)
+}
+
+/// A row of the runtime's own list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKey {
+    /// The row of one usage.
+    Usage(MemUsage),
+    /// The single `DMA Rings` row of the oldest runtimes (2.23), in place of
+    /// the four DMA Rings rows.
+    DmaRings,
+}
+
+/// One row as the runtime lists it: what it charged for itself at start
+/// and what the models did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReportRow {
+    pub key: RowKey,
+    pub runtime: u64,
+    pub model: u64,
+}
+
+impl ReportRow {
+    pub fn bytes(&self) -> u64 {
+        self.runtime + self.model
+    }
 }
 
 /// The memory report of one physical core.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreMemory {
     pub pcore: PCore,
+    /// The runtime line whose list [`CoreMemory::report`] gives.
+    pub line: RuntimeLine,
     /// Charged when the runtime started.
     pub runtime: Rows,
     /// Charged by the models loaded on the core.
@@ -55,8 +64,8 @@ pub struct CoreMemory {
 }
 
 impl CoreMemory {
-    /// The core's report on `dev` now.
-    pub fn of(dev: &dyn Device, arch: Arch, pcore: PCore) -> CoreMemory {
+    /// The core's report on `dev` now, under `line`.
+    pub fn of(dev: &dyn Device, arch: Arch, line: RuntimeLine, pcore: PCore) -> CoreMemory {
         let ledger = dev.ledger();
         let mut model = [0; MemUsage::COUNT];
         for u in MemUsage::ALL {
@@ -64,7 +73,8 @@ impl CoreMemory {
         }
         CoreMemory {
             pcore,
-            runtime: runtime_rows(arch),
+            line,
+            runtime: runtime_rows(arch, line),
             model,
         }
     }
@@ -85,6 +95,37 @@ impl CoreMemory {
     pub fn total(&self) -> u64 {
         MemUsage::ALL.iter().map(|&u| self.row(u)).sum()
     }
+
+    /// The rows as the line's runtime lists them: every usage in the
+    /// profiler's order; on the oldest lines ([`RuntimeLine::legacy_rows`])
+    /// the four DMA Rings rows are one, and Generic shows only the
+    /// runtime's part (2.23 reports 0 although its NEFFs' DVE tables are
+    /// staged: it does not count them).
+    pub fn report(&self) -> Vec<ReportRow> {
+        let row = |u: MemUsage| ReportRow {
+            key: RowKey::Usage(u),
+            runtime: self.runtime[u.index()],
+            model: self.model[u.index()],
+        };
+        if !self.line.legacy_rows() {
+            return MemUsage::ALL.iter().map(|&u| row(u)).collect();
+        }
+        let mut rows: Vec<ReportRow> = MemUsage::ALL
+            .iter()
+            .filter(|&&u| u.index() < MemUsage::DmaRing.index())
+            .map(|&u| ReportRow {
+                model: if u == MemUsage::Generic { 0 } else { self.model[u.index()] },
+                ..row(u)
+            })
+            .collect();
+        let dma = &MemUsage::ALL[MemUsage::DmaRing.index()..];
+        rows.push(ReportRow {
+            key: RowKey::DmaRings,
+            runtime: dma.iter().map(|u| self.runtime[u.index()]).sum(),
+            model: dma.iter().map(|u| self.model[u.index()]).sum(),
+        });
+        rows
+    }
 }
 
 /// What `nrt_get_vnc_memory_stats` reports for a logical core, with the
@@ -103,6 +144,7 @@ impl MemoryStats {
     pub fn of(
         dev: &dyn Device,
         arch: Arch,
+        line: RuntimeLine,
         lcore: LCore,
         lnc: u32,
     ) -> Result<MemoryStats, DeviceError> {
@@ -110,7 +152,7 @@ impl MemoryStats {
         let cores: Vec<CoreMemory> = dev
             .geometry()
             .pcores_of(lcore, lnc)?
-            .map(|c| CoreMemory::of(dev, arch, PCore(c)))
+            .map(|c| CoreMemory::of(dev, arch, line, PCore(c)))
             .collect();
         Ok(MemoryStats {
             used: cores.iter().map(CoreMemory::total).sum(),
@@ -136,7 +178,7 @@ mod tests {
             hint: "pe",
         })
         .unwrap();
-        let s = MemoryStats::of(&dev, Arch::Cayman, LCore(2), 2).unwrap();
+        let s = MemoryStats::of(&dev, Arch::Cayman, RuntimeLine::V2_30, LCore(2), 2).unwrap();
         assert_eq!(s.cores.len(), 2);
         let c4 = &s.cores[0];
         assert_eq!(c4.pcore, PCore(4));
@@ -149,7 +191,40 @@ mod tests {
         assert_eq!(s.cores[1].row(MemUsage::InstrPe), 0);
         assert_eq!(s.used, s.cores[0].total() + s.cores[1].total());
         assert_eq!(s.used, 12_416 + 2 * (13_312 + 1_088 + 28_672 + 1_744_584));
-        let trn1 = runtime_rows(Arch::Sunda);
+        let trn1 = runtime_rows(Arch::Sunda, RuntimeLine::V2_23);
         assert_eq!(trn1[MemUsage::UcodeLib.index()], 100_669_644);
+        assert_eq!(c4.report().len(), MemUsage::COUNT);
+    }
+
+    #[test]
+    fn the_oldest_line_lists_one_dma_rings_row_and_no_model_generic() {
+        let dev = SimDevice::new(Geometry::for_arch(Arch::Sunda));
+        for (usage, size) in [
+            (MemUsage::DmaRingIo, 65_536),
+            (MemUsage::DmaRingSpill, 4_096),
+            (MemUsage::Generic, 25_600),
+            (MemUsage::InstrPool, 1_792),
+        ] {
+            dev.alloc(AllocReq {
+                size,
+                align: 0,
+                core: PCore(0),
+                usage,
+                hint: "x",
+            })
+            .unwrap();
+        }
+        let c = CoreMemory::of(&dev, Arch::Sunda, RuntimeLine::V2_23, PCore(0));
+        let rows = c.report();
+        // 18 usage rows and the single DMA Rings row: 19, as 2.23 lists them.
+        assert_eq!(rows.len(), 19);
+        assert_eq!(rows[18].key, RowKey::DmaRings);
+        assert_eq!(rows[18].bytes(), 65_536 + 4_096);
+        assert_eq!(rows[0].key, RowKey::Usage(MemUsage::Generic));
+        assert_eq!(rows[0].bytes(), 0);
+        assert_eq!(rows[MemUsage::InstrPool.index()].bytes(), 1_792);
+        assert_eq!(rows[MemUsage::UcodeLib.index()].bytes(), 100_669_644);
+        // The ledger still holds the DVE tables.
+        assert_eq!(c.row(MemUsage::Generic), 25_600);
     }
 }

@@ -125,6 +125,8 @@ class Model:
     name: str
     uuid: bytes
     arch: Literal["trn1", "trn2", "trn3"]
+    runtime: Literal["2.23", "2.25", "2.27", "2.30"]
+    """The runtime line the load reproduced."""
     device: Literal["sim", "null"]
     vnc: int
     cores: list[Core]
@@ -208,8 +210,11 @@ def load(
     arch: Optional[Literal["trn1", "trn2", "trn3"]] = None,
     device: Literal["sim", "null"] = "sim",
     start_core: int = -1,
+    runtime: Optional[str] = None,
 ) -> Model:
     """Loads the NEFF (nrt_load, S0-S5) onto a fresh simulated device of
-    `arch` (default: the NEFF's target). The runtime's environment variables
-    apply; the logical-core size defaults to the NEFF's own. Raises
-    NeffError."""
+    `arch` (default: the NEFF's target), reproducing runtime line `runtime`
+    ("2.23", "2.25", "2.27", "2.30" or a version such as "2.27.23";
+    default: NEFFLD_RUNTIME, else trn1 2.23, trn2/trn3 2.30). The runtime's
+    environment variables apply; the logical-core size defaults to the
+    NEFF's own. Raises NeffError."""

@@ -23,6 +23,20 @@ pub const SMALL_POOL_BYTES: u64 = 1 << 30;
 /// Requests up to this size (after rounding) prefer the small pool.
 pub const SMALL_REQUEST_MAX: u64 = 512 << 10;
 
+/// What a started runtime already holds in each HBM channel, before any
+/// model: which decides where a model's first allocations land (the
+/// figures are the runtime line's, `line/`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StartTaken {
+    /// Bytes at the bottom of the small pool.
+    pub small_pool: u64,
+    /// Bytes at the bottom of the main pool (right after the carve-out).
+    pub main_pool: u64,
+    /// The runtime keeps no small pool: every request is first-fit from
+    /// the carve-out up.
+    pub no_small_pool: bool,
+}
+
 /// Which pool of a channel a block came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pool {
@@ -183,25 +197,36 @@ impl HbmAllocator {
     /// to the granule, at most the whole pool) above their start: what a
     /// started runtime has already allocated for itself there.
     pub fn with_small_pool_taken(geometry: &Geometry, taken: u64) -> HbmAllocator {
-        let taken = taken
-            .div_ceil(GRANULE)
-            .saturating_mul(GRANULE)
-            .min(SMALL_POOL_BYTES);
+        HbmAllocator::started(
+            geometry,
+            StartTaken {
+                small_pool: taken,
+                ..StartTaken::default()
+            },
+        )
+    }
+
+    /// An allocator as a started runtime leaves it ([`StartTaken`]).
+    pub fn started(geometry: &Geometry, start: StartTaken) -> HbmAllocator {
+        let granules = |n: u64| n.div_ceil(GRANULE).saturating_mul(GRANULE);
         let channels = (0..geometry.hbm_channels())
             .map(|c| {
                 // `channel_base` only fails for an out-of-range channel.
                 let base = geometry.channel_base(c).map_or(0, |pa| pa.0);
                 let usable_start = base + CARVEOUT;
                 let end = base + geometry.hbm_bytes_per_channel();
-                if end - usable_start >= 2 * SMALL_POOL_BYTES {
+                let main_start =
+                    (usable_start + granules(start.main_pool)).min(end.saturating_sub(GRANULE));
+                if !start.no_small_pool && end - usable_start >= 2 * SMALL_POOL_BYTES {
                     let split = end - SMALL_POOL_BYTES;
+                    let taken = granules(start.small_pool).min(SMALL_POOL_BYTES);
                     ChannelHeap {
-                        main: FreeList::new(usable_start, split),
+                        main: FreeList::new(main_start.min(split), split),
                         small: Some(FreeList::new(split + taken, end)),
                     }
                 } else {
                     ChannelHeap {
-                        main: FreeList::new(usable_start, end),
+                        main: FreeList::new(main_start, end),
                         small: None,
                     }
                 }

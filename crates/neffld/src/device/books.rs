@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::alloc::{AllocFailure, Block, HbmAllocator};
+use super::alloc::{AllocFailure, Block, HbmAllocator, StartTaken};
 use super::fault::{FaultPlan, FaultState};
 use super::geometry::Geometry;
 use super::ledger::{Ledger, MemLocation, MemUsage};
@@ -46,12 +46,12 @@ pub(crate) struct Books<T = ()> {
 }
 
 impl<T> Books<T> {
-    /// Books of a device whose small pools each begin `taken` bytes above
-    /// their start ([`HbmAllocator::with_small_pool_taken`]).
-    pub(crate) fn new(geometry: &Geometry, taken: u64) -> Books<T> {
+    /// Books of a device as a started runtime leaves it
+    /// ([`HbmAllocator::started`]).
+    pub(crate) fn new(geometry: &Geometry, start: StartTaken) -> Books<T> {
         Books {
             geometry: geometry.clone(),
-            heap: HbmAllocator::with_small_pool_taken(geometry, taken),
+            heap: HbmAllocator::started(geometry, start),
             ledger: Ledger::new(geometry),
             faults: FaultState::default(),
             live: BTreeMap::new(),

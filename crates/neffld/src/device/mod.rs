@@ -28,7 +28,7 @@ use crate::ids::{LCore, PCore, Pa};
 use crate::shared::SharedBytes;
 use crate::status::NrtStatus;
 
-pub use alloc::{Pool, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
+pub use alloc::{Pool, StartTaken, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
 pub use fault::{FaultOp, FaultPlan};
 pub use geometry::{Geometry, CARVEOUT, GRANULE};
 pub use ledger::{Ledger, MemCategory, MemLocation, MemUsage, VncMemoryStats};

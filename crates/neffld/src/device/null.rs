@@ -27,7 +27,7 @@ use super::books::Books;
 use super::fault::FaultPlan;
 use super::geometry::Geometry;
 use super::ledger::Ledger;
-use super::{AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle};
+use super::{AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle, StartTaken};
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -81,21 +81,21 @@ pub struct NullDevice {
 impl NullDevice {
     /// A device that counts writes but keeps no checksum of them.
     pub fn new(geometry: Geometry) -> NullDevice {
-        NullDevice::make(geometry, None, 0)
+        NullDevice::make(geometry, None, StartTaken::default())
     }
 
     /// A device that also keeps a checksum of everything written.
     pub fn with_checksum(geometry: Geometry) -> NullDevice {
-        NullDevice::make(geometry, Some(0), 0)
+        NullDevice::make(geometry, Some(0), StartTaken::default())
     }
 
     /// The device as a started runtime leaves it ([`super::SimDevice::as_started`]).
-    pub fn as_started(geometry: Geometry, taken: u64) -> NullDevice {
-        NullDevice::make(geometry, None, taken)
+    pub fn as_started(geometry: Geometry, start: StartTaken) -> NullDevice {
+        NullDevice::make(geometry, None, start)
     }
 
-    fn make(geometry: Geometry, checksum: Option<u64>, taken: u64) -> NullDevice {
-        let books = Books::new(&geometry, taken);
+    fn make(geometry: Geometry, checksum: Option<u64>, start: StartTaken) -> NullDevice {
+        let books = Books::new(&geometry, start);
         NullDevice {
             geometry,
             inner: Mutex::new(Inner {

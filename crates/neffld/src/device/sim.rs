@@ -36,7 +36,9 @@ use super::books::Books;
 use super::fault::FaultPlan;
 use super::geometry::{Geometry, GRANULE};
 use super::ledger::Ledger;
-use super::{AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle, Write};
+use super::{
+    AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle, StartTaken, Write,
+};
 use crate::ids::Pa;
 use crate::shared::SharedBytes;
 
@@ -363,16 +365,16 @@ struct Inner {
 
 impl SimDevice {
     pub fn new(geometry: Geometry) -> SimDevice {
-        SimDevice::as_started(geometry, 0)
+        SimDevice::as_started(geometry, StartTaken::default())
     }
 
-    /// The device as a started runtime leaves it: the first `taken` bytes
-    /// of each channel's small pool hold the runtime's own allocations
-    /// ([`super::address::RUNTIME_SMALL_POOL_BYTES`]).
-    pub fn as_started(geometry: Geometry, taken: u64) -> SimDevice {
+    /// The device as a started runtime leaves it: what the runtime holds
+    /// of each channel's pools for its own allocations (its line's figures,
+    /// [`crate::line::RuntimeLine::start_taken`]).
+    pub fn as_started(geometry: Geometry, start: StartTaken) -> SimDevice {
         SimDevice {
             inner: Mutex::new(Inner {
-                books: Books::new(&geometry, taken),
+                books: Books::new(&geometry, start),
                 pool: Pool::default(),
             }),
             geometry,

@@ -20,7 +20,7 @@ use crate::device::Device;
 use crate::ids::{HModel, PCore};
 use crate::kbin::Kbin;
 use crate::manifest::def::VarKind;
-use crate::relocate::runtime_code::CoreRole;
+use crate::line::{CoreRole, RuntimeLine};
 use crate::Arch;
 
 use super::core;
@@ -34,6 +34,8 @@ pub struct StageOptions {
     /// Architecture of the device (decides barriers, ucode staging and the
     /// Event-Accel check).
     pub arch: Arch,
+    /// The runtime line whose own code and allocations the load reproduces.
+    pub line: RuntimeLine,
     /// Scratchpad page size in bytes.
     pub scratchpad_page: u64,
     /// Build the cores of a multi-subgraph load on one thread each when the
@@ -109,7 +111,7 @@ pub fn stage<'d>(
         },
     )?;
     let mut images: Vec<&mut core::CoreImage> = guards.iter_mut().map(|g| g.image_mut()).collect();
-    core::place_images(dev, kbins, archive, &mut images)?;
+    core::place_images(dev, kbins, archive, &mut images, opts.line)?;
     let threaded = nkbin > 1 && bulk_bytes(kbins) >= opts.fanout_min_bytes;
     tracing::debug!(
         "building {nkbin} cores {}",
@@ -121,7 +123,7 @@ pub fn stage<'d>(
     );
     let build = |k: usize, kbin: &Kbin, mut guard: CoreGuard<'d>| {
         let role = CoreRole::of_subgraph(k);
-        core::build(dev, kbin, archive, guard.image_mut(), opts.arch, role)?;
+        core::build(dev, kbin, archive, guard.image_mut(), opts.arch, role, opts.line)?;
         guard.enter_model_table()?;
         Ok::<_, StageError>(guard)
     };
