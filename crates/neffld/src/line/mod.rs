@@ -342,8 +342,10 @@ fn assemble(
             Part::Filler(n) => {
                 code.records
                     .extend((at..at + n).map(|s| regs::filler(c.line, c.engine, postamble, s)));
-                if n > 0 {
-                    code.filler.push(at..at + n);
+                match code.filler.last_mut() {
+                    Some(last) if last.end == at => last.end += n,
+                    _ if n > 0 => code.filler.push(at..at + n),
+                    _ => {}
                 }
             }
             Part::QueueBlocks => {
