@@ -68,7 +68,12 @@ pub fn device_json(arch: Arch, line: RuntimeLine, cores: &[StagedCore]) -> Value
 }
 
 /// Writes `device.json` and every image under `dir` (created if needed).
-pub fn write(dir: &Path, arch: Arch, line: RuntimeLine, cores: &[StagedCore]) -> Result<(), String> {
+pub fn write(
+    dir: &Path,
+    arch: Arch,
+    line: RuntimeLine,
+    cores: &[StagedCore],
+) -> Result<(), String> {
     let err = |p: &Path, e: std::io::Error| format!("cannot write {}: {e}", p.display());
     std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
     for c in cores {

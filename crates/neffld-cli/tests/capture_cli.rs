@@ -228,7 +228,10 @@ fn compare_reports_each_core_and_engine_and_exits_1_on_disagreement() {
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains("sg00: physical core 4 (capture 4)"), "{text}");
     assert!(text.starts_with("runtime line 2.30\n"), "{text}");
-    assert!(text.contains("images: records 10/10, sizes 10/10"), "{text}");
+    assert!(
+        text.contains("images: records 10/10, sizes 10/10"),
+        "{text}"
+    );
     assert!(text.contains("Scalar Table"));
     assert_eq!(human.status.code(), Some(1));
 }
@@ -251,7 +254,11 @@ fn dump_names_the_filler_slots_of_an_older_line() {
         dir.to_str().unwrap(),
         "--json",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(stdout_json(&out)["runtime"], "2.23");
     let dev: Value =
         serde_json::from_slice(&std::fs::read(dir.join("device.json")).unwrap()).unwrap();

@@ -138,10 +138,15 @@ fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>
                                 bytes: Cow::Owned(e.image.bytes.to_vec()),
                             })
                             .collect(),
-                        memory: staged::memory_rows(rt.device().as_ref(), arch, rt.config().line(), pcore)
-                            .iter()
-                            .map(staged::StagedRow::to_mem_row)
-                            .collect(),
+                        memory: staged::memory_rows(
+                            rt.device().as_ref(),
+                            arch,
+                            rt.config().line(),
+                            pcore,
+                        )
+                        .iter()
+                        .map(staged::StagedRow::to_mem_row)
+                        .collect(),
                         duration_ps: None,
                     }
                 })

@@ -102,12 +102,7 @@ struct CoreFacts {
 
 /// The library's staged view of every core (the terms a capture uses); on
 /// a device that keeps no bytes, the same view without the images.
-fn core_facts(
-    lm: &LoadedModel,
-    dev: &dyn Device,
-    arch: Arch,
-    line: RuntimeLine,
-) -> Vec<CoreFacts> {
+fn core_facts(lm: &LoadedModel, dev: &dyn Device, arch: Arch, line: RuntimeLine) -> Vec<CoreFacts> {
     let views = staged::staged(lm, dev, arch, line).unwrap_or_else(|_| {
         lm.cores
             .iter()
@@ -225,7 +220,11 @@ fn run_load(
     let dev = rt.device().clone();
     let (arch, line) = (rt.config().arch, rt.config().line());
     let (cores, warnings, mut timings) = rt.with_model(&handle, |lm: &LoadedModel| {
-        (core_facts(lm, &*dev, arch, line), lm.warnings.clone(), lm.timings)
+        (
+            core_facts(lm, &*dev, arch, line),
+            lm.warnings.clone(),
+            lm.timings,
+        )
     })?;
     timings.container = s1;
     let tensors = rt.tensor_info(&handle)?;

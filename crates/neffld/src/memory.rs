@@ -114,7 +114,11 @@ impl CoreMemory {
             .iter()
             .filter(|&&u| u.index() < MemUsage::DmaRing.index())
             .map(|&u| ReportRow {
-                model: if u == MemUsage::Generic { 0 } else { self.model[u.index()] },
+                model: if u == MemUsage::Generic {
+                    0
+                } else {
+                    self.model[u.index()]
+                },
                 ..row(u)
             })
             .collect();

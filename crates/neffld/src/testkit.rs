@@ -448,8 +448,14 @@ impl Synth {
                     "datapath_table":"default_datapath_table.bin","opcode_table":"default_opcode_table.bin"}]);
             });
             s.remove(&format!("{sg}/default_control_table.bin"));
-            s.set(&format!("{sg}/default_control_fast_table.bin"), vec![1; 4096]);
-            s.set(&format!("{sg}/default_control_slow_table.bin"), vec![2; 4096]);
+            s.set(
+                &format!("{sg}/default_control_fast_table.bin"),
+                vec![1; 4096],
+            );
+            s.set(
+                &format!("{sg}/default_control_slow_table.bin"),
+                vec![2; 4096],
+            );
             s.set(&format!("{sg}/default_datapath_table.bin"), vec![3; 16384]);
             s.set(&format!("{sg}/default_opcode_table.bin"), vec![4; 1024]);
         }

@@ -99,7 +99,10 @@ fn stream_shape() -> Synth {
     s.remove("sg00/value_sg0000_identity_1_CRSM.npy");
     for (member, queue) in [("sg00/SP.json", "qSPIO0"), ("sg00/Pool.json", "qPoolIO0")] {
         s.edit(member, |e| {
-            e["dma"].as_array_mut().unwrap().retain(|b| b["queue"] == queue);
+            e["dma"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|b| b["queue"] == queue);
         });
     }
     s.edit("sg00/Activation.json", |a| {
@@ -134,7 +137,8 @@ fn stream_shape() -> Synth {
 fn with_act_queues(mut s: Synth) -> Synth {
     let sems = |a: u64| json!((a..a + 16).collect::<Vec<u64>>());
     s.edit("sg00/def.json", |d| {
-        d["dma_queue"]["qActIO0"] = json!({"num_queues":16,"owner":"act","semaphore_set":sems(72),"type":"in"});
+        d["dma_queue"]["qActIO0"] =
+            json!({"num_queues":16,"owner":"act","semaphore_set":sems(72),"type":"in"});
         d["dma_queue"]["qActSpillReload0"] =
             json!({"num_queues":16,"owner":"act","semaphore_set":sems(88),"type":"data"});
     });
@@ -318,7 +322,12 @@ fn parse_streams(bytes: &[u8], arch: Arch, lnc: u32) -> BTreeMap<(String, Engine
         .flat_map(|k| {
             k.engines()
                 .iter()
-                .map(|e| ((k.name().to_string(), e.ty()), e.stream(&neff.archive).to_vec()))
+                .map(|e| {
+                    (
+                        (k.name().to_string(), e.ty()),
+                        e.stream(&neff.archive).to_vec(),
+                    )
+                })
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -396,9 +405,20 @@ fn slot_counts_of_2_23() {
     let stream = load(&trn1(&stream_shape()), Arch::Sunda, RuntimeLine::V2_23, 0);
     assert_eq!(
         slots(&stream[0]),
-        [(27, 61), (14, 61), (14 + 13, 67 + 1), (14, 61), (12 + 13, 57 + 1)]
+        [
+            (27, 61),
+            (14, 61),
+            (14 + 13, 67 + 1),
+            (14, 61),
+            (12 + 13, 57 + 1)
+        ]
     );
-    let full = load(&trn1(&Synth::static_sunda()), Arch::Sunda, RuntimeLine::V2_23, 0);
+    let full = load(
+        &trn1(&Synth::static_sunda()),
+        Arch::Sunda,
+        RuntimeLine::V2_23,
+        0,
+    );
     assert_eq!(
         slots(&full[0]),
         [
@@ -458,20 +478,41 @@ fn the_final_branch_returns_to_preamble_minus_k() {
         let last = img.bytes.len() / RECORD - 1;
         let r = &img.bytes[last * RECORD..];
         assert_eq!(r[0], 0xA9);
-        (i32::from_le_bytes(r[48..52].try_into().unwrap()), last as i32)
+        (
+            i32::from_le_bytes(r[48..52].try_into().unwrap()),
+            last as i32,
+        )
     };
-    let trn1_cores = load(&trn1(&Synth::static_sunda()), Arch::Sunda, RuntimeLine::V2_23, 0);
+    let trn1_cores = load(
+        &trn1(&Synth::static_sunda()),
+        Arch::Sunda,
+        RuntimeLine::V2_23,
+        0,
+    );
     for (e, k) in [(Pe, 23), (Act, 10), (Pool, 10), (Dve, 10), (Sp, 9)] {
         let img = image(&trn1_cores[0], e);
         let (offset, last) = branch(img);
-        assert_eq!(offset, (img.preamble_slots as i32 - k - last) * 64, "2.23 {e:?}");
+        assert_eq!(
+            offset,
+            (img.preamble_slots as i32 - k - last) * 64,
+            "2.23 {e:?}"
+        );
     }
-    let trn2_cores = load(&trn2(&Synth::static_cayman()), Arch::Cayman, RuntimeLine::V2_27, 2);
+    let trn2_cores = load(
+        &trn2(&Synth::static_cayman()),
+        Arch::Cayman,
+        RuntimeLine::V2_27,
+        2,
+    );
     for core in &trn2_cores {
         for (e, k) in [(Pe, 40), (Act, 30), (Pool, 31), (Dve, 30), (Sp, 26)] {
             let img = image(core, e);
             let (offset, last) = branch(img);
-            assert_eq!(offset, (img.preamble_slots as i32 - k - last) * 64, "2.27 {e:?}");
+            assert_eq!(
+                offset,
+                (img.preamble_slots as i32 - k - last) * 64,
+                "2.27 {e:?}"
+            );
         }
     }
     let v225 = load(&trn1(&stream_shape()), Arch::Sunda, RuntimeLine::V2_25, 0);
@@ -487,11 +528,21 @@ fn the_final_branch_returns_to_preamble_minus_k() {
 /// and M2S +0xb0 of the queue's block.
 #[test]
 fn queue_blocks_and_resets_are_generated_from_the_neff() {
-    let reset = |w: u64, q: u64| (w + 0x2_0000 + 0x1000 * (q + 1) + 0x64, w + 0x1000 * (q + 1) + 0xb0);
+    let reset = |w: u64, q: u64| {
+        (
+            w + 0x2_0000 + 0x1000 * (q + 1) + 0x64,
+            w + 0x1000 * (q + 1) + 0xb0,
+        )
+    };
     let post = |w: u64, q: u64| w + 0x2_0000 + 0x1000 * (q + 1) + 0x38;
     // 2.23, pool: qPoolSpillReload0 (q 0, data: S2M 2 in its one block),
     // then qPoolIO0 (q 2).
-    let cores = load(&trn1(&Synth::static_sunda()), Arch::Sunda, RuntimeLine::V2_23, 0);
+    let cores = load(
+        &trn1(&Synth::static_sunda()),
+        Arch::Sunda,
+        RuntimeLine::V2_23,
+        0,
+    );
     let pool = image(&cores[0], Pool);
     let s0 = slot(pool, 0);
     assert_eq!(s0[0], 0xA5);
@@ -504,17 +555,29 @@ fn queue_blocks_and_resets_are_generated_from_the_neff() {
     }
     let p = slot(pool, 13);
     assert_eq!((p[0], word(p, 2), word(p, 4)), (0xA5, post(TRN1_W, 0), 2));
-    assert_eq!(word(slot(pool, 14), 2), reset(TRN1_W, 2).0, "the IO queue's block");
+    assert_eq!(
+        word(slot(pool, 14), 2),
+        reset(TRN1_W, 2).0,
+        "the IO queue's block"
+    );
     // Postamble: ... data reset, re-post, IO reset, a6, branch.
     let n = pool.bytes.len() as u32 / 64;
     assert_eq!(word(slot(pool, n - 5), 2), reset(TRN1_W, 0).0);
-    assert_eq!((word(slot(pool, n - 4), 2), word(slot(pool, n - 4), 4)), (post(TRN1_W, 0), 2));
+    assert_eq!(
+        (word(slot(pool, n - 4), 2), word(slot(pool, n - 4), 4)),
+        (post(TRN1_W, 0), 2)
+    );
     assert_eq!(word(slot(pool, n - 3), 2), reset(TRN1_W, 2).0);
     // sp's data queue qSPSpillReload0 (q 1): blocks of S2M 9 and 2 → 11.
     let sp = image(&cores[0], Sp);
     assert_eq!(word(slot(sp, 13), 4), 9 + 2);
     // 2.27, trn2 core 4: the same after the head, in core 4's window.
-    let cores = load(&trn2(&Synth::static_cayman()), Arch::Cayman, RuntimeLine::V2_27, 2);
+    let cores = load(
+        &trn2(&Synth::static_cayman()),
+        Arch::Cayman,
+        RuntimeLine::V2_27,
+        2,
+    );
     let pool = image(&cores[0], Pool);
     assert!(regs::is_filler(slot(pool, 0)) && regs::is_filler(slot(pool, 1)));
     assert_eq!(word(slot(pool, 2), 2), reset(TRN2_CORE4_W, 0).0);
@@ -548,14 +611,15 @@ fn unknown_runtime_slots_are_filler_and_reported() {
     // Generated slots per engine (pe, act, pool, dve, sp). static_sunda:
     // pool and sp own a data queue (14 + 2) and an IO queue (13 + 1).
     let queues = 14 + 2 + 13 + 1;
-    let cases: [(Vec<u8>, Arch, RuntimeLine, i32, &[[u32; 5]]); 4] = [
+    type Case = (Vec<u8>, Arch, RuntimeLine, i32, Vec<[u32; 5]>);
+    let cases: [Case; 4] = [
         // 2.23: no table blocks, a branch everywhere.
         (
             trn1(&Synth::static_sunda()),
             Arch::Sunda,
             RuntimeLine::V2_23,
             0,
-            &[[1, 1, queues + 1, 1, queues + 1]],
+            vec![[1, 1, queues + 1, 1, queues + 1]],
         ),
         // 2.25 on its shape: pool's and sp's IO block and reset, dve's
         // table block; no branch.
@@ -564,7 +628,7 @@ fn unknown_runtime_slots_are_filler_and_reported() {
             Arch::Sunda,
             RuntimeLine::V2_25,
             0,
-            &[[0, 0, 13 + 1, 5, 13 + 1]],
+            vec![[0, 0, 13 + 1, 5, 13 + 1]],
         ),
         // 2.27: sg00 with act tables (act's table block), dve's table
         // block on both cores, a branch everywhere.
@@ -573,19 +637,22 @@ fn unknown_runtime_slots_are_filler_and_reported() {
             Arch::Cayman,
             RuntimeLine::V2_27,
             2,
-            &[[1, 6, queues + 1, 6, queues + 1], [1, 1, 1, 6, 1]],
+            vec![[1, 6, queues + 1, 6, queues + 1], [1, 1, 1, 6, 1]],
         ),
         (
             trn2(&Synth::static_cayman()),
             Arch::Cayman,
             RuntimeLine::V2_30,
             2,
-            &[],
+            Vec::new(),
         ),
     ];
     for (bytes, arch, line, vnc, generated) in cases {
         for (k, core) in load(&bytes, arch, line, vnc).iter().enumerate() {
-            for (e, img) in [Pe, Act, Pool, Dve, Sp].into_iter().map(|e| (e, image(core, e))) {
+            for (e, img) in [Pe, Act, Pool, Dve, Sp]
+                .into_iter()
+                .map(|e| (e, image(core, e)))
+            {
                 let listed: Vec<u32> = img.filler.iter().flat_map(|r| r.clone()).collect();
                 let marked: Vec<u32> = (0..img.bytes.len() as u32 / 64)
                     .filter(|&s| slot(img, s).starts_with(&FILLER_MAGIC))
@@ -613,7 +680,12 @@ const SMALL_RING: u64 = 16 * 16 * (64 + 64);
 /// Weights Σ file vars; Shared Scratchpad 512 MiB with a virtual var.
 #[test]
 fn memory_rows_of_2_27() {
-    let cores = load(&trn2(&Synth::static_cayman()), Arch::Cayman, RuntimeLine::V2_27, 2);
+    let cores = load(
+        &trn2(&Synth::static_cayman()),
+        Arch::Cayman,
+        RuntimeLine::V2_27,
+        2,
+    );
     for core in &cores {
         let first = core.subgraph == "sg00";
         for (e, usage, fixed) in [
@@ -636,7 +708,13 @@ fn memory_rows_of_2_27() {
         assert_eq!(row(core, "DMA Rings Spill"), 2 * SMALL_RING * t);
         assert_eq!(row(core, "Weights"), 16_384 * t);
         assert_eq!(row(core, "Shared Scratchpad"), 536_870_912 * t);
-        for zero in ["IO", "DRAM Spill", "Collectives", "Scratchpad", "XT CC (unused)"] {
+        for zero in [
+            "IO",
+            "DRAM Spill",
+            "Collectives",
+            "Scratchpad",
+            "XT CC (unused)",
+        ] {
             assert_eq!(row(core, zero), 0, "{zero}");
         }
         assert_eq!(core.memory.len(), 22);
@@ -700,13 +778,25 @@ fn memory_rows_of_2_25() {
 #[test]
 fn image_addresses_follow_the_lines_rules() {
     let rank = [(Act, 0), (Dve, 1), (Pe, 2), (Pool, 3), (Sp, 4)];
-    for (line, base) in [(RuntimeLine::V2_23, 0x104_8000), (RuntimeLine::V2_25, 0x3_c005_8000)] {
+    for (line, base) in [
+        (RuntimeLine::V2_23, 0x104_8000),
+        (RuntimeLine::V2_25, 0x3_c005_8000),
+    ] {
         let cores = load(&trn1(&stream_shape()), Arch::Sunda, line, 0);
         for (e, r) in rank {
-            assert_eq!(image(&cores[0], e).address, base + 0x8000 * r, "{line} {e:?}");
+            assert_eq!(
+                image(&cores[0], e).address,
+                base + 0x8000 * r,
+                "{line} {e:?}"
+            );
         }
     }
-    let cores = load(&trn2(&Synth::static_cayman()), Arch::Cayman, RuntimeLine::V2_27, 2);
+    let cores = load(
+        &trn2(&Synth::static_cayman()),
+        Arch::Cayman,
+        RuntimeLine::V2_27,
+        2,
+    );
     let mut lowest = (u64::MAX, String::new(), Pe);
     for core in &cores {
         let addrs: Vec<u64> = rank.iter().map(|&(e, _)| image(core, e).address).collect();
@@ -789,7 +879,13 @@ fn capture_2_23(neff: &[u8]) -> Capture<'static> {
         "qPoolIO0" => trigger_by_hand(rec, TRN1_W, 0, false, 9, 3),
         _ => trigger_by_hand(rec, TRN1_W, 1, false, 3, 9),
     };
-    let slots = [(Act, 14, 61), (Dve, 14, 61), (Pe, 27, 61), (Pool, 27, 68), (Sp, 25, 58)];
+    let slots = [
+        (Act, 14, 61),
+        (Dve, 14, 61),
+        (Pe, 27, 61),
+        (Pool, 27, 68),
+        (Sp, 25, 58),
+    ];
     let mut rows = vec![("generic", 0)];
     let mut images = Vec::new();
     for (rank, (e, pre, post)) in slots.into_iter().enumerate() {
@@ -840,7 +936,13 @@ fn capture_2_25(neff: &[u8]) -> Capture<'static> {
         "qPoolIO0" => trigger_by_hand(rec, TRN1_W, 0, false, 9, 3),
         _ => trigger_by_hand(rec, TRN1_W, 1, false, 3, 9),
     };
-    let slots = [(Act, 43, 61, 1024), (Dve, 49, 61, 1024), (Pe, 50, 61, 1408), (Pool, 59, 68, 1088), (Sp, 49, 58, 960)];
+    let slots = [
+        (Act, 43, 61, 1024),
+        (Dve, 49, 61, 1024),
+        (Pe, 50, 61, 1408),
+        (Pool, 59, 68, 1088),
+        (Sp, 49, 58, 960),
+    ];
     let mut rows = vec![("generic", 25_600)];
     sg.images.clear();
     for (rank, (e, pre, post, fixed)) in slots.into_iter().enumerate() {
@@ -1027,4 +1129,21 @@ fn the_capture_names_the_line() {
     assert_eq!(capture_line(&c, Arch::Sunda), RuntimeLine::V2_23);
     c.runtime = None;
     assert_eq!(capture_line(&c, Arch::Cayman), RuntimeLine::V2_30);
+}
+
+proptest::proptest! {
+    /// The one new parser: any text parses to a line or is refused naming
+    /// itself, never a panic; every version of a known line names it.
+    #[test]
+    fn runtime_line_parsing_is_total(s in "\\PC{0,24}", line in 0usize..4, patch in 0u64..100_000) {
+        match s.parse::<RuntimeLine>() {
+            Ok(l) => proptest::prop_assert!(s.trim().starts_with(&l.to_string())),
+            Err(e) => {
+                let named = format!("'{}'", s);
+                proptest::prop_assert!(e.contains(&named), "{}", e)
+            }
+        }
+        let l = RuntimeLine::ALL[line];
+        proptest::prop_assert_eq!(format!("{l}.{patch}").parse::<RuntimeLine>(), Ok(l));
+    }
 }

@@ -300,7 +300,10 @@ fn static_dma_neffs_load_on_trn1_in_every_producer_family() {
             let rec = &sp.image.bytes[40 * 64..41 * 64];
             let word = |w: usize| u64::from_le_bytes(rec[w * 8..w * 8 + 8].try_into().unwrap());
             assert_eq!(rec[0], 0xA5);
-            assert_eq!((word(2), word(3), word(4), word(5)), (0x0fff_f100_2038, 0, 3, 0));
+            assert_eq!(
+                (word(2), word(3), word(4), word(5)),
+                (0x0fff_f100_2038, 0, 3, 0)
+            );
             // The sunda control table and the activation tables were staged.
             let tables: Vec<&str> = core.tables.iter().map(|t| t.what.as_str()).collect();
             assert!(tables.contains(&"dve control_table"), "{tables:?}");

@@ -138,7 +138,10 @@ mod tests {
         let pa = base + CARVEOUT + 0x4_8000;
         assert_eq!(device_address(&g, pa), 0x104_8000);
         assert_eq!(simulated_address(&g, PCore(1), 0x104_8000), Some(pa));
-        assert_eq!(simulated_address(&g, PCore(1), DEVICE_ADDR_TAG | 0x104_8000), None);
+        assert_eq!(
+            simulated_address(&g, PCore(1), DEVICE_ADDR_TAG | 0x104_8000),
+            None
+        );
     }
 
     #[test]

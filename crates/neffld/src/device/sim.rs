@@ -36,9 +36,7 @@ use super::books::Books;
 use super::fault::FaultPlan;
 use super::geometry::{Geometry, GRANULE};
 use super::ledger::Ledger;
-use super::{
-    AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle, StartTaken, Write,
-};
+use super::{AllocReq, Allocation, Device, DeviceError, LiveAlloc, MemHandle, StartTaken, Write};
 use crate::ids::Pa;
 use crate::shared::SharedBytes;
 

@@ -268,7 +268,11 @@ pub fn build(manifest: &Manifest, archive: &Archive) -> Result<Vec<Kbin>, KbinEr
     }
     resolve_remote_vars(&mut kbins)?;
     for k in &mut kbins {
-        let in_sb = |id: VarId| k.vars.get(id).is_some_and(|v| v.kind == VarKind::StateBuffer);
+        let in_sb = |id: VarId| {
+            k.vars
+                .get(id)
+                .is_some_and(|v| v.kind == VarKind::StateBuffer)
+        };
         for r in &mut k.dma_rings {
             r.descriptors = pattern::ring_descriptors(&k.name, &r.queue.name, &r.blocks)?;
             let rings = r.ring_count();

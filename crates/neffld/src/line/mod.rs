@@ -144,20 +144,20 @@ impl FromStr for RuntimeLine {
                 "unknown runtime line '{s}' (expected 2.23, 2.25, 2.27 or 2.30, or a version of one such as 2.27.23)"
             )
         };
-        let mut parts = s.trim().split('.');
-        let mut number = || -> Result<u64, String> {
-            let p = parts.next().ok_or_else(bad)?;
-            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(bad());
-            }
-            p.parse().map_err(|_| bad())
+        let parts: Vec<&str> = s.trim().split('.').collect();
+        let numbers: Option<Vec<u64>> = parts
+            .iter()
+            .map(|p| {
+                p.bytes()
+                    .all(|b| b.is_ascii_digit())
+                    .then(|| p.parse().ok())
+                    .flatten()
+            })
+            .collect();
+        let (major, minor) = match numbers.as_deref() {
+            Some([major, minor, ..]) if parts.len() <= 4 => (*major, *minor),
+            _ => return Err(bad()),
         };
-        let (major, minor) = (number()?, number()?);
-        for rest in parts {
-            if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_alphanumeric()) {
-                return Err(bad());
-            }
-        }
         RuntimeLine::of_version(major, minor).ok_or_else(bad)
     }
 }
@@ -351,8 +351,7 @@ fn assemble(
             Part::QueueBlocks => {
                 for q in &c.queues {
                     let bases = rings.queues.get(q.ring).copied().flatten();
-                    code.records
-                        .extend(regs::queue_block(&c.window, q, bases));
+                    code.records.extend(regs::queue_block(&c.window, q, bases));
                 }
             }
             Part::TableBlock(t) => {
@@ -360,8 +359,7 @@ fn assemble(
                     TableLoad::Act => rings.act_table,
                     TableLoad::Dve => rings.dve_table,
                 };
-                code.records
-                    .extend(regs::table_block(&c.window, t, bases));
+                code.records.extend(regs::table_block(&c.window, t, bases));
             }
             Part::QueueResets => {
                 for q in &c.queues {
@@ -424,7 +422,18 @@ mod tests {
         assert_eq!("2.27.23".parse(), Ok(RuntimeLine::V2_27));
         assert_eq!("2.30.51".parse(), Ok(RuntimeLine::V2_30));
         assert_eq!(" 2.23.27 ".parse(), Ok(RuntimeLine::V2_23));
-        for bad in ["2.26", "3.0", "2", "2.x", "", "2.27.", "v2.27", "2.27.1 2"] {
+        for bad in [
+            "2.26",
+            "3.0",
+            "2",
+            "2.x",
+            "",
+            "2.27.",
+            "v2.27",
+            "2.27.1 2",
+            "2.27.x",
+            "2.27.1.2.3",
+        ] {
             let e = bad.parse::<RuntimeLine>().unwrap_err();
             assert!(e.contains(&format!("'{bad}'")), "{e}");
         }

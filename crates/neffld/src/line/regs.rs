@@ -156,11 +156,17 @@ pub fn trigger(neff: &Record, w: &DmaWindow, t: &Trigger) -> Record {
     let mut header = [0u8; 11];
     header.copy_from_slice(&neff[1..12]);
     let count = |n: u64| n.min(u64::from(u32::MAX));
-    let m2s = (reg(w.broadcast, t.q_idx, TAIL_INCREMENT), count(t.counts.m2s));
+    let m2s = (
+        reg(w.broadcast, t.q_idx, TAIL_INCREMENT),
+        count(t.counts.m2s),
+    );
     if t.data {
         write(&header, m2s, None)
     } else {
-        let s2m = (reg(w.broadcast + S2M, t.q_idx, TAIL_INCREMENT), count(t.counts.s2m));
+        let s2m = (
+            reg(w.broadcast + S2M, t.q_idx, TAIL_INCREMENT),
+            count(t.counts.s2m),
+        );
         write(&header, s2m, Some(m2s))
     }
 }
@@ -255,7 +261,12 @@ pub fn queue_block(w: &DmaWindow, q: &OwnedQueue, bases: Option<Bases>) -> Vec<R
         let group = w.engine(4 * g);
         let first = |base: u64| if g == 0 { [base, 0, 0, 0] } else { [0; 4] };
         v.push(write4(w, reg(group, q.q_idx, RING_BASE), false, first(m2s)));
-        v.push(write4(w, reg(group + S2M, q.q_idx, RING_BASE), false, first(s2m)));
+        v.push(write4(
+            w,
+            reg(group + S2M, q.q_idx, RING_BASE),
+            false,
+            first(s2m),
+        ));
         v.push(write4(
             w,
             reg(group, q.q_idx, RING_SIZE),
@@ -318,7 +329,12 @@ pub fn table_block(w: &DmaWindow, table: TableLoad, bases: Option<Bases>) -> Vec
         reset(w, q),
         write4(w, reg(engine, q, RING_BASE), false, [m2s, 0, 0, 0]),
         write4(w, reg(engine + S2M, q, RING_BASE), false, [s2m, 0, 0, 0]),
-        write4(w, reg(engine, q, RING_SIZE), true, [RING_SIZE_VALUE, 0, 0, 0]),
+        write4(
+            w,
+            reg(engine, q, RING_SIZE),
+            true,
+            [RING_SIZE_VALUE, 0, 0, 0],
+        ),
         write(
             &WRITE_HEADER,
             (reg(engine + S2M, q, TAIL_INCREMENT), table.kick()),
@@ -382,8 +398,14 @@ mod tests {
         assert_eq!(DmaWindow::of(&trn2, PCore(4)).broadcast, 0x8010_0208_0000);
         assert_eq!(DmaWindow::of(&trn2, PCore(5)).engines, 0x8010_0300_0000);
         // Extended by the geometry.
-        assert_eq!(DmaWindow::of(&trn2, PCore(0)), DmaWindow::of(&trn2, PCore(4)));
-        assert_eq!(DmaWindow::of(&trn2, PCore(7)), DmaWindow::of(&trn2, PCore(5)));
+        assert_eq!(
+            DmaWindow::of(&trn2, PCore(0)),
+            DmaWindow::of(&trn2, PCore(4))
+        );
+        assert_eq!(
+            DmaWindow::of(&trn2, PCore(7)),
+            DmaWindow::of(&trn2, PCore(5))
+        );
         let trn1 = Geometry::for_arch(Arch::Sunda);
         assert_eq!(DmaWindow::of(&trn1, PCore(1)), trn1_core0());
         // The groups of four engines: trn1 0x100000 apart, trn2 0x400000.
@@ -428,7 +450,12 @@ mod tests {
         assert_eq!(b.len(), 14);
         // Reset: S2M +0x064 and M2S +0x0b0 of queue 0, both 0x100.
         assert_eq!(
-            (word(&b[0], 2), word(&b[0], 3), word(&b[0], 4), word(&b[0], 5)),
+            (
+                word(&b[0], 2),
+                word(&b[0], 3),
+                word(&b[0], 4),
+                word(&b[0], 5)
+            ),
             (0x0fff_f102_1064, 0x0fff_f100_10b0, 0x100, 0x100)
         );
         // Group 1 (engines 4..7): M2S base, S2M base, size, at G_1.

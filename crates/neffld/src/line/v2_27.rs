@@ -108,7 +108,9 @@ impl Rules for V2_27 {
 
     /// The stream NEFFs' first image sits at `0x8005c03b0000` in all ten
     /// of their captures, where 2.30's first small allocation does: the
-    /// runtime holds as much of the small pool.
+    /// runtime is taken to hold as much of the small pool (where it puts
+    /// its fixed blocks and the weights relative to the images is not
+    /// known; they are placed as on 2.30).
     fn start_taken(&self, _arch: Arch) -> StartTaken {
         StartTaken {
             small_pool: RUNTIME_SMALL_POOL_BYTES,

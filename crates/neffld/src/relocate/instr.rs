@@ -50,6 +50,8 @@ pub trait Resolve {
     /// What the trigger of a block writes (its queue and counts, sealed
     /// in the kbin).
     fn trigger(&self, at: BlockRef) -> Trigger;
+    /// Where the rings the runtime's preamble points at landed.
+    fn rings(&self) -> &RingBases;
     /// The word an absolute operand address becomes in an instruction: the
     /// address as the runtime writes it ([`crate::device::address`]); by
     /// default unchanged.
@@ -108,8 +110,8 @@ pub fn image_len(records: u64, relocations: &[Relocation], code: &RuntimeCode) -
 /// Lowers one engine's NEFF stream (`name` is used in error messages) by
 /// its resolved `relocations` (in record order, each naming a record of this
 /// stream, as the sealed kbin holds them), and assembles its image between
-/// the runtime's own `code` (its blocks pointing at `rings`), as it will sit
-/// at device address `base`.
+/// the runtime's own `code` (its blocks pointing at the rings `r` knows), as
+/// it will sit at device address `base`.
 ///
 /// The image is written into `out`, which must be exactly [`image_len`]
 /// long: the caller owns the memory (the images of a core share one
@@ -120,7 +122,6 @@ pub fn lower(
     relocations: &[Relocation],
     base: u64,
     code: &RuntimeCode,
-    rings: &RingBases,
     r: &dyn Resolve,
     out: &mut [u8],
 ) -> Result<EngineImage, RelocError> {
@@ -149,7 +150,7 @@ pub fn lower(
         "an image's patch list",
     )?;
     let mut w = Writer { out, at: 0 };
-    let pre = code.preamble(rings);
+    let pre = code.preamble(r.rings());
     for rec in &pre.records {
         w.put(rec);
     }
@@ -301,10 +302,10 @@ fn apply(
 mod tests {
     use super::*;
     use crate::kbin::isa::{OP_PSEUDO_BRANCH_LABEL, OP_PSEUDO_DMATRIGGER, OP_PSEUDO_INST};
-    use crate::manifest::engine::EngineType;
-    use crate::relocate::dma::decode_template;
     use crate::kbin::RingCounts;
     use crate::line::{CoreRole, DmaWindow, QueueShape, RuntimeLine};
+    use crate::manifest::engine::EngineType;
+    use crate::relocate::dma::decode_template;
     use crate::relocate::ipmap::PatchKind;
 
     /// [`lower`] of a stream for [`code`] against [`Fake`], into a room of
@@ -318,8 +319,7 @@ mod tests {
         let records = (stream.len() / RECORD as usize) as u64;
         let code = code();
         let mut room = vec![0u8; image_len(records, relocations, &code) as usize];
-        let rings = RingBases::default();
-        let mut img = lower(name, stream, relocations, base, &code, &rings, &Fake, &mut room)?;
+        let mut img = lower(name, stream, relocations, base, &code, &Fake, &mut room)?;
         img.bytes = room.into();
         Ok(img)
     }
@@ -357,6 +357,14 @@ mod tests {
                 4 => Target::Abs(0x1_0000 + offset),
                 _ => return Err(RelocError::NotStaged(format!("var{}", var.0))),
             })
+        }
+        fn rings(&self) -> &RingBases {
+            static NONE: RingBases = RingBases {
+                queues: Vec::new(),
+                act_table: None,
+                dve_table: None,
+            };
+            &NONE
         }
         fn trigger(&self, at: BlockRef) -> Trigger {
             Trigger {
@@ -428,7 +436,11 @@ mod tests {
                 offset: 4096
             }]
         );
-        assert_eq!(img.abs_operands.len(), 1, "one ADDR8 (a trigger holds registers)");
+        assert_eq!(
+            img.abs_operands.len(),
+            1,
+            "one ADDR8 (a trigger holds registers)"
+        );
         // The trigger: queue 3 of core 5's window 0x801003080000, an IO
         // queue, so S2M (3) then M2S (7), its header kept, its block id gone.
         let t = &main[192..256];
@@ -534,8 +546,7 @@ mod tests {
         let code = code();
         let len = image_len(1, &[], &code) as usize;
         let mut room = vec![0u8; len - 64];
-        let rings = RingBases::default();
-        let _ = lower("PE", &rec(0x47), &[], 0, &code, &rings, &Fake, &mut room);
+        let _ = lower("PE", &rec(0x47), &[], 0, &code, &Fake, &mut room);
     }
 
     #[test]

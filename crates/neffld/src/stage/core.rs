@@ -121,12 +121,14 @@ fn desc_op(op: DmaOp) -> DescOp {
 }
 
 /// Address resolution for one subgraph on its core: the plan's addresses,
-/// and what each block's trigger writes (the kbin's sealed queue index and
-/// counts, indexed as its [`BlockRef`]s are).
+/// what each block's trigger writes (the kbin's sealed queue index and
+/// counts, indexed as its [`BlockRef`]s are), and where the rings landed
+/// (filled in once they are placed).
 struct CoreResolver<'a> {
     plan: &'a CorePlan,
     kbin: &'a Kbin,
     geometry: &'a Geometry,
+    rings: RingBases,
 }
 
 /// What the trigger of block `at` of `kbin` writes.
@@ -146,6 +148,10 @@ impl Resolve for CoreResolver<'_> {
 
     fn trigger(&self, at: BlockRef) -> Trigger {
         trigger(self.kbin, at)
+    }
+
+    fn rings(&self) -> &RingBases {
+        &self.rings
     }
 
     fn device_word(&self, pa: u64) -> u64 {
@@ -223,7 +229,11 @@ fn runtime_code(
                 ring,
                 q_idx: r.q_idx(),
                 data,
-                s2m_total: r.counts().iter().map(|c| c.s2m).fold(0, u64::saturating_add),
+                s2m_total: r
+                    .counts()
+                    .iter()
+                    .map(|c| c.s2m)
+                    .fold(0, u64::saturating_add),
                 m2s_base: data || r.sb_sides().m2s,
                 s2m_base: data || r.sb_sides().s2m,
             }
@@ -379,9 +389,7 @@ fn build_ring(
             .map_err(|e| b.reloc(e))?;
         b.reloc_time += t.elapsed();
     }
-    let sum = |f: fn(&RingCounts) -> u64| {
-        ring.counts().iter().map(f).fold(0, u64::saturating_add)
-    };
+    let sum = |f: fn(&RingCounts) -> u64| ring.counts().iter().map(f).fold(0, u64::saturating_add);
     let runtime_bytes = line.ring_bytes(ring.ring_count(), sum(|c| c.m2s), sum(|c| c.s2m));
     let (handle, pa) = b.alloc(
         &format!("ring {}", ring.queue().name),
@@ -422,8 +430,14 @@ pub fn build(
         reloc_time: std::time::Duration::ZERO,
     };
     let placed = std::mem::take(&mut image.engines);
-    let (rings, tables, engines) =
-        build_parts(&mut b, kbin, archive, &image.plan, (arch, role, line), placed)?;
+    let (rings, tables, engines) = build_parts(
+        &mut b,
+        kbin,
+        archive,
+        &image.plan,
+        (arch, role, line),
+        placed,
+    )?;
     image.reloc_time = b.reloc_time;
     image.rings = rings;
     image.tables = tables;
@@ -473,10 +487,11 @@ fn build_parts<'a>(
     mut placed: Vec<PlacedImage>,
 ) -> Result<Parts, StageError> {
     let geometry = b.dev.geometry();
-    let resolver = CoreResolver {
+    let mut resolver = CoreResolver {
         plan,
         kbin,
         geometry,
+        rings: RingBases::default(),
     };
     let mut bases = RingBases {
         queues: vec![None; kbin.dma_rings().len()],
@@ -566,7 +581,11 @@ fn build_parts<'a>(
     let has_dve = kbin.dve_tables().iter().any(Option::is_some);
     let ring_bytes = line.table_ring_bytes();
     for (queue, present, base) in [
-        ("qActTable", !kbin.act_sets().is_empty(), &mut bases.act_table),
+        (
+            "qActTable",
+            !kbin.act_sets().is_empty(),
+            &mut bases.act_table,
+        ),
         ("qDveTable", has_dve, &mut bases.dve_table),
     ] {
         if present && ring_bytes > 0 {
@@ -588,6 +607,7 @@ fn build_parts<'a>(
     // build ([`place_images`]): lowered here into their slots, all of this
     // core's into one room (in huge pages when large enough: about a tenth
     // of a one-shot load went to faulting in 4 KiB pages for them).
+    resolver.rings = bases;
     let window = DmaWindow::of(geometry, plan.pcore);
     let engines: Vec<_> = placed
         .iter()
@@ -616,7 +636,6 @@ fn build_parts<'a>(
             e.relocations(),
             p.pa,
             code,
-            &bases,
             &resolver,
             mine,
         )

@@ -19,8 +19,8 @@ use crate::container::Archive;
 use crate::device::Device;
 use crate::ids::{HModel, PCore};
 use crate::kbin::Kbin;
-use crate::manifest::def::VarKind;
 use crate::line::{CoreRole, RuntimeLine};
+use crate::manifest::def::VarKind;
 use crate::Arch;
 
 use super::core;
@@ -123,7 +123,15 @@ pub fn stage<'d>(
     );
     let build = |k: usize, kbin: &Kbin, mut guard: CoreGuard<'d>| {
         let role = CoreRole::of_subgraph(k);
-        core::build(dev, kbin, archive, guard.image_mut(), opts.arch, role, opts.line)?;
+        core::build(
+            dev,
+            kbin,
+            archive,
+            guard.image_mut(),
+            opts.arch,
+            role,
+            opts.line,
+        )?;
         guard.enter_model_table()?;
         Ok::<_, StageError>(guard)
     };
