@@ -871,107 +871,110 @@ fn capture_of(
     }
 }
 
-/// The captured 2.23 shape on trn1 core 0, as the rules say 2.23 stages it.
-fn capture_2_23(neff: &[u8]) -> Capture<'static> {
+/// The captured trn1 shape (one IO queue on pool, queue 0, and one on sp,
+/// queue 1) on core 0, as runtime `2.minor` stages it by the rules: per
+/// engine in rank order (act, dve, pe, pool, sp) its preamble and
+/// postamble slots and the fixed block beside it, the images `0x8000`
+/// apart from `base`, and the line's other memory rows.
+fn trn1_capture(
+    neff: &[u8],
+    minor: u64,
+    slots: [(EngineType, u32, u32, u64); 5],
+    base: u64,
+    rows: &[(&'static str, u64)],
+) -> Capture<'static> {
     let streams = parse_streams(neff, Arch::Sunda, 1);
-    // Queues: qPoolIO0 0 (SB → out: M2S 9, S2M 3), qSPIO0 1 (a → SB: 3, 9).
+    // qPoolIO0 moves SB → out (M2S 9, S2M 3), qSPIO0 a → SB (3, 9).
     let trig = |rec: &[u8]| match isa::trigger(rec).unwrap().queue.as_str() {
         "qPoolIO0" => trigger_by_hand(rec, TRN1_W, 0, false, 9, 3),
         _ => trigger_by_hand(rec, TRN1_W, 1, false, 3, 9),
     };
-    let slots = [
-        (Act, 14, 61),
-        (Dve, 14, 61),
-        (Pe, 27, 61),
-        (Pool, 27, 68),
-        (Sp, 25, 58),
-    ];
-    let mut rows = vec![("generic", 0)];
+    let mut memory = rows.to_vec();
     let mut images = Vec::new();
-    for (rank, (e, pre, post)) in slots.into_iter().enumerate() {
+    for (rank, (e, pre, post, fixed)) in slots.into_iter().enumerate() {
         let bytes = image_by_hand(&streams[&("sg00".into(), e)], pre, post, &trig);
-        rows.push((e.key(), bytes.len() as u64));
+        memory.push((e.key(), bytes.len() as u64 + fixed));
         images.push(Image {
             engine: e,
-            address: 0x104_8000 + 0x8000 * rank as u64,
+            address: base + 0x8000 * rank as u64,
             bytes: bytes.into(),
         });
     }
-    rows.extend([
-        ("io", 0),
-        ("spill", 0),
-        ("weight", 0),
-        ("act table", 0),
-        ("shared scratchpad", 0),
-        ("ucode", 100_669_644),
-        ("pool stdio", 1_088),
-        ("collectives", 0),
-        ("scratchpad", 0),
-        ("xt cc", 0),
-        ("dma rings", 2 * SMALL_RING),
-    ]);
+    for zero in [
+        "io",
+        "spill",
+        "weight",
+        "act table",
+        "shared scratchpad",
+        "collectives",
+        "scratchpad",
+        "xt cc",
+    ] {
+        memory.push((zero, 0));
+    }
     capture_of(
         1,
-        (2, 23, 27),
+        (2, minor, 0),
         vec![Subgraph {
             name: "sg00".into(),
             device: 0,
             pcore: 0,
             images,
-            memory: mem(&rows),
+            memory: mem(&memory),
             duration_ps: None,
         }],
     )
 }
 
-/// The captured 2.25 shape, as the 2.25 observations say: the same
-/// triggers, the captured slot counts, its instruction and ring rows.
-/// Image addresses `0x3c0058000 + 0x8000 · rank`.
+/// The captured 2.23 shape as the 2.23 rules stage it: the images alone in
+/// the instruction rows, Generic 0, one DMA Rings row, images at
+/// `0x1048000 + 0x8000 · rank`.
+fn capture_2_23(neff: &[u8]) -> Capture<'static> {
+    trn1_capture(
+        neff,
+        23,
+        [
+            (Act, 14, 61, 0),
+            (Dve, 14, 61, 0),
+            (Pe, 27, 61, 0),
+            (Pool, 27, 68, 0),
+            (Sp, 25, 58, 0),
+        ],
+        0x104_8000,
+        &[
+            ("generic", 0),
+            ("ucode", 100_669_644),
+            ("pool stdio", 1_088),
+            ("dma rings", 2 * SMALL_RING),
+        ],
+    )
+}
+
+/// The captured 2.25 shape, as the 2.25 observations say: the captured
+/// slot counts and instruction blocks, its ring rows, Generic 25,600,
+/// images at `0x3c0058000 + 0x8000 · rank`.
 fn capture_2_25(neff: &[u8]) -> Capture<'static> {
-    let mut c = capture_2_23(neff);
-    c.runtime.as_mut().unwrap().minor = 25;
-    let sg = &mut c.subgraphs[0];
-    let streams = parse_streams(neff, Arch::Sunda, 1);
-    let trig = |rec: &[u8]| match isa::trigger(rec).unwrap().queue.as_str() {
-        "qPoolIO0" => trigger_by_hand(rec, TRN1_W, 0, false, 9, 3),
-        _ => trigger_by_hand(rec, TRN1_W, 1, false, 3, 9),
-    };
-    let slots = [
-        (Act, 43, 61, 1024),
-        (Dve, 49, 61, 1024),
-        (Pe, 50, 61, 1408),
-        (Pool, 59, 68, 1088),
-        (Sp, 49, 58, 960),
-    ];
-    let mut rows = vec![("generic", 25_600)];
-    sg.images.clear();
-    for (rank, (e, pre, post, fixed)) in slots.into_iter().enumerate() {
-        let bytes = image_by_hand(&streams[&("sg00".into(), e)], pre, post, &trig);
-        rows.push((e.key(), bytes.len() as u64 + fixed));
-        sg.images.push(Image {
-            engine: e,
-            address: 0x3_c005_8000 + 0x8000 * rank as u64,
-            bytes: bytes.into(),
-        });
-    }
-    rows.extend([
-        ("io", 0),
-        ("spill", 0),
-        ("weight", 0),
-        ("act table", 0),
-        ("shared scratchpad", 0),
-        ("ucode", 100_669_644),
-        ("pool stdio", 1_088),
-        ("collectives", 0),
-        ("scratchpad", 0),
-        ("xt cc", 0),
-        ("dma rings runtime", 34_816),
-        ("dma rings spill", 0),
-        ("dma rings io", SMALL_RING),
-        ("dma rings collectives", 0),
-    ]);
-    sg.memory = mem(&rows);
-    c
+    trn1_capture(
+        neff,
+        25,
+        [
+            (Act, 43, 61, 1024),
+            (Dve, 49, 61, 1024),
+            (Pe, 50, 61, 1408),
+            (Pool, 59, 68, 1088),
+            (Sp, 49, 58, 960),
+        ],
+        0x3_c005_8000,
+        &[
+            ("generic", 25_600),
+            ("ucode", 100_669_644),
+            ("pool stdio", 1_088),
+            ("dma rings runtime", 34_816),
+            ("dma rings spill", 0),
+            ("dma rings io", SMALL_RING),
+            ("dma rings collectives", 0),
+        ],
+    )
 }
 
 /// static_cayman on cores 4 and 5 as the 2.27 rules stage it (addresses
