@@ -112,6 +112,15 @@ impl DmaRing {
         &self.counts
     }
 
+    /// The per-ring counts summed over the queue's blocks, M2S and S2M:
+    /// what its rings are sized for, and what a data queue posts on its
+    /// S2M side.
+    pub fn count_totals(&self) -> (u64, u64) {
+        self.counts.iter().fold((0, 0), |(m, s), c| {
+            (m.saturating_add(c.m2s), s.saturating_add(c.s2m))
+        })
+    }
+
     /// The rings the queue spreads over (`num_queues`; 16 when absent).
     pub fn ring_count(&self) -> u64 {
         self.queue.num_queues.filter(|&n| n > 0).unwrap_or(16)

@@ -25,7 +25,7 @@ use crate::device::{AllocReq, Device, Geometry, MemHandle, MemUsage, Write};
 use crate::host_pages::ZeroedBuf;
 use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::isa::RECORD_LEN;
-use crate::kbin::{BlockRef, DmaRing, EngineProgram, Kbin, RingCounts};
+use crate::kbin::{BlockRef, DmaRing, EngineProgram, Kbin};
 use crate::line::{
     self, Bases, CoreRole, DmaWindow, OwnedQueue, QueueShape, RingBases, RuntimeCode, RuntimeLine,
     Trigger, IMAGE_ALIGN,
@@ -209,8 +209,8 @@ impl Builder<'_> {
     }
 }
 
-/// What the runtime's own code for `engine` of `kbin`, on physical core
-/// `pcore` of `role`, depends on under `line`.
+/// What the runtime's own code for `engine` of `kbin`, on a core of `role`
+/// with DMA registers at `window`, depends on under `line`.
 fn runtime_code(
     kbin: &Kbin,
     engine: EngineType,
@@ -229,11 +229,7 @@ fn runtime_code(
                 ring,
                 q_idx: r.q_idx(),
                 data,
-                s2m_total: r
-                    .counts()
-                    .iter()
-                    .map(|c| c.s2m)
-                    .fold(0, u64::saturating_add),
+                s2m_total: r.count_totals().1,
                 m2s_base: data || r.sb_sides().m2s,
                 s2m_base: data || r.sb_sides().s2m,
             }
@@ -389,8 +385,8 @@ fn build_ring(
             .map_err(|e| b.reloc(e))?;
         b.reloc_time += t.elapsed();
     }
-    let sum = |f: fn(&RingCounts) -> u64| ring.counts().iter().map(f).fold(0, u64::saturating_add);
-    let runtime_bytes = line.ring_bytes(ring.ring_count(), sum(|c| c.m2s), sum(|c| c.s2m));
+    let (m2s, s2m) = ring.count_totals();
+    let runtime_bytes = line.ring_bytes(ring.ring_count(), m2s, s2m);
     let (handle, pa) = b.alloc(
         &format!("ring {}", ring.queue().name),
         runtime_bytes.max(builder.byte_size()),
@@ -408,8 +404,9 @@ fn build_ring(
 }
 
 /// Builds one subgraph on its core into `image` (which holds its plan);
-/// `role` says which core of its logical core it is, which the runtime's own
-/// code depends on, and `line` which runtime's. The image belongs to a staging guard
+/// `role` says which core of its logical core it is and `line` which
+/// runtime's, both of which the runtime's own code depends on. The image
+/// belongs to a staging guard
 /// ([`super::txn::CoreGuard`]): on failure, or a panic, the guard frees
 /// whatever the build allocated, so nothing here unwinds by hand. The core's
 /// model-table entry, the last step of `kbl_model_add`, is the guard's too.
