@@ -772,7 +772,8 @@ pub fn fuzz_capture(input: &[u8]) -> Option<crate::capture::CaptureError> {
 /// The `load` fuzz target's body, shared with the replay of kept inputs.
 ///
 /// The first byte is a flag byte (bit 0: trn1 instead of trn2; bit 1: verify
-/// the payload hash; bit 2: allow legacy NEFFs), the rest is the NEFF. It
+/// the payload hash; bit 2: allow legacy NEFFs; bits 3 and 4: the runtime
+/// line, 2.23, 2.25, 2.27 or 2.30), the rest is the NEFF. It
 /// loads on a `NullDevice` with a small inflate ceiling and the staged-model
 /// validator on, unloads, and checks that the device and the registry are
 /// empty either way. Returns the status of a failed load, `None` when the
@@ -797,6 +798,7 @@ pub fn fuzz_load(input: &[u8]) -> Option<crate::NrtStatus> {
     let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
     let cfg = RuntimeConfig {
         arch,
+        runtime: Some(crate::line::RuntimeLine::ALL[usize::from(flag >> 3) & 3]),
         device: DeviceKind::Null,
         validate_hash: flag & 2 != 0,
         allow_legacy_neff: flag & 4 != 0,

@@ -812,6 +812,49 @@ fn image_addresses_follow_the_lines_rules() {
     assert_eq!((lowest.1.as_str(), lowest.2), ("sg01", Act));
 }
 
+/// Every real fixture and every synthetic NEFF loads under every line with
+/// the staged-model check on, each image exactly its line's preamble, the
+/// NEFF's records and its postamble long.
+#[test]
+fn every_neff_loads_under_every_line() {
+    let mut neffs: Vec<(String, Vec<u8>, Arch)> = neffld::testkit::real_fixtures()
+        .into_iter()
+        .map(|(name, bytes)| {
+            let arch = c::open(&bytes, &OpenOptions::default())
+                .ok()
+                .as_ref()
+                .and_then(parse::declared_arch)
+                .unwrap_or(Arch::Cayman);
+            (name, bytes, arch)
+        })
+        .collect();
+    neffs.push((
+        "static_sunda".into(),
+        trn1(&Synth::static_sunda()),
+        Arch::Sunda,
+    ));
+    neffs.push((
+        "static_cayman".into(),
+        trn2(&Synth::static_cayman()),
+        Arch::Cayman,
+    ));
+    neffs.push((
+        "dynamic_cayman".into(),
+        trn2(&Synth::dynamic_cayman()),
+        Arch::Cayman,
+    ));
+    for (name, bytes, arch) in &neffs {
+        for line in RuntimeLine::ALL {
+            for core in load(bytes, *arch, line, -1) {
+                for img in &core.images {
+                    let slots = img.preamble_slots + img.main_slots + img.postamble_slots;
+                    assert_eq!(slots as usize * 64, img.bytes.len(), "{name} {line}");
+                }
+            }
+        }
+    }
+}
+
 // ------------------------------------------------------ captures by hand
 
 /// What a capture of `line` holds for one engine image, by the rules: a
