@@ -1,7 +1,8 @@
 //! `neffld compare FILE CAPTURE.ntff`: loads FILE as the capture's runtime
-//! did (architecture, logical core) and shows, per core and engine, where
-//! neffld and the real runtime agree. The comparison itself is the
-//! library's (`neffld::capture::compare`); this module only renders it.
+//! did (architecture, runtime line, logical core) and shows, per core and
+//! engine, where neffld and the real runtime agree, and which of neffld's
+//! slots are filler or approximate. The comparison itself is the library's
+//! (`neffld::capture::compare`); this module only renders it.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -47,6 +48,8 @@ fn to_json(file: &Path, capture: &Path, c: &Comparison) -> Value {
                         "same_fate": i.same_fate,
                         "rewritten_words": i.rewritten_words,
                         "rewritten_words_equal": i.rewritten_words_equal,
+                        "filler_slots": i.filler_slots,
+                        "approximate_records": i.approximate_records,
                         "agrees": i.agrees(),
                     })
                 })
@@ -69,10 +72,20 @@ fn to_json(file: &Path, capture: &Path, c: &Comparison) -> Value {
             })
         })
         .collect();
+    let t = c.tally();
     json!({
         "file": file.display().to_string(),
         "capture": capture.display().to_string(),
+        "runtime_line": c.line.to_string(),
         "agrees": c.agrees(),
+        "summary": {
+            "images": t.images,
+            "records_equal": t.records_equal,
+            "sizes_equal": t.sizes_equal,
+            "addresses_equal": t.addresses_equal,
+            "memory_rows": t.rows,
+            "memory_rows_equal": t.rows_equal,
+        },
         "cores": cores,
     })
 }
@@ -88,6 +101,7 @@ fn pair(o: Option<u64>, c: Option<u64>) -> String {
 
 fn human(c: &Comparison) -> String {
     let mut s = String::new();
+    let _ = writeln!(s, "runtime line {}", c.line);
     for k in &c.cores {
         let _ = writeln!(
             s,
@@ -117,9 +131,16 @@ fn human(c: &Comparison) -> String {
                 s.as_ref()
                     .map_or("-".into(), |s| format!("{:#x}", s.address))
             };
+            let mut notes = String::new();
+            if i.filler_slots > 0 {
+                let _ = write!(notes, "  {} filler slots", i.filler_slots);
+            }
+            if i.approximate_records > 0 {
+                let _ = write!(notes, "  approximate ({} records)", i.approximate_records);
+            }
             let _ = writeln!(
                 s,
-                "  {:<6} {:>15} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>11}  {} / {}{}",
+                "  {:<6} {:>15} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>11}  {} / {}{}{notes}",
                 i.engine.key(),
                 f(|x| x.bytes),
                 f(|x| x.preamble_slots.into()),
@@ -154,6 +175,19 @@ fn human(c: &Comparison) -> String {
             );
         }
     }
+    let t = c.tally();
+    let _ = writeln!(
+        s,
+        "images: records {}/{}, sizes {}/{}, addresses {}/{}; memory rows {}/{}",
+        t.records_equal,
+        t.images,
+        t.sizes_equal,
+        t.images,
+        t.addresses_equal,
+        t.images,
+        t.rows_equal,
+        t.rows
+    );
     let _ = writeln!(
         s,
         "{}",

@@ -1,11 +1,14 @@
 //! `neffld load --dump DIR`: the device image as files, for simulator
 //! authors and for comparison with captures. `DIR/device.json` describes
 //! every core; each instruction image is `DIR/<subgraph>_<engine>.bin`, the
-//! final staged bytes read back from the simulated device.
+//! final staged bytes read back from the simulated device. Each image says
+//! which of its slots are filler rather than the runtime's bytes and which
+//! records hold values no rule covers (docs/cli.md).
 
 use std::path::Path;
 
 use neffld::capture::staged::StagedCore;
+use neffld::line::RuntimeLine;
 use neffld::Arch;
 use serde_json::{json, Value};
 
@@ -15,7 +18,7 @@ pub fn image_file(subgraph: &str, engine: &str) -> String {
 }
 
 /// `device.json` (schema in docs/cli.md).
-pub fn device_json(arch: Arch, cores: &[StagedCore]) -> Value {
+pub fn device_json(arch: Arch, line: RuntimeLine, cores: &[StagedCore]) -> Value {
     let cores: Vec<Value> = cores
         .iter()
         .map(|c| {
@@ -31,6 +34,9 @@ pub fn device_json(arch: Arch, cores: &[StagedCore]) -> Value {
                         "preamble_slots": i.preamble_slots,
                         "main_slots": i.main_slots,
                         "postamble_slots": i.postamble_slots,
+                        "exact": i.exact(),
+                        "filler_slots": i.filler.iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(),
+                        "approximate_records": i.approximate,
                     })
                 })
                 .collect();
@@ -56,12 +62,18 @@ pub fn device_json(arch: Arch, cores: &[StagedCore]) -> Value {
     json!({
         "arch": arch.instance(),
         "runtime": concat!("neffld ", env!("CARGO_PKG_VERSION")),
+        "runtime_line": line.to_string(),
         "cores": cores,
     })
 }
 
 /// Writes `device.json` and every image under `dir` (created if needed).
-pub fn write(dir: &Path, arch: Arch, cores: &[StagedCore]) -> Result<(), String> {
+pub fn write(
+    dir: &Path,
+    arch: Arch,
+    line: RuntimeLine,
+    cores: &[StagedCore],
+) -> Result<(), String> {
     let err = |p: &Path, e: std::io::Error| format!("cannot write {}: {e}", p.display());
     std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
     for c in cores {
@@ -71,7 +83,7 @@ pub fn write(dir: &Path, arch: Arch, cores: &[StagedCore]) -> Result<(), String>
         }
     }
     let p = dir.join("device.json");
-    let text = serde_json::to_string_pretty(&device_json(arch, cores))
+    let text = serde_json::to_string_pretty(&device_json(arch, line, cores))
         .expect("JSON values always serialise");
     std::fs::write(&p, text + "\n").map_err(|e| err(&p, e))
 }

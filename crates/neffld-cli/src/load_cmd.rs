@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
-use neffld::capture::MEMORY_ROWS;
+use neffld::capture::staged::row_names;
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::device::{Device, CARVEOUT};
 use neffld::ids::HModel;
 use neffld::ids::PCore;
+use neffld::line::RuntimeLine;
 use neffld::relocate::dma::decode_template;
 use neffld::relocate::ipmap::{PatchKind, Section};
 use neffld::report::{CoreMemory, MemoryReport};
@@ -41,6 +42,10 @@ fn parse_arch(s: &str) -> Result<Arch, String> {
     s.parse()
 }
 
+pub(crate) fn parse_runtime(s: &str) -> Result<RuntimeLine, String> {
+    s.parse()
+}
+
 /// Options of `neffld load`.
 #[derive(clap::Args)]
 pub struct LoadArgs {
@@ -49,6 +54,11 @@ pub struct LoadArgs {
     /// Device architecture: trn1, trn2 or trn3 (default: the NEFF's own target).
     #[arg(long, value_parser = parse_arch)]
     pub arch: Option<Arch>,
+    /// Runtime line to reproduce: 2.23, 2.25, 2.27 or 2.30, or a version of
+    /// one such as 2.27.23 (default: NEFFLD_RUNTIME, else the newest with
+    /// evidence for the architecture: trn1 2.23, trn2 and trn3 2.30).
+    #[arg(long, value_parser = parse_runtime, value_name = "LINE")]
+    pub runtime: Option<RuntimeLine>,
     /// Logical core to load on (-1: the first free one).
     #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_name = "N")]
     pub start_core: i32,
@@ -119,6 +129,7 @@ fn kind_name(p: &Placement) -> &'static str {
 /// Everything the report shows about one core, gathered while the model is loaded.
 fn core_json(
     lm: &LoadedModel,
+    line: RuntimeLine,
     memory: impl Fn(PCore) -> CoreMemory,
     hbm: impl Fn(PCore) -> u32,
 ) -> Vec<Value> {
@@ -176,9 +187,10 @@ fn core_json(
             let tables: Vec<Value> =
                 c.tables.iter().map(|t| json!({"table": t.what, "address": t.pa, "bytes": t.len})).collect();
             let memory_rows: Vec<Value> = memory(pcore)
-                .rows()
-                .map(|(u, runtime, model)| {
-                    json!({"usage_type": MEMORY_ROWS[u.index()].1, "bytes": runtime + model, "runtime": runtime, "model": model})
+                .report(line)
+                .into_iter()
+                .map(|r| {
+                    json!({"usage_type": row_names(r.key).1, "bytes": r.bytes(), "runtime": r.runtime, "model": r.model})
                 })
                 .collect();
             json!({
@@ -207,10 +219,11 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
     let _ = writeln!(t, "file      {}", s(&out["file"]));
     let _ = writeln!(
         t,
-        "device    {} {} ({} cores)",
+        "device    {} {} ({} cores), runtime {}",
         s(&out["device"]),
         s(&out["arch"]),
-        out["device_cores"]
+        out["device_cores"],
+        s(&out["runtime"])
     );
     let _ = writeln!(
         t,
@@ -427,11 +440,12 @@ fn describe_model(
     let (mut timings, cores, warnings, pcores, staged, h_model) = rt
         .with_model(model, |lm| {
             let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
-            let staged = dump.map(|_| neffld::capture::staged::staged(lm, device));
+            let staged =
+                dump.map(|_| neffld::capture::staged::staged(lm, device, rt.config().line()));
             let memory = |p: PCore| CoreMemory::of(device, p);
             (
                 lm.timings,
-                core_json(lm, memory, hbm),
+                core_json(lm, rt.config().line(), memory, hbm),
                 lm.warnings.clone(),
                 pcores,
                 staged,
@@ -455,7 +469,8 @@ fn describe_model(
             status: NrtStatus::Failure,
             message: format!("cannot read the staged images back: {e}"),
         })?;
-        crate::dump::write(dir, rt.config().arch, &staged).map_err(Failure::io)?;
+        let config = rt.config();
+        crate::dump::write(dir, config.arch, config.line(), &staged).map_err(Failure::io)?;
     }
     out["h_nn"] = json!(model.h_nn.0);
     out["model"] = json!({
@@ -509,6 +524,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     config.validate_hash |= a.validate_hash;
     config.allow_legacy_neff |= a.allow_legacy_neff;
     config.lnc = a.lnc.or(config.lnc);
+    config.runtime = a.runtime.or(config.runtime);
     config.max_inflated = a.max_inflated.or(config.max_inflated);
     // One load per process: the cache need not fingerprint the whole file.
     config.one_load_at_a_time = true;
@@ -529,6 +545,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         return Err(Failure::usage(why));
     }
     out["arch"] = json!(config.arch.instance());
+    out["runtime"] = json!(config.line().to_string());
     out["checked"] = json!(config.check);
     let (device, recorder) = recording_device(&config);
     let geometry = device.geometry().clone();

@@ -58,8 +58,9 @@ fn dump_writes_each_image_and_a_device_json_that_describes_them() {
     let report = stdout_json(&out);
     let dev: Value =
         serde_json::from_slice(&std::fs::read(dir.join("device.json")).unwrap()).unwrap();
-    assert_eq!(keys(&dev), ["arch", "cores", "runtime"]);
+    assert_eq!(keys(&dev), ["arch", "cores", "runtime", "runtime_line"]);
     assert_eq!(dev["arch"], "trn2");
+    assert_eq!(dev["runtime_line"], "2.30", "trn2's default line");
 
     // The NEFF's own records, to check the main part of each image against.
     let bytes = std::fs::read(&neff_path).unwrap();
@@ -84,14 +85,21 @@ fn dump_writes_each_image_and_a_device_json_that_describes_them() {
                 keys(img),
                 [
                     "address",
+                    "approximate_records",
                     "bytes",
                     "engine",
+                    "exact",
                     "file",
+                    "filler_slots",
                     "main_slots",
                     "postamble_slots",
                     "preamble_slots"
                 ]
             );
+            // 2.30's code is the runtime's bytes: nothing filler, nothing
+            // approximate.
+            assert_eq!(img["exact"], true);
+            assert_eq!(img["filler_slots"], serde_json::json!([]));
             // The runtime's form of the simulated device's address.
             let simulated = report["cores"][i]["images"][j]["address"].as_u64().unwrap();
             assert_eq!(
@@ -174,12 +182,20 @@ fn compare_reports_each_core_and_engine_and_exits_1_on_disagreement() {
             "cores",
             "error",
             "file",
+            "runtime_line",
             "schema_version",
             "status",
-            "status_code"
+            "status_code",
+            "summary"
         ]
     );
     assert_eq!(v["error"]["stage"], "compare");
+    // The capture's runtime (field 8) is 2.30.51.
+    assert_eq!(v["runtime_line"], "2.30");
+    let summary = &v["summary"];
+    assert_eq!(summary["images"], 10);
+    assert_eq!(summary["records_equal"], 10);
+    assert_eq!(summary["sizes_equal"], 10);
     // Today the runtime's preamble and memory rows are not reproduced.
     assert_eq!(v["agrees"], false);
     assert_eq!(out.status.code(), Some(1));
@@ -211,8 +227,57 @@ fn compare_reports_each_core_and_engine_and_exits_1_on_disagreement() {
     let human = run(&["compare", neff.to_str().unwrap(), cap.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains("sg00: physical core 4 (capture 4)"), "{text}");
+    assert!(text.starts_with("runtime line 2.30\n"), "{text}");
+    assert!(
+        text.contains("images: records 10/10, sizes 10/10"),
+        "{text}"
+    );
     assert!(text.contains("Scalar Table"));
     assert_eq!(human.status.code(), Some(1));
+}
+
+/// A load under a line whose runtime bytes are partly unknown: `--dump`
+/// says, image by image, which slots are filler, and the filler slots are
+/// the marked ones.
+#[test]
+fn dump_names_the_filler_slots_of_an_older_line() {
+    let demo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.neff");
+    let dir = std::env::temp_dir().join(format!("neffld-dump-2.27-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // demo.neff is a trn1 NEFF: its default line is 2.23.
+    let out = run(&[
+        "load",
+        demo.to_str().unwrap(),
+        "--runtime",
+        "2.23.27",
+        "--dump",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout_json(&out)["runtime"], "2.23");
+    let dev: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("device.json")).unwrap()).unwrap();
+    assert_eq!(dev["runtime_line"], "2.23");
+    for img in dev["cores"][0]["images"].as_array().unwrap() {
+        assert_eq!(img["exact"], false);
+        let file = std::fs::read(dir.join(img["file"].as_str().unwrap())).unwrap();
+        let mut listed = Vec::new();
+        for r in img["filler_slots"].as_array().unwrap() {
+            let (a, b) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap());
+            listed.extend(a..b);
+        }
+        let marked: Vec<u64> = (0..file.len() as u64 / 64)
+            .filter(|&s| file[s as usize * 64..].starts_with(b"\xffneffld?"))
+            .collect();
+        assert!(!listed.is_empty());
+        assert_eq!(listed, marked, "{}", img["engine"]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

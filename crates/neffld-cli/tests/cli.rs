@@ -702,6 +702,47 @@ fn pack_follows_the_trees_target() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// `--runtime` takes a line or a version of one, NEFFLD_RUNTIME is its
+/// default, and anything else is a usage error naming the value.
+#[test]
+fn the_runtime_line_is_chosen_and_reported() {
+    let f = fixture("matmul_small.neff");
+    let line = |args: &[&str]| {
+        let mut all = vec!["load", "--json", "--device", "null"];
+        all.extend_from_slice(args);
+        all.push(f.to_str().unwrap());
+        let out = neffld(&all);
+        assert!(out.status.success(), "{}", stderr(&out));
+        json(&out)["runtime"].as_str().unwrap().to_string()
+    };
+    assert_eq!(line(&[]), "2.30", "trn2's default");
+    assert_eq!(line(&["--runtime", "2.27.23"]), "2.27");
+    let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
+        .env("NEFFLD_RUNTIME", "2.25")
+        .args(["load", "--json", "--device", "null", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(json(&out)["runtime"], "2.25");
+    let out = neffld(&["load", "--runtime", "2.26", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(e.contains("'2.26'") && e.contains("2.27"), "{e}");
+    let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
+        .env("NEFFLD_RUNTIME", "3.1")
+        .args(["load", "--json", "--device", "null", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let v = json(&out);
+    assert_eq!(v["error"]["stage"], "config");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("NEFFLD_RUNTIME"),
+        "{v}"
+    );
+}
+
 #[test]
 fn lnc_a_core_cannot_take_is_refused() {
     let d = demo();

@@ -141,7 +141,7 @@ fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>
                                 bytes: Cow::Owned(e.image.bytes.to_vec()),
                             })
                             .collect(),
-                        memory: staged::memory_rows(device, pcore)
+                        memory: staged::memory_rows(device, rt.config().line(), pcore)
                             .iter()
                             .map(staged::StagedRow::to_mem_row)
                             .collect(),

@@ -15,7 +15,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use neffld::api::LoadError;
-use neffld::device::{AllocReq, MemUsage, Owned, Owner};
+use neffld::device::{AllocReq, MemUsage, Owned, Owner, Place};
 use neffld::ids::PCore;
 use tracing::{debug, error, warn};
 
@@ -279,7 +279,7 @@ pub(crate) unsafe fn allocate(
             core,
             usage: MemUsage::Tensor,
             owner: Owner::Client,
-            pool: None,
+            place: Place::Kernel,
             hint: &name,
         };
         let alloc = Owned::new(&device, req).map_err(|e| status::device_error(API, &e))?;

@@ -61,10 +61,15 @@ fn fixture() -> PathBuf {
 }
 
 fn run(program: &Path, args: &[&str]) -> (bool, String) {
+    run_with(program, args, &[])
+}
+
+fn run_with(program: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
     let out = Command::new(program)
         .args(args)
         .arg(fixture())
         .env("NEFFLD_LOG", "off")
+        .envs(env.iter().copied())
         .output()
         .expect("load_smoke runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -97,4 +102,23 @@ fn c_program_full_load() {
             .contains("nrt_load of a damaged NEFF               NRT_UNSUPPORTED_NEFF_VERSION (10)"),
         "{stdout}"
     );
+}
+
+/// The C library takes the runtime line from `NEFFLD_RUNTIME`: a line (or
+/// a version of one) loads under it, anything else fails `nrt_init` with
+/// `NRT_INVALID`.
+#[test]
+fn c_program_reads_the_runtime_line_from_the_environment() {
+    let Some(program) = build("runtime") else {
+        return;
+    };
+    let (ok, stdout) = run_with(&program, &[], &[("NEFFLD_RUNTIME", "2.27.23")]);
+    assert!(ok, "load_smoke under 2.27 failed:\n{stdout}");
+    let (ok, stdout) = run_with(&program, &["--guards-only"], &[("NEFFLD_RUNTIME", "2.26")]);
+    assert!(!ok, "{stdout}");
+    let init = stdout
+        .lines()
+        .find(|l| l.starts_with("nrt_init "))
+        .expect("an nrt_init line");
+    assert!(init.contains("NRT_INVALID (2)"), "{stdout}");
 }

@@ -36,6 +36,11 @@ pub struct ImageComparison {
     /// 8-byte words of records both sides rewrote, and how many are equal.
     pub rewritten_words: u32,
     pub rewritten_words_equal: u32,
+    /// Slots of our image's runtime code that are filler, not the runtime's
+    /// bytes (unknown for the line), and records our image rewrote with
+    /// values no rule covers (trigger counts of DMA transposes).
+    pub filler_slots: u32,
+    pub approximate_records: u32,
     pub agrees: bool,
 }
 
@@ -53,6 +58,9 @@ pub struct CoreComparison {
 /// The whole comparison; truthy when neffld agrees with the capture.
 #[pyclass(frozen, get_all, module = "neffld")]
 pub struct Comparison {
+    /// The runtime line neffld loaded under: the capture's ("2.23",
+    /// "2.25", "2.27" or "2.30").
+    pub runtime_line: String,
     pub agrees: bool,
     pub cores: Vec<Py<CoreComparison>>,
 }
@@ -117,6 +125,8 @@ fn to_py(py: Python<'_>, c: &cmp::Comparison) -> PyResult<Comparison> {
                             same_fate: i.same_fate,
                             rewritten_words: i.rewritten_words,
                             rewritten_words_equal: i.rewritten_words_equal,
+                            filler_slots: i.filler_slots,
+                            approximate_records: i.approximate_records,
                             agrees: i.agrees(),
                         },
                     )
@@ -152,6 +162,7 @@ fn to_py(py: Python<'_>, c: &cmp::Comparison) -> PyResult<Comparison> {
         })
         .collect::<PyResult<_>>()?;
     Ok(Comparison {
+        runtime_line: c.line.to_string(),
         agrees: c.agrees(),
         cores,
     })
@@ -160,8 +171,8 @@ fn to_py(py: Python<'_>, c: &cmp::Comparison) -> PyResult<Comparison> {
 /// compare(neff, capture) -> Comparison
 ///
 /// Loads `neff` (a path or bytes) as the runtime that made `capture` (a
-/// profiler capture, `.ntff`, path or bytes) did — its architecture and
-/// logical core — and holds the result against the capture: per core and
+/// profiler capture, `.ntff`, path or bytes) did — its architecture,
+/// runtime line and logical core — and holds the result against the capture: per core and
 /// engine the image size, split and record fates, the address, and the
 /// memory rows side by side. Raises NeffError when either cannot be read.
 #[pyfunction]

@@ -15,6 +15,7 @@ use neffld::capture::staged::{self, StagedCore};
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container;
 use neffld::device::Device;
+use neffld::line::RuntimeLine;
 use neffld::parse;
 use neffld::stage::Placement;
 use neffld::Arch;
@@ -101,15 +102,15 @@ struct CoreFacts {
 
 /// The library's staged view of every core (the terms a capture uses); on
 /// a device that keeps no bytes, the same view without the images.
-fn core_facts(lm: &LoadedModel, dev: &Device) -> Vec<CoreFacts> {
-    let views = staged::staged(lm, dev).unwrap_or_else(|_| {
+fn core_facts(lm: &LoadedModel, dev: &Device, line: RuntimeLine) -> Vec<CoreFacts> {
+    let views = staged::staged(lm, dev, line).unwrap_or_else(|_| {
         lm.cores
             .iter()
             .map(|c| StagedCore {
                 pcore: c.pcore().0,
                 subgraph: c.subgraph.clone(),
                 images: Vec::new(),
-                memory: staged::memory_rows(dev, c.pcore()),
+                memory: staged::memory_rows(dev, line, c.pcore()),
                 variables: staged::variables(c),
             })
             .collect()
@@ -192,12 +193,14 @@ fn device_kind(name: &str) -> FResult<DeviceKind> {
 fn run_load(
     bytes: &[u8],
     arch: Option<Arch>,
+    runtime: Option<RuntimeLine>,
     kind: DeviceKind,
     start_core: i32,
 ) -> FResult<Loaded> {
     let mut config =
         RuntimeConfig::from_env().map_err(|e| Failure::new("config", e.status(), e.to_string()))?;
     config.device = kind;
+    config.runtime = runtime.or(config.runtime);
     // S1 once, here: the NEFF's own target picks the device when no arch is given.
     let t1 = Instant::now();
     let opened = container::open(bytes, &config.open_options());
@@ -215,8 +218,9 @@ fn run_load(
         Err(e) => return Err(LoadError::Container(e).into()),
     };
     let dev = rt.device_of(&handle)?.1.clone();
+    let line = rt.config().line();
     let (cores, warnings, mut timings) = rt.with_model(&handle, |lm: &LoadedModel| {
-        (core_facts(lm, &dev), lm.warnings.clone(), lm.timings)
+        (core_facts(lm, &dev, line), lm.warnings.clone(), lm.timings)
     })?;
     timings.container = s1;
     let tensors = rt.tensor_info(&handle)?;
@@ -246,6 +250,10 @@ pub struct Model {
     /// Architecture of the simulated device: "trn1", "trn2" or "trn3".
     #[pyo3(get)]
     arch: &'static str,
+    /// The runtime line the load reproduced: "2.23", "2.25", "2.27" or
+    /// "2.30".
+    #[pyo3(get)]
+    runtime: String,
     /// "sim" or "null".
     #[pyo3(get)]
     device: String,
@@ -377,23 +385,27 @@ impl Model {
     }
 }
 
-/// load(path_or_bytes, arch=None, device="sim", start_core=-1) -> Model
+/// load(path_or_bytes, arch=None, device="sim", start_core=-1, runtime=None) -> Model
 ///
 /// Loads a NEFF the way `nrt_load` does (S0–S5) onto a fresh simulated
 /// device: `arch` is "trn1", "trn2" or "trn3" (default: the NEFF's own
 /// target), `device` is "sim" (keeps every byte) or "null" (keeps no
-/// bytes), `start_core` the logical core (-1: the first free one). The
-/// runtime's environment variables apply (`NEURON_RT_*`,
-/// `NEURON_LOGICAL_NC_CONFIG`); the logical-core size defaults to the one
-/// the NEFF was compiled for. Raises NeffError.
+/// bytes), `start_core` the logical core (-1: the first free one),
+/// `runtime` the runtime line to reproduce ("2.23", "2.25", "2.27",
+/// "2.30", or a version such as "2.27.23"; default: `NEFFLD_RUNTIME`, else
+/// the newest with evidence for the architecture). The runtime's
+/// environment variables apply (`NEURON_RT_*`, `NEURON_LOGICAL_NC_CONFIG`);
+/// the logical-core size defaults to the one the NEFF was compiled for.
+/// Raises NeffError.
 #[pyfunction]
-#[pyo3(signature = (path_or_bytes, arch=None, device="sim", start_core=-1))]
+#[pyo3(signature = (path_or_bytes, arch=None, device="sim", start_core=-1, runtime=None))]
 pub fn load(
     py: Python<'_>,
     path_or_bytes: &Bound<'_, PyAny>,
     arch: Option<&str>,
     device: &str,
     start_core: i32,
+    runtime: Option<&str>,
 ) -> PyResult<Model> {
     let (bytes, _) = raise(py, source::read(path_or_bytes))?;
     let arch = raise(
@@ -401,8 +413,17 @@ pub fn load(
         arch.map(|a| a.parse::<Arch>().map_err(Failure::input))
             .transpose(),
     )?;
+    let runtime = raise(
+        py,
+        runtime
+            .map(|r| r.parse::<RuntimeLine>().map_err(Failure::input))
+            .transpose(),
+    )?;
     let kind = raise(py, device_kind(device))?;
-    let loaded = raise(py, py.detach(|| run_load(&bytes, arch, kind, start_core)))?;
+    let loaded = raise(
+        py,
+        py.detach(|| run_load(&bytes, arch, runtime, kind, start_core)),
+    )?;
     let cores = loaded
         .cores
         .into_iter()
@@ -415,6 +436,7 @@ pub fn load(
         .collect::<PyResult<_>>()?;
     Ok(Model {
         arch: loaded.rt.config().arch.instance(),
+        runtime: loaded.rt.config().line().to_string(),
         device: device.to_string(),
         name: loaded.handle.name.clone(),
         uuid: loaded.handle.uuid,

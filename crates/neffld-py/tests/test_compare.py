@@ -44,6 +44,9 @@ def test_the_capture_side_is_the_profilers_report(ntff):
         assert {r.usage_type: r.capture for r in core.memory if r.capture is not None} == rows
         assert all(r.equal == (r.ours == r.capture) for r in core.memory)
     assert bool(cmp) == cmp.agrees == all(c.agrees for c in cmp.cores)
+    # The captures' runtime is 2.30.51; its code is known byte for byte.
+    assert cmp.runtime_line == "2.30"
+    assert all(i.filler_slots == 0 and i.approximate_records == 0 for c in cmp.cores for i in c.images)
 
 
 @pytest.mark.parametrize("ntff", PAIRS[:2], ids=lambda p: p.stem)

@@ -107,6 +107,20 @@ def test_start_core_and_arch_are_honoured():
         assert m.pcores == [4, 5]
 
 
+def test_the_runtime_line_is_an_option():
+    with neffld.load(SMALL, device="null") as m:
+        assert m.runtime == "2.30"
+    with neffld.load(SMALL, device="null", runtime="2.27.23") as m:
+        assert m.runtime == "2.27"
+        # 2.27's instruction block beside pe's image: 1600 bytes.
+        pe = m.cores[0].memory["Tensor Instructions"]
+    with neffld.load(SMALL, device="null", runtime="2.30") as m:
+        assert m.cores[0].memory["Tensor Instructions"] != pe
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.load(SMALL, runtime="2.26")
+    assert "'2.26'" in str(e.value)
+
+
 def test_the_null_device_loads_too():
     with neffld.load(LARGE, device="null") as m:
         assert m.device == "null"

@@ -202,6 +202,7 @@ impl Staging {
     ) -> (Duration, Duration, Duration) {
         let sopts = StageOptions {
             arch: Arch::Cayman,
+            line: neffld::line::RuntimeLine::V2_30,
             scratchpad_page: 512 << 20,
             fanout_min_bytes,
         };

@@ -175,6 +175,7 @@ fn stage_rss(path: &str) {
         HModel(1),
         StageOptions {
             arch: Arch::Cayman,
+            line: neffld::line::RuntimeLine::V2_30,
             scratchpad_page: 512 << 20,
             fanout_min_bytes: 0,
         },

@@ -28,16 +28,14 @@ use thiserror::Error;
 use crate::cache::{ParseCache, Role, Weigh};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader};
-use crate::device::address::RUNTIME_SMALL_POOL_BYTES;
-use crate::device::alloc::charged_size;
 use crate::device::{
-    AllocReq, AllocSet, Device, DeviceError, Geometry, NullDevice, Owner, Pool, SimDevice,
+    AllocReq, AllocSet, Device, DeviceError, Geometry, NullDevice, Owner, SimDevice,
 };
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
 use crate::memory;
 use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
 use crate::registry::{Registry, RegistryError};
-use crate::report::{CoreMemory, MemoryStats};
+use crate::report::MemoryStats;
 use crate::stage::validate::{self, Finding};
 use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
 use crate::NrtStatus;
@@ -265,44 +263,38 @@ fn unclaim(usage: &Mutex<Vec<u32>>, idx: usize) {
     }
 }
 
-/// The configured simulated device as the runtime finds it: the runtime's
-/// own allocations on every channel take [`RUNTIME_SMALL_POOL_BYTES`] at the
-/// bottom of its small pool in the captures. What of that the start-up rows
-/// ([`memory::start_rows`], allocated by [`Runtime::with_device`]) do not
-/// account for is held back like the firmware carve-out, so that a model's
-/// first small allocation lands where the captures show it.
+/// The configured simulated device as the runtime finds it: the part of
+/// the regions its line holds at start that its own start-up allocations
+/// ([`memory::start_plan`], made by [`Runtime::with_devices`]) do not fill
+/// is held back like the firmware carve-out, so that a model's first
+/// allocations land where the captures show them.
 pub fn started_device(config: &RuntimeConfig) -> Arc<Device> {
     let geometry = Geometry::for_arch(config.arch);
-    let rows: u64 = memory::start_rows(config.arch)
-        .map(|(_, bytes)| charged_size(bytes).unwrap_or(0))
-        .sum();
-    let cores_per_channel = u64::from(geometry.cores() / geometry.hbm_channels().max(1));
-    let held_back = RUNTIME_SMALL_POOL_BYTES.saturating_sub(rows * cores_per_channel);
+    let held = memory::start_plan(&geometry, config.arch, config.line()).held;
     match config.device {
-        DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, held_back)),
-        DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, held_back)),
+        DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, held)),
+        DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, held)),
     }
 }
 
 /// What the runtime allocates for itself on every physical core when it
-/// starts, before any model: real allocations, so that what the allocator
-/// refuses and what every memory report says agree. They are packed at the
-/// bottom of each channel's small pool, where the captures show the
-/// runtime's own memory.
-fn start(device: &Arc<Device>, arch: crate::Arch) -> Result<AllocSet, DeviceError> {
+/// starts, before any model ([`memory::start_plan`]): real allocations, so
+/// that what the allocator refuses and what every memory report says agree.
+fn start(device: &Arc<Device>, config: &RuntimeConfig) -> Result<AllocSet, DeviceError> {
+    let geometry = device.geometry();
+    let plan = memory::start_plan(geometry, config.arch, config.line());
+    let per_core = plan.rows.len() / geometry.cores().max(1) as usize;
     let mut held = AllocSet::new(device);
-    for core in 0..device.geometry().cores() {
-        for (usage, size) in memory::start_rows(arch) {
-            held.alloc(AllocReq {
-                size,
-                align: 0,
-                core: PCore(core),
-                usage,
-                owner: Owner::Runtime,
-                pool: Some(Pool::Small),
-                hint: usage.name(),
-            })?;
-        }
+    for (i, &(usage, size, place)) in plan.rows.iter().enumerate() {
+        held.alloc(AllocReq {
+            size,
+            align: 0,
+            core: PCore((i / per_core.max(1)) as u32),
+            usage,
+            owner: Owner::Runtime,
+            place,
+            hint: usage.name(),
+        })?;
     }
     Ok(held)
 }
@@ -372,7 +364,7 @@ impl Runtime {
             .into_iter()
             .map(|device| {
                 Ok(Chip {
-                    _start: start(&device, config.arch)?,
+                    _start: start(&device, &config)?,
                     cores: Arc::new(Cores::new(cores)),
                     device,
                 })
@@ -646,6 +638,7 @@ impl Runtime {
         let h_model = self.registry.new_h_model();
         let sopts = StageOptions {
             arch: self.config.arch,
+            line: self.config.line(),
             scratchpad_page: self.config.scratchpad_page,
             fanout_min_bytes: self.config.fanout_min_bytes,
         };
@@ -758,12 +751,6 @@ impl Runtime {
             local,
             self.config.lnc_size(),
         )?)
-    }
-
-    /// The memory report of one physical core of device `ND nd`.
-    pub fn core_memory(&self, nd: u32, pcore: PCore) -> Option<CoreMemory> {
-        let chip = self.chips.get(nd as usize)?;
-        Some(CoreMemory::of(&chip.device, pcore))
     }
 
     /// How many parses (S1–S3) this runtime has run; loads that reused a

@@ -6,6 +6,7 @@
 use thiserror::Error;
 
 use crate::container::OpenOptions;
+use crate::line::RuntimeLine;
 use crate::Arch;
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -39,6 +40,10 @@ pub struct RuntimeConfig {
     /// Devices (chips) of the instance, each of the architecture's geometry
     /// (`ND 0` … `ND chips-1`); logical cores are numbered across them.
     pub chips: u32,
+    /// The runtime line whose behaviour loads reproduce (`NEFFLD_RUNTIME`:
+    /// `2.27` or a version such as `2.27.23`); `None` = the newest line
+    /// with evidence for the architecture ([`RuntimeLine::default_for`]).
+    pub runtime: Option<RuntimeLine>,
     pub device: DeviceKind,
     /// Logical-core size; `None` = the architecture's default (sunda: 1, else 2).
     pub lnc: Option<u32>,
@@ -87,6 +92,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             arch: Arch::Cayman,
             chips: 1,
+            runtime: None,
             device: DeviceKind::Sim,
             lnc: None,
             visible_cores: None,
@@ -167,6 +173,13 @@ impl RuntimeConfig {
                 value: v.clone(),
                 reason,
             })?;
+        }
+        if let Some(v) = lookup("NEFFLD_RUNTIME") {
+            self.runtime = Some(v.parse().map_err(|reason| ConfigError {
+                var: "NEFFLD_RUNTIME",
+                value: v.clone(),
+                reason,
+            })?);
         }
         if let Some(v) = lookup("NEFFLD_DEVICE") {
             self.device = match v.trim() {
@@ -255,6 +268,13 @@ impl RuntimeConfig {
         }
     }
 
+    /// The runtime line loads run under: the configured one, else the
+    /// architecture's default.
+    pub fn line(&self) -> RuntimeLine {
+        self.runtime
+            .unwrap_or_else(|| RuntimeLine::default_for(self.arch))
+    }
+
     /// The effective logical-core size: sunda is forced to 1 (stage.md §5.1).
     pub fn lnc_size(&self) -> u32 {
         match self.arch {
@@ -300,8 +320,10 @@ mod tests {
                 ("NEURON_RT_ALLOW_LEGACY_NEFF", "1"),
                 ("NEFFLD_FANOUT_MIN_BYTES", "0"),
                 ("NEFFLD_MAX_MEMBERS", "1000000"),
+                ("NEFFLD_RUNTIME", "2.25.57"),
             ]))
             .unwrap();
+        assert_eq!(c.line(), RuntimeLine::V2_25);
         assert_eq!(c.fanout_min_bytes, 0);
         assert_eq!(c.max_members, Some(1_000_000));
         assert_eq!(c.arch, Arch::Sunda);
@@ -315,6 +337,12 @@ mod tests {
         assert!(!d.validate_hash);
         assert_eq!(d.fanout_min_bytes, crate::stage::DEFAULT_FANOUT_MIN_BYTES);
         assert_eq!(d.max_members, None);
+        assert_eq!(d.line(), RuntimeLine::V2_30, "trn2's default");
+        let trn1 = RuntimeConfig {
+            arch: Arch::Sunda,
+            ..RuntimeConfig::default()
+        };
+        assert_eq!(trn1.line(), RuntimeLine::V2_23, "trn1's default");
     }
 
     #[test]
@@ -355,5 +383,10 @@ mod tests {
             .with_env(env(&[("NEFFLD_MAX_MEMBERS", "many")]))
             .unwrap_err();
         assert_eq!(e.var, "NEFFLD_MAX_MEMBERS");
+        let e = RuntimeConfig::default()
+            .with_env(env(&[("NEFFLD_RUNTIME", "2.26")]))
+            .unwrap_err();
+        assert_eq!(e.var, "NEFFLD_RUNTIME");
+        assert!(e.to_string().contains("'2.26'"), "{e}");
     }
 }

@@ -7,6 +7,10 @@
 //! ```text
 //! bytes ─S1─▶ container ─S2─▶ manifest ─S3─▶ kbin ─S4─▶ stage + device ─S5─▶ relocate + registry
 //! ```
+//!
+//! What the runtime itself writes and allocates around a NEFF depends on
+//! its release line: [`line`], which relocation, staging and the memory
+//! report read.
 
 pub mod api;
 pub mod arch;
@@ -19,6 +23,7 @@ pub mod fallible;
 pub mod host_pages;
 pub mod ids;
 pub mod kbin;
+pub mod line;
 pub mod manifest;
 pub mod memory;
 pub mod parse;

@@ -1,45 +1,127 @@
 //! What the runtime allocates for itself on every physical core when it
-//! starts, before any model, in the profiler's rows. The runtime allocates
-//! these for real ([`crate::api::Runtime`]), so they are in the one ledger
-//! every memory report projects ([`crate::report::memory`]).
+//! starts, before any model, and where. The figures are the runtime line's
+//! ([`RuntimeLine::start_rows`], [`RuntimeLine::start_taken`]); the runtime
+//! allocates them for real ([`crate::api::Runtime`]), so they are in the one
+//! ledger every memory report projects ([`crate::report::memory`]).
 
-use crate::device::MemUsage;
+use crate::device::alloc::charged_size;
+use crate::device::{Geometry, MemUsage, Place, Pool, StartTaken};
+use crate::line::RuntimeLine;
 use crate::report::memory::Rows;
 use crate::Arch;
 
-/// What the runtime allocates for itself on each physical core of `arch`
-/// when it starts.
-///
-/// trn2 (runtime 2.30.51, all ten shared captures, both cores):
-/// - Ucode lib 1,744,584 and GpSimd STDIO 1,088: the whole row, the same
-///   for every NEFF;
-/// - Generic 13,312: the row is 38,912 on both cores, of which 25,600 are
-///   the NEFF's DVE tables (1 + 4 + 4 + 16 KiB, staged per core);
-/// - DMA Rings Runtime 28,672: the row is 30,720 on the core with only the
-///   DVE-table ring and 32,768 on the one with the act-table ring too
-///   (2,048 bytes each).
-///
-/// trn1: Ucode lib 100,669,644 (96 MiB + 6,348; trn1 captures of runtimes
-/// 2.23 and 2.25). No shared trn1 capture shows the other rows; trn1 and
-/// trn3 take the trn2 values (docs/decisions.md).
-pub fn runtime_rows(arch: Arch) -> Rows {
-    let mut r = [0; MemUsage::COUNT];
-    r[MemUsage::Generic.index()] = 13_312;
-    r[MemUsage::PoolStdio.index()] = 1_088;
-    r[MemUsage::DmaRing.index()] = 28_672;
-    r[MemUsage::UcodeLib.index()] = match arch {
-        Arch::Sunda => 100_669_644,
-        Arch::Cayman | Arch::Mariana => 1_744_584,
-    };
-    r
+/// What the runtime of `line` allocates for itself on each physical core of
+/// `arch` when it starts (the line's figures and their evidence:
+/// [`RuntimeLine::start_rows`]).
+pub fn runtime_rows(arch: Arch, line: RuntimeLine) -> Rows {
+    line.start_rows(arch)
 }
 
-/// The rows of [`runtime_rows`] that hold bytes, in the profiler's order:
-/// what the runtime allocates on each physical core when it starts.
-pub fn start_rows(arch: Arch) -> impl Iterator<Item = (MemUsage, u64)> {
-    let rows = runtime_rows(arch);
-    MemUsage::ALL
+/// Where the runtime's start-up allocations go on a device, and what of the
+/// regions its line holds at the bottom of each channel's pools they leave
+/// over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartPlan {
+    /// Held back at start, beside the start-up allocations.
+    pub held: StartTaken,
+    /// Each row of each core, in order: usage, bytes, and where it goes.
+    pub rows: Vec<(MemUsage, u64, Place)>,
+}
+
+/// The runtime's start on a device of `geometry` under `line`.
+///
+/// The captures show a started runtime holding a region at the bottom of
+/// each channel's small pool (2.27, 2.30) or main pool (2.23) before any
+/// model: a model's first allocations land right above it. The rows the
+/// runtime reports for itself are placed inside those regions, in order,
+/// while they fit, and the rest of each region is held back, so the region
+/// ends where the captures show it. A row too large for what is left (the
+/// trn1 microcode, 96 MiB) goes to the top of the channel instead, where it
+/// moves no model allocation.
+pub fn start_plan(geometry: &Geometry, arch: Arch, line: RuntimeLine) -> StartPlan {
+    let region = line.start_taken(arch);
+    let rows = runtime_rows(arch, line);
+    let per_core: Vec<(MemUsage, u64)> = MemUsage::ALL
         .into_iter()
-        .map(move |u| (u, rows[u.index()]))
+        .map(|u| (u, rows[u.index()]))
         .filter(|&(_, bytes)| bytes > 0)
+        .collect();
+    let cores_per_channel = geometry.cores_per_hbm().max(1);
+    let has_small = !region.no_small_pool;
+    let (mut small_left, mut main_left) = (region.small_pool, region.main_pool);
+    let mut placed = Vec::new();
+    for _ in 0..cores_per_channel {
+        for &(usage, bytes) in &per_core {
+            let charged = charged_size(bytes).unwrap_or(u64::MAX);
+            let place = if has_small && charged <= small_left {
+                small_left -= charged;
+                Place::First(Pool::Small)
+            } else if charged <= main_left {
+                main_left -= charged;
+                Place::First(Pool::Main)
+            } else {
+                Place::Top
+            };
+            placed.push((usage, bytes, place));
+        }
+    }
+    let rows = (0..geometry.cores() / cores_per_channel)
+        .flat_map(|_| placed.iter().copied())
+        .collect();
+    StartPlan {
+        held: StartTaken {
+            small_pool: small_left,
+            main_pool: main_left,
+            no_small_pool: region.no_small_pool,
+        },
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On 2.30 trn2 every row of both cores of a channel fits the region the
+    /// captures show (0x3b0000 at the bottom of the small pool): only the
+    /// rest is held back, so the region still ends at 0x3b0000.
+    #[test]
+    fn start_rows_fill_the_held_region_and_the_rest_is_held_back() {
+        let g = Geometry::for_arch(Arch::Cayman);
+        let plan = start_plan(&g, Arch::Cayman, RuntimeLine::V2_30);
+        let region = RuntimeLine::V2_30.start_taken(Arch::Cayman);
+        let per_channel: u64 = plan.rows[..plan.rows.len() / 4]
+            .iter()
+            .map(|&(_, b, place)| {
+                assert_eq!(place, Place::First(Pool::Small));
+                charged_size(b).unwrap()
+            })
+            .sum();
+        assert_eq!(plan.held.small_pool + per_channel, region.small_pool);
+        assert_eq!(plan.rows.len(), 8 * 4, "four rows on each of 8 cores");
+    }
+
+    /// On 2.23 trn1 the microcode (96 MiB) is far larger than the region at
+    /// the bottom of the main pool: it goes to the top; the small rows fill
+    /// the region.
+    #[test]
+    fn a_row_larger_than_the_region_goes_to_the_top() {
+        let g = Geometry::for_arch(Arch::Sunda);
+        let plan = start_plan(&g, Arch::Sunda, RuntimeLine::V2_23);
+        let ucode = plan
+            .rows
+            .iter()
+            .find(|r| r.0 == MemUsage::UcodeLib)
+            .unwrap();
+        assert_eq!((ucode.1, ucode.2), (100_669_644, Place::Top));
+        let stdio = plan
+            .rows
+            .iter()
+            .find(|r| r.0 == MemUsage::PoolStdio)
+            .unwrap();
+        assert_eq!(stdio.2, Place::First(Pool::Main));
+        let region = RuntimeLine::V2_23.start_taken(Arch::Sunda);
+        assert_eq!(plan.held.main_pool, region.main_pool - 4096);
+        assert!(plan.held.no_small_pool);
+    }
 }

@@ -394,6 +394,75 @@ impl Synth {
         s
     }
 
+    /// A trn2 LNC-2 NEFF with static DMA, the shape of the compiler-2.21
+    /// NEFFs that runtime 2.27 was captured on: [`Synth::static_sunda`]'s
+    /// sg00 (IO and data queues on pool and sp, act tables, `0xC1`
+    /// triggers) with trn2's four DVE tables and the EVTACCEL reservation,
+    /// and an idle sg01 holding the IO variables and the DVE tables.
+    pub fn static_cayman() -> Synth {
+        let mut s = Synth::static_sunda();
+        s.set_json(
+            "neff.json",
+            &neff_json(
+                &[("a", "float16", &[128, 64])],
+                &[("out", "float16", &[128, 64])],
+                2,
+                "kelf-0.json",
+            ),
+        );
+        s.set_json(
+            "kelf-0.json",
+            &json!({"graphs":[{"definition":"sg00/def.json","name":"sg00"},
+                              {"definition":"sg01/def.json","name":"sg01"}],
+                    "version":"0.5","target":"cayman"}),
+        );
+        let idle = stream(&[
+            encode::record(isa::OP_SET_ORDERING_MODE),
+            encode::record(isa::OP_PSEUDO_BRANCH_LABEL),
+        ]);
+        let mut sg01 = s.json("sg00/def.json");
+        sg01["var"] = json!({
+            "SB": {"type":"state-buffer","var_id":0},
+            "a": {"ops":[],"size":16384,"type":"input","var_id":1},
+            "out": {"ops":[],"size":16384,"type":"output","var_id":2}
+        });
+        sg01["dma_queue"] = json!({});
+        s.set_json("sg01/def.json", &sg01);
+        for b in ["PE", "Activation", "Pool", "DVE", "SP"] {
+            s.set_json(
+                &format!("sg01/{b}.json"),
+                &json!({"dma":[],"instr":format!("{b}.bin"),"name":format!("{b}.json")}),
+            );
+            s.set(&format!("sg01/{b}.bin"), idle.clone());
+        }
+        for sg in ["sg00", "sg01"] {
+            s.edit(&format!("{sg}/def.json"), |d| {
+                d["runtime_statebuffer_reservation"] = json!([{"base_partition":0,"offset":229368,
+                    "partitions":128,"size":8,"type":"evtaccel"}]);
+            });
+            s.edit(&format!("{sg}/DVE.json"), |d| {
+                d["dve_tables"] = json!([{"control_fast_table":"default_control_fast_table.bin",
+                    "control_slow_table":"default_control_slow_table.bin",
+                    "datapath_table":"default_datapath_table.bin","opcode_table":"default_opcode_table.bin"}]);
+            });
+            s.remove(&format!("{sg}/default_control_table.bin"));
+            s.set(
+                &format!("{sg}/default_control_fast_table.bin"),
+                vec![1; 4096],
+            );
+            s.set(
+                &format!("{sg}/default_control_slow_table.bin"),
+                vec![2; 4096],
+            );
+            s.set(&format!("{sg}/default_datapath_table.bin"), vec![3; 16384]);
+            s.set(&format!("{sg}/default_opcode_table.bin"), vec![4; 1024]);
+        }
+        s.edit("sg01/Activation.json", |a| {
+            a["activation_function_sets"] = json!([]);
+        });
+        s
+    }
+
     /// A trn2 LNC-2 NEFF with dynamic DMA (see the module doc).
     ///
     /// IO: inputs `q`, `k` and output `o`, all f32 [4,16] (256 B). sg00 has
@@ -713,7 +782,8 @@ pub fn beyond_start(dev: &crate::device::Device) -> Vec<crate::device::LiveAlloc
 /// The `load` fuzz target's body, shared with the replay of kept inputs.
 ///
 /// The first byte is a flag byte (bit 0: trn1 instead of trn2; bit 1: verify
-/// the payload hash; bit 2: allow legacy NEFFs), the rest is the NEFF. It
+/// the payload hash; bit 2: allow legacy NEFFs; bits 3 and 4: the runtime
+/// line, 2.23, 2.25, 2.27 or 2.30), the rest is the NEFF. It
 /// loads on a `NullDevice` with a small inflate ceiling and the staged-model
 /// validator on, unloads, and checks that the device and the registry are
 /// empty either way. Returns the status of a failed load, `None` when the
@@ -738,6 +808,7 @@ pub fn fuzz_load(input: &[u8]) -> Option<crate::NrtStatus> {
     let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
     let cfg = RuntimeConfig {
         arch,
+        runtime: Some(crate::line::RuntimeLine::ALL[usize::from(flag >> 3) & 3]),
         device: DeviceKind::Null,
         validate_hash: flag & 2 != 0,
         allow_legacy_neff: flag & 4 != 0,

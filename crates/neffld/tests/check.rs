@@ -195,11 +195,22 @@ fn a_dge_operand_of_an_io_tensor_changed_on_the_device_is_named() {
 fn a_trigger_moved_to_another_block_is_named() {
     with_rings(|dev, kbins, lm| {
         let core = &lm.cores[0];
-        let (placed, off) = first_abs_word(core, isa::OP_PSEUDO_DMATRIGGER);
-        // First descriptor + 1: the trigger now starts mid-block.
-        let at = off as usize + 8;
-        let first = u32::from_le_bytes(placed.image.bytes[at..at + 4].try_into().unwrap());
-        dev.write(placed.handle, at as u64, &(first + 1).to_le_bytes())
+        // The first rewritten trigger (the runtime's register write 0xA5)
+        // of the NEFF's records.
+        let (placed, off) = core
+            .engines
+            .iter()
+            .find_map(|e| {
+                let (_, main, len) = e.image.layout.sections[1];
+                (main..main + len)
+                    .find(|&s| e.image.bytes[s as usize * 64] == 0xA5)
+                    .map(|s| (e, u64::from(s) * 64))
+            })
+            .expect("a rewritten trigger");
+        // Its first count + 1: the count of another block.
+        let at = off as usize + 32;
+        let count = u64::from_le_bytes(placed.image.bytes[at..at + 8].try_into().unwrap());
+        dev.write(placed.handle, at as u64, &(count + 1).to_le_bytes())
             .unwrap();
         let findings = validate(dev, kbins, &lm.cores);
         assert_eq!(findings.len(), 1, "{findings:?}");

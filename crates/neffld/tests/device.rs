@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use neffld::device::{
     AllocReq, Allocation, CopyOp, Device, DeviceError, FaultOp, FaultPlan, Geometry, MemHandle,
-    MemUsage, NullDevice, Owner, SimDevice, Write, CARVEOUT, GRANULE, SMALL_POOL_BYTES,
+    MemUsage, NullDevice, Owner, Place, SimDevice, Write, CARVEOUT, GRANULE, SMALL_POOL_BYTES,
 };
 use neffld::ids::{LCore, PCore, Pa};
 use neffld::{Arch, NrtStatus};
@@ -21,7 +21,7 @@ fn req(core: u32, size: u64, align: u64, usage: MemUsage) -> AllocReq<'static> {
         core: PCore(core),
         usage,
         owner: Owner::Runtime,
-        pool: None,
+        place: Place::Kernel,
         hint: "test",
     }
 }

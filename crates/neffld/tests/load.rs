@@ -261,8 +261,9 @@ fn a_trn1_neff_on_a_trn2_runtime_fails_the_arch_gate() {
 }
 
 /// A trn1 NEFF with static DMA blocks and `0xC1` triggers, in every
-/// container family, staged on trn1: rings are built, triggers bound to
-/// them, IO endpoints become templates.
+/// container family, staged on trn1 (runtime 2.23 by default): rings are
+/// built, triggers become the runtime's register writes, IO endpoints
+/// become templates.
 #[test]
 fn static_dma_neffs_load_on_trn1_in_every_producer_family() {
     // The sunda producers' container formats (2.21+ writes cayman headers).
@@ -290,26 +291,32 @@ fn static_dma_neffs_load_on_trn1_in_every_producer_family() {
                 decode_template(rx[0].buf_ptr).is_none(),
                 "the SB side is absolute"
             );
-            // The SP image: its first trigger points at the weight ring.
+            // The SP image: its first trigger starts the weight load.
             let sp = core
                 .engines
                 .iter()
                 .find(|e| e.engine.key() == "sp")
                 .unwrap();
-            // Preamble (50 slots on a first core), SET_ORDERING_MODE, then the trigger.
-            let rec = &sp.image.bytes[51 * 64..52 * 64];
-            assert_eq!(rec[0], 0xC1);
-            let ring = core
-                .rings
-                .iter()
-                .find(|r| r.queue == "qSPSpillReload0")
-                .unwrap();
-            assert_eq!(u64::from_le_bytes(rec[12..20].try_into().unwrap()), ring.pa);
+            // The 2.23 preamble of sp: 12 slots, + 13 for its IO queue, + 14
+            // for its data queue = 39; then SET_ORDERING_MODE, then the
+            // trigger of qSPSpillReload0 (queue 1: data queues come first,
+            // pool's before sp's), a data queue: one M2S write of
+            // 0x0ffff1000000 + 0x1000 · 2 + 0x38 with its count, 3 (a
+            // contiguous two-dimensional weight side).
+            let rec = &sp.image.bytes[40 * 64..41 * 64];
+            let word = |w: usize| u64::from_le_bytes(rec[w * 8..w * 8 + 8].try_into().unwrap());
+            assert_eq!(rec[0], 0xA5);
+            assert_eq!(
+                (word(2), word(3), word(4), word(5)),
+                (0x0fff_f100_2038, 0, 3, 0)
+            );
             // The sunda control table and the activation tables were staged.
             let tables: Vec<&str> = core.tables.iter().map(|t| t.what.as_str()).collect();
             assert!(tables.contains(&"dve control_table"), "{tables:?}");
             assert!(tables.contains(&"act bkt"), "{tables:?}");
-            assert!(tables.contains(&"ring qActTable"), "{tables:?}");
+            // 2.23 has no table-load rings of its own (no DMA Rings
+            // Runtime row in its captures).
+            assert!(!tables.contains(&"ring qActTable"), "{tables:?}");
             // Each ring holds the descriptor pairs the sealed kbin counted,
             // which are those of the synth's patterns: 128 runs of 128
             // bytes per IO block, one 4096-byte run per spill block.

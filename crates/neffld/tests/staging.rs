@@ -162,6 +162,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         HModel(1),
         StageOptions {
             arch: Arch::Cayman,
+            line: neffld::line::RuntimeLine::V2_30,
             scratchpad_page: 512 << 20,
             fanout_min_bytes: 0,
         },
@@ -305,6 +306,7 @@ fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<Vec<Placement
         HModel(1),
         StageOptions {
             arch: Arch::Cayman,
+            line: neffld::line::RuntimeLine::V2_30,
             scratchpad_page: 512 << 20,
             fanout_min_bytes,
         },

@@ -125,6 +125,8 @@ class Model:
     name: str
     uuid: bytes
     arch: Literal["trn1", "trn2", "trn3"]
+    runtime: Literal["2.23", "2.25", "2.27", "2.30"]
+    """The runtime line the load reproduced."""
     device: Literal["sim", "null"]
     vnc: int
     cores: list[Core]
@@ -171,6 +173,12 @@ class ImageComparison:
     same_fate: int
     rewritten_words: int
     rewritten_words_equal: int
+    filler_slots: int
+    """Slots of our image's runtime code that are filler, not the runtime's
+    bytes (unknown for the line)."""
+    approximate_records: int
+    """Records our image rewrote with values no rule covers (the trigger
+    counts of DMA transposes)."""
     agrees: bool
 
 class CoreComparison:
@@ -186,13 +194,15 @@ class CoreComparison:
 class Comparison:
     """A capture held against neffld's load; truthy when they agree."""
 
+    runtime_line: Literal["2.23", "2.25", "2.27", "2.30"]
+    """The runtime line neffld loaded under: the capture's."""
     agrees: bool
     cores: list[CoreComparison]
     def __bool__(self) -> bool: ...
 
 def compare(neff: PathOrBytes, capture: PathOrBytes) -> Comparison:
-    """Loads the NEFF as the capture's runtime did (architecture, logical
-    core) and compares images, addresses and memory rows with the capture
+    """Loads the NEFF as the capture's runtime did (architecture, runtime
+    line, logical core) and compares images, addresses and memory rows with the capture
     (an .ntff profiler capture). Raises NeffError."""
 
 def inspect(path_or_bytes: PathOrBytes) -> NeffInfo:
@@ -208,8 +218,11 @@ def load(
     arch: Optional[Literal["trn1", "trn2", "trn3"]] = None,
     device: Literal["sim", "null"] = "sim",
     start_core: int = -1,
+    runtime: Optional[str] = None,
 ) -> Model:
     """Loads the NEFF (nrt_load, S0-S5) onto a fresh simulated device of
-    `arch` (default: the NEFF's target). The runtime's environment variables
-    apply; the logical-core size defaults to the NEFF's own. Raises
-    NeffError."""
+    `arch` (default: the NEFF's target), reproducing runtime line `runtime`
+    ("2.23", "2.25", "2.27", "2.30" or a version such as "2.27.23";
+    default: NEFFLD_RUNTIME, else trn1 2.23, trn2/trn3 2.30). The runtime's
+    environment variables apply; the logical-core size defaults to the
+    NEFF's own. Raises NeffError."""

@@ -18,9 +18,10 @@ use crate::config::{DeviceKind, RuntimeConfig};
 use crate::container::{self, Neff, OpenOptions};
 use crate::device::DeviceError;
 use crate::kbin::isa::RECORD_LEN;
+use crate::line::RuntimeLine;
 use crate::manifest::engine::EngineType;
 use crate::parse::{self, ParsedModel};
-use crate::NrtStatus;
+use crate::{Arch, NrtStatus};
 
 use super::staged::{staged, StagedCore, StagedImage};
 use super::{Capture, Image, Subgraph};
@@ -235,6 +236,12 @@ pub struct ImageComparison {
     /// hold the same bytes.
     pub rewritten_words: u32,
     pub rewritten_words_equal: u32,
+    /// Slots of our image's runtime code that are filler, not the runtime's
+    /// bytes (unknown for the load's line).
+    pub filler_slots: u32,
+    /// Records our image rewrote with values no rule covers (trigger counts
+    /// of transposes): the image is approximate there.
+    pub approximate_records: u32,
 }
 
 impl ImageComparison {
@@ -294,7 +301,28 @@ impl CoreComparison {
 /// A whole comparison.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Comparison {
+    /// The runtime line neffld loaded under (the capture's, when it names
+    /// one neffld knows).
+    pub line: RuntimeLine,
     pub cores: Vec<CoreComparison>,
+}
+
+/// How much of a comparison agrees, counted as the issue tables count it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Images on both sides.
+    pub images: u32,
+    /// Of those, every NEFF record kept, rewritten or deleted alike and
+    /// every rewritten word equal.
+    pub records_equal: u32,
+    /// Of those, the same size.
+    pub sizes_equal: u32,
+    /// Of those, at the same address.
+    pub addresses_equal: u32,
+    /// Counted memory rows (not Profiler Buffers or Tensors) and how many
+    /// are equal.
+    pub rows: u32,
+    pub rows_equal: u32,
 }
 
 impl Comparison {
@@ -302,15 +330,40 @@ impl Comparison {
     pub fn agrees(&self) -> bool {
         self.cores.iter().all(CoreComparison::agrees)
     }
+
+    /// The counts of what agrees.
+    pub fn tally(&self) -> Tally {
+        let mut t = Tally::default();
+        for c in &self.cores {
+            for i in &c.images {
+                let (Some(o), Some(k)) = (&i.ours, &i.capture) else {
+                    continue;
+                };
+                t.images += 1;
+                t.records_equal += u32::from(
+                    i.same_fate == i.records && i.rewritten_words_equal == i.rewritten_words,
+                );
+                t.sizes_equal += u32::from(o.bytes == k.bytes);
+                t.addresses_equal += u32::from(o.address == k.address);
+            }
+            for r in c.memory.iter().filter(|r| r.counted) {
+                t.rows += 1;
+                t.rows_equal += u32::from(r.equal());
+            }
+        }
+        t
+    }
 }
 
-/// Holds `capture` against `ours`, matching cores by subgraph name; `streams`
-/// are the NEFF's own records ([`neff_streams`]).
+/// Holds `capture` against `ours` (staged under the capture's line,
+/// [`capture_line`]), matching cores by subgraph name; `streams` are the
+/// NEFF's own records ([`neff_streams`]).
 pub fn compare(
     capture: &Capture<'_>,
     ours: &[StagedCore],
     streams: &BTreeMap<(String, EngineType), &[u8]>,
 ) -> Comparison {
+    let line = capture_line(capture, capture.arch().unwrap_or(Arch::Cayman));
     let mut names: Vec<&str> = capture.subgraphs.iter().map(|s| s.name.as_str()).collect();
     for c in ours {
         if !names.contains(&c.subgraph.as_str()) {
@@ -345,7 +398,7 @@ pub fn compare(
             }
         })
         .collect();
-    Comparison { cores }
+    Comparison { line, cores }
 }
 
 fn compare_image(
@@ -376,6 +429,8 @@ fn compare_image(
         records,
         rewritten_words: 0,
         rewritten_words_equal: 0,
+        filler_slots: ours.map_or(0, StagedImage::filler_slots),
+        approximate_records: ours.map_or(0, |i| i.approximate.len() as u32),
     };
     let (Some(mine), Some((img, a))) = (ours, &theirs_aligned) else {
         return cmp;
@@ -463,9 +518,20 @@ pub fn logical_core(capture: &Capture<'_>, lnc: u32) -> Option<u32> {
         .flatten()
 }
 
-/// Loads `neff` on a fresh simulated runtime of the capture's architecture,
-/// on the capture's logical core, and compares; unloads before returning.
-/// Also returns neffld's staged view.
+/// The runtime line a capture was taken under: the line of its runtime
+/// version (field 8) when neffld knows it, else the architecture's default
+/// (a capture neffld wrote names neffld's own version).
+pub fn capture_line(capture: &Capture<'_>, arch: Arch) -> RuntimeLine {
+    capture
+        .runtime
+        .as_ref()
+        .and_then(|v| RuntimeLine::of_version(v.major, v.minor))
+        .unwrap_or_else(|| RuntimeLine::default_for(arch))
+}
+
+/// Loads `neff` on a fresh simulated runtime of the capture's architecture
+/// and runtime line ([`capture_line`]), on the capture's logical core, and
+/// compares; unloads before returning. Also returns neffld's staged view.
 pub fn load_and_compare(
     neff: &[u8],
     capture: &Capture<'_>,
@@ -473,8 +539,10 @@ pub fn load_and_compare(
     let arch = capture
         .arch()
         .ok_or(CompareError::UnknownArch(capture.arch_code))?;
+    let line = capture_line(capture, arch);
     let config = RuntimeConfig {
         arch,
+        runtime: Some(line),
         device: DeviceKind::Sim,
         ..RuntimeConfig::default()
     };
@@ -490,7 +558,7 @@ pub fn load_and_compare(
     let rt = Runtime::new(config)?;
     let model = rt.load(neff, vnc as i32, 1)?;
     let (_, device) = rt.device_of(&model)?;
-    let ours = rt.with_model(&model, |lm| staged(lm, device));
+    let ours = rt.with_model(&model, |lm| staged(lm, device, line));
     rt.unload(&model)?;
     let ours = ours??;
     Ok((compare(capture, &ours, &streams), ours))

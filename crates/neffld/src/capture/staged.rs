@@ -7,22 +7,23 @@
 
 use crate::api::LoadedModel;
 use crate::device::address::device_address;
-use crate::device::ledger::MemUsage;
 use crate::device::{Device, DeviceError};
 use crate::ids::PCore;
+use crate::line::RuntimeLine;
 use crate::manifest::engine::EngineType;
 use crate::relocate::instr::EngineImage;
 use crate::relocate::ipmap::{PatchKind, Section};
-use crate::report::CoreMemory;
+use crate::report::memory::{CoreMemory, RowKey};
 use crate::stage::core::CoreImage;
 use crate::stage::Placement;
 use crate::Arch;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use super::compare::{align, Fate, Records};
-use super::{Capture, CaptureUuid, Image, MemRow, Subgraph, Version, MEMORY_ROWS};
+use super::{Capture, CaptureUuid, Image, MemRow, Subgraph, Version, MEMORY_ROWS, OLD_DMA_ROW};
 
 /// One engine's image as staged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +39,25 @@ pub struct StagedImage {
     pub postamble_slots: u32,
     /// Where each of the NEFF's records went, from the relocation's patches.
     pub records: Records,
+    /// Slots (image slot ranges) of the runtime's code that are filler, not
+    /// the runtime's bytes (its line's are not known there); none for a
+    /// capture.
+    pub filler: Vec<Range<u32>>,
+    /// NEFF records whose rewrite holds values no rule covers (trigger
+    /// counts of transposes); none for a capture.
+    pub approximate: Vec<u32>,
+}
+
+impl StagedImage {
+    /// Slots that are filler.
+    pub fn filler_slots(&self) -> u32 {
+        self.filler.iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// True when every byte is the runtime's as far as the rules know.
+    pub fn exact(&self) -> bool {
+        self.filler.is_empty() && self.approximate.is_empty()
+    }
 }
 
 /// One memory row of a core: the runtime's name and the profiler's.
@@ -89,8 +109,12 @@ impl StagedCore {
 
 /// The staged view of every core of a loaded model, image bytes read back
 /// from `device` (a `NullDevice` keeps no bytes and fails here); memory rows
-/// are the runtime's report ([`crate::memory`]).
-pub fn staged(lm: &LoadedModel, device: &Device) -> Result<Vec<StagedCore>, DeviceError> {
+/// are the runtime's report ([`crate::report::memory`]) as `line` lists it.
+pub fn staged(
+    lm: &LoadedModel,
+    device: &Device,
+    line: RuntimeLine,
+) -> Result<Vec<StagedCore>, DeviceError> {
     let geometry = device.geometry();
     lm.cores
         .iter()
@@ -110,10 +134,12 @@ pub fn staged(lm: &LoadedModel, device: &Device) -> Result<Vec<StagedCore>, Devi
                         main_slots: section_slots(&e.image, Section::Main),
                         postamble_slots: section_slots(&e.image, Section::Postamble),
                         records: records_of(&e.image),
+                        filler: e.image.filler.clone(),
+                        approximate: e.image.approximate.clone(),
                     })
                 })
                 .collect::<Result<Vec<_>, DeviceError>>()?;
-            let memory = memory_rows(device, pcore);
+            let memory = memory_rows(device, line, pcore);
             Ok(StagedCore {
                 pcore: pcore.0,
                 subgraph: c.subgraph.clone(),
@@ -131,19 +157,27 @@ pub fn staged(lm: &LoadedModel, device: &Device) -> Result<Vec<StagedCore>, Devi
         .collect()
 }
 
+/// The runtime's name and the profiler's of a row of the runtime's list.
+pub fn row_names(key: RowKey) -> (&'static str, &'static str) {
+    match key {
+        RowKey::Usage(u) => MEMORY_ROWS[u.index()],
+        RowKey::DmaRings => OLD_DMA_ROW,
+    }
+}
+
 /// Every row of the runtime's memory list for one core, in its order, as
-/// the runtime reports it ([`crate::memory`]; also for a device that keeps
-/// no bytes).
-pub fn memory_rows(device: &Device, pcore: PCore) -> Vec<StagedRow> {
-    let report = CoreMemory::of(device, pcore);
-    MemUsage::ALL
-        .iter()
-        .map(|u| {
-            let (name, usage_type) = MEMORY_ROWS[u.index()];
+/// the runtime of `line` reports it ([`crate::report::memory`]; also for a
+/// device that keeps no bytes).
+pub fn memory_rows(device: &Device, line: RuntimeLine, pcore: PCore) -> Vec<StagedRow> {
+    CoreMemory::of(device, pcore)
+        .report(line)
+        .into_iter()
+        .map(|r| {
+            let (name, usage_type) = row_names(r.key);
             StagedRow {
                 name: name.into(),
                 usage_type: usage_type.into(),
-                bytes: report.row(*u),
+                bytes: r.bytes(),
             }
         })
         .collect()
@@ -178,6 +212,8 @@ pub fn staged_from_capture(
                         main_slots: a.main_slots,
                         postamble_slots: a.postamble_slots,
                         records: a.records,
+                        filler: Vec::new(),
+                        approximate: Vec::new(),
                     }
                 })
                 .collect(),

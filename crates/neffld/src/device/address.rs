@@ -14,6 +14,7 @@
 
 use super::geometry::{Geometry, SB_APERTURE_BASE, SB_APERTURE_STRIDE};
 use crate::ids::PCore;
+use crate::Arch;
 
 /// The tag of every device address (bit 47): all image addresses of the ten
 /// captures are `0x8005c0…`, every address word their instructions carry
@@ -46,17 +47,28 @@ pub const SB_DEVICE_BASE: u64 = 0x20_0000_0000;
 /// base at `0x20_0000_0000` and `0x30_0000_0000`.
 pub const SB_DEVICE_STRIDE: u64 = 0x10_0000_0000;
 
+/// The tag `geometry`'s addresses carry: bit 47 on trn2 and trn3; none on
+/// trn1, whose captured addresses (2.23 and 2.25: images at `0x1048000` and
+/// `0x3c0058000`, rings at `0x1018000`) are plain channel offsets.
+pub fn tag(geometry: &Geometry) -> u64 {
+    match geometry.arch() {
+        Arch::Sunda => 0,
+        Arch::Cayman | Arch::Mariana => DEVICE_ADDR_TAG,
+    }
+}
+
 /// The address the runtime would write for simulated address `pa` on
 /// `geometry`: HBM channel-local, a state-buffer window per core of the
-/// channel, tag bit 47 set. An address outside both is only tagged.
+/// channel, tagged ([`tag`]). An address outside both is only tagged.
 pub fn device_address(geometry: &Geometry, pa: u64) -> u64 {
+    let tag = tag(geometry);
     let channel_bytes = geometry.hbm_bytes_per_channel();
     for c in 0..geometry.hbm_channels() {
         let Ok(base) = geometry.channel_base(c) else {
             continue;
         };
         if pa >= base.0 && pa - base.0 < channel_bytes {
-            return DEVICE_ADDR_TAG | (pa - base.0);
+            return tag | (pa - base.0);
         }
     }
     if pa >= SB_APERTURE_BASE {
@@ -64,11 +76,11 @@ pub fn device_address(geometry: &Geometry, pa: u64) -> u64 {
         let core = rel / SB_APERTURE_STRIDE;
         if core < u64::from(geometry.cores()) {
             let local_core = core % u64::from(geometry.cores_per_hbm().max(1));
-            return DEVICE_ADDR_TAG
+            return tag
                 | (SB_DEVICE_BASE + local_core * SB_DEVICE_STRIDE + rel % SB_APERTURE_STRIDE);
         }
     }
-    DEVICE_ADDR_TAG | pa
+    tag | pa
 }
 
 /// The simulated address that device address `addr` names for core
@@ -76,7 +88,8 @@ pub fn device_address(geometry: &Geometry, pa: u64) -> u64 {
 /// and the state buffers of that channel's cores); `None` for a word
 /// without the tag or outside the map.
 pub fn simulated_address(geometry: &Geometry, pcore: PCore, addr: u64) -> Option<u64> {
-    if addr & DEVICE_ADDR_TAG == 0 {
+    let tag = tag(geometry);
+    if addr & DEVICE_ADDR_TAG != tag {
         return None;
     }
     let local = addr & !DEVICE_ADDR_TAG;
@@ -99,7 +112,6 @@ pub fn simulated_address(geometry: &Geometry, pcore: PCore, addr: u64) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arch::Arch;
     use crate::device::geometry::CARVEOUT;
     use crate::device::SMALL_POOL_BYTES;
 
@@ -115,6 +127,20 @@ mod tests {
         assert_eq!(
             device_address(&g, small + RUNTIME_SMALL_POOL_BYTES),
             0x8005_c03b_0000
+        );
+    }
+
+    #[test]
+    fn trn1_addresses_are_plain_channel_offsets() {
+        let g = Geometry::for_arch(Arch::Sunda);
+        let base = g.channel_base(1).unwrap().0;
+        // The 2.23 captures' first image: 0x48000 above the carve-out.
+        let pa = base + CARVEOUT + 0x4_8000;
+        assert_eq!(device_address(&g, pa), 0x104_8000);
+        assert_eq!(simulated_address(&g, PCore(1), 0x104_8000), Some(pa));
+        assert_eq!(
+            simulated_address(&g, PCore(1), DEVICE_ADDR_TAG | 0x104_8000),
+            None
         );
     }
 

@@ -23,6 +23,34 @@ pub const SMALL_POOL_BYTES: u64 = 1 << 30;
 /// Requests up to this size (after rounding) prefer the small pool.
 pub const SMALL_REQUEST_MAX: u64 = 512 << 10;
 
+/// What a started runtime already holds in each HBM channel, before any
+/// model: which decides where a model's first allocations land (the
+/// figures are the runtime line's, `line/`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StartTaken {
+    /// Bytes at the bottom of the small pool.
+    pub small_pool: u64,
+    /// Bytes at the bottom of the main pool (right after the carve-out).
+    pub main_pool: u64,
+    /// The runtime keeps no small pool: every request is first-fit from
+    /// the carve-out up.
+    pub no_small_pool: bool,
+}
+
+/// Where an allocation goes on its channel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Place {
+    /// The kernel's rule: requests of at most [`SMALL_REQUEST_MAX`] try the
+    /// small pool first, larger ones the main pool.
+    #[default]
+    Kernel,
+    /// This pool first, then the other.
+    First(Pool),
+    /// As high in the channel as it fits (the runtime's own start-up
+    /// allocations that would otherwise move every model's).
+    Top,
+}
+
 /// Which pool of a channel a block came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pool {
@@ -94,6 +122,26 @@ impl FreeList {
             let end = start + len;
             let block_end = at.checked_add(size)?;
             (block_end <= end).then_some((start, len, at))
+        })?;
+        self.free.remove(&range_start);
+        if at > range_start {
+            self.free.insert(range_start, at - range_start);
+        }
+        let tail = range_start + range_len - (at + size);
+        if tail > 0 {
+            self.free.insert(at + size, tail);
+        }
+        self.free_bytes -= size;
+        Some(at)
+    }
+
+    /// The highest range that can hold `size` bytes at an address that is a
+    /// multiple of `align`: the block ends as close to the pool's end as
+    /// alignment allows.
+    fn take_top(&mut self, size: u64, align: u64) -> Option<u64> {
+        let (range_start, range_len, at) = self.free.iter().rev().find_map(|(&start, &len)| {
+            let at = (start + len).checked_sub(size)? & !(align - 1);
+            (at >= start).then_some((start, len, at))
         })?;
         self.free.remove(&range_start);
         if at > range_start {
@@ -183,25 +231,36 @@ impl HbmAllocator {
     /// to the granule, at most the whole pool) above their start: what a
     /// started runtime has already allocated for itself there.
     pub fn with_small_pool_taken(geometry: &Geometry, taken: u64) -> HbmAllocator {
-        let taken = taken
-            .div_ceil(GRANULE)
-            .saturating_mul(GRANULE)
-            .min(SMALL_POOL_BYTES);
+        HbmAllocator::started(
+            geometry,
+            StartTaken {
+                small_pool: taken,
+                ..StartTaken::default()
+            },
+        )
+    }
+
+    /// An allocator as a started runtime leaves it ([`StartTaken`]).
+    pub fn started(geometry: &Geometry, start: StartTaken) -> HbmAllocator {
+        let granules = |n: u64| n.div_ceil(GRANULE).saturating_mul(GRANULE);
         let channels = (0..geometry.hbm_channels())
             .map(|c| {
                 // `channel_base` only fails for an out-of-range channel.
                 let base = geometry.channel_base(c).map_or(0, |pa| pa.0);
                 let usable_start = base + CARVEOUT;
                 let end = base + geometry.hbm_bytes_per_channel();
-                if end - usable_start >= 2 * SMALL_POOL_BYTES {
+                let main_start =
+                    (usable_start + granules(start.main_pool)).min(end.saturating_sub(GRANULE));
+                if !start.no_small_pool && end - usable_start >= 2 * SMALL_POOL_BYTES {
                     let split = end - SMALL_POOL_BYTES;
+                    let taken = granules(start.small_pool).min(SMALL_POOL_BYTES);
                     ChannelHeap {
-                        main: FreeList::new(usable_start, split),
+                        main: FreeList::new(main_start.min(split), split),
                         small: Some(FreeList::new(split + taken, end)),
                     }
                 } else {
                     ChannelHeap {
-                        main: FreeList::new(usable_start, end),
+                        main: FreeList::new(main_start, end),
                         small: None,
                     }
                 }
@@ -211,16 +270,15 @@ impl HbmAllocator {
     }
 
     /// Allocates `size` bytes (rounded up to 4 KiB) on `channel`. `align` 0
-    /// means none; otherwise it must be a power of two. `pool` names the
-    /// pool to try first; `None` follows the kernel's rule (small requests
-    /// the small pool). Validation follows the kernel: bad size, alignment
-    /// or channel is `Invalid`, no room is `NoMem`.
+    /// means none; otherwise it must be a power of two. `place` says where
+    /// ([`Place`]). Validation follows the kernel: bad size, alignment or
+    /// channel is `Invalid`, no room is `NoMem`.
     pub fn alloc(
         &mut self,
         channel: u32,
         size: u64,
         align: u64,
-        pool: Option<Pool>,
+        place: Place,
     ) -> Result<Block, AllocFailure> {
         let charged = charged_size(size).ok_or_else(|| {
             AllocFailure::Invalid(format!(
@@ -239,17 +297,23 @@ impl HbmAllocator {
             ))
         })?;
         let align = align.max(GRANULE);
-        let first = pool.unwrap_or(if charged <= SMALL_REQUEST_MAX {
-            Pool::Small
-        } else {
-            Pool::Main
-        });
+        let first = match place {
+            Place::First(pool) => pool,
+            Place::Kernel if charged <= SMALL_REQUEST_MAX => Pool::Small,
+            Place::Kernel => Pool::Main,
+            // The small pool sits above the main one.
+            Place::Top => Pool::Small,
+        };
         let order = match first {
             Pool::Small => [Pool::Small, Pool::Main],
             Pool::Main => [Pool::Main, Pool::Small],
         };
         for pool in order {
-            if let Some(pa) = heap.pool_mut(pool).and_then(|p| p.take(charged, align)) {
+            let taken = heap.pool_mut(pool).and_then(|p| match place {
+                Place::Top => p.take_top(charged, align),
+                _ => p.take(charged, align),
+            });
+            if let Some(pa) = taken {
                 return Ok(Block {
                     channel,
                     pool,
@@ -333,31 +397,31 @@ mod tests {
         assert_eq!(charged_size(i64::MAX as u64), Some(1 << 63));
         assert_eq!(charged_size(i64::MAX as u64 + 1), None);
         let (_, mut a) = sunda();
-        assert_eq!(a.alloc(0, 0, 0, None).unwrap().charged, 4096);
-        assert_eq!(a.alloc(0, 5000, 0, None).unwrap().charged, 8192);
+        assert_eq!(a.alloc(0, 0, 0, Place::Kernel).unwrap().charged, 4096);
+        assert_eq!(a.alloc(0, 5000, 0, Place::Kernel).unwrap().charged, 8192);
     }
 
     #[test]
     fn kernel_validation() {
         let (_, mut a) = sunda();
         assert!(matches!(
-            a.alloc(2, 4096, 0, None),
+            a.alloc(2, 4096, 0, Place::Kernel),
             Err(AllocFailure::Invalid(_))
         ));
         assert!(matches!(
-            a.alloc(0, u64::MAX, 0, None),
+            a.alloc(0, u64::MAX, 0, Place::Kernel),
             Err(AllocFailure::Invalid(_))
         ));
         assert!(matches!(
-            a.alloc(0, 4096, 3 * 4096, None),
+            a.alloc(0, 4096, 3 * 4096, Place::Kernel),
             Err(AllocFailure::Invalid(_))
         ));
         assert!(matches!(
-            a.alloc(0, 20 * GIB, 0, None),
+            a.alloc(0, 20 * GIB, 0, Place::Kernel),
             Err(AllocFailure::NoMem)
         ));
         assert!(matches!(
-            a.alloc(0, 4096, 1 << 62, None),
+            a.alloc(0, 4096, 1 << 62, Place::Kernel),
             Err(AllocFailure::NoMem)
         ));
     }
@@ -367,12 +431,15 @@ mod tests {
         let (g, mut a) = sunda();
         let base = g.channel_base(1).unwrap().0;
         let end = base + 16 * GIB;
-        let forced = a.alloc(1, 2 * MIB, 0, Some(Pool::Small)).unwrap();
+        let forced = a.alloc(1, 2 * MIB, 0, Place::First(Pool::Small)).unwrap();
         assert_eq!(forced.pool, Pool::Small, "an explicit pool comes first");
         a.free(&forced).unwrap();
-        let small = a.alloc(1, 512 * 1024, 0, None).unwrap();
+        let top = a.alloc(1, 2 * MIB, 64 * 1024, Place::Top).unwrap();
+        assert_eq!(top.pa + top.charged, end, "as high as it fits");
+        a.free(&top).unwrap();
+        let small = a.alloc(1, 512 * 1024, 0, Place::Kernel).unwrap();
         assert_eq!((small.pool, small.pa), (Pool::Small, end - GIB));
-        let large = a.alloc(1, 512 * 1024 + 1, 0, None).unwrap();
+        let large = a.alloc(1, 512 * 1024 + 1, 0, Place::Kernel).unwrap();
         assert_eq!((large.pool, large.pa), (Pool::Main, base + CARVEOUT));
         assert_eq!(
             a.pool_range(1, Pool::Main),
@@ -384,16 +451,16 @@ mod tests {
     fn pools_fall_back_to_each_other() {
         let g = Geometry::custom(Arch::Cayman, 2, 1, 3 * GIB + CARVEOUT).unwrap();
         let mut a = HbmAllocator::new(&g);
-        let whole_main = a.alloc(0, 2 * GIB, 0, None).unwrap();
+        let whole_main = a.alloc(0, 2 * GIB, 0, Place::Kernel).unwrap();
         assert_eq!((whole_main.pool, whole_main.pa), (Pool::Main, CARVEOUT));
         // The main pool is full: a large request falls back to the small pool.
-        let large = a.alloc(0, GIB, 0, None).unwrap();
+        let large = a.alloc(0, GIB, 0, Place::Kernel).unwrap();
         assert_eq!((large.pool, large.pa), (Pool::Small, CARVEOUT + 2 * GIB));
         assert_eq!(a.free_bytes(0), 0);
-        assert_eq!(a.alloc(0, 4096, 0, None), Err(AllocFailure::NoMem));
+        assert_eq!(a.alloc(0, 4096, 0, Place::Kernel), Err(AllocFailure::NoMem));
         // The small pool is full: a small request falls back to the main pool.
         a.free(&whole_main).unwrap();
-        let spilled = a.alloc(0, 4096, 0, None).unwrap();
+        let spilled = a.alloc(0, 4096, 0, Place::Kernel).unwrap();
         assert_eq!(spilled.pool, Pool::Main);
     }
 
@@ -402,12 +469,12 @@ mod tests {
         let g = Geometry::for_arch(Arch::Cayman);
         let mut a = HbmAllocator::with_small_pool_taken(&g, 0x3b_0000);
         let base = g.channel_base(2).unwrap().0;
-        let small = a.alloc(2, 4096, 0, None).unwrap();
+        let small = a.alloc(2, 4096, 0, Place::Kernel).unwrap();
         assert_eq!((small.pool, small.pa), (Pool::Small, base + 0x5_c03b_0000));
         assert_eq!(a.pool_capacity(2, Pool::Small), GIB - 0x3b_0000);
         // Alignment is of the address itself.
         assert_eq!(
-            a.alloc(2, 4096, 256 << 10, None).unwrap().pa % (256 << 10),
+            a.alloc(2, 4096, 256 << 10, Place::Kernel).unwrap().pa % (256 << 10),
             0
         );
     }
@@ -418,7 +485,7 @@ mod tests {
         let mut a = HbmAllocator::new(&g);
         assert_eq!(a.pool_capacity(0, Pool::Small), 0);
         assert_eq!(a.pool_capacity(0, Pool::Main), 48 * MIB);
-        let b = a.alloc(0, 4096, 0, None).unwrap();
+        let b = a.alloc(0, 4096, 0, Place::Kernel).unwrap();
         assert_eq!((b.pool, b.pa), (Pool::Main, CARVEOUT));
     }
 
@@ -437,13 +504,13 @@ mod tests {
     #[test]
     fn aligned_first_fit_skips_to_the_next_boundary() {
         let (_, mut a) = sunda();
-        let first = a.alloc(0, MIB, 0, None).unwrap();
+        let first = a.alloc(0, MIB, 0, Place::Kernel).unwrap();
         assert_eq!(first.pa, CARVEOUT);
-        let aligned = a.alloc(0, MIB, 64 * MIB, None).unwrap();
+        let aligned = a.alloc(0, MIB, 64 * MIB, Place::Kernel).unwrap();
         assert_eq!(aligned.pa % (64 * MIB), 0);
         assert_eq!(aligned.pa, 64 * MIB);
         // The gap left before the aligned block is used by the next request.
-        let filler = a.alloc(0, MIB, 0, None).unwrap();
+        let filler = a.alloc(0, MIB, 0, Place::Kernel).unwrap();
         assert_eq!(filler.pa, CARVEOUT + MIB);
     }
 
@@ -452,10 +519,10 @@ mod tests {
         let g = Geometry::custom(Arch::Cayman, 2, 1, 3 * GIB + CARVEOUT).unwrap();
         let mut a = HbmAllocator::new(&g);
         let mut blocks = Vec::new();
-        while let Ok(b) = a.alloc(0, 3 * MIB + 4096, 0, None) {
+        while let Ok(b) = a.alloc(0, 3 * MIB + 4096, 0, Place::Kernel) {
             blocks.push(b);
         }
-        while let Ok(b) = a.alloc(0, 4096, 0, None) {
+        while let Ok(b) = a.alloc(0, 4096, 0, Place::Kernel) {
             blocks.push(b);
         }
         assert_eq!(a.free_bytes(0), 0);
@@ -466,9 +533,11 @@ mod tests {
             a.free(b).unwrap();
         }
         assert_eq!(a.free_ranges(0), 2);
-        let main = a.alloc(0, a.pool_capacity(0, Pool::Main), 0, None).unwrap();
+        let main = a
+            .alloc(0, a.pool_capacity(0, Pool::Main), 0, Place::Kernel)
+            .unwrap();
         let small = a
-            .alloc(0, a.pool_capacity(0, Pool::Small), 0, None)
+            .alloc(0, a.pool_capacity(0, Pool::Small), 0, Place::Kernel)
             .unwrap();
         assert_eq!((main.pa, main.charged), (CARVEOUT, 2 * GIB));
         assert_eq!((small.pa, small.charged), (CARVEOUT + 2 * GIB, GIB));
@@ -477,7 +546,7 @@ mod tests {
     #[test]
     fn double_free_and_foreign_blocks_are_refused() {
         let (_, mut a) = sunda();
-        let b = a.alloc(0, 8192, 0, None).unwrap();
+        let b = a.alloc(0, 8192, 0, Place::Kernel).unwrap();
         a.free(&b).unwrap();
         assert!(a.free(&b).is_err());
         let carve = Block { pa: 0, ..b };
@@ -485,9 +554,9 @@ mod tests {
         let bad_channel = Block { channel: 9, ..b };
         assert!(a.free(&bad_channel).is_err());
         // A forged block running into free space above it is refused too.
-        let b1 = a.alloc(0, MIB, 0, None).unwrap();
-        let b2 = a.alloc(0, MIB, 0, None).unwrap();
-        let _b3 = a.alloc(0, MIB, 0, None).unwrap();
+        let b1 = a.alloc(0, MIB, 0, Place::Kernel).unwrap();
+        let b2 = a.alloc(0, MIB, 0, Place::Kernel).unwrap();
+        let _b3 = a.alloc(0, MIB, 0, Place::Kernel).unwrap();
         assert_eq!(b1.pa, CARVEOUT);
         a.free(&b2).unwrap();
         let runs_into_b2 = Block {

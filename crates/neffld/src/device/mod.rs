@@ -39,7 +39,7 @@ use crate::ids::{LCore, PCore, Pa};
 use crate::shared::SharedBytes;
 use crate::status::NrtStatus;
 
-pub use alloc::{Pool, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
+pub use alloc::{Place, Pool, StartTaken, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
 pub use fault::{FaultOp, FaultPlan};
 pub use geometry::{Geometry, CARVEOUT, GRANULE};
 pub use ledger::{
@@ -80,9 +80,9 @@ pub struct AllocReq<'a> {
     pub usage: MemUsage,
     /// Who the allocation is charged to.
     pub owner: Owner,
-    /// The pool to try first; `None` follows the kernel's size rule. Only
-    /// the runtime's own start-up allocations name one.
-    pub pool: Option<Pool>,
+    /// Where on the channel; the kernel's size rule unless the runtime
+    /// places its own start-up allocations.
+    pub place: Place,
     /// What the memory is for (a variable name, "scratchpad", ...), kept for
     /// leak reports and OOM messages.
     pub hint: &'a str,
@@ -320,7 +320,7 @@ impl<S: Storage + ?Sized> Device<S> {
         let handle = books.next_handle();
         let block = match self
             .storage
-            .allocate(handle, channel, req.size, req.align, req.pool)
+            .allocate(handle, channel, req.size, req.align, req.place)
         {
             Ok(block) => block,
             Err(AllocFailure::Invalid(reason)) => return Err(DeviceError::Invalid { reason }),

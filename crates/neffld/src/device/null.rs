@@ -23,10 +23,10 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::alloc::{AllocFailure, Block, HbmAllocator, Pool};
+use super::alloc::{AllocFailure, Block, HbmAllocator, Place};
 use super::geometry::Geometry;
 use super::storage::{CopyIn, Storage};
-use super::{Device, DeviceError, MemHandle, NullDevice};
+use super::{Device, DeviceError, MemHandle, NullDevice, StartTaken};
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -78,11 +78,11 @@ struct Counts {
 }
 
 impl NullStorage {
-    /// The storage of a device of `geometry` whose small pools each begin
-    /// `taken` bytes above their start; `checksum` keeps one of every write.
-    pub fn new(geometry: &Geometry, taken: u64, checksum: bool) -> NullStorage {
+    /// The storage of a device of `geometry` as a started runtime leaves it
+    /// ([`HbmAllocator::started`]); `checksum` keeps one of every write.
+    pub fn new(geometry: &Geometry, start: StartTaken, checksum: bool) -> NullStorage {
         NullStorage {
-            heap: Mutex::new(HbmAllocator::with_small_pool_taken(geometry, taken)),
+            heap: Mutex::new(HbmAllocator::started(geometry, start)),
             counts: Mutex::new(Counts {
                 checksum: checksum.then_some(0),
                 bytes_written: 0,
@@ -103,21 +103,21 @@ impl NullStorage {
 impl NullDevice {
     /// A device that counts writes but keeps no checksum of them.
     pub fn new(geometry: Geometry) -> NullDevice {
-        NullDevice::make(geometry, 0, false)
+        NullDevice::make(geometry, StartTaken::default(), false)
     }
 
     /// A device that also keeps a checksum of everything written.
     pub fn with_checksum(geometry: Geometry) -> NullDevice {
-        NullDevice::make(geometry, 0, true)
+        NullDevice::make(geometry, StartTaken::default(), true)
     }
 
     /// The device as a started runtime leaves it ([`super::SimDevice::as_started`]).
-    pub fn as_started(geometry: Geometry, taken: u64) -> NullDevice {
-        NullDevice::make(geometry, taken, false)
+    pub fn as_started(geometry: Geometry, start: StartTaken) -> NullDevice {
+        NullDevice::make(geometry, start, false)
     }
 
-    fn make(geometry: Geometry, taken: u64, checksum: bool) -> NullDevice {
-        let storage = NullStorage::new(&geometry, taken, checksum);
+    fn make(geometry: Geometry, start: StartTaken, checksum: bool) -> NullDevice {
+        let storage = NullStorage::new(&geometry, start, checksum);
         Device::over(geometry, storage)
     }
 
@@ -145,9 +145,9 @@ impl Storage for NullStorage {
         channel: u32,
         size: u64,
         align: u64,
-        pool: Option<Pool>,
+        place: Place,
     ) -> Result<Block, AllocFailure> {
-        self.heap().alloc(channel, size, align, pool)
+        self.heap().alloc(channel, size, align, place)
     }
 
     fn release(&self, _handle: MemHandle, block: &Block) -> Result<(), String> {

@@ -35,7 +35,7 @@ use memmap2::MmapMut;
 use super::alloc::{self, AllocFailure, Block, HbmAllocator};
 use super::geometry::{Geometry, GRANULE};
 use super::storage::{CopyIn, Storage};
-use super::{Device, DeviceError, MemHandle, SimDevice};
+use super::{Device, DeviceError, MemHandle, SimDevice, StartTaken};
 use crate::shared::SharedBytes;
 
 const PAGE: usize = GRANULE as usize;
@@ -360,12 +360,12 @@ struct Inner {
 }
 
 impl SimStorage {
-    /// The storage of a device of `geometry` whose small pools each begin
-    /// `taken` bytes above their start ([`HbmAllocator::with_small_pool_taken`]).
-    pub fn new(geometry: &Geometry, taken: u64) -> SimStorage {
+    /// The storage of a device of `geometry` as a started runtime leaves
+    /// it ([`HbmAllocator::started`]).
+    pub fn new(geometry: &Geometry, start: StartTaken) -> SimStorage {
         SimStorage {
             inner: Mutex::new(Inner {
-                heap: HbmAllocator::with_small_pool_taken(geometry, taken),
+                heap: HbmAllocator::started(geometry, start),
                 stores: HashMap::new(),
                 pool: Pool::default(),
             }),
@@ -412,14 +412,14 @@ impl SimStorage {
 impl SimDevice {
     /// A simulated device of `geometry` that keeps every written byte.
     pub fn new(geometry: Geometry) -> SimDevice {
-        SimDevice::as_started(geometry, 0)
+        SimDevice::as_started(geometry, StartTaken::default())
     }
 
-    /// The device as a started runtime leaves it: the first `taken` bytes
-    /// of each channel's small pool hold the runtime's own allocations
-    /// ([`super::address::RUNTIME_SMALL_POOL_BYTES`]).
-    pub fn as_started(geometry: Geometry, taken: u64) -> SimDevice {
-        let storage = SimStorage::new(&geometry, taken);
+    /// The device as a started runtime leaves it: what the runtime holds
+    /// back in each channel's pools before its own allocations (its line's
+    /// figures, [`crate::line::RuntimeLine::start_taken`]).
+    pub fn as_started(geometry: Geometry, start: StartTaken) -> SimDevice {
+        let storage = SimStorage::new(&geometry, start);
         Device::over(geometry, storage)
     }
 
@@ -459,10 +459,10 @@ impl Storage for SimStorage {
         channel: u32,
         size: u64,
         align: u64,
-        first: Option<alloc::Pool>,
+        place: alloc::Place,
     ) -> Result<Block, AllocFailure> {
         let Inner { heap, stores, pool } = &mut *self.lock();
-        let block = heap.alloc(channel, size, align, first)?;
+        let block = heap.alloc(channel, size, align, place)?;
         stores.insert(handle, Arc::new(Mutex::new(Pages::new(size, pool))));
         Ok(block)
     }
@@ -525,7 +525,7 @@ impl Storage for SimStorage {
 mod tests {
     use super::*;
     use crate::arch::Arch;
-    use crate::device::{AllocReq, MemUsage, Owner, Write};
+    use crate::device::{AllocReq, MemUsage, Owner, Place, Write};
     use crate::ids::{PCore, Pa};
 
     fn req(size: u64) -> AllocReq<'static> {
@@ -535,7 +535,7 @@ mod tests {
             core: PCore(0),
             usage: MemUsage::Weight,
             owner: Owner::Runtime,
-            pool: None,
+            place: Place::Kernel,
             hint: "t",
         }
     }

@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use super::alloc::{AllocFailure, Block, Pool};
+use super::alloc::{AllocFailure, Block, Place};
 use super::{DeviceError, MemHandle};
 use crate::shared::SharedBytes;
 
@@ -35,15 +35,14 @@ pub struct CopyIn<'a> {
 pub trait Storage: Send + Sync + fmt::Debug {
     /// Places `size` bytes, aligned to `align` (0 or a power of two), on
     /// HBM `channel`, for the allocation the bookkeeping layer calls
-    /// `handle`; `pool` is the pool to try first (`None`: the kernel's
-    /// size rule).
+    /// `handle`, where `place` says.
     fn allocate(
         &self,
         handle: MemHandle,
         channel: u32,
         size: u64,
         align: u64,
-        pool: Option<Pool>,
+        place: Place,
     ) -> Result<Block, AllocFailure>;
 
     /// Gives a placed block back; its bytes are gone.

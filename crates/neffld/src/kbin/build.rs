@@ -4,13 +4,15 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::isa::{self, DmaTrigger, OpcodeCensus};
-use super::pattern;
+use super::pattern::{self, RingCounts};
 use super::reloc::{BlockRef, Lowering, Relocation};
 use super::vars::{RemoteBinding, ScratchpadSizes, VarTable};
 use super::KbinError;
 use crate::container::Archive;
 use crate::ids::VarId;
-use crate::manifest::def::{DmaQueue, Fp8Config, ReplicaGroups, SbCarveout, UcodeLib, VarKind};
+use crate::manifest::def::{
+    DmaQueue, Fp8Config, QueueKind, ReplicaGroups, SbCarveout, UcodeLib, VarKind,
+};
 use crate::manifest::engine::{ActSet, DmaBlock, EngineType};
 use crate::manifest::{Blob, Manifest, Subgraph};
 use crate::Arch;
@@ -66,6 +68,19 @@ pub struct DmaRing {
     queue: DmaQueue,
     blocks: Vec<DmaBlock>,
     descriptors: u32,
+    q_idx: u32,
+    counts: Vec<RingCounts>,
+    sb_sides: SbSides,
+}
+
+/// Which sides of a queue's blocks touch the state buffer: the sides whose
+/// ring bases the runtime fills for an IO queue (docs/decisions.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SbSides {
+    /// Some descriptor reads the state buffer (`from`).
+    pub m2s: bool,
+    /// Some descriptor writes it (`to`).
+    pub s2m: bool,
 }
 
 impl DmaRing {
@@ -82,6 +97,37 @@ impl DmaRing {
     /// staging sizes the ring from it once.
     pub fn descriptors(&self) -> u32 {
         self.descriptors
+    }
+
+    /// The queue's index among the subgraph's queues as the runtime numbers
+    /// them (data queues first, then by owner pe, act, pool, dve, sp, then
+    /// by name): the register block its trigger and preamble write.
+    pub fn q_idx(&self) -> u32 {
+        self.q_idx
+    }
+
+    /// The runtime's per-ring counts of each block, in block order
+    /// ([`pattern::per_ring_counts`]).
+    pub fn counts(&self) -> &[RingCounts] {
+        &self.counts
+    }
+
+    /// The per-ring counts summed over the queue's blocks, M2S and S2M:
+    /// what its rings are sized for, and what a data queue posts on its
+    /// S2M side.
+    pub fn count_totals(&self) -> (u64, u64) {
+        self.counts.iter().fold((0, 0), |(m, s), c| {
+            (m.saturating_add(c.m2s), s.saturating_add(c.s2m))
+        })
+    }
+
+    /// The rings the queue spreads over (`num_queues`; 16 when absent).
+    pub fn ring_count(&self) -> u64 {
+        self.queue.num_queues.filter(|&n| n > 0).unwrap_or(16)
+    }
+
+    pub fn sb_sides(&self) -> SbSides {
+        self.sb_sides
     }
 
     /// The block's completion semaphore: its own, else the queue-set rule.
@@ -231,11 +277,41 @@ pub fn build(manifest: &Manifest, archive: &Archive) -> Result<Vec<Kbin>, KbinEr
     }
     resolve_remote_vars(&mut kbins)?;
     for k in &mut kbins {
+        let in_sb = |id: VarId| {
+            k.vars
+                .get(id)
+                .is_some_and(|v| v.kind == VarKind::StateBuffer)
+        };
         for r in &mut k.dma_rings {
             r.descriptors = pattern::ring_descriptors(&k.name, &r.queue.name, &r.blocks)?;
+            let rings = r.ring_count();
+            r.counts = r
+                .blocks
+                .iter()
+                .map(|b| pattern::per_ring_counts(b, rings, in_sb))
+                .collect();
+            for d in r.blocks.iter().flat_map(|b| &b.descs) {
+                r.sb_sides.m2s |= in_sb(d.from.var_id);
+                r.sb_sides.s2m |= in_sb(d.to.var_id);
+            }
         }
     }
     Ok(kbins)
+}
+
+/// The runtime's queue numbering: every queue of the subgraph ranked data
+/// queues first, then by owner in engine order, then by name.
+fn q_indexes(queues: &[&DmaQueue]) -> Vec<u32> {
+    let mut order: Vec<usize> = (0..queues.len()).collect();
+    order.sort_by_key(|&i| {
+        let q = queues[i];
+        (q.kind != QueueKind::Data, q.owner.index(), q.name.as_str())
+    });
+    let mut idx = vec![0; queues.len()];
+    for (rank, i) in order.into_iter().enumerate() {
+        idx[i] = rank as u32;
+    }
+    idx
 }
 
 /// Where each block landed, by (engine index, queue, block id).
@@ -252,7 +328,9 @@ fn rings(sg: &Subgraph) -> (Vec<DmaRing>, BlockRefs) {
     }
     let mut refs = HashMap::new();
     let mut rings = Vec::with_capacity(sg.def.queues.len());
-    for (r, q) in sg.def.queues.values().enumerate() {
+    let queues: Vec<&DmaQueue> = sg.def.queues.values().collect();
+    let q_idx = q_indexes(&queues);
+    for (r, q) in queues.into_iter().enumerate() {
         let mut blocks = by_queue.remove(q.name.as_str()).unwrap_or_default();
         blocks.sort_by_key(|(_, b)| b.id);
         for (i, (e, b)) in blocks.iter().enumerate() {
@@ -262,6 +340,9 @@ fn rings(sg: &Subgraph) -> (Vec<DmaRing>, BlockRefs) {
             queue: q.clone(),
             blocks: blocks.into_iter().map(|(_, b)| b.clone()).collect(),
             descriptors: 0,
+            q_idx: q_idx[r],
+            counts: Vec::new(),
+            sb_sides: SbSides::default(),
         });
     }
     (rings, refs)

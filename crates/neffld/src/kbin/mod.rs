@@ -20,7 +20,8 @@ pub mod vars;
 
 use thiserror::Error;
 
-pub use build::{build, DmaRing, EngineProgram, Kbin};
+pub use build::{build, DmaRing, EngineProgram, Kbin, SbSides};
+pub use pattern::RingCounts;
 pub use reloc::{BlockRef, Lowering, Operand, Relocation};
 pub use vars::{RemoteBinding, ScratchpadSizes, VarTable};
 

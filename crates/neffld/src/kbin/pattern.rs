@@ -8,9 +8,15 @@
 //! A side's `sizes[0]` is the contiguous run in bytes; higher entries are
 //! repeat counts. The manifest layer already refused empty, unequal or
 //! zero sizes and steps; the arithmetic here stays total regardless.
+//!
+//! It also holds the runtime's own count of a block, per ring of its queue
+//! ([`per_ring_counts`], rule H of docs/decisions.md), which the runtime's
+//! trigger writes and its ring sizes follow, and the ring capacity rule
+//! both the runtime's rings and ours use ([`ring_capacity`]).
 
 use super::KbinError;
-use crate::manifest::engine::{DmaBlock, DmaOp};
+use crate::ids::VarId;
+use crate::manifest::engine::{DmaBlock, DmaOp, Endpoint};
 
 /// Largest transfer one descriptor moves (`len` 0 encodes 65536).
 pub const MAX_DESC_LEN: u64 = 1 << 16;
@@ -22,6 +28,74 @@ pub const MAX_RUNS_PER_PATTERN: u64 = 1 << 24;
 /// Descriptors one ring (each of its TX and RX halves) may hold: the
 /// reference's host-side vrings stop at 16,777,200 (stage.md §8.2).
 pub const MAX_RING_DESCRIPTORS: u64 = 16_777_200;
+
+/// Ring capacity for `n` descriptors (stage.md §8.2: fewer than 32 → 64;
+/// otherwise linear rings of `round_up_16(n + 16)`). The runtime sizes each
+/// of a queue's rings by it too (docs/decisions.md, "Runtime lines").
+pub fn ring_capacity(n: u64) -> u64 {
+    if n < 32 {
+        64
+    } else {
+        n.saturating_add(16).div_ceil(16).saturating_mul(16)
+    }
+}
+
+/// What the runtime counts for one block on each ring of its queue: the
+/// descriptors its trigger announces per ring, M2S (the `from` side) and
+/// S2M (the `to` side).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingCounts {
+    pub m2s: u64,
+    pub s2m: u64,
+    /// False when a descriptor of the block is one rule H does not cover (a
+    /// transpose, or a compute op other than a cast): the counts are then
+    /// the rule applied anyway, the best-founded value, but not the
+    /// runtime's for sure.
+    pub ruled: bool,
+}
+
+/// Rule H (docs/decisions.md, fitted on real captures of runtimes 2.23 to
+/// 2.27 and checked on others): per side of a block, summed over its
+/// descriptors, plus one:
+/// - a side that is not in the state buffer, has two dimensions, is
+///   contiguous (`steps[1] == sizes[0]`) and keeps its dtype counts 2;
+/// - any other side counts one descriptor per inner run spread over the
+///   queue's `rings`, `ceil(prod(sizes[1..]) / rings)`, with no merging of
+///   contiguous dimensions; the M2S side counts twice when the dtypes
+///   differ (a cast).
+///
+/// A block of one descriptor gives the captured figures exactly (3 for a
+/// contiguous DRAM side); how several contiguous descriptors add up was
+/// never captured, and summing their 2s is our reading.
+pub fn per_ring_counts(block: &DmaBlock, rings: u64, in_sb: impl Fn(VarId) -> bool) -> RingCounts {
+    let rings = rings.max(1);
+    let mut c = RingCounts {
+        m2s: 1,
+        s2m: 1,
+        ruled: true,
+    };
+    for d in &block.descs {
+        let cast = matches!((&d.from.dtype, &d.to.dtype), (Some(a), Some(b)) if a != b);
+        let side = |e: &Endpoint| -> u64 {
+            let contiguous = !in_sb(e.var_id)
+                && e.sizes.len() == 2
+                && e.steps.get(1) == e.sizes.first()
+                && !cast;
+            if contiguous {
+                2
+            } else {
+                run_count(&e.sizes).div_ceil(rings)
+            }
+        };
+        let m2s = side(&d.from);
+        c.m2s = c
+            .m2s
+            .saturating_add(if cast { m2s.saturating_mul(2) } else { m2s });
+        c.s2m = c.s2m.saturating_add(side(&d.to));
+        c.ruled &= matches!(d.op, DmaOp::Copy | DmaOp::Cast);
+    }
+    c
+}
 
 /// Contiguous runs of one side: the product of its repeat counts
 /// (saturating).

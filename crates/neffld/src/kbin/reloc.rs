@@ -85,7 +85,7 @@ pub enum Lowering {
     Delete,
     /// `0xD4`: both ADDR8 operands rewritten in place.
     Direct { src: Operand, dst: Operand },
-    /// `0xC1`: bound to its block's place in its ring.
+    /// `0xC1`: the runtime's register write that starts this block.
     Trigger(BlockRef),
 }
 

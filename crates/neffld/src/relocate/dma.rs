@@ -275,14 +275,9 @@ fn expand_into(out: &mut BlockDescriptors, descs: &BlockPatterns<'_>) -> Result<
     Ok(())
 }
 
-/// Ring capacity for `n` descriptors (stage.md §8.2: fewer than 32 → 64;
-/// otherwise linear rings of `round_up_16(n + 16)`).
+/// Ring capacity for `n` descriptors ([`pattern::ring_capacity`]).
 pub fn ring_capacity(n: usize) -> usize {
-    if n < 32 {
-        64
-    } else {
-        (n + 16).div_ceil(16) * 16
-    }
+    usize::try_from(pattern::ring_capacity(n as u64)).unwrap_or(usize::MAX)
 }
 
 /// One queue's rings before placement: the blocks in trigger order.

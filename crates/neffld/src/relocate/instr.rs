@@ -13,52 +13,45 @@
 //!   tensor), except that an operand the NEFF wrote as a `dge-table` row
 //!   (mode `0x20`) naming an IO tensor is kept as written, which execution
 //!   resolves (as the captures show);
-//! - `0xC1` DMA trigger: bound to the block's place in its queue's ring —
-//!   bytes 12..20 become the ring's device address, 20..24 the first
-//!   descriptor, 24..28 the descriptor count, 28..32 the completion
-//!   semaphore (the queue name they held is no longer needed);
+//! - `0xC1` DMA trigger: becomes the runtime's register write `0xA5` that
+//!   starts the block on every ring of its queue ([`regs::trigger`]: the
+//!   queue's index, the core's DMA window, the block's per-ring counts, as
+//!   every captured line writes it);
 //! - `0xDF` with sub-op 1 (EXIT): deleted, since the postamble terminates;
 //! - anything else in the band was refused by the KBIN build.
 //!
-//! The device encodings of lowered `0xD4`/`0xC1` records are ours (the
-//! reference expands them into ring descriptors whose exact form is not
-//! documented); they keep the record self-describing for simulators and
-//! for the staged-model validator.
-//!
 //! The image is `[preamble][main][postamble]`; the runtime's own preamble
-//! and postamble come from [`super::runtime_code`] (slot counts as the
-//! captures show them), recorded as INSERT patches.
+//! and postamble come from the load's runtime line ([`crate::line`]),
+//! recorded as INSERT patches, and the image says which of their slots are
+//! filler rather than the runtime's bytes, and which triggers carry counts
+//! no rule covers ([`EngineImage::filler`], [`EngineImage::approximate`]).
+
+use std::ops::Range;
 
 use super::dma::{template, Target};
 use super::ipmap::{ImageLayout, Patch, PatchList, Section, RECORD};
-use super::runtime_code::{RuntimeCode, IMAGE_ALIGN};
 use super::RelocError;
 use crate::fallible;
 use crate::ids::VarId;
 use crate::kbin::isa::{D4_DST, D4_SRC, OP_PSEUDO_DMA_DIRECT2D};
 use crate::kbin::{BlockRef, Lowering, Operand, Relocation};
+use crate::line::{regs, RingBases, RuntimeCode, Trigger, IMAGE_ALIGN};
 use crate::shared::SharedSlice;
 
 /// The device opcode a lowered `0xD4` carries: every rewritten `0xD4` of
 /// the ten captures starts with `0xB8`, its other bytes of word 0 kept.
 pub const OP_DMA_DIRECT: u8 = 0xB8;
 
-/// Where a static DMA block sits in its queue's ring.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TriggerBinding {
-    pub ring_pa: u64,
-    pub first: u32,
-    pub count: u32,
-    pub semaphore: u32,
-}
-
 /// Where the plan put what the relocations name.
 pub trait Resolve {
     /// The target of `offset` bytes into variable `var`: absolute for a
     /// staged variable, a template for an input or output.
     fn operand(&self, var: VarId, offset: u64) -> Result<Target, RelocError>;
-    /// The ring placement of a block.
-    fn block(&self, at: BlockRef) -> TriggerBinding;
+    /// What the trigger of a block writes (its queue and counts, sealed
+    /// in the kbin).
+    fn trigger(&self, at: BlockRef) -> Trigger;
+    /// Where the rings the runtime's preamble points at landed.
+    fn rings(&self) -> &RingBases;
     /// The word an absolute operand address becomes in an instruction: the
     /// address as the runtime writes it ([`crate::device::address`]); by
     /// default unchanged.
@@ -86,6 +79,12 @@ pub struct EngineImage {
     pub io_operands: Vec<IoOperand>,
     /// Image offsets of every 8-byte absolute address written by lowering.
     pub abs_operands: Vec<u64>,
+    /// Slots of the runtime's code (image slot ranges) that are filler:
+    /// not the runtime's bytes, which are unknown for the load's line.
+    pub filler: Vec<Range<u32>>,
+    /// NEFF records (indexes) of triggers whose counts no rule covers
+    /// (transposes): the best-founded value, not surely the runtime's.
+    pub approximate: Vec<u32>,
 }
 
 impl EngineImage {
@@ -99,7 +98,7 @@ impl EngineImage {
 /// Bytes of the image [`lower`] makes of a stream of `records` records
 /// with `relocations` between `code`: known before any address is, so that
 /// images can be placed before the rings and tables their lowering needs.
-pub fn image_len(records: u64, relocations: &[Relocation], code: RuntimeCode) -> u64 {
+pub fn image_len(records: u64, relocations: &[Relocation], code: &RuntimeCode) -> u64 {
     let deleted = relocations
         .iter()
         .filter(|r| matches!(r.lowering(), Lowering::Delete))
@@ -111,7 +110,8 @@ pub fn image_len(records: u64, relocations: &[Relocation], code: RuntimeCode) ->
 /// Lowers one engine's NEFF stream (`name` is used in error messages) by
 /// its resolved `relocations` (in record order, each naming a record of this
 /// stream, as the sealed kbin holds them), and assembles its image between
-/// the runtime's own `code`, as it will sit at device address `base`.
+/// the runtime's own `code` (its blocks pointing at the rings `r` knows), as
+/// it will sit at device address `base`.
 ///
 /// The image is written into `out`, which must be exactly [`image_len`]
 /// long: the caller owns the memory (the images of a core share one
@@ -121,7 +121,7 @@ pub fn lower(
     stream: &[u8],
     relocations: &[Relocation],
     base: u64,
-    code: RuntimeCode,
+    code: &RuntimeCode,
     r: &dyn Resolve,
     out: &mut [u8],
 ) -> Result<EngineImage, RelocError> {
@@ -140,7 +140,7 @@ pub fn lower(
         .map(|r| match r.lowering() {
             Lowering::Delete => 0,
             Lowering::Direct { .. } => 2,
-            Lowering::Trigger(_) => 1,
+            Lowering::Trigger(_) => 0,
         })
         .sum();
     fallible::reserve(&mut img.abs_operands, operands, "an image's operand list")?;
@@ -150,10 +150,12 @@ pub fn lower(
         "an image's patch list",
     )?;
     let mut w = Writer { out, at: 0 };
-    let pre = code.preamble();
-    for rec in &pre {
+    let pre = code.preamble(r.rings());
+    for rec in &pre.records {
         w.put(rec);
     }
+    img.filler.extend(pre.filler.iter().cloned());
+    let pre = pre.records;
     img.patches.push(Patch {
         section: Section::Preamble,
         neff_index: 0,
@@ -192,13 +194,11 @@ pub fn lower(
                 }
             }
             Lowering::Trigger(at) => {
-                let b = r.block(at);
-                lowered[12..44].fill(0);
-                lowered[12..20].copy_from_slice(&b.ring_pa.to_le_bytes());
-                lowered[20..24].copy_from_slice(&b.first.to_le_bytes());
-                lowered[24..28].copy_from_slice(&b.count.to_le_bytes());
-                lowered[28..32].copy_from_slice(&b.semaphore.to_le_bytes());
-                img.abs_operands.push((w.at + 12) as u64);
+                let t = r.trigger(at);
+                lowered = regs::trigger(&lowered, &code.window, &t);
+                if !t.counts.ruled {
+                    img.approximate.push(i as u32);
+                }
             }
         }
         w.put(&lowered);
@@ -207,9 +207,16 @@ pub fn lower(
     w.put(&stream[copied * record..]);
     let main_len = (w.at - main_start) / record;
     let post = code.postamble(main_len as u32);
-    for rec in &post {
+    for rec in &post.records {
         w.put(rec);
     }
+    let post_start = (pre.len() + main_len) as u32;
+    img.filler.extend(
+        post.filler
+            .iter()
+            .map(|f| f.start + post_start..f.end + post_start),
+    );
+    let post = post.records;
     assert_eq!(w.at, w.out.len(), "image_len and lower disagree on {name}");
     img.patches.push(Patch {
         section: Section::Postamble,
@@ -295,12 +302,13 @@ fn apply(
 mod tests {
     use super::*;
     use crate::kbin::isa::{OP_PSEUDO_BRANCH_LABEL, OP_PSEUDO_DMATRIGGER, OP_PSEUDO_INST};
+    use crate::kbin::RingCounts;
+    use crate::line::{CoreRole, DmaWindow, QueueShape, RuntimeLine};
     use crate::manifest::engine::EngineType;
     use crate::relocate::dma::decode_template;
     use crate::relocate::ipmap::PatchKind;
-    use crate::relocate::runtime_code::CoreRole;
 
-    /// [`lower`] of a stream for [`CODE`] against [`Fake`], into a room of
+    /// [`lower`] of a stream for [`code`] against [`Fake`], into a room of
     /// its own.
     fn lower_owned(
         name: &str,
@@ -309,24 +317,36 @@ mod tests {
         base: u64,
     ) -> Result<EngineImage, RelocError> {
         let records = (stream.len() / RECORD as usize) as u64;
-        let mut room = vec![0u8; image_len(records, relocations, CODE) as usize];
-        let mut img = lower(name, stream, relocations, base, CODE, &Fake, &mut room)?;
+        let code = code();
+        let mut room = vec![0u8; image_len(records, relocations, &code) as usize];
+        let mut img = lower(name, stream, relocations, base, &code, &Fake, &mut room)?;
         img.bytes = room.into();
         Ok(img)
     }
 
-    /// pe on a second core: 66 preamble and 11 postamble slots.
-    const CODE: RuntimeCode = RuntimeCode {
-        engine: EngineType::Pe,
-        role: CoreRole::Second,
-        act_tables: false,
-        queues: crate::relocate::runtime_code::QueueShape::NONE,
-    };
+    /// pe on a second trn2 core under 2.30: 66 preamble and 11 postamble
+    /// slots.
+    fn code() -> RuntimeCode {
+        RuntimeCode {
+            line: RuntimeLine::V2_30,
+            engine: EngineType::Pe,
+            role: CoreRole::Second,
+            act_tables: false,
+            dve_tables: true,
+            queues: Vec::new(),
+            dynamic: QueueShape::NONE,
+            window: DmaWindow::of(
+                &crate::device::Geometry::for_arch(crate::Arch::Cayman),
+                crate::ids::PCore(5),
+            ),
+        }
+    }
     const PRE: usize = 66;
     const POST: usize = 11;
 
     /// var 0 = SB at 0x5000_0000, var 4 = a weight at 0x1_0000, vars 1..3 = IO;
-    /// ring 0 at 0x7000_0000 with two descriptors per block.
+    /// ring `r` is queue `r + 3`, an IO queue, whose block `b` counts
+    /// `b + 2` per ring on M2S and 3 on S2M (a transpose from block 7 on).
     struct Fake;
 
     impl Resolve for Fake {
@@ -338,12 +358,23 @@ mod tests {
                 _ => return Err(RelocError::NotStaged(format!("var{}", var.0))),
             })
         }
-        fn block(&self, at: BlockRef) -> TriggerBinding {
-            TriggerBinding {
-                ring_pa: 0x7000_0000 + at.ring() as u64 * 0x1000,
-                first: at.block() as u32 * 2,
-                count: 2,
-                semaphore: 8 + at.block() as u32,
+        fn rings(&self) -> &RingBases {
+            static NONE: RingBases = RingBases {
+                queues: Vec::new(),
+                act_table: None,
+                dve_table: None,
+            };
+            &NONE
+        }
+        fn trigger(&self, at: BlockRef) -> Trigger {
+            Trigger {
+                q_idx: at.ring() as u32 + 3,
+                data: false,
+                counts: RingCounts {
+                    m2s: at.block() as u64 + 2,
+                    s2m: 3,
+                    ruled: at.block() < 7,
+                },
             }
         }
     }
@@ -379,7 +410,7 @@ mod tests {
         // pre + main 4 (label deleted) + post
         assert_eq!(img.bytes.len(), (PRE + 4 + POST) * 64);
         assert_eq!(
-            image_len(5, &relocs, CODE),
+            image_len(5, &relocs, &code()),
             img.bytes.len() as u64,
             "known before lowering"
         );
@@ -405,15 +436,23 @@ mod tests {
                 offset: 4096
             }]
         );
-        assert_eq!(img.abs_operands.len(), 2, "one ADDR8 and one trigger");
-        let t = &main[192..256];
         assert_eq!(
-            u64::from_le_bytes(t[12..20].try_into().unwrap()),
-            0x7000_0000
+            img.abs_operands.len(),
+            1,
+            "one ADDR8 (a trigger holds registers)"
         );
-        assert_eq!(u32::from_le_bytes(t[20..24].try_into().unwrap()), 10);
-        assert_eq!(u32::from_le_bytes(t[28..32].try_into().unwrap()), 13);
-        assert_eq!(t[48], 5, "block id kept");
+        // The trigger: queue 3 of core 5's window 0x801003080000, an IO
+        // queue, so S2M (3) then M2S (7), its header kept, its block id gone.
+        let t = &main[192..256];
+        let word = |w: usize| u64::from_le_bytes(t[w * 8..w * 8 + 8].try_into().unwrap());
+        assert_eq!(t[0], 0xA5);
+        assert_eq!(&t[1..12], &c1[1..12]);
+        assert_eq!(&t[12..16], &[4, 4, 0, 0]);
+        assert_eq!(word(2), 0x8010_030a_4038);
+        assert_eq!(word(3), 0x8010_0308_4038);
+        assert_eq!((word(4), word(5), word(6), word(7)), (3, 7, 0, 0));
+        assert!(img.approximate.is_empty());
+        assert!(img.filler.is_empty(), "2.30's code is the runtime's bytes");
         // Patch list: preamble insert, label delete, two modifies, postamble insert.
         let kinds: Vec<_> = img
             .patches
@@ -438,6 +477,22 @@ mod tests {
             Ok((Section::Main, Some(3)))
         );
         assert_eq!(img.alignment(), 0x8000);
+    }
+
+    #[test]
+    fn a_trigger_without_a_rule_marks_its_record_approximate() {
+        let mut c1 = rec(OP_PSEUDO_DMATRIGGER);
+        c1[12..18].copy_from_slice(b"qSPIO0");
+        let stream: Vec<u8> = [rec(0xB1), c1, c1].concat();
+        let relocs = [
+            Relocation::new(1, Lowering::Trigger(BlockRef::new(0, 1))),
+            Relocation::new(2, Lowering::Trigger(BlockRef::new(0, 7))),
+        ];
+        let img = lower_owned("SP", &stream, &relocs, 0).unwrap();
+        assert_eq!(img.approximate, vec![2], "only the transpose's record");
+        let t = &img.bytes[(PRE + 2) * 64..(PRE + 3) * 64];
+        assert_eq!(t[0], 0xA5, "rewritten all the same");
+        assert_eq!(u64::from_le_bytes(t[40..48].try_into().unwrap()), 9);
     }
 
     #[test]
@@ -488,9 +543,10 @@ mod tests {
     #[test]
     #[should_panic(expected = "the room for PE's image")]
     fn a_room_of_the_wrong_size_is_refused() {
-        let len = image_len(1, &[], CODE) as usize;
+        let code = code();
+        let len = image_len(1, &[], &code) as usize;
         let mut room = vec![0u8; len - 64];
-        let _ = lower("PE", &rec(0x47), &[], 0, CODE, &Fake, &mut room);
+        let _ = lower("PE", &rec(0x47), &[], 0, &code, &Fake, &mut room);
     }
 
     #[test]

@@ -6,7 +6,6 @@
 pub mod dma;
 pub mod instr;
 pub mod ipmap;
-pub mod runtime_code;
 
 use thiserror::Error;
 

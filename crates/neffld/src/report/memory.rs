@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 
 use crate::device::{ChargeRows, Device, DeviceError, Ledger, MemUsage, Owner};
 use crate::ids::{HModel, LCore, PCore};
+use crate::line::RuntimeLine;
 
 /// One row per [`MemUsage`], in the profiler's order.
 pub type Rows = [u64; MemUsage::COUNT];
@@ -101,6 +102,68 @@ impl CoreMemory {
             *a += m;
         }
         Usage::of(&all)
+    }
+}
+
+/// A row of the runtime's own list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKey {
+    /// The row of one usage.
+    Usage(MemUsage),
+    /// The single `DMA Rings` row of the oldest runtimes (2.23), in place of
+    /// the four DMA Rings rows.
+    DmaRings,
+}
+
+/// One row as the runtime lists it: what it holds for itself and what the
+/// models did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReportRow {
+    pub key: RowKey,
+    pub runtime: u64,
+    pub model: u64,
+}
+
+impl ReportRow {
+    pub fn bytes(&self) -> u64 {
+        self.runtime + self.model
+    }
+}
+
+impl CoreMemory {
+    /// The rows as the runtime of `line` lists them: every usage in the
+    /// profiler's order; on the oldest lines ([`RuntimeLine::legacy_rows`])
+    /// the four DMA Rings rows are one, and Generic shows only the
+    /// runtime's part (2.23 reports 0 although its NEFFs' DVE tables are
+    /// staged: it does not count them).
+    pub fn report(&self, line: RuntimeLine) -> Vec<ReportRow> {
+        let row = |u: MemUsage| ReportRow {
+            key: RowKey::Usage(u),
+            runtime: self.runtime[u.index()],
+            model: self.model[u.index()],
+        };
+        if !line.legacy_rows() {
+            return MemUsage::ALL.iter().map(|&u| row(u)).collect();
+        }
+        let mut rows: Vec<ReportRow> = MemUsage::ALL
+            .iter()
+            .filter(|&&u| u.index() < MemUsage::DmaRing.index())
+            .map(|&u| ReportRow {
+                model: if u == MemUsage::Generic {
+                    0
+                } else {
+                    self.model[u.index()]
+                },
+                ..row(u)
+            })
+            .collect();
+        let dma = &MemUsage::ALL[MemUsage::DmaRing.index()..];
+        rows.push(ReportRow {
+            key: RowKey::DmaRings,
+            runtime: dma.iter().map(|u| self.runtime[u.index()]).sum(),
+            model: dma.iter().map(|u| self.model[u.index()]).sum(),
+        });
+        rows
     }
 }
 
@@ -575,7 +638,7 @@ fn center(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{AllocReq, Geometry, SimDevice};
+    use crate::device::{AllocReq, Geometry, Place, SimDevice};
     use crate::Arch;
     use std::sync::Arc;
 
@@ -589,7 +652,7 @@ mod tests {
             core: PCore(4),
             usage: MemUsage::InstrPe,
             owner: Owner::Model(HModel(1)),
-            pool: None,
+            place: Place::Kernel,
             hint: "pe",
         })
         .unwrap();
@@ -610,6 +673,46 @@ mod tests {
         assert_eq!(s.used, s.cores[0].total() + s.cores[1].total());
         assert_eq!(s.used, 12_416 + 2 * (13_312 + 1_088 + 28_672 + 1_744_584));
         drop(runtime);
+    }
+
+    #[test]
+    fn the_oldest_line_lists_one_dma_rings_row_and_no_model_generic() {
+        let dev = SimDevice::new(Geometry::for_arch(Arch::Sunda));
+        for (usage, size) in [
+            (MemUsage::DmaRingIo, 65_536),
+            (MemUsage::DmaRingSpill, 4_096),
+            (MemUsage::Generic, 25_600),
+            (MemUsage::InstrPool, 1_792),
+            (MemUsage::UcodeLib, 100_669_644),
+        ] {
+            let owner = match usage {
+                MemUsage::UcodeLib => Owner::Runtime,
+                _ => Owner::Model(HModel(1)),
+            };
+            dev.alloc(AllocReq {
+                size,
+                align: 0,
+                core: PCore(0),
+                usage,
+                owner,
+                place: crate::device::Place::Kernel,
+                hint: "x",
+            })
+            .unwrap();
+        }
+        let c = CoreMemory::of(&dev, PCore(0));
+        let rows = c.report(RuntimeLine::V2_23);
+        // 18 usage rows and the single DMA Rings row: 19, as 2.23 lists them.
+        assert_eq!(rows.len(), 19);
+        assert_eq!(rows[18].key, RowKey::DmaRings);
+        assert_eq!(rows[18].bytes(), 65_536 + 4_096);
+        assert_eq!(rows[0].key, RowKey::Usage(MemUsage::Generic));
+        assert_eq!(rows[0].bytes(), 0);
+        assert_eq!(rows[MemUsage::InstrPool.index()].bytes(), 1_792);
+        assert_eq!(rows[MemUsage::UcodeLib.index()].bytes(), 100_669_644);
+        // The ledger still holds the DVE tables.
+        assert_eq!(c.row(MemUsage::Generic), 25_600);
+        assert_eq!(c.report(RuntimeLine::V2_30).len(), MemUsage::COUNT);
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //! The instruction images themselves are placed for every core of a load
 //! before any build ([`place_images`]: the runtime's order and slots, as the
 //! captures show them); a build lowers each into its slot once its rings
-//! are placed, since lowering a `0xC1` trigger needs its block's place in
-//! the ring. Every allocation is
+//! and tables are placed, since the runtime's preamble points at them.
+//! What the runtime allocates beside the model's own bytes — the fixed
+//! block beside each image, ring and table-ring sizes — is sized by the
+//! load's runtime line ([`crate::line`]). Every allocation is
 //! made before any byte is copied; the copies (weights, rings, tables,
 //! images, in that order) then go to the device as one batch, which it can
 //! check under one lock instead of one per copy.
@@ -21,16 +23,21 @@ use crate::container::Archive;
 use crate::device::address::device_address;
 use std::sync::Arc;
 
-use crate::device::{AllocReq, AllocSet, Device, Geometry, MemHandle, MemUsage, Owner, Write};
+use crate::device::{
+    AllocReq, AllocSet, Device, Geometry, MemHandle, MemUsage, Owner, Place, Write,
+};
 use crate::host_pages::ZeroedBuf;
 use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::isa::RECORD_LEN;
 use crate::kbin::{BlockRef, DmaRing, EngineProgram, Kbin};
+use crate::line::{
+    self, Bases, CoreRole, DmaWindow, OwnedQueue, QueueShape, RingBases, RuntimeCode, RuntimeLine,
+    Trigger, IMAGE_ALIGN,
+};
 use crate::manifest::def::QueueKind;
 use crate::manifest::engine::{DmaOp, DveSlot, Endpoint, EngineType};
-use crate::relocate::dma::{Barrier, DescOp, Pattern, RingBuilder, RingImage, Target};
-use crate::relocate::instr::{self, EngineImage, Resolve, TriggerBinding};
-use crate::relocate::runtime_code::{self, CoreRole, QueueShape, RuntimeCode, IMAGE_ALIGN};
+use crate::relocate::dma::{Barrier, DescOp, Pattern, RingBuilder, RingImage, Target, DESC_BYTES};
+use crate::relocate::instr::{self, EngineImage, Resolve};
 use crate::relocate::RelocError;
 use crate::shared::{SharedBytes, SharedSlice};
 use crate::Arch;
@@ -166,12 +173,24 @@ fn desc_op(op: DmaOp) -> DescOp {
 }
 
 /// Address resolution for one subgraph on its core: the plan's addresses,
-/// and where each block of each ring landed (indexed as the kbin's
-/// [`BlockRef`]s are).
+/// what each block's trigger writes (the kbin's sealed queue index and
+/// counts, indexed as its [`BlockRef`]s are), and where the rings landed
+/// (filled in once they are placed).
 struct CoreResolver<'a> {
     plan: &'a CorePlan,
-    blocks: Vec<Vec<TriggerBinding>>,
+    kbin: &'a Kbin,
     geometry: &'a Geometry,
+    rings: RingBases,
+}
+
+/// What the trigger of block `at` of `kbin` writes.
+pub(super) fn trigger(kbin: &Kbin, at: BlockRef) -> Trigger {
+    let ring = &kbin.dma_rings()[at.ring()];
+    Trigger {
+        q_idx: ring.q_idx(),
+        data: ring.queue().kind == QueueKind::Data,
+        counts: ring.counts()[at.block()],
+    }
 }
 
 impl Resolve for CoreResolver<'_> {
@@ -179,8 +198,12 @@ impl Resolve for CoreResolver<'_> {
         self.plan.address(var, offset)
     }
 
-    fn block(&self, at: BlockRef) -> TriggerBinding {
-        self.blocks[at.ring()][at.block()]
+    fn trigger(&self, at: BlockRef) -> Trigger {
+        trigger(self.kbin, at)
+    }
+
+    fn rings(&self) -> &RingBases {
+        &self.rings
     }
 
     fn device_word(&self, pa: u64) -> u64 {
@@ -221,7 +244,7 @@ impl Builder<'_> {
                 core: self.pcore,
                 usage,
                 owner: Owner::Model(self.h_model),
-                pool: None,
+                place: Place::Kernel,
                 hint: what,
             })
             .map_err(|source| StageError::Device {
@@ -240,14 +263,42 @@ impl Builder<'_> {
     }
 }
 
-/// What of `kbin` the runtime's own code for `engine` on a core of `role`
-/// depends on.
-fn runtime_code(kbin: &Kbin, engine: EngineType, role: CoreRole) -> RuntimeCode {
+/// What the runtime's own code for `engine` of `kbin`, on a core of `role`
+/// with DMA registers at `window`, depends on under `line`.
+fn runtime_code(
+    kbin: &Kbin,
+    engine: EngineType,
+    role: CoreRole,
+    line: RuntimeLine,
+    window: DmaWindow,
+) -> RuntimeCode {
+    let mut queues: Vec<OwnedQueue> = kbin
+        .dma_rings()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.queue().owner == engine && r.queue().kind != QueueKind::Dynamic)
+        .map(|(ring, r)| {
+            let data = r.queue().kind == QueueKind::Data;
+            OwnedQueue {
+                ring,
+                q_idx: r.q_idx(),
+                data,
+                s2m_total: r.count_totals().1,
+                m2s_base: data || r.sb_sides().m2s,
+                s2m_base: data || r.sb_sides().s2m,
+            }
+        })
+        .collect();
+    queues.sort_by_key(|q| q.q_idx);
     RuntimeCode {
+        line,
         engine,
         role,
         act_tables: !kbin.act_sets().is_empty(),
-        queues: QueueShape::of(kbin.dma_rings().iter().map(DmaRing::queue)),
+        dve_tables: kbin.dve_tables().iter().any(Option::is_some),
+        queues,
+        dynamic: QueueShape::of(kbin.dma_rings().iter().map(DmaRing::queue)),
+        window,
     }
 }
 
@@ -255,11 +306,12 @@ fn runtime_code(kbin: &Kbin, engine: EngineType, role: CoreRole) -> RuntimeCode 
 /// and the runtime's block beside each, before any core is built (as the
 /// plan places weights, so that addresses do not depend on thread timing).
 ///
-/// The blocks come first, then the images, both in the order runtime 2.30
-/// allocates images ([`runtime_code::image_rank`]), each image on a 32 KiB
+/// The blocks come first, then the images, both in the order the runtime
+/// allocates images ([`line::image_rank`]), each image on a 32 KiB
 /// boundary. With the blocks in the gaps the plan's alignments leave, the
 /// images of a load fill consecutive slots right above the weights, as in
-/// every capture. An image's size is known before its lowering
+/// every 2.30 capture. A line without blocks (2.23) places the images
+/// alone. An image's size is known before its lowering
 /// ([`instr::image_len`]), which needs the rings and tables the builds
 /// place afterwards.
 ///
@@ -270,22 +322,25 @@ pub fn place_images(
     kbins: &[Kbin],
     archive: &Archive,
     images: &mut [CoreImage],
+    line: RuntimeLine,
 ) -> Result<(), StageError> {
     let mut order = Vec::new();
-    for (k, kbin) in kbins.iter().enumerate() {
+    for ((k, kbin), image) in kbins.iter().enumerate().zip(images.iter()) {
         let role = CoreRole::of_subgraph(k);
+        let window = DmaWindow::of(image.allocs.device().geometry(), image.plan.pcore);
         for e in kbin.engines() {
-            let (code, len) = code_and_image_len(kbin, e, role, archive);
-            order.push((runtime_code::image_rank(role, e.ty()), k, code, len));
+            let (code, len) = code_and_image_len(kbin, e, role, line, window, archive);
+            order.push((line::image_rank(role, e.ty()), k, code, len));
         }
     }
-    order.sort_by_key(|&(rank, k, _, _)| (rank, k));
+    order.sort_by_key(|(rank, k, _, _)| (*rank, *k));
     let blocks = order
         .iter()
-        .map(|&(_, k, code, _)| (k, code.engine, code.fixed_block(), 0, "runtime block"));
+        .map(|(_, k, code, _)| (*k, code.engine, code.fixed_block(), 0, "runtime block"))
+        .filter(|&(_, _, size, _, _)| size > 0);
     let slots = order
         .iter()
-        .map(|&(_, k, code, len)| (k, code.engine, len, IMAGE_ALIGN, "instructions"));
+        .map(|(_, k, code, len)| (*k, code.engine, *len, IMAGE_ALIGN, "instructions"));
     for (k, engine, size, align, what) in blocks.chain(slots).collect::<Vec<_>>() {
         let (Some(kbin), Some(image)) = (kbins.get(k), images.get_mut(k)) else {
             continue;
@@ -297,7 +352,7 @@ pub fn place_images(
             core: image.plan.pcore,
             usage: instr_usage(engine),
             owner: Owner::Model(image.h_model),
-            pool: None,
+            place: Place::Kernel,
             hint: &what,
         };
         let a = image
@@ -331,23 +386,27 @@ fn code_and_image_len(
     kbin: &Kbin,
     e: &EngineProgram,
     role: CoreRole,
+    line: RuntimeLine,
+    window: DmaWindow,
     archive: &Archive,
 ) -> (RuntimeCode, u64) {
-    let code = runtime_code(kbin, e.ty(), role);
+    let code = runtime_code(kbin, e.ty(), role, line, window);
     let records = (e.stream(archive).len() / RECORD_LEN) as u64;
-    (code, instr::image_len(records, e.relocations(), code))
+    let len = instr::image_len(records, e.relocations(), &code);
+    (code, len)
 }
 
-/// Where each block of a ring landed, in block order.
-type RingBindings = Vec<TriggerBinding>;
-
-/// Expands, places and writes one queue's static ring.
+/// Expands, places and writes one queue's static ring. The allocation is
+/// the line's size for the queue's rings ([`RuntimeLine::ring_bytes`]),
+/// which holds neffld's one ring of the same descriptors, but when chunking
+/// runs of more than 64 KiB makes ours longer than the runtime counts.
 fn build_ring(
     b: &mut Builder<'_>,
     r: &CoreResolver<'_>,
     ring: &DmaRing,
     arch: Arch,
-) -> Result<Option<(PlacedRing, RingBindings)>, StageError> {
+    line: RuntimeLine,
+) -> Result<Option<PlacedRing>, StageError> {
     if ring.blocks().is_empty() {
         return Ok(None); // dynamic queues: descriptors are generated at execution
     }
@@ -382,46 +441,36 @@ fn build_ring(
             .map_err(|e| b.reloc(e))?;
         b.reloc_time += t.elapsed();
     }
+    let (m2s, s2m) = ring.count_totals();
+    let runtime_bytes = line.ring_bytes(ring.ring_count(), m2s, s2m);
     let (handle, pa) = b.alloc(
         &format!("ring {}", ring.queue().name),
-        builder.byte_size(),
+        runtime_bytes.max(builder.byte_size()),
         0,
         ring_usage(ring.queue().kind),
     )?;
     let image = builder.place(pa).map_err(|e| b.reloc(e))?;
-    let mut bindings = Vec::with_capacity(ring.blocks().len());
-    for (block, &(_, first, count)) in ring.blocks().iter().zip(&image.blocks) {
-        let semaphore = ring.semaphore(block).unwrap_or(0) as u32;
-        bindings.push(TriggerBinding {
-            ring_pa: pa,
-            first,
-            count,
-            semaphore,
-        });
-    }
-    Ok(Some((
-        PlacedRing {
-            queue: ring.queue().name.clone(),
-            kind: ring.queue().kind,
-            handle,
-            pa,
-            image,
-        },
-        bindings,
-    )))
+    Ok(Some(PlacedRing {
+        queue: ring.queue().name.clone(),
+        kind: ring.queue().kind,
+        handle,
+        pa,
+        image,
+    }))
 }
 
 /// Builds one subgraph on its core into `image` (which holds its plan);
-/// `role` says which core of its logical core it is, which the runtime's own
-/// code depends on. The image owns whatever the build allocates: on
-/// failure, or a panic, dropping it frees that, so nothing here unwinds by
-/// hand.
+/// `role` says which core of its logical core it is and `line` which
+/// runtime's, both of which the runtime's own code depends on. The image
+/// owns whatever the build allocates: on failure, or a panic, dropping it
+/// frees that, so nothing here unwinds by hand.
 pub fn build(
     kbin: &Kbin,
     archive: &Archive,
     image: &mut CoreImage,
     arch: Arch,
     role: CoreRole,
+    line: RuntimeLine,
 ) -> Result<(), StageError> {
     let dev = Arc::clone(image.allocs.device());
     let mut b = Builder {
@@ -433,8 +482,14 @@ pub fn build(
         reloc_time: std::time::Duration::ZERO,
     };
     let placed = std::mem::take(&mut image.engines);
-    let (rings, tables, engines) =
-        build_parts(&mut b, kbin, archive, &image.plan, arch, role, placed)?;
+    let (rings, tables, engines) = build_parts(
+        &mut b,
+        kbin,
+        archive,
+        &image.plan,
+        (arch, role, line),
+        placed,
+    )?;
     image.reloc_time = b.reloc_time;
     image.rings = rings;
     image.tables = tables;
@@ -457,11 +512,6 @@ const ACT_TABLE_BUFFERS: [(&str, u64); 4] = [
     ("map", 2 << 10),
 ];
 
-/// A table-load ring (qActTable, qDveTable): 2,048 bytes, the difference of
-/// the DMA Rings Runtime rows of the core with act tables (32,768) and the
-/// one without (30,720) in every capture.
-const TABLE_RING_BYTES: u64 = 2048;
-
 /// One blob borrowed, or several joined.
 fn joined<'a>(parts: &[&'a [u8]]) -> Cow<'a, [u8]> {
     match parts {
@@ -470,19 +520,34 @@ fn joined<'a>(parts: &[&'a [u8]]) -> Cow<'a, [u8]> {
     }
 }
 
+/// The two bases of a placed ring: its TX (M2S) half and its RX (S2M)
+/// half, in the runtime's address form.
+fn ring_bases(geometry: &Geometry, ring: &PlacedRing) -> Bases {
+    let rx = ring.pa + ring.image.capacity as u64 * DESC_BYTES;
+    (
+        device_address(geometry, ring.pa),
+        device_address(geometry, rx),
+    )
+}
+
 fn build_parts<'a>(
     b: &mut Builder<'_>,
     kbin: &'a Kbin,
     archive: &'a Archive,
     plan: &'a CorePlan,
-    arch: Arch,
-    role: CoreRole,
+    (arch, role, line): (Arch, CoreRole, RuntimeLine),
     mut placed: Vec<PlacedImage>,
 ) -> Result<Parts, StageError> {
+    let geometry = b.dev.geometry();
     let mut resolver = CoreResolver {
         plan,
-        blocks: vec![Vec::new(); kbin.dma_rings().len()],
-        geometry: b.dev.geometry(),
+        kbin,
+        geometry,
+        rings: RingBases::default(),
+    };
+    let mut bases = RingBases {
+        queues: vec![None; kbin.dma_rings().len()],
+        ..RingBases::default()
     };
 
     // Static DMA rings: data-refill queues first, then the IO queues.
@@ -490,8 +555,8 @@ fn build_parts<'a>(
     let mut ordered: Vec<(usize, &DmaRing)> = kbin.dma_rings().iter().enumerate().collect();
     ordered.sort_by_key(|(_, r)| !matches!(r.queue().kind, QueueKind::Data));
     for (index, ring) in ordered {
-        if let Some((placed, bindings)) = build_ring(b, &resolver, ring, arch)? {
-            resolver.blocks[index] = bindings;
+        if let Some(placed) = build_ring(b, &resolver, ring, arch, line)? {
+            bases.queues[index] = Some(ring_bases(geometry, &placed));
             rings.push(placed);
         }
     }
@@ -504,7 +569,7 @@ fn build_parts<'a>(
                      size: u64,
                      bytes: Cow<'a, [u8]>,
                      usage: MemUsage|
-     -> Result<(), StageError> {
+     -> Result<u64, StageError> {
         let (handle, pa) = b.alloc(&what, size, 0, usage)?;
         tables.push((
             PlacedTable {
@@ -515,7 +580,7 @@ fn build_parts<'a>(
             },
             bytes,
         ));
-        Ok(())
+        Ok(pa)
     };
     if !kbin.act_sets().is_empty() {
         let bkt: Vec<&[u8]> = kbin
@@ -563,20 +628,30 @@ fn build_parts<'a>(
         }
     }
     // The rings that load the tables into the engines: qActTable and
-    // qDveTable in the captures' queue lists, one DMA_RING each.
+    // qDveTable in the captures' queue lists, one DMA_RING each, of the
+    // line's size (none on a line without them).
     let has_dve = kbin.dve_tables().iter().any(Option::is_some);
-    for (queue, present) in [
-        ("qActTable", !kbin.act_sets().is_empty()),
-        ("qDveTable", has_dve),
+    let ring_bytes = line.table_ring_bytes();
+    for (queue, present, base) in [
+        (
+            "qActTable",
+            !kbin.act_sets().is_empty(),
+            &mut bases.act_table,
+        ),
+        ("qDveTable", has_dve, &mut bases.dve_table),
     ] {
-        if present {
-            table(
+        if present && ring_bytes > 0 {
+            let pa = table(
                 b,
                 format!("ring {queue}"),
-                TABLE_RING_BYTES,
+                ring_bytes,
                 Cow::Borrowed(&[][..]),
                 MemUsage::DmaRing,
             )?;
+            *base = Some((
+                device_address(geometry, pa),
+                device_address(geometry, pa + ring_bytes / 2),
+            ));
         }
     }
 
@@ -584,24 +659,26 @@ fn build_parts<'a>(
     // build ([`place_images`]): lowered here into their slots, all of this
     // core's into one room (in huge pages when large enough: about a tenth
     // of a one-shot load went to faulting in 4 KiB pages for them).
+    resolver.rings = bases;
+    let window = DmaWindow::of(geometry, plan.pcore);
     let engines: Vec<_> = placed
         .iter()
         .map(|p| {
             kbin.engines().iter().find(|e| e.ty() == p.engine).map(|e| {
-                let (code, len) = code_and_image_len(kbin, e, role, archive);
+                let (code, len) = code_and_image_len(kbin, e, role, line, window, archive);
                 (e, code, len as usize)
             })
         })
         .collect();
-    let total = engines.iter().flatten().map(|&(_, _, len)| len).sum();
+    let total = engines.iter().flatten().map(|(_, _, len)| *len).sum();
     let mut room = ZeroedBuf::new(total, "a core's instruction images")
         .map_err(|oom| b.reloc(RelocError::HostMemory(oom)))?;
     let mut rest = room.bytes_mut();
     for (p, engine) in placed.iter_mut().zip(&engines) {
-        let Some((e, code, len)) = *engine else {
+        let Some((e, code, len)) = engine else {
             continue;
         };
-        let (mine, after) = rest.split_at_mut(len);
+        let (mine, after) = rest.split_at_mut(*len);
         rest = after;
         let name = format!("{}/{}", kbin.name(), e.ty().key());
         let t = std::time::Instant::now();
@@ -620,7 +697,7 @@ fn build_parts<'a>(
     let room = room.freeze();
     let mut at = 0;
     for (p, engine) in placed.iter_mut().zip(&engines) {
-        let len = engine.map_or(0, |(_, _, len)| len);
+        let len = engine.as_ref().map_or(0, |(_, _, len)| *len);
         p.image.bytes = SharedSlice::new(room.clone(), at..at + len);
         at += len;
     }

@@ -21,8 +21,8 @@ use crate::container::Archive;
 use crate::device::Device;
 use crate::ids::{HModel, PCore};
 use crate::kbin::Kbin;
+use crate::line::{CoreRole, RuntimeLine};
 use crate::manifest::def::VarKind;
-use crate::relocate::runtime_code::CoreRole;
 use crate::Arch;
 
 use super::core::{self, CoreImage};
@@ -35,6 +35,8 @@ pub struct StageOptions {
     /// Architecture of the device (decides barriers, ucode staging and the
     /// Event-Accel check).
     pub arch: Arch,
+    /// The runtime line whose own code and allocations the load reproduces.
+    pub line: RuntimeLine,
     /// Scratchpad page size in bytes.
     pub scratchpad_page: u64,
     /// Build the cores of a multi-subgraph load on one thread each when the
@@ -106,7 +108,7 @@ pub fn stage(
             page: opts.scratchpad_page,
         },
     )?;
-    core::place_images(kbins, archive, &mut images)?;
+    core::place_images(kbins, archive, &mut images, opts.line)?;
     let threaded = nkbin > 1 && bulk_bytes(kbins) >= opts.fanout_min_bytes;
     tracing::debug!(
         "building {nkbin} cores {}",
@@ -118,7 +120,7 @@ pub fn stage(
     );
     let build = |k: usize, kbin: &Kbin, mut image: CoreImage| {
         let role = CoreRole::of_subgraph(k);
-        core::build(kbin, archive, &mut image, opts.arch, role)?;
+        core::build(kbin, archive, &mut image, opts.arch, role, opts.line)?;
         image.enter_model_table(cores)?;
         Ok::<_, StageError>(image)
     };

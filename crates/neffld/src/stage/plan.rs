@@ -23,7 +23,7 @@
 use std::sync::Arc;
 
 use crate::container::Archive;
-use crate::device::{AllocReq, AllocSet, Device, MemHandle, MemUsage, Owner};
+use crate::device::{AllocReq, AllocSet, Device, MemHandle, MemUsage, Owner, Place};
 use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::Kbin;
 use crate::manifest::def::{Backing, Var, VarKind, DGE_TABLE_WORD};
@@ -143,7 +143,7 @@ impl Planner<'_> {
             core: plan.pcore,
             usage,
             owner: Owner::Model(plan.h_model),
-            pool: None,
+            place: Place::Kernel,
             hint: &var.name,
         };
         let a = plan

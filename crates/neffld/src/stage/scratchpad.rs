@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::device::{AllocReq, Device, MemUsage, Owned, Owner};
+use crate::device::{AllocReq, Device, MemUsage, Owned, Owner, Place};
 use crate::ids::PCore;
 
 use super::{Cores, StageError};
@@ -71,7 +71,7 @@ impl Scratchpad {
                 core,
                 usage: MemUsage::Scratchpad,
                 owner: Owner::Runtime,
-                pool: None,
+                place: Place::Kernel,
                 hint: "scratchpad",
             };
             fresh.push(Owned::new(dev, req).map_err(StageError::Scratchpad)?);

@@ -13,8 +13,9 @@
 //!   an input or output, the template naming that variable and offset — or,
 //!   when the NEFF named it by a `dge-table` row, that row and offset as
 //!   the NEFF wrote them, which the runtime leaves for execution);
-//! * every `0xC1` trigger holds its block's ring address, first descriptor
-//!   and count;
+//! * every `0xC1` trigger became the register write that starts its own
+//!   block: its queue's registers in the core's DMA window, and the
+//!   block's sealed per-ring counts;
 //! * every descriptor of a block points into a variable one of the block's
 //!   descriptors names on that side (or the ring's own padding slot), and
 //!   every template in a ring names an input or output of the subgraph.
@@ -26,6 +27,7 @@ use crate::device::{Device, Geometry, LiveAlloc, MemHandle};
 use crate::ids::VarId;
 use crate::kbin::isa::{Addr8, ADDR8_DGE_INDEX, D4_DST, D4_SRC};
 use crate::kbin::{BlockRef, EngineProgram, Kbin, Lowering, Operand};
+use crate::line::{regs, DmaWindow, Record};
 use crate::manifest::def::VarKind;
 use crate::relocate::dma::{decode_template, Descriptor, RingImage};
 use crate::relocate::ipmap::Section;
@@ -52,10 +54,6 @@ fn device_bytes(dev: &Device, handle: MemHandle, written: &[u8]) -> Vec<u8> {
 
 fn word(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
-}
-
-fn word32(bytes: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// What the check of one subgraph on its core knows.
@@ -184,27 +182,20 @@ impl<'a> Core<'a> {
         }
     }
 
-    fn placed_ring(&self, at: BlockRef) -> Option<&'a PlacedRing> {
-        let queue = &self.kbin.dma_rings().get(at.ring())?.queue().name;
-        self.img.rings.iter().find(|r| &r.queue == queue)
-    }
-
     fn check_trigger(&mut self, at: &str, record: &[u8], block: BlockRef) {
-        let Some(ring) = self.placed_ring(block) else {
-            self.bad(format!("{at}: ring {} was not staged", block.ring()));
+        let Ok(got) = <Record>::try_from(record) else {
+            self.bad(format!("{at}: outside the image"));
             return;
         };
-        let want = ring
-            .image
-            .blocks
-            .get(block.block())
-            .map(|&(_, first, count)| (ring.pa, first, count));
-        let got = (|| Some((word(record, 12)?, word32(record, 20)?, word32(record, 24)?)))();
+        let window = DmaWindow::of(self.geometry, self.img.pcore());
+        let want = regs::trigger(&got, &window, &super::core::trigger(self.kbin, block));
         if got != want {
             self.bad(format!(
-                "{at}: trigger holds {got:x?}, but block {} of ring {} is at {want:x?}",
+                "{at}: trigger holds {:x?}, but block {} of ring {} is started by {:x?}",
+                &got[..48],
                 block.block(),
-                ring.queue
+                block.ring(),
+                &want[..48]
             ));
         }
     }
