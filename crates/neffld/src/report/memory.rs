@@ -16,7 +16,7 @@
 
 use std::fmt::Write as _;
 
-use crate::device::{ChargeRows, Device, DeviceError, Ledger, MemUsage, Owner};
+use crate::device::{ChargeRows, Device, DeviceError, Geometry, Ledger, MemUsage, Owner};
 use crate::ids::{HModel, LCore, PCore};
 use crate::line::RuntimeLine;
 
@@ -412,13 +412,12 @@ pub struct MemoryReport {
 impl MemoryReport {
     /// The report of `dev`, device `ND nd` of its instance, now.
     pub fn of(nd: u32, dev: &Device) -> MemoryReport {
-        MemoryReport::from_ledger(nd, dev, &dev.ledger())
+        MemoryReport::from_ledger(nd, dev.geometry(), &dev.ledger())
     }
 
-    /// The report of `dev`'s geometry with the memory in `ledger` (the
-    /// device now, or as a refusal found it).
-    pub fn from_ledger(nd: u32, dev: &Device, ledger: &Ledger) -> MemoryReport {
-        let g = dev.geometry();
+    /// The report of a device of geometry `g` with the memory in `ledger`
+    /// (the device now, or as a refusal found it: an observer has both).
+    pub fn from_ledger(nd: u32, g: &Geometry, ledger: &Ledger) -> MemoryReport {
         let hbms = (0..g.hbm_channels())
             .map(|h| HbmMemory {
                 hbm: h,
