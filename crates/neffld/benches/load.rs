@@ -19,7 +19,7 @@ use neffld::container::{self, OpenOptions, HEADER_LEN};
 use neffld::device::{Device, Geometry, NullDevice, Observer, SimDevice, Storage, Write};
 use neffld::ids::{HModel, PCore};
 use neffld::parse::{self, ParseOptions};
-use neffld::stage::{self, Cores, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
+use neffld::stage::{self, Cores, ScratchpadMode, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
 use neffld::testkit::{lnc_writer, Synth};
 use neffld::Arch;
 
@@ -203,7 +203,6 @@ impl Staging {
         let sopts = StageOptions {
             arch: Arch::Cayman,
             line: neffld::line::RuntimeLine::V2_30,
-            scratchpad_page: 512 << 20,
             fanout_min_bytes,
         };
         dev.clock.take();
@@ -298,7 +297,7 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
     {
         let st = Staging::new(&bytes, 2);
         let dev = Timed::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
-        let cores = Arc::new(Cores::new(8));
+        let cores = Arc::new(Cores::new(8, ScratchpadMode::default()));
         let pieces = dev.clock.record(|| {
             st.run(&dev, &cores, DEFAULT_FANOUT_MIN_BYTES);
         });
@@ -427,7 +426,7 @@ fn fanout_cases(cases: &mut Vec<Case>) {
     for (kind, label) in [("sim", "SimDevice"), ("null", "NullDevice")] {
         for parallel in [true, false] {
             let st = st.clone();
-            let cores = Arc::new(Cores::new(SG));
+            let cores = Arc::new(Cores::new(SG, ScratchpadMode::default()));
             let (mode, fanout_min) = if parallel {
                 ("fan-out", 0)
             } else {

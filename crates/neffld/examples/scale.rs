@@ -18,7 +18,7 @@ use neffld::container::{self, MappedFile, OpenOptions};
 use neffld::device::{Device, Geometry, NullDevice, SimDevice};
 use neffld::ids::{HModel, PCore};
 use neffld::parse::{self, ParseOptions};
-use neffld::stage::{self, Cores, StageOptions};
+use neffld::stage::{self, Cores, ScratchpadMode, StageOptions};
 use neffld::testkit::{lnc_writer, Synth};
 use neffld::Arch;
 
@@ -160,7 +160,7 @@ fn stage_rss(path: &str) {
     let model = parse::parse(&neff, &popts).expect("parse");
     let dev = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
     let shared: Arc<Device> = dev.clone();
-    let cores = Arc::new(Cores::new(8));
+    let cores = Arc::new(Cores::new(8, ScratchpadMode::default()));
     let rss_before = status_kib("VmRSS");
     // Reset the peak to the current RSS (Linux >= 4.0), so the peak below is
     // the one staging reached.
@@ -176,7 +176,6 @@ fn stage_rss(path: &str) {
         StageOptions {
             arch: Arch::Cayman,
             line: neffld::line::RuntimeLine::V2_30,
-            scratchpad_page: 512 << 20,
             fanout_min_bytes: 0,
         },
     )

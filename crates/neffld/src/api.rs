@@ -360,12 +360,16 @@ impl Runtime {
                 list.clone()
             }
         };
+        let scratchpad = config.scratchpad_mode();
+        if config.contiguous_scratchpad_asked() && !scratchpad.contiguous {
+            tracing::info!("Contiguous Scratchpad feature is disabled on LNC 1");
+        }
         let chips = devices
             .into_iter()
             .map(|device| {
                 Ok(Chip {
                     _start: start(&device, &config)?,
-                    cores: Arc::new(Cores::new(cores)),
+                    cores: Arc::new(Cores::new(cores, scratchpad)),
                     device,
                 })
             })
@@ -639,7 +643,6 @@ impl Runtime {
         let sopts = StageOptions {
             arch: self.config.arch,
             line: self.config.line(),
-            scratchpad_page: self.config.scratchpad_page,
             fanout_min_bytes: self.config.fanout_min_bytes,
         };
         let kbins = &parsed.model.kbins;

@@ -7,6 +7,7 @@ use thiserror::Error;
 
 use crate::container::OpenOptions;
 use crate::line::RuntimeLine;
+use crate::stage::ScratchpadMode;
 use crate::Arch;
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -57,8 +58,14 @@ pub struct RuntimeConfig {
     pub allow_legacy_neff: bool,
     /// `NEURON_RT_EXEC_TIMEOUT`, seconds (recorded with each model).
     pub exec_timeout_s: u32,
-    /// `NEURON_SCRATCHPAD_PAGE_SIZE` in bytes (given in MiB).
+    /// `NEURON_SCRATCHPAD_PAGE_SIZE` in bytes (given in MiB, 1 to 4095; the
+    /// documentation advises multiples of 512).
     pub scratchpad_page: u64,
+    /// `NEURON_RT_CONTIGUOUS_SCRATCHPAD` (or the older
+    /// `NEURON_RT_DBG_EXPERIMENTAL_CONTIGUOUS_SCRATCHPAD`): keep each core's
+    /// scratchpad as one contiguous region of 64 MiB pages; `None` = the
+    /// runtime line's default ([`RuntimeLine::contiguous_scratchpad`]).
+    pub contiguous_scratchpad: Option<bool>,
     /// Ceiling on a NEFF's inflated payload (`NEFFLD_MAX_INFLATED`); `None` =
     /// the container default.
     pub max_inflated: Option<u64>,
@@ -99,7 +106,8 @@ impl Default for RuntimeConfig {
             validate_hash: false,
             allow_legacy_neff: false,
             exec_timeout_s: 30,
-            scratchpad_page: 512 << 20,
+            scratchpad_page: ScratchpadMode::DEFAULT_PAGE,
+            contiguous_scratchpad: None,
             max_inflated: None,
             max_members: None,
             cache_slots: 1,
@@ -217,14 +225,29 @@ impl RuntimeConfig {
         }
         if let Some(v) = lookup("NEURON_SCRATCHPAD_PAGE_SIZE") {
             let mib: u64 = parse_num("NEURON_SCRATCHPAD_PAGE_SIZE", &v)?;
+            // The runtime's own check when it starts: more than 0 bytes and
+            // below 4 GiB. Sizes that are not multiples of 512 MiB, which
+            // the documentation advises, are accepted as it accepts them.
             if mib == 0 || mib >= 4096 {
                 return Err(ConfigError {
                     var: "NEURON_SCRATCHPAD_PAGE_SIZE",
                     value: v,
-                    reason: "Invalid scratchpad page size: expected 1..4095 MiB".into(),
+                    reason: format!(
+                        "Invalid scratchpad page size {} bytes: it must be more than 0 and less than {} bytes (1 to 4095 MiB)",
+                        mib.saturating_mul(1 << 20),
+                        1u64 << 32
+                    ),
                 });
             }
             self.scratchpad_page = mib << 20;
+        }
+        for var in [
+            "NEURON_RT_DBG_EXPERIMENTAL_CONTIGUOUS_SCRATCHPAD",
+            "NEURON_RT_CONTIGUOUS_SCRATCHPAD",
+        ] {
+            if let Some(v) = lookup(var) {
+                self.contiguous_scratchpad = Some(parse_bool(var, &v)?);
+            }
         }
         if let Some(v) = lookup("NEFFLD_MAX_INFLATED") {
             self.max_inflated = Some(parse_num("NEFFLD_MAX_INFLATED", &v)?);
@@ -273,6 +296,26 @@ impl RuntimeConfig {
     pub fn line(&self) -> RuntimeLine {
         self.runtime
             .unwrap_or_else(|| RuntimeLine::default_for(self.arch))
+    }
+
+    /// Whether the contiguous scratchpad is asked for: by the environment,
+    /// else by the runtime line.
+    pub fn contiguous_scratchpad_asked(&self) -> bool {
+        self.contiguous_scratchpad
+            .unwrap_or_else(|| self.line().contiguous_scratchpad())
+    }
+
+    /// How every core keeps its scratchpad (stage.md §6.5): one contiguous
+    /// region of 64 MiB pages when that is asked for and allowed — the
+    /// runtime turns it off on a one-core logical core of trn2 and trn3 —
+    /// else pages of [`RuntimeConfig::scratchpad_page`] bytes.
+    pub fn scratchpad_mode(&self) -> ScratchpadMode {
+        let allowed = self.arch == Arch::Sunda || self.lnc_size() > 1;
+        if self.contiguous_scratchpad_asked() && allowed {
+            ScratchpadMode::contiguous()
+        } else {
+            ScratchpadMode::paged(self.scratchpad_page)
+        }
     }
 
     /// The effective logical-core size: sunda is forced to 1 (stage.md §5.1).
@@ -343,6 +386,63 @@ mod tests {
             ..RuntimeConfig::default()
         };
         assert_eq!(trn1.line(), RuntimeLine::V2_23, "trn1's default");
+    }
+
+    /// Page sizes as the runtime checks them when it starts (bytes above 0
+    /// and below 4 GiB), and the contiguous mode: the line's default (off on
+    /// every line), asked for by either variable, refused on a one-core
+    /// logical core of trn2 and trn3, where the page is always 64 MiB.
+    #[test]
+    fn scratchpad_page_sizes_and_the_contiguous_mode() {
+        let page = |mib: &str| {
+            RuntimeConfig::default()
+                .with_env(env(&[("NEURON_SCRATCHPAD_PAGE_SIZE", mib)]))
+                .map(|c| c.scratchpad_page)
+        };
+        assert_eq!(page("1"), Ok(1 << 20));
+        assert_eq!(
+            page("700"),
+            Ok(700 << 20),
+            "not a multiple of 512: accepted"
+        );
+        assert_eq!(page("4095"), Ok(4095 << 20));
+        for bad in ["0", "4096", "99999999999999999"] {
+            let e = page(bad).unwrap_err();
+            assert_eq!(e.var, "NEURON_SCRATCHPAD_PAGE_SIZE");
+            assert!(
+                e.reason.contains("less than 4294967296 bytes"),
+                "{bad}: {e}"
+            );
+        }
+        let d = RuntimeConfig::default();
+        for line in RuntimeLine::ALL {
+            assert!(!line.contiguous_scratchpad(), "{line}");
+        }
+        assert_eq!(d.scratchpad_mode(), ScratchpadMode::paged(512 << 20));
+        let mode = |pairs: &[(&str, &str)]| {
+            RuntimeConfig::default()
+                .with_env(env(pairs))
+                .unwrap()
+                .scratchpad_mode()
+        };
+        let on = [
+            ("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "1"),
+            ("NEURON_SCRATCHPAD_PAGE_SIZE", "2048"),
+        ];
+        assert_eq!(mode(&on), ScratchpadMode::contiguous());
+        assert_eq!(ScratchpadMode::contiguous().page, 64 << 20);
+        assert_eq!(
+            mode(&[("NEURON_RT_DBG_EXPERIMENTAL_CONTIGUOUS_SCRATCHPAD", "1")]),
+            ScratchpadMode::contiguous()
+        );
+        let lnc1 = [on[0], on[1], ("NEURON_LOGICAL_NC_CONFIG", "1")];
+        assert_eq!(mode(&lnc1), ScratchpadMode::paged(2048 << 20));
+        let trn1 = [on[0], ("NEFFLD_ARCH", "trn1")];
+        assert_eq!(mode(&trn1), ScratchpadMode::contiguous());
+        let e = RuntimeConfig::default()
+            .with_env(env(&[("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "sometimes")]))
+            .unwrap_err();
+        assert_eq!(e.var, "NEURON_RT_CONTIGUOUS_SCRATCHPAD");
     }
 
     #[test]

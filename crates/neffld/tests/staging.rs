@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use neffld::device::{Device, Geometry, Observer, SimDevice, Write};
 use neffld::ids::{HModel, PCore, Pa};
 use neffld::manifest::def::VarKind;
-use neffld::stage::{self, Cores, Placement, StageError, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
+use neffld::stage::{
+    self, Cores, Placement, ScratchpadMode, StageError, StageOptions, DEFAULT_FANOUT_MIN_BYTES,
+};
 use neffld::testkit::{lnc_writer, Synth};
 use neffld::{Arch, NrtStatus};
 
@@ -152,7 +154,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
 
     // The staging check itself: two kbins, one physical core.
     let (neff, parsed) = parse(&bytes, Arch::Cayman, 2);
-    let cores = Arc::new(Cores::new(1));
+    let cores = Arc::new(Cores::new(1, ScratchpadMode::default()));
     let e = stage::stage(
         rt.devices().next().unwrap(),
         &cores,
@@ -163,7 +165,6 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         StageOptions {
             arch: Arch::Cayman,
             line: neffld::line::RuntimeLine::V2_30,
-            scratchpad_page: 512 << 20,
             fanout_min_bytes: 0,
         },
     )
@@ -295,7 +296,7 @@ fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<Vec<Placement
     let dev: Arc<Device> = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
     let writers = Arc::new(Writers::default());
     dev.observe(writers.clone());
-    let cores = Arc::new(Cores::new(8));
+    let cores = Arc::new(Cores::new(8, ScratchpadMode::default()));
     let pcores: Vec<PCore> = (0..parsed.kbins.len() as u32).map(PCore).collect();
     let images = stage::stage(
         &dev,
@@ -307,7 +308,6 @@ fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<Vec<Placement
         StageOptions {
             arch: Arch::Cayman,
             line: neffld::line::RuntimeLine::V2_30,
-            scratchpad_page: 512 << 20,
             fanout_min_bytes,
         },
     )

@@ -49,6 +49,12 @@ pub enum Place {
     /// As high in the channel as it fits (the runtime's own start-up
     /// allocations that would otherwise move every model's).
     Top,
+    /// A page of the contiguous scratchpad, which the driver grows as one
+    /// region downward from the top of the main pool: `None` for the first
+    /// page (as high in the main pool as it fits), else ending exactly at
+    /// the given address (the lowest byte of the region so far). Refused
+    /// when those bytes are taken: the region cannot move.
+    Under(Option<u64>),
 }
 
 /// Which pool of a channel a block came from.
@@ -150,6 +156,36 @@ impl FreeList {
         let tail = range_start + range_len - (at + size);
         if tail > 0 {
             self.free.insert(at + size, tail);
+        }
+        self.free_bytes -= size;
+        Some(at)
+    }
+
+    /// [`Place::Under`]: the highest aligned block for `None`, else the
+    /// block ending exactly at `end`.
+    fn take_under(&mut self, end: Option<u64>, size: u64, align: u64) -> Option<u64> {
+        match end {
+            None => self.take_top(size, align),
+            Some(end) => {
+                let at = end.checked_sub(size).filter(|at| at % align == 0)?;
+                self.take_at(at, size)
+            }
+        }
+    }
+
+    /// Exactly `[at, at + size)`, when it is free.
+    fn take_at(&mut self, at: u64, size: u64) -> Option<u64> {
+        let (&range_start, &range_len) = self.free.range(..=at).next_back()?;
+        let end = at.checked_add(size)?;
+        if end > range_start + range_len {
+            return None;
+        }
+        self.free.remove(&range_start);
+        if at > range_start {
+            self.free.insert(range_start, at - range_start);
+        }
+        if range_start + range_len > end {
+            self.free.insert(end, range_start + range_len - end);
         }
         self.free_bytes -= size;
         Some(at)
@@ -303,6 +339,18 @@ impl HbmAllocator {
             Place::Kernel => Pool::Main,
             // The small pool sits above the main one.
             Place::Top => Pool::Small,
+            Place::Under(end) => {
+                return heap
+                    .main
+                    .take_under(end, charged, align)
+                    .map(|pa| Block {
+                        channel,
+                        pool: Pool::Main,
+                        pa,
+                        charged,
+                    })
+                    .ok_or(AllocFailure::NoMem)
+            }
         };
         let order = match first {
             Pool::Small => [Pool::Small, Pool::Main],
@@ -445,6 +493,38 @@ mod tests {
             a.pool_range(1, Pool::Main),
             Some((base + CARVEOUT, end - GIB))
         );
+    }
+
+    /// The contiguous scratchpad: the first page at the top of the main
+    /// pool (never in the small pool above it), each next one ending where
+    /// the region begins; bytes in the way refuse the page.
+    #[test]
+    fn under_grows_one_region_down_from_the_main_pool_top() {
+        let g = Geometry::for_arch(Arch::Sunda);
+        let mut a = HbmAllocator::new(&g);
+        let main_end = 16 * GIB - GIB;
+        let first = a.alloc(0, 64 * MIB, 4 * MIB, Place::Under(None)).unwrap();
+        assert_eq!((first.pool, first.pa), (Pool::Main, main_end - 64 * MIB));
+        let second = a
+            .alloc(0, 64 * MIB, 4 * MIB, Place::Under(Some(first.pa)))
+            .unwrap();
+        assert_eq!(second.pa + second.charged, first.pa);
+        // A block in the way of the next page refuses it.
+        let blocker = a.alloc(0, MIB, 0, Place::Top).unwrap();
+        assert_eq!(blocker.pool, Pool::Small, "the small pool stays above");
+        let squat = second.pa - MIB;
+        assert_eq!(a.channels[0].main.take_at(squat, MIB), Some(squat));
+        assert_eq!(
+            a.alloc(0, 64 * MIB, 4 * MIB, Place::Under(Some(second.pa))),
+            Err(AllocFailure::NoMem)
+        );
+        // So is a page that would not start aligned, in free space.
+        assert_eq!(
+            a.alloc(0, 64 * MIB, 4 * MIB, Place::Under(Some(8 * GIB + 4096))),
+            Err(AllocFailure::NoMem)
+        );
+        a.free(&second).unwrap();
+        a.free(&first).unwrap();
     }
 
     #[test]

@@ -125,6 +125,16 @@ impl RuntimeLine {
     pub fn legacy_rows(self) -> bool {
         self.rules().legacy_rows()
     }
+
+    /// Whether the line's runtime keeps each core's scratchpad as one
+    /// contiguous region of 64 MiB pages unless told otherwise
+    /// (`NEURON_RT_CONTIGUOUS_SCRATCHPAD`). No line we reproduce does: the
+    /// 2.27 and 2.30 captures show a Shared Scratchpad row of one 512 MiB
+    /// page for a subgraph with a few KiB of virtual variables
+    /// (docs/decisions.md, "Scratchpad").
+    pub fn contiguous_scratchpad(self) -> bool {
+        self.rules().contiguous_scratchpad()
+    }
 }
 
 impl fmt::Display for RuntimeLine {
@@ -302,6 +312,9 @@ trait Rules: Sync {
         TABLE_RING_BYTES
     }
     fn legacy_rows(&self) -> bool {
+        false
+    }
+    fn contiguous_scratchpad(&self) -> bool {
         false
     }
 }

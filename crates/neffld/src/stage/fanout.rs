@@ -26,7 +26,7 @@ use crate::manifest::def::VarKind;
 use crate::Arch;
 
 use super::core::{self, CoreImage};
-use super::plan::{self, CorePlan, PlanParams};
+use super::plan::{self, CorePlan};
 use super::{Cores, StageError};
 
 /// Per-load staging parameters.
@@ -37,8 +37,6 @@ pub struct StageOptions {
     pub arch: Arch,
     /// The runtime line whose own code and allocations the load reproduces.
     pub line: RuntimeLine,
-    /// Scratchpad page size in bytes.
-    pub scratchpad_page: u64,
     /// Build the cores of a multi-subgraph load on one thread each when the
     /// builds copy at least this many bytes ([`bulk_bytes`]), else one after
     /// another on the caller's thread. 0 always fans out; `u64::MAX` never.
@@ -99,15 +97,7 @@ pub fn stage(
         .map(|(kbin, &pcore)| CoreImage::new(kbin.name(), CorePlan::new(dev, pcore, h_model, kbin)))
         .collect();
     let mut plans: Vec<&mut CorePlan> = images.iter_mut().map(|i| &mut i.plan).collect();
-    plan::plan(
-        dev,
-        cores,
-        kbins,
-        &mut plans,
-        PlanParams {
-            page: opts.scratchpad_page,
-        },
-    )?;
+    plan::plan(dev, cores, kbins, &mut plans)?;
     core::place_images(kbins, archive, &mut images, opts.line)?;
     let threaded = nkbin > 1 && bulk_bytes(kbins) >= opts.fanout_min_bytes;
     tracing::debug!(

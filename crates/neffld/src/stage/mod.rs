@@ -28,8 +28,7 @@ use crate::NrtStatus;
 pub use self::core::{CoreImage, PlacedImage, PlacedRing, PlacedTable};
 pub use fanout::{bulk_bytes, panic_message, stage, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
 pub use plan::{CorePlan, Placement};
-pub use scratchpad::ScratchClaim;
-pub use scratchpad::Scratchpad;
+pub use scratchpad::{ScratchClaim, Scratchpad, ScratchpadMode};
 pub use txn::TableEntry;
 
 /// Everything staging can fail on. Messages keep the reference wording
@@ -76,7 +75,7 @@ impl StageError {
 
 /// What each physical core keeps for the runtime's lifetime: its scratchpad
 /// page table and its model table (keyed by `H_MODEL`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CoreState {
     pub scratchpad: Scratchpad,
     pub models: BTreeSet<HModel>,
@@ -89,10 +88,16 @@ pub struct Cores {
 }
 
 impl Cores {
-    pub fn new(count: u32) -> Cores {
+    /// `count` cores, each with an empty scratchpad laid out as `mode` says.
+    pub fn new(count: u32, mode: ScratchpadMode) -> Cores {
         Cores {
             cores: (0..count)
-                .map(|_| Mutex::new(CoreState::default()))
+                .map(|_| {
+                    Mutex::new(CoreState {
+                        scratchpad: Scratchpad::new(mode),
+                        models: BTreeSet::new(),
+                    })
+                })
                 .collect(),
         }
     }

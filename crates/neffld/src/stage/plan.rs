@@ -113,13 +113,6 @@ impl CorePlan {
     }
 }
 
-/// Inputs to planning that are not part of the NEFF.
-#[derive(Clone, Copy, Debug)]
-pub struct PlanParams {
-    /// Scratchpad page size in bytes.
-    pub page: u64,
-}
-
 struct Planner<'a> {
     dev: &'a Device,
     cores: &'a Cores,
@@ -175,13 +168,7 @@ impl Planner<'_> {
     }
 
     /// Places one variable; pointers and tables are filled in a later pass.
-    fn place(
-        &self,
-        plan: &mut CorePlan,
-        kbin: &Kbin,
-        var: &Var,
-        page: u64,
-    ) -> Result<Placement, StageError> {
+    fn place(&self, plan: &mut CorePlan, kbin: &Kbin, var: &Var) -> Result<Placement, StageError> {
         let size = var.size.unwrap_or(0);
         let align = var.alignment.unwrap_or(0);
         Ok(match var.kind {
@@ -226,43 +213,85 @@ impl Planner<'_> {
                     size: DGE_TABLE_WORD,
                 }
             }
-            VarKind::Virtual => self.place_virtual(plan, kbin, var, page)?,
+            VarKind::Virtual => self.place_virtual(plan, kbin, var)?,
         })
     }
 
     /// A virtual variable: its arena offset plus `backing_variable_off`,
-    /// inside the shared pages unless it straddles one.
+    /// inside the core's shared scratchpad unless it does not fit the
+    /// pages the plan holds there (it straddles a page, or lies beyond a
+    /// contiguous region that could not grow): then a private allocation,
+    /// the NEFF's own (the 'scratchpad' column of the runtime's reports).
     fn place_virtual(
         &self,
         plan: &mut CorePlan,
         kbin: &Kbin,
         var: &Var,
-        page: u64,
     ) -> Result<Placement, StageError> {
         let size = var.size.unwrap_or(0);
+        let offset = self.arena_offset(plan, var)?;
+        let (found, mode) = {
+            let core = self.cores.lock(plan.pcore);
+            let sp = &core.scratchpad;
+            (sp.address(offset, size, plan.scratch_pages()), sp.mode())
+        };
+        if let Some(pa) = found {
+            return Ok(Placement::Scratchpad { pa, size });
+        }
+        let why = if mode.contiguous {
+            "lies beyond the contiguous scratchpad".to_string()
+        } else {
+            format!("straddles a {}-byte scratchpad page", mode.page)
+        };
+        let aliased = self.overlaps_another(plan, kbin, var, offset, size)?;
+        plan.warnings.push(format!(
+            "virtual variable {} {why}: it gets a private allocation{}",
+            var.name,
+            if aliased {
+                " and no longer aliases the virtual variables it overlaps"
+            } else {
+                ""
+            }
+        ));
+        let (pa, _) = self.alloc(plan, kbin, var, size, 0, MemUsage::ScratchpadNotShared)?;
+        Ok(Placement::Hbm { pa, size })
+    }
+
+    /// Where a virtual variable starts in its core's arena.
+    fn arena_offset(&self, plan: &CorePlan, var: &Var) -> Result<u64, StageError> {
         let arena = match var.backing.unwrap_or(Backing::Local) {
             Backing::Shared => 0,
             Backing::Local | Backing::Sharded | Backing::Main => plan.local_offset,
         };
-        let offset = arena
+        arena
             .checked_add(var.backing_offset.unwrap_or(0))
             .ok_or_else(|| {
                 StageError::ScratchpadLayout(format!("offset of {} overflows", var.name))
-            })?;
-        if let Some(pa) = self
-            .cores
-            .lock(plan.pcore)
-            .scratchpad
-            .address(page, offset, size)
-        {
-            return Ok(Placement::Scratchpad { pa, size });
+            })
+    }
+
+    /// Whether another virtual variable of the subgraph shares bytes of the
+    /// arena with `[offset, offset + size)` (the compiler's aliasing, which
+    /// a private allocation gives up).
+    fn overlaps_another(
+        &self,
+        plan: &CorePlan,
+        kbin: &Kbin,
+        var: &Var,
+        offset: u64,
+        size: u64,
+    ) -> Result<bool, StageError> {
+        for other in kbin.vars().iter() {
+            if other.kind != VarKind::Virtual || other.id == var.id {
+                continue;
+            }
+            let start = self.arena_offset(plan, other)?;
+            let end = start.saturating_add(other.size.unwrap_or(0));
+            if start < offset.saturating_add(size) && offset < end {
+                return Ok(true);
+            }
         }
-        plan.warnings.push(format!(
-            "virtual variable {} straddles a {page}-byte scratchpad page: it gets a private allocation and no longer aliases other virtual variables",
-            var.name
-        ));
-        let (pa, _) = self.alloc(plan, kbin, var, size, 0, MemUsage::ScratchpadNotShared)?;
-        Ok(Placement::Hbm { pa, size })
+        Ok(false)
     }
 }
 
@@ -297,9 +326,7 @@ pub fn plan(
     cores: &Arc<Cores>,
     kbins: &[Kbin],
     plans: &mut [&mut CorePlan],
-    params: PlanParams,
 ) -> Result<(), StageError> {
-    let page = params.page;
     // Scratchpad layout (`tdrv_scratchpad_model_init`): the shared arena is
     // charged to the first core of the load, then each subgraph's LOCAL arena
     // is placed on its own core.
@@ -315,18 +342,28 @@ pub fn plan(
             .local
             .max(kbin.scratchpad().sharded)
             .max(kbin.scratchpad().main);
-        let (local_offset, total) = place_arena(running, local, page).ok_or_else(|| {
+        let mode = cores.lock(plan.pcore).scratchpad.mode();
+        let (local_offset, total) = place_arena(running, local, mode).ok_or_else(|| {
             StageError::ScratchpadLayout(format!("arena of {} overflows", kbin.name()))
         })?;
         plan.local_offset = local_offset;
         if total > 0 {
-            plan.scratch = Some(ScratchClaim::take(cores, dev, plan.pcore, page, total)?);
+            let claim = ScratchClaim::take(cores, dev, plan.pcore, total)?;
+            let held = u64::from(claim.pages()) * mode.page;
+            if held < total {
+                plan.warnings.push(format!(
+                    "Could not grow contiguous scratchpad beyond {held} bytes ({} needs {total} on NC {})",
+                    kbin.name(),
+                    plan.pcore.0
+                ));
+            }
+            plan.scratch = Some(claim);
         }
     }
     let planner = Planner { dev, cores };
     for (kbin, plan) in kbins.iter().zip(plans.iter_mut()) {
         for var in kbin.vars().iter() {
-            let placement = planner.place(plan, kbin, var, page)?;
+            let placement = planner.place(plan, kbin, var)?;
             plan.vars.push(placement);
         }
     }
