@@ -29,6 +29,7 @@ pub mod abi;
 mod boundary;
 mod handles;
 mod log;
+mod memory_log;
 mod state;
 mod status;
 mod unsupported;

@@ -16,7 +16,7 @@ use crate::abi::nrt_experimental::nrt_model_info_t;
 use crate::abi::nrt_status::NRT_STATUS;
 use crate::boundary::{guarded, non_null, write_prefix, NrtResult};
 use crate::handles::{Handle, Kind};
-use crate::{state, status, trace};
+use crate::{memory_log, state, status, trace};
 
 /// A loaded model. Opaque to C: created by `nrt_load` / `nrt_load_collectives`,
 /// owned by the caller, released only by `nrt_unload` (or by `nrt_close`,
@@ -80,6 +80,7 @@ pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtRe
         "{api}: loaded \"{}\" as {} on {}",
         model.name, model.h_nn, model.vnc
     );
+    memory_log::loaded(&rt, &model);
     let loaded = model.clone();
     let ptr = nrt_model::hand_out(model);
     // A close that began after the runtime registered the model has

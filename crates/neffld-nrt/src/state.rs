@@ -96,6 +96,7 @@ pub(crate) unsafe fn init(
         crate::status::from_core(e.status())
     })?;
     let rt = Runtime::new(config).map_err(|e| crate::status::load_error("nrt_init", &e))?;
+    crate::memory_log::watch(&rt);
     info!(
         "nrt_init: framework {framework}, framework version {fw:?}, FAL version {fal:?}; {} on {} logical cores ({} visible)",
         rt.config().arch,

@@ -34,7 +34,7 @@ use crate::device::{
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
 use crate::memory;
 use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
-use crate::registry::{Registry, RegistryError};
+use crate::registry::{ModelNames, NameEntry, Registry, RegistryError};
 use crate::report::MemoryStats;
 use crate::stage::validate::{self, Finding};
 use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
@@ -154,6 +154,8 @@ pub struct LoadedModel {
     pub timings: Timings,
     /// Per-model parameters from the configuration (`kbl_model_param_t`).
     pub exec_timeout_s: u32,
+    /// The model's entry in the runtime's [`ModelNames`].
+    _name: NameEntry,
 }
 
 /// Wall time of each stage of one load. A load that reused a cached parse
@@ -225,6 +227,8 @@ pub struct Runtime {
     /// Index → device logical core, for `NEURON_RT_VISIBLE_CORES`.
     visible: Vec<u32>,
     registry: Registry<LoadedModel>,
+    /// The name of every load holding device memory, by `H_MODEL`.
+    names: Arc<ModelNames>,
     cache: ParseCache<Parsed>,
     /// Parses run (S1–S3), for tests of the cache and for diagnostics.
     parses: AtomicU64,
@@ -385,6 +389,7 @@ impl Runtime {
             generation: RuntimeGen(GENERATIONS.fetch_add(1, Ordering::Relaxed)),
             state: RwLock::new(RtState::Init),
             registry: Registry::default(),
+            names: Arc::default(),
         })
     }
 
@@ -429,6 +434,12 @@ impl Runtime {
             .pcores_of(local, self.config.lnc_size())?
             .start;
         Ok((nd as u32, &chip.device, PCore(first)))
+    }
+
+    /// The NEFF name of every load holding device memory, by `H_MODEL`
+    /// (what the runtime's out-of-memory report maps NEFF ids to).
+    pub fn model_names(&self) -> Arc<ModelNames> {
+        Arc::clone(&self.names)
     }
 
     /// This runtime's generation (what its [`Model`]s carry).
@@ -640,6 +651,8 @@ impl Runtime {
             .map(PCore)
             .collect();
         let h_model = self.registry.new_h_model();
+        let name = header.name_str();
+        let named = self.names.enter(h_model, name.clone());
         let sopts = StageOptions {
             arch: self.config.arch,
             line: self.config.line(),
@@ -667,7 +680,6 @@ impl Runtime {
         let mut warnings = parsed.model.warnings().to_vec();
         warnings.extend(parsed.neff.archive.warnings().iter().cloned());
         warnings.extend(staged.iter().flat_map(|i| i.plan.warnings.iter().cloned()));
-        let name = header.name_str();
         let loaded = LoadedModel {
             name: name.clone(),
             uuid: header.uuid,
@@ -682,6 +694,7 @@ impl Runtime {
             cache_role: entry.role,
             timings,
             exec_timeout_s: self.config.exec_timeout_s,
+            _name: named,
         };
         // The commit point: the model takes over the staged cores and the claim.
         let mut loaded = loaded;

@@ -7,7 +7,7 @@
 //! consumes one. Unload erases the entry first (no new users can find it),
 //! then waits for the users that already hold it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
@@ -228,6 +228,50 @@ impl<M> Registry<M> {
     }
 }
 
+/// The NEFF name of every load that holds device memory, by `H_MODEL`:
+/// from the moment its `H_MODEL` is taken, before staging allocates
+/// anything, until its model is unloaded or the load fails. The runtime's
+/// out-of-memory report names each NEFF id it lists, the load being refused
+/// among them, and is written by an observer of the device, which can hold
+/// this book but not the runtime.
+#[derive(Debug, Default)]
+pub struct ModelNames {
+    names: Mutex<BTreeMap<HModel, String>>,
+}
+
+impl ModelNames {
+    /// The name of the load `h`, while it holds memory.
+    pub fn get(&self, h: HModel) -> Option<String> {
+        self.lock().get(&h).cloned()
+    }
+
+    /// Names `h` until the returned entry drops.
+    pub fn enter(self: &Arc<ModelNames>, h: HModel, name: String) -> NameEntry {
+        self.lock().insert(h, name);
+        NameEntry {
+            names: Arc::clone(self),
+            h,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<HModel, String>> {
+        self.names.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One load's name in [`ModelNames`], removed when dropped.
+#[derive(Debug)]
+pub struct NameEntry {
+    names: Arc<ModelNames>,
+    h: HModel,
+}
+
+impl Drop for NameEntry {
+    fn drop(&mut self) {
+        self.names.lock().remove(&self.h);
+    }
+}
+
 /// The 64-bit fold of a uuid used for traces and metrics. No source gives
 /// the reference formula; ours is the XOR of the little-endian halves.
 pub fn fold_uuid(uuid: &[u8; 16]) -> u64 {
@@ -290,6 +334,19 @@ mod tests {
             drop(user);
             assert_eq!(t.join().unwrap(), Ok(1));
         });
+    }
+
+    #[test]
+    fn a_name_lasts_as_long_as_its_entry() {
+        let names = Arc::new(ModelNames::default());
+        let a = names.enter(HModel(3), "a".into());
+        let b = names.enter(HModel(4), "b".into());
+        assert_eq!(names.get(HModel(3)).as_deref(), Some("a"));
+        drop(a);
+        assert_eq!(names.get(HModel(3)), None);
+        assert_eq!(names.get(HModel(4)).as_deref(), Some("b"));
+        drop(b);
+        assert!(names.lock().is_empty());
     }
 
     #[test]

@@ -524,14 +524,48 @@ pub struct Refusal {
 }
 
 /// One line the runtime logs: the function it names (`log_dev_mem`, ...)
-/// and the text.
+/// and the text, without a final newline (a text of several lines
+/// continues on the lines after the log line's prefix).
 pub type LogLine = (&'static str, String);
 
+impl HbmMemory {
+    /// The file the runtime writes this HBM's usage report to, in its temp
+    /// directory, when an allocation on it is refused (the log may be cut
+    /// short): `neuron_mem_table_device_<d>_hbm_<h>.log`.
+    pub fn table_file(&self, device: u32) -> String {
+        format!("neuron_mem_table_device_{device}_hbm_{}.log", self.hbm)
+    }
+}
+
 impl MemoryReport {
+    /// The runtime's report of one HBM's memory: a heading, the usage table
+    /// ([`MemoryReport::usage_table`]) and the name of every NEFF it lists,
+    /// by id (`H_MODEL`; `name` gives it). What it logs after a refusal and
+    /// writes to [`HbmMemory::table_file`].
+    pub fn usage_report(&self, hbm: &HbmMemory, name: impl Fn(HModel) -> Option<String>) -> String {
+        let mut text = String::from(
+            "Displaying Current Memory Utilization:\n\
+             (NOTE: the lines are LONG, and NEFF id to name mapping is printed after)\n\n",
+        );
+        text.push_str(&self.usage_table(hbm));
+        text.push_str("\nNEFF id to name mapping:");
+        let mut ids: Vec<HModel> = hbm
+            .cores
+            .iter()
+            .flat_map(|c| c.models.iter().map(|(h, _)| *h))
+            .collect();
+        ids.sort();
+        ids.dedup();
+        for id in ids {
+            let _ = write!(text, "\n{}: \"{}\"", id.0, name(id).unwrap_or_default());
+        }
+        text
+    }
+
     /// What the runtime logs when an allocation is refused: which cores
-    /// share the HBM (when several do), the refused request, then the usage
-    /// table of that HBM and the NEFF id → name mapping. `lnc` is the
-    /// logical-core size; `name` names a NEFF by its id.
+    /// share the HBM (when several do), the refused request, then the
+    /// HBM's [`MemoryReport::usage_report`]. `lnc` is the logical-core
+    /// size; `name` names a NEFF by its id.
     pub fn refusal_log(
         &self,
         refusal: &Refusal,
@@ -570,30 +604,15 @@ impl MemoryReport {
                 refusal.core.0
             ),
         ));
-        let mut text = String::from(
-            "Displaying Current Memory Utilization:\n\
-             (NOTE: the lines are LONG, and NEFF id to name mapping is printed after)\n\n",
-        );
-        text.push_str(&self.usage_table(hbm));
-        text.push_str("\nNEFF id to name mapping:\n");
-        let mut ids: Vec<HModel> = hbm
-            .cores
-            .iter()
-            .flat_map(|c| c.models.iter().map(|(h, _)| *h))
-            .collect();
-        ids.sort();
-        ids.dedup();
-        for id in ids {
-            let _ = writeln!(text, "{}: \"{}\"", id.0, name(id).unwrap_or_default());
-        }
-        log.push(("log_dev_mem_usage_table", text));
+        log.push(("log_dev_mem_usage_table", self.usage_report(hbm, name)));
         log
     }
 
     /// What the runtime logs at info level when a NEFF has been loaded on
     /// a core (`dml_log_dev_neff_mem`): the core's total and shared
-    /// scratchpad, then the NEFF's own columns.
-    pub fn neff_breakdown(&self, core: PCore, neff: HModel, name: &str) -> Option<String> {
+    /// scratchpad, then the NEFF's own columns. The text starts on the line
+    /// after the log line's prefix.
+    pub fn neff_breakdown(&self, core: PCore, neff: HModel, name: &str) -> Option<LogLine> {
         let c = self
             .hbms
             .iter()
@@ -601,26 +620,20 @@ impl MemoryReport {
             .find(|c| c.pcore == core)?;
         let rows = &c.models.iter().find(|(h, _)| *h == neff)?.1;
         let u = Usage::of(rows);
-        let mut t = String::new();
         let core_usage = c.usage();
-        let _ = writeln!(
-            t,
-            "[ND{:2}:NC{:2}] Current Usage Total: {}",
+        let mut t = format!(
+            "\n[ND{:2}:NC{:2}] Current Usage Total: {}\n        shared scratchpad: {}\n\
+             Per NEFF memory usage breakdown for [{name}]:\n        Total: {}",
             self.device,
             core.0,
-            human_size(core_usage.total())
+            human_size(core_usage.total()),
+            human_size(core_usage.get(Column::SharedScratchpad)),
+            human_size(u.neff_total())
         );
-        let _ = writeln!(
-            t,
-            "        shared scratchpad: {}",
-            human_size(core_usage.get(Column::SharedScratchpad))
-        );
-        let _ = writeln!(t, "Per NEFF memory usage breakdown for [{name}]:");
-        let _ = writeln!(t, "        Total: {}", human_size(u.neff_total()));
         for col in Column::ALL.iter().filter(|c| c.per_neff()) {
-            let _ = writeln!(t, "        * {}: {}", col.name(), human_size(u.get(*col)));
+            let _ = write!(t, "\n        * {}: {}", col.name(), human_size(u.get(*col)));
         }
-        Some(t)
+        Some(("dml_log_dev_neff_mem", t))
     }
 }
 
@@ -830,8 +843,12 @@ mod tests {
         let table = &log[2].1;
         assert!(table.starts_with("Displaying Current Memory Utilization:\n(NOTE: the lines are LONG, and NEFF id to name mapping is printed after)\n\n"), "{table}");
         assert!(
-            table.ends_with("\nNEFF id to name mapping:\n7: \"meta\"\n"),
+            table.ends_with("\n\nNEFF id to name mapping:\n7: \"meta\""),
             "{table}"
+        );
+        assert_eq!(
+            report.hbms[0].table_file(report.device),
+            "neuron_mem_table_device_0_hbm_2.log"
         );
         assert!(table.contains("\n  \\_NEFF 7    |"), "{table}");
         let aligned = Refusal {
@@ -840,8 +857,9 @@ mod tests {
             ..refusal
         };
         assert_eq!(report.refusal_log(&aligned, 1, |_| None), []);
-        let breakdown = report.neff_breakdown(PCore(4), HModel(7), "meta").unwrap();
-        let expected = "[ND 0:NC 4] Current Usage Total: 97.231MB\n\
+        let (func, breakdown) = report.neff_breakdown(PCore(4), HModel(7), "meta").unwrap();
+        assert_eq!(func, "dml_log_dev_neff_mem");
+        let expected = "\n[ND 0:NC 4] Current Usage Total: 97.231MB\n\
                         \x20       shared scratchpad: 0.000B\n\
                         Per NEFF memory usage breakdown for [meta]:\n\
                         \x20       Total: 230.562KB\n\
@@ -853,7 +871,7 @@ mod tests {
                         \x20       * dma rings spill: 16.000KB\n\
                         \x20       * dma rings collectives: 0.000B\n\
                         \x20       * dma rings runtime: 4.000KB\n\
-                        \x20       * collectives: 0.000B\n";
+                        \x20       * collectives: 0.000B";
         assert_eq!(breakdown, expected);
     }
 
