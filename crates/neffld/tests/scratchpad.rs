@@ -8,7 +8,7 @@
 use neffld::api::{Model, Runtime};
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::writer::{NeffWriter, Producer};
-use neffld::device::{Device, MemUsage, Owner};
+use neffld::device::{AllocReq, Device, MemUsage, Owner, Place};
 use neffld::ids::{PCore, VarId};
 use neffld::report::{Column, MemoryReport, Usage};
 use neffld::stage::Placement;
@@ -265,6 +265,36 @@ fn the_contiguous_mode_grows_one_region_in_place() {
     assert_eq!(scratchpad_pa(placement(&rt, &mb, VAR2)), low_b + 100 * MIB);
     rt.unload(&mb).unwrap();
     assert_eq!(region(&pages()), (low_a, top), "shrunk from the bottom");
+
+    // Something right under the region: it cannot grow for B, which holds
+    // A's 24 pages (the runtime's ceiling, not a failure) and gets a
+    // private allocation for the variable beyond them.
+    let squat = device(&rt)
+        .alloc(AllocReq {
+            size: 4096,
+            align: 0,
+            core: PCore(0),
+            usage: MemUsage::Tensor,
+            owner: Owner::Client,
+            place: Place::Under(Some(low_a)),
+            hint: "squat",
+        })
+        .unwrap();
+    let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
+    assert_eq!(region(&pages()), (low_a, top));
+    assert_eq!(columns(&rt), (24 * page, 1536 * MIB, vec![0, 1536 * MIB]));
+    assert_eq!(scratchpad_pa(placement(&rt, &mb, VAR1)), low_a);
+    assert!(matches!(placement(&rt, &mb, VAR2), Placement::Hbm { .. }));
+    let warnings = rt.with_model(&mb, |m| m.warnings.clone()).unwrap();
+    assert!(
+        warnings.iter().any(|w| w.starts_with(&format!(
+            "Could not grow contiguous scratchpad beyond {} bytes",
+            24 * page
+        ))),
+        "{warnings:?}"
+    );
+    rt.unload(&mb).unwrap();
     rt.unload(&ma).unwrap();
+    device(&rt).free(squat.handle).unwrap();
     assert!(pages().is_empty());
 }
