@@ -129,9 +129,10 @@ impl RuntimeLine {
     /// Whether the line's runtime keeps each core's scratchpad as one
     /// contiguous region of 64 MiB pages unless told otherwise
     /// (`NEURON_RT_CONTIGUOUS_SCRATCHPAD`). No line we reproduce does: the
-    /// 2.27 and 2.30 captures show a Shared Scratchpad row of one 512 MiB
-    /// page for a subgraph with a few KiB of virtual variables
-    /// (docs/decisions.md, "Scratchpad").
+    /// 2.30 captures show a Shared Scratchpad row of one 512 MiB page for
+    /// subgraphs that need 1 or 4 MiB of it, where the contiguous mode
+    /// holds one 64 MiB page, and the 2.27 captures 512 MiB for every
+    /// subgraph with a virtual variable (docs/reference/memory.md).
     pub fn contiguous_scratchpad(self) -> bool {
         self.rules().contiguous_scratchpad()
     }
