@@ -16,7 +16,6 @@ use serde_json::{json, Value};
 use crate::input;
 use crate::report::{emit, failed, hex, print_json, set_status, stamp, Failure};
 use crate::style::Style;
-use crate::target::lnc_sizes;
 use crate::units;
 
 /// A command's exit status, or the failure that ended it early.
@@ -745,8 +744,8 @@ fn tree_arch(members: &[(&str, &[u8])]) -> Option<Arch> {
 /// A header whose declared logical-core size the tree's target cannot take
 /// is refused: `verify` would pass it and every load would reject it.
 fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
-    if h.declares_lnc() && !lnc_sizes(arch).contains(&h.vnc_size) {
-        let sizes: Vec<String> = lnc_sizes(arch).iter().map(u32::to_string).collect();
+    if h.declares_lnc() && !arch.lnc_sizes().contains(&h.vnc_size) {
+        let sizes: Vec<String> = arch.lnc_sizes().iter().map(u32::to_string).collect();
         return Err(Failure {
             stage: "pack",
             status: NrtStatus::Invalid,

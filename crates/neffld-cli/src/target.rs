@@ -2,18 +2,9 @@
 
 use neffld::Arch;
 
-/// Logical-core sizes the runtime accepts on this architecture: trn1 cores
-/// are never fused (the runtime forces LNC 1), later ones pair up.
-pub fn lnc_sizes(arch: Arch) -> &'static [u32] {
-    match arch {
-        Arch::Sunda => &[1],
-        Arch::Cayman | Arch::Mariana => &[1, 2],
-    }
-}
-
 /// `None` when `lnc` fits `arch`, else why not, naming both.
 pub fn lnc_refusal(arch: Arch, lnc: u32, what: &str) -> Option<String> {
-    let sizes = lnc_sizes(arch);
+    let sizes = arch.lnc_sizes();
     (!sizes.contains(&lnc)).then(|| {
         let list: Vec<String> = sizes.iter().map(u32::to_string).collect();
         format!(

@@ -29,7 +29,8 @@ use crate::cache::{ParseCache, Role, Weigh};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader};
 use crate::device::{
-    AllocReq, AllocSet, Device, DeviceError, Geometry, NullDevice, Owner, SimDevice,
+    AllocReq, AllocSet, Device, DeviceError, Geometry, MemUsage, NullDevice, Owned, Owner, Place,
+    SimDevice,
 };
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
 use crate::memory;
@@ -229,9 +230,71 @@ pub struct Runtime {
     registry: Registry<LoadedModel>,
     /// The name of every load holding device memory, by `H_MODEL`.
     names: Arc<ModelNames>,
-    cache: ParseCache<Parsed>,
+    cache: Arc<ParseCache<Parsed>>,
     /// Parses run (S1–S3), for tests of the cache and for diagnostics.
-    parses: AtomicU64,
+    parses: Arc<AtomicU64>,
+}
+
+/// A runtime's parse cache, handed to another runtime over other devices
+/// ([`Runtime::with_parses`]): a planner that plans a deployment again
+/// under another setting parses each NEFF once.
+#[derive(Clone)]
+pub struct Parses {
+    cache: Arc<ParseCache<Parsed>>,
+    count: Arc<AtomicU64>,
+}
+
+/// A NEFF's bytes with their fingerprint under one parse cache, taken once
+/// ([`Runtime::fingerprinted`]): a retained parse is matched to bytes by that
+/// fingerprint, which otherwise costs a pass over the file at every load.
+/// The borrow keeps the bytes from changing while it lives.
+pub struct Fingerprinted<'a> {
+    bytes: &'a [u8],
+    print: u128,
+    cache: Arc<ParseCache<Parsed>>,
+}
+
+impl Fingerprinted<'_> {
+    pub fn bytes(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+impl Parses {
+    /// A parse cache of its own, with `config`'s policy.
+    pub fn new(config: &RuntimeConfig) -> Parses {
+        Parses {
+            cache: Arc::new(ParseCache::new(config.cache_policy())),
+            count: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// `bytes` fingerprinted once for [`Runtime::load_fingerprinted`] on
+    /// every runtime that shares these parses.
+    pub fn fingerprinted<'a>(&self, bytes: &'a [u8]) -> Fingerprinted<'a> {
+        Fingerprinted {
+            bytes,
+            print: self.cache.fingerprint_of(bytes),
+            cache: Arc::clone(&self.cache),
+        }
+    }
+
+    /// Parses run (S1–S3) by every runtime sharing them.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+}
+
+/// A client's device tensor (`nrt_tensor_allocate`, device placement),
+/// freed when dropped.
+#[derive(Debug)]
+pub struct DeviceTensor {
+    pub alloc: Owned,
+    /// The device (`ND n`) and physical core it is charged to, and that
+    /// core's HBM.
+    pub device: u32,
+    pub core: PCore,
+    pub hbm: u32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -324,6 +387,17 @@ impl Runtime {
         config: RuntimeConfig,
         devices: Vec<Arc<Device>>,
     ) -> Result<Runtime, LoadError> {
+        let parses = Parses::new(&config);
+        Runtime::with_parses(config, devices, parses)
+    }
+
+    /// As [`Runtime::with_devices`], sharing the parses of another runtime
+    /// ([`Runtime::parses`]; its cache policy stays).
+    pub fn with_parses(
+        config: RuntimeConfig,
+        devices: Vec<Arc<Device>>,
+        parses: Parses,
+    ) -> Result<Runtime, LoadError> {
         let Some(first) = devices.first() else {
             return Err(LoadError::Device(DeviceError::Invalid {
                 reason: "an instance needs at least one device".into(),
@@ -381,8 +455,8 @@ impl Runtime {
         Ok(Runtime {
             vnc_usage: Mutex::new(vec![0; visible.len()]),
             visible,
-            cache: ParseCache::new(config.cache_policy()),
-            parses: AtomicU64::new(0),
+            cache: parses.cache,
+            parses: parses.count,
             config,
             chips,
             lcores_per_chip,
@@ -395,6 +469,57 @@ impl Runtime {
 
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
+    }
+
+    /// This runtime's parse cache, for [`Runtime::with_parses`].
+    pub fn parses(&self) -> Parses {
+        Parses {
+            cache: Arc::clone(&self.cache),
+            count: Arc::clone(&self.parses),
+        }
+    }
+
+    /// [`Runtime::load`] (or [`Runtime::load_opened`], with `opened`) of
+    /// bytes fingerprinted before: a retained parse of them is reused
+    /// without reading the file again. A fingerprint taken under another
+    /// runtime's cache is not used.
+    pub fn load_fingerprinted(
+        &self,
+        neff: &Fingerprinted<'_>,
+        opened: Option<Neff>,
+        vnc: i32,
+    ) -> Result<Model, LoadError> {
+        let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.print);
+        self.load_with_gid(neff.bytes, vnc, 1, None, opened, known)
+    }
+
+    /// `nrt_tensor_allocate` with device placement: `size` bytes of
+    /// tensor memory for visible logical core `vnc`, charged to its first
+    /// physical core and to the client, named `name`.
+    pub fn allocate_tensor(
+        &self,
+        vnc: u32,
+        size: u64,
+        name: &str,
+    ) -> Result<DeviceTensor, LoadError> {
+        self.guard()?;
+        let (nd, device, core) = self.placement_of_vnc(vnc)?;
+        let hbm = device.geometry().hbm_of(core)?;
+        let req = AllocReq {
+            size,
+            align: 0,
+            core,
+            usage: MemUsage::Tensor,
+            owner: Owner::Client,
+            place: Place::Kernel,
+            hint: name,
+        };
+        Ok(DeviceTensor {
+            alloc: Owned::new(device, req)?,
+            device: nd,
+            core,
+            hbm,
+        })
     }
 
     /// The devices of the instance, `ND 0` first.
@@ -440,6 +565,15 @@ impl Runtime {
     /// (what the runtime's out-of-memory report maps NEFF ids to).
     pub fn model_names(&self) -> Arc<ModelNames> {
         Arc::clone(&self.names)
+    }
+
+    /// The visible index (what `nrt_load` calls `vnc`) of a logical core
+    /// of the instance, if this process may use it.
+    pub fn visible_index(&self, lcore: LCore) -> Option<u32> {
+        self.visible
+            .iter()
+            .position(|&v| v == lcore.0)
+            .map(|i| i as u32)
     }
 
     /// This runtime's generation (what its [`Model`]s carry).
@@ -515,7 +649,7 @@ impl Runtime {
 
     /// `nrt_load`: loads a NEFF on logical core `vnc` (-1: the first free).
     pub fn load(&self, bytes: &[u8], vnc: i32, vnc_count: i32) -> Result<Model, LoadError> {
-        self.load_with_gid(bytes, vnc, vnc_count, None, None)
+        self.load_with_gid(bytes, vnc, vnc_count, None, None, None)
     }
 
     /// As [`Runtime::load`], for a caller that already opened the container
@@ -529,7 +663,7 @@ impl Runtime {
         vnc: i32,
         vnc_count: i32,
     ) -> Result<Model, LoadError> {
-        self.load_with_gid(bytes, vnc, vnc_count, None, Some(neff))
+        self.load_with_gid(bytes, vnc, vnc_count, None, Some(neff), None)
     }
 
     /// `nrt_load_collectives`: as `load`, recording the global device id
@@ -558,7 +692,7 @@ impl Runtime {
                 "device id {device_id} is not below the device count {device_count}"
             )));
         }
-        self.load_with_gid(bytes, vnc, vnc_count, Some(device_id), None)
+        self.load_with_gid(bytes, vnc, vnc_count, Some(device_id), None, None)
     }
 
     /// The load boundary: a panic anywhere in the load has already been
@@ -571,6 +705,7 @@ impl Runtime {
         vnc_count: i32,
         gid: Option<u32>,
         opened: Option<Neff>,
+        known: Option<u128>,
     ) -> Result<Model, LoadError> {
         let load = || {
             let t0 = Instant::now();
@@ -582,7 +717,12 @@ impl Runtime {
             header.check_lnc(self.config.lnc_size())?;
             let claim = self.claim(vnc, &header.name_str())?;
             let guard_time = t0.elapsed();
-            self.load_claimed(bytes, &header, claim, gid, guard_time, opened)
+            let parse = ParseInput {
+                bytes,
+                opened,
+                known,
+            };
+            self.load_claimed(parse, &header, claim, gid, guard_time)
         };
         catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|p| {
             let e = LoadError::Panicked(stage::panic_message(&*p));
@@ -604,13 +744,17 @@ impl Runtime {
     /// leak has no counterpart.
     fn load_claimed(
         &self,
-        bytes: &[u8],
+        input: ParseInput<'_>,
         header: &NeffHeader,
         claim: Claim<'_>,
         gid: Option<u32>,
         guard_time: Duration,
-        opened: Option<Neff>,
     ) -> Result<Model, LoadError> {
+        let ParseInput {
+            bytes,
+            opened,
+            known,
+        } = input;
         let opts = self.config.open_options();
         let popts = ParseOptions {
             instance_arch: self.config.arch,
@@ -622,9 +766,11 @@ impl Runtime {
             guard: guard_time,
             ..Timings::default()
         };
-        let entry = self
-            .cache
-            .get_or_parse(header.uuid, bytes, || -> Result<Parsed, LoadError> {
+        let entry = self.cache.get_or_parse_known(
+            header.uuid,
+            bytes,
+            known,
+            || -> Result<Parsed, LoadError> {
                 self.parses.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
                 let neff = match opened {
@@ -636,7 +782,8 @@ impl Runtime {
                 let model = parse::parse(&neff, &popts)?;
                 timings.parse = t.elapsed();
                 Ok(Parsed { neff, model })
-            });
+            },
+        );
         let parsed = entry.result?;
         timings.cache_wait = t0
             .elapsed()
@@ -804,6 +951,14 @@ impl Runtime {
             }
         }
     }
+}
+
+/// What a load parses from: the bytes, the container if the caller
+/// already opened it, and the bytes' fingerprint if already taken.
+struct ParseInput<'a> {
+    bytes: &'a [u8],
+    opened: Option<Neff>,
+    known: Option<u128>,
 }
 
 /// `HloMacCount` of `hlo_stats.json`, 0 (with the reference's warning) when absent.

@@ -34,6 +34,15 @@ impl Arch {
         }
     }
 
+    /// Logical-core sizes the runtime accepts on this architecture: trn1
+    /// cores are never fused (the runtime forces LNC 1), later ones pair up.
+    pub fn lnc_sizes(self) -> &'static [u32] {
+        match self {
+            Arch::Sunda => &[1],
+            Arch::Cayman | Arch::Mariana => &[1, 2],
+        }
+    }
+
     /// The compiler's target name.
     pub fn target_name(self) -> &'static str {
         match self {

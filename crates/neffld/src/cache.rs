@@ -165,9 +165,9 @@ struct Creating<'c, T: Weigh> {
 
 impl<T: Weigh> Creating<'_, T> {
     /// Publishes a successful parse. `bytes` are the creator's file: their
-    /// full fingerprint is computed only if another loader has met the slot
-    /// or the slot may be retained.
-    fn finish(mut self, product: &Arc<T>, bytes: &[u8]) {
+    /// full fingerprint (`known` when the caller has it) is computed only if
+    /// another loader has met the slot or the slot may be retained.
+    fn finish(mut self, product: &Arc<T>, bytes: &[u8], known: Option<u128>) {
         let mut inner = self.cache.lock();
         loop {
             let slot = inner
@@ -181,7 +181,7 @@ impl<T: Weigh> Creating<'_, T> {
                 break;
             }
             drop(inner);
-            let full = fingerprint(bytes, &self.cache.seed);
+            let full = known.unwrap_or_else(|| fingerprint(bytes, &self.cache.seed));
             inner = self.cache.lock();
             if let Some(slot) = inner.slots.get_mut(&self.key) {
                 slot.full = Some(full);
@@ -329,6 +329,12 @@ impl<T: Weigh> ParseCache<T> {
         out
     }
 
+    /// The fingerprint of every byte of `bytes` under this cache's keys
+    /// (what [`ParseCache::get_or_parse_known`] takes).
+    pub fn fingerprint_of(&self, bytes: &[u8]) -> u128 {
+        fingerprint(bytes, &self.seed)
+    }
+
     /// Joins the rendezvous for the NEFF in `bytes`, running `parse` if this
     /// loader has to. `bytes` must stay the same file for the whole call.
     pub fn get_or_parse<E>(
@@ -337,8 +343,21 @@ impl<T: Weigh> ParseCache<T> {
         bytes: &[u8],
         parse: impl FnOnce() -> Result<T, E>,
     ) -> Entry<'_, T, E> {
+        self.get_or_parse_known(uuid, bytes, None, parse)
+    }
+
+    /// [`ParseCache::get_or_parse`] for bytes whose full fingerprint the
+    /// caller took before ([`ParseCache::fingerprint_of`]), so that matching
+    /// them to a parse does not read them again.
+    pub fn get_or_parse_known<E>(
+        &self,
+        uuid: [u8; 16],
+        bytes: &[u8],
+        known: Option<u128>,
+        parse: impl FnOnce() -> Result<T, E>,
+    ) -> Entry<'_, T, E> {
         let key = self.key(uuid, bytes);
-        let role = self.join(key, bytes);
+        let role = self.join(key, bytes, known);
         let hold = CacheRef {
             cache: self,
             key: matches!(role, Joined::Create | Joined::Shared(..) | Joined::Failed)
@@ -369,7 +388,7 @@ impl<T: Weigh> ParseCache<T> {
                 };
                 let result = parse().map(Arc::new);
                 if let Ok(p) = &result {
-                    creating.finish(p, bytes);
+                    creating.finish(p, bytes, known);
                 } // else: dropping `creating` marks the slot failed and wakes the waiters.
                 Entry {
                     role: Role::Creator,
@@ -396,7 +415,7 @@ impl<T: Weigh> ParseCache<T> {
 
     /// Finds or makes `key`'s slot and decides this loader's part. On return
     /// the loader holds a reference for `Create`, `Shared` and `Failed`.
-    fn join(&self, key: CacheKey, bytes: &[u8]) -> Joined<T> {
+    fn join(&self, key: CacheKey, bytes: &[u8], known: Option<u128>) -> Joined<T> {
         let mut inner = self.lock();
         let Some(slot) = inner.slots.get_mut(&key) else {
             if inner.slots.values().filter(|s| s.refs > 0).count() >= self.policy.slots {
@@ -429,7 +448,7 @@ impl<T: Weigh> ParseCache<T> {
         // Pinned from here: the slot stays while this loader compares.
         slot.refs += 1;
         drop(inner);
-        let mine = fingerprint(bytes, &self.seed);
+        let mine = known.unwrap_or_else(|| fingerprint(bytes, &self.seed));
         let mut inner = self.lock();
         loop {
             let slot = inner

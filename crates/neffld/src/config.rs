@@ -6,6 +6,7 @@
 use thiserror::Error;
 
 use crate::container::OpenOptions;
+use crate::instance::Instance;
 use crate::line::RuntimeLine;
 use crate::stage::ScratchpadMode;
 use crate::Arch;
@@ -41,6 +42,9 @@ pub struct RuntimeConfig {
     /// Devices (chips) of the instance, each of the architecture's geometry
     /// (`ND 0` … `ND chips-1`); logical cores are numbered across them.
     pub chips: u32,
+    /// The instance type (`NEFFLD_INSTANCE`), when one is named: it sets
+    /// `arch` and `chips` ([`RuntimeConfig::on_instance`]).
+    pub instance: Option<&'static Instance>,
     /// The runtime line whose behaviour loads reproduce (`NEFFLD_RUNTIME`:
     /// `2.27` or a version such as `2.27.23`); `None` = the newest line
     /// with evidence for the architecture ([`RuntimeLine::default_for`]).
@@ -92,13 +96,61 @@ pub struct RuntimeConfig {
     /// `NEURON_RT_ROOT_COMM_ID` (`host:port` of the root communicator),
     /// required by collectives loads.
     pub root_comm_id: Option<String>,
+    /// Profiler buffers sized with `NEURON_RT_PROFILE_BUF_<KIND>_MB`, in
+    /// bytes, in [`PROFILE_BUFFERS`] order. Nothing here allocates them:
+    /// the planner does, for a deployment that profiles (docs/decisions.md).
+    pub profile_buffers: Vec<(&'static str, u64)>,
 }
+
+/// The profiler buffers the runtime lets a user size, and the variable
+/// that sizes each (in MiB).
+pub const PROFILE_BUFFERS: [(&str, &str); 5] = [
+    ("EVENT", "NEURON_RT_PROFILE_BUF_EVENT_MB"),
+    ("DMA", "NEURON_RT_PROFILE_BUF_DMA_MB"),
+    ("THROTTLE", "NEURON_RT_PROFILE_BUF_THROTTLE_MB"),
+    (
+        "CC_CORE_INSTRUCTION",
+        "NEURON_RT_PROFILE_BUF_CC_CORE_INSTRUCTION_MB",
+    ),
+    ("CC_CORE_EVENT", "NEURON_RT_PROFILE_BUF_CC_CORE_EVENT_MB"),
+];
+
+/// Every variable [`RuntimeConfig::with_env`] reads, so that a tool given
+/// variables by name (the planner's `--env`) can refuse one it would ignore.
+pub const VARIABLES: &[&str] = &[
+    "NEFFLD_INSTANCE",
+    "NEFFLD_ARCH",
+    "NEFFLD_RUNTIME",
+    "NEFFLD_DEVICE",
+    "NEURON_RT_VIRTUAL_CORE_SIZE",
+    "NEURON_LOGICAL_NC_CONFIG",
+    "NEURON_RT_NUM_CORES",
+    "NEURON_RT_VISIBLE_CORES",
+    "NEURON_RT_VALIDATE_HASH",
+    "NEURON_RT_ALLOW_LEGACY_NEFF",
+    "NEURON_RT_EXEC_TIMEOUT",
+    "NEURON_SCRATCHPAD_PAGE_SIZE",
+    "NEFFLD_MAX_INFLATED",
+    "NEFFLD_MAX_MEMBERS",
+    "NEURON_RT_ROOT_COMM_ID",
+    "NEFFLD_CHECK",
+    "NEFFLD_CACHE_SLOTS",
+    "NEFFLD_CACHE_RETAIN",
+    "NEFFLD_CACHE_RETAIN_BYTES",
+    "NEFFLD_FANOUT_MIN_BYTES",
+    "NEURON_RT_PROFILE_BUF_EVENT_MB",
+    "NEURON_RT_PROFILE_BUF_DMA_MB",
+    "NEURON_RT_PROFILE_BUF_THROTTLE_MB",
+    "NEURON_RT_PROFILE_BUF_CC_CORE_INSTRUCTION_MB",
+    "NEURON_RT_PROFILE_BUF_CC_CORE_EVENT_MB",
+];
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             arch: Arch::Cayman,
             chips: 1,
+            instance: None,
             runtime: None,
             device: DeviceKind::Sim,
             lnc: None,
@@ -117,6 +169,7 @@ impl Default for RuntimeConfig {
             check: false,
             fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
             root_comm_id: None,
+            profile_buffers: Vec::new(),
         }
     }
 }
@@ -175,12 +228,28 @@ impl RuntimeConfig {
         mut self,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<RuntimeConfig, ConfigError> {
+        if let Some(v) = lookup("NEFFLD_INSTANCE") {
+            let instance = Instance::named(&v).map_err(|reason| ConfigError {
+                var: "NEFFLD_INSTANCE",
+                value: v.clone(),
+                reason,
+            })?;
+            self = self.on_instance(instance);
+        }
         if let Some(v) = lookup("NEFFLD_ARCH") {
-            self.arch = v.parse().map_err(|reason| ConfigError {
+            let arch: Arch = v.parse().map_err(|reason| ConfigError {
                 var: "NEFFLD_ARCH",
                 value: v.clone(),
                 reason,
             })?;
+            if let Some(i) = self.instance.filter(|i| i.arch != arch) {
+                return Err(ConfigError {
+                    var: "NEFFLD_ARCH",
+                    value: v,
+                    reason: format!("the instance {i} has {} chips", i.arch.instance()),
+                });
+            }
+            self.arch = arch;
         }
         if let Some(v) = lookup("NEFFLD_RUNTIME") {
             self.runtime = Some(v.parse().map_err(|reason| ConfigError {
@@ -273,7 +342,28 @@ impl RuntimeConfig {
         if let Some(v) = lookup("NEFFLD_FANOUT_MIN_BYTES") {
             self.fanout_min_bytes = parse_num("NEFFLD_FANOUT_MIN_BYTES", &v)?;
         }
+        for (kind, var) in PROFILE_BUFFERS {
+            if let Some(v) = lookup(var) {
+                let mib: u64 = parse_num(var, &v)?;
+                self.profile_buffers.retain(|&(k, _)| k != kind);
+                self.profile_buffers.push((kind, mib << 20));
+            }
+        }
         Ok(self)
+    }
+
+    /// This configuration on `instance`: its architecture and chip count.
+    pub fn on_instance(mut self, instance: &'static Instance) -> RuntimeConfig {
+        self.instance = Some(instance);
+        self.arch = instance.arch;
+        self.chips = instance.chips;
+        self
+    }
+
+    /// Logical cores of the whole instance (every chip) at this LNC size.
+    pub fn total_vnc_count(&self) -> u32 {
+        let cores = crate::device::Geometry::for_arch(self.arch).cores();
+        self.chips.max(1) * cores / self.lnc_size().max(1)
     }
 
     /// Defaults overridden by the process environment.
@@ -461,6 +551,63 @@ mod tests {
             .with_env(env(&[("NEFFLD_CACHE_RETAIN", "-1")]))
             .unwrap_err();
         assert_eq!(e.var, "NEFFLD_CACHE_RETAIN");
+    }
+
+    #[test]
+    fn an_instance_sets_the_architecture_and_the_chips() {
+        let c = RuntimeConfig::default()
+            .with_env(env(&[("NEFFLD_INSTANCE", "inf2.24xlarge")]))
+            .unwrap();
+        assert_eq!((c.arch, c.chips), (Arch::Sunda, 6));
+        assert_eq!(c.instance.unwrap().family, "inf2");
+        assert_eq!(c.total_vnc_count(), 12, "six chips of two cores, LNC 1");
+        let c = RuntimeConfig::default()
+            .with_env(env(&[
+                ("NEFFLD_INSTANCE", "trn2.48xlarge"),
+                ("NEURON_LOGICAL_NC_CONFIG", "1"),
+            ]))
+            .unwrap();
+        assert_eq!(c.total_vnc_count(), 128);
+        let e = RuntimeConfig::default()
+            .with_env(env(&[
+                ("NEFFLD_INSTANCE", "trn2.3xlarge"),
+                ("NEFFLD_ARCH", "trn1"),
+            ]))
+            .unwrap_err();
+        assert_eq!(e.var, "NEFFLD_ARCH");
+        let e = RuntimeConfig::default()
+            .with_env(env(&[("NEFFLD_INSTANCE", "trn2.huge")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("trn2.3xlarge"), "{e}");
+    }
+
+    #[test]
+    fn profile_buffers_are_read_in_mib() {
+        let c = RuntimeConfig::default()
+            .with_env(env(&[
+                ("NEURON_RT_PROFILE_BUF_DMA_MB", "512"),
+                ("NEURON_RT_PROFILE_BUF_EVENT_MB", "64"),
+            ]))
+            .unwrap();
+        assert_eq!(c.profile_buffers, [("EVENT", 64 << 20), ("DMA", 512 << 20)]);
+    }
+
+    /// [`VARIABLES`] is exactly what `with_env` asks for, so a caller that
+    /// refuses the others refuses only what would be ignored.
+    #[test]
+    fn the_variable_list_is_what_is_read() {
+        let asked = std::sync::Mutex::new(Vec::new());
+        RuntimeConfig::default()
+            .with_env(|k| {
+                asked.lock().unwrap().push(k.to_string());
+                None
+            })
+            .unwrap();
+        let mut asked = asked.into_inner().unwrap();
+        asked.sort();
+        let mut listed: Vec<String> = VARIABLES.iter().map(|v| v.to_string()).collect();
+        listed.sort();
+        assert_eq!(asked, listed);
     }
 
     #[test]

@@ -422,6 +422,17 @@ impl<S: Storage + ?Sized> Device<S> {
         self.books().ledger.clone()
     }
 
+    /// Bytes the allocator holds on every channel (4 KiB granules): what
+    /// the ledger's channels count, without copying it.
+    pub fn held(&self) -> u64 {
+        self.books().ledger.total()
+    }
+
+    /// Bytes the allocator holds on one HBM channel.
+    pub fn channel_held(&self, channel: u32) -> u64 {
+        self.books().ledger.channel_used(channel)
+    }
+
     /// Number of live allocations.
     pub fn live_count(&self) -> usize {
         self.books().live_count()

@@ -1,0 +1,385 @@
+//! Advice a runtime engineer would give about a deployment, each judged by
+//! planning the deployment again with the change and comparing, never
+//! guessed:
+//!
+//! - a scratchpad page size (`NEURON_SCRATCHPAD_PAGE_SIZE`) when the plan
+//!   holds private scratchpad: every multiple of 512 MiB below 4 GiB is
+//!   tried and the one that helps most is given;
+//! - LNC=2 when, at LNC=1, two cores of one HBM both hold memory (the
+//!   noisy neighbour of trn2 and later): each logical core then has its HBM
+//!   to itself;
+//! - the NEFF that dominates the models' memory, and what the deployment
+//!   holds without it.
+//!
+//! Two plans are compared after the steps both went through (the original
+//! stops at a refused step; a change that lets it go further says so).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::api::Fingerprinted;
+use crate::report::memory::{human_size, Column, MemoryReport};
+
+use super::deployment::{Deployment, Step};
+use super::run::{configure, Outcome, Session};
+use super::PlanError;
+
+/// Which change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdviceKind {
+    /// `NEURON_SCRATCHPAD_PAGE_SIZE` in MiB.
+    ScratchpadPage { mib: u64 },
+    /// Logical-core size 2.
+    Lnc2,
+    /// The deployment without this NEFF.
+    Without { file: PathBuf },
+}
+
+/// One piece of advice with what planning again with it showed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Advice {
+    pub kind: AdviceKind,
+    /// The change as a user makes it (a flag or a variable).
+    pub change: String,
+    /// Why, in a sentence with the figures.
+    pub reason: String,
+    /// Every step runs with the change.
+    pub fits: bool,
+    /// Steps that went through without and with the change.
+    pub completed: (usize, usize),
+    /// Bytes the instance holds after the steps both plans went through,
+    /// without and with the change.
+    pub held: (u64, u64),
+    /// The fullest HBM's bytes at the same point, without and with.
+    pub fullest_hbm: (u64, u64),
+}
+
+impl Advice {
+    /// Bytes the change saves on the whole instance (negative: it costs).
+    pub fn saves(&self) -> i128 {
+        i128::from(self.held.0) - i128::from(self.held.1)
+    }
+}
+
+/// A re-plan compared with the original.
+struct Judged {
+    outcome: Outcome,
+    completed: (usize, usize),
+    held: (u64, u64),
+    fullest: (u64, u64),
+    fits: bool,
+}
+
+impl Judged {
+    fn new(orig: &Outcome, new: Outcome, planned: usize) -> Option<Judged> {
+        let n = orig.completed();
+        if new.completed() < n {
+            return None;
+        }
+        Some(Judged {
+            completed: (n, new.completed()),
+            held: (orig.held_after(n), new.held_after(n)),
+            fullest: (orig.fullest_after(n), new.fullest_after(n)),
+            fits: new.completed() == planned,
+            outcome: new,
+        })
+    }
+
+    /// It fits where the original did not, gets further, or holds less.
+    fn helps(&self) -> bool {
+        self.completed.1 > self.completed.0 || self.held.1 < self.held.0
+    }
+
+    /// Ordering key: fits, then steps done, then bytes saved.
+    fn rank(&self) -> (bool, usize, i128) {
+        (
+            self.fits,
+            self.completed.1,
+            i128::from(self.held.0) - i128::from(self.held.1),
+        )
+    }
+
+    fn advice(self, kind: AdviceKind, change: String, reason: String) -> Advice {
+        let _ = self.outcome;
+        Advice {
+            kind,
+            change,
+            reason,
+            fits: self.fits,
+            completed: self.completed,
+            held: self.held,
+            fullest_hbm: self.fullest,
+        }
+    }
+
+    /// The tail of a reason: what the change does to the figures.
+    fn effect(&self) -> String {
+        let mut s = String::new();
+        if self.held.1 < self.held.0 {
+            s.push_str(&format!(
+                "the instance holds {} less ({} instead of {})",
+                human_size(self.held.0 - self.held.1),
+                human_size(self.held.1),
+                human_size(self.held.0)
+            ));
+        }
+        if self.fullest.1 < self.fullest.0 {
+            if !s.is_empty() {
+                s.push_str("; ");
+            }
+            s.push_str(&format!(
+                "the fullest HBM holds {} instead of {}",
+                human_size(self.fullest.1),
+                human_size(self.fullest.0)
+            ));
+        }
+        if self.completed.1 > self.completed.0 {
+            if !s.is_empty() {
+                s.push_str("; ");
+            }
+            s.push_str(&if self.fits {
+                "every step then fits".to_string()
+            } else {
+                format!(
+                    "{} steps then go through instead of {}",
+                    self.completed.1, self.completed.0
+                )
+            });
+        }
+        s
+    }
+}
+
+/// The memory views a plan can be judged by: where it stopped, and the
+/// refusal's snapshot.
+fn views(o: &Outcome) -> Vec<&MemoryReport> {
+    o.devices
+        .iter()
+        .chain(o.refusal.as_ref().map(|r| &r.memory))
+        .collect()
+}
+
+pub(crate) fn advise(
+    session: &Session,
+    d: &Deployment,
+    orig: &Outcome,
+    prints: &[Fingerprinted<'_>],
+) -> Result<Vec<Advice>, PlanError> {
+    let mut out = Vec::new();
+    if let Some(a) = page_size(session, d, orig, prints)? {
+        out.push(a);
+    }
+    if let Some(a) = lnc2(session, d, orig, prints)? {
+        out.push(a);
+    }
+    if let Some(a) = dominant(session, d, orig, prints)? {
+        out.push(a);
+    }
+    Ok(out)
+}
+
+/// Plans `d` again under its own configuration.
+fn replan(
+    session: &Session,
+    d: &Deployment,
+    prints: &[Fingerprinted<'_>],
+) -> Result<Outcome, PlanError> {
+    let config = configure(d, session.files.len())?;
+    let config = crate::config::RuntimeConfig {
+        arch: session.config.arch,
+        ..config
+    };
+    session.execute_with(d, &config, prints, false)
+}
+
+fn page_size(
+    session: &Session,
+    d: &Deployment,
+    orig: &Outcome,
+    prints: &[Fingerprinted<'_>],
+) -> Result<Option<Advice>, PlanError> {
+    let private: u64 = views(orig)
+        .iter()
+        .flat_map(|m| &m.hbms)
+        .map(|h| h.usage().get(Column::Scratchpad))
+        .sum();
+    if private == 0 {
+        return Ok(None);
+    }
+    let current = session.config.scratchpad_page >> 20;
+    let mut best: Option<(u64, Judged)> = None;
+    for mib in (1..8).map(|k| k * 512).filter(|&m| m != current) {
+        let mut changed = d.clone();
+        changed
+            .env
+            .push(("NEURON_SCRATCHPAD_PAGE_SIZE".into(), mib.to_string()));
+        let Some(j) = Judged::new(orig, replan(session, &changed, prints)?, d.steps.len()) else {
+            continue;
+        };
+        if j.helps() && best.as_ref().is_none_or(|(_, b)| j.rank() > b.rank()) {
+            best = Some((mib, j));
+        }
+    }
+    Ok(best.map(|(mib, j)| {
+        let reason = format!(
+            "{} of scratchpad variables straddle a {} MiB page and get private allocations; with {mib} MiB pages {}",
+            human_size(private),
+            current,
+            j.effect()
+        );
+        j.advice(
+            AdviceKind::ScratchpadPage { mib },
+            format!("--env NEURON_SCRATCHPAD_PAGE_SIZE={mib}"),
+            reason,
+        )
+    }))
+}
+
+/// The first HBM where two or more cores hold memory of models or tensors.
+fn noisy(o: &Outcome) -> Option<(u32, u32, Vec<u32>)> {
+    views(o).into_iter().find_map(|m| {
+        m.hbms.iter().find_map(|h| {
+            let busy: Vec<u32> = h
+                .cores
+                .iter()
+                .filter(|c| c.model.iter().any(|&b| b > 0))
+                .map(|c| c.pcore.0)
+                .collect();
+            (busy.len() > 1).then_some((m.device, h.hbm, busy))
+        })
+    })
+}
+
+fn lnc2(
+    session: &Session,
+    d: &Deployment,
+    orig: &Outcome,
+    prints: &[Fingerprinted<'_>],
+) -> Result<Option<Advice>, PlanError> {
+    let config = &session.config;
+    if config.lnc_size() != 1 || !config.arch.lnc_sizes().contains(&2) {
+        return Ok(None);
+    }
+    let Some((nd, hbm, cores)) = noisy(orig) else {
+        return Ok(None);
+    };
+    let at_lnc2 = crate::config::RuntimeConfig {
+        lnc: Some(2),
+        ..config.clone()
+    }
+    .total_vnc_count();
+    let named = d.steps.iter().filter_map(|s| match s {
+        Step::Load { vnc, .. } => *vnc,
+        Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => Some(*vnc),
+    });
+    if named.clone().any(|v| v >= at_lnc2) {
+        return Ok(None);
+    }
+    let changed = Deployment {
+        lnc: Some(2),
+        ..d.clone()
+    };
+    let Ok(outcome) = replan(session, &changed, prints) else {
+        return Ok(None);
+    };
+    let Some(j) = Judged::new(orig, outcome, d.steps.len()) else {
+        return Ok(None);
+    };
+    if !(j.completed.1 > j.completed.0 || j.fullest.1 < j.fullest.0) {
+        return Ok(None);
+    }
+    let list: Vec<String> = cores.iter().map(|c| format!("NC {c}")).collect();
+    let reason = format!(
+        "at LNC 1, {} share HBM {hbm} of ND {nd} (a noisy neighbour); at LNC 2 each logical core has an HBM to itself: {}",
+        list.join(" and "),
+        j.effect()
+    );
+    Ok(Some(j.advice(
+        AdviceKind::Lnc2,
+        "--lnc 2 (NEURON_LOGICAL_NC_CONFIG=2)".into(),
+        reason,
+    )))
+}
+
+fn dominant(
+    session: &Session,
+    d: &Deployment,
+    orig: &Outcome,
+    prints: &[Fingerprinted<'_>],
+) -> Result<Option<Advice>, PlanError> {
+    // Model bytes per file where the plan stopped.
+    let file_of: BTreeMap<_, _> = orig.neffs.iter().map(|n| (n.id, &n.file)).collect();
+    let mut by_file: BTreeMap<&PathBuf, (u64, usize)> = BTreeMap::new();
+    for n in &orig.neffs {
+        by_file.entry(&n.file).or_default().1 += 1;
+    }
+    for m in &orig.devices {
+        for c in m.hbms.iter().flat_map(|h| &h.cores) {
+            for (id, rows) in &c.models {
+                if let Some(f) = file_of.get(id) {
+                    by_file.entry(f).or_default().0 += rows.iter().sum::<u64>();
+                }
+            }
+        }
+    }
+    let total: u64 = by_file.values().map(|v| v.0).sum();
+    let refused = orig.completed() < d.steps.len();
+    if by_file.len() < 2 {
+        return Ok(None);
+    }
+    let Some((&file, &(bytes, loads))) = by_file.iter().max_by_key(|(_, v)| v.0) else {
+        return Ok(None);
+    };
+    if total == 0 {
+        return Ok(None);
+    }
+    let changed = Deployment {
+        steps: d
+            .steps
+            .iter()
+            .filter(|s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if f == file))
+            .cloned()
+            .collect(),
+        ..d.clone()
+    };
+    // Compare after the same steps of the original that remain.
+    let outcome = replan(session, &changed, prints)?;
+    let kept_done = d
+        .steps
+        .iter()
+        .take(orig.completed())
+        .filter(|s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if f == file))
+        .count();
+    let held_new = outcome.held_after(kept_done.min(outcome.completed()));
+    let n = orig.completed();
+    let held_orig = orig.held_after(n);
+    let fits = outcome.completed() == changed.steps.len();
+    let mut reason = format!(
+        "{} holds {}% of the NEFFs' memory ({} in {loads} load{})",
+        file.display(),
+        bytes * 100 / total,
+        human_size(bytes),
+        if loads == 1 { "" } else { "s" }
+    );
+    if held_new < held_orig {
+        reason.push_str(&format!(
+            "; without it the instance holds {} less",
+            human_size(held_orig - held_new)
+        ));
+    }
+    if fits && refused {
+        reason.push_str(", and every other step fits");
+    }
+    Ok(Some(Advice {
+        kind: AdviceKind::Without { file: file.clone() },
+        change: format!("without {}", file.display()),
+        reason,
+        fits,
+        completed: (n, outcome.completed()),
+        held: (held_orig, held_new),
+        fullest_hbm: (
+            orig.fullest_after(n),
+            outcome.fullest_after(kept_done.min(outcome.completed())),
+        ),
+    }))
+}

@@ -1,0 +1,641 @@
+//! A deployment: what to load, allocate and unload, in order, on which
+//! instance and with which settings — from the command line's short forms
+//! (`FILE@CORES`, `NAME=SIZE@CORES`, `K=V`) or a deployment file (TOML).
+//! Every form is checked here, once; a mistake names what and where.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use thiserror::Error;
+use toml::Spanned;
+
+use crate::config::VARIABLES;
+use crate::instance::Instance;
+use crate::line::RuntimeLine;
+
+/// A deployment the planner can run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Deployment {
+    /// `None`: one chip of the first NEFF's own architecture (unless the
+    /// environment names an instance).
+    pub instance: Option<&'static Instance>,
+    /// Logical-core size (`None`: the environment's, else the architecture's).
+    pub lnc: Option<u32>,
+    pub runtime: Option<RuntimeLine>,
+    /// Runtime variables, applied in order over the defaults.
+    pub env: Vec<(String, String)>,
+    /// Allocate each load's input and output tensors on its logical core
+    /// as frameworks do.
+    pub io_tensors: bool,
+    pub steps: Vec<Step>,
+}
+
+/// One step: a single load, tensor, unload or free on one logical core
+/// (the short forms expand to one step per listed core).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Load a NEFF on a visible logical core (`None`: the first free one).
+    Load { file: PathBuf, vnc: Option<u32> },
+    /// Allocate a named device tensor for a logical core.
+    Tensor { name: String, size: u64, vnc: u32 },
+    /// Unload the latest load of a NEFF still on a logical core.
+    Unload { file: PathBuf, vnc: u32 },
+    /// Free the named tensor of a logical core.
+    Free { name: String, vnc: u32 },
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Load { file, vnc: Some(v) } => write!(f, "load {} on core {v}", file.display()),
+            Step::Load { file, vnc: None } => {
+                write!(f, "load {} on the next free core", file.display())
+            }
+            Step::Tensor { name, size, vnc } => {
+                write!(f, "tensor {name} of {size} bytes on core {vnc}")
+            }
+            Step::Unload { file, vnc } => write!(f, "unload {} from core {vnc}", file.display()),
+            Step::Free { name, vnc } => write!(f, "free tensor {name} of core {vnc}"),
+        }
+    }
+}
+
+/// A deployment that cannot be planned as written: what is wrong, and where
+/// (the argument, or the file and line).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{place}: {what}")]
+pub struct DeploymentError {
+    pub place: String,
+    pub what: String,
+}
+
+fn bad(place: impl fmt::Display, what: impl Into<String>) -> DeploymentError {
+    DeploymentError {
+        place: place.to_string(),
+        what: what.into(),
+    }
+}
+
+/// Longest core list one argument may expand to.
+const MAX_LISTED: usize = 1 << 16;
+
+/// `3`, `0-31`, `0,2,4`, `0-3,8`: the cores in the order written (a core
+/// listed twice gets two steps).
+pub fn parse_cores(s: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        let num = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("'{t}' is not a logical core number"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(format!("the range {part} runs backwards"));
+                }
+                if (b - a) as usize >= MAX_LISTED - out.len() {
+                    return Err(format!("more than {MAX_LISTED} cores listed"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+        if out.len() > MAX_LISTED {
+            return Err(format!("more than {MAX_LISTED} cores listed"));
+        }
+    }
+    Ok(out)
+}
+
+/// `4096`, `512MiB`, `2GiB`, `1.5GiB` (K, M, G, T with or without `iB`/`B`
+/// are binary units, as the runtime prints them) → bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => {
+            return Err(format!(
+                "'{s}' has an unknown unit (expected B, KiB, MiB, GiB or TiB)"
+            ))
+        }
+    };
+    let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+    let whole: u64 = whole
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 4096, 512MiB, 2GiB)"))?;
+    let scale = 1u128 << shift;
+    let mut bytes = u128::from(whole) * scale;
+    if !frac.is_empty() {
+        let digits: u32 = frac.len().try_into().unwrap_or(u32::MAX);
+        let f: u128 = frac
+            .parse()
+            .ok()
+            .filter(|_| digits <= 18)
+            .ok_or_else(|| format!("'{s}' is not a size"))?;
+        let den = 10u128.pow(digits);
+        if (f * scale) % den != 0 {
+            return Err(format!("'{s}' is not a whole number of bytes"));
+        }
+        bytes += f * scale / den;
+    }
+    u64::try_from(bytes).map_err(|_| format!("'{s}' is too large"))
+}
+
+/// `FILE` or `FILE@CORES`: one load step per listed core. The `@` splits
+/// only when what follows it is a core list, so a file name may contain one.
+pub fn parse_load(arg: &str) -> Result<Vec<Step>, DeploymentError> {
+    let place = || format!("LOAD '{arg}'");
+    if arg.is_empty() {
+        return Err(bad(place(), "no file named"));
+    }
+    let (file, cores) = match arg.rsplit_once('@') {
+        Some((file, cores))
+            if !file.is_empty() && cores.starts_with(|c: char| c.is_ascii_digit()) =>
+        {
+            let cores = parse_cores(cores).map_err(|e| bad(place(), e))?;
+            (file, Some(cores))
+        }
+        _ => (arg, None),
+    };
+    let file = PathBuf::from(file);
+    Ok(match cores {
+        None => vec![Step::Load { file, vnc: None }],
+        Some(cores) => cores
+            .into_iter()
+            .map(|vnc| Step::Load {
+                file: file.clone(),
+                vnc: Some(vnc),
+            })
+            .collect(),
+    })
+}
+
+/// `NAME=SIZE@CORES`: one tensor of SIZE bytes per listed core.
+pub fn parse_tensor(arg: &str) -> Result<Vec<Step>, DeploymentError> {
+    let place = || format!("--tensor '{arg}'");
+    let (name, rest) = arg
+        .split_once('=')
+        .filter(|(n, _)| !n.trim().is_empty())
+        .ok_or_else(|| bad(place(), "expected NAME=SIZE@CORES, e.g. kv=2GiB@0-31"))?;
+    let (size, cores) = rest.rsplit_once('@').ok_or_else(|| {
+        bad(
+            place(),
+            "no @CORES: name the logical cores, e.g. kv=2GiB@0-31",
+        )
+    })?;
+    let size = parse_size(size).map_err(|e| bad(place(), e))?;
+    if size == 0 {
+        return Err(bad(
+            place(),
+            "a tensor of 0 bytes (nrt_tensor_allocate refuses size 0)",
+        ));
+    }
+    let cores = parse_cores(cores).map_err(|e| bad(place(), e))?;
+    Ok(cores
+        .into_iter()
+        .map(|vnc| Step::Tensor {
+            name: name.trim().to_string(),
+            size,
+            vnc,
+        })
+        .collect())
+}
+
+/// `FILE@CORES` of an unload.
+pub fn parse_unload(arg: &str) -> Result<Vec<Step>, DeploymentError> {
+    let place = || format!("--unload '{arg}'");
+    let (file, cores) = arg
+        .rsplit_once('@')
+        .ok_or_else(|| bad(place(), "expected FILE@CORES"))?;
+    let cores = parse_cores(cores).map_err(|e| bad(place(), e))?;
+    Ok(cores
+        .into_iter()
+        .map(|vnc| Step::Unload {
+            file: PathBuf::from(file),
+            vnc,
+        })
+        .collect())
+}
+
+/// `KEY=VALUE` of a runtime variable the runtime reads.
+pub fn parse_env(arg: &str) -> Result<(String, String), DeploymentError> {
+    let (k, v) = arg
+        .split_once('=')
+        .ok_or_else(|| bad(format!("--env '{arg}'"), "expected KEY=VALUE"))?;
+    check_variable(k.trim(), &format!("--env '{arg}'"))?;
+    Ok((k.trim().to_string(), v.to_string()))
+}
+
+fn check_variable(k: &str, place: &str) -> Result<(), DeploymentError> {
+    if VARIABLES.contains(&k) {
+        return Ok(());
+    }
+    Err(bad(
+        place,
+        format!(
+            "{k} is not a variable the runtime reads here (known: {})",
+            VARIABLES.join(", ")
+        ),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDeployment {
+    instance: Option<Spanned<String>>,
+    lnc: Option<u32>,
+    runtime: Option<Spanned<String>>,
+    io_tensors: Option<bool>,
+    #[serde(default)]
+    env: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    step: Vec<Spanned<RawStep>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    load: Option<String>,
+    tensor: Option<String>,
+    unload: Option<String>,
+    free: Option<String>,
+    cores: Option<Spanned<toml::Value>>,
+    size: Option<Spanned<toml::Value>>,
+    repeat: Option<u32>,
+}
+
+/// Longest `repeat` of one step.
+const MAX_REPEAT: u32 = 1 << 16;
+
+/// The 1-based line of byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// A deployment file (docs/cli.md, "Deployment files"). `origin` names it in
+/// errors; relative NEFF paths are taken from `base` (its folder).
+pub fn parse_toml(text: &str, origin: &str, base: &Path) -> Result<Deployment, DeploymentError> {
+    let raw: RawDeployment = toml::from_str(text).map_err(|e| {
+        let at = e.span().map_or(String::new(), |s| {
+            format!(" line {}", line_of(text, s.start))
+        });
+        bad(format!("{origin}{at}"), e.message().to_string())
+    })?;
+    let at = |offset: usize| format!("{origin} line {}", line_of(text, offset));
+    let mut d = Deployment {
+        io_tensors: raw.io_tensors.unwrap_or(true),
+        lnc: raw.lnc,
+        ..Deployment::default()
+    };
+    if let Some(i) = &raw.instance {
+        d.instance = Some(Instance::named(i.get_ref()).map_err(|e| bad(at(i.span().start), e))?);
+    }
+    if let Some(r) = &raw.runtime {
+        d.runtime = Some(
+            r.get_ref()
+                .parse()
+                .map_err(|e: String| bad(at(r.span().start), e))?,
+        );
+    }
+    for (k, v) in &raw.env {
+        let place = at(v.span().start);
+        check_variable(k, &place)?;
+        let value = match v.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Boolean(b) => u8::from(*b).to_string(),
+            other => {
+                return Err(bad(
+                    place,
+                    format!("{k} = {other}: a value is a string, an integer or a boolean"),
+                ))
+            }
+        };
+        d.env.push((k.clone(), value));
+    }
+    for (n, step) in raw.step.iter().enumerate() {
+        let place = format!("{} (step {})", at(step.span().start), n + 1);
+        d.steps
+            .extend(toml_step(step.get_ref(), &place, base, text, origin)?);
+    }
+    Ok(d)
+}
+
+fn toml_step(
+    s: &RawStep,
+    place: &str,
+    base: &Path,
+    text: &str,
+    origin: &str,
+) -> Result<Vec<Step>, DeploymentError> {
+    let kinds = [&s.load, &s.tensor, &s.unload, &s.free];
+    if kinds.iter().filter(|k| k.is_some()).count() != 1 {
+        return Err(bad(
+            place,
+            "a step is exactly one of load = FILE, tensor = NAME, unload = FILE, free = NAME",
+        ));
+    }
+    let value_place =
+        |v: &Spanned<toml::Value>| format!("{origin} line {}", line_of(text, v.span().start));
+    let cores: Option<Vec<u32>> = match &s.cores {
+        None => None,
+        Some(v) => Some(match v.get_ref() {
+            toml::Value::Integer(i) => vec![u32::try_from(*i)
+                .map_err(|_| bad(value_place(v), format!("{i} is not a logical core")))?],
+            toml::Value::String(t) => parse_cores(t).map_err(|e| bad(value_place(v), e))?,
+            toml::Value::Array(a) => a
+                .iter()
+                .map(|x| {
+                    x.as_integer()
+                        .and_then(|i| u32::try_from(i).ok())
+                        .ok_or_else(|| bad(value_place(v), format!("{x} is not a logical core")))
+                })
+                .collect::<Result<_, _>>()?,
+            other => {
+                return Err(bad(
+                    value_place(v),
+                    format!("cores = {other}: expected 3, \"0-31\" or [0, 2, 4]"),
+                ))
+            }
+        }),
+    };
+    let repeat = s.repeat.unwrap_or(1);
+    if repeat == 0 || repeat > MAX_REPEAT {
+        return Err(bad(
+            place,
+            format!("repeat = {repeat} is outside 1..={MAX_REPEAT}"),
+        ));
+    }
+    let need_cores = |what: &str| {
+        cores
+            .clone()
+            .ok_or_else(|| bad(place, format!("{what} needs cores = ...")))
+    };
+    if s.size.is_some() && s.tensor.is_none() {
+        return Err(bad(place, "size = ... belongs to a tensor step"));
+    }
+    let mut one: Vec<Step> = if let Some(f) = &s.load {
+        let file = base.join(f);
+        match &cores {
+            None => vec![Step::Load { file, vnc: None }],
+            Some(cs) => cs
+                .iter()
+                .map(|&vnc| Step::Load {
+                    file: file.clone(),
+                    vnc: Some(vnc),
+                })
+                .collect(),
+        }
+    } else if let Some(name) = &s.tensor {
+        let size = s
+            .size
+            .as_ref()
+            .ok_or_else(|| bad(place, "a tensor step needs size = ..."))?;
+        let bytes = match size.get_ref() {
+            toml::Value::Integer(i) => u64::try_from(*i).ok().filter(|&b| b > 0),
+            toml::Value::String(t) => parse_size(t).ok().filter(|&b| b > 0),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            bad(
+                value_place(size),
+                format!(
+                    "size = {}: expected bytes or a size such as \"2GiB\" (not 0)",
+                    size.get_ref()
+                ),
+            )
+        })?;
+        need_cores("a tensor step")?
+            .into_iter()
+            .map(|vnc| Step::Tensor {
+                name: name.clone(),
+                size: bytes,
+                vnc,
+            })
+            .collect()
+    } else if let Some(f) = &s.unload {
+        need_cores("an unload step")?
+            .into_iter()
+            .map(|vnc| Step::Unload {
+                file: base.join(f),
+                vnc,
+            })
+            .collect()
+    } else {
+        let name = s.free.clone().unwrap_or_default();
+        need_cores("a free step")?
+            .into_iter()
+            .map(|vnc| Step::Free {
+                name: name.clone(),
+                vnc,
+            })
+            .collect()
+    };
+    if repeat > 1 {
+        let once = std::mem::take(&mut one);
+        for _ in 0..repeat {
+            one.extend(once.iter().cloned());
+        }
+    }
+    Ok(one)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_lists_keep_their_order_and_repeats() {
+        assert_eq!(parse_cores("3").unwrap(), [3]);
+        assert_eq!(parse_cores("0-3").unwrap(), [0, 1, 2, 3]);
+        assert_eq!(parse_cores("4,0,2,2").unwrap(), [4, 0, 2, 2]);
+        assert_eq!(parse_cores("0-1,8").unwrap(), [0, 1, 8]);
+        assert!(parse_cores("3-1").unwrap_err().contains("backwards"));
+        assert!(parse_cores("x").unwrap_err().contains("'x'"));
+        assert!(parse_cores("0-4294967295").is_err());
+    }
+
+    #[test]
+    fn sizes_are_binary_and_whole() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("2GB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("512 MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert!(parse_size("1.3B").unwrap_err().contains("whole"));
+        assert!(parse_size("2XB").unwrap_err().contains("unit"));
+        assert!(parse_size("GiB").is_err());
+        assert!(parse_size("99999999999TiB")
+            .unwrap_err()
+            .contains("too large"));
+    }
+
+    #[test]
+    fn loads_split_on_the_last_at_only_before_a_core_list() {
+        assert_eq!(
+            parse_load("a.neff@0-1").unwrap(),
+            [
+                Step::Load {
+                    file: "a.neff".into(),
+                    vnc: Some(0)
+                },
+                Step::Load {
+                    file: "a.neff".into(),
+                    vnc: Some(1)
+                }
+            ]
+        );
+        assert_eq!(
+            parse_load("m@v2.neff").unwrap(),
+            [Step::Load {
+                file: "m@v2.neff".into(),
+                vnc: None
+            }]
+        );
+        let e = parse_load("a.neff@1-x").unwrap_err();
+        assert_eq!(e.place, "LOAD 'a.neff@1-x'");
+        let t = parse_tensor("kv=2GiB@0,2").unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            t[1],
+            Step::Tensor {
+                name: "kv".into(),
+                size: 2 << 30,
+                vnc: 2
+            }
+        );
+        assert!(parse_tensor("kv=2GiB").unwrap_err().what.contains("@CORES"));
+        assert!(parse_tensor("kv=0@0").unwrap_err().what.contains("0 bytes"));
+        assert!(parse_env("NEURON_FOO=1")
+            .unwrap_err()
+            .what
+            .contains("NEURON_FOO"));
+        assert_eq!(
+            parse_env("NEURON_SCRATCHPAD_PAGE_SIZE=2048").unwrap(),
+            ("NEURON_SCRATCHPAD_PAGE_SIZE".into(), "2048".into())
+        );
+    }
+
+    #[test]
+    fn a_deployment_file_expands_its_steps_in_order() {
+        let text = r#"
+instance = "trn2.3xlarge"
+lnc = 1
+io_tensors = false
+
+[env]
+NEURON_SCRATCHPAD_PAGE_SIZE = 2048
+
+[[step]]
+load = "a.neff"
+cores = "4"
+
+[[step]]
+tensor = "kv"
+size = "4GiB"
+cores = [4, 5]
+
+[[step]]
+load = "b.neff"
+repeat = 2
+
+[[step]]
+unload = "a.neff"
+cores = 4
+"#;
+        let d = parse_toml(text, "d.toml", Path::new("/m")).unwrap();
+        assert_eq!(d.instance.unwrap().name, "trn2.3xlarge");
+        assert_eq!((d.lnc, d.io_tensors), (Some(1), false));
+        assert_eq!(
+            d.env,
+            [("NEURON_SCRATCHPAD_PAGE_SIZE".into(), "2048".into())]
+        );
+        assert_eq!(
+            d.steps,
+            [
+                Step::Load {
+                    file: "/m/a.neff".into(),
+                    vnc: Some(4)
+                },
+                Step::Tensor {
+                    name: "kv".into(),
+                    size: 4 << 30,
+                    vnc: 4
+                },
+                Step::Tensor {
+                    name: "kv".into(),
+                    size: 4 << 30,
+                    vnc: 5
+                },
+                Step::Load {
+                    file: "/m/b.neff".into(),
+                    vnc: None
+                },
+                Step::Load {
+                    file: "/m/b.neff".into(),
+                    vnc: None
+                },
+                Step::Unload {
+                    file: "/m/a.neff".into(),
+                    vnc: 4
+                },
+            ]
+        );
+    }
+
+    /// Each mistake names the file, the line and what is wrong.
+    #[test]
+    fn mistakes_in_a_deployment_file_name_the_line() {
+        let cases: [(&str, &str, &str); 8] = [
+            ("instance = \"trn9\"\n", "d.toml line 1", "unknown instance"),
+            ("lnc = 1\nbogus = 2\n", "d.toml line 2", "bogus"),
+            (
+                "[[step]]\nload = \"a\"\ntensor = \"b\"\n",
+                "d.toml line 1 (step 1)",
+                "exactly one",
+            ),
+            (
+                "\n[[step]]\ntensor = \"kv\"\ncores = 0\n",
+                "d.toml line 2 (step 1)",
+                "size",
+            ),
+            (
+                "[[step]]\ntensor = \"kv\"\nsize = \"2XB\"\ncores = 0\n",
+                "d.toml line 3",
+                "size",
+            ),
+            (
+                "[[step]]\nload = \"a\"\ncores = \"2-1\"\n",
+                "d.toml line 3",
+                "backwards",
+            ),
+            ("[env]\nNEURON_NOPE = 1\n", "d.toml line 2", "NEURON_NOPE"),
+            (
+                "[[step]]\nunload = \"a\"\n",
+                "d.toml line 1 (step 1)",
+                "cores",
+            ),
+        ];
+        for (text, place, what) in cases {
+            let e = parse_toml(text, "d.toml", Path::new(".")).unwrap_err();
+            assert_eq!(e.place, place, "{text}: {e}");
+            assert!(e.what.contains(what), "{text}: {e}");
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Headroom: what more fits on each logical core a deployment uses, where
+//! the plan stopped — found by allocating on the allocator itself and
+//! releasing again, never estimated from free bytes (fragmentation, the
+//! small pool and alignment decide what fits, as on the device).
+//!
+//! - The largest further tensor: the largest size `nrt_tensor_allocate`
+//!   accepts for the core, by bisection on 4 KiB granules (whether a size
+//!   fits falls as the size grows: every pool is tried for every size).
+//! - Further copies of each NEFF: one real load on the core (with its input
+//!   and output tensors when the deployment allocates them), then the
+//!   allocations that load made for itself, made again copy by copy until
+//!   one is refused. A further copy makes exactly those requests: the shared
+//!   scratchpad pages it uses exist by then, and nothing else of a load
+//!   depends on what is already on the core. Counting stops at
+//!   [`COPY_LIMIT`].
+
+use std::path::PathBuf;
+
+use crate::device::{AllocSet, Owner, GRANULE};
+
+use super::deployment::{Deployment, Step};
+use super::run::{allocate, Exec};
+
+/// Copies counted at most (a further copy beyond it is not tried).
+pub const COPY_LIMIT: u32 = 1024;
+
+/// How many more copies of one NEFF fit on a core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Copies {
+    pub count: u32,
+    /// Counting stopped at [`COPY_LIMIT`]: at least `count` fit.
+    pub at_least: bool,
+}
+
+/// What more fits on one logical core.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Headroom {
+    /// The visible logical core, its device and physical cores.
+    pub vnc: u32,
+    pub device: u32,
+    pub pcores: Vec<u32>,
+    /// The HBM a tensor of the core goes to, and the bytes it has free.
+    pub hbm: u32,
+    pub hbm_free: u64,
+    /// The largest further tensor `nrt_tensor_allocate` accepts here.
+    pub largest_tensor: u64,
+    /// Per NEFF file of the deployment.
+    pub copies: Vec<(PathBuf, Copies)>,
+}
+
+/// The headroom of every logical core the deployment's steps name, in
+/// core order.
+pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
+    let mut vncs: Vec<u32> = exec.steps.iter().filter_map(|s| s.vnc).collect();
+    vncs.sort_unstable();
+    vncs.dedup();
+    let files: Vec<usize> = (0..exec.session.files.len())
+        .filter(|&i| {
+            d.steps.iter().any(
+                |s| matches!(s, Step::Load { file, .. } if *file == exec.session.files[i].path),
+            )
+        })
+        .collect();
+    vncs.into_iter()
+        .filter_map(|vnc| {
+            let (device, pcores) = exec.placement(vnc).ok()?;
+            let (_, dev, first) = exec.rt.placement_of_vnc(vnc).ok()?;
+            let hbm = dev.geometry().hbm_of(first).ok()?;
+            let hbm_free = dev.free_bytes(hbm);
+            let largest_tensor = largest_tensor(exec, vnc, dev.capacity(hbm));
+            let copies = files
+                .iter()
+                .map(|&i| {
+                    (
+                        exec.session.files[i].path.clone(),
+                        copies(exec, vnc, i, d.io_tensors),
+                    )
+                })
+                .collect();
+            Some(Headroom {
+                vnc,
+                device,
+                pcores,
+                hbm,
+                hbm_free,
+                largest_tensor,
+                copies,
+            })
+        })
+        .collect()
+}
+
+/// The largest tensor the core accepts now, at most `capacity` bytes.
+fn largest_tensor(exec: &Exec<'_>, vnc: u32, capacity: u64) -> u64 {
+    let fits =
+        |granules: u64| allocate(&exec.rt, "headroom", granules * GRANULE, vnc, None).is_ok();
+    let (mut lo, mut hi) = (0u64, capacity / GRANULE);
+    if !fits(1) {
+        return 0;
+    }
+    lo = lo.max(1);
+    // Invariant: `lo` granules fit, `hi + 1` do not (or exceed the HBM).
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo * GRANULE
+}
+
+/// Further copies of file `i` that fit on `vnc` now.
+fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
+    let none = Copies {
+        count: 0,
+        at_least: false,
+    };
+    let Ok((nd, _)) = exec.placement(vnc) else {
+        return none;
+    };
+    let watch = exec.watches[nd as usize].clone();
+    let Some(dev) = exec.rt.devices().nth(nd as usize).cloned() else {
+        return none;
+    };
+    watch.record();
+    let arg = i32::try_from(vnc).unwrap_or(i32::MAX);
+    let Ok(model) = exec.rt.load_fingerprinted(&exec.prints[i], None, arg) else {
+        watch.recorded();
+        return none;
+    };
+    let mut io = Vec::new();
+    let mut first_fits = true;
+    if io_tensors {
+        for t in exec.rt.tensor_info(&model).unwrap_or_default() {
+            match allocate(&exec.rt, &t.name, t.size, vnc, None) {
+                Ok(x) => io.push(x),
+                Err(_) => {
+                    first_fits = false;
+                    break;
+                }
+            }
+        }
+    }
+    // The load's own requests; the shared scratchpad pages it may have
+    // added are the runtime's and serve every later copy.
+    let requests: Vec<_> = watch
+        .recorded()
+        .into_iter()
+        .filter(|r| r.owner != Owner::Runtime)
+        .collect();
+    let mut count = u32::from(first_fits);
+    let mut held = Vec::new();
+    'copies: while first_fits && count < COPY_LIMIT {
+        let mut set = AllocSet::new(&dev);
+        for r in &requests {
+            if set.alloc(r.request()).is_err() {
+                break 'copies;
+            }
+        }
+        held.push(set);
+        count += 1;
+    }
+    drop(held);
+    drop(io);
+    let _ = exec.rt.unload(&model);
+    Copies {
+        count,
+        at_least: count >= COPY_LIMIT,
+    }
+}

@@ -1,0 +1,218 @@
+//! Will it fit? A deployment — NEFFs loaded on logical cores, ranks of
+//! one NEFF, tensors beside them, unloads — planned step by step on one
+//! simulated instance, as the runtime would run it.
+//!
+//! The plan runs the real loader on accounting-only devices (one
+//! [`NullDevice`](crate::device::NullDevice) per chip: the allocator and the
+//! ledger, no bytes), so host memory follows what is planned, not the
+//! simulated HBM; every distinct NEFF is read and parsed once (the parse
+//! cache retains it, matched by a fingerprint taken once). It stops at the
+//! first step the runtime refuses and reports it as the runtime would
+//! ([`MemoryReport::refusal_log`]), then measures, on the state it reached:
+//!
+//! - per logical core, the headroom ([`headroom`]): the largest further
+//!   tensor that fits and how many more copies of each NEFF fit, found by
+//!   allocating, never estimated;
+//! - advice ([`advice`]): settings a runtime engineer would try, each
+//!   judged by planning the deployment again with it.
+
+pub mod advice;
+pub mod deployment;
+pub mod headroom;
+mod run;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::api::LoadError;
+use crate::config::ConfigError;
+use crate::ids::HModel;
+use crate::instance::Instance;
+use crate::line::RuntimeLine;
+use crate::report::memory::{LogLine, MemoryReport, Refusal};
+use crate::{Arch, NrtStatus};
+
+pub use advice::{Advice, AdviceKind};
+pub use deployment::{
+    parse_cores, parse_env, parse_load, parse_size, parse_tensor, parse_toml, parse_unload,
+    Deployment, DeploymentError, Step,
+};
+pub use headroom::{Copies, Headroom};
+
+/// Why a deployment could not be planned at all — as opposed to a step the
+/// runtime refuses, which is the plan's answer ([`Plan::refusal`]).
+#[derive(Debug, Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Deployment(#[from] DeploymentError),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The runtime could not start on the instance.
+    #[error("the runtime could not start: {0}")]
+    Start(LoadError),
+}
+
+impl PlanError {
+    /// The `NRT_STATUS` a C caller would see for the same mistake.
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            PlanError::Deployment(_) | PlanError::Config(_) => NrtStatus::Invalid,
+            PlanError::Io { .. } => NrtStatus::Failure,
+            PlanError::Start(e) => e.status(),
+        }
+    }
+}
+
+/// A step that did not go through: the layer that refused it and the
+/// runtime's message and status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepFailure {
+    pub stage: &'static str,
+    pub status: NrtStatus,
+    pub message: String,
+}
+
+/// One step as it ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepReport {
+    pub step: Step,
+    /// The visible logical core it ran on (a load on "the next free core"
+    /// gets the one the runtime chose; `None` if it found none).
+    pub vnc: Option<u32>,
+    /// The device (`ND n`) and the physical cores of that logical core.
+    pub device: Option<u32>,
+    pub pcores: Vec<u32>,
+    pub outcome: Result<(), StepFailure>,
+    /// Bytes the allocators of the whole instance hold after the step.
+    pub held_after: u64,
+    /// Bytes the allocator holds on the fullest HBM after the step.
+    pub fullest_hbm_after: u64,
+}
+
+/// The first refusal for want of device memory, as the runtime reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanRefusal {
+    /// Index of the step in [`Plan::steps`].
+    pub step: usize,
+    pub device: u32,
+    /// The refused request.
+    pub request: Refusal,
+    /// What was being allocated (a variable, "scratchpad", a tensor name).
+    pub what: String,
+    /// The device's memory as the refusal found it.
+    pub memory: MemoryReport,
+    /// The runtime's lines ([`MemoryReport::refusal_log`]).
+    pub log: Vec<LogLine>,
+}
+
+/// A NEFF loaded on the instance: its id in the usage tables, its name (as
+/// the runtime prints it) and the file it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NeffRecord {
+    pub id: HModel,
+    pub name: String,
+    pub file: PathBuf,
+    pub device: u32,
+    pub vnc: u32,
+    pub pcores: Vec<u32>,
+}
+
+/// A device tensor the deployment holds: a named tensor, or one of a load's
+/// inputs and outputs (`io_of` the load's id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorRecord {
+    pub name: String,
+    pub size: u64,
+    pub vnc: u32,
+    pub device: u32,
+    pub pcore: u32,
+    pub hbm: u32,
+    pub io_of: Option<HModel>,
+}
+
+/// What planning a deployment found.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub instance: Option<&'static Instance>,
+    pub arch: Arch,
+    pub chips: u32,
+    pub lnc: u32,
+    pub line: RuntimeLine,
+    /// Shared scratchpad page size in bytes.
+    pub scratchpad_page: u64,
+    pub io_tensors: bool,
+    /// Steps of the deployment (each load, tensor, unload, free on one core).
+    pub planned: usize,
+    /// Steps run, in order; a refused one is the last.
+    pub steps: Vec<StepReport>,
+    /// The first allocation refused for want of memory, if that is what
+    /// stopped the plan.
+    pub refusal: Option<PlanRefusal>,
+    /// Each device's memory where the plan stopped (a refused step
+    /// rolled back), `ND 0` first.
+    pub devices: Vec<MemoryReport>,
+    /// NEFFs loaded where the plan stopped.
+    pub neffs: Vec<NeffRecord>,
+    /// Tensors held where the plan stopped.
+    pub tensors: Vec<TensorRecord>,
+    /// Per logical core the deployment uses.
+    pub headroom: Vec<Headroom>,
+    pub advice: Vec<Advice>,
+    /// Parses run (each distinct NEFF once, re-plans included).
+    pub parses: u64,
+}
+
+impl Plan {
+    /// Every step ran.
+    pub fn fits(&self) -> bool {
+        self.steps.len() == self.planned && self.steps.iter().all(|s| s.outcome.is_ok())
+    }
+
+    /// The step that stopped the plan.
+    pub fn failed_step(&self) -> Option<(usize, &StepReport, &StepFailure)> {
+        self.steps
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| s.outcome.as_ref().err().map(|f| (i, s, f)))
+    }
+
+    /// NEFF id → name, as the usage tables' mapping lists them.
+    pub fn names(&self) -> BTreeMap<HModel, String> {
+        self.neffs.iter().map(|n| (n.id, n.name.clone())).collect()
+    }
+}
+
+/// Plans `deployment`: every step in order on a simulated instance, the
+/// headroom where it stopped, and advice judged by planning again.
+pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
+    let session = run::Session::open(deployment)?;
+    let prints = session.prints();
+    let mut outcome = session.execute(deployment, &prints, true)?;
+    let advice = advice::advise(&session, deployment, &outcome, &prints)?;
+    let headroom = outcome.headroom.take().unwrap_or_default();
+    Ok(Plan {
+        instance: session.config.instance,
+        arch: session.config.arch,
+        chips: session.config.chips,
+        lnc: session.config.lnc_size(),
+        line: session.config.line(),
+        scratchpad_page: session.config.scratchpad_page,
+        io_tensors: deployment.io_tensors,
+        planned: deployment.steps.len(),
+        steps: outcome.steps,
+        refusal: outcome.refusal,
+        devices: outcome.devices,
+        neffs: outcome.neffs,
+        tensors: outcome.tensors,
+        headroom,
+        advice,
+        parses: session.parse_count(),
+    })
+}

@@ -1,0 +1,663 @@
+//! Running a deployment's steps on a runtime over accounting-only devices.
+//!
+//! A [`Session`] holds what every run of one deployment shares — the files,
+//! read once; the parse cache, so each NEFF is parsed once however often it
+//! is loaded and however often the deployment is planned again; the
+//! configuration. Each [`Session::execute`] starts a fresh runtime on fresh
+//! devices and runs the steps until the first one the runtime refuses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::api::{started_device, DeviceTensor, Fingerprinted, LoadError, Model, Parses, Runtime};
+use crate::config::{DeviceKind, RuntimeConfig};
+use crate::container::{self, MappedFile, NeffHeader};
+use crate::device::{
+    AllocReq, Device, DeviceError, Ledger, MemUsage, Observer, Owned, Owner, Place,
+};
+use crate::ids::{HModel, PCore};
+use crate::parse;
+use crate::report::memory::{MemoryReport, Refusal};
+use crate::Arch;
+
+use super::deployment::{Deployment, DeploymentError, Step};
+use super::headroom::{self, Headroom};
+use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
+
+/// A NEFF file's bytes, read once for the whole plan: mapped when it can
+/// be (its pages are the page cache's), else read.
+enum FileBytes {
+    Mapped(MappedFile),
+    Read(Vec<u8>),
+}
+
+impl FileBytes {
+    fn read(path: &Path) -> Result<FileBytes, PlanError> {
+        let io = |source| PlanError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        match MappedFile::map(&file) {
+            Ok(m) => Ok(FileBytes::Mapped(m)),
+            Err(_) => std::fs::read(path).map(FileBytes::Read).map_err(io),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m.bytes(),
+            FileBytes::Read(v) => v,
+        }
+    }
+}
+
+/// One distinct NEFF of the deployment.
+pub(crate) struct NeffFile {
+    pub path: PathBuf,
+    bytes: FileBytes,
+}
+
+/// What every run of one deployment shares.
+pub(crate) struct Session {
+    pub config: RuntimeConfig,
+    pub files: Vec<NeffFile>,
+    pub parses: Parses,
+}
+
+/// The configuration a deployment asks for: its variables over the
+/// defaults, then its instance, LNC and runtime line; the devices keep no
+/// bytes and every distinct NEFF's parse is retained.
+pub(crate) fn configure(d: &Deployment, files: usize) -> Result<RuntimeConfig, PlanError> {
+    let env: BTreeMap<&str, &str> = d
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut config = RuntimeConfig::default().with_env(|k| env.get(k).map(|v| v.to_string()))?;
+    if let Some(i) = d.instance {
+        config = config.on_instance(i);
+    }
+    if let Some(l) = d.lnc {
+        if !config.arch.lnc_sizes().contains(&l) {
+            return Err(DeploymentError {
+                place: "lnc".into(),
+                what: format!(
+                    "{} cores take logical-core size {:?}, not {l}",
+                    config.arch.instance(),
+                    config.arch.lnc_sizes()
+                ),
+            }
+            .into());
+        }
+        config.lnc = Some(l);
+    }
+    config.runtime = d.runtime.or(config.runtime);
+    config.device = DeviceKind::Null;
+    config.cache_retain = files.max(1);
+    config.cache_retain_bytes = u64::MAX;
+    Ok(config)
+}
+
+impl Session {
+    /// Reads every NEFF the deployment names (once each) and settles the
+    /// configuration; with no instance named, the first NEFF's own
+    /// architecture on one chip.
+    pub fn open(d: &Deployment) -> Result<Session, PlanError> {
+        let mut files: Vec<NeffFile> = Vec::new();
+        for step in &d.steps {
+            if let Step::Load { file, .. } = step {
+                if !files.iter().any(|f| &f.path == file) {
+                    files.push(NeffFile {
+                        path: file.clone(),
+                        bytes: FileBytes::read(file)?,
+                    });
+                }
+            }
+        }
+        let mut config = configure(d, files.len())?;
+        let named = d.instance.is_some()
+            || d.env
+                .iter()
+                .any(|(k, _)| k == "NEFFLD_INSTANCE" || k == "NEFFLD_ARCH");
+        if !named {
+            if let Some(arch) = files
+                .first()
+                .and_then(|f| declared_arch(f.bytes.bytes(), &config))
+            {
+                config.arch = arch;
+            }
+        }
+        let parses = Parses::new(&config);
+        Ok(Session {
+            config,
+            files,
+            parses,
+        })
+    }
+
+    /// Each file fingerprinted once under the session's parse cache.
+    pub fn prints(&self) -> Vec<Fingerprinted<'_>> {
+        self.files
+            .iter()
+            .map(|f| self.parses.fingerprinted(f.bytes.bytes()))
+            .collect()
+    }
+
+    pub fn parse_count(&self) -> u64 {
+        self.parses.count()
+    }
+
+    fn file_index(&self, path: &Path) -> Option<usize> {
+        self.files.iter().position(|f| f.path == path)
+    }
+
+    /// Runs `d`'s steps under `config` until one is refused; with
+    /// `measure`, the headroom of the state reached.
+    pub fn execute_with(
+        &self,
+        d: &Deployment,
+        config: &RuntimeConfig,
+        prints: &[Fingerprinted<'_>],
+        measure: bool,
+    ) -> Result<Outcome, PlanError> {
+        let mut exec = Exec::start(self, config, prints)?;
+        let start = (exec.held(), exec.fullest_hbm());
+        for step in &d.steps {
+            let report = exec.step(step, d.io_tensors)?;
+            let failed = report.outcome.is_err();
+            exec.steps.push(report);
+            if failed {
+                break;
+            }
+        }
+        let refusal = exec.refusal();
+        for w in &exec.watches {
+            w.disarm();
+        }
+        let headroom = measure.then(|| headroom::measure(&mut exec, d));
+        Ok(exec.finish(start, refusal, headroom))
+    }
+
+    /// [`Session::execute_with`] under the session's configuration.
+    pub fn execute(
+        &self,
+        d: &Deployment,
+        prints: &[Fingerprinted<'_>],
+        measure: bool,
+    ) -> Result<Outcome, PlanError> {
+        self.execute_with(d, &self.config, prints, measure)
+    }
+}
+
+/// The architecture a NEFF declares (its kelf target), read from its
+/// container.
+fn declared_arch(bytes: &[u8], config: &RuntimeConfig) -> Option<Arch> {
+    let neff = container::open(bytes, &config.open_options()).ok()?;
+    parse::declared_arch(&neff)
+}
+
+/// What one run found.
+pub(crate) struct Outcome {
+    pub steps: Vec<StepReport>,
+    pub refusal: Option<PlanRefusal>,
+    pub devices: Vec<MemoryReport>,
+    pub neffs: Vec<NeffRecord>,
+    pub tensors: Vec<TensorRecord>,
+    pub headroom: Option<Vec<Headroom>>,
+    /// Bytes held on the instance, and on its fullest HBM, before any step.
+    pub start: (u64, u64),
+}
+
+impl Outcome {
+    /// Steps that went through.
+    pub fn completed(&self) -> usize {
+        self.steps.iter().take_while(|s| s.outcome.is_ok()).count()
+    }
+
+    /// Bytes held on the instance after the first `n` steps.
+    pub fn held_after(&self, n: usize) -> u64 {
+        n.checked_sub(1)
+            .and_then(|i| self.steps.get(i))
+            .map_or(self.start.0, |s| s.held_after)
+    }
+
+    /// Bytes held on the fullest HBM after the first `n` steps.
+    pub fn fullest_after(&self, n: usize) -> u64 {
+        n.checked_sub(1)
+            .and_then(|i| self.steps.get(i))
+            .map_or(self.start.1, |s| s.fullest_hbm_after)
+    }
+}
+
+/// An allocation request as an observer saw it, owned.
+#[derive(Clone, Debug)]
+pub(crate) struct Recorded {
+    pub core: PCore,
+    pub size: u64,
+    pub align: u64,
+    pub usage: MemUsage,
+    pub owner: Owner,
+    pub place: Place,
+    pub hint: String,
+}
+
+impl Recorded {
+    fn of(req: &AllocReq<'_>) -> Recorded {
+        Recorded {
+            core: req.core,
+            size: req.size,
+            align: req.align,
+            usage: req.usage,
+            owner: req.owner,
+            place: req.place,
+            hint: req.hint.to_string(),
+        }
+    }
+
+    pub fn request(&self) -> AllocReq<'_> {
+        AllocReq {
+            size: self.size,
+            align: self.align,
+            core: self.core,
+            usage: self.usage,
+            owner: self.owner,
+            place: self.place,
+            hint: &self.hint,
+        }
+    }
+}
+
+#[derive(Default)]
+struct WatchState {
+    armed: bool,
+    refused: Option<(Recorded, Ledger)>,
+    recording: Option<Vec<Recorded>>,
+}
+
+/// Watches one device: the first refusal while armed (with the ledger as
+/// it found it), and, while recording, every allocation that succeeds.
+#[derive(Default)]
+pub(crate) struct Watch {
+    state: Mutex<WatchState>,
+}
+
+impl Watch {
+    fn state(&self) -> MutexGuard<'_, WatchState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn disarm(&self) {
+        let mut s = self.state();
+        s.armed = false;
+        s.refused = None;
+    }
+
+    fn take_refusal(&self) -> Option<(Recorded, Ledger)> {
+        self.state().refused.take()
+    }
+
+    pub fn record(&self) {
+        self.state().recording = Some(Vec::new());
+    }
+
+    pub fn recorded(&self) -> Vec<Recorded> {
+        self.state().recording.take().unwrap_or_default()
+    }
+}
+
+impl Observer for Watch {
+    fn refused(&self, req: &AllocReq<'_>, _error: &DeviceError, ledger: &Ledger) {
+        let mut s = self.state();
+        if s.armed && s.refused.is_none() {
+            s.refused = Some((Recorded::of(req), ledger.clone()));
+        }
+    }
+
+    fn allocated(
+        &self,
+        req: &AllocReq<'_>,
+        result: Result<&crate::device::Allocation, &DeviceError>,
+    ) {
+        if result.is_ok() {
+            if let Some(r) = self.state().recording.as_mut() {
+                r.push(Recorded::of(req));
+            }
+        }
+    }
+}
+
+/// A load the deployment holds.
+pub(crate) struct LiveLoad {
+    pub model: Model,
+    pub record: NeffRecord,
+    pub file: usize,
+    pub io: Vec<(TensorRecord, DeviceTensor)>,
+}
+
+/// One run in progress: the runtime, its devices and what the steps hold.
+pub(crate) struct Exec<'s> {
+    pub session: &'s Session,
+    pub prints: &'s [Fingerprinted<'s>],
+    pub config: RuntimeConfig,
+    pub watches: Vec<Arc<Watch>>,
+    pub steps: Vec<StepReport>,
+    pub loads: Vec<LiveLoad>,
+    pub tensors: Vec<(TensorRecord, DeviceTensor)>,
+    /// Profiler buffers, once per physical core a load uses.
+    profiled: BTreeSet<(u32, u32)>,
+    profile_buffers: Vec<Owned>,
+    /// The name of every NEFF loaded in this run, by id.
+    names: BTreeMap<HModel, String>,
+    /// The name of a NEFF whose load was refused (its id is in the
+    /// refusal's table but in no record).
+    pending_name: Option<String>,
+    /// Declared last: dropped after everything that holds device memory.
+    pub rt: Runtime,
+}
+
+impl<'s> Exec<'s> {
+    fn start(
+        session: &'s Session,
+        config: &RuntimeConfig,
+        prints: &'s [Fingerprinted<'s>],
+    ) -> Result<Exec<'s>, PlanError> {
+        let mut watches = Vec::new();
+        let devices: Vec<Arc<Device>> = (0..config.chips.max(1))
+            .map(|_| {
+                let d = started_device(config);
+                let w = Arc::new(Watch::default());
+                d.observe(w.clone());
+                watches.push(w);
+                d
+            })
+            .collect();
+        let rt = Runtime::with_parses(config.clone(), devices, session.parses.clone())
+            .map_err(PlanError::Start)?;
+        for w in &watches {
+            w.state().armed = true;
+        }
+        Ok(Exec {
+            session,
+            prints,
+            config: config.clone(),
+            watches,
+            steps: Vec::new(),
+            loads: Vec::new(),
+            tensors: Vec::new(),
+            profiled: BTreeSet::new(),
+            profile_buffers: Vec::new(),
+            names: BTreeMap::new(),
+            pending_name: None,
+            rt,
+        })
+    }
+
+    /// Bytes the allocators of every device hold.
+    pub fn held(&self) -> u64 {
+        self.rt.devices().map(|d| d.held()).sum()
+    }
+
+    /// Bytes the allocator holds on the fullest HBM of the instance.
+    pub fn fullest_hbm(&self) -> u64 {
+        self.rt
+            .devices()
+            .flat_map(|d| (0..d.geometry().hbm_channels()).map(|h| d.channel_held(h)))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The physical cores and device of a visible logical core.
+    pub fn placement(&self, vnc: u32) -> Result<(u32, Vec<u32>), LoadError> {
+        let (nd, _, first) = self.rt.placement_of_vnc(vnc)?;
+        let lnc = self.config.lnc_size();
+        Ok((nd, (first.0..first.0 + lnc).collect()))
+    }
+
+    fn step(&mut self, step: &Step, io_tensors: bool) -> Result<StepReport, PlanError> {
+        let (vnc, outcome) = match step {
+            Step::Load { file, vnc } => {
+                let i = self
+                    .session
+                    .file_index(file)
+                    .ok_or_else(|| missing(step, "the plan did not read this file"))?;
+                self.load_step(i, *vnc, io_tensors)
+            }
+            Step::Tensor { name, size, vnc } => (Some(*vnc), self.tensor(name, *size, *vnc, None)),
+            Step::Unload { file, vnc } => {
+                let at = self
+                    .loads
+                    .iter()
+                    .rposition(|l| &self.session.files[l.file].path == file && l.record.vnc == *vnc)
+                    .ok_or_else(|| {
+                        missing(
+                            step,
+                            &format!("{} is not loaded on core {vnc}", file.display()),
+                        )
+                    })?;
+                let live = self.loads.remove(at);
+                let unloaded = self.rt.unload(&live.model).map_err(failure);
+                drop(live.io);
+                (Some(*vnc), unloaded)
+            }
+            Step::Free { name, vnc } => {
+                let at = self
+                    .tensors
+                    .iter()
+                    .rposition(|(t, _)| &t.name == name && t.vnc == *vnc)
+                    .ok_or_else(|| {
+                        missing(step, &format!("no tensor {name} is held on core {vnc}"))
+                    })?;
+                self.tensors.remove(at);
+                (Some(*vnc), Ok(()))
+            }
+        };
+        let (device, pcores) = vnc
+            .and_then(|v| self.placement(v).ok())
+            .map_or((None, Vec::new()), |(nd, p)| (Some(nd), p));
+        Ok(StepReport {
+            step: step.clone(),
+            vnc,
+            device,
+            pcores,
+            outcome,
+            held_after: self.held(),
+            fullest_hbm_after: self.fullest_hbm(),
+        })
+    }
+
+    /// Loads `file` on `vnc` (or the first free core), then its input and
+    /// output tensors and the profiler buffers of cores not yet profiled.
+    fn load_step(
+        &mut self,
+        i: usize,
+        vnc: Option<u32>,
+        io_tensors: bool,
+    ) -> (Option<u32>, Result<(), StepFailure>) {
+        let name = NeffHeader::parse(self.prints[i].bytes())
+            .map(|h| h.name_str())
+            .unwrap_or_default();
+        let arg = vnc.map_or(-1, |v| i32::try_from(v).unwrap_or(i32::MAX));
+        let model = match self.rt.load_fingerprinted(&self.prints[i], None, arg) {
+            Ok(m) => m,
+            Err(e) => {
+                // The refusal table names the load that was refused too.
+                self.pending_name = Some(name);
+                return (vnc, Err(failure(e)));
+            }
+        };
+        let at = self.rt.visible_index(model.vnc).unwrap_or(0);
+        let (device, pcores) = self.placement(at).unwrap_or_default();
+        let h_model = self
+            .rt
+            .with_model(&model, |lm| lm.h_model)
+            .unwrap_or(HModel(0));
+        self.names.insert(h_model, model.name.clone());
+        let record = NeffRecord {
+            id: h_model,
+            name: model.name.clone(),
+            file: self.session.files[i].path.clone(),
+            device,
+            vnc: at,
+            pcores: pcores.clone(),
+        };
+        let tensors = if io_tensors {
+            self.rt.tensor_info(&model).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        self.loads.push(LiveLoad {
+            model,
+            record,
+            file: i,
+            io: Vec::new(),
+        });
+        for t in tensors.iter().filter(|t| t.size > 0) {
+            let live = self.loads.last_mut().expect("just pushed");
+            match allocate(&self.rt, &t.name, t.size, at, Some(h_model)) {
+                Ok(x) => live.io.push(x),
+                Err(e) => return (Some(at), Err(failure(e))),
+            }
+        }
+        for p in pcores {
+            if self.profiled.insert((device, p)) {
+                if let Err(e) = self.profile(device, p) {
+                    return (Some(at), Err(failure(e)));
+                }
+            }
+        }
+        (Some(at), Ok(()))
+    }
+
+    /// The profiler buffers the configuration sizes, on one physical core:
+    /// held by the runtime, reported as Profiler Buffers.
+    fn profile(&mut self, device: u32, pcore: u32) -> Result<(), LoadError> {
+        let Some(dev) = self.rt.devices().nth(device as usize).cloned() else {
+            return Ok(());
+        };
+        for &(kind, bytes) in &self.config.profile_buffers {
+            let hint = format!("profile buffer {kind}");
+            let req = AllocReq {
+                size: bytes,
+                align: 0,
+                core: PCore(pcore),
+                usage: MemUsage::Notification,
+                owner: Owner::Runtime,
+                place: Place::Kernel,
+                hint: &hint,
+            };
+            self.profile_buffers.push(Owned::new(&dev, req)?);
+        }
+        Ok(())
+    }
+
+    fn tensor(
+        &mut self,
+        name: &str,
+        size: u64,
+        vnc: u32,
+        io_of: Option<HModel>,
+    ) -> Result<(), StepFailure> {
+        let t = allocate(&self.rt, name, size, vnc, io_of).map_err(failure)?;
+        self.tensors.push(t);
+        Ok(())
+    }
+
+    /// The first refusal of the run, if a refused step ended it.
+    fn refusal(&mut self) -> Option<PlanRefusal> {
+        let step = self.steps.iter().position(|s| s.outcome.is_err())?;
+        let lnc = self.config.lnc_size();
+        let pending = self.pending_name.take();
+        for (nd, (w, dev)) in self.watches.iter().zip(self.rt.devices()).enumerate() {
+            let Some((req, ledger)) = w.take_refusal() else {
+                continue;
+            };
+            let memory = MemoryReport::from_ledger(nd as u32, dev.geometry(), &ledger);
+            let request = Refusal {
+                size: req.size,
+                align: req.align,
+                usage: req.usage,
+                core: req.core,
+            };
+            let log = memory.refusal_log(&request, lnc, |h| {
+                self.names.get(&h).cloned().or_else(|| pending.clone())
+            });
+            return Some(PlanRefusal {
+                step,
+                device: nd as u32,
+                request,
+                what: req.hint,
+                memory,
+                log,
+            });
+        }
+        None
+    }
+
+    fn finish(
+        self,
+        start: (u64, u64),
+        refusal: Option<PlanRefusal>,
+        headroom: Option<Vec<Headroom>>,
+    ) -> Outcome {
+        let devices = self
+            .rt
+            .devices()
+            .enumerate()
+            .map(|(nd, d)| MemoryReport::of(nd as u32, d))
+            .collect();
+        let mut tensors: Vec<TensorRecord> = self
+            .loads
+            .iter()
+            .flat_map(|l| l.io.iter().map(|(t, _)| t.clone()))
+            .collect();
+        tensors.extend(self.tensors.iter().map(|(t, _)| t.clone()));
+        Outcome {
+            neffs: self.loads.iter().map(|l| l.record.clone()).collect(),
+            tensors,
+            steps: self.steps,
+            refusal,
+            devices,
+            headroom,
+            start,
+        }
+    }
+}
+
+/// A device tensor for visible logical core `vnc`, with its record.
+pub(crate) fn allocate(
+    rt: &Runtime,
+    name: &str,
+    size: u64,
+    vnc: u32,
+    io_of: Option<HModel>,
+) -> Result<(TensorRecord, DeviceTensor), LoadError> {
+    let t = rt.allocate_tensor(vnc, size, name)?;
+    let record = TensorRecord {
+        name: name.to_string(),
+        size,
+        vnc,
+        device: t.device,
+        pcore: t.core.0,
+        hbm: t.hbm,
+        io_of,
+    };
+    Ok((record, t))
+}
+
+pub(crate) fn failure(e: LoadError) -> StepFailure {
+    StepFailure {
+        stage: e.stage(),
+        status: e.status(),
+        message: e.to_string(),
+    }
+}
+
+fn missing(step: &Step, what: &str) -> PlanError {
+    PlanError::Deployment(DeploymentError {
+        place: format!("step '{step}'"),
+        what: what.to_string(),
+    })
+}
