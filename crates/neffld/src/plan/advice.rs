@@ -52,6 +52,10 @@ pub struct Advice {
     pub held: (u64, u64),
     /// The fullest HBM's bytes at the same point, without and with.
     pub fullest_hbm: (u64, u64),
+    /// When the change lets the refused step through: its index, and the
+    /// bytes free on its HBM when it was refused and after it with the
+    /// change.
+    pub unblocked: Option<(usize, u64, u64)>,
 }
 
 impl Advice {
@@ -63,7 +67,9 @@ impl Advice {
 
 /// A re-plan compared with the original.
 struct Judged {
-    outcome: Outcome,
+    /// The original's refused step, and the bytes free on its HBM when it
+    /// was refused and after it in the re-plan.
+    unblocked: Option<(usize, u64, u64)>,
     completed: (usize, usize),
     held: (u64, u64),
     fullest: (u64, u64),
@@ -76,12 +82,21 @@ impl Judged {
         if new.completed() < n {
             return None;
         }
+        let unblocked = orig.refusal.as_ref().and_then(|r| {
+            let before = r.memory.hbm_of(r.request.core)?.free();
+            let after = new
+                .steps
+                .get(n)?
+                .hbm_free_after
+                .filter(|_| new.completed() > n)?;
+            Some((n, before, after))
+        });
         Some(Judged {
+            unblocked,
             completed: (n, new.completed()),
             held: (orig.held_after(n), new.held_after(n)),
             fullest: (orig.fullest_after(n), new.fullest_after(n)),
             fits: new.completed() == planned,
-            outcome: new,
         })
     }
 
@@ -100,7 +115,6 @@ impl Judged {
     }
 
     fn advice(self, kind: AdviceKind, change: String, reason: String) -> Advice {
-        let _ = self.outcome;
         Advice {
             kind,
             change,
@@ -109,6 +123,7 @@ impl Judged {
             completed: self.completed,
             held: self.held,
             fullest_hbm: self.fullest,
+            unblocked: self.unblocked,
         }
     }
 
@@ -131,6 +146,17 @@ impl Judged {
                 "the fullest HBM holds {} instead of {}",
                 human_size(self.fullest.1),
                 human_size(self.fullest.0)
+            ));
+        }
+        if let Some((step, before, after)) = self.unblocked {
+            if !s.is_empty() {
+                s.push_str("; ");
+            }
+            s.push_str(&format!(
+                "step {} then leaves {} free on its HBM, where {} was free when it was refused",
+                step + 1,
+                human_size(after),
+                human_size(before)
             ));
         }
         if self.completed.1 > self.completed.0 {
@@ -235,17 +261,36 @@ fn page_size(
     }))
 }
 
-/// The first HBM where two or more cores hold memory of models or tensors.
+/// An HBM shared by several cores where the memory of one core's models
+/// or tensors crowds another: a refusal on a core while another core of
+/// its HBM holds such memory, or two cores of one HBM that both hold it.
 fn noisy(o: &Outcome) -> Option<(u32, u32, Vec<u32>)> {
-    views(o).into_iter().find_map(|m| {
+    let busy = |h: &crate::report::HbmMemory| -> Vec<u32> {
+        h.cores
+            .iter()
+            .filter(|c| c.model.iter().any(|&b| b > 0))
+            .map(|c| c.pcore.0)
+            .collect()
+    };
+    if let Some(r) = &o.refusal {
+        if let Some(h) = r
+            .memory
+            .hbm_of(r.request.core)
+            .filter(|h| h.cores.len() > 1)
+        {
+            let mut cores = busy(h);
+            if cores.iter().any(|&c| c != r.request.core.0) {
+                cores.push(r.request.core.0);
+                cores.sort_unstable();
+                cores.dedup();
+                return Some((r.device, h.hbm, cores));
+            }
+        }
+    }
+    o.devices.iter().find_map(|m| {
         m.hbms.iter().find_map(|h| {
-            let busy: Vec<u32> = h
-                .cores
-                .iter()
-                .filter(|c| c.model.iter().any(|&b| b > 0))
-                .map(|c| c.pcore.0)
-                .collect();
-            (busy.len() > 1).then_some((m.device, h.hbm, busy))
+            let cores = busy(h);
+            (cores.len() > 1).then_some((m.device, h.hbm, cores))
         })
     })
 }
@@ -381,5 +426,6 @@ fn dominant(
             orig.fullest_after(n),
             outcome.fullest_after(kept_done.min(outcome.completed())),
         ),
+        unblocked: None,
     }))
 }

@@ -145,7 +145,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
             .filter(|_| digits <= 18)
             .ok_or_else(|| format!("'{s}' is not a size"))?;
         let den = 10u128.pow(digits);
-        if (f * scale) % den != 0 {
+        if !(f * scale).is_multiple_of(den) {
             return Err(format!("'{s}' is not a whole number of bytes"));
         }
         bytes += f * scale / den;

@@ -13,16 +13,23 @@
 //!   scratchpad pages it uses exist by then, and nothing else of a load
 //!   depends on what is already on the core. Counting stops at
 //!   [`COPY_LIMIT`].
+//!
+//! Cores whose HBMs hold the same allocations at the same offsets (the
+//! ranks of one NEFF over an instance) have the same headroom: the
+//! allocator decides from that layout alone, so it is measured once per
+//! layout.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
-use crate::device::{AllocSet, Owner, GRANULE};
+use crate::device::{AllocSet, Device, Owner, GRANULE};
+use crate::ids::PCore;
 
 use super::deployment::{Deployment, Step};
 use super::run::{allocate, Exec};
 
 /// Copies counted at most (a further copy beyond it is not tried).
-pub const COPY_LIMIT: u32 = 1024;
+pub const COPY_LIMIT: u32 = 256;
 
 /// How many more copies of one NEFF fit on a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,22 +68,30 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
             )
         })
         .collect();
+    let mut measured: HashMap<Layout, (u64, Vec<(PathBuf, Copies)>)> = HashMap::new();
     vncs.into_iter()
         .filter_map(|vnc| {
             let (device, pcores) = exec.placement(vnc).ok()?;
             let (_, dev, first) = exec.rt.placement_of_vnc(vnc).ok()?;
+            let dev = dev.clone();
             let hbm = dev.geometry().hbm_of(first).ok()?;
             let hbm_free = dev.free_bytes(hbm);
-            let largest_tensor = largest_tensor(exec, vnc, dev.capacity(hbm));
-            let copies = files
-                .iter()
-                .map(|&i| {
-                    (
-                        exec.session.files[i].path.clone(),
-                        copies(exec, vnc, i, d.io_tensors),
-                    )
-                })
-                .collect();
+            let layout = layout(&dev, hbm, first);
+            let (largest_tensor, copies) = match measured.get(&layout) {
+                Some(m) => m.clone(),
+                None => {
+                    let largest = largest_tensor(exec, vnc, dev.capacity(hbm));
+                    let copies: Vec<(PathBuf, Copies)> = files
+                        .iter()
+                        .map(|&i| {
+                            let c = copies(exec, vnc, i, d.io_tensors);
+                            (exec.session.files[i].path.clone(), c)
+                        })
+                        .collect();
+                    measured.insert(layout, (largest, copies.clone()));
+                    (largest, copies)
+                }
+            };
             Some(Headroom {
                 vnc,
                 device,
@@ -88,6 +103,25 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
             })
         })
         .collect()
+}
+
+/// What the allocator decides a core's headroom from: where the core sits
+/// among the cores of its HBM, and every allocation on that HBM (offset
+/// from the HBM's base, bytes, core relative to the HBM's first).
+type Layout = (u32, Vec<(u64, u64, u32)>);
+
+fn layout(dev: &Device, hbm: u32, first: PCore) -> Layout {
+    let g = dev.geometry();
+    let base = g.channel_base(hbm).map_or(0, |p| p.0);
+    let first_of_hbm = hbm * g.cores_per_hbm();
+    let mut blocks: Vec<(u64, u64, u32)> = dev
+        .live_allocations()
+        .iter()
+        .filter(|a| a.channel == hbm)
+        .map(|a| (a.pa.0 - base, a.charged, a.core.0 - first_of_hbm))
+        .collect();
+    blocks.sort_unstable();
+    (first.0 - first_of_hbm, blocks)
 }
 
 /// The largest tensor the core accepts now, at most `capacity` bytes.

@@ -94,6 +94,8 @@ pub struct StepReport {
     pub held_after: u64,
     /// Bytes the allocator holds on the fullest HBM after the step.
     pub fullest_hbm_after: u64,
+    /// Bytes free on the HBM of the step's (first) physical core after it.
+    pub hbm_free_after: Option<u64>,
 }
 
 /// The first refusal for want of device memory, as the runtime reports it.

@@ -457,7 +457,12 @@ impl<'s> Exec<'s> {
         let (device, pcores) = vnc
             .and_then(|v| self.placement(v).ok())
             .map_or((None, Vec::new()), |(nd, p)| (Some(nd), p));
+        let hbm_free_after = device.zip(pcores.first()).and_then(|(nd, &p)| {
+            let dev = self.rt.devices().nth(nd as usize)?;
+            Some(dev.free_bytes(dev.geometry().hbm_of(PCore(p)).ok()?))
+        });
         Ok(StepReport {
+            hbm_free_after,
             step: step.clone(),
             vnc,
             device,
