@@ -7,6 +7,8 @@ mod input;
 mod load_cmd;
 mod map;
 mod memory;
+mod plan_cmd;
+mod plan_map;
 mod recorder;
 mod report;
 mod sigbus;
@@ -17,7 +19,7 @@ mod units;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::report::{report_failure, Failure};
 use crate::style::{ColorChoice, Style};
@@ -81,6 +83,19 @@ enum Command {
     /// Load a NEFF on a simulated device (S0–S5), report where everything landed and how much memory, unload.
     #[command(after_help = concat!("Example:\n  neffld load examples/demo.neff --check --map map.html\n\n", "Exit status:\n  0  the NEFF loaded (and unloaded)\n  1  the load failed; the report names the stage and the NRT status (the memory report and map are still written)\n  2  usage error, or the file could not be read"))]
     Load(load_cmd::LoadArgs),
+    /// Plan a deployment on a whole simulated instance: NEFFs on logical cores
+    /// (ranks of one NEFF, several per core), their IO tensors, named tensors,
+    /// unloads; whether it fits, the first refusal as the runtime reports it,
+    /// the usage tables, headroom per core and advice, each judged by planning again.
+    #[command(after_help = concat!("Example:
+  neffld plan --instance trn2.3xlarge --lnc 1 dense.neff@0,0 --tensor kv=4GiB@1
+  neffld plan deployment.toml --json
+
+", "Exit status:
+  0  every step fits
+  1  a step was refused (the report names it, with the runtime's own refusal lines)
+  2  usage error (a bad LOAD, size, core list, variable or deployment file: the message names it and where), or a file could not be read"))]
+    Plan(plan_cmd::PlanArgs),
     /// Load a NEFF as a profiler capture's runtime did and show, per core and
     /// engine, where neffld and the real runtime agree; exit 0 only if all do.
     #[command(after_help = concat!("Example:\n  neffld compare model.neff model.ntff --json\n\n", "Exit status:\n  0  every counted figure agrees\n  1  something differs, the capture is damaged or the NEFF does not load\n  2  usage error, or a file could not be read"))]
@@ -174,7 +189,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let wants_json = args.iter().any(|a| a == "--json");
     if wants_json && !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        let known = ["inspect", "verify", "load", "compare", "extract", "pack"];
+        let known = [
+            "inspect", "verify", "load", "plan", "compare", "extract", "pack",
+        ];
         let command = args
             .iter()
             .map(String::as_str)
@@ -203,7 +220,11 @@ fn usage_error(e: clap::Error) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return usage_error(e),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
@@ -229,6 +250,11 @@ fn main() -> ExitCode {
             container_cmds::verify(&files, json, max_inflated, out),
         ),
         Command::Load(args) => ("load", args.json, load_cmd::load(&args, err)),
+        Command::Plan(args) => (
+            "plan",
+            args.json,
+            plan_cmd::run(&args, matches.subcommand_matches("plan"), out),
+        ),
         Command::Compare {
             file,
             capture,
@@ -277,7 +303,6 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     /// Every argument of every subcommand says what it is for, and every
     /// subcommand's help ends with an example and its exit codes.

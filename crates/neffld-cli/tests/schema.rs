@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use neffld::testkit::any_lnc_cayman;
 use serde_json::{json, Value};
 
 const KNOWN: [&str; 16] = [
@@ -203,6 +204,12 @@ fn every_command_output_follows_the_schema() {
     let raced_capture = raced_capture.to_str().unwrap().to_string();
     let tree = d("tree");
     let (text, p, q) = (d("text.neff"), d("p.neff"), d("q.neff"));
+    let dense = d("dense.neff");
+    std::fs::write(&dense, any_lnc_cayman("dense", 10 << 30, |_| {})).unwrap();
+    let noisy = format!("{dense}@0,0");
+    let ranks = format!("{matmul}@0-63");
+    let bad_toml = d("bad.toml");
+    std::fs::write(&bad_toml, "[[step]]\nload = \"x.neff\"\ncores = \"3-1\"\n").unwrap();
     let cases: Vec<(Vec<&str>, i32)> = vec![
         (vec!["inspect", "--json", demo], 0),
         (vec!["inspect", "--json", matmul], 0),
@@ -230,6 +237,29 @@ fn every_command_output_follows_the_schema() {
             1,
         ),
         (vec!["pack", "--json", "/nonexistent", "-o", &q], 2),
+        (vec!["plan", "--json", demo], 0),
+        (
+            vec!["plan", "--json", "--instance", "trn2.48xlarge", &ranks],
+            0,
+        ),
+        (
+            vec![
+                "plan",
+                "--json",
+                "--instance",
+                "trn2.3xlarge",
+                "--lnc",
+                "1",
+                &noisy,
+                "--tensor",
+                "kv=4GiB@1",
+            ],
+            1,
+        ),
+        (vec!["plan", "--json", &bad_toml], 2),
+        (vec!["plan", "--json", "--env", "NEURON_NOPE=1", demo], 2),
+        (vec!["plan", "--json", "--tensor", "kv=2XB@0", demo], 2),
+        (vec!["plan", "--json", missing], 2),
         (vec!["compare", "--json", fused, &capture], 0),
         (vec!["compare", "--json", raced, &raced_capture], 1),
         (vec!["compare", "--json", fused, &text], 1),

@@ -660,6 +660,28 @@ impl Synth {
     }
 }
 
+/// A one-subgraph trn2 NEFF named `name` whose header declares no LNC (it
+/// loads at either), with a private buffer (`tmp-buf`) of `tmp` bytes
+/// (none for 0) beside [`Synth::dynamic_cayman`]'s small weights, and `edit`
+/// applied to its def.json: what deployments of several NEFFs are planned
+/// with, a buffer standing for gigabytes of memory without gigabytes of file.
+pub fn any_lnc_cayman(name: &str, tmp: u64, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut s = Synth::dynamic_cayman_n(1);
+    s.edit("sg00/def.json", |v| {
+        if tmp > 0 {
+            v["var"]["big"] = json!({"ops":[],"size":tmp,"type":"tmp-buf","var_id":7});
+        }
+        edit(v);
+    });
+    let mut h = Producer::V2_21.default_header();
+    h.feature_bits &= !crate::container::header::FEATURE_VNC;
+    h.set_name(name);
+    h.uuid = [0; 16];
+    let n = name.len().min(16);
+    h.uuid[..n].copy_from_slice(&name.as_bytes()[..n]);
+    NeffWriter::with_header(Producer::V2_21, h).write(&s.member_list())
+}
+
 /// `len` incompressible bytes (xorshift64): weights whose gzip is as large
 /// as they are, for payloads of a given window size.
 pub fn noise(len: usize) -> Vec<u8> {

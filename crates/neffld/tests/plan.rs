@@ -9,48 +9,28 @@ use std::sync::Arc;
 
 use neffld::api::{started_device, Runtime};
 use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::container::header::FEATURE_VNC;
-use neffld::container::writer::{NeffWriter, Producer};
 use neffld::device::{Device, CARVEOUT, SMALL_POOL_BYTES};
 use neffld::instance::Instance;
 use neffld::line::RuntimeLine;
 use neffld::memory::start_plan;
 use neffld::plan::{self, AdviceKind, Deployment, PlanError, Step};
 use neffld::report::Column;
-use neffld::testkit::{lnc_writer, Synth};
+use neffld::testkit::{any_lnc_cayman, lnc_writer, Synth};
 use neffld::Arch;
 use serde_json::json;
 
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
 
-/// A one-subgraph trn2 NEFF named `name` that loads at either LNC (its
-/// header declares none), with a private buffer (`tmp-buf`) of `tmp`
-/// bytes beside its small weights, and `edit` applied to its def.json.
+/// [`any_lnc_cayman`] written to `dir`.
 fn neff_with(
     dir: &Path,
     name: &str,
     tmp: u64,
     edit: impl FnOnce(&mut serde_json::Value),
 ) -> PathBuf {
-    let mut s = Synth::dynamic_cayman_n(1);
-    s.edit("sg00/def.json", |v| {
-        if tmp > 0 {
-            v["var"]["big"] = json!({"ops":[],"size":tmp,"type":"tmp-buf","var_id":7});
-        }
-        edit(v);
-    });
-    let mut h = Producer::V2_21.default_header();
-    h.feature_bits &= !FEATURE_VNC;
-    h.set_name(name);
-    h.uuid = [0; 16];
-    h.uuid[..name.len().min(16)].copy_from_slice(&name.as_bytes()[..name.len().min(16)]);
     let path = dir.join(format!("{name}.neff"));
-    std::fs::write(
-        &path,
-        NeffWriter::with_header(Producer::V2_21, h).write(&s.member_list()),
-    )
-    .unwrap();
+    std::fs::write(&path, any_lnc_cayman(name, tmp, edit)).unwrap();
     path
 }
 

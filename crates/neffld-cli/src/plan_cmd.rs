@@ -1,0 +1,510 @@
+//! `neffld plan`: a deployment, step by step, on one simulated instance
+//! (the library's planner, `neffld::plan`); this module reads the command
+//! line or the deployment file and renders the answer.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::ArgMatches;
+use neffld::config::VARIABLES;
+use neffld::instance::Instance;
+use neffld::line::RuntimeLine;
+use neffld::plan::{self, AdviceKind, Deployment, Plan, PlanError, Step};
+use neffld::report::{Column, MemoryReport, Usage};
+use neffld::NrtStatus;
+use serde_json::{json, Map, Value};
+
+use crate::load_cmd::parse_runtime;
+use crate::report::{emit, failed, print_json, stamp, Failure};
+use crate::style::Style;
+use crate::{plan_map, units};
+
+/// Options of `neffld plan`.
+#[derive(clap::Args)]
+pub struct PlanArgs {
+    /// What to load, in order: FILE (the next free logical core) or
+    /// FILE@CORES (3, 0-31, 0,2,4: one load per listed core); or one
+    /// deployment file (*.toml) for anything longer.
+    #[arg(required = true, value_name = "LOAD|DEPLOYMENT.toml")]
+    pub loads: Vec<String>,
+    /// Instance type: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge,
+    /// inf2.xlarge, inf2.8xlarge, inf2.24xlarge, inf2.48xlarge,
+    /// trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge (default:
+    /// NEFFLD_INSTANCE, else one chip of the first NEFF's architecture).
+    #[arg(long, value_name = "TYPE")]
+    pub instance: Option<String>,
+    /// Logical-core size (NEURON_LOGICAL_NC_CONFIG; trn1 and inf2 take only 1).
+    #[arg(long, value_name = "N")]
+    pub lnc: Option<u32>,
+    /// Runtime line to reproduce: 2.23, 2.25, 2.27 or 2.30 (default as for `load`).
+    #[arg(long, value_parser = parse_runtime, value_name = "LINE")]
+    pub runtime: Option<RuntimeLine>,
+    /// A runtime variable (repeatable): NEURON_SCRATCHPAD_PAGE_SIZE,
+    /// NEURON_LOGICAL_NC_CONFIG, NEURON_RT_VISIBLE_CORES,
+    /// NEURON_RT_PROFILE_BUF_<KIND>_MB, ... over the process environment.
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Allocate a named device tensor of SIZE bytes (4096, 512MiB, 2GiB) on
+    /// each listed logical core, in command-line order with the loads (repeatable).
+    #[arg(long = "tensor", value_name = "NAME=SIZE@CORES")]
+    pub tensors: Vec<String>,
+    /// Unload the latest load of FILE on each listed core, in command-line
+    /// order with the loads (repeatable).
+    #[arg(long = "unload", value_name = "FILE@CORES")]
+    pub unloads: Vec<String>,
+    /// Do not allocate each load's input and output tensors (frameworks do).
+    #[arg(long)]
+    pub no_io_tensors: bool,
+    /// Machine-readable output (stable schema, see docs/cli.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Write an HTML view of the whole instance (chips, HBMs, cores, NEFFs
+    /// and tensors by category) to this file.
+    #[arg(long, value_name = "FILE.html")]
+    pub map: Option<PathBuf>,
+}
+
+/// The steps of the command line in the order written: loads, tensors and
+/// unloads interleave by position.
+fn command_line_steps(
+    a: &PlanArgs,
+    m: Option<&ArgMatches>,
+    with_loads: bool,
+) -> Result<Vec<Step>, Failure> {
+    let usage = |e: plan::DeploymentError| Failure::usage(e.to_string());
+    let at = |id: &str, n: usize| -> Vec<usize> {
+        m.and_then(|m| m.indices_of(id))
+            .map(|i| i.collect())
+            .unwrap_or_else(|| (0..n).collect())
+    };
+    let mut ordered: Vec<(usize, Vec<Step>)> = Vec::new();
+    if with_loads {
+        for (i, arg) in at("loads", a.loads.len()).into_iter().zip(&a.loads) {
+            ordered.push((i, plan::parse_load(arg).map_err(usage)?));
+        }
+    }
+    for (i, arg) in at("tensors", a.tensors.len()).into_iter().zip(&a.tensors) {
+        ordered.push((i, plan::parse_tensor(arg).map_err(usage)?));
+    }
+    for (i, arg) in at("unloads", a.unloads.len()).into_iter().zip(&a.unloads) {
+        ordered.push((i, plan::parse_unload(arg).map_err(usage)?));
+    }
+    ordered.sort_by_key(|(i, _)| *i);
+    Ok(ordered.into_iter().flat_map(|(_, s)| s).collect())
+}
+
+/// The deployment the command line describes: a deployment file with the
+/// flags over it, or the LOADs; the process's runtime variables first.
+fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failure> {
+    let usage = |e: plan::DeploymentError| Failure::usage(e.to_string());
+    let file = match a.loads.as_slice() {
+        [one] if one.ends_with(".toml") => Some(Path::new(one)),
+        many if many.iter().any(|l| l.ends_with(".toml")) => {
+            return Err(Failure::usage(
+                "a deployment file is given alone: put its loads in it".into(),
+            ))
+        }
+        _ => None,
+    };
+    let mut d = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::io(format!("cannot read {}: {e}", path.display())))?;
+            let base = path.parent().unwrap_or(Path::new("."));
+            let mut d =
+                plan::parse_toml(&text, &path.display().to_string(), base).map_err(usage)?;
+            d.steps.extend(command_line_steps(a, m, false)?);
+            d
+        }
+        None => Deployment {
+            io_tensors: true,
+            steps: command_line_steps(a, m, true)?,
+            ..Deployment::default()
+        },
+    };
+    let mut env: Vec<(String, String)> = VARIABLES
+        .iter()
+        .filter_map(|&k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    env.append(&mut d.env);
+    for e in &a.env {
+        env.push(plan::parse_env(e).map_err(usage)?);
+    }
+    d.env = env;
+    if let Some(i) = &a.instance {
+        d.instance =
+            Some(Instance::named(i).map_err(|e| Failure::usage(format!("--instance: {e}")))?);
+    }
+    d.lnc = a.lnc.or(d.lnc);
+    d.runtime = a.runtime.or(d.runtime);
+    d.io_tensors &= !a.no_io_tensors;
+    Ok(d)
+}
+
+fn plan_failure(e: &PlanError) -> Failure {
+    match e {
+        PlanError::Io { .. } => Failure::io(e.to_string()),
+        PlanError::Start(le) if le.status() != NrtStatus::Invalid => Failure {
+            stage: le.stage(),
+            status: le.status(),
+            message: e.to_string(),
+        },
+        _ => Failure::usage(e.to_string()),
+    }
+}
+
+pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
+    let d = deployment(a, m)?;
+    if d.steps.is_empty() {
+        return Err(Failure::usage("the deployment has no step".into()));
+    }
+    let p = plan::plan(&d).map_err(|e| plan_failure(&e))?;
+    let failure = p.failed_step().map(|(_, _, f)| Failure {
+        stage: f.stage,
+        status: f.status,
+        message: f.message.clone(),
+    });
+    let mut doc = document(&p);
+    stamp(&mut doc, "plan", failure.as_ref());
+    if let Some(path) = &a.map {
+        std::fs::write(path, plan_map::render(&doc))
+            .map_err(|e| Failure::io(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if a.json {
+        print_json(&doc);
+    } else {
+        emit(&human(&p, &doc, style));
+    }
+    Ok(if p.fits() {
+        ExitCode::SUCCESS
+    } else {
+        failed()
+    })
+}
+
+fn columns(u: &Usage) -> Value {
+    let m: Map<String, Value> = Column::ALL
+        .iter()
+        .map(|&c| (c.name().to_string(), json!(u.get(c))))
+        .collect();
+    Value::Object(m)
+}
+
+fn step_json(i: usize, s: &plan::StepReport) -> Value {
+    let (kind, file, name, size) = match &s.step {
+        Step::Load { file, .. } => ("load", Some(file), None, None),
+        Step::Tensor { name, size, .. } => ("tensor", None, Some(name), Some(*size)),
+        Step::Unload { file, .. } => ("unload", Some(file), None, None),
+        Step::Free { name, .. } => ("free", None, Some(name), None),
+    };
+    let error = s.outcome.as_ref().err().map_or(Value::Null, |f| {
+        json!({"stage": f.stage, "status": f.status.as_str(), "status_code": f.status.code(), "message": f.message})
+    });
+    json!({
+        "index": i,
+        "kind": kind,
+        "file": file.map(|f| f.display().to_string()),
+        "name": name,
+        "size": size,
+        "core": s.vnc,
+        "device": s.device,
+        "pcores": s.pcores,
+        "status": if s.outcome.is_ok() { "ok" } else { "refused" },
+        "error": error,
+        "held_after": s.held_after,
+    })
+}
+
+fn memory_json(p: &Plan, devices: &[MemoryReport]) -> Value {
+    let file_of = |id| p.neffs.iter().find(|n| n.id == id);
+    let devices: Vec<Value> = devices
+        .iter()
+        .map(|m| {
+            let hbms: Vec<Value> = m
+                .hbms
+                .iter()
+                .map(|h| {
+                    let u = h.usage();
+                    let cores: Vec<Value> = h
+                        .cores
+                        .iter()
+                        .map(|c| {
+                            let neffs: Vec<Value> = c
+                                .models
+                                .iter()
+                                .map(|(id, rows)| {
+                                    let u = Usage::of(rows);
+                                    let rec = file_of(*id);
+                                    json!({"id": id.0, "name": rec.map(|r| r.name.clone()),
+                                           "file": rec.map(|r| r.file.display().to_string()),
+                                           "total": u.neff_total(), "columns": columns(&u)})
+                                })
+                                .collect();
+                            let cu = c.usage();
+                            json!({"pcore": c.pcore.0, "used": cu.total(), "columns": columns(&cu), "neffs": neffs})
+                        })
+                        .collect();
+                    json!({"hbm": h.hbm, "size": h.size, "capacity": h.capacity, "held": h.held,
+                           "free": h.free(), "used": u.total(), "columns": columns(&u), "cores": cores})
+                })
+                .collect();
+            json!({"device": m.device, "hbms": hbms})
+        })
+        .collect();
+    json!({ "devices": devices })
+}
+
+/// The `plan --json` document (docs/cli.md) without the common keys.
+fn document(p: &Plan) -> Value {
+    let g = neffld::device::Geometry::for_arch(p.arch);
+    let refusal = p.refusal.as_ref().map_or(Value::Null, |r| {
+        let hbm = r.memory.hbm_of(r.request.core).map(|h| h.hbm);
+        json!({
+            "step": r.step,
+            "device": r.device,
+            "pcore": r.request.core.0,
+            "hbm": hbm,
+            "size": r.request.size,
+            "alignment": r.request.align,
+            "usage": Column::of(r.request.usage).name(),
+            "category": r.request.usage.name(),
+            "what": r.what,
+            "log": r.log.iter().map(|(f, m)| json!({"function": f, "message": m})).collect::<Vec<_>>(),
+            "memory": memory_json(p, std::slice::from_ref(&r.memory)),
+        })
+    });
+    let headroom: Vec<Value> = p
+        .headroom
+        .iter()
+        .map(|h| {
+            json!({"core": h.vnc, "device": h.device, "pcores": h.pcores, "hbm": h.hbm,
+                   "hbm_free": h.hbm_free, "largest_tensor": h.largest_tensor,
+                   "copies": h.copies.iter().map(|(f, c)| json!({"file": f.display().to_string(), "count": c.count, "at_least": c.at_least})).collect::<Vec<_>>()})
+        })
+        .collect();
+    let advice: Vec<Value> = p
+        .advice
+        .iter()
+        .map(|a| {
+            let kind = match &a.kind {
+                AdviceKind::ScratchpadPage { .. } => "scratchpad_page",
+                AdviceKind::Lnc2 => "lnc",
+                AdviceKind::Without { .. } => "without_neff",
+            };
+            json!({
+                "kind": kind,
+                "change": a.change,
+                "reason": a.reason,
+                "fits": a.fits,
+                "completed_before": a.completed.0,
+                "completed_after": a.completed.1,
+                "held_before": a.held.0,
+                "held_after": a.held.1,
+                "saves": i64::try_from(a.saves()).unwrap_or(i64::MAX),
+                "fullest_hbm_before": a.fullest_hbm.0,
+                "fullest_hbm_after": a.fullest_hbm.1,
+                "unblocked": a.unblocked.map_or(Value::Null, |(s, b, f)| json!({"step": s, "free_before": b, "free_after": f})),
+            })
+        })
+        .collect();
+    json!({
+        "fits": p.fits(),
+        "instance": {
+            "name": p.instance.map(|i| i.name),
+            "chip": p.instance.map(|i| i.chip),
+            "arch": p.arch.instance(),
+            "chips": p.chips,
+            "cores_per_chip": g.cores(),
+            "hbms_per_chip": g.hbm_channels(),
+            "hbm_size": g.hbm_bytes_per_channel(),
+            "lnc": p.lnc,
+            "logical_cores": p.chips * g.cores() / p.lnc.max(1),
+        },
+        "runtime": p.line.to_string(),
+        "scratchpad_page": p.scratchpad_page,
+        "io_tensors": p.io_tensors,
+        "planned_steps": p.planned,
+        "parses": p.parses,
+        "steps": p.steps.iter().enumerate().map(|(i, s)| step_json(i, s)).collect::<Vec<_>>(),
+        "refusal": refusal,
+        "memory": memory_json(p, &p.devices),
+        "neffs": p.neffs.iter().map(|n| json!({"id": n.id.0, "name": n.name, "file": n.file.display().to_string(), "device": n.device, "core": n.vnc, "pcores": n.pcores})).collect::<Vec<_>>(),
+        "tensors": p.tensors.iter().map(|t| json!({"name": t.name, "size": t.size, "core": t.vnc, "device": t.device, "pcore": t.pcore, "hbm": t.hbm, "io_of": t.io_of.map(|h| h.0)})).collect::<Vec<_>>(),
+        "headroom": headroom,
+        "advice": advice,
+    })
+}
+
+fn step_text(s: &Step) -> String {
+    match s {
+        Step::Load { file, .. } => format!("load {}", file.display()),
+        Step::Tensor { name, size, .. } => format!("tensor {name} ({})", units::human(*size)),
+        Step::Unload { file, .. } => format!("unload {}", file.display()),
+        Step::Free { name, .. } => format!("free {name}"),
+    }
+}
+
+/// An HBM is shown when something of a model or a client is on it.
+fn shown(m: &MemoryReport) -> impl Iterator<Item = &neffld::report::HbmMemory> {
+    m.hbms
+        .iter()
+        .filter(|h| h.cores.iter().any(|c| c.model.iter().any(|&b| b > 0)))
+}
+
+fn human(p: &Plan, doc: &Value, style: Style) -> String {
+    use std::fmt::Write as _;
+    let mut t = String::new();
+    let i = &doc["instance"];
+    let _ = writeln!(
+        t,
+        "plan      {}: {} chip{} of {} cores and {} HBMs of {}; LNC {} ({} logical cores); runtime {}; scratchpad pages {}",
+        p.instance.map_or(format!("one {} chip", p.arch.instance()), |i| i.name.to_string()),
+        p.chips,
+        if p.chips == 1 { "" } else { "s" },
+        i["cores_per_chip"],
+        i["hbms_per_chip"],
+        units::human(i["hbm_size"].as_u64().unwrap_or(0)),
+        p.lnc,
+        i["logical_cores"],
+        p.line,
+        units::human(p.scratchpad_page),
+    );
+    match p.failed_step() {
+        None => {
+            let _ = writeln!(
+                t,
+                "{}",
+                style.ok(&format!("fits      yes: all {} steps", p.planned))
+            );
+        }
+        Some((n, s, f)) => {
+            let _ = writeln!(
+                t,
+                "{}",
+                style.fail(&format!(
+                    "fits      no: step {} of {} ({} on core {}) refused [{}]: {}",
+                    n + 1,
+                    p.planned,
+                    step_text(&s.step),
+                    s.vnc.map_or("?".into(), |v| v.to_string()),
+                    f.status,
+                    f.message
+                ))
+            );
+        }
+    }
+    let busy: Vec<String> = p
+        .devices
+        .iter()
+        .flat_map(|m| shown(m).map(move |h| (m.device, h)))
+        .map(|(nd, h)| {
+            format!(
+                "ND {nd} HBM {} {} used, {} free",
+                h.hbm,
+                units::human(h.usage().total()),
+                units::human(h.free())
+            )
+        })
+        .collect();
+    if !busy.is_empty() {
+        let _ = writeln!(t, "memory    {}", busy.join("; "));
+    }
+    if let Some(r) = &p.refusal {
+        let _ = writeln!(t, "\nthe refusal, as the runtime logs it");
+        for (f, m) in &r.log {
+            let _ = writeln!(t, "ERROR  TDRV:{f:<40}{m}");
+        }
+    }
+    let _ = writeln!(t, "\nsteps");
+    let _ = writeln!(
+        t,
+        "  {:>5}  {:<48} {:>5} {:>4}  {:<12} result",
+        "#", "step", "core", "ND", "cores"
+    );
+    for (n, s) in p.steps.iter().enumerate() {
+        let cores: Vec<String> = s.pcores.iter().map(|c| format!("nc{c}")).collect();
+        let _ = writeln!(
+            t,
+            "  {:>5}  {:<48} {:>5} {:>4}  {:<12} {}",
+            n + 1,
+            step_text(&s.step),
+            s.vnc.map_or("-".into(), |v| v.to_string()),
+            s.device.map_or("-".into(), |v| v.to_string()),
+            cores.join(","),
+            match &s.outcome {
+                Ok(()) => "ok".to_string(),
+                Err(f) => format!("refused [{}]", f.status),
+            }
+        );
+    }
+    if p.steps.len() < p.planned {
+        let _ = writeln!(t, "  ({} further steps not run)", p.planned - p.steps.len());
+    }
+    let tables: Vec<String> = p
+        .devices
+        .iter()
+        .flat_map(|m| shown(m).map(move |h| m.usage_table(h)))
+        .collect();
+    if !tables.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nmemory where the plan stopped (the runtime's usage table; MB and GB are MiB and GiB)"
+        );
+        for table in tables {
+            t.push_str(&table);
+        }
+        let _ = writeln!(t, "NEFF id to name mapping:");
+        for n in &p.neffs {
+            let _ = writeln!(t, "{}: \"{}\" ({})", n.id.0, n.name, n.file.display());
+        }
+    }
+    if !p.headroom.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nheadroom (found by allocating, where the plan stopped)"
+        );
+        let files: Vec<String> = p.headroom[0]
+            .copies
+            .iter()
+            .map(|(f, _)| {
+                f.file_name().map_or(f.display().to_string(), |n| {
+                    n.to_string_lossy().into_owned()
+                })
+            })
+            .collect();
+        let _ = writeln!(
+            t,
+            "  {:>5} {:>4} {:>4} {:>12} {:>15}   more copies of: {}",
+            "core",
+            "ND",
+            "HBM",
+            "HBM free",
+            "largest tensor",
+            files.join(", ")
+        );
+        for h in &p.headroom {
+            let copies: Vec<String> = h
+                .copies
+                .iter()
+                .map(|(_, c)| format!("{}{}", if c.at_least { "≥" } else { "" }, c.count))
+                .collect();
+            let _ = writeln!(
+                t,
+                "  {:>5} {:>4} {:>4} {:>12} {:>15}   {}",
+                h.vnc,
+                h.device,
+                h.hbm,
+                units::human(h.hbm_free),
+                units::human(h.largest_tensor),
+                copies.join(", ")
+            );
+        }
+    }
+    if !p.advice.is_empty() {
+        let _ = writeln!(t, "\nadvice (each judged by planning the deployment again)");
+        for a in &p.advice {
+            let _ = writeln!(t, "  - {}: {}", a.change, a.reason);
+        }
+    }
+    t
+}
