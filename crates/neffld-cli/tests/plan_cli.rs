@@ -1,0 +1,234 @@
+//! `neffld plan` end to end: the same deployment from the command line and
+//! from a deployment file, the order the command line gives, the runtime's
+//! own refusal lines and the advice in the human report, mistakes that name
+//! what and where (exit 2), the instance from `NEFFLD_INSTANCE`, and the map.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use neffld::testkit::any_lnc_cayman;
+use serde_json::Value;
+
+const GIB: u64 = 1 << 30;
+
+fn neffld(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_neffld"));
+    c.args(args);
+    for v in neffld::config::VARIABLES {
+        c.env_remove(v);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run neffld")
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("neffld-plan-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write_neff(dir: &Path, name: &str, tmp: u64) -> String {
+    let p = dir.join(format!("{name}.neff"));
+    std::fs::write(&p, any_lnc_cayman(name, tmp, |_| {})).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// The steps of a `plan --json` document as (kind, file name or tensor
+/// name, core).
+fn steps(doc: &Value) -> Vec<(String, String, u64)> {
+    doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let what = s["file"]
+                .as_str()
+                .map(|f| Path::new(f).file_name().unwrap().to_string_lossy().into_owned())
+                .or_else(|| s["name"].as_str().map(str::to_string))
+                .unwrap();
+            (
+                s["kind"].as_str().unwrap().to_string(),
+                what,
+                s["core"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The noisy neighbour of the runtime's documentation, from the command
+/// line: refused with the runtime's own three lines, and the advice says
+/// LNC 2 with the figure a re-plan found.
+#[test]
+fn the_noisy_neighbour_is_reported_as_the_runtime_would_with_its_advice() {
+    let dir = scratch("noisy");
+    let dense = write_neff(&dir, "dense", 10 * GIB);
+    let args = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{dense}@0,0"),
+        "--tensor",
+        "kv=4GiB@1",
+    ];
+    let out = neffld(&args, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "fits      no: step 3 of 3 (tensor kv (4.0 GiB) on core 1) refused",
+        "ERROR  TDRV:print_lnc_hbm_details                   LNC size is 1. Neuron Cores using this HBM: NC 0 and NC 1",
+        "ERROR  TDRV:log_dev_mem                             Failed to allocate 4.000GB (alignment: none, usage: tensors) on ND 0:NC 1",
+        "ERROR  TDRV:log_dev_mem_usage_table                 Displaying Current Memory Utilization:",
+        "  - --lnc 2 (NEURON_LOGICAL_NC_CONFIG=2): at LNC 1, NC 0 and NC 1 share HBM 0 of ND 0",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    let doc = json(&neffld(&[&args[..], &["--json"]].concat(), &[]));
+    assert_eq!(doc["fits"], false);
+    assert_eq!(doc["error"]["status"], "NRT_RESOURCE");
+    let advice = &doc["advice"][0];
+    assert_eq!((advice["kind"].as_str(), advice["fits"].as_bool()), (Some("lnc"), Some(true)));
+    // What the tensor then has: its own HBM at LNC 2, less the runtime's
+    // and nothing else of the deployment's 20 GiB.
+    let free_after = advice["unblocked"]["free_after"].as_u64().unwrap();
+    assert!(free_after > 19 * GIB && free_after < 24 * GIB - 4 * GIB, "{free_after}");
+}
+
+/// A deployment file gives what the same command line gives, and flags
+/// given beside it apply over it.
+#[test]
+fn a_deployment_file_plans_what_the_command_line_plans() {
+    let dir = scratch("toml");
+    let a = write_neff(&dir, "a", GIB);
+    let b = write_neff(&dir, "b", 2 * GIB);
+    let toml = dir.join("deploy.toml");
+    std::fs::write(
+        &toml,
+        "instance = \"trn2.3xlarge\"\nlnc = 1\n\n[env]\nNEURON_SCRATCHPAD_PAGE_SIZE = 1024\n\n\
+         [[step]]\nload = \"a.neff\"\ncores = \"0-1\"\n\n[[step]]\ntensor = \"kv\"\nsize = \"1GiB\"\ncores = 0\n\n\
+         [[step]]\nload = \"b.neff\"\ncores = [2]\n\n[[step]]\nunload = \"a.neff\"\ncores = 1\n",
+    )
+    .unwrap();
+    let from_file = json(&neffld(&["plan", "--json", toml.to_str().unwrap()], &[]));
+    let from_args = json(&neffld(
+        &[
+            "plan",
+            "--json",
+            "--instance",
+            "trn2.3xlarge",
+            "--lnc",
+            "1",
+            "--env",
+            "NEURON_SCRATCHPAD_PAGE_SIZE=1024",
+            &format!("{a}@0-1"),
+            "--tensor",
+            "kv=1GiB@0",
+            &format!("{b}@2"),
+            "--unload",
+            &format!("{a}@1"),
+        ],
+        &[],
+    ));
+    let expected = [
+        ("load", "a.neff", 0),
+        ("load", "a.neff", 1),
+        ("tensor", "kv", 0),
+        ("load", "b.neff", 2),
+        ("unload", "a.neff", 1),
+    ]
+    .map(|(k, w, c)| (k.to_string(), w.to_string(), c));
+    assert_eq!(steps(&from_args), expected, "command-line order");
+    assert_eq!(steps(&from_file), expected);
+    assert_eq!(from_file["scratchpad_page"], 1 << 30);
+    for key in ["fits", "memory", "headroom", "scratchpad_page", "instance"] {
+        let strip = |v: &Value| v.to_string().replace(&*dir.to_string_lossy(), "");
+        assert_eq!(strip(&from_file[key]), strip(&from_args[key]), "{key}");
+    }
+    // A flag beside the file applies over it.
+    let lnc2 = json(&neffld(&["plan", "--json", "--lnc", "2", toml.to_str().unwrap()], &[]));
+    assert_eq!(lnc2["instance"]["lnc"], 2);
+    let no_io = json(&neffld(&["plan", "--json", "--no-io-tensors", toml.to_str().unwrap()], &[]));
+    let tensors: Vec<&str> = no_io["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tensors, ["kv"], "only the named tensor without IO tensors");
+}
+
+/// Every mistake exits 2 and names what and where.
+#[test]
+fn mistakes_name_what_and_where() {
+    let dir = scratch("bad");
+    let a = write_neff(&dir, "a", 0);
+    let toml = dir.join("bad.toml");
+    std::fs::write(&toml, "[[step]]\nload = \"a.neff\"\n\n[[step]]\ntensor = \"kv\"\ncores = 0\n")
+        .unwrap();
+    let cases: [(Vec<String>, &str); 7] = [
+        (vec![toml.to_str().unwrap().into()], "bad.toml line 4 (step 2): a tensor step needs size"),
+        (vec![format!("{a}@2-1")], "the range 2-1 runs backwards"),
+        (vec![a.clone(), "--tensor".into(), "kv=1QB@0".into()], "--tensor 'kv=1QB@0': '1QB' has an unknown unit"),
+        (vec![a.clone(), "--env".into(), "NEURON_BOGUS=1".into()], "NEURON_BOGUS is not a variable"),
+        (vec![a.clone(), "--instance".into(), "trn7.large".into()], "unknown instance type 'trn7.large'"),
+        (vec![a.clone(), "--unload".into(), format!("{a}@5")], "is not loaded on core 5"),
+        (vec![dir.join("none.neff").to_str().unwrap().into()], "cannot read"),
+    ];
+    for (args, what) in cases {
+        let mut all = vec!["plan".to_string()];
+        all.extend(args);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = neffld(&refs, &[]);
+        assert_eq!(out.status.code(), Some(2), "{all:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(what), "{all:?}: {err}");
+    }
+}
+
+/// `NEFFLD_INSTANCE` picks the instance when no flag does; the map shows
+/// every chip and HBM, and every NEFF and tensor with a label.
+#[test]
+fn the_instance_comes_from_the_environment_and_the_map_shows_all_of_it() {
+    let dir = scratch("map");
+    let a = write_neff(&dir, "alpha", GIB);
+    let map = dir.join("map.html");
+    let doc = json(&neffld(
+        &[
+            "plan",
+            "--json",
+            &format!("{a}@0,5"),
+            "--tensor",
+            "cache=64MiB@3",
+            "--map",
+            map.to_str().unwrap(),
+        ],
+        &[("NEFFLD_INSTANCE", "trn2.48xlarge")],
+    ));
+    assert_eq!(doc["instance"]["name"], "trn2.48xlarge");
+    assert_eq!(doc["instance"]["logical_cores"], 64);
+    assert_eq!(doc["neffs"][1]["device"], 1, "logical core 5 is on ND 1");
+    let html = std::fs::read_to_string(&map).unwrap();
+    assert_eq!(html.matches("<section class=\"chip\">").count(), 16);
+    assert_eq!(html.matches("<svg class=\"hbm\"").count(), 64);
+    for n in doc["neffs"].as_array().unwrap() {
+        assert!(
+            html.contains(&format!("<li class=\"neff\">nc{} · NEFF {} &quot;alpha&quot;", n["pcores"][0], n["id"])),
+            "{n}"
+        );
+    }
+    for t in doc["tensors"].as_array().unwrap() {
+        assert!(
+            html.contains(&format!("<li class=\"tensor\">nc{} · tensor {}", t["pcore"], t["name"].as_str().unwrap())),
+            "{t}"
+        );
+    }
+}
