@@ -153,7 +153,9 @@ fn plan_failure(e: &PlanError) -> Failure {
     }
 }
 
-pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
+/// Plans what the arguments describe: the library's answer and its
+/// `--json` document (the map written when asked for).
+pub fn evaluate(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<(Plan, Value), Failure> {
     let d = deployment(a, m)?;
     if d.steps.is_empty() {
         return Err(Failure::usage("the deployment has no step".into()));
@@ -170,6 +172,11 @@ pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCod
         std::fs::write(path, plan_map::render(&doc))
             .map_err(|e| Failure::io(format!("cannot write {}: {e}", path.display())))?;
     }
+    Ok((p, doc))
+}
+
+pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
+    let (p, doc) = evaluate(a, m)?;
     if a.json {
         print_json(&doc);
     } else {

@@ -51,7 +51,13 @@ fn steps(doc: &Value) -> Vec<(String, String, u64)> {
         .map(|s| {
             let what = s["file"]
                 .as_str()
-                .map(|f| Path::new(f).file_name().unwrap().to_string_lossy().into_owned())
+                .map(|f| {
+                    Path::new(f)
+                        .file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned()
+                })
                 .or_else(|| s["name"].as_str().map(str::to_string))
                 .unwrap();
             (
@@ -96,11 +102,17 @@ fn the_noisy_neighbour_is_reported_as_the_runtime_would_with_its_advice() {
     assert_eq!(doc["fits"], false);
     assert_eq!(doc["error"]["status"], "NRT_RESOURCE");
     let advice = &doc["advice"][0];
-    assert_eq!((advice["kind"].as_str(), advice["fits"].as_bool()), (Some("lnc"), Some(true)));
+    assert_eq!(
+        (advice["kind"].as_str(), advice["fits"].as_bool()),
+        (Some("lnc"), Some(true))
+    );
     // What the tensor then has: its own HBM at LNC 2, less the runtime's
     // and nothing else of the deployment's 20 GiB.
     let free_after = advice["unblocked"]["free_after"].as_u64().unwrap();
-    assert!(free_after > 19 * GIB && free_after < 24 * GIB - 4 * GIB, "{free_after}");
+    assert!(
+        free_after > 19 * GIB && free_after < 24 * GIB - 4 * GIB,
+        "{free_after}"
+    );
 }
 
 /// A deployment file gives what the same command line gives, and flags
@@ -154,9 +166,15 @@ fn a_deployment_file_plans_what_the_command_line_plans() {
         assert_eq!(strip(&from_file[key]), strip(&from_args[key]), "{key}");
     }
     // A flag beside the file applies over it.
-    let lnc2 = json(&neffld(&["plan", "--json", "--lnc", "2", toml.to_str().unwrap()], &[]));
+    let lnc2 = json(&neffld(
+        &["plan", "--json", "--lnc", "2", toml.to_str().unwrap()],
+        &[],
+    ));
     assert_eq!(lnc2["instance"]["lnc"], 2);
-    let no_io = json(&neffld(&["plan", "--json", "--no-io-tensors", toml.to_str().unwrap()], &[]));
+    let no_io = json(&neffld(
+        &["plan", "--json", "--no-io-tensors", toml.to_str().unwrap()],
+        &[],
+    ));
     let tensors: Vec<&str> = no_io["tensors"]
         .as_array()
         .unwrap()
@@ -172,16 +190,37 @@ fn mistakes_name_what_and_where() {
     let dir = scratch("bad");
     let a = write_neff(&dir, "a", 0);
     let toml = dir.join("bad.toml");
-    std::fs::write(&toml, "[[step]]\nload = \"a.neff\"\n\n[[step]]\ntensor = \"kv\"\ncores = 0\n")
-        .unwrap();
+    std::fs::write(
+        &toml,
+        "[[step]]\nload = \"a.neff\"\n\n[[step]]\ntensor = \"kv\"\ncores = 0\n",
+    )
+    .unwrap();
     let cases: [(Vec<String>, &str); 7] = [
-        (vec![toml.to_str().unwrap().into()], "bad.toml line 4 (step 2): a tensor step needs size"),
+        (
+            vec![toml.to_str().unwrap().into()],
+            "bad.toml line 4 (step 2): a tensor step needs size",
+        ),
         (vec![format!("{a}@2-1")], "the range 2-1 runs backwards"),
-        (vec![a.clone(), "--tensor".into(), "kv=1QB@0".into()], "--tensor 'kv=1QB@0': '1QB' has an unknown unit"),
-        (vec![a.clone(), "--env".into(), "NEURON_BOGUS=1".into()], "NEURON_BOGUS is not a variable"),
-        (vec![a.clone(), "--instance".into(), "trn7.large".into()], "unknown instance type 'trn7.large'"),
-        (vec![a.clone(), "--unload".into(), format!("{a}@5")], "is not loaded on core 5"),
-        (vec![dir.join("none.neff").to_str().unwrap().into()], "cannot read"),
+        (
+            vec![a.clone(), "--tensor".into(), "kv=1QB@0".into()],
+            "--tensor 'kv=1QB@0': '1QB' has an unknown unit",
+        ),
+        (
+            vec![a.clone(), "--env".into(), "NEURON_BOGUS=1".into()],
+            "NEURON_BOGUS is not a variable",
+        ),
+        (
+            vec![a.clone(), "--instance".into(), "trn7.large".into()],
+            "unknown instance type 'trn7.large'",
+        ),
+        (
+            vec![a.clone(), "--unload".into(), format!("{a}@5")],
+            "is not loaded on core 5",
+        ),
+        (
+            vec![dir.join("none.neff").to_str().unwrap().into()],
+            "cannot read",
+        ),
     ];
     for (args, what) in cases {
         let mut all = vec!["plan".to_string()];
@@ -221,13 +260,20 @@ fn the_instance_comes_from_the_environment_and_the_map_shows_all_of_it() {
     assert_eq!(html.matches("<svg class=\"hbm\"").count(), 64);
     for n in doc["neffs"].as_array().unwrap() {
         assert!(
-            html.contains(&format!("<li class=\"neff\">nc{} · NEFF {} &quot;alpha&quot;", n["pcores"][0], n["id"])),
+            html.contains(&format!(
+                "<li class=\"neff\">nc{} · NEFF {} &quot;alpha&quot;",
+                n["pcores"][0], n["id"]
+            )),
             "{n}"
         );
     }
     for t in doc["tensors"].as_array().unwrap() {
         assert!(
-            html.contains(&format!("<li class=\"tensor\">nc{} · tensor {}", t["pcore"], t["name"].as_str().unwrap())),
+            html.contains(&format!(
+                "<li class=\"tensor\">nc{} · tensor {}",
+                t["pcore"],
+                t["name"].as_str().unwrap()
+            )),
             "{t}"
         );
     }

@@ -3,12 +3,14 @@
 //! the instance information work before `nrt_init` (from the environment's
 //! configuration); memory statistics need the runtime.
 
-use neffld::device::Geometry;
+use neffld::instance::Instance;
 use neffld::Arch;
 
 use crate::abi::nrt::{
-    nrt_instance_info_t, nrt_vnc_memory_stats_t, NRT_INSTANCE_SIZE_UNKNOWN, NRT_INSTANCE_TRN1,
-    NRT_INSTANCE_TRN2, NRT_INSTANCE_TRN3,
+    nrt_instance_info_t, nrt_vnc_memory_stats_t, NRT_INSTANCE_INF2, NRT_INSTANCE_SIZE_1XL,
+    NRT_INSTANCE_SIZE_24XL, NRT_INSTANCE_SIZE_2XL, NRT_INSTANCE_SIZE_32XL, NRT_INSTANCE_SIZE_3XL,
+    NRT_INSTANCE_SIZE_48XL, NRT_INSTANCE_SIZE_8XL, NRT_INSTANCE_SIZE_UNKNOWN, NRT_INSTANCE_TRN1,
+    NRT_INSTANCE_TRN1N, NRT_INSTANCE_TRN2, NRT_INSTANCE_TRN2U, NRT_INSTANCE_TRN3,
 };
 use std::ffi::c_char;
 
@@ -27,16 +29,14 @@ unsafe fn put(api: &str, out: *mut u32, value: u32) -> NrtResult {
     Ok(())
 }
 
-/// Logical cores on the device.
+/// Logical cores on the instance (every chip).
 ///
 /// # Safety
 /// `out` must be NULL or writable.
 pub(crate) unsafe fn total(out: *mut u32) -> NrtResult {
     let config = state::config()?;
-    let lnc = config.lnc_size().max(1);
-    let total = Geometry::for_arch(config.arch).cores() / lnc;
     // SAFETY: forwarded from this function's contract.
-    unsafe { put("nrt_get_total_vnc_count", out, total) }
+    unsafe { put("nrt_get_total_vnc_count", out, config.total_vnc_count()) }
 }
 
 /// Logical cores visible to this process.
@@ -45,8 +45,7 @@ pub(crate) unsafe fn total(out: *mut u32) -> NrtResult {
 /// `out` must be NULL or writable.
 pub(crate) unsafe fn visible(out: *mut u32) -> NrtResult {
     let config = state::config()?;
-    let lnc = config.lnc_size().max(1);
-    let total = Geometry::for_arch(config.arch).cores() / lnc;
+    let total = config.total_vnc_count();
     let visible = config
         .visible_cores
         .as_ref()
@@ -62,14 +61,13 @@ pub(crate) unsafe fn visible(out: *mut u32) -> NrtResult {
 pub(crate) unsafe fn instance_info(info: *mut nrt_instance_info_t, len: usize) -> NrtResult {
     non_null("nrt_get_instance_info", "info", info)?;
     let config = state::config()?;
-    let family = match config.arch {
-        Arch::Sunda => NRT_INSTANCE_TRN1,
-        Arch::Cayman => NRT_INSTANCE_TRN2,
-        Arch::Mariana => NRT_INSTANCE_TRN3,
-    };
+    let (family, size) = config.instance.map_or(
+        (family_of_arch(config.arch), NRT_INSTANCE_SIZE_UNKNOWN),
+        codes,
+    );
     let mut full = nrt_instance_info_t {
         family,
-        size: NRT_INSTANCE_SIZE_UNKNOWN,
+        size,
         arch_name: [0; 16],
         device_revision: [0; 8],
     };
@@ -111,10 +109,40 @@ pub(crate) unsafe fn memory_stats(
     Ok(())
 }
 
+fn family_of_arch(arch: Arch) -> u32 {
+    match arch {
+        Arch::Sunda => NRT_INSTANCE_TRN1,
+        Arch::Cayman => NRT_INSTANCE_TRN2,
+        Arch::Mariana => NRT_INSTANCE_TRN3,
+    }
+}
+
+/// The header's family and size codes of an instance of the catalog.
+fn codes(i: &Instance) -> (u32, u32) {
+    let family = match i.family {
+        "trn1n" => NRT_INSTANCE_TRN1N,
+        "inf2" => NRT_INSTANCE_INF2,
+        "trn2u" => NRT_INSTANCE_TRN2U,
+        _ => family_of_arch(i.arch),
+    };
+    let size = match i.size {
+        "xlarge" => NRT_INSTANCE_SIZE_1XL,
+        "2xlarge" => NRT_INSTANCE_SIZE_2XL,
+        "3xlarge" => NRT_INSTANCE_SIZE_3XL,
+        "8xlarge" => NRT_INSTANCE_SIZE_8XL,
+        "24xlarge" => NRT_INSTANCE_SIZE_24XL,
+        "32xlarge" => NRT_INSTANCE_SIZE_32XL,
+        "48xlarge" => NRT_INSTANCE_SIZE_48XL,
+        _ => NRT_INSTANCE_SIZE_UNKNOWN,
+    };
+    (family, size)
+}
+
 // ---- C entry points (nrt.h) ----
 
 /// Fills `info` (up to `instance_info_len` bytes of it) with the simulated
-/// instance: its family from `NEFFLD_ARCH`, size unknown.
+/// instance: family and size of `NEFFLD_INSTANCE`, else the family of
+/// `NEFFLD_ARCH` with the size unknown.
 ///
 /// # Safety
 /// `info` must be NULL or point to `instance_info_len` writable bytes.
@@ -130,7 +158,8 @@ pub unsafe extern "C" fn nrt_get_instance_info(
 }
 
 /// Starts the runtime: reads the configuration (`NEFFLD_DEVICE`,
-/// `NEFFLD_ARCH`, `NEURON_RT_*`) and creates the simulated device.
+/// `NEFFLD_INSTANCE`, `NEFFLD_ARCH`, `NEURON_RT_*`) and creates the
+/// simulated devices (one per chip of the instance).
 ///
 /// Allowed from the never-initialised state and again after `nrt_close`
 /// (a fresh device each time); while already initialised it fails with

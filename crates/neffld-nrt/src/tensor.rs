@@ -15,7 +15,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use neffld::api::LoadError;
-use neffld::device::{AllocReq, MemUsage, Owned, Owner, Place};
+use neffld::device::Owned;
 use neffld::ids::PCore;
 use tracing::{debug, error, warn};
 
@@ -261,28 +261,14 @@ pub(crate) unsafe fn allocate(
     // SAFETY: forwarded from this function's contract.
     let name = unsafe { name_of(name, "tensor") };
     let storage = if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_DEVICE as u32 {
-        let (_, device, core) = u32::try_from(vnc)
+        let t = u32::try_from(vnc)
             .map_err(|_| LoadError::BadVnc {
                 vnc,
                 visible: rt.visible_vnc_count(),
             })
-            .and_then(|v| rt.placement_of_vnc(v))
+            .and_then(|v| rt.allocate_tensor(v, size as u64, &name))
             .map_err(|e| status::load_error(API, &e))?;
-        let device = Arc::clone(device);
-        let hbm = device
-            .geometry()
-            .hbm_of(core)
-            .map_err(|e| status::device_error(API, &e))?;
-        let req = AllocReq {
-            size: size as u64,
-            align: 0,
-            core,
-            usage: MemUsage::Tensor,
-            owner: Owner::Client,
-            place: Place::Kernel,
-            hint: &name,
-        };
-        let alloc = Owned::new(&device, req).map_err(|e| status::device_error(API, &e))?;
+        let (alloc, core, hbm) = (t.alloc, t.core, t.hbm);
         Storage::Device(DeviceBuf { alloc, core, hbm })
     } else if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_HOST as u32
         || placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_VIRTUAL as u32

@@ -5,6 +5,7 @@
 //! ships the type stubs. Every failure is raised as `neffld.NeffError`,
 //! carrying the NRT status a C caller of libnrt would have seen.
 
+mod cli;
 mod compare;
 mod error;
 mod info;
@@ -17,6 +18,8 @@ use pyo3::prelude::*;
 
 #[pymodule]
 mod _neffld {
+    #[pymodule_export]
+    use crate::cli::{_main, _plan};
     #[pymodule_export]
     use crate::compare::{compare, Comparison, CoreComparison, ImageComparison, RowComparison};
     #[pymodule_export]

@@ -8,11 +8,19 @@
     ...     for core in model.cores:
     ...         print(core.pcore, core.subgraph, core.memory)
     >>> neffld.compare("model.neff", "model.ntff").agrees
+    >>> p = neffld.plan("dense.neff@0,0", instance="trn2.3xlarge", lnc=1,
+    ...                 tensors=["kv=4GiB@1"])
+    >>> p["fits"], p["refusal"]["log"][1]["message"], p["advice"][0]["change"]
 
 Every failure raises :class:`NeffError`, whose ``status`` is the NRT status
 (``NRT_STATUS``) that libnrt returns for the same input.
 """
 
+import json as _json
+import os as _os
+from typing import Any as _Any
+
+from ._neffld import _plan
 from ._neffld import (
     Comparison,
     Core,
@@ -52,5 +60,47 @@ __all__ = [
     "compare",
     "inspect",
     "load",
+    "plan",
     "verify",
 ]
+
+
+def plan(
+    *loads,
+    instance=None,
+    lnc=None,
+    runtime=None,
+    env=None,
+    tensors=(),
+    unloads=(),
+    io_tensors=True,
+    map=None,
+) -> dict[str, _Any]:
+    """Plans a deployment on a simulated instance, as `neffld plan` does,
+    and returns the document `neffld plan --json` prints (docs/cli.md).
+
+    `loads` are "FILE" or "FILE@CORES" strings (or paths), or one deployment
+    file (*.toml); `tensors` "NAME=SIZE@CORES" and `unloads` "FILE@CORES"
+    run after the loads (interleave them in a deployment file); `env` maps
+    runtime variables to values. A refused step is the answer
+    (`["fits"]` is False), not an exception; a usage or I/O error raises
+    NeffError.
+    """
+    args = [_os.fspath(x) for x in loads]
+    if instance is not None:
+        args += ["--instance", str(instance)]
+    if lnc is not None:
+        args += ["--lnc", str(lnc)]
+    if runtime is not None:
+        args += ["--runtime", str(runtime)]
+    for k, v in (env or {}).items():
+        args += ["--env", f"{k}={v}"]
+    for t in tensors:
+        args += ["--tensor", str(t)]
+    for u in unloads:
+        args += ["--unload", _os.fspath(u)]
+    if not io_tensors:
+        args.append("--no-io-tensors")
+    if map is not None:
+        args += ["--map", _os.fspath(map)]
+    return _json.loads(_plan(args))

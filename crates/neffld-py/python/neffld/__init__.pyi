@@ -226,3 +226,20 @@ def load(
     default: NEFFLD_RUNTIME, else trn1 2.23, trn2/trn3 2.30). The runtime's
     environment variables apply; the logical-core size defaults to the
     NEFF's own. Raises NeffError."""
+
+def plan(
+    *loads: Union[str, os.PathLike[str]],
+    instance: Optional[str] = None,
+    lnc: Optional[int] = None,
+    runtime: Optional[str] = None,
+    env: Optional[dict[str, Union[str, int]]] = None,
+    tensors: "tuple[str, ...] | list[str]" = (),
+    unloads: "tuple[str, ...] | list[str]" = (),
+    io_tensors: bool = True,
+    map: Optional[Union[str, os.PathLike[str]]] = None,
+) -> dict[str, Any]:
+    """Plans a deployment on a simulated instance (`neffld plan`): LOADs
+    "FILE" or "FILE@CORES", or one deployment file; returns the document
+    `neffld plan --json` prints (fits, steps, refusal with the runtime's
+    log lines, memory, headroom, advice). Raises NeffError for a usage or
+    I/O error."""

@@ -1,0 +1,96 @@
+//! A C client on a named instance (`NEFFLD_INSTANCE`): the counts cover
+//! every chip, `nrt_get_instance_info` names the family and size, and a
+//! load and a tensor on a logical core of another chip land there, as
+//! `nrt_get_vnc_memory_stats` shows. Its own test binary: the variable is
+//! read once, at the first call.
+
+use std::ptr;
+
+use neffld_nrt::*;
+
+#[test]
+fn an_inf2_24xlarge_has_six_chips_of_two_cores() {
+    // The only test of this binary: nothing else reads the environment.
+    std::env::set_var("NEFFLD_INSTANCE", "inf2.24xlarge");
+    let (mut total, mut visible) = (0u32, 0u32);
+    let mut inst = nrt_instance_info_t {
+        family: 0,
+        size: 0,
+        arch_name: [0; 16],
+        device_revision: [0; 8],
+    };
+    // SAFETY: every out-pointer is a writable local of its type's size.
+    unsafe {
+        assert_eq!(nrt_get_total_vnc_count(&mut total), NRT_STATUS::NRT_SUCCESS);
+        assert_eq!(
+            nrt_get_visible_vnc_count(&mut visible),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        let len = std::mem::size_of::<nrt_instance_info_t>();
+        assert_eq!(
+            nrt_get_instance_info(&mut inst, len),
+            NRT_STATUS::NRT_SUCCESS
+        );
+        assert_eq!(
+            nrt_init(1, ptr::null(), ptr::null()),
+            NRT_STATUS::NRT_SUCCESS
+        );
+    }
+    // The SDK's inf2.24xlarge: six Inferentia2 chips of two NeuronCores.
+    assert_eq!((total, visible), (12, 12));
+    assert_eq!(
+        (inst.family, inst.size),
+        (NRT_INSTANCE_INF2, NRT_INSTANCE_SIZE_24XL)
+    );
+    let demo = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/demo.neff"
+    ))
+    .unwrap();
+    let mut model: *mut nrt_model_t = ptr::null_mut();
+    let mut t: *mut nrt_tensor_t = ptr::null_mut();
+    let mut stats = nrt_vnc_memory_stats_t {
+        bytes_used: 0,
+        bytes_limit: 0,
+    };
+    let size = std::mem::size_of::<nrt_vnc_memory_stats_t>();
+    let used = |vnc: u32, stats: &mut nrt_vnc_memory_stats_t| {
+        // SAFETY: `stats` is writable for `size` bytes.
+        let s = unsafe { nrt_get_vnc_memory_stats(vnc, stats, size, ptr::null_mut()) };
+        assert_eq!(s, NRT_STATUS::NRT_SUCCESS);
+        stats.bytes_used
+    };
+    let (idle11, idle0) = (used(11, &mut stats), used(0, &mut stats));
+    // SAFETY: `demo` is readable for its length; out-pointers are writable.
+    unsafe {
+        let s = nrt_load(demo.as_ptr().cast(), demo.len(), 11, -1, &mut model);
+        assert_eq!(s, NRT_STATUS::NRT_SUCCESS);
+        let placement = nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_DEVICE as u32;
+        let s = nrt_tensor_allocate(placement, 11, 1 << 30, c"kv".as_ptr(), &mut t);
+        assert_eq!(s, NRT_STATUS::NRT_SUCCESS);
+    }
+    assert!(
+        used(11, &mut stats) >= idle11 + (1 << 30),
+        "ND 5's core holds both"
+    );
+    assert_eq!(used(0, &mut stats), idle0, "ND 0 holds none of it");
+    // A 20 GiB tensor does not fit a 16 GiB HBM of a chip.
+    let mut big: *mut nrt_tensor_t = ptr::null_mut();
+    // SAFETY: as above.
+    let s = unsafe {
+        nrt_tensor_allocate(
+            nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_DEVICE as u32,
+            10,
+            20 << 30,
+            c"big".as_ptr(),
+            &mut big,
+        )
+    };
+    assert_eq!(s, NRT_STATUS::NRT_RESOURCE);
+    // SAFETY: `t` and `model` came from the calls above.
+    unsafe {
+        nrt_tensor_free(&mut t);
+        assert_eq!(nrt_unload(model), NRT_STATUS::NRT_SUCCESS);
+    }
+    nrt_close();
+}

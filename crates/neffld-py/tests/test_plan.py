@@ -1,0 +1,73 @@
+"""neffld.plan and the `neffld` command the package installs: the same
+planner as the Rust command, from Python and from PATH."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import neffld
+from conftest import SMALL
+
+GIB = 1 << 30
+
+
+def test_plan_returns_the_json_document_of_the_command():
+    doc = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge")
+    assert doc["command"] == "plan" and doc["fits"] is True
+    assert doc["instance"]["name"] == "trn2.3xlarge"
+    assert [s["core"] for s in doc["steps"]] == [0, 1, 2, 3]
+    assert doc["parses"] == 1, "four ranks of one NEFF parse once"
+    assert len(doc["headroom"]) == 4
+    # Each rank's IO tensors sit on its own logical core's first physical core.
+    for t in doc["tensors"]:
+        assert t["pcore"] == 2 * t["core"]
+
+
+def test_a_refused_step_is_the_answer_and_a_mistake_raises():
+    # A trn2 HBM has 24 GiB: a 30 GiB tensor never fits.
+    doc = neffld.plan(f"{SMALL}@0", instance="trn2.3xlarge", tensors=["kv=30GiB@0"])
+    assert doc["fits"] is False
+    assert doc["error"]["status"] == "NRT_RESOURCE"
+    lines = [l["message"] for l in doc["refusal"]["log"]]
+    assert lines[0] == "LNC size is 2. Neuron Cores using this HBM: NC 0 and NC 1"
+    assert lines[1] == (
+        "Failed to allocate 30.000GB (alignment: none, usage: tensors) on ND 0:NC 0"
+    )
+    assert doc["headroom"][0]["largest_tensor"] < 24 * GIB
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan(SMALL, tensors=["kv=2XB@0"])
+    assert e.value.status_name == "NRT_INVALID" and "'2XB'" in e.value.message
+    with pytest.raises(neffld.NeffError):
+        neffld.plan(SMALL, env={"NEURON_NOPE": 1})
+
+
+def run(*args):
+    return subprocess.run(list(args), capture_output=True, text=True)
+
+
+def test_the_neffld_command_is_on_path_with_every_subcommand():
+    exe = shutil.which("neffld", path=os.path.dirname(sys.executable))
+    assert exe, "pip install puts neffld beside the interpreter"
+    version = run(exe, "--version")
+    assert version.returncode == 0 and version.stdout.startswith("neffld ")
+    for sub in ["inspect", "verify", "load", "plan", "compare", "extract", "pack"]:
+        h = run(exe, sub, "--help")
+        assert h.returncode == 0 and "Exit status:" in h.stdout, sub
+    out = run(exe, "plan", "--json", "--instance", "trn2.3xlarge", f"{SMALL}@0")
+    assert out.returncode == 0
+    assert json.loads(out.stdout) == neffld.plan(f"{SMALL}@0", instance="trn2.3xlarge")
+    bad = run(exe, "plan", "--tensor", "kv=1QB@0", str(SMALL))
+    assert bad.returncode == 2 and "'1QB' has an unknown unit" in bad.stderr
+    refused = run(exe, "load", "--json", "--quiet", "--arch", "trn1", str(SMALL))
+    assert refused.returncode == 1
+
+
+def test_python_dash_m_runs_the_same_command():
+    out = run(sys.executable, "-m", "neffld", "inspect", "--json", str(SMALL))
+    assert out.returncode == 0
+    assert json.loads(out.stdout)["command"] == "inspect"
+    assert run(sys.executable, "-m", "neffld", "frobnicate").returncode == 2
