@@ -789,6 +789,51 @@ pub fn fuzz_capture(input: &[u8]) -> Option<crate::capture::CaptureError> {
     }
 }
 
+/// The body of the `deployment` fuzz target, shared with the replay of
+/// kept inputs: the input as a deployment file, and each of its lines as
+/// the command line's short forms (LOAD, `--tensor`, `--unload`, `--env`,
+/// a size, a core list). A mistake must name where and what; a file that
+/// parses expands to at most [`crate::plan::deployment::MAX_STEPS`] steps. Returns
+/// the deployment file's error, if any.
+pub fn fuzz_deployment(input: &[u8]) -> Option<crate::plan::DeploymentError> {
+    use crate::plan::{self, DeploymentError};
+    let check = |e: &DeploymentError| {
+        assert!(!e.place.is_empty() && !e.what.is_empty(), "{e:?}");
+    };
+    let text = String::from_utf8_lossy(input);
+    for line in text.lines().take(64) {
+        for r in [
+            plan::parse_load(line),
+            plan::parse_tensor(line),
+            plan::parse_unload(line),
+        ] {
+            match r {
+                Ok(steps) => assert!(steps.len() <= 1 << 16, "{line}"),
+                Err(e) => check(&e),
+            }
+        }
+        if let Err(e) = plan::parse_env(line) {
+            check(&e);
+        }
+        if let Err(e) = plan::parse_size(line) {
+            assert!(!e.is_empty());
+        }
+        if let Ok(cores) = plan::parse_cores(line) {
+            assert!(cores.len() <= 1 << 16, "{line}");
+        }
+    }
+    match plan::parse_toml(&text, "fuzz.toml", std::path::Path::new(".")) {
+        Ok(d) => {
+            assert!(d.steps.len() <= plan::deployment::MAX_STEPS);
+            None
+        }
+        Err(e) => {
+            check(&e);
+            Some(e)
+        }
+    }
+}
+
 /// Live allocations of `dev` other than those a started runtime holds for
 /// itself (runtime-owned, except the shared scratchpad pages, which the
 /// models on a core bring and take): with no model loaded and no load in

@@ -55,3 +55,25 @@ fn ring_limit_long_run() {
     );
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
 }
+
+/// Deployment files and short forms that probe the parser's edges: huge
+/// ranges and repeats are refused by their bounds, not expanded; every
+/// mistake names where and what.
+#[test]
+fn deployment_inputs_at_the_edges_are_refused_with_a_place() {
+    use neffld::testkit::fuzz_deployment;
+    for input in [
+        &b"[[step]]\nload = \"a\"\ncores = \"0-4294967295\"\n"[..],
+        b"[[step]]\nload = \"a\"\ncores = \"0-65535\"\nrepeat = 65535\n",
+        b"[[step]]\ntensor = \"kv\"\nsize = \"99999999999999999999TiB\"\ncores = 0\n",
+        b"[[step]]\ntensor = \"kv\"\nsize = -1\ncores = -1\n",
+        b"[[step]]\nload = \"a\"\ncores = [1.5]\n",
+        b"[env]\nNEURON_SCRATCHPAD_PAGE_SIZE = [1]\n",
+        b"\xff\xfe[[step",
+        b"kv=1.0000000000000000000001GiB@0\na@0-\n=@\n@",
+    ] {
+        let e = fuzz_deployment(input).expect("refused");
+        assert!(e.place.starts_with("fuzz.toml"), "{e}");
+    }
+    assert!(fuzz_deployment(b"[[step]]\nload = \"a.neff\"\ncores = \"0-3\"\n").is_none());
+}

@@ -279,6 +279,9 @@ struct RawStep {
 /// Longest `repeat` of one step.
 const MAX_REPEAT: u32 = 1 << 16;
 
+/// Most steps a deployment file may expand to.
+pub const MAX_STEPS: usize = 1 << 20;
+
 /// The 1-based line of byte `offset` of `text`.
 fn line_of(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset.min(text.len())]
@@ -447,6 +450,12 @@ fn toml_step(
             })
             .collect()
     };
+    if one.len().saturating_mul(repeat as usize) > MAX_STEPS {
+        return Err(bad(
+            place,
+            format!("the step expands to more than {MAX_STEPS} steps"),
+        ));
+    }
     if repeat > 1 {
         let once = std::mem::take(&mut one);
         for _ in 0..repeat {
@@ -602,7 +611,7 @@ cores = 4
     /// Each mistake names the file, the line and what is wrong.
     #[test]
     fn mistakes_in_a_deployment_file_name_the_line() {
-        let cases: [(&str, &str, &str); 8] = [
+        let cases: [(&str, &str, &str); 9] = [
             ("instance = \"trn9\"\n", "d.toml line 1", "unknown instance"),
             ("lnc = 1\nbogus = 2\n", "d.toml line 2", "bogus"),
             (
@@ -630,6 +639,11 @@ cores = 4
                 "[[step]]\nunload = \"a\"\n",
                 "d.toml line 1 (step 1)",
                 "cores",
+            ),
+            (
+                "[[step]]\nload = \"a\"\ncores = \"0-60000\"\nrepeat = 60000\n",
+                "d.toml line 1 (step 1)",
+                "more than",
             ),
         ];
         for (text, place, what) in cases {
