@@ -400,21 +400,32 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
             );
         }
     }
-    let busy: Vec<String> = p
+    let mut busy: Vec<(u32, &neffld::report::HbmMemory)> = p
         .devices
         .iter()
         .flat_map(|m| shown(m).map(move |h| (m.device, h)))
-        .map(|(nd, h)| {
-            format!(
-                "ND {nd} HBM {} {} used, {} free",
-                h.hbm,
-                units::human(h.usage().total()),
-                units::human(h.free())
-            )
-        })
         .collect();
-    if !busy.is_empty() {
-        let _ = writeln!(t, "memory    {}", busy.join("; "));
+    let line = |(nd, h): &(u32, &neffld::report::HbmMemory)| {
+        format!(
+            "ND {nd} HBM {} {} used, {} free",
+            h.hbm,
+            units::human(h.usage().total()),
+            units::human(h.free())
+        )
+    };
+    if busy.len() > 4 {
+        // Many HBMs: the fullest and the emptiest of those in use.
+        busy.sort_by_key(|(_, h)| std::cmp::Reverse(h.held));
+        let _ = writeln!(
+            t,
+            "memory    {} HBMs in use; fullest {}; least used {}",
+            busy.len(),
+            line(&busy[0]),
+            line(&busy[busy.len() - 1])
+        );
+    } else if !busy.is_empty() {
+        let all: Vec<String> = busy.iter().map(line).collect();
+        let _ = writeln!(t, "memory    {}", all.join("; "));
     }
     if let Some(r) = &p.refusal {
         let _ = writeln!(t, "\nthe refusal, as the runtime logs it");

@@ -279,6 +279,23 @@ impl Parses {
         }
     }
 
+    /// The fingerprint [`Parses::fingerprinted`] takes, alone: for a caller
+    /// that holds the same bytes in another buffer by then (a file mapped
+    /// again so its pages are released as it is parsed).
+    pub fn fingerprint_of(&self, bytes: &[u8]) -> u128 {
+        self.cache.fingerprint_of(bytes)
+    }
+
+    /// `bytes` with a fingerprint taken of the same bytes before
+    /// ([`Parses::fingerprint_of`]); the caller vouches that they are.
+    pub(crate) fn fingerprinted_as<'a>(&self, bytes: &'a [u8], print: u128) -> Fingerprinted<'a> {
+        Fingerprinted {
+            bytes,
+            print,
+            cache: Arc::clone(&self.cache),
+        }
+    }
+
     /// Parses run (S1–S3) by every runtime sharing them.
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)

@@ -13,14 +13,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::api::{started_device, DeviceTensor, Fingerprinted, LoadError, Model, Parses, Runtime};
 use crate::config::{DeviceKind, RuntimeConfig};
-use crate::container::{self, MappedFile, NeffHeader};
+use crate::container::{self, MappedFile, Neff, NeffHeader};
 use crate::device::{
     AllocReq, Device, DeviceError, Ledger, MemUsage, Observer, Owned, Owner, Place,
 };
 use crate::ids::{HModel, PCore};
 use crate::parse;
 use crate::report::memory::{MemoryReport, Refusal};
-use crate::Arch;
 
 use super::deployment::{Deployment, DeploymentError, Step};
 use super::headroom::{self, Headroom};
@@ -58,6 +57,8 @@ impl FileBytes {
 pub(crate) struct NeffFile {
     pub path: PathBuf,
     bytes: FileBytes,
+    /// The fingerprint of its bytes under the session's parse cache.
+    print: u128,
 }
 
 /// What every run of one deployment shares.
@@ -65,6 +66,9 @@ pub(crate) struct Session {
     pub config: RuntimeConfig,
     pub files: Vec<NeffFile>,
     pub parses: Parses,
+    /// Each file's container, opened once (S1) for its first load: after
+    /// that the parse cache keeps the parse.
+    opened: Mutex<Vec<Option<Neff>>>,
 }
 
 /// The configuration a deployment asks for: its variables over the
@@ -106,43 +110,78 @@ impl Session {
     /// configuration; with no instance named, the first NEFF's own
     /// architecture on one chip.
     pub fn open(d: &Deployment) -> Result<Session, PlanError> {
-        let mut files: Vec<NeffFile> = Vec::new();
+        let mut paths: Vec<&PathBuf> = Vec::new();
         for step in &d.steps {
             if let Step::Load { file, .. } = step {
-                if !files.iter().any(|f| &f.path == file) {
-                    files.push(NeffFile {
-                        path: file.clone(),
-                        bytes: FileBytes::read(file)?,
-                    });
+                if !paths.contains(&file) {
+                    paths.push(file);
                 }
             }
         }
-        let mut config = configure(d, files.len())?;
+        let mut config = configure(d, paths.len())?;
+        let parses = Parses::new(&config);
+        let opts = config.open_options();
+        let mut files = Vec::new();
+        let mut opened = Vec::new();
+        for path in paths {
+            // The fingerprint reads every byte; a mapped file is then mapped
+            // afresh, so the container's open releases its pages as it
+            // reads them, as `neffld load` does, instead of keeping the
+            // whole file resident beside the inflated payload.
+            let first = FileBytes::read(path)?;
+            let print = parses.fingerprint_of(first.bytes());
+            let bytes = match first {
+                FileBytes::Mapped(_) => {
+                    drop(first);
+                    FileBytes::read(path)?
+                }
+                read => read,
+            };
+            opened.push(match &bytes {
+                FileBytes::Mapped(m) => container::open_mapped(m, &opts).ok(),
+                FileBytes::Read(v) => container::open(v, &opts).ok(),
+            });
+            files.push(NeffFile {
+                path: path.clone(),
+                bytes,
+                print,
+            });
+        }
         let named = d.instance.is_some()
             || d.env
                 .iter()
                 .any(|(k, _)| k == "NEFFLD_INSTANCE" || k == "NEFFLD_ARCH");
         if !named {
-            if let Some(arch) = files
+            if let Some(arch) = opened
                 .first()
-                .and_then(|f| declared_arch(f.bytes.bytes(), &config))
+                .and_then(|n| n.as_ref())
+                .and_then(parse::declared_arch)
             {
                 config.arch = arch;
             }
         }
-        let parses = Parses::new(&config);
         Ok(Session {
             config,
             files,
             parses,
+            opened: Mutex::new(opened),
         })
+    }
+
+    /// The container of file `i` opened for its first load, once.
+    fn take_opened(&self, i: usize) -> Option<Neff> {
+        self.opened
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(i)
+            .and_then(Option::take)
     }
 
     /// Each file fingerprinted once under the session's parse cache.
     pub fn prints(&self) -> Vec<Fingerprinted<'_>> {
         self.files
             .iter()
-            .map(|f| self.parses.fingerprinted(f.bytes.bytes()))
+            .map(|f| self.parses.fingerprinted_as(f.bytes.bytes(), f.print))
             .collect()
     }
 
@@ -190,13 +229,6 @@ impl Session {
     ) -> Result<Outcome, PlanError> {
         self.execute_with(d, &self.config, prints, measure)
     }
-}
-
-/// The architecture a NEFF declares (its kelf target), read from its
-/// container.
-fn declared_arch(bytes: &[u8], config: &RuntimeConfig) -> Option<Arch> {
-    let neff = container::open(bytes, &config.open_options()).ok()?;
-    parse::declared_arch(&neff)
 }
 
 /// What one run found.
@@ -485,7 +517,8 @@ impl<'s> Exec<'s> {
             .map(|h| h.name_str())
             .unwrap_or_default();
         let arg = vnc.map_or(-1, |v| i32::try_from(v).unwrap_or(i32::MAX));
-        let model = match self.rt.load_fingerprinted(&self.prints[i], None, arg) {
+        let opened = self.session.take_opened(i);
+        let model = match self.rt.load_fingerprinted(&self.prints[i], opened, arg) {
             Ok(m) => m,
             Err(e) => {
                 // The refusal table names the load that was refused too.
