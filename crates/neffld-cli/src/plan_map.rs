@@ -210,6 +210,18 @@ pub fn render(doc: &Value) -> String {
                 esc(&units::used_of(n(&hbm["used"]), n(&hbm["size"]))),
                 units::human(n(&hbm["free"]))
             );
+            let r = &doc["refusal"];
+            if r["device"].as_u64() == Some(nd) && r["hbm"] == hbm["hbm"] {
+                let _ = writeln!(
+                    html,
+                    "<p class=\"fail\">did not fit: nc{} {} {} needs {}, {} free</p>",
+                    r["pcore"],
+                    esc(r["usage"].as_str().unwrap_or("")),
+                    esc(r["what"].as_str().unwrap_or("")),
+                    units::human(n(&r["size"])),
+                    units::human(n(&hbm["free"]))
+                );
+            }
             html.push_str(&hbm_svg(nd, hbm, doc));
         }
         html.push_str("</section>\n");
