@@ -537,8 +537,11 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let t1 = Instant::now();
     let opened = source.open(&config.open_options());
     let s1 = t1.elapsed();
+    // An instance named by NEFFLD_INSTANCE decides the architecture as
+    // --arch does; the load runs on one chip of it.
     config.arch = a
         .arch
+        .or(config.instance.map(|i| i.arch))
         .or_else(|| opened.as_ref().ok().and_then(parse::declared_arch))
         .unwrap_or(Arch::Cayman);
     if let Some(why) = a.lnc.and_then(|l| lnc_refusal(config.arch, l, "--lnc")) {

@@ -34,8 +34,12 @@ fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
 
-/// The parts of one core's bar: (owner label, class, column → bytes).
-fn parts(core: &Value, tensors: &[&Value]) -> Vec<(String, &'static str, Vec<(usize, u64)>)> {
+/// One part of a core's bar: who holds it (a label and a class: runtime,
+/// neff or tensor) and its bytes by column index.
+type Part = (String, &'static str, Vec<(usize, u64)>);
+
+/// The parts of one core's bar.
+fn parts(core: &Value, tensors: &[&Value]) -> Vec<Part> {
     let cols = |c: &Value| -> Vec<(usize, u64)> {
         Column::ALL
             .iter()
