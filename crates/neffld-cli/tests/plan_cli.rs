@@ -184,6 +184,11 @@ fn a_deployment_file_plans_what_the_command_line_plans() {
     assert_eq!(tensors, ["kv"], "only the named tensor without IO tensors");
 }
 
+/// The project's example NEFF (trn1).
+fn demo() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.neff").to_string()
+}
+
 /// Every mistake exits 2 and names what and where.
 #[test]
 fn mistakes_name_what_and_where() {
@@ -195,7 +200,7 @@ fn mistakes_name_what_and_where() {
         "[[step]]\nload = \"a.neff\"\n\n[[step]]\ntensor = \"kv\"\ncores = 0\n",
     )
     .unwrap();
-    let cases: [(Vec<String>, &str); 7] = [
+    let cases: [(Vec<String>, &str); 8] = [
         (
             vec![toml.to_str().unwrap().into()],
             "bad.toml line 4 (step 2): a tensor step needs size",

@@ -84,20 +84,7 @@ pub(crate) fn configure(d: &Deployment, files: usize) -> Result<RuntimeConfig, P
     if let Some(i) = d.instance {
         config = config.on_instance(i);
     }
-    if let Some(l) = d.lnc {
-        if !config.arch.lnc_sizes().contains(&l) {
-            return Err(DeploymentError {
-                place: "lnc".into(),
-                what: format!(
-                    "{} cores take logical-core size {:?}, not {l}",
-                    config.arch.instance(),
-                    config.arch.lnc_sizes()
-                ),
-            }
-            .into());
-        }
-        config.lnc = Some(l);
-    }
+    config.lnc = d.lnc.or(config.lnc);
     config.runtime = d.runtime.or(config.runtime);
     config.device = DeviceKind::Null;
     config.cache_retain = files.max(1);
@@ -160,6 +147,17 @@ impl Session {
                 config.arch = arch;
             }
         }
+        if let Some(l) = d.lnc.filter(|l| !config.arch.lnc_sizes().contains(l)) {
+            return Err(DeploymentError {
+                place: "lnc".into(),
+                what: format!(
+                    "{} cores take logical-core size {:?}, not {l}",
+                    config.arch.instance(),
+                    config.arch.lnc_sizes()
+                ),
+            }
+            .into());
+        }
         Ok(Session {
             config,
             files,
@@ -210,6 +208,10 @@ impl Session {
             exec.steps.push(report);
             if failed {
                 break;
+            }
+            // A refusal some code recovered from is not the plan's.
+            for w in &exec.watches {
+                w.take_refusal();
             }
         }
         let refusal = exec.refusal();
