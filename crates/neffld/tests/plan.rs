@@ -140,7 +140,10 @@ fn a_noisy_neighbour_is_refused_as_the_runtime_reports_it_and_lnc2_lets_it_throu
     );
     assert!(r.log[2].1.contains("\\_NEFF 1    |"), "{}", r.log[2].1);
     assert!(
-        r.log[2].1.ends_with("1: \"dense\"\n2: \"dense\"\n"),
+        r.log[2]
+            .1
+            .trim_end()
+            .ends_with("1: \"dense\"\n2: \"dense\""),
         "{}",
         r.log[2].1
     );
@@ -387,4 +390,28 @@ fn profile_buffers_are_held_per_core() {
         );
     }
     assert_eq!(p.devices[0].hbms[0].usage().get(Column::ProfilerBuffers), 0);
+}
+
+/// A load refused part-way is in the runtime's table with what it had
+/// placed, and the mapping names it too.
+#[test]
+fn a_refused_load_is_named_in_the_refusal() {
+    let dir = tmpdir("refused-load");
+    let dense = neff(&dir, "dense", 10 * GIB);
+    let p = plan::plan(&trn2_3xl(
+        1,
+        vec![load(&dense, 0), load(&dense, 0), load(&dense, 0)],
+    ))
+    .unwrap();
+    let r = p.refusal.as_ref().unwrap();
+    assert_eq!(r.step, 2);
+    assert_eq!(r.what, "big", "the third load's private buffer");
+    let table = &r.log.last().unwrap().1;
+    assert!(
+        table
+            .trim_end()
+            .ends_with("1: \"dense\"\n2: \"dense\"\n3: \"dense\""),
+        "{table}"
+    );
+    assert_eq!(p.neffs.len(), 2, "the refused load rolled back");
 }

@@ -13,13 +13,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::api::{started_device, DeviceTensor, Fingerprinted, LoadError, Model, Parses, Runtime};
 use crate::config::{DeviceKind, RuntimeConfig};
-use crate::container::{self, MappedFile, Neff, NeffHeader};
+use crate::container::{self, MappedFile, Neff};
 use crate::device::{
-    AllocReq, Device, DeviceError, Ledger, MemUsage, Observer, Owned, Owner, Place,
+    AllocReq, Device, DeviceError, Geometry, Ledger, MemUsage, Observer, Owned, Owner, Place,
 };
 use crate::ids::{HModel, PCore};
 use crate::parse;
-use crate::report::memory::{MemoryReport, Refusal};
+use crate::registry::ModelNames;
+use crate::report::memory::{LogLine, MemoryReport, Refusal};
 
 use super::deployment::{Deployment, DeploymentError, Step};
 use super::headroom::{self, Headroom};
@@ -304,17 +305,32 @@ impl Recorded {
     }
 }
 
+/// A refusal as the watch of its device saw it.
+pub(crate) struct Caught {
+    device: u32,
+    request: Refusal,
+    what: String,
+    memory: MemoryReport,
+    log: Vec<LogLine>,
+}
+
 #[derive(Default)]
 struct WatchState {
     armed: bool,
-    refused: Option<(Recorded, Ledger)>,
+    refused: Option<Caught>,
     recording: Option<Vec<Recorded>>,
 }
 
-/// Watches one device: the first refusal while armed (with the ledger as
-/// it found it), and, while recording, every allocation that succeeds.
-#[derive(Default)]
+/// Watches one device (`ND nd`): the first refusal while armed, reported
+/// then as the runtime reports it (the memory as the refusal found it, the
+/// NEFFs named from the runtime's book of names while they hold memory,
+/// the refused load's included); and, while recording, every allocation
+/// that succeeds.
 pub(crate) struct Watch {
+    nd: u32,
+    geometry: Geometry,
+    lnc: u32,
+    names: Arc<ModelNames>,
     state: Mutex<WatchState>,
 }
 
@@ -329,7 +345,7 @@ impl Watch {
         s.refused = None;
     }
 
-    fn take_refusal(&self) -> Option<(Recorded, Ledger)> {
+    fn take_refusal(&self) -> Option<Caught> {
         self.state().refused.take()
     }
 
@@ -345,9 +361,24 @@ impl Watch {
 impl Observer for Watch {
     fn refused(&self, req: &AllocReq<'_>, _error: &DeviceError, ledger: &Ledger) {
         let mut s = self.state();
-        if s.armed && s.refused.is_none() {
-            s.refused = Some((Recorded::of(req), ledger.clone()));
+        if !s.armed || s.refused.is_some() {
+            return;
         }
+        let memory = MemoryReport::from_ledger(self.nd, &self.geometry, ledger);
+        let request = Refusal {
+            size: req.size,
+            align: req.align,
+            usage: req.usage,
+            core: req.core,
+        };
+        let log = memory.refusal_log(&request, self.lnc, |h| self.names.get(h));
+        s.refused = Some(Caught {
+            device: self.nd,
+            request,
+            what: req.hint.to_string(),
+            memory,
+            log,
+        });
     }
 
     fn allocated(
@@ -383,11 +414,6 @@ pub(crate) struct Exec<'s> {
     /// Profiler buffers, once per physical core a load uses.
     profiled: BTreeSet<(u32, u32)>,
     profile_buffers: Vec<Owned>,
-    /// The name of every NEFF loaded in this run, by id.
-    names: BTreeMap<HModel, String>,
-    /// The name of a NEFF whose load was refused (its id is in the
-    /// refusal's table but in no record).
-    pending_name: Option<String>,
     /// Declared last: dropped after everything that holds device memory.
     pub rt: Runtime,
 }
@@ -398,21 +424,29 @@ impl<'s> Exec<'s> {
         config: &RuntimeConfig,
         prints: &'s [Fingerprinted<'s>],
     ) -> Result<Exec<'s>, PlanError> {
-        let mut watches = Vec::new();
         let devices: Vec<Arc<Device>> = (0..config.chips.max(1))
-            .map(|_| {
-                let d = started_device(config);
-                let w = Arc::new(Watch::default());
-                d.observe(w.clone());
-                watches.push(w);
-                d
-            })
+            .map(|_| started_device(config))
             .collect();
         let rt = Runtime::with_parses(config.clone(), devices, session.parses.clone())
             .map_err(PlanError::Start)?;
-        for w in &watches {
-            w.state().armed = true;
-        }
+        let watches = rt
+            .devices()
+            .enumerate()
+            .map(|(nd, d)| {
+                let w = Arc::new(Watch {
+                    nd: nd as u32,
+                    geometry: d.geometry().clone(),
+                    lnc: config.lnc_size(),
+                    names: rt.model_names(),
+                    state: Mutex::new(WatchState {
+                        armed: true,
+                        ..WatchState::default()
+                    }),
+                });
+                d.observe(w.clone());
+                w
+            })
+            .collect();
         Ok(Exec {
             session,
             prints,
@@ -423,8 +457,6 @@ impl<'s> Exec<'s> {
             tensors: Vec::new(),
             profiled: BTreeSet::new(),
             profile_buffers: Vec::new(),
-            names: BTreeMap::new(),
-            pending_name: None,
             rt,
         })
     }
@@ -515,18 +547,11 @@ impl<'s> Exec<'s> {
         vnc: Option<u32>,
         io_tensors: bool,
     ) -> (Option<u32>, Result<(), StepFailure>) {
-        let name = NeffHeader::parse(self.prints[i].bytes())
-            .map(|h| h.name_str())
-            .unwrap_or_default();
         let arg = vnc.map_or(-1, |v| i32::try_from(v).unwrap_or(i32::MAX));
         let opened = self.session.take_opened(i);
         let model = match self.rt.load_fingerprinted(&self.prints[i], opened, arg) {
             Ok(m) => m,
-            Err(e) => {
-                // The refusal table names the load that was refused too.
-                self.pending_name = Some(name);
-                return (vnc, Err(failure(e)));
-            }
+            Err(e) => return (vnc, Err(failure(e))),
         };
         let at = self.rt.visible_index(model.vnc).unwrap_or(0);
         let (device, pcores) = self.placement(at).unwrap_or_default();
@@ -534,7 +559,6 @@ impl<'s> Exec<'s> {
             .rt
             .with_model(&model, |lm| lm.h_model)
             .unwrap_or(HModel(0));
-        self.names.insert(h_model, model.name.clone());
         let record = NeffRecord {
             id: h_model,
             name: model.name.clone(),
@@ -608,32 +632,15 @@ impl<'s> Exec<'s> {
     /// The first refusal of the run, if a refused step ended it.
     fn refusal(&mut self) -> Option<PlanRefusal> {
         let step = self.steps.iter().position(|s| s.outcome.is_err())?;
-        let lnc = self.config.lnc_size();
-        let pending = self.pending_name.take();
-        for (nd, (w, dev)) in self.watches.iter().zip(self.rt.devices()).enumerate() {
-            let Some((req, ledger)) = w.take_refusal() else {
-                continue;
-            };
-            let memory = MemoryReport::from_ledger(nd as u32, dev.geometry(), &ledger);
-            let request = Refusal {
-                size: req.size,
-                align: req.align,
-                usage: req.usage,
-                core: req.core,
-            };
-            let log = memory.refusal_log(&request, lnc, |h| {
-                self.names.get(&h).cloned().or_else(|| pending.clone())
-            });
-            return Some(PlanRefusal {
-                step,
-                device: nd as u32,
-                request,
-                what: req.hint,
-                memory,
-                log,
-            });
-        }
-        None
+        let c = self.watches.iter().find_map(|w| w.take_refusal())?;
+        Some(PlanRefusal {
+            step,
+            device: c.device,
+            request: c.request,
+            what: c.what,
+            memory: c.memory,
+            log: c.log,
+        })
     }
 
     fn finish(
