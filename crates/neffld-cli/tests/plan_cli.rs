@@ -226,6 +226,10 @@ fn mistakes_name_what_and_where() {
             vec![dir.join("none.neff").to_str().unwrap().into()],
             "cannot read",
         ),
+        (
+            vec![demo(), "--lnc".into(), "2".into()],
+            "lnc: trn1 cores take logical-core size [1], not 2",
+        ),
     ];
     for (args, what) in cases {
         let mut all = vec!["plan".to_string()];

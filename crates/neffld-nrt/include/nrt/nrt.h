@@ -300,7 +300,8 @@ extern "C" {
 
 /**
  * Fills `info` (up to `instance_info_len` bytes of it) with the simulated
- * instance: its family from `NEFFLD_ARCH`, size unknown.
+ * instance: family and size of `NEFFLD_INSTANCE`, else the family of
+ * `NEFFLD_ARCH` with the size unknown.
  *
  * # Safety
  * `info` must be NULL or point to `instance_info_len` writable bytes.
@@ -309,7 +310,8 @@ NRT_STATUS nrt_get_instance_info(struct nrt_instance_info_t *info, size_t instan
 
 /**
  * Starts the runtime: reads the configuration (`NEFFLD_DEVICE`,
- * `NEFFLD_ARCH`, `NEURON_RT_*`) and creates the simulated device.
+ * `NEFFLD_INSTANCE`, `NEFFLD_ARCH`, `NEURON_RT_*`) and creates the
+ * simulated devices (one per chip of the instance).
  *
  * Allowed from the never-initialised state and again after `nrt_close`
  * (a fresh device each time); while already initialised it fails with
