@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use neffld::capture::compare::{self, Comparison, ImageSide};
 use neffld::capture::{self as ntff};
+use neffld::text::escape;
 use neffld::NrtStatus;
 use serde_json::{json, Value};
 
@@ -106,7 +107,7 @@ fn human(c: &Comparison) -> String {
         let _ = writeln!(
             s,
             "{}: physical core {} (capture {}){}",
-            k.subgraph,
+            escape(&k.subgraph),
             opt(k.pcore_ours),
             opt(k.pcore_capture),
             if k.agrees() { "  agrees" } else { "" }
@@ -169,7 +170,7 @@ fn human(c: &Comparison) -> String {
             let _ = writeln!(
                 s,
                 "  {:<24} {:>14} {:>14}  {eq}",
-                r.usage_type,
+                escape(&r.usage_type),
                 opt(r.ours),
                 opt(r.capture)
             );

@@ -9,12 +9,13 @@ use neffld::container::header::feature_names;
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{integrity, payload_window, Neff, NeffHeader};
 use neffld::manifest::ParseOptions;
+use neffld::text::escape;
 use neffld::NrtStatus;
 use neffld::{parse, Arch};
 use serde_json::{json, Value};
 
 use crate::input;
-use crate::report::{emit, failed, hex, print_json, set_status, stamp, Failure};
+use crate::report::{emit, failed, hex, print_json, set_status, shown, shown_path, stamp, Failure};
 use crate::style::Style;
 use crate::target::lnc_sizes;
 use crate::units;
@@ -392,7 +393,7 @@ pub fn verify(
                 (out, outcome.map(|()| subgraphs))
             }
         };
-        let name = input::display(f);
+        let name = shown(&out["file"]);
         match &outcome {
             Ok(subgraphs) => text.push_str(&format!(
                 "{}    {name}  ({} {}, {} members, {subgraphs} subgraphs)\n",
@@ -446,7 +447,7 @@ pub fn verify(
 
 fn print_human(out: &Value) {
     use std::fmt::Write as _;
-    let str_of = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let str_of = shown;
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -596,7 +597,7 @@ pub fn extract(
     for (name, body) in neff.archive.iter() {
         if !safe_relative(name) {
             warnings.push(format!(
-                "skipping member {name:?}: its path would leave {}",
+                "skipping member {name}: its path would leave {}",
                 dir.display()
             ));
             continue;
@@ -616,12 +617,12 @@ pub fn extract(
         print_json(&doc);
     } else {
         for w in &warnings {
-            eprintln!("{}", err.warn(w));
+            eprintln!("{}", err.warn(&escape(w)));
         }
         emit(&format!(
             "extracted {} members to {}\n",
             written.len(),
-            dir.display()
+            shown_path(dir)
         ));
     }
     Ok(ExitCode::SUCCESS)
@@ -819,11 +820,11 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
         print_json(&doc);
     } else {
         for w in &warnings {
-            eprintln!("{}", err.warn(&format!("warning: {w}")));
+            eprintln!("{}", err.warn(&format!("warning: {}", escape(w))));
         }
         emit(&format!(
             "wrote {}: {} members, {}\n",
-            out.display(),
+            shown_path(out),
             members.len(),
             units::bytes(neff.len() as u64)
         ));

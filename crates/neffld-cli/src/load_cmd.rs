@@ -21,7 +21,7 @@ use neffld::{parse, Arch, NrtStatus};
 use serde_json::{json, Value};
 
 use crate::recorder::Recorder;
-use crate::report::{emit, failed, print_json, stamp, Failure};
+use crate::report::{emit, failed, print_json, shown, stamp, Failure};
 use crate::style::Style;
 use crate::target::lnc_refusal;
 use crate::{input, map, memory, units};
@@ -213,7 +213,7 @@ fn core_json(
 
 fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> String {
     use std::fmt::Write as _;
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let s = shown;
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let mut t = String::new();
     let _ = writeln!(t, "file      {}", s(&out["file"]));

@@ -6,7 +6,7 @@ import struct
 import pytest
 
 import neffld
-from conftest import LARGE, PAYLOAD, SMALL, VERSION_MAJOR
+from conftest import LARGE, NAME, PAYLOAD, SMALL, VERSION_MAJOR
 
 
 def raises(fn, *args, **kw):
@@ -14,7 +14,9 @@ def raises(fn, *args, **kw):
         fn(*args, **kw)
     err = e.value
     assert isinstance(err, Exception)
-    assert err.message and err.message in str(err)
+    assert err.message
+    if err.message.isprintable():
+        assert err.message in str(err)
     return err
 
 
@@ -84,3 +86,15 @@ def test_the_runtimes_environment_applies(monkeypatch):
     err = raises(neffld.load, SMALL)
     assert (err.status, err.stage) == (2, "container")
     assert "NEURON_LOGICAL_NC_CONFIG" in err.message
+
+
+def test_names_from_the_neff_are_escaped_in_the_text_and_exact_in_message(small_bytes, monkeypatch):
+    # The LNC gate names the model: a forged header name must not forge a
+    # line or repaint a terminal when the exception is printed.
+    data = bytearray(small_bytes)
+    data[NAME] = b"evil\nstatus ok\x1b[32m".ljust(256, b"\0")
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    err = raises(neffld.load, bytes(data))
+    assert "evil\nstatus ok\x1b[32m" in err.message
+    assert "evil\\nstatus ok\\x1b[32m" in str(err)
+    assert not any(c in str(err) for c in "\n\x1b")

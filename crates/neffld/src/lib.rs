@@ -35,6 +35,7 @@ pub mod stage;
 pub mod status;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod text;
 pub mod verify;
 
 pub use arch::Arch;
