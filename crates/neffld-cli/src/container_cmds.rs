@@ -132,6 +132,7 @@ fn parse_json(neff: &Neff) -> Result<Value, Failure> {
         .collect();
     Ok(json!({
         "target": parsed.manifest.kelf.target_name,
+        "arch": parsed.manifest.kelf.target.instance(),
         "inputs": tensors(&io.input_order, &io.inputs),
         "outputs": tensors(&io.output_order, &io.outputs),
         "subgraphs": subgraphs,
@@ -259,7 +260,7 @@ fn describe_archive(out: &mut Value, warnings: &mut Vec<String>, archive: &Archi
 
 /// The manifest parts of the report, from [`parse_json`].
 fn put_manifests(out: &mut Value, parsed: &Value) {
-    for k in ["target", "inputs", "outputs", "subgraphs"] {
+    for k in ["target", "arch", "inputs", "outputs", "subgraphs"] {
         out[k] = parsed[k].clone();
     }
 }
@@ -396,11 +397,15 @@ pub fn verify(
         let name = shown(&out["file"]);
         match &outcome {
             Ok(subgraphs) => text.push_str(&format!(
-                "{}    {name}  ({} {}, {} members, {subgraphs} subgraphs)\n",
+                "{}    {name}  ({} {}, {}, {})\n",
                 style.ok("ok"),
                 out["integrity"]["algorithm"].as_str().unwrap_or(""),
                 out["integrity"]["result"].as_str().unwrap_or(""),
-                out["archive"]["member_count"],
+                units::count(
+                    out["archive"]["member_count"].as_u64().unwrap_or(0),
+                    "member"
+                ),
+                units::count(*subgraphs as u64, "subgraph"),
             )),
             Err(e) => {
                 if e.stage == "io" {
@@ -417,8 +422,8 @@ pub fn verify(
     }
     let ok = files.len() - failed_gate - unreadable;
     let summary = format!(
-        "{} files: {ok} ok, {failed_gate} failed, {unreadable} unreadable",
-        files.len()
+        "{}: {ok} ok, {failed_gate} failed, {unreadable} unreadable",
+        units::count(files.len() as u64, "file")
     );
     if as_json {
         let mut doc = json!({
@@ -499,9 +504,9 @@ fn print_human(out: &Value) {
     if !a.is_null() {
         let _ = writeln!(
             t,
-            "archive     {}, {} members, {} inflated",
+            "archive     {}, {}, {} inflated",
             str_of(&a["encoding"]),
-            a["member_count"],
+            units::count(a["member_count"].as_u64().unwrap_or(0), "member"),
             units::bytes(a["inflated_bytes"].as_u64().unwrap_or(0))
         );
         for m in a["members"].as_array().into_iter().flatten() {
@@ -514,16 +519,21 @@ fn print_human(out: &Value) {
         }
     }
     if let Some(target) = out["target"].as_str() {
-        let _ = writeln!(t, "target      {target}");
+        let _ = writeln!(
+            t,
+            "target      {} ({})",
+            str_of(&out["arch"]),
+            escape(target)
+        );
         for (dir, key) in [("input", "inputs"), ("output", "outputs")] {
             for x in out[key].as_array().into_iter().flatten() {
                 let _ = writeln!(
                     t,
-                    "  {dir:<6}  {:<24} {:<9} {:<18} {} bytes",
+                    "  {dir:<6}  {:<24} {:<9} {:<18} {}",
                     str_of(&x["name"]),
                     str_of(&x["dtype"]),
                     x["shape"].to_string(),
-                    x["size"]
+                    units::count(x["size"].as_u64().unwrap_or(0), "byte")
                 );
             }
         }
@@ -551,12 +561,12 @@ fn print_human(out: &Value) {
             for q in sg["queues"].as_array().into_iter().flatten() {
                 let _ = writeln!(
                     t,
-                    "  queue {:<20} {:<8} owner {:<5} {} blocks, {} descriptors",
+                    "  queue {:<20} {:<8} owner {:<5} {}, {}",
                     str_of(&q["queue"]),
                     str_of(&q["type"]),
                     str_of(&q["owner"]),
-                    q["blocks"],
-                    q["descriptors"]
+                    units::count(q["blocks"].as_u64().unwrap_or(0), "block"),
+                    units::count(q["descriptors"].as_u64().unwrap_or(0), "descriptor")
                 );
             }
         }
@@ -620,8 +630,8 @@ pub fn extract(
             eprintln!("{}", err.warn(&escape(w)));
         }
         emit(&format!(
-            "extracted {} members to {}\n",
-            written.len(),
+            "extracted {} to {}\n",
+            units::count(written.len() as u64, "member"),
             shown_path(dir)
         ));
     }
@@ -823,9 +833,9 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
             eprintln!("{}", err.warn(&format!("warning: {}", escape(w))));
         }
         emit(&format!(
-            "wrote {}: {} members, {}\n",
+            "wrote {}: {}, {}\n",
             shown_path(out),
-            members.len(),
+            units::count(members.len() as u64, "member"),
             units::bytes(neff.len() as u64)
         ));
     }

@@ -219,10 +219,10 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
     let _ = writeln!(t, "file      {}", s(&out["file"]));
     let _ = writeln!(
         t,
-        "device    {} {} ({} cores), runtime {}",
+        "device    {} {} ({}), runtime {}",
         s(&out["device"]),
         s(&out["arch"]),
-        out["device_cores"],
+        units::count(n(&out["device_cores"]), "core"),
         s(&out["runtime"])
     );
     let _ = writeln!(
@@ -293,13 +293,13 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
     for c in out["cores"].as_array().into_iter().flatten() {
         let _ = writeln!(
             t,
-            "\ncore nc{} (HBM {}, subgraph {}): {} instruction slots, {} DMA descriptors, {} IO templates",
+            "\ncore nc{} (HBM {}, subgraph {}): {}, {}, {}",
             c["pcore"],
             c["hbm"],
             s(&c["subgraph"]),
-            n(&c["instructions"]),
-            n(&c["descriptors"]),
-            n(&c["templates"])
+            units::count(n(&c["instructions"]), "instruction slot"),
+            units::count(n(&c["descriptors"]), "DMA descriptor"),
+            units::count(n(&c["templates"]), "IO template")
         );
         let _ = writeln!(
             t,
@@ -358,22 +358,22 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
         for r in c["rings"].as_array().into_iter().flatten() {
             let _ = writeln!(
                 t,
-                "  ring {:<20} {:>18} {} blocks, {} descriptor pairs (capacity {}), {} IO templates",
+                "  ring {:<20} {:>18} {}, {} (capacity {}), {}",
                 s(&r["queue"]),
                 format!("{:#x}", n(&r["address"])),
-                n(&r["blocks"]),
-                n(&r["descriptor_pairs"]),
+                units::count(n(&r["blocks"]), "block"),
+                units::count(n(&r["descriptor_pairs"]), "descriptor pair"),
                 n(&r["capacity"]),
-                n(&r["io_templates"])
+                units::count(n(&r["io_templates"]), "IO template")
             );
         }
         for tb in c["tables"].as_array().into_iter().flatten() {
             let _ = writeln!(
                 t,
-                "  table {:<26} {:>18} {} bytes",
+                "  table {:<26} {:>18} {}",
                 s(&tb["table"]),
                 format!("{:#x}", n(&tb["address"])),
-                n(&tb["bytes"])
+                units::count(n(&tb["bytes"]), "byte")
             );
         }
     }
@@ -560,6 +560,14 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         Err(e) => Err(LoadError::Container(e)),
     };
     bar.finish_and_clear();
+    // The core the runtime refused is the one the command line named.
+    if let Err(LoadError::BadVnc { vnc, visible }) = &loaded {
+        return Err(Failure::usage(format!(
+            "--start-core {vnc}: the device has {} (0 to {}), or -1 for the first free one",
+            units::count(*visible, "visible logical core"),
+            visible.saturating_sub(1)
+        )));
+    }
     let mut cores = Vec::new();
     let name = out["model"]["name"].clone();
     let mut loaded_memory = None;

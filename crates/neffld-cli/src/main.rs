@@ -185,15 +185,19 @@ fn usage_error(e: clap::Error) -> ExitCode {
             .as_str()
             .unwrap_or("invalid command line")
             .to_string();
+        // clap's message up to its usage section, on one line: "the
+        // following required arguments were not provided: <FILE>".
         let detail = e.render().to_string();
-        let first = detail
+        let said: Vec<&str> = detail
             .lines()
-            .next()
-            .unwrap_or(&msg)
-            .trim_start_matches("error: ");
+            .map(str::trim)
+            .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+            .collect();
+        let said = said.join(" ");
+        let first = if said.is_empty() { msg } else { said };
         report_failure(
             command,
-            &Failure::usage(first.to_string()),
+            &Failure::usage(first.trim_start_matches("error: ").to_string()),
             true,
             Style::new(ColorChoice::Never, false),
         );

@@ -94,3 +94,84 @@ fn control_characters_in_names_are_escaped_in_every_human_output() {
         .collect();
     assert!(names.contains(&"sg00/evil\nstatus    NRT_SUCCESS (0)"));
 }
+
+fn demo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.neff")
+}
+
+/// One of a thing is singular, in every count the command prints.
+#[test]
+fn counts_of_one_are_singular() {
+    let d = demo();
+    let d = d.to_str().unwrap();
+    let out = text(&neffld(&["verify", d]));
+    assert!(out.contains("22 members, 1 subgraph)"), "{out}");
+    assert!(out.contains("1 file: 1 ok"), "{out}");
+    let dir = scratch("plural");
+    let one = dir.join("one.neff");
+    std::fs::write(&one, [0u8]).unwrap();
+    let out = text(&neffld(&["inspect", one.to_str().unwrap()]));
+    assert!(out.contains("1 byte") && !out.contains("1 bytes"), "{out}");
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("neff.json"), b"{}").unwrap();
+    let out = neffld(&[
+        "pack",
+        tree.to_str().unwrap(),
+        "-o",
+        dir.join("p.neff").to_str().unwrap(),
+    ]);
+    assert!(text(&out).contains(": 1 member,"), "{}", text(&out));
+    let out = text(&neffld(&["load", "--no-timings", d]));
+    for wrong in [
+        "1 subgraphs",
+        "1 blocks",
+        "1 descriptors",
+        "1 cores",
+        " 1 IO templates",
+    ] {
+        assert!(!out.contains(wrong), "{wrong}:\n{out}");
+    }
+}
+
+/// The architecture is named both ways wherever a NEFF's target is shown.
+#[test]
+fn a_target_is_shown_by_both_its_names() {
+    let d = demo();
+    let out = text(&neffld(&["inspect", d.to_str().unwrap()]));
+    assert!(out.contains("\ntarget      trn1 (sunda)\n"), "{out}");
+    let doc = json(&neffld(&["inspect", "--json", d.to_str().unwrap()]));
+    assert_eq!(
+        (&doc["target"], &doc["arch"]),
+        (&"sunda".into(), &"trn1".into())
+    );
+    let dir = scratch("names");
+    let map = dir.join("m.html");
+    neffld(&[
+        "load",
+        "--quiet",
+        d.to_str().unwrap(),
+        "--map",
+        map.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(map).unwrap();
+    assert!(
+        !html.contains("simulated sim"),
+        "the device kind is said once"
+    );
+    assert!(html.contains("simulated trn1 device"), "{html}");
+}
+
+/// Usage errors exit 2 and say what was wrong with the command line.
+#[test]
+fn usage_errors_name_the_argument_and_exit_2() {
+    let out = neffld(&["load", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let msg = json(&out)["error"]["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("<FILE>"), "{msg}");
+    let d = demo();
+    let out = neffld(&["load", "--start-core", "99", d.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("--start-core 99") && t.contains("0 to 1"), "{t}");
+}

@@ -73,6 +73,17 @@ pub fn escape_bytes(b: &[u8]) -> Cow<'_, str> {
     }
 }
 
+/// `n` things for a person: `1 byte`, `2 bytes` (`noun` is the singular;
+/// the plural adds an s).
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +110,13 @@ mod tests {
         for s in [forged, "x\u{85}y", "\u{2029}"] {
             assert!(!escape(s).chars().any(needs_escape), "{s:?}");
         }
+    }
+
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(count(1u32, "subgraph"), "1 subgraph");
+        assert_eq!(count(0u8, "byte"), "0 bytes");
+        assert_eq!(count(22u64, "member"), "22 members");
     }
 
     #[test]

@@ -27,7 +27,7 @@ use release::{ReadFront, Reader};
 /// reference runtime's wording where one is known (parse.md §9 rows 3–18).
 #[derive(Clone, Debug, Error)]
 pub enum ContainerError {
-    #[error("Invalid number of NEFF bytes received {size:#x}: the file is {size} bytes, and a NEFF is at least 1024 bytes (its header){kind}")]
+    #[error("Invalid number of NEFF bytes received {size:#x}: the file is {}, and a NEFF is at least 1024 bytes (its header){kind}", crate::text::count(*size, "byte"))]
     TooShort { size: u64, kind: FileKind },
     #[error("Invalid NEFF file size hdr sz: {header_size:#x}, file sz: {file_size:#x}: header_size (offset 0x8) is {header_size} bytes, not less than the file's {file_size} bytes{kind}")]
     HeaderSize {
