@@ -232,7 +232,7 @@ fn integrity_json(
     match result {
         Err(e) if !checked => {
             warnings.push(format!(
-                "hash not checked by default, and it does not match: {e}"
+                "the payload digest is not required here, and it does not match: {e}"
             ));
             Ok(())
         }
@@ -365,19 +365,23 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, err: Style
 }
 
 /// `neffld verify`: the verdict of [`neffld::verify`] — every gate a default
-/// load of the file on its own architecture runs, the hash only when a load
-/// would check it (`NEURON_RT_VALIDATE_HASH`) — with the `inspect` report of
-/// each file; one line per file — an unreadable file is a FAIL line too, and
-/// the rest are still checked — then a summary line (or one JSON document).
+/// load of the file on its own architecture runs — with the payload digest
+/// required unless `ignore_hash` (a file that does not match its own digest
+/// is corrupt, even though a load checks the digest only with
+/// `NEURON_RT_VALIDATE_HASH`); with the `inspect` report of each file; one
+/// line per file — an unreadable file is a FAIL line too, and the rest are
+/// still checked — then a summary line (or one JSON document).
 pub fn verify(
     files: &[std::path::PathBuf],
     as_json: bool,
     max_inflated: Option<u64>,
+    ignore_hash: bool,
     style: Style,
 ) -> CmdResult {
     let mut config = neffld::config::RuntimeConfig::from_env()
         .map_err(|e| crate::load_cmd::load_failure(&e.into()))?;
     config.max_inflated = max_inflated.or(config.max_inflated);
+    config.validate_hash = !ignore_hash;
     let mut all = Vec::with_capacity(files.len());
     let mut first_failure: Option<Failure> = None;
     let (mut failed_gate, mut unreadable) = (0usize, 0usize);
@@ -397,10 +401,15 @@ pub fn verify(
         let name = shown(&out["file"]);
         match &outcome {
             Ok(subgraphs) => text.push_str(&format!(
-                "{}    {name}  ({} {}, {}, {})\n",
+                "{}    {name}  ({} {}{}, {}, {})\n",
                 style.ok("ok"),
                 out["integrity"]["algorithm"].as_str().unwrap_or(""),
                 out["integrity"]["result"].as_str().unwrap_or(""),
+                if out["integrity"]["result"] == "mismatch" {
+                    " (ignored)"
+                } else {
+                    ""
+                },
                 units::count(
                     out["archive"]["member_count"].as_u64().unwrap_or(0),
                     "member"

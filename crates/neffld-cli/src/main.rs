@@ -65,12 +65,15 @@ enum Command {
         #[arg(long, value_name = "BYTES")]
         max_inflated: Option<u64>,
     },
-    /// Run every gate a default load on the NEFF's own architecture runs (as `load` would; the hash only with NEURON_RT_VALIDATE_HASH) on each file; one line per file and a summary.
-    #[command(after_help = concat!("Example:\n  neffld verify *.neff\n\n", "Exit status:\n  0  every file is sound\n  1  at least one file failed a gate (it has a FAIL line; the others are still checked)\n  2  usage error, or a file could not be read (it has a FAIL line too)"))]
+    /// Check each file: its payload digest, then every gate a default load on the NEFF's own architecture runs; one line per file and a summary.
+    #[command(after_help = concat!("Example:\n  neffld verify *.neff\n\n", "A file whose payload digest does not match its header is corrupt and fails,\nunless --ignore-hash (a load checks the digest only with NEURON_RT_VALIDATE_HASH).\n\n", "Exit status:\n  0  every file is sound\n  1  at least one file failed a gate (it has a FAIL line; the others are still checked)\n  2  usage error, or a file could not be read (it has a FAIL line too)"))]
     Verify {
         /// The NEFF files (`-`: standard input, once).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Pass a file whose payload digest does not match (reported, not a failure).
+        #[arg(long)]
+        ignore_hash: bool,
         /// Machine-readable output: one document with an entry per file (docs/cli.md).
         #[arg(long)]
         json: bool,
@@ -225,12 +228,13 @@ fn main() -> ExitCode {
         ),
         Command::Verify {
             files,
+            ignore_hash,
             json,
             max_inflated,
         } => (
             "verify",
             json,
-            container_cmds::verify(&files, json, max_inflated, out),
+            container_cmds::verify(&files, json, max_inflated, ignore_hash, out),
         ),
         Command::Load(args) => ("load", args.json, load_cmd::load(&args, err)),
         Command::Compare {

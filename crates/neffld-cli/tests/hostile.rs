@@ -175,3 +175,50 @@ fn usage_errors_name_the_argument_and_exit_2() {
     let t = text(&out);
     assert!(t.contains("--start-core 99") && t.contains("0 to 1"), "{t}");
 }
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/fixtures")
+        .join(name)
+}
+
+/// One payload byte flipped where the gzip stream does not reach (its zero
+/// padding), so every gate but the digest passes.
+fn flipped(dir: &Path) -> PathBuf {
+    let mut b = std::fs::read(fixture("matmul_small.neff")).unwrap();
+    let last = b.len() - 10;
+    assert_eq!(b[last], 0, "the padding after the gzip member");
+    b[last] ^= 0xff;
+    let f = dir.join("flipped.neff");
+    std::fs::write(&f, &b).unwrap();
+    f
+}
+
+/// `verify` is not ok for a corrupt file: a digest that does not match
+/// fails it (exit 1) unless the user says to ignore the digest.
+#[test]
+fn verify_fails_a_digest_mismatch_unless_told_to_ignore_it() {
+    let dir = scratch("verify-hash");
+    let f = flipped(&dir);
+    let f = f.to_str().unwrap();
+    let out = neffld(&["verify", f]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("FAIL") && text(&out).contains("MD5 mismatch"),
+        "{}",
+        text(&out)
+    );
+    let doc = json(&neffld(&["verify", "--json", f]));
+    assert_eq!(doc["files"][0]["integrity"]["checked"], true);
+    assert_eq!(doc["files"][0]["status"], "NRT_INVALID");
+    let out = neffld(&["verify", "--ignore-hash", f]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("md5 mismatch (ignored)"),
+        "{}",
+        text(&out)
+    );
+    // The sound file passes either way.
+    let good = fixture("matmul_small.neff");
+    assert!(neffld(&["verify", good.to_str().unwrap()]).status.success());
+}
