@@ -143,8 +143,8 @@ fn parse_json(neff: &Neff) -> Result<Value, Failure> {
 /// failure: reading the file, the container (the hash is always computed;
 /// with `verify` it must match), then the manifests and KBIN build.
 fn examine(file: &Path, max_inflated: Option<u64>, verify: bool) -> (Value, Result<(), Failure>) {
-    match input::read(file) {
-        Ok(bytes) => examine_bytes(file, &bytes, max_inflated, verify),
+    match input::source(file) {
+        Ok(source) => examine_bytes(file, source.bytes(), max_inflated, verify),
         Err(e) => {
             let mut out = json!({"file": input::display(file), "warnings": []});
             set_status(&mut out, Some(&e));
@@ -599,14 +599,15 @@ pub fn extract(
     as_json: bool,
     err: Style,
 ) -> CmdResult {
-    let bytes = input::read(file)?;
+    let source = input::source(file)?;
+    let bytes = source.bytes();
     let opts = neffld::container::OpenOptions {
         verify_hash: false,
         compare_hash: false,
         inflate_limit: max_inflated,
         max_members: None,
     };
-    let neff = neffld::container::open(&bytes, &opts).map_err(|e| Failure {
+    let neff = neffld::container::open(bytes, &opts).map_err(|e| Failure {
         stage: "container",
         status: e.status(),
         message: e.to_string(),
@@ -806,8 +807,8 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
     };
     let mut writer = NeffWriter::new(producer);
     if let Some(src) = o.header_from {
-        let bytes = input::read(src)?;
-        let h = NeffHeader::parse(&bytes).map_err(|e| Failure {
+        let source = input::source(src)?;
+        let h = NeffHeader::parse(source.bytes()).map_err(|e| Failure {
             stage: "container",
             status: e.status(),
             message: format!("{}: {e}", src.display()),

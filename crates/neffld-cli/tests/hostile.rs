@@ -222,3 +222,42 @@ fn verify_fails_a_digest_mismatch_unless_told_to_ignore_it() {
     let good = fixture("matmul_small.neff");
     assert!(neffld(&["verify", good.to_str().unwrap()]).status.success());
 }
+
+/// A stream is read as far as its header says: `verify -` of an endless
+/// stream of zeros fails on the header's gates at once instead of reading
+/// the stream to its end (it read 8 GB before running out of memory).
+#[test]
+fn a_stream_is_read_only_as_far_as_its_header_says() {
+    use std::io::Write;
+    const OFFERED: usize = 512 << 20;
+    for args in [&["verify", "-"][..], &["inspect", "-"], &["load", "-"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_neffld"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            let block = vec![0u8; 1 << 20];
+            let mut sent = 0;
+            while sent < OFFERED && stdin.write_all(&block).is_ok() {
+                sent += block.len();
+            }
+            sent
+        });
+        let out = child.wait_with_output().unwrap();
+        let sent = writer.join().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("Unsupported NEFF packager: 0"),
+            "{}",
+            text(&out)
+        );
+        assert!(sent < OFFERED, "{args:?} read all {sent} bytes offered");
+    }
+    // A character device is a stream too.
+    let out = neffld(&["verify", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+}

@@ -98,3 +98,35 @@ def test_names_from_the_neff_are_escaped_in_the_text_and_exact_in_message(small_
     assert "evil\nstatus ok\x1b[32m" in err.message
     assert "evil\\nstatus ok\\x1b[32m" in str(err)
     assert not any(c in str(err) for c in "\n\x1b")
+
+
+def test_a_stream_is_read_only_as_far_as_its_header_says(tmp_path):
+    # A FIFO fed zeros by another process (the call holds the GIL): the
+    # header's gates fail after its 1024 bytes, long before the feeder runs
+    # out of what it offers.
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "zeros"
+    os.mkfifo(fifo)
+    offered = 256 << 20
+    feeder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys\n"
+            "n = 0\n"
+            "try:\n"
+            "    with open(sys.argv[1], 'wb') as w:\n"
+            "        while n < int(sys.argv[2]):\n"
+            "            w.write(bytes(1 << 20)); n += 1 << 20\n"
+            "except BrokenPipeError:\n"
+            "    pass\n"
+            "print(n)\n"
+        ), str(fifo), str(offered)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    err = raises(neffld.inspect, fifo)
+    sent = int(feeder.communicate(timeout=60)[0])
+    assert err.status == 10 and "packager" in err.message
+    assert sent < offered

@@ -10,6 +10,7 @@ pub mod mapped;
 pub mod release;
 pub mod sample;
 pub mod sniff;
+pub mod stream;
 pub mod writer;
 
 use thiserror::Error;
@@ -19,6 +20,7 @@ pub use header::{NeffHeader, HEADER_LEN};
 pub use integrity::{DigestForm, HashAlgorithm, Verified};
 pub use mapped::MappedFile;
 pub use sniff::FileKind;
+pub use stream::read_neff;
 
 use crate::NrtStatus;
 use release::{ReadFront, Reader};
