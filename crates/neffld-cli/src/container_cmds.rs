@@ -17,7 +17,6 @@ use serde_json::{json, Value};
 use crate::input;
 use crate::report::{emit, failed, hex, print_json, set_status, shown, shown_path, stamp, Failure};
 use crate::style::Style;
-use crate::target::lnc_sizes;
 use crate::units;
 
 /// A command's exit status, or the failure that ended it early.
@@ -766,8 +765,7 @@ fn tree_arch(members: &[(&str, &[u8])]) -> Option<Arch> {
 /// A header whose declared logical-core size the tree's target cannot take
 /// is refused: `verify` would pass it and every load would reject it.
 fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
-    if h.declares_lnc() && !lnc_sizes(arch).contains(&h.vnc_size) {
-        let sizes: Vec<String> = lnc_sizes(arch).iter().map(u32::to_string).collect();
+    if h.declares_lnc() && !arch.lnc_sizes().contains(&h.vnc_size) {
         return Err(Failure {
             stage: "pack",
             status: NrtStatus::Invalid,
@@ -775,7 +773,7 @@ fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
                 "the header declares vnc_size {} but the tree targets {arch}, whose cores take \
                  logical-core size {}; set --header vnc_size=N or --producer to match",
                 h.vnc_size,
-                sizes.join(" or ")
+                arch.lnc_sizes_text()
             ),
         });
     }

@@ -261,3 +261,46 @@ fn a_stream_is_read_only_as_far_as_its_header_says() {
     let out = neffld(&["verify", "/dev/zero"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
 }
+
+/// A header's logical-core size the chip cannot take gets no advice to
+/// configure the runtime for it: the message says what is wrong with the
+/// file.
+#[test]
+fn lnc_advice_only_for_a_size_the_chip_takes() {
+    let dir = scratch("lnc");
+    let cases = [
+        (
+            Synth::dynamic_cayman(),
+            Producer::V2_21,
+            0u32,
+            "no chip takes that size",
+        ),
+        (
+            Synth::dynamic_cayman(),
+            Producer::V2_21,
+            u32::MAX,
+            "no chip takes that size",
+        ),
+        (
+            Synth::static_sunda(),
+            Producer::V2_18,
+            2,
+            "recompile the NEFF with `--lnc=1`",
+        ),
+    ];
+    for (i, (synth, producer, vnc, says)) in cases.into_iter().enumerate() {
+        let mut w = NeffWriter::new(producer);
+        w.header.feature_bits |= neffld::container::header::FEATURE_VNC;
+        w.header.vnc_size = vnc;
+        let f = dir.join(format!("lnc{i}.neff"));
+        std::fs::write(&f, w.write(&synth.member_list())).unwrap();
+        let out = neffld(&["load", "--no-timings", f.to_str().unwrap()]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{t}");
+        assert!(t.contains(says), "{vnc}: {t}");
+        assert!(
+            !t.contains(&format!("NEURON_LOGICAL_NC_CONFIG={vnc}")),
+            "{t}"
+        );
+    }
+}

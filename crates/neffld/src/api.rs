@@ -564,7 +564,7 @@ impl Runtime {
             }
             let _open = self.enter()?;
             let header = NeffHeader::parse(bytes)?;
-            header.check_lnc(self.config.lnc_size())?;
+            header.check_lnc(self.config.lnc_size(), self.config.arch)?;
             let claim = self.claim(vnc, &header.name_str())?;
             let guard_time = t0.elapsed();
             self.load_claimed(bytes, &header, claim, gid, guard_time, opened)

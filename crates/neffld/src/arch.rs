@@ -34,6 +34,21 @@ impl Arch {
         }
     }
 
+    /// Logical-core sizes the runtime accepts on this architecture: trn1
+    /// cores are never fused (the runtime forces LNC 1), later ones pair up.
+    pub fn lnc_sizes(self) -> &'static [u32] {
+        match self {
+            Arch::Sunda => &[1],
+            Arch::Cayman | Arch::Mariana => &[1, 2],
+        }
+    }
+
+    /// [`Arch::lnc_sizes`] in words: `1`, `1 or 2`.
+    pub fn lnc_sizes_text(self) -> String {
+        let sizes: Vec<String> = self.lnc_sizes().iter().map(u32::to_string).collect();
+        sizes.join(" or ")
+    }
+
     /// The compiler's target name.
     pub fn target_name(self) -> &'static str {
         match self {

@@ -1243,7 +1243,10 @@ fn verify_agrees_with_load() {
                 Err(e) => {
                     if matches!(
                         e,
-                        LoadError::Container(neffld::container::ContainerError::LncMismatch { .. })
+                        LoadError::Container(
+                            neffld::container::ContainerError::LncMismatch { .. }
+                                | neffld::container::ContainerError::LncForeign { .. }
+                        )
                     ) {
                         lnc_rejects += 1;
                     }

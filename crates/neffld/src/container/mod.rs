@@ -43,6 +43,14 @@ pub enum ContainerError {
         runtime_lnc: u32,
         neff_lnc: u32,
     },
+    #[error("NEFF {name} declares logical-core size {neff_lnc} (header vnc_size {neff_lnc}), which {} cannot take ({} takes logical-core size {sizes}); {why}", arch.instance(), arch.instance())]
+    LncForeign {
+        name: String,
+        neff_lnc: u32,
+        arch: crate::Arch,
+        sizes: String,
+        why: String,
+    },
     #[error("NEFF version: {major}.{minor} is not supported, accepted version range: 0.x-2.x (header offset 0x18)")]
     UnsupportedVersion { major: u64, minor: u64 },
     #[error("This NEFF (version: 2.{minor}, features: {offending:#x}) has been compiled by a newer version of Neuron compiler. Features supported by this Neuron Runtime: 0x7ffffff. Please update the aws-neuronx-runtime-lib package to the latest version.")]
