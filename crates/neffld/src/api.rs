@@ -334,32 +334,9 @@ impl Runtime {
                 ),
             }));
         }
-        let lnc = config.lnc_size();
         let cores = first.geometry().cores();
-        if lnc == 0 || !lnc.is_power_of_two() || !cores.is_multiple_of(lnc) {
-            return Err(ConfigError {
-                var: "NEURON_LOGICAL_NC_CONFIG",
-                value: lnc.to_string(),
-                reason: format!("the LNC size must be a power of two dividing the {cores} cores"),
-            }
-            .into());
-        }
-        let lcores_per_chip = cores / lnc;
-        let total = lcores_per_chip * devices.len() as u32;
-        let visible: Vec<u32> = match &config.visible_cores {
-            None => (0..total).collect(),
-            Some(list) => {
-                if let Some(bad) = list.iter().find(|&&c| c >= total) {
-                    return Err(ConfigError {
-                        var: "NEURON_RT_VISIBLE_CORES",
-                        value: bad.to_string(),
-                        reason: format!("the device has {total} logical cores"),
-                    }
-                    .into());
-                }
-                list.clone()
-            }
-        };
+        let visible = config.logical_cores(cores, devices.len() as u32)?;
+        let lcores_per_chip = cores / config.lnc_size();
         let chips = devices
             .into_iter()
             .map(|device| {
@@ -465,6 +442,14 @@ impl Runtime {
     /// Logical cores this process may use.
     pub fn visible_vnc_count(&self) -> u32 {
         self.visible.len() as u32
+    }
+
+    /// The visible index of logical core `lcore` of the instance.
+    pub fn visible_index(&self, lcore: LCore) -> Option<u32> {
+        self.visible
+            .iter()
+            .position(|&c| c == lcore.0)
+            .map(|i| i as u32)
     }
 
     /// Logical cores on the instance.
