@@ -312,19 +312,24 @@ impl NeffHeader {
                 neff_lnc: self.vnc_size,
             });
         }
-        let built_for = Arch::ALL
+        let built_for: Vec<&str> = Arch::ALL
             .into_iter()
-            .find(|a| a.lnc_sizes().contains(&self.vnc_size));
+            .filter(|a| a.lnc_sizes().contains(&self.vnc_size))
+            .map(Arch::instance)
+            .collect();
         Err(ContainerError::LncForeign {
             name: self.name_str(),
             neff_lnc: self.vnc_size,
             arch,
             sizes: arch.lnc_sizes_text(),
-            why: match built_for {
-                Some(_) => format!(
-                    "it was compiled for another chip: recompile the NEFF with `--lnc={runtime_lnc}`"
-                ),
-                None => "no chip takes that size: the header is damaged".to_string(),
+            why: if built_for.is_empty() {
+                "no chip takes that size: the header is damaged".to_string()
+            } else {
+                format!(
+                    "the NEFF was compiled for {}: recompile it for {} with `--lnc={runtime_lnc}`",
+                    built_for.join(" or "),
+                    arch.instance()
+                )
             },
         })
     }
@@ -526,7 +531,8 @@ mod tests {
         h.vnc_size = 2;
         let e = h.check_lnc(1, Arch::Sunda).unwrap_err().to_string();
         assert!(!e.contains("NEURON_LOGICAL_NC_CONFIG=2"), "{e}");
-        assert!(e.contains("recompile the NEFF with `--lnc=1`"), "{e}");
+        assert!(e.contains("compiled for trn2 or trn3"), "{e}");
+        assert!(e.contains("recompile it for trn1 with `--lnc=1`"), "{e}");
         assert!(e.contains("trn1 takes logical-core size 1"), "{e}");
     }
 }

@@ -48,20 +48,19 @@ impl Scratchpad {
     /// Makes the first `ceil(bytes / page)` pages exist and references them
     /// once. Returns how many pages were referenced (to release later). On
     /// failure, or a panic, the pages allocated by this call are freed (they
-    /// join the table only once all exist) and nothing is referenced.
+    /// join the table only once all exist) and nothing is referenced. More
+    /// than [`MAX_PAGES`] is refused before any is made; the caller, who
+    /// knows whose need it is, says so.
     pub fn reserve(
         &mut self,
         dev: &Arc<Device>,
         core: PCore,
         page: u64,
         bytes: u64,
-    ) -> Result<u32, StageError> {
+    ) -> Result<u32, ReserveError> {
         let need = bytes.div_ceil(page);
         if need > MAX_PAGES {
-            return Err(StageError::ScratchpadPages {
-                requested: need,
-                max: MAX_PAGES,
-            });
+            return Err(ReserveError::Pages { requested: need });
         }
         let mut fresh = Vec::new();
         while ((self.pages.len() + fresh.len()) as u64) < need {
@@ -74,7 +73,10 @@ impl Scratchpad {
                 place: Place::Kernel,
                 hint: "scratchpad",
             };
-            fresh.push(Owned::new(dev, req).map_err(StageError::Scratchpad)?);
+            fresh.push(
+                Owned::new(dev, req)
+                    .map_err(|e| ReserveError::Device(StageError::Scratchpad(e)))?,
+            );
         }
         self.pages
             .extend(fresh.into_iter().map(|alloc| Page { alloc, refs: 0 }));
@@ -108,6 +110,15 @@ impl Scratchpad {
     }
 }
 
+/// Why a [`Scratchpad::reserve`] failed.
+#[derive(Debug)]
+pub enum ReserveError {
+    /// More than [`MAX_PAGES`] pages.
+    Pages { requested: u64 },
+    /// A page could not be allocated.
+    Device(StageError),
+}
+
 /// A plan's references to the first pages of its core's table: released
 /// when dropped (at unload, or when the load fails).
 #[derive(Debug)]
@@ -126,7 +137,7 @@ impl ScratchClaim {
         core: PCore,
         page: u64,
         bytes: u64,
-    ) -> Result<ScratchClaim, StageError> {
+    ) -> Result<ScratchClaim, ReserveError> {
         let pages = cores
             .lock(core)
             .scratchpad
@@ -202,11 +213,18 @@ mod tests {
             ..FaultPlan::default()
         });
         let e = sp.reserve(&dev, PCore(0), PAGE, 3 * PAGE).unwrap_err();
-        assert_eq!(e.status(), crate::NrtStatus::Resource);
+        assert!(
+            matches!(e, ReserveError::Device(ref e) if e.status() == crate::NrtStatus::Resource),
+            "{e:?}"
+        );
         assert!(sp.is_empty());
         assert_eq!(dev.live_count(), 0);
         let e = sp.reserve(&dev, PCore(0), 4096, 4096 * 2000).unwrap_err();
-        assert!(e.to_string().contains("requested: 2000, max: 1024"), "{e}");
+        assert!(
+            matches!(e, ReserveError::Pages { requested: 2000 }),
+            "{e:?}"
+        );
+        assert_eq!(dev.live_count(), 0);
     }
 
     #[test]
