@@ -752,14 +752,26 @@ fn family_of(arch: Arch) -> Producer {
     }
 }
 
-/// The tree's own target, read through its manifest chain as a load would.
-fn tree_arch(members: &[(&str, &[u8])]) -> Option<Arch> {
+/// What a load would make of the tree: its own target, read through its
+/// manifest chain as a load reads it, and the first fault a default load on
+/// that target meets in its manifests (`None` when it parses).
+fn read_tree(members: &[(&str, &[u8])]) -> (Option<Arch>, Option<String>) {
     let probe = NeffWriter::new(Producer::Pkg1).write(members);
     let opts = neffld::container::OpenOptions::default();
-    neffld::container::open(&probe, &opts)
-        .ok()
-        .as_ref()
-        .and_then(parse::declared_arch)
+    let neff = match neffld::container::open(&probe, &opts) {
+        Ok(neff) => neff,
+        Err(e) => return (None, Some(e.to_string())),
+    };
+    let arch = parse::declared_arch(&neff);
+    let config = neffld::config::RuntimeConfig {
+        arch: arch.unwrap_or(Arch::Cayman),
+        ..Default::default()
+    };
+    let popts = ParseOptions::new(config.arch, config.lnc_size());
+    (
+        arch,
+        parse::parse(&neff, &popts).err().map(|e| e.to_string()),
+    )
 }
 
 /// A header whose declared logical-core size the tree's target cannot take
@@ -790,8 +802,11 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
-    let arch = tree_arch(&members);
+    let (arch, fault) = read_tree(&members);
     let mut warnings = Vec::new();
+    if let Some(fault) = fault {
+        warnings.push(format!("the tree does not load as it is: {fault}"));
+    }
     let producer = match (o.producer, arch) {
         (Some(p), _) => p,
         (None, Some(a)) => family_of(a),

@@ -304,3 +304,44 @@ fn lnc_advice_only_for_a_size_the_chip_takes() {
         );
     }
 }
+
+/// Writes `s`'s members as a tree under `dir`.
+fn write_tree(s: &Synth, dir: &Path) {
+    for (name, bytes) in s.member_list() {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+}
+
+/// A trn1 tree whose kelf json lists sg00 twice: `pack` still reads its
+/// target (trn1, the 2.18 family) and names the fault; `load` names the
+/// fault, not an architecture mismatch.
+#[test]
+fn a_duplicate_graph_is_named_as_the_first_fault() {
+    let dir = scratch("dupgraph");
+    let mut s = Synth::static_sunda();
+    s.edit("kelf-0.json", |k| {
+        let g = k["graphs"][0].clone();
+        k["graphs"].as_array_mut().unwrap().push(g);
+    });
+    let tree = dir.join("tree");
+    write_tree(&s, &tree);
+    let out_neff = dir.join("dup.neff");
+    let o = out_neff.to_str().unwrap();
+    let out = neffld(&["pack", tree.to_str().unwrap(), "-o", o]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("Duplicate graph name sg00"), "{t}");
+    assert!(!t.contains("could not be read"), "{t}");
+    let doc = json(&neffld(&["inspect", "--json", o]));
+    assert_eq!(
+        doc["header"]["neff_version"], "1.0",
+        "the trn1 family's header"
+    );
+    let out = neffld(&["load", "--no-timings", o]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("Duplicate graph name sg00"), "{t}");
+    assert!(!t.contains("different arch"), "{t}");
+}
