@@ -1,7 +1,7 @@
 //! `inspect`, `verify`, `extract` and `pack`: the container-level commands.
 
 use std::fs;
-use std::path::{Component, Path};
+use std::path::Path;
 use std::process::ExitCode;
 
 use neffld::container::archive::{default_inflate_limit, Archive, Encoding};
@@ -9,7 +9,7 @@ use neffld::container::header::feature_names;
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{integrity, payload_window, Neff, NeffHeader};
 use neffld::manifest::ParseOptions;
-use neffld::text::escape;
+use neffld::text::{escape, escape_bytes};
 use neffld::NrtStatus;
 use neffld::{parse, Arch};
 use serde_json::{json, Value};
@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use crate::input;
 use crate::report::{emit, failed, hex, print_json, set_status, shown, shown_path, stamp, Failure};
 use crate::style::Style;
+use crate::tree;
 use crate::units;
 
 /// A command's exit status, or the failure that ended it early.
@@ -60,7 +61,14 @@ fn archive_json(a: &Archive) -> Value {
     let members: Vec<Value> = a
         .members()
         .iter()
-        .map(|m| json!({"name": m.name, "size": m.range.len(), "offset": m.range.start}))
+        .map(|m| {
+            let mut v = json!({"name": m.name, "size": m.range.len(), "offset": m.range.start});
+            if let Some(raw) = &m.raw_name {
+                // A name that is not UTF-8: its exact bytes beside the text.
+                v["name_bytes"] = json!(hex(raw));
+            }
+            v
+        })
         .collect();
     json!({
         "encoding": encoding,
@@ -458,6 +466,14 @@ pub fn verify(
     })
 }
 
+/// The bytes of [`hex`]'s text.
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 fn print_human(out: &Value) {
     use std::fmt::Write as _;
     let str_of = shown;
@@ -518,12 +534,11 @@ fn print_human(out: &Value) {
             units::bytes(a["inflated_bytes"].as_u64().unwrap_or(0))
         );
         for m in a["members"].as_array().into_iter().flatten() {
-            let _ = writeln!(
-                t,
-                "  {:>10}  {}",
-                m["size"].as_u64().unwrap_or(0),
-                str_of(&m["name"])
-            );
+            let name = match m["name_bytes"].as_str().and_then(unhex) {
+                Some(raw) => escape_bytes(&raw).into_owned(),
+                None => str_of(&m["name"]),
+            };
+            let _ = writeln!(t, "  {:>10}  {name}", m["size"].as_u64().unwrap_or(0));
         }
     }
     if let Some(target) = out["target"].as_str() {
@@ -585,12 +600,10 @@ fn print_human(out: &Value) {
     emit(&t);
 }
 
-/// A member name that stays inside the output directory.
-fn safe_relative(name: &str) -> bool {
-    let p = Path::new(name);
-    !name.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)))
-}
-
+/// `neffld extract`: every member beneath `dir`, by the one file-system
+/// policy ([`tree::Dest`]): a member that cannot be placed is skipped with
+/// a warning, one the destination refuses (a symbolic link in the way, an
+/// I/O failure) is reported, and every other member is still written.
 pub fn extract(
     file: &Path,
     dir: &Path,
@@ -611,32 +624,36 @@ pub fn extract(
         status: e.status(),
         message: e.to_string(),
     })?;
+    let dest = tree::Dest::create(dir)
+        .map_err(|e| Failure::io(format!("cannot create {}: {e}", dir.display())))?;
     let mut written = Vec::new();
     let mut warnings = Vec::new();
-    for (name, body) in neff.archive.iter() {
-        if !safe_relative(name) {
-            warnings.push(format!(
-                "skipping member {name}: its path would leave {}",
+    let mut refused = Vec::new();
+    for m in neff.archive.members() {
+        match dest.write(m.name_bytes(), neff.archive.body(m)) {
+            Ok(()) => written.push(m.name.clone()),
+            Err(tree::Refusal::Name(why)) => {
+                warnings.push(format!("skipping member {}: {why}", m.name))
+            }
+            Err(tree::Refusal::Dest(why)) => refused.push(format!(
+                "member {} not written under {}: {why}",
+                m.name,
                 dir.display()
-            ));
-            continue;
+            )),
         }
-        let path = dir.join(name);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent)
-                .map_err(|e| Failure::io(format!("cannot create {}: {e}", parent.display())))?;
-        }
-        fs::write(&path, body).map_err(write_err(&path))?;
-        written.push(name.to_string());
     }
+    let failure = (!refused.is_empty()).then(|| Failure::io(refused.join("; ")));
     if as_json {
         let mut doc = json!({"file": input::display(file), "output": dir.display().to_string(),
                              "members": written, "warnings": warnings});
-        stamp(&mut doc, "extract", None);
+        stamp(&mut doc, "extract", failure.as_ref());
         print_json(&doc);
     } else {
         for w in &warnings {
             eprintln!("{}", err.warn(&escape(w)));
+        }
+        for r in &refused {
+            eprintln!("{}", err.fail(&escape(r)));
         }
         emit(&format!(
             "extracted {} to {}\n",
@@ -644,32 +661,10 @@ pub fn extract(
             shown_path(dir)
         ));
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), Failure> {
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .map_err(|e| Failure::io(format!("cannot read {}: {e}", dir.display())))?
-        .filter_map(Result::ok)
-        .collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let path = e.path();
-        if path.is_dir() {
-            collect_files(root, &path, out)?;
-        } else {
-            let rel = path
-                .strip_prefix(root)
-                .map_err(|e| Failure::io(e.to_string()))?;
-            let name = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
-            out.push((name, input::read(&path)?));
-        }
-    }
-    Ok(())
+    Ok(match failure {
+        Some(f) => f.exit_code(),
+        None => ExitCode::SUCCESS,
+    })
 }
 
 fn parse_uuid(s: &str) -> Result<[u8; 16], Failure> {
@@ -741,6 +736,8 @@ pub struct PackOptions<'a> {
     pub name: Option<&'a str>,
     pub uuid: Option<&'a str>,
     pub fields: &'a [String],
+    /// Pack what symbolic links point to instead of refusing them.
+    pub follow_symlinks: bool,
     pub json: bool,
 }
 
@@ -755,7 +752,7 @@ fn family_of(arch: Arch) -> Producer {
 /// What a load would make of the tree: its own target, read through its
 /// manifest chain as a load reads it, and the first fault a default load on
 /// that target meets in its manifests (`None` when it parses).
-fn read_tree(members: &[(&str, &[u8])]) -> (Option<Arch>, Option<String>) {
+fn probe_tree(members: &[(&[u8], &[u8])]) -> (Option<Arch>, Option<String>) {
     let probe = NeffWriter::new(Producer::Pkg1).write(members);
     let opts = neffld::container::OpenOptions::default();
     let neff = match neffld::container::open(&probe, &opts) {
@@ -793,16 +790,22 @@ fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
 }
 
 pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResult {
-    let mut files = Vec::new();
-    collect_files(dir, dir, &mut files)?;
+    let files = tree::read_tree(dir, o.follow_symlinks).map_err(|e| {
+        let message = format!("{}/{e}", dir.display());
+        if e.refused {
+            Failure::usage(message)
+        } else {
+            Failure::io(format!("cannot read {message}"))
+        }
+    })?;
     if files.is_empty() {
         return Err(Failure::usage(format!("{} holds no files", dir.display())));
     }
-    let members: Vec<(&str, &[u8])> = files
+    let members: Vec<(&[u8], &[u8])> = files
         .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .map(|(n, b)| (n.as_slice(), b.as_slice()))
         .collect();
-    let (arch, fault) = read_tree(&members);
+    let (arch, fault) = probe_tree(&members);
     let mut warnings = Vec::new();
     if let Some(fault) = fault {
         warnings.push(format!("the tree does not load as it is: {fault}"));

@@ -40,17 +40,6 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, Failure> {
     Ok(out)
 }
 
-/// The NEFF in a file or on stdin: a regular file whole, a stream (stdin,
-/// a pipe, a device) as far as its header says ([`container::read_neff`]).
-/// An unreadable input is an `io` failure naming the file and the system's
-/// reason.
-pub fn read(path: &Path) -> Result<Vec<u8>, Failure> {
-    match source(path)? {
-        Source::Read(b) => Ok(b),
-        Source::Mapped(m) => Ok(m.bytes().to_vec()),
-    }
-}
-
 /// A NEFF as a load reads it: a regular file is mapped (its pages come from
 /// the page cache, a few fault-around batches instead of a fresh page per
 /// 4 KiB and a copy; whole `load --device null` processes on matmul_large

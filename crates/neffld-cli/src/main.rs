@@ -12,6 +12,7 @@ mod report;
 mod sigbus;
 mod style;
 mod target;
+mod tree;
 mod units;
 
 use std::path::PathBuf;
@@ -97,7 +98,7 @@ enum Command {
         json: bool,
     },
     /// Write every archive member of a NEFF under DIR.
-    #[command(after_help = concat!("Example:\n  neffld extract model.neff -o tree/ && neffld pack tree/ -o rebuilt.neff\n\n", "Exit status:\n  0  every member written\n  1  the container failed a gate\n  2  usage error, or a file could not be read or written"))]
+    #[command(after_help = concat!("Example:\n  neffld extract model.neff -o tree/ && neffld pack tree/ -o rebuilt.neff\n\n", "Members are created beneath DIR only, never through a symbolic link; a member that cannot be placed\n(its path leaves DIR or runs through another member's file) is skipped with a warning.\n\n", "Exit status:\n  0  every member written (or skipped with a warning)\n  1  the container failed a gate\n  2  usage error, or a file could not be read or written (the others are still written)"))]
     Extract {
         /// The NEFF file (`-`: standard input).
         file: PathBuf,
@@ -112,7 +113,7 @@ enum Command {
         json: bool,
     },
     /// Build a NEFF from the files under DIR, in a compiler family's byte format.
-    #[command(after_help = concat!("Example:\n  neffld pack tree/ -o model.neff --header-from original.neff\n\n", "Without --producer, the family follows the tree's own target (kelf json `target`): trn1 trees get 2.18, others 2.21.\nHeader fields that the tree's target cannot take (vnc_size) are refused.\n\n", "Exit status:\n  0  written\n  1  the header and the tree disagree\n  2  usage error, or a file could not be read or written"))]
+    #[command(after_help = concat!("Example:\n  neffld pack tree/ -o model.neff --header-from original.neff\n\n", "Without --producer, the family follows the tree's own target (kelf json `target`): trn1 trees get 2.18, others 2.21.\nHeader fields that the tree's target cannot take (vnc_size) are refused.\nOnly regular files and directories are packed: a FIFO, socket or device is refused, and so is a\nsymbolic link unless --follow-symlinks.\n\n", "Exit status:\n  0  written\n  1  the header and the tree disagree\n  2  usage error, or a file could not be read or written"))]
     Pack {
         /// Directory holding the members (neff.json, kelf-*.json, sg*/...).
         dir: PathBuf,
@@ -135,6 +136,9 @@ enum Command {
         /// vnc_size, build_version, requested_tpb_count (repeatable).
         #[arg(long = "header", value_name = "KEY=VALUE")]
         header: Vec<String>,
+        /// Pack what symbolic links in the tree point to (refused otherwise).
+        #[arg(long)]
+        follow_symlinks: bool,
         /// Machine-readable output (docs/cli.md).
         #[arg(long)]
         json: bool,
@@ -260,6 +264,7 @@ fn main() -> ExitCode {
             name,
             uuid,
             header,
+            follow_symlinks,
             json,
         } => {
             let opts = container_cmds::PackOptions {
@@ -268,6 +273,7 @@ fn main() -> ExitCode {
                 name: name.as_deref(),
                 uuid: uuid.as_deref(),
                 fields: &header,
+                follow_symlinks,
                 json,
             };
             ("pack", json, container_cmds::pack(&dir, &out, &opts, err))

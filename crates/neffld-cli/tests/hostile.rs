@@ -345,3 +345,208 @@ fn a_duplicate_graph_is_named_as_the_first_fault() {
     assert!(t.contains("Duplicate graph name sg00"), "{t}");
     assert!(!t.contains("different arch"), "{t}");
 }
+
+/// `pack` takes regular files and directories: a FIFO (which used to hang
+/// it) or a socket is refused by name; a symbolic link (whose target, say
+/// /etc/passwd, used to be packed silently) is refused unless
+/// `--follow-symlinks` asks for what it points to.
+#[test]
+fn pack_refuses_special_files_and_symlinks_by_name() {
+    use std::os::unix::net::UnixListener;
+    let dir = scratch("pack-special");
+    let s = Synth::static_sunda();
+    let out = |t: &Path| dir.join(format!("{}.neff", t.file_name().unwrap().to_string_lossy()));
+    let pack = |tree: &Path, extra: &[&str]| {
+        let o = out(tree);
+        let mut args = vec!["pack", tree.to_str().unwrap(), "-o", o.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        neffld(&args)
+    };
+    // A FIFO: refused at once. A thread stands by as its writer, so that a
+    // pack that opened it for reading (it used to, and hang there) reads
+    // an empty file instead of blocking this test.
+    let fifo_tree = dir.join("fifo");
+    write_tree(&s, &fifo_tree);
+    let fifo = fifo_tree.join("sg00/pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (fifo, done) = (fifo.clone(), done.clone());
+        std::thread::spawn(move || {
+            use std::os::unix::fs::OpenOptionsExt;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                // Succeeds only once a reader has the FIFO open.
+                let w = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(&fifo);
+                drop(w);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        })
+    };
+    let o = pack(&fifo_tree, &[]);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("sg00/pipe") && text(&o).contains("FIFO"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out(&fifo_tree).exists());
+    // A socket.
+    let sock_tree = dir.join("sock");
+    write_tree(&s, &sock_tree);
+    let _listener = UnixListener::bind(sock_tree.join("sg00/sock")).unwrap();
+    let o = pack(&sock_tree, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("sg00/sock") && text(&o).contains("socket"),
+        "{}",
+        text(&o)
+    );
+    // A symbolic link to a file outside the tree.
+    let link_tree = dir.join("link");
+    write_tree(&s, &link_tree);
+    let secret = dir.join("secret.txt");
+    std::fs::write(&secret, b"outside").unwrap();
+    std::os::unix::fs::symlink(&secret, link_tree.join("sg00/secret.bin")).unwrap();
+    let o = pack(&link_tree, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("sg00/secret.bin") && t.contains("symbolic link"),
+        "{t}"
+    );
+    assert!(t.contains("--follow-symlinks"), "{t}");
+    let o = pack(&link_tree, &["--follow-symlinks"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let packed = out(&link_tree);
+    let x = dir.join("x-link");
+    assert!(neffld(&[
+        "extract",
+        packed.to_str().unwrap(),
+        "-o",
+        x.to_str().unwrap()
+    ])
+    .status
+    .success());
+    assert_eq!(
+        std::fs::read(x.join("sg00/secret.bin")).unwrap(),
+        b"outside"
+    );
+    // A link to a directory above it: followed, it would never end.
+    let loop_tree = dir.join("loop");
+    write_tree(&s, &loop_tree);
+    std::os::unix::fs::symlink("..", loop_tree.join("sg00/up")).unwrap();
+    let o = pack(&loop_tree, &["--follow-symlinks"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("sg00/up"), "{}", text(&o));
+}
+
+/// `extract` creates files beneath its destination only: a symbolic link
+/// in the way (here `sg00`, pointing outside) is refused by name, nothing
+/// is written through it, and every other member is still written.
+#[test]
+fn extract_never_writes_through_a_symlink() {
+    let dir = scratch("extract-link");
+    let s = Synth::static_sunda();
+    let neff = dir.join("demo.neff");
+    std::fs::write(&neff, s.write(Producer::V2_18)).unwrap();
+    let dest = dir.join("dest");
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&dest).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, dest.join("sg00")).unwrap();
+    let planted = dir.join("planted.txt");
+    std::fs::write(&planted, b"keep").unwrap();
+    std::os::unix::fs::symlink(&planted, dest.join("info.json")).unwrap();
+    let o = neffld(&[
+        "extract",
+        neff.to_str().unwrap(),
+        "-o",
+        dest.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("symbolic link"), "{t}");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
+    assert_eq!(
+        std::fs::read(&planted).unwrap(),
+        b"keep",
+        "no write through a link"
+    );
+    for top in ["neff.json", "kelf-0.json"] {
+        assert!(dest.join(top).is_file(), "{top} still written: {t}");
+    }
+}
+
+/// A member whose path runs through another member's file (`info.json/x`
+/// beside `info.json`) is skipped with a warning; every other member is
+/// written, before and after it.
+#[test]
+fn extract_goes_on_past_a_member_it_cannot_place() {
+    let dir = scratch("extract-clash");
+    let mut s = Synth::static_sunda();
+    s.set("info.json/x", b"clash".to_vec());
+    s.set("zz-last.bin", b"last".to_vec());
+    let neff = dir.join("clash.neff");
+    std::fs::write(&neff, s.write(Producer::V2_18)).unwrap();
+    let dest = dir.join("dest");
+    let o = neffld(&[
+        "extract",
+        "--json",
+        neff.to_str().unwrap(),
+        "-o",
+        dest.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc = json(&o);
+    let warnings = doc["warnings"].to_string();
+    assert!(warnings.contains("info.json/x"), "{warnings}");
+    let written = doc["members"].as_array().unwrap().len();
+    assert_eq!(written, s.member_list().len() - 1, "all but the clash");
+    assert_eq!(std::fs::read(dest.join("zz-last.bin")).unwrap(), b"last");
+    assert!(dest.join("sg00/def.json").is_file());
+}
+
+/// Member names that are not UTF-8 are packed and extracted with their
+/// exact bytes and shown escaped, never as U+FFFD.
+#[test]
+fn names_that_are_not_utf8_stay_exact() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("raw-names");
+    let tree = dir.join("tree");
+    write_tree(&Synth::static_sunda(), &tree);
+    let raw = OsStr::from_bytes(b"sg00/\xff\xferaw.bin");
+    std::fs::write(tree.join(raw), b"raw").unwrap();
+    let neff = dir.join("raw.neff");
+    let o = neffld(&["pack", tree.to_str().unwrap(), "-o", neff.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&neffld(&["inspect", neff.to_str().unwrap()]));
+    assert!(t.contains("sg00/\\xff\\xferaw.bin"), "{t}");
+    assert!(!t.contains('\u{fffd}'), "{t}");
+    let doc = json(&neffld(&["inspect", "--json", neff.to_str().unwrap()]));
+    let m = doc["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name_bytes"].is_string())
+        .expect("the raw member carries its bytes");
+    assert_eq!(m["name_bytes"], "736730302ffffe7261772e62696e");
+    let x = dir.join("x");
+    assert!(
+        neffld(&["extract", neff.to_str().unwrap(), "-o", x.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(std::fs::read(x.join(raw)).unwrap(), b"raw");
+}

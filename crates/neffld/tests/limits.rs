@@ -129,7 +129,7 @@ fn hundred_thousand_tiny_members_load_in_linear_time() {
 /// window of a few MB.
 fn members_1e6() -> Vec<u8> {
     let chunk: Vec<u8> = (0..1000)
-        .flat_map(|i| tar_entry(&TarEntry::file(&format!("pad/{i:04}"), &[])))
+        .flat_map(|i| tar_entry(&TarEntry::file(format!("pad/{i:04}"), &[])))
         .collect();
     let member = neffld::container::writer::gzip(&chunk, 9);
     let mut payload = member.repeat(1000);

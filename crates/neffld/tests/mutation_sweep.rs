@@ -263,7 +263,7 @@ fn entry(name: &str, data: &[u8]) -> TarEntry {
     match split {
         Some(i) => {
             let mut e = TarEntry::file(&name[i + 1..], data);
-            e.prefix = name[..i].to_string();
+            e.prefix = name[..i].into();
             e
         }
         None => TarEntry::file(&name[..100], data),
