@@ -609,12 +609,24 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         f
     });
     stamp(&mut out, "load", outcome.as_ref().err());
+    // A map that cannot be written costs the map, not the report: the
+    // failure is told after the report (in JSON, among its warnings) and
+    // sets the exit status.
+    let mut unwritten = None;
     if let Some(path) = &a.map {
         // The allocatable part of a channel starts after the firmware carve-out.
         let base = |ch: u32| geometry.channel_base(ch).map_or(0, |p| p.0) + CARVEOUT;
         let html = map::render(&out, &cores, base);
-        std::fs::write(path, html)
-            .map_err(|e| Failure::io(format!("cannot write {}: {e}", path.display())))?;
+        if let Err(e) = std::fs::write(path, html) {
+            let f = Failure::io(format!("cannot write the map {}: {e}", path.display()));
+            if a.json {
+                match out["warnings"].as_array_mut() {
+                    Some(w) => w.push(json!(f.message)),
+                    None => out["warnings"] = json!([f.message]),
+                }
+            }
+            unwritten = Some(f);
+        }
     }
     if a.json {
         print_json(&out);
@@ -622,8 +634,14 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         let table = memory::human(&report, &out["memory"], refused.as_ref());
         emit(&human(&out, &table, a.no_timings, style));
     }
-    Ok(match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(_) => failed(),
+    Ok(match (unwritten, outcome) {
+        (Some(f), _) => {
+            if !a.json {
+                crate::report::report_failure("load", &f, false, style);
+            }
+            f.exit_code()
+        }
+        (None, Ok(())) => ExitCode::SUCCESS,
+        (None, Err(_)) => failed(),
     })
 }

@@ -550,3 +550,23 @@ fn names_that_are_not_utf8_stay_exact() {
     );
     assert_eq!(std::fs::read(x.join(raw)).unwrap(), b"raw");
 }
+
+/// A `--map` that cannot be written costs the map, not the report: the
+/// whole report is printed, the failure named, and the exit status is 2.
+#[test]
+fn an_unwritable_map_keeps_the_report() {
+    let d = demo();
+    let bad = "/nonexistent-dir/map.html";
+    let out = neffld(&["load", "--no-timings", "--map", bad, d.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("status    NRT_SUCCESS (0)"), "{stdout}");
+    assert!(stdout.contains("core nc0"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains(bad));
+    let out = neffld(&["load", "--json", "--map", bad, d.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out);
+    assert_eq!(doc["status"], "NRT_SUCCESS", "the load's own verdict");
+    assert!(doc["cores"].is_array());
+    assert!(doc["warnings"].to_string().contains(bad), "{doc}");
+}
