@@ -589,7 +589,10 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     // The memory as the loaded model held it, or as the refusal found it.
     let (report, named) = match (loaded_memory, &refused) {
         (Some((report, h, n)), _) => (report, Some((h, n))),
-        (None, Some(r)) => (MemoryReport::from_ledger(0, device.geometry(), &r.ledger), None),
+        (None, Some(r)) => (
+            MemoryReport::from_ledger(0, device.geometry(), &r.ledger),
+            None,
+        ),
         (None, None) => (MemoryReport::of(0, &device), None),
     };
     let _ = name;

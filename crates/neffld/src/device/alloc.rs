@@ -418,7 +418,10 @@ mod tests {
         }
         let half = ch_end.next_power_of_two() / 2;
         assert!(half < ch_end);
-        assert_eq!(a.alloc(0, ch_end, half, Place::Kernel), Err(AllocFailure::NoMem));
+        assert_eq!(
+            a.alloc(0, ch_end, half, Place::Kernel),
+            Err(AllocFailure::NoMem)
+        );
     }
 
     #[test]
