@@ -177,8 +177,7 @@ fn core_json(
                 .map(|r| {
                     let used: u64 = r.image.blocks.iter().map(|b| u64::from(b.2)).sum();
                     descriptors += 2 * used;
-                    let (tx, rx) = r.image.descriptors();
-                    let tmpl = tx.iter().chain(&rx).filter(|d| decode_template(d.buf_ptr).is_some()).count() as u64;
+                    let tmpl = r.image.iter().filter(|d| decode_template(d.buf_ptr).is_some()).count() as u64;
                     templates += tmpl;
                     json!({"queue": r.queue, "address": r.pa, "bytes": r.image.bytes.len(), "blocks": r.image.blocks.len(),
                            "descriptor_pairs": used, "capacity": r.image.capacity, "io_templates": tmpl})

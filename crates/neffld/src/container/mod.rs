@@ -121,7 +121,9 @@ impl ContainerError {
             ContainerError::UnsupportedVersion { .. }
             | ContainerError::UnsupportedFeatures { .. }
             | ContainerError::UnsupportedPackager { .. } => NrtStatus::UnsupportedNeffVersion,
-            ContainerError::OutOfMemory { .. } => NrtStatus::Resource,
+            // The host ran out, as for every size a NEFF chooses
+            // (`crate::fallible`).
+            ContainerError::OutOfMemory { .. } => NrtStatus::FailHostMemAlloc,
             _ => NrtStatus::Invalid,
         }
     }
