@@ -6,13 +6,20 @@
 #   scripts/render-map.sh NEFF OUT.png   (needs Debian's chromium and python3)
 # Exits non-zero when a check fails. A failed load still writes a map; the
 # script renders and checks it the same way.
+# The command is built where cargo builds (CARGO_TARGET_DIR or the
+# workspace's configured target directory), unless NEFFLD_BIN names one.
 set -euo pipefail
 neff=${1:?usage: render-map.sh NEFF OUT.png}
 png=${2:?usage: render-map.sh NEFF OUT.png}
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cargo build -q -p neffld-cli
-bin=${NEFFLD_BIN:-target/debug/neffld}
+if [ -z "${NEFFLD_BIN:-}" ]; then
+  cargo build -q -p neffld-cli --manifest-path "$root/Cargo.toml"
+  target="$(cargo metadata --format-version 1 --no-deps --manifest-path "$root/Cargo.toml" |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+fi
+bin=${NEFFLD_BIN:-$target/debug/neffld}
 "$bin" load --quiet --json --map "$tmp/map.html" "$neff" > "$tmp/report.json" || true
 flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
   --disable-component-update --no-first-run --disable-sync --disable-quic

@@ -86,6 +86,7 @@ fuzz_target!(|data: &[u8]| {
     let neff = Neff {
         header: w.header.clone(),
         verified: None,
+        compared: None,
         archive,
     };
     let opts = ParseOptions {

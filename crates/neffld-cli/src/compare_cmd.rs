@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use neffld::capture::compare::{self, Comparison, ImageSide};
+use neffld::capture::compare::{self, AddressMatch, CompareError, Comparison, ImageSide};
 use neffld::capture::{self as ntff};
+use neffld::text::escape;
 use neffld::NrtStatus;
 use serde_json::{json, Value};
 
@@ -50,6 +51,7 @@ fn to_json(file: &Path, capture: &Path, c: &Comparison) -> Value {
                         "rewritten_words_equal": i.rewritten_words_equal,
                         "filler_slots": i.filler_slots,
                         "approximate_records": i.approximate_records,
+                        "address": address_word(i.address),
                         "agrees": i.agrees(),
                     })
                 })
@@ -83,11 +85,21 @@ fn to_json(file: &Path, capture: &Path, c: &Comparison) -> Value {
             "records_equal": t.records_equal,
             "sizes_equal": t.sizes_equal,
             "addresses_equal": t.addresses_equal,
+            "addresses_raced": t.addresses_raced,
             "memory_rows": t.rows,
             "memory_rows_equal": t.rows_equal,
         },
         "cores": cores,
     })
+}
+
+/// How the two addresses of an image compare, as the report words it.
+fn address_word(a: AddressMatch) -> &'static str {
+    match a {
+        AddressMatch::Same => "same",
+        AddressMatch::Raced => "raced",
+        AddressMatch::Differs => "differs",
+    }
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -106,7 +118,7 @@ fn human(c: &Comparison) -> String {
         let _ = writeln!(
             s,
             "{}: physical core {} (capture {}){}",
-            k.subgraph,
+            escape(&k.subgraph),
             opt(k.pcore_ours),
             opt(k.pcore_capture),
             if k.agrees() { "  agrees" } else { "" }
@@ -138,9 +150,19 @@ fn human(c: &Comparison) -> String {
             if i.approximate_records > 0 {
                 let _ = write!(notes, "  approximate ({} records)", i.approximate_records);
             }
+            let verdict = match (i.agrees(), i.address) {
+                (false, _) => "  differs",
+                (true, AddressMatch::Raced) => "  raced",
+                (true, _) => "",
+            };
+            let mark = if i.address == AddressMatch::Differs {
+                " *"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 s,
-                "  {:<6} {:>15} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>11}  {} / {}{}{notes}",
+                "  {:<6} {:>15} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>11}  {} / {}{mark}{notes}{verdict}",
                 i.engine.key(),
                 f(|x| x.bytes),
                 f(|x| x.preamble_slots.into()),
@@ -152,7 +174,6 @@ fn human(c: &Comparison) -> String {
                 format!("{}/{}", i.rewritten_words_equal, i.rewritten_words),
                 addr(&i.ours),
                 addr(&i.capture),
-                if i.agrees() { "" } else { "  differs" }
             );
         }
         let _ = writeln!(
@@ -169,7 +190,7 @@ fn human(c: &Comparison) -> String {
             let _ = writeln!(
                 s,
                 "  {:<24} {:>14} {:>14}  {eq}",
-                r.usage_type,
+                escape(&r.usage_type),
                 opt(r.ours),
                 opt(r.capture)
             );
@@ -178,43 +199,58 @@ fn human(c: &Comparison) -> String {
     let t = c.tally();
     let _ = writeln!(
         s,
-        "images: records {}/{}, sizes {}/{}, addresses {}/{}; memory rows {}/{}",
+        "images: records {}/{}, sizes {}/{}, addresses {}/{} ({} raced); memory rows {}/{}",
         t.records_equal,
         t.images,
         t.sizes_equal,
         t.images,
         t.addresses_equal,
         t.images,
+        t.addresses_raced,
         t.rows_equal,
         t.rows
     );
+    let raced = t.addresses_raced > 0;
     let _ = writeln!(
         s,
         "{}",
         if c.agrees() {
             "neffld agrees with the capture"
         } else {
-            "neffld differs from the capture (* marks ours/capture pairs that differ)"
+            "neffld differs from the capture (* marks ours/capture pairs that differ; \
+             a row with one ends in 'differs')"
         }
     );
+    if raced {
+        let _ = writeln!(
+            s,
+            "raced: the two cores' images of that engine sit at each other's addresses, \
+             the order the runtime's race between its two build threads gave them \
+             (docs/decisions.md); not a disagreement"
+        );
+    }
     s
 }
 
 pub fn compare(file: &Path, capture: &Path, as_json: bool) -> Result<ExitCode, Failure> {
-    let read = |p: &Path| {
-        std::fs::read(p).map_err(|e| Failure::io(format!("cannot read {}: {e}", p.display())))
-    };
-    let neff = read(file)?;
-    let bytes = read(capture)?;
+    let neff = crate::input::source(file)?;
+    let neff = neff.bytes();
+    let bytes = crate::input::read_regular(capture)?;
     let c = ntff::read(&bytes).map_err(|e| Failure {
         stage: "capture",
         status: e.status(),
         message: format!("{}: {e}", capture.display()),
     })?;
-    let (cmp, _) = compare::load_and_compare(&neff, &c).map_err(|e| Failure {
-        stage: "load",
-        status: e.status(),
-        message: format!("{}: {e}", file.display()),
+    let (cmp, _) = compare::load_and_compare(neff, &c).map_err(|e| match e {
+        // Two files that do not belong together: the command line's mistake.
+        CompareError::OtherNeff { .. } => {
+            Failure::usage(format!("{} and {}: {e}", file.display(), capture.display()))
+        }
+        e => Failure {
+            stage: "load",
+            status: e.status(),
+            message: format!("{}: {e}", file.display()),
+        },
     })?;
     // A disagreement is the command's verdict, not a damaged input: the
     // document keeps the whole comparison and carries the error object.

@@ -1,7 +1,7 @@
 //! `inspect`, `verify`, `extract` and `pack`: the container-level commands.
 
 use std::fs;
-use std::path::{Component, Path};
+use std::path::Path;
 use std::process::ExitCode;
 
 use neffld::container::archive::{default_inflate_limit, Archive, Encoding};
@@ -9,13 +9,15 @@ use neffld::container::header::feature_names;
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{integrity, payload_window, Neff, NeffHeader};
 use neffld::manifest::ParseOptions;
+use neffld::text::{escape, escape_bytes};
 use neffld::NrtStatus;
 use neffld::{parse, Arch};
 use serde_json::{json, Value};
 
 use crate::input;
-use crate::report::{emit, failed, hex, print_json, set_status, stamp, Failure};
+use crate::report::{emit, failed, hex, print_json, set_status, shown, shown_path, stamp, Failure};
 use crate::style::Style;
+use crate::tree;
 use crate::units;
 
 /// A command's exit status, or the failure that ended it early.
@@ -59,7 +61,14 @@ fn archive_json(a: &Archive) -> Value {
     let members: Vec<Value> = a
         .members()
         .iter()
-        .map(|m| json!({"name": m.name, "size": m.range.len(), "offset": m.range.start}))
+        .map(|m| {
+            let mut v = json!({"name": m.name, "size": m.range.len(), "offset": m.range.start});
+            if let Some(raw) = &m.raw_name {
+                // A name that is not UTF-8: its exact bytes beside the text.
+                v["name_bytes"] = json!(hex(raw));
+            }
+            v
+        })
         .collect();
     json!({
         "encoding": encoding,
@@ -130,6 +139,7 @@ fn parse_json(neff: &Neff) -> Result<Value, Failure> {
         .collect();
     Ok(json!({
         "target": parsed.manifest.kelf.target_name,
+        "arch": parsed.manifest.kelf.target.instance(),
         "inputs": tensors(&io.input_order, &io.inputs),
         "outputs": tensors(&io.output_order, &io.outputs),
         "subgraphs": subgraphs,
@@ -140,8 +150,8 @@ fn parse_json(neff: &Neff) -> Result<Value, Failure> {
 /// failure: reading the file, the container (the hash is always computed;
 /// with `verify` it must match), then the manifests and KBIN build.
 fn examine(file: &Path, max_inflated: Option<u64>, verify: bool) -> (Value, Result<(), Failure>) {
-    match input::read(file) {
-        Ok(bytes) => examine_bytes(file, &bytes, max_inflated, verify),
+    match input::source(file) {
+        Ok(source) => examine_bytes(file, source.bytes(), max_inflated, verify),
         Err(e) => {
             let mut out = json!({"file": input::display(file), "warnings": []});
             set_status(&mut out, Some(&e));
@@ -229,7 +239,7 @@ fn integrity_json(
     match result {
         Err(e) if !checked => {
             warnings.push(format!(
-                "hash not checked by default, and it does not match: {e}"
+                "the payload digest is not required here, and it does not match: {e}"
             ));
             Ok(())
         }
@@ -257,7 +267,7 @@ fn describe_archive(out: &mut Value, warnings: &mut Vec<String>, archive: &Archi
 
 /// The manifest parts of the report, from [`parse_json`].
 fn put_manifests(out: &mut Value, parsed: &Value) {
-    for k in ["target", "inputs", "outputs", "subgraphs"] {
+    for k in ["target", "arch", "inputs", "outputs", "subgraphs"] {
         out[k] = parsed[k].clone();
     }
 }
@@ -362,19 +372,23 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, err: Style
 }
 
 /// `neffld verify`: the verdict of [`neffld::verify`] — every gate a default
-/// load of the file on its own architecture runs, the hash only when a load
-/// would check it (`NEURON_RT_VALIDATE_HASH`) — with the `inspect` report of
-/// each file; one line per file — an unreadable file is a FAIL line too, and
-/// the rest are still checked — then a summary line (or one JSON document).
+/// load of the file on its own architecture runs — with the payload digest
+/// required unless `ignore_hash` (a file that does not match its own digest
+/// is corrupt, even though a load checks the digest only with
+/// `NEURON_RT_VALIDATE_HASH`); with the `inspect` report of each file; one
+/// line per file — an unreadable file is a FAIL line too, and the rest are
+/// still checked — then a summary line (or one JSON document).
 pub fn verify(
     files: &[std::path::PathBuf],
     as_json: bool,
     max_inflated: Option<u64>,
+    ignore_hash: bool,
     style: Style,
 ) -> CmdResult {
     let mut config = neffld::config::RuntimeConfig::from_env()
         .map_err(|e| crate::load_cmd::load_failure(&e.into()))?;
     config.max_inflated = max_inflated.or(config.max_inflated);
+    config.validate_hash = !ignore_hash;
     let mut all = Vec::with_capacity(files.len());
     let mut first_failure: Option<Failure> = None;
     let (mut failed_gate, mut unreadable) = (0usize, 0usize);
@@ -391,14 +405,23 @@ pub fn verify(
                 (out, outcome.map(|()| subgraphs))
             }
         };
-        let name = input::display(f);
+        let name = shown(&out["file"]);
         match &outcome {
             Ok(subgraphs) => text.push_str(&format!(
-                "{}    {name}  ({} {}, {} members, {subgraphs} subgraphs)\n",
+                "{}    {name}  ({} {}{}, {}, {})\n",
                 style.ok("ok"),
                 out["integrity"]["algorithm"].as_str().unwrap_or(""),
                 out["integrity"]["result"].as_str().unwrap_or(""),
-                out["archive"]["member_count"],
+                if out["integrity"]["result"] == "mismatch" {
+                    " (ignored)"
+                } else {
+                    ""
+                },
+                units::count(
+                    out["archive"]["member_count"].as_u64().unwrap_or(0),
+                    "member"
+                ),
+                units::count(*subgraphs as u64, "subgraph"),
             )),
             Err(e) => {
                 if e.stage == "io" {
@@ -415,8 +438,8 @@ pub fn verify(
     }
     let ok = files.len() - failed_gate - unreadable;
     let summary = format!(
-        "{} files: {ok} ok, {failed_gate} failed, {unreadable} unreadable",
-        files.len()
+        "{}: {ok} ok, {failed_gate} failed, {unreadable} unreadable",
+        units::count(files.len() as u64, "file")
     );
     if as_json {
         let mut doc = json!({
@@ -443,9 +466,17 @@ pub fn verify(
     })
 }
 
+/// The bytes of [`hex`]'s text.
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 fn print_human(out: &Value) {
     use std::fmt::Write as _;
-    let str_of = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let str_of = shown;
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -497,31 +528,35 @@ fn print_human(out: &Value) {
     if !a.is_null() {
         let _ = writeln!(
             t,
-            "archive     {}, {} members, {} inflated",
+            "archive     {}, {}, {} inflated",
             str_of(&a["encoding"]),
-            a["member_count"],
+            units::count(a["member_count"].as_u64().unwrap_or(0), "member"),
             units::bytes(a["inflated_bytes"].as_u64().unwrap_or(0))
         );
         for m in a["members"].as_array().into_iter().flatten() {
-            let _ = writeln!(
-                t,
-                "  {:>10}  {}",
-                m["size"].as_u64().unwrap_or(0),
-                str_of(&m["name"])
-            );
+            let name = match m["name_bytes"].as_str().and_then(unhex) {
+                Some(raw) => escape_bytes(&raw).into_owned(),
+                None => str_of(&m["name"]),
+            };
+            let _ = writeln!(t, "  {:>10}  {name}", m["size"].as_u64().unwrap_or(0));
         }
     }
     if let Some(target) = out["target"].as_str() {
-        let _ = writeln!(t, "target      {target}");
+        let _ = writeln!(
+            t,
+            "target      {} ({})",
+            str_of(&out["arch"]),
+            escape(target)
+        );
         for (dir, key) in [("input", "inputs"), ("output", "outputs")] {
             for x in out[key].as_array().into_iter().flatten() {
                 let _ = writeln!(
                     t,
-                    "  {dir:<6}  {:<24} {:<9} {:<18} {} bytes",
+                    "  {dir:<6}  {:<24} {:<9} {:<18} {}",
                     str_of(&x["name"]),
                     str_of(&x["dtype"]),
                     x["shape"].to_string(),
-                    x["size"]
+                    units::count(x["size"].as_u64().unwrap_or(0), "byte")
                 );
             }
         }
@@ -549,12 +584,12 @@ fn print_human(out: &Value) {
             for q in sg["queues"].as_array().into_iter().flatten() {
                 let _ = writeln!(
                     t,
-                    "  queue {:<20} {:<8} owner {:<5} {} blocks, {} descriptors",
+                    "  queue {:<20} {:<8} owner {:<5} {}, {}",
                     str_of(&q["queue"]),
                     str_of(&q["type"]),
                     str_of(&q["owner"]),
-                    q["blocks"],
-                    q["descriptors"]
+                    units::count(q["blocks"].as_u64().unwrap_or(0), "block"),
+                    units::count(q["descriptors"].as_u64().unwrap_or(0), "descriptor")
                 );
             }
         }
@@ -565,12 +600,10 @@ fn print_human(out: &Value) {
     emit(&t);
 }
 
-/// A member name that stays inside the output directory.
-fn safe_relative(name: &str) -> bool {
-    let p = Path::new(name);
-    !name.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)))
-}
-
+/// `neffld extract`: every member beneath `dir`, by the one file-system
+/// policy ([`tree::Dest`]): a member that cannot be placed is skipped with
+/// a warning, one the destination refuses (a symbolic link in the way, an
+/// I/O failure) is reported, and every other member is still written.
 pub fn extract(
     file: &Path,
     dir: &Path,
@@ -578,77 +611,60 @@ pub fn extract(
     as_json: bool,
     err: Style,
 ) -> CmdResult {
-    let bytes = input::read(file)?;
+    let source = input::source(file)?;
+    let bytes = source.bytes();
     let opts = neffld::container::OpenOptions {
         verify_hash: false,
         compare_hash: false,
         inflate_limit: max_inflated,
         max_members: None,
     };
-    let neff = neffld::container::open(&bytes, &opts).map_err(|e| Failure {
+    let neff = neffld::container::open(bytes, &opts).map_err(|e| Failure {
         stage: "container",
         status: e.status(),
         message: e.to_string(),
     })?;
+    let dest = tree::Dest::create(dir)
+        .map_err(|e| Failure::io(format!("cannot create {}: {e}", dir.display())))?;
     let mut written = Vec::new();
     let mut warnings = Vec::new();
-    for (name, body) in neff.archive.iter() {
-        if !safe_relative(name) {
-            warnings.push(format!(
-                "skipping member {name:?}: its path would leave {}",
+    let mut refused = Vec::new();
+    for m in neff.archive.members() {
+        match dest.write(m.name_bytes(), neff.archive.body(m)) {
+            Ok(()) => written.push(m.name.clone()),
+            Err(tree::Refusal::Name(why)) => {
+                warnings.push(format!("skipping member {}: {why}", m.name))
+            }
+            Err(tree::Refusal::Dest(why)) => refused.push(format!(
+                "member {} not written under {}: {why}",
+                m.name,
                 dir.display()
-            ));
-            continue;
+            )),
         }
-        let path = dir.join(name);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent)
-                .map_err(|e| Failure::io(format!("cannot create {}: {e}", parent.display())))?;
-        }
-        fs::write(&path, body).map_err(write_err(&path))?;
-        written.push(name.to_string());
     }
+    let failure = (!refused.is_empty()).then(|| Failure::io(refused.join("; ")));
     if as_json {
         let mut doc = json!({"file": input::display(file), "output": dir.display().to_string(),
                              "members": written, "warnings": warnings});
-        stamp(&mut doc, "extract", None);
+        stamp(&mut doc, "extract", failure.as_ref());
         print_json(&doc);
     } else {
         for w in &warnings {
-            eprintln!("{}", err.warn(w));
+            eprintln!("{}", err.warn(&escape(w)));
+        }
+        for r in &refused {
+            eprintln!("{}", err.fail(&escape(r)));
         }
         emit(&format!(
-            "extracted {} members to {}\n",
-            written.len(),
-            dir.display()
+            "extracted {} to {}\n",
+            units::count(written.len() as u64, "member"),
+            shown_path(dir)
         ));
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), Failure> {
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .map_err(|e| Failure::io(format!("cannot read {}: {e}", dir.display())))?
-        .filter_map(Result::ok)
-        .collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let path = e.path();
-        if path.is_dir() {
-            collect_files(root, &path, out)?;
-        } else {
-            let rel = path
-                .strip_prefix(root)
-                .map_err(|e| Failure::io(e.to_string()))?;
-            let name = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
-            out.push((name, input::read(&path)?));
-        }
-    }
-    Ok(())
+    Ok(match failure {
+        Some(f) => f.exit_code(),
+        None => ExitCode::SUCCESS,
+    })
 }
 
 fn parse_uuid(s: &str) -> Result<[u8; 16], Failure> {
@@ -720,6 +736,8 @@ pub struct PackOptions<'a> {
     pub name: Option<&'a str>,
     pub uuid: Option<&'a str>,
     pub fields: &'a [String],
+    /// Pack what symbolic links point to instead of refusing them.
+    pub follow_symlinks: bool,
     pub json: bool,
 }
 
@@ -731,21 +749,32 @@ fn family_of(arch: Arch) -> Producer {
     }
 }
 
-/// The tree's own target, read through its manifest chain as a load would.
-fn tree_arch(members: &[(&str, &[u8])]) -> Option<Arch> {
+/// What a load would make of the tree: its own target, read through its
+/// manifest chain as a load reads it, and the first fault a default load on
+/// that target meets in its manifests (`None` when it parses).
+fn probe_tree(members: &[(&[u8], &[u8])]) -> (Option<Arch>, Option<String>) {
     let probe = NeffWriter::new(Producer::Pkg1).write(members);
     let opts = neffld::container::OpenOptions::default();
-    neffld::container::open(&probe, &opts)
-        .ok()
-        .as_ref()
-        .and_then(parse::declared_arch)
+    let neff = match neffld::container::open(&probe, &opts) {
+        Ok(neff) => neff,
+        Err(e) => return (None, Some(e.to_string())),
+    };
+    let arch = parse::declared_arch(&neff);
+    let config = neffld::config::RuntimeConfig {
+        arch: arch.unwrap_or(Arch::Cayman),
+        ..Default::default()
+    };
+    let popts = ParseOptions::new(config.arch, config.lnc_size());
+    (
+        arch,
+        parse::parse(&neff, &popts).err().map(|e| e.to_string()),
+    )
 }
 
 /// A header whose declared logical-core size the tree's target cannot take
 /// is refused: `verify` would pass it and every load would reject it.
 fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
     if h.declares_lnc() && !arch.lnc_sizes().contains(&h.vnc_size) {
-        let sizes: Vec<String> = arch.lnc_sizes().iter().map(u32::to_string).collect();
         return Err(Failure {
             stage: "pack",
             status: NrtStatus::Invalid,
@@ -753,7 +782,7 @@ fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
                 "the header declares vnc_size {} but the tree targets {arch}, whose cores take \
                  logical-core size {}; set --header vnc_size=N or --producer to match",
                 h.vnc_size,
-                sizes.join(" or ")
+                arch.lnc_sizes_text()
             ),
         });
     }
@@ -761,17 +790,26 @@ fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
 }
 
 pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResult {
-    let mut files = Vec::new();
-    collect_files(dir, dir, &mut files)?;
+    let files = tree::read_tree(dir, o.follow_symlinks).map_err(|e| {
+        let message = format!("{}/{e}", dir.display());
+        if e.refused {
+            Failure::usage(message)
+        } else {
+            Failure::io(format!("cannot read {message}"))
+        }
+    })?;
     if files.is_empty() {
         return Err(Failure::usage(format!("{} holds no files", dir.display())));
     }
-    let members: Vec<(&str, &[u8])> = files
+    let members: Vec<(&[u8], &[u8])> = files
         .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .map(|(n, b)| (n.as_slice(), b.as_slice()))
         .collect();
-    let arch = tree_arch(&members);
+    let (arch, fault) = probe_tree(&members);
     let mut warnings = Vec::new();
+    if let Some(fault) = fault {
+        warnings.push(format!("the tree does not load as it is: {fault}"));
+    }
     let producer = match (o.producer, arch) {
         (Some(p), _) => p,
         (None, Some(a)) => family_of(a),
@@ -785,8 +823,8 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
     };
     let mut writer = NeffWriter::new(producer);
     if let Some(src) = o.header_from {
-        let bytes = input::read(src)?;
-        let h = NeffHeader::parse(&bytes).map_err(|e| Failure {
+        let source = input::source(src)?;
+        let h = NeffHeader::parse(source.bytes()).map_err(|e| Failure {
             stage: "container",
             status: e.status(),
             message: format!("{}: {e}", src.display()),
@@ -818,12 +856,12 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
         print_json(&doc);
     } else {
         for w in &warnings {
-            eprintln!("{}", err.warn(&format!("warning: {w}")));
+            eprintln!("{}", err.warn(&format!("warning: {}", escape(w))));
         }
         emit(&format!(
-            "wrote {}: {} members, {}\n",
-            out.display(),
-            members.len(),
+            "wrote {}: {}, {}\n",
+            shown_path(out),
+            units::count(members.len() as u64, "member"),
             units::bytes(neff.len() as u64)
         ));
     }

@@ -23,16 +23,21 @@ pub fn display(path: &Path) -> String {
     }
 }
 
-/// The whole file (or all of stdin); an unreadable input is an `io` failure
-/// naming the file and the system's reason.
-pub fn read(path: &Path) -> Result<Vec<u8>, Failure> {
+/// A file that is not a NEFF (a profiler capture), read whole. It must be
+/// a regular file: its length is known before reading, where a stream's
+/// would not be (`/dev/zero` never ends).
+pub fn read_regular(path: &Path) -> Result<Vec<u8>, Failure> {
     let err = |e: std::io::Error| Failure::io(format!("cannot read {}: {e}", display(path)));
-    if is_stdin(path) {
-        let mut out = Vec::new();
-        std::io::stdin().lock().read_to_end(&mut out).map_err(err)?;
-        return Ok(out);
+    let mut f = File::open(path).map_err(err)?;
+    if !f.metadata().map_err(err)?.is_file() {
+        return Err(Failure::io(format!(
+            "cannot read {}: not a regular file",
+            display(path)
+        )));
     }
-    std::fs::read(path).map_err(err)
+    let mut out = Vec::new();
+    f.read_to_end(&mut out).map_err(err)?;
+    Ok(out)
 }
 
 /// A NEFF as a load reads it: a regular file is mapped (its pages come from
@@ -89,25 +94,31 @@ impl Source {
     }
 }
 
-/// The file (or stdin) as a [`Source`]. A file that cannot be mapped (a
-/// pipe, a device) is read instead; an unreadable one is an `io` failure.
+/// The file (or stdin) as a [`Source`]. A regular file that cannot be
+/// mapped is read whole; a stream (stdin, a pipe, a device) only as far as
+/// its header says ([`container::read_neff`]), so an endless one is refused
+/// at once. An unreadable input is an `io` failure.
 pub fn source(path: &Path) -> Result<Source, Failure> {
-    if !is_stdin(path) {
-        let err = |e: std::io::Error| Failure::io(format!("cannot read {}: {e}", display(path)));
-        let f = File::open(path).map_err(err)?;
-        let meta = f.metadata().map_err(err)?;
-        if meta.is_file() && meta.len() >= HEADER_LEN as u64 {
-            if let Ok(m) = MappedFile::map(&f) {
-                return Ok(Source::Mapped(m));
-            }
-        }
-        // One read into a buffer of the file's size (std reserves it from
-        // the metadata); a file that grew meanwhile is read to its end.
-        let mut out = Vec::new();
-        return (&f)
-            .read_to_end(&mut out)
-            .map(|_| Source::Read(out))
+    let err = |e: std::io::Error| Failure::io(format!("cannot read {}: {e}", display(path)));
+    if is_stdin(path) {
+        return container::read_neff(&mut std::io::stdin().lock())
+            .map(Source::Read)
             .map_err(err);
     }
-    read(path).map(Source::Read)
+    let mut f = File::open(path).map_err(err)?;
+    let meta = f.metadata().map_err(err)?;
+    if !meta.is_file() {
+        return container::read_neff(&mut f).map(Source::Read).map_err(err);
+    }
+    if meta.len() >= HEADER_LEN as u64 {
+        if let Ok(m) = MappedFile::map(&f) {
+            return Ok(Source::Mapped(m));
+        }
+    }
+    // One read into a buffer of the file's size (std reserves it from the
+    // metadata); a file that grew meanwhile is read to its end.
+    let mut out = Vec::new();
+    f.read_to_end(&mut out)
+        .map(|_| Source::Read(out))
+        .map_err(err)
 }

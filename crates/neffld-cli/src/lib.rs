@@ -17,6 +17,7 @@ mod report;
 mod sigbus;
 mod style;
 mod target;
+mod tree;
 mod units;
 
 use std::ffi::OsString;
@@ -72,12 +73,15 @@ enum Command {
         #[arg(long, value_name = "BYTES")]
         max_inflated: Option<u64>,
     },
-    /// Run every gate a default load on the NEFF's own architecture runs (as `load` would; the hash only with NEURON_RT_VALIDATE_HASH) on each file; one line per file and a summary.
-    #[command(after_help = concat!("Example:\n  neffld verify *.neff\n\n", "Exit status:\n  0  every file is sound\n  1  at least one file failed a gate (it has a FAIL line; the others are still checked)\n  2  usage error, or a file could not be read (it has a FAIL line too)"))]
+    /// Check each file: its payload digest, then every gate a default load on the NEFF's own architecture runs; one line per file and a summary.
+    #[command(after_help = concat!("Example:\n  neffld verify *.neff\n\n", "A file whose payload digest does not match its header is corrupt and fails,\nunless --ignore-hash (a load checks the digest only with NEURON_RT_VALIDATE_HASH).\n\n", "Exit status:\n  0  every file is sound\n  1  at least one file failed a gate (it has a FAIL line; the others are still checked)\n  2  usage error, or a file could not be read (it has a FAIL line too)"))]
     Verify {
         /// The NEFF files (`-`: standard input, once).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Pass a file whose payload digest does not match (reported, not a failure).
+        #[arg(long)]
+        ignore_hash: bool,
         /// Machine-readable output: one document with an entry per file (docs/cli.md).
         #[arg(long)]
         json: bool,
@@ -114,7 +118,7 @@ enum Command {
         json: bool,
     },
     /// Write every archive member of a NEFF under DIR.
-    #[command(after_help = concat!("Example:\n  neffld extract model.neff -o tree/ && neffld pack tree/ -o rebuilt.neff\n\n", "Exit status:\n  0  every member written\n  1  the container failed a gate\n  2  usage error, or a file could not be read or written"))]
+    #[command(after_help = concat!("Example:\n  neffld extract model.neff -o tree/ && neffld pack tree/ -o rebuilt.neff\n\n", "Members are created beneath DIR only, never through a symbolic link; a member that cannot be placed\n(its path leaves DIR or runs through another member's file) is skipped with a warning.\n\n", "Exit status:\n  0  every member written (or skipped with a warning)\n  1  the container failed a gate\n  2  usage error, or a file could not be read or written (the others are still written)"))]
     Extract {
         /// The NEFF file (`-`: standard input).
         file: PathBuf,
@@ -129,7 +133,7 @@ enum Command {
         json: bool,
     },
     /// Build a NEFF from the files under DIR, in a compiler family's byte format.
-    #[command(after_help = concat!("Example:\n  neffld pack tree/ -o model.neff --header-from original.neff\n\n", "Without --producer, the family follows the tree's own target (kelf json `target`): trn1 trees get 2.18, others 2.21.\nHeader fields that the tree's target cannot take (vnc_size) are refused.\n\n", "Exit status:\n  0  written\n  1  the header and the tree disagree\n  2  usage error, or a file could not be read or written"))]
+    #[command(after_help = concat!("Example:\n  neffld pack tree/ -o model.neff --header-from original.neff\n\n", "Without --producer, the family follows the tree's own target (kelf json `target`): trn1 trees get 2.18, others 2.21.\nHeader fields that the tree's target cannot take (vnc_size) are refused.\nOnly regular files and directories are packed: a FIFO, socket or device is refused, and so is a\nsymbolic link unless --follow-symlinks.\n\n", "Exit status:\n  0  written\n  1  the header and the tree disagree\n  2  usage error, or a file could not be read or written"))]
     Pack {
         /// Directory holding the members (neff.json, kelf-*.json, sg*/...).
         dir: PathBuf,
@@ -152,6 +156,9 @@ enum Command {
         /// vnc_size, build_version, requested_tpb_count (repeatable).
         #[arg(long = "header", value_name = "KEY=VALUE")]
         header: Vec<String>,
+        /// Pack what symbolic links in the tree point to (refused otherwise).
+        #[arg(long)]
+        follow_symlinks: bool,
         /// Machine-readable output (docs/cli.md).
         #[arg(long)]
         json: bool,
@@ -210,15 +217,19 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> ExitCode {
             .as_str()
             .unwrap_or("invalid command line")
             .to_string();
+        // clap's message up to its usage section, on one line: "the
+        // following required arguments were not provided: <FILE>".
         let detail = e.render().to_string();
-        let first = detail
+        let said: Vec<&str> = detail
             .lines()
-            .next()
-            .unwrap_or(&msg)
-            .trim_start_matches("error: ");
+            .map(str::trim)
+            .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+            .collect();
+        let said = said.join(" ");
+        let first = if said.is_empty() { msg } else { said };
         report_failure(
             command,
-            &Failure::usage(first.to_string()),
+            &Failure::usage(first.trim_start_matches("error: ").to_string()),
             true,
             Style::new(ColorChoice::Never, false),
         );
@@ -291,12 +302,13 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         ),
         Command::Verify {
             files,
+            ignore_hash,
             json,
             max_inflated,
         } => (
             "verify",
             json,
-            container_cmds::verify(&files, json, max_inflated, out),
+            container_cmds::verify(&files, json, max_inflated, ignore_hash, out),
         ),
         Command::Load(args) => ("load", args.json, load_cmd::load(&args, err)),
         Command::Plan(args) => (
@@ -327,6 +339,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             name,
             uuid,
             header,
+            follow_symlinks,
             json,
         } => {
             let opts = container_cmds::PackOptions {
@@ -335,6 +348,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
                 name: name.as_deref(),
                 uuid: uuid.as_deref(),
                 fields: &header,
+                follow_symlinks,
                 json,
             };
             ("pack", json, container_cmds::pack(&dir, &out, &opts, err))

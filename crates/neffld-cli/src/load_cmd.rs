@@ -21,7 +21,7 @@ use neffld::{parse, Arch, NrtStatus};
 use serde_json::{json, Value};
 
 use crate::recorder::Recorder;
-use crate::report::{emit, failed, print_json, stamp, Failure};
+use crate::report::{emit, failed, print_json, shown, stamp, Failure};
 use crate::style::Style;
 use crate::target::lnc_refusal;
 use crate::{input, map, memory, units};
@@ -177,8 +177,7 @@ fn core_json(
                 .map(|r| {
                     let used: u64 = r.image.blocks.iter().map(|b| u64::from(b.2)).sum();
                     descriptors += 2 * used;
-                    let (tx, rx) = r.image.descriptors();
-                    let tmpl = tx.iter().chain(&rx).filter(|d| decode_template(d.buf_ptr).is_some()).count() as u64;
+                    let tmpl = r.image.iter().filter(|d| decode_template(d.buf_ptr).is_some()).count() as u64;
                     templates += tmpl;
                     json!({"queue": r.queue, "address": r.pa, "bytes": r.image.bytes.len(), "blocks": r.image.blocks.len(),
                            "descriptor_pairs": used, "capacity": r.image.capacity, "io_templates": tmpl})
@@ -213,16 +212,16 @@ fn core_json(
 
 fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> String {
     use std::fmt::Write as _;
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let s = shown;
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let mut t = String::new();
     let _ = writeln!(t, "file      {}", s(&out["file"]));
     let _ = writeln!(
         t,
-        "device    {} {} ({} cores), runtime {}",
+        "device    {} {} ({}), runtime {}",
         s(&out["device"]),
         s(&out["arch"]),
-        out["device_cores"],
+        units::count(n(&out["device_cores"]), "core"),
         s(&out["runtime"])
     );
     let _ = writeln!(
@@ -293,13 +292,13 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
     for c in out["cores"].as_array().into_iter().flatten() {
         let _ = writeln!(
             t,
-            "\ncore nc{} (HBM {}, subgraph {}): {} instruction slots, {} DMA descriptors, {} IO templates",
+            "\ncore nc{} (HBM {}, subgraph {}): {}, {}, {}",
             c["pcore"],
             c["hbm"],
             s(&c["subgraph"]),
-            n(&c["instructions"]),
-            n(&c["descriptors"]),
-            n(&c["templates"])
+            units::count(n(&c["instructions"]), "instruction slot"),
+            units::count(n(&c["descriptors"]), "DMA descriptor"),
+            units::count(n(&c["templates"]), "IO template")
         );
         let _ = writeln!(
             t,
@@ -358,22 +357,22 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
         for r in c["rings"].as_array().into_iter().flatten() {
             let _ = writeln!(
                 t,
-                "  ring {:<20} {:>18} {} blocks, {} descriptor pairs (capacity {}), {} IO templates",
+                "  ring {:<20} {:>18} {}, {} (capacity {}), {}",
                 s(&r["queue"]),
                 format!("{:#x}", n(&r["address"])),
-                n(&r["blocks"]),
-                n(&r["descriptor_pairs"]),
+                units::count(n(&r["blocks"]), "block"),
+                units::count(n(&r["descriptor_pairs"]), "descriptor pair"),
                 n(&r["capacity"]),
-                n(&r["io_templates"])
+                units::count(n(&r["io_templates"]), "IO template")
             );
         }
         for tb in c["tables"].as_array().into_iter().flatten() {
             let _ = writeln!(
                 t,
-                "  table {:<26} {:>18} {} bytes",
+                "  table {:<26} {:>18} {}",
                 s(&tb["table"]),
                 format!("{:#x}", n(&tb["address"])),
-                n(&tb["bytes"])
+                units::count(n(&tb["bytes"]), "byte")
             );
         }
     }
@@ -563,6 +562,14 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         Err(e) => Err(LoadError::Container(e)),
     };
     bar.finish_and_clear();
+    // The core the runtime refused is the one the command line named.
+    if let Err(LoadError::BadVnc { vnc, visible }) = &loaded {
+        return Err(Failure::usage(format!(
+            "--start-core {vnc}: the device has {} (0 to {}), or -1 for the first free one",
+            units::count(*visible, "visible logical core"),
+            visible.saturating_sub(1)
+        )));
+    }
     let mut cores = Vec::new();
     let name = out["model"]["name"].clone();
     let mut loaded_memory = None;
@@ -607,12 +614,24 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         f
     });
     stamp(&mut out, "load", outcome.as_ref().err());
+    // A map that cannot be written costs the map, not the report: the
+    // failure is told after the report (in JSON, among its warnings) and
+    // sets the exit status.
+    let mut unwritten = None;
     if let Some(path) = &a.map {
         // The allocatable part of a channel starts after the firmware carve-out.
         let base = |ch: u32| geometry.channel_base(ch).map_or(0, |p| p.0) + CARVEOUT;
         let html = map::render(&out, &cores, base);
-        std::fs::write(path, html)
-            .map_err(|e| Failure::io(format!("cannot write {}: {e}", path.display())))?;
+        if let Err(e) = std::fs::write(path, html) {
+            let f = Failure::io(format!("cannot write the map {}: {e}", path.display()));
+            if a.json {
+                match out["warnings"].as_array_mut() {
+                    Some(w) => w.push(json!(f.message)),
+                    None => out["warnings"] = json!([f.message]),
+                }
+            }
+            unwritten = Some(f);
+        }
     }
     if a.json {
         print_json(&out);
@@ -620,8 +639,14 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         let table = memory::human(&report, &out["memory"], refused.as_ref());
         emit(&human(&out, &table, a.no_timings, style));
     }
-    Ok(match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(_) => failed(),
+    Ok(match (unwritten, outcome) {
+        (Some(f), _) => {
+            if !a.json {
+                crate::report::report_failure("load", &f, false, style);
+            }
+            f.exit_code()
+        }
+        (None, Ok(())) => ExitCode::SUCCESS,
+        (None, Err(_)) => failed(),
     })
 }

@@ -361,7 +361,7 @@ pub fn render(out: &Value, cores: &[Value], channel_base: impl Fn(u32) -> u64) -
     );
     let _ = writeln!(
         html,
-        "<h1>{}</h1>\n<p>{} on a simulated {} device — model \"{}\" — status <b>{}</b></p>",
+        "<h1>{}</h1>\n<p>a simulated {} device ({} backend) — model \"{}\" — status <b>{}</b></p>",
         esc(&s(&out["file"])),
         esc(&s(&out["arch"])),
         esc(&s(&out["device"])),

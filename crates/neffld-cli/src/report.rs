@@ -4,6 +4,7 @@
 
 use std::process::ExitCode;
 
+use neffld::text::escape;
 use neffld::NrtStatus;
 use serde_json::{json, Value};
 
@@ -58,10 +59,13 @@ impl Failure {
         })
     }
 
+    /// The failure as one line for a person (the message escaped: it may
+    /// quote names from the NEFF).
     pub fn human(&self) -> String {
+        let message = escape(&self.message);
         match self.stage {
-            "io" | "usage" => self.message.clone(),
-            stage => format!("{stage} failed: {} [{}]", self.message, self.status),
+            "io" | "usage" => message.into_owned(),
+            stage => format!("{stage} failed: {message} [{}]", self.status),
         }
     }
 }
@@ -101,6 +105,19 @@ pub fn report_failure(command: &str, f: &Failure, as_json: bool, style: Style) {
 /// Exit status for a command whose NEFF failed (usage and I/O errors exit 2).
 pub fn failed() -> ExitCode {
     ExitCode::from(1)
+}
+
+/// A string of a report as a person sees it: names from a NEFF, a capture
+/// or the file system may hold control characters, so every human rendering
+/// reads a report's strings through this ([`neffld::text::escape`]); JSON
+/// keeps them exact.
+pub fn shown(v: &Value) -> String {
+    escape(v.as_str().unwrap_or("")).into_owned()
+}
+
+/// A path as a person sees it (see [`shown`]).
+pub fn shown_path(p: &std::path::Path) -> String {
+    escape(&p.to_string_lossy()).into_owned()
 }
 
 pub fn hex(b: &[u8]) -> String {

@@ -15,10 +15,12 @@ pub fn human(bytes: u64) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
-/// `1536` → `1536 bytes (1.5 KiB)`.
+pub use neffld::text::count;
+
+/// `1536` → `1536 bytes (1.5 KiB)`; `1` → `1 byte`.
 pub fn bytes(n: u64) -> String {
     if n < 1024 {
-        format!("{n} bytes")
+        count(n, "byte")
     } else {
         format!("{n} bytes ({})", human(n))
     }
@@ -45,6 +47,7 @@ mod tests {
         assert_eq!(human(1536), "1.5 KiB");
         assert_eq!(human(24 << 30), "24.0 GiB");
         assert_eq!(bytes(4096), "4096 bytes (4.0 KiB)");
+        assert_eq!((bytes(1), bytes(0)), ("1 byte".into(), "0 bytes".into()));
         assert_eq!(used_of(1 << 30, 4 << 30), "1.0 GiB / 4.0 GiB (25.00 %)");
     }
 }

@@ -162,10 +162,26 @@ fn dump_needs_a_device_that_keeps_bytes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--device sim"));
 }
 
+/// The shipped capture with sg00's pe image moved up one 32 KiB slot: a
+/// disagreement the runtime's race cannot explain.
+fn moved_capture() -> PathBuf {
+    let bytes = std::fs::read(data("captures", &format!("{STEM}.ntff"))).unwrap();
+    let mut c = neffld::capture::read(&bytes).unwrap().into_owned();
+    let pe = c.subgraphs[0]
+        .images
+        .iter_mut()
+        .find(|i| i.engine == EngineType::Pe)
+        .unwrap();
+    pe.address += 0x8000;
+    let path = std::env::temp_dir().join(format!("neffld-moved-{}.ntff", std::process::id()));
+    std::fs::write(&path, neffld::capture::writer::write(&c).unwrap()).unwrap();
+    path
+}
+
 #[test]
 fn compare_reports_each_core_and_engine_and_exits_1_on_disagreement() {
     let neff = data("fixtures", &format!("{STEM}.neff"));
-    let cap = data("captures", &format!("{STEM}.ntff"));
+    let cap = moved_capture();
     let out = run(&[
         "compare",
         neff.to_str().unwrap(),
@@ -196,8 +212,21 @@ fn compare_reports_each_core_and_engine_and_exits_1_on_disagreement() {
     assert_eq!(summary["images"], 10);
     assert_eq!(summary["records_equal"], 10);
     assert_eq!(summary["sizes_equal"], 10);
-    // Today the runtime's preamble and memory rows are not reproduced.
     assert_eq!(v["agrees"], false);
+    let addresses: Vec<(&str, &str)> = v["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["images"].as_array().unwrap())
+        .map(|i| {
+            (
+                i["engine"].as_str().unwrap(),
+                i["address"].as_str().unwrap(),
+            )
+        })
+        .filter(|(_, a)| *a == "differs")
+        .collect();
+    assert_eq!(addresses, [("pe", "differs")], "the one moved image");
     assert_eq!(out.status.code(), Some(1));
     for core in v["cores"].as_array().unwrap() {
         assert_eq!(core["pcore_ours"], core["pcore_capture"]);
@@ -234,6 +263,12 @@ fn compare_reports_each_core_and_engine_and_exits_1_on_disagreement() {
     );
     assert!(text.contains("Scalar Table"));
     assert_eq!(human.status.code(), Some(1));
+    // The legend and the rows agree: the one differing row carries the `*`
+    // the closing line explains.
+    let differing: Vec<&str> = text.lines().filter(|l| l.ends_with("differs")).collect();
+    assert_eq!(differing.len(), 1, "{text}");
+    assert!(differing[0].trim_start().starts_with("pe") && differing[0].contains(" *"));
+    assert!(text.contains("* marks"), "{text}");
 }
 
 /// A load under a line whose runtime bytes are partly unknown: `--dump`
@@ -295,4 +330,65 @@ fn compare_refuses_a_damaged_capture_with_its_status() {
         "{err}"
     );
     let _ = std::fs::remove_file(&bad);
+}
+
+/// `compare` on the ten shipped pairs exits 0: the five whose pool and sp
+/// images came second core first say "raced" on those rows, and the
+/// closing line says what that means; no row of an agreeing comparison says
+/// "differs" or carries a `*`.
+#[test]
+fn compare_reports_the_documented_race_as_such_on_all_ten_pairs() {
+    let mut raced = 0;
+    for entry in std::fs::read_dir(data("captures", "")).unwrap() {
+        let cap = entry.unwrap().path();
+        if cap.extension().is_none_or(|e| e != "ntff") {
+            continue;
+        }
+        let stem = cap.file_stem().unwrap().to_str().unwrap().to_string();
+        let neff = data("fixtures", &format!("{stem}.neff"));
+        let out = run(&["compare", neff.to_str().unwrap(), cap.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert_eq!(out.status.code(), Some(0), "{stem}:\n{text}");
+        assert!(
+            !text.contains("differs") && !text.contains(" *"),
+            "{stem}:\n{text}"
+        );
+        let rows = text.lines().filter(|l| l.ends_with("  raced")).count();
+        if rows > 0 {
+            raced += 1;
+            assert_eq!(rows, 4, "{stem}: pool and sp of both cores\n{text}");
+            assert!(text.contains("raced:"), "the legend explains it:\n{text}");
+        }
+        let doc = stdout_json(&run(&[
+            "compare",
+            "--json",
+            neff.to_str().unwrap(),
+            cap.to_str().unwrap(),
+        ]));
+        let addresses: Vec<&str> = doc["cores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["images"].as_array().unwrap())
+            .map(|i| i["address"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            addresses.iter().filter(|a| **a == "raced").count(),
+            rows,
+            "{stem}"
+        );
+    }
+    assert_eq!(raced, 5);
+}
+
+/// A capture of another NEFF is refused before anything is compared.
+#[test]
+fn compare_refuses_a_capture_of_another_neff() {
+    let neff = data("fixtures", "matmul_small.neff");
+    let cap = data("captures", "kfusion__fused_attention__fused.ntff");
+    let out = run(&["compare", neff.to_str().unwrap(), cap.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the capture is of another NEFF"), "{err}");
+    assert!(out.stdout.is_empty(), "no comparison is shown");
 }

@@ -462,7 +462,10 @@ fn load_for_the_wrong_arch_says_why() {
     assert_eq!(v["status_code"], 2);
     assert_eq!(v["status"], "NRT_INVALID");
     assert!(
-        v["error"]["message"].as_str().unwrap().contains("--lnc=2"),
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("declares logical-core size 2"),
         "{v}"
     );
     assert_eq!(v["error"]["stage"], "container");
@@ -1036,7 +1039,7 @@ fn verify_rejects_what_load_rejects() {
         v["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("compiled with `--lnc=228`"),
+            .contains("vnc_size 228), which trn2 cannot take"),
         "{}",
         v["error"]
     );

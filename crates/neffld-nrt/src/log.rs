@@ -13,16 +13,26 @@
 //! [`TDRV`] target and a `func` field naming the runtime function that
 //! writes them. Everything else is `NRT:` and the Rust module that logs it.
 //!
+//! Texts quote names from NEFFs (the model's, its members'), which may
+//! hold newlines and terminal escapes: a text is shown as one line of
+//! plain text ([`neffld::text::escape`]); only a `TDRV` report, which the
+//! library renders with its names escaped, spans several lines.
+//!
 //! Levels: `NEFFLD_LOG`, else `NEURON_RT_LOG_LEVEL`, for every module
 //! (names such as `ERROR`, `WARN`/`WARNING`, `INFO`, `DEBUG`, `TRACE`,
 //! `OFF`; default `ERROR`, as in the reference runtime), and
 //! `NEURON_RT_LOG_LEVEL_TDRV` for `TDRV` alone. When the host process has
 //! already installed a global subscriber, that one is kept.
+//!
+//! Log lines quote names from NEFFs (the model's, its members'), which may
+//! hold newlines and terminal escapes: each line is written through
+//! [`EscapedLines`], so one event is one line of plain text.
 
 use std::fmt::{self, Write as _};
 use std::sync::Once;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use neffld::text::escape;
 use tracing::field::{Field, Visit};
 use tracing::level_filters::LevelFilter;
 use tracing::{Event, Level, Subscriber};
@@ -93,6 +103,13 @@ where
             let module = meta.target().rsplit("::").next().unwrap_or_default();
             format!("NRT:{module}")
         };
+        // A TDRV report is the library's own rendering, names escaped
+        // there; its lines are the runtime's.
+        let text = if meta.target() == TDRV {
+            fields.message.clone()
+        } else {
+            escape(&fields.message).into_owned()
+        };
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
@@ -103,7 +120,7 @@ where
             std::process::id(),
             thread_id(),
             level_name(*meta.level()),
-            fields.message
+            text
         )
     }
 }
@@ -190,6 +207,43 @@ fn timestamp(secs: u64, micros: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A log line quoting a NEFF's name stays one line, without the name's
+    /// control characters; a TDRV report keeps its own lines.
+    #[test]
+    fn names_in_log_lines_are_escaped() {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let sink = buf.clone();
+        let layer = tracing_subscriber::fmt::layer()
+            .event_format(RuntimeFormat)
+            .with_writer(move || Sink(sink.clone()));
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::error!("nrt_load: loaded \"{}\"", "evil\nstatus ok\x1b[32m");
+            tracing::error!(target: TDRV, func = "log_dev_mem_usage_table", "a\n\\_NC 4");
+        });
+        let out = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
+        assert_eq!(out.lines().count(), 3, "{out}");
+        assert!(
+            out.contains("loaded \"evil\\nstatus ok\\x1b[32m\""),
+            "{out}"
+        );
+        assert!(out.contains("\n\\_NC 4\n"), "{out}");
+        assert!(!out.contains('\x1b'));
+    }
+
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
 
     #[test]
     fn level_names() {

@@ -174,11 +174,7 @@ pub(crate) unsafe fn info(
     let rt = state::runtime()?;
     let model = lookup("nrt_get_model_info", &rt, ptr)?;
     non_null("nrt_get_model_info", "info", info)?;
-    let lcore = model.vnc.0;
-    let vnc = match &rt.config().visible_cores {
-        Some(list) => list.iter().position(|&c| c == lcore).unwrap_or(0) as u32,
-        None => lcore,
-    };
+    let vnc = rt.visible_index(model.vnc).unwrap_or(0);
     let full = nrt_model_info_t { vnc };
     // SAFETY: forwarded from this function's contract.
     unsafe { write_prefix(&full, info, size_in, size_out) };

@@ -3,6 +3,7 @@
 //! the instance information work before `nrt_init` (from the environment's
 //! configuration); memory statistics need the runtime.
 
+use neffld::device::Geometry;
 use neffld::instance::Instance;
 use neffld::Arch;
 
@@ -19,6 +20,7 @@ use crate::abi::nrt_status::NRT_STATUS;
 use crate::boundary::{guarded, guarded_value, non_null, write_prefix, NrtResult};
 use crate::model;
 use crate::{state, status};
+use tracing::error;
 
 /// # Safety
 /// `out` must be NULL or writable.
@@ -44,14 +46,17 @@ pub(crate) unsafe fn total(out: *mut u32) -> NrtResult {
 /// # Safety
 /// `out` must be NULL or writable.
 pub(crate) unsafe fn visible(out: *mut u32) -> NrtResult {
+    const API: &str = "nrt_get_visible_vnc_count";
     let config = state::config()?;
-    let total = config.total_vnc_count();
+    // The check `nrt_init` makes, so the count never names cores it refuses.
     let visible = config
-        .visible_cores
-        .as_ref()
-        .map_or(total, |list| list.len() as u32);
+        .logical_cores(Geometry::for_arch(config.arch).cores(), config.chips.max(1))
+        .map_err(|e| {
+            error!("{API}: {e}");
+            status::from_core(e.status())
+        })?;
     // SAFETY: forwarded from this function's contract.
-    unsafe { put("nrt_get_visible_vnc_count", out, visible) }
+    unsafe { put(API, out, visible.len() as u32) }
 }
 
 /// `nrt_get_instance_info`.

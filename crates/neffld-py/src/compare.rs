@@ -1,7 +1,7 @@
 //! `neffld.compare`: a real hardware capture (NTFF) held against neffld's
 //! load of the same NEFF — the library's comparison, as Python objects.
 
-use neffld::capture::compare::{self as cmp, CompareError, ImageSide};
+use neffld::capture::compare::{self as cmp, AddressMatch, CompareError, ImageSide};
 use neffld::capture::{self, CaptureError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -41,6 +41,10 @@ pub struct ImageComparison {
     /// values no rule covers (trigger counts of DMA transposes).
     pub filler_slots: u32,
     pub approximate_records: u32,
+    /// `"same"`, `"raced"` (the two cores' images of a racing engine at each
+    /// other's addresses: the runtime's own race, not a disagreement) or
+    /// `"differs"`.
+    pub address: &'static str,
     pub agrees: bool,
 }
 
@@ -127,6 +131,11 @@ fn to_py(py: Python<'_>, c: &cmp::Comparison) -> PyResult<Comparison> {
                             rewritten_words_equal: i.rewritten_words_equal,
                             filler_slots: i.filler_slots,
                             approximate_records: i.approximate_records,
+                            address: match i.address {
+                                AddressMatch::Same => "same",
+                                AddressMatch::Raced => "raced",
+                                AddressMatch::Differs => "differs",
+                            },
                             agrees: i.agrees(),
                         },
                     )
@@ -182,7 +191,7 @@ pub fn compare(
     capture: &Bound<'_, PyAny>,
 ) -> PyResult<Comparison> {
     let (neff, _) = raise(py, source::read(neff))?;
-    let (cap, _) = raise(py, source::read(capture))?;
+    let (cap, _) = raise(py, source::read_capture(capture))?;
     let result = py.detach(|| {
         let c = capture::read(&cap).map_err(capture_failure)?;
         cmp::load_and_compare(&neff, &c)

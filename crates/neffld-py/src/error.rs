@@ -2,6 +2,7 @@
 //! NRT status, its name and the pipeline stage that refused the input.
 
 use neffld::api::LoadError;
+use neffld::text::escape;
 use neffld::NrtStatus;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -38,9 +39,15 @@ impl Failure {
     }
 
     /// The `NeffError` raised for this failure; its text reads as the
-    /// `neffld` command prints a failure.
+    /// `neffld` command prints a failure (names from the NEFF escaped,
+    /// [`neffld::text::escape`]); `.message` keeps them exact.
     pub fn into_pyerr(self, py: Python<'_>) -> PyErr {
-        let text = format!("{} failed: {} [{}]", self.stage, self.message, self.status);
+        let text = format!(
+            "{} failed: {} [{}]",
+            self.stage,
+            escape(&self.message),
+            self.status
+        );
         let err = NeffError::new_err(text);
         let value = err.value(py);
         let set = || -> PyResult<()> {

@@ -2,7 +2,8 @@
 //! the NEFF's bytes (`bytes`, `bytearray`, `memoryview` or any object with
 //! the buffer protocol).
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
@@ -11,6 +12,25 @@ use crate::error::{FResult, Failure};
 
 /// The NEFF bytes behind a `path_or_bytes` argument, and a label for messages.
 pub fn read(obj: &Bound<'_, PyAny>) -> FResult<(Vec<u8>, String)> {
+    read_with(obj, read_path)
+}
+
+/// A profiler capture's bytes behind a `path_or_bytes` argument: a path
+/// must name a regular file (a capture declares no length a stream could
+/// be read to).
+pub fn read_capture(obj: &Bound<'_, PyAny>) -> FResult<(Vec<u8>, String)> {
+    read_with(obj, |path| {
+        if !std::fs::metadata(path)?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        std::fs::read(path)
+    })
+}
+
+fn read_with(
+    obj: &Bound<'_, PyAny>,
+    read_path: fn(&Path) -> std::io::Result<Vec<u8>>,
+) -> FResult<(Vec<u8>, String)> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok((b.as_bytes().to_vec(), "<bytes>".into()));
     }
@@ -21,7 +41,7 @@ pub fn read(obj: &Bound<'_, PyAny>) -> FResult<(Vec<u8>, String)> {
         let path: PathBuf = obj
             .extract()
             .map_err(|e| Failure::input(format!("not a usable path: {e}")))?;
-        let bytes = std::fs::read(&path)
+        let bytes = read_path(&path)
             .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
         return Ok((bytes, path.display().to_string()));
     }
@@ -41,4 +61,16 @@ pub fn read(obj: &Bound<'_, PyAny>) -> FResult<(Vec<u8>, String)> {
             ))
         })?;
     Ok((bytes, "<buffer>".into()))
+}
+
+/// A regular file whole; anything else (a pipe, a device) as a stream, only
+/// as far as its NEFF header says ([`neffld::container::read_neff`]).
+fn read_path(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path)?;
+    if !f.metadata()?.is_file() {
+        return neffld::container::read_neff(&mut f);
+    }
+    let mut out = Vec::new();
+    f.read_to_end(&mut out)?;
+    Ok(out)
 }

@@ -68,3 +68,20 @@ def test_bad_captures_raise_neff_error(small_bytes):
     with pytest.raises(neffld.NeffError) as e:
         neffld.compare(b"\0" * 10, ntff)
     assert (e.value.stage, e.value.status) == ("container", 2)
+
+
+def test_all_ten_agree_with_the_pool_sp_race_reported_as_such():
+    raced = 0
+    for ntff in PAIRS:
+        cmp = neffld.compare(FIXTURES / (ntff.stem + ".neff"), ntff)
+        assert cmp.agrees, ntff.stem
+        marks = [i.address for c in cmp.cores for i in c.images]
+        assert set(marks) <= {"same", "raced"}
+        raced += "raced" in marks
+    assert raced == 5
+
+
+def test_a_capture_of_another_neff_is_refused():
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.compare(FIXTURES / "matmul_small.neff", PAIRS[0])
+    assert e.value.status == 2 and "another NEFF" in e.value.message

@@ -6,7 +6,7 @@ import struct
 import pytest
 
 import neffld
-from conftest import LARGE, PAYLOAD, SMALL, VERSION_MAJOR
+from conftest import LARGE, NAME, PAYLOAD, SMALL, VERSION_MAJOR
 
 
 def raises(fn, *args, **kw):
@@ -14,7 +14,9 @@ def raises(fn, *args, **kw):
         fn(*args, **kw)
     err = e.value
     assert isinstance(err, Exception)
-    assert err.message and err.message in str(err)
+    assert err.message
+    if err.message.isprintable():
+        assert err.message in str(err)
     return err
 
 
@@ -84,3 +86,47 @@ def test_the_runtimes_environment_applies(monkeypatch):
     err = raises(neffld.load, SMALL)
     assert (err.status, err.stage) == (2, "container")
     assert "NEURON_LOGICAL_NC_CONFIG" in err.message
+
+
+def test_names_from_the_neff_are_escaped_in_the_text_and_exact_in_message(small_bytes, monkeypatch):
+    # The LNC gate names the model: a forged header name must not forge a
+    # line or repaint a terminal when the exception is printed.
+    data = bytearray(small_bytes)
+    data[NAME] = b"evil\nstatus ok\x1b[32m".ljust(256, b"\0")
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    err = raises(neffld.load, bytes(data))
+    assert "evil\nstatus ok\x1b[32m" in err.message
+    assert "evil\\nstatus ok\\x1b[32m" in str(err)
+    assert not any(c in str(err) for c in "\n\x1b")
+
+
+def test_a_stream_is_read_only_as_far_as_its_header_says(tmp_path):
+    # A FIFO fed zeros by another process (the call holds the GIL): the
+    # header's gates fail after its 1024 bytes, long before the feeder runs
+    # out of what it offers.
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "zeros"
+    os.mkfifo(fifo)
+    offered = 256 << 20
+    feeder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys\n"
+            "n = 0\n"
+            "try:\n"
+            "    with open(sys.argv[1], 'wb') as w:\n"
+            "        while n < int(sys.argv[2]):\n"
+            "            w.write(bytes(1 << 20)); n += 1 << 20\n"
+            "except BrokenPipeError:\n"
+            "    pass\n"
+            "print(n)\n"
+        ), str(fifo), str(offered)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    err = raises(neffld.inspect, fifo)
+    sent = int(feeder.communicate(timeout=60)[0])
+    assert err.status == 10 and "packager" in err.message
+    assert sent < offered

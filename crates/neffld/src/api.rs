@@ -429,32 +429,9 @@ impl Runtime {
                 ),
             }));
         }
-        let lnc = config.lnc_size();
         let cores = first.geometry().cores();
-        if lnc == 0 || !lnc.is_power_of_two() || !cores.is_multiple_of(lnc) {
-            return Err(ConfigError {
-                var: "NEURON_LOGICAL_NC_CONFIG",
-                value: lnc.to_string(),
-                reason: format!("the LNC size must be a power of two dividing the {cores} cores"),
-            }
-            .into());
-        }
-        let lcores_per_chip = cores / lnc;
-        let total = lcores_per_chip * devices.len() as u32;
-        let visible: Vec<u32> = match &config.visible_cores {
-            None => (0..total).collect(),
-            Some(list) => {
-                if let Some(bad) = list.iter().find(|&&c| c >= total) {
-                    return Err(ConfigError {
-                        var: "NEURON_RT_VISIBLE_CORES",
-                        value: bad.to_string(),
-                        reason: format!("the device has {total} logical cores"),
-                    }
-                    .into());
-                }
-                list.clone()
-            }
-        };
+        let visible = config.logical_cores(cores, devices.len() as u32)?;
+        let lcores_per_chip = cores / config.lnc_size();
         let scratchpad = config.scratchpad_mode();
         if config.contiguous_scratchpad_asked() && !scratchpad.contiguous {
             tracing::info!("Contiguous Scratchpad feature is disabled on LNC 1");
@@ -731,7 +708,7 @@ impl Runtime {
             }
             let _open = self.enter()?;
             let header = NeffHeader::parse(bytes)?;
-            header.check_lnc(self.config.lnc_size())?;
+            header.check_lnc(self.config.lnc_size(), self.config.arch)?;
             let claim = self.claim(vnc, &header.name_str())?;
             let guard_time = t0.elapsed();
             let parse = ParseInput {

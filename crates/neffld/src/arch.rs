@@ -43,6 +43,12 @@ impl Arch {
         }
     }
 
+    /// [`Arch::lnc_sizes`] in words: `1`, `1 or 2`.
+    pub fn lnc_sizes_text(self) -> String {
+        let sizes: Vec<String> = self.lnc_sizes().iter().map(u32::to_string).collect();
+        sizes.join(" or ")
+    }
+
     /// The compiler's target name.
     pub fn target_name(self) -> &'static str {
         match self {

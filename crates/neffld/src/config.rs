@@ -25,6 +25,16 @@ impl ConfigError {
     }
 }
 
+/// Logical cores as the user listed them: the cores, and the variable and
+/// value that listed them, which messages quote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreList {
+    pub var: &'static str,
+    pub value: String,
+    /// Sorted, without duplicates.
+    pub cores: Vec<u32>,
+}
+
 /// Which simulated backend a runtime stages onto.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceKind {
@@ -53,8 +63,9 @@ pub struct RuntimeConfig {
     /// Logical-core size; `None` = the architecture's default (sunda: 1, else 2).
     pub lnc: Option<u32>,
     /// Logical cores this process may use (`NEURON_RT_VISIBLE_CORES` /
-    /// `NEURON_RT_NUM_CORES`); `None` = all.
-    pub visible_cores: Option<Vec<u32>>,
+    /// `NEURON_RT_NUM_CORES`); `None` = all. Checked against a device by
+    /// [`RuntimeConfig::logical_cores`].
+    pub visible_cores: Option<CoreList>,
     /// `NEURON_RT_VALIDATE_HASH`: check the payload digest (default off).
     pub validate_hash: bool,
     /// `NEURON_RT_ALLOW_LEGACY_NEFF`: accept an architecture mismatch and a
@@ -279,11 +290,28 @@ impl RuntimeConfig {
             }
         }
         if let Some(v) = lookup("NEURON_RT_NUM_CORES") {
-            let n: u32 = parse_num("NEURON_RT_NUM_CORES", &v)?;
-            self.visible_cores = Some((0..n).collect());
+            let var = "NEURON_RT_NUM_CORES";
+            let n: u32 = parse_num(var, &v)?;
+            if n > 4096 {
+                return Err(ConfigError {
+                    var,
+                    value: v,
+                    reason: "at most 4096 cores".into(),
+                });
+            }
+            self.visible_cores = Some(CoreList {
+                var,
+                cores: (0..n).collect(),
+                value: v,
+            });
         }
         if let Some(v) = lookup("NEURON_RT_VISIBLE_CORES") {
-            self.visible_cores = Some(parse_core_list("NEURON_RT_VISIBLE_CORES", &v)?);
+            let var = "NEURON_RT_VISIBLE_CORES";
+            self.visible_cores = Some(CoreList {
+                var,
+                cores: parse_core_list(var, &v)?,
+                value: v,
+            });
         }
         if let Some(v) = lookup("NEURON_RT_VALIDATE_HASH") {
             self.validate_hash = parse_bool("NEURON_RT_VALIDATE_HASH", &v)?;
@@ -410,6 +438,42 @@ impl RuntimeConfig {
         }
     }
 
+    /// The logical cores this configuration may use on an instance of
+    /// `chips` devices of `cores_per_chip` physical cores each, by visible
+    /// index: the one check of the LNC size and of
+    /// `NEURON_RT_VISIBLE_CORES` / `NEURON_RT_NUM_CORES` against the
+    /// devices, made when a runtime starts and by the core counts asked
+    /// before one does. A refusal quotes the variable's value as the user
+    /// gave it.
+    pub fn logical_cores(&self, cores_per_chip: u32, chips: u32) -> Result<Vec<u32>, ConfigError> {
+        let lnc = self.lnc_size();
+        if lnc == 0 || !lnc.is_power_of_two() || !cores_per_chip.is_multiple_of(lnc) {
+            return Err(ConfigError {
+                var: "NEURON_LOGICAL_NC_CONFIG",
+                value: lnc.to_string(),
+                reason: format!(
+                    "the LNC size must be a power of two dividing the {cores_per_chip} cores"
+                ),
+            });
+        }
+        let total = cores_per_chip / lnc * chips;
+        let Some(list) = &self.visible_cores else {
+            return Ok((0..total).collect());
+        };
+        if let Some(bad) = list.cores.iter().find(|&&c| c >= total) {
+            return Err(ConfigError {
+                var: list.var,
+                value: list.value.clone(),
+                reason: format!(
+                    "logical core {bad} is not on this instance, which has {} of size {lnc} (0 to {})",
+                    crate::text::count(total, "logical core"),
+                    total.saturating_sub(1)
+                ),
+            });
+        }
+        Ok(list.cores.clone())
+    }
+
     /// The effective logical-core size: sunda is forced to 1 (stage.md §5.1).
     pub fn lnc_size(&self) -> u32 {
         match self.arch {
@@ -463,7 +527,10 @@ mod tests {
         assert_eq!(c.max_members, Some(1_000_000));
         assert_eq!(c.arch, Arch::Sunda);
         assert_eq!(c.device, DeviceKind::Null);
-        assert_eq!(c.visible_cores, Some(vec![0, 2, 3]));
+        assert_eq!(
+            c.visible_cores.as_ref().map(|l| &l.cores[..]),
+            Some(&[0, 2, 3][..])
+        );
         assert!(c.validate_hash && c.allow_legacy_neff);
         assert_eq!(c.scratchpad_page, 64 << 20);
         assert_eq!(c.lnc_size(), 1, "sunda forces LNC 1");
@@ -553,6 +620,37 @@ mod tests {
             .with_env(env(&[("NEFFLD_CACHE_RETAIN", "-1")]))
             .unwrap_err();
         assert_eq!(e.var, "NEFFLD_CACHE_RETAIN");
+    }
+
+    /// The cores a configuration may use are checked against a device in
+    /// one place, which quotes the user's own value.
+    #[test]
+    fn visible_cores_the_device_lacks_are_refused_quoting_the_value() {
+        let c = RuntimeConfig::default()
+            .with_env(env(&[("NEURON_RT_VISIBLE_CORES", "0-999")]))
+            .unwrap();
+        let e = c.logical_cores(8, 1).unwrap_err();
+        assert_eq!(
+            (e.var, e.value.as_str()),
+            ("NEURON_RT_VISIBLE_CORES", "0-999")
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("\"0-999\"") && text.contains("4 logical cores"),
+            "{text}"
+        );
+        let c = RuntimeConfig::default()
+            .with_env(env(&[("NEURON_RT_NUM_CORES", "9")]))
+            .unwrap();
+        assert_eq!(c.logical_cores(8, 1).unwrap_err().value, "9");
+        let c = RuntimeConfig::default()
+            .with_env(env(&[("NEURON_RT_VISIBLE_CORES", "3, 1")]))
+            .unwrap();
+        assert_eq!(c.logical_cores(8, 1).unwrap(), [1, 3]);
+        assert_eq!(
+            RuntimeConfig::default().logical_cores(8, 1).unwrap(),
+            [0, 1, 2, 3]
+        );
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Host memory whose size a NEFF or a caller chooses is reserved here,
-//! fallibly: a size the host cannot hold becomes an error (`NRT_RESOURCE`
-//! at the library boundary), never an abort of the process. Each layer wraps
-//! [`HostOom`] in its own error enum.
+//! fallibly: a size the host cannot hold becomes an error
+//! (`NRT_FAIL_HOST_MEM_ALLOC`, the status libnrt returns when host memory
+//! runs out), never an abort of the process. Each layer wraps [`HostOom`]
+//! in its own error enum and takes its status from it.
 
 use thiserror::Error;
+
+use crate::NrtStatus;
 
 /// A host allocation that could not be made.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -13,11 +16,30 @@ pub struct HostOom {
     pub bytes: u64,
 }
 
+impl HostOom {
+    /// `NRT_FAIL_HOST_MEM_ALLOC`: the host, not the device, ran out.
+    pub fn status(&self) -> NrtStatus {
+        NrtStatus::FailHostMemAlloc
+    }
+}
+
 /// Reserves room for `additional` more elements in `v`.
 pub fn reserve<T>(v: &mut Vec<T>, additional: usize, what: &'static str) -> Result<(), HostOom> {
     v.try_reserve_exact(additional).map_err(|_| HostOom {
         what,
         bytes: (additional as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+    })
+}
+
+/// Reserves room for `additional` more entries in `m`.
+pub fn reserve_map<K: std::hash::Hash + Eq, V>(
+    m: &mut std::collections::HashMap<K, V>,
+    additional: usize,
+    what: &'static str,
+) -> Result<(), HostOom> {
+    m.try_reserve(additional).map_err(|_| HostOom {
+        what,
+        bytes: (additional as u64).saturating_mul(std::mem::size_of::<(K, V)>() as u64),
     })
 }
 
@@ -36,6 +58,7 @@ mod tests {
     fn an_impossible_size_is_an_error_not_an_abort() {
         let e = with_capacity::<u64>(usize::MAX / 4, "descriptors").unwrap_err();
         assert_eq!(e.what, "descriptors");
+        assert_eq!(e.status(), NrtStatus::FailHostMemAlloc);
         assert_eq!(e.bytes, u64::MAX, "the byte count saturates");
         assert!(e.to_string().starts_with("cannot allocate "), "{e}");
         let mut v = with_capacity::<u8>(16, "bytes").unwrap();

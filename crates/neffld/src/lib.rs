@@ -37,6 +37,7 @@ pub mod stage;
 pub mod status;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod text;
 pub mod verify;
 
 pub use arch::Arch;

@@ -58,17 +58,12 @@ pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<ParsedModel, ParseError
 }
 
 /// The architecture the NEFF was compiled for, read through its own
-/// manifest chain (`neff.json` → kelf json `target`), so tools can pick a
-/// matching device before the arch gate runs; `None` if the chain is
-/// broken (a parse will then say why).
+/// manifest chain (`neff.json` → kelf json `target`, nothing else of the
+/// kelf json: [`kelf::declared_target`]), so tools can pick a matching
+/// device before the arch gate runs; `None` if the chain is broken (a parse
+/// will then say why).
 pub fn declared_arch(neff: &Neff) -> Option<Arch> {
     let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok()?;
-    let opts = ParseOptions {
-        instance_arch: Arch::Cayman,
-        allow_legacy_neff: true,
-        runtime_lnc: 2,
-    };
-    kelf::parse(&neff.archive, &nj.kelf_member, &opts)
-        .ok()
-        .map(|k| k.target)
+    let bytes = neff.archive.get(&nj.kelf_member)?;
+    kelf::declared_target(&nj.kelf_member, bytes, Arch::Cayman)
 }

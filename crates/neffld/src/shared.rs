@@ -74,6 +74,13 @@ impl SharedSlice {
     }
 }
 
+impl SharedSlice {
+    /// The buffer this is a part of.
+    pub fn shared(&self) -> &SharedBytes {
+        &self.all
+    }
+}
+
 impl From<Vec<u8>> for SharedSlice {
     fn from(v: Vec<u8>) -> SharedSlice {
         let len = v.len();

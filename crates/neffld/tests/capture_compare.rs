@@ -247,3 +247,85 @@ fn a_load_written_as_a_capture_reads_back_and_compares_equal() {
     let real = compare::compare(&c, &staged_from_capture(&back, &s), &s);
     assert_eq!(real.agrees(), load.agrees());
 }
+
+/// The two cores' pool and sp images hold each other's addresses in five
+/// of the ten captures: the runtime's own race (docs/decisions.md), reported
+/// as such and not as a disagreement, so all ten agree. Only a swap between
+/// the cores of the racing engines counts as the race.
+#[test]
+fn the_pool_sp_race_is_reported_as_the_race_and_all_ten_agree() {
+    use neffld::capture::compare::{load_and_compare, AddressMatch};
+    let mut raced_captures = 0;
+    for case in cases() {
+        let cap = capture::read(&case.capture).unwrap();
+        let (cmp, _) = load_and_compare(&case.neff, &cap).unwrap();
+        assert!(cmp.agrees(), "{}", case.stem);
+        let mut raced = Vec::new();
+        for core in &cmp.cores {
+            for i in &core.images {
+                match i.address {
+                    AddressMatch::Same => {}
+                    AddressMatch::Raced => raced.push((core.subgraph.clone(), i.engine)),
+                    AddressMatch::Differs => panic!("{} {:?}", case.stem, i.engine),
+                }
+            }
+        }
+        if !raced.is_empty() {
+            raced_captures += 1;
+            raced.sort();
+            assert_eq!(
+                raced,
+                [
+                    ("sg00".into(), EngineType::Pool),
+                    ("sg00".into(), EngineType::Sp),
+                    ("sg01".into(), EngineType::Pool),
+                    ("sg01".into(), EngineType::Sp)
+                ],
+                "{}",
+                case.stem
+            );
+        }
+    }
+    assert_eq!(raced_captures, 5);
+}
+
+/// An address that is neither the capture's nor a swap with the other
+/// core's image of a racing engine differs.
+#[test]
+fn an_address_moved_elsewhere_differs() {
+    use neffld::capture::compare::{load_and_compare, AddressMatch};
+    let case = &cases()[0];
+    let mut cap = capture::read(&case.capture).unwrap().into_owned();
+    let pe = cap.subgraphs[0]
+        .images
+        .iter_mut()
+        .find(|i| i.engine == EngineType::Pe)
+        .unwrap();
+    pe.address += 0x8000;
+    let (cmp, _) = load_and_compare(&case.neff, &cap).unwrap();
+    assert!(!cmp.agrees());
+    let image = cmp.cores[0]
+        .images
+        .iter()
+        .find(|i| i.engine == EngineType::Pe)
+        .unwrap();
+    assert_eq!(image.address, AddressMatch::Differs);
+}
+
+/// A capture names the NEFF it was taken of (its uuid and name): compared
+/// with another NEFF it is refused, naming both, instead of producing a
+/// wall of differences.
+#[test]
+fn a_capture_of_another_neff_is_refused() {
+    use neffld::capture::compare::{load_and_compare, CompareError};
+    let cases = cases();
+    let cap = capture::read(&cases[0].capture).unwrap();
+    for other in [cases[1].neff.clone(), testkit::fixture("matmul_small.neff")] {
+        let e = load_and_compare(&other, &cap).unwrap_err();
+        assert!(matches!(e, CompareError::OtherNeff { .. }), "{e}");
+        let text = e.to_string();
+        assert!(text.contains(&cap.neff_name), "{text}");
+        assert!(text.contains("uuid"), "{text}");
+        assert_eq!(e.status(), neffld::NrtStatus::Invalid);
+    }
+}

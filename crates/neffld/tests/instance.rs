@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use neffld::api::Runtime;
-use neffld::config::RuntimeConfig;
+use neffld::config::{CoreList, RuntimeConfig};
 use neffld::device::{Device, Geometry, SimDevice};
 use neffld::ids::PCore;
 use neffld::report::MemoryReport;
@@ -19,7 +19,11 @@ fn instance(chips: usize, visible: Option<Vec<u32>>) -> (Runtime, Vec<Arc<Device
     let cfg = RuntimeConfig {
         arch: Arch::Cayman,
         chips: chips as u32,
-        visible_cores: visible,
+        visible_cores: visible.map(|cores| CoreList {
+            var: "NEURON_RT_VISIBLE_CORES",
+            value: format!("{cores:?}"),
+            cores,
+        }),
         check: true,
         ..RuntimeConfig::default()
     };

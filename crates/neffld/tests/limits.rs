@@ -129,7 +129,7 @@ fn hundred_thousand_tiny_members_load_in_linear_time() {
 /// window of a few MB.
 fn members_1e6() -> Vec<u8> {
     let chunk: Vec<u8> = (0..1000)
-        .flat_map(|i| tar_entry(&TarEntry::file(&format!("pad/{i:04}"), &[])))
+        .flat_map(|i| tar_entry(&TarEntry::file(format!("pad/{i:04}"), &[])))
         .collect();
     let member = neffld::container::writer::gzip(&chunk, 9);
     let mut payload = member.repeat(1000);
@@ -243,25 +243,35 @@ fn dma_ring_under_a_memory_limit_child() {
     if std::env::var_os("NEFFLD_LIMITS_CHILD").is_none() {
         return;
     }
-    // 16,000,000 descriptor pairs: inside the vring limit, but about 1.5 GB
-    // of host memory to expand.
-    let bytes = dma_pattern(false, json!([64, 16_000_000]), json!([1, 0]));
-    let (r, dt) = load(Arch::Sunda, None, &bytes);
+    // Two rings of 8,000,000 descriptor pairs: 256 MB of ring image each,
+    // 512 MB in all.
+    let mut s = Synth::static_sunda();
+    for engine in ["sg00/SP.json", "sg00/Pool.json"] {
+        s.edit(engine, |e| {
+            let d = &mut e["dma"][0]["desc"][0];
+            for side in ["from", "to"] {
+                d[format!("{side}_sizes")] = json!([64, 8_000_000]);
+                d[format!("{side}_steps")] = json!([1, 0]);
+            }
+        });
+    }
+    let (r, dt) = load(Arch::Sunda, None, &s.write(Producer::V2_18));
     let e = r.unwrap_err();
     println!("child: status {} after {dt:?}: {e}", e.status().code());
-    assert_eq!(e.status(), NrtStatus::Resource, "{e}");
+    assert_eq!(e.status(), NrtStatus::FailHostMemAlloc, "{e}");
     assert!(e.to_string().contains("cannot allocate"), "{e}");
 }
 
 /// Host memory a NEFF's DMA patterns ask for is reserved fallibly: on a
-/// host that cannot hold the expansion (a 1 GiB address-space limit here)
-/// the load fails with `NRT_RESOURCE` instead of aborting the process.
+/// host that cannot hold the rings (a 448 MiB address-space limit here) the
+/// load fails with `NRT_FAIL_HOST_MEM_ALLOC` instead of aborting the
+/// process.
 #[test]
-fn a_dma_ring_past_host_memory_is_a_resource_error_not_an_abort() {
+fn dma_rings_past_host_memory_are_a_status_not_an_abort() {
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new("sh")
         .arg("-c")
-        .arg("ulimit -v 1048576 && exec \"$0\" --exact dma_ring_under_a_memory_limit_child --test-threads 1 --nocapture")
+        .arg("ulimit -v 458752 && exec \"$0\" --exact dma_ring_under_a_memory_limit_child --test-threads 1 --nocapture")
         .arg(&exe)
         .env("NEFFLD_LIMITS_CHILD", "1")
         .env("MALLOC_ARENA_MAX", "1")
@@ -273,7 +283,7 @@ fn a_dma_ring_past_host_memory_is_a_resource_error_not_an_abort() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{:?}: {text}", out.status);
-    assert!(text.contains("child: status 4 after"), "{text}");
+    assert!(text.contains("child: status 11 after"), "{text}");
     let line = text
         .lines()
         .find_map(|l| l.split_once("child: "))

@@ -263,7 +263,7 @@ fn entry(name: &str, data: &[u8]) -> TarEntry {
     match split {
         Some(i) => {
             let mut e = TarEntry::file(&name[i + 1..], data);
-            e.prefix = name[..i].to_string();
+            e.prefix = name[..i].into();
             e
         }
         None => TarEntry::file(&name[..100], data),
@@ -1243,7 +1243,10 @@ fn verify_agrees_with_load() {
                 Err(e) => {
                     if matches!(
                         e,
-                        LoadError::Container(neffld::container::ContainerError::LncMismatch { .. })
+                        LoadError::Container(
+                            neffld::container::ContainerError::LncMismatch { .. }
+                                | neffld::container::ContainerError::LncForeign { .. }
+                        )
                     ) {
                         lnc_rejects += 1;
                     }

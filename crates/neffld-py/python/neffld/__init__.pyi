@@ -179,6 +179,9 @@ class ImageComparison:
     approximate_records: int
     """Records our image rewrote with values no rule covers (the trigger
     counts of DMA transposes)."""
+    address: str
+    """"same", "raced" (the two cores' images of a racing engine at each
+    other's addresses: the runtime's own race) or "differs"."""
     agrees: bool
 
 class CoreComparison:

@@ -24,7 +24,8 @@ use crate::parse::{self, ParsedModel};
 use crate::{Arch, NrtStatus};
 
 use super::staged::{staged, StagedCore, StagedImage};
-use super::{Capture, Image, Subgraph};
+use super::{Capture, CaptureUuid, Image, Subgraph};
+use crate::line::RACING_ENGINES;
 
 /// What became of one NEFF record in an image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,12 +223,26 @@ impl ImageSide {
     }
 }
 
+/// How an image's address compares with the capture's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddressMatch {
+    /// The capture's address (or no image on either side).
+    Same,
+    /// The address the capture gives the other core's image of the same
+    /// engine, and that image has this one's: the runtime's race between
+    /// the two cores ([`RACING_ENGINES`]), not a disagreement.
+    Raced,
+    Differs,
+}
+
 /// One engine of one core, both sides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageComparison {
     pub engine: EngineType,
     pub ours: Option<ImageSide>,
     pub capture: Option<ImageSide>,
+    /// The addresses of the two sides.
+    pub address: AddressMatch,
     /// NEFF records kept, rewritten or deleted alike on both sides.
     pub same_fate: u32,
     /// NEFF records.
@@ -245,11 +260,13 @@ pub struct ImageComparison {
 }
 
 impl ImageComparison {
-    /// Same size, split, record fates, rewritten words and address.
+    /// Same size, split, record fates and rewritten words, at the same
+    /// address or the one the race gave it.
     pub fn agrees(&self) -> bool {
         match (&self.ours, &self.capture) {
             (Some(o), Some(c)) => {
-                o == c
+                ImageSide { address: 0, ..*o } == ImageSide { address: 0, ..*c }
+                    && self.address != AddressMatch::Differs
                     && self.same_fate == self.records
                     && self.rewritten_words_equal == self.rewritten_words
             }
@@ -319,6 +336,9 @@ pub struct Tally {
     pub sizes_equal: u32,
     /// Of those, at the same address.
     pub addresses_equal: u32,
+    /// Of those, at the address the capture gives the other core's image
+    /// of the engine, the runtime's race ([`AddressMatch::Raced`]).
+    pub addresses_raced: u32,
     /// Counted memory rows (not Profiler Buffers or Tensors) and how many
     /// are equal.
     pub rows: u32,
@@ -345,6 +365,7 @@ impl Comparison {
                 );
                 t.sizes_equal += u32::from(o.bytes == k.bytes);
                 t.addresses_equal += u32::from(o.address == k.address);
+                t.addresses_raced += u32::from(i.address == AddressMatch::Raced);
             }
             for r in c.memory.iter().filter(|r| r.counted) {
                 t.rows += 1;
@@ -398,7 +419,35 @@ pub fn compare(
             }
         })
         .collect();
-    Comparison { line, cores }
+    let mut cmp = Comparison { line, cores };
+    mark_race(&mut cmp);
+    cmp
+}
+
+/// Marks the images of a racing engine whose addresses the two cores hold
+/// swapped ([`AddressMatch::Raced`]).
+fn mark_race(cmp: &mut Comparison) {
+    let address = |cmp: &Comparison, core: usize, engine: EngineType| {
+        let i = cmp.cores[core].images.iter().find(|i| i.engine == engine)?;
+        Some((i.ours.as_ref()?.address, i.capture.as_ref()?.address))
+    };
+    if cmp.cores.len() != 2 {
+        return;
+    }
+    for engine in RACING_ENGINES {
+        let (Some((ours_a, theirs_a)), Some((ours_b, theirs_b))) =
+            (address(cmp, 0, engine), address(cmp, 1, engine))
+        else {
+            continue;
+        };
+        if ours_a != theirs_a && ours_a == theirs_b && ours_b == theirs_a {
+            for core in &mut cmp.cores {
+                for i in core.images.iter_mut().filter(|i| i.engine == engine) {
+                    i.address = AddressMatch::Raced;
+                }
+            }
+        }
+    }
 }
 
 fn compare_image(
@@ -419,12 +468,19 @@ fn compare_image(
         rewritten: i.records.rewritten(),
         deleted: i.records.deleted(),
     });
+    let capture = theirs_aligned
+        .as_ref()
+        .map(|(i, a)| ImageSide::new(i.address, i.bytes.len() as u64, a));
+    let address = if ours_side.as_ref().map(|o| o.address) == capture.as_ref().map(|c| c.address) {
+        AddressMatch::Same
+    } else {
+        AddressMatch::Differs
+    };
     let mut cmp = ImageComparison {
         engine,
         ours: ours_side,
-        capture: theirs_aligned
-            .as_ref()
-            .map(|(i, a)| ImageSide::new(i.address, i.bytes.len() as u64, a)),
+        capture,
+        address,
         same_fate: 0,
         records,
         rewritten_words: 0,
@@ -494,6 +550,13 @@ pub enum CompareError {
     Load(#[from] LoadError),
     #[error("reading the staged images back: {0}")]
     Device(#[from] DeviceError),
+    #[error("the capture is of another NEFF: it names {capture_name:?} with uuid {capture_uuid}, this NEFF is {neff_name:?} with uuid {neff_uuid}")]
+    OtherNeff {
+        capture_name: String,
+        capture_uuid: String,
+        neff_name: String,
+        neff_uuid: String,
+    },
 }
 
 impl CompareError {
@@ -501,7 +564,9 @@ impl CompareError {
         match self {
             CompareError::Load(e) => e.status(),
             CompareError::Device(e) => e.status(),
-            CompareError::UnknownArch(_) | CompareError::Cores { .. } => NrtStatus::Invalid,
+            CompareError::UnknownArch(_)
+            | CompareError::Cores { .. }
+            | CompareError::OtherNeff { .. } => NrtStatus::Invalid,
         }
     }
 }
@@ -552,6 +617,19 @@ pub fn load_and_compare(
         lnc,
     })?;
     let opened = container::open(neff, &OpenOptions::default()).map_err(LoadError::from)?;
+    let header = &opened.header;
+    if !capture.uuid.matches(&header.uuid) {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        return Err(CompareError::OtherNeff {
+            capture_name: capture.neff_name.clone(),
+            capture_uuid: match &capture.uuid {
+                CaptureUuid::Full(u) => hex(u),
+                CaptureUuid::Prefix(p) => format!("{}…", hex(p)),
+            },
+            neff_name: header.name_str(),
+            neff_uuid: hex(&header.uuid),
+        });
+    }
     let parsed = parse::parse(&opened, &crate::manifest::ParseOptions::new(arch, lnc))
         .map_err(LoadError::from)?;
     let streams = neff_streams(&opened, &parsed);

@@ -71,7 +71,12 @@ pub enum MemberKind {
 /// One archive member: its name and where its bytes are in the buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {
+    /// The name as text: exact when the tar's bytes are UTF-8 (every name a
+    /// manifest can refer to is), else with U+FFFD for the bytes that are
+    /// not; [`Member::name_bytes`] keeps them.
     pub name: String,
+    /// The tar's bytes, when they are not UTF-8.
+    pub raw_name: Option<Box<[u8]>>,
     /// Byte range of the body inside the decoded buffer.
     pub range: Range<usize>,
     /// Offset of the member's tar header in the decoded buffer.
@@ -89,9 +94,18 @@ pub struct Member {
 pub struct Archive {
     data: SharedBytes,
     members: Vec<Member>,
-    index: HashMap<String, usize>,
+    /// By exact name bytes: names that differ only in bytes that are not
+    /// UTF-8 are different members.
+    index: HashMap<Box<[u8]>, usize>,
     encoding: Option<Encoding>,
     warnings: Vec<String>,
+}
+
+impl Member {
+    /// The name exactly as the tar holds it.
+    pub fn name_bytes(&self) -> &[u8] {
+        self.raw_name.as_deref().unwrap_or(self.name.as_bytes())
+    }
 }
 
 impl Archive {
@@ -165,13 +179,13 @@ impl Archive {
         let walk = walk_tar(&data, max_members)?;
         let mut members = walk.members;
         let mut warnings = walk.warnings;
-        let mut index: HashMap<String, usize> = HashMap::with_capacity(members.len());
+        let mut index: HashMap<Box<[u8]>, usize> = HashMap::with_capacity(members.len());
         let mut superseded = vec![false; members.len()];
         for (i, m) in members.iter().enumerate() {
-            if let Some(prev) = index.insert(m.name.clone(), i) {
+            if let Some(prev) = index.insert(m.name_bytes().into(), i) {
                 superseded[prev] = true;
                 warnings.push(format!(
-                    "duplicate member {:?} at offset {:#x}: the later entry replaces the one at {:#x}",
+                    "duplicate member \"{}\" at offset {:#x}: the later entry replaces the one at {:#x}",
                     m.name, m.header_offset, members[prev].header_offset
                 ));
             }
@@ -182,7 +196,7 @@ impl Archive {
             index = members
                 .iter()
                 .enumerate()
-                .map(|(i, m)| (m.name.clone(), i))
+                .map(|(i, m)| (m.name_bytes().into(), i))
                 .collect();
         }
         Ok(Archive {
@@ -197,17 +211,22 @@ impl Archive {
     /// The body of a member, by exact (byte-wise, case-sensitive) name.
     pub fn get(&self, name: &str) -> Option<&[u8]> {
         self.index
-            .get(name)
-            .map(|&i| &self.data[self.members[i].range.clone()])
+            .get(name.as_bytes())
+            .map(|&i| self.body(&self.members[i]))
     }
 
     /// The member record, by name.
     pub fn member(&self, name: &str) -> Option<&Member> {
-        self.index.get(name).map(|&i| &self.members[i])
+        self.index.get(name.as_bytes()).map(|&i| &self.members[i])
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.index.contains_key(name)
+        self.index.contains_key(name.as_bytes())
+    }
+
+    /// The body of one of this archive's members.
+    pub fn body(&self, m: &Member) -> &[u8] {
+        &self.data[m.range.clone()]
     }
 
     /// Members in archive order (duplicates already resolved).
@@ -217,9 +236,7 @@ impl Archive {
 
     /// Name and body of every member, in archive order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.members
-            .iter()
-            .map(|m| (m.name.as_str(), &self.data[m.range.clone()]))
+        self.members.iter().map(|m| (m.name.as_str(), self.body(m)))
     }
 
     pub fn len(&self) -> usize {
@@ -649,7 +666,7 @@ struct Walk {
 /// Overrides carried by pax or GNU metadata entries for the next entry.
 #[derive(Default, Clone)]
 struct Overrides {
-    path: Option<String>,
+    path: Option<Vec<u8>>,
     size: Option<u64>,
 }
 
@@ -693,7 +710,8 @@ fn walk_tar(data: &[u8], max_members: u64) -> Result<Walk, ContainerError> {
             .ok()
             .and_then(|s| body_start.checked_add(s))
             .filter(|&e| e <= data.len());
-        let name_for_error = || entry_name(header, &local, &global);
+        let name_for_error =
+            || String::from_utf8_lossy(&entry_name(header, &local, &global)).into_owned();
         let Some(body_end) = body_end else {
             return Err(ContainerError::MemberPastEnd {
                 name: name_for_error(),
@@ -707,7 +725,7 @@ fn walk_tar(data: &[u8], max_members: u64) -> Result<Walk, ContainerError> {
         match typeflag {
             b'x' => local = merge_pax(local, body, pos)?,
             b'g' => global = merge_pax(global, body, pos)?,
-            b'L' => local.path = Some(c_string(body)),
+            b'L' => local.path = Some(c_string(body).to_vec()),
             b'K' => {} // GNU long link name: links are never followed.
             b'5' => local = Overrides::default(),
             b'S' => {
@@ -720,15 +738,22 @@ fn walk_tar(data: &[u8], max_members: u64) -> Result<Walk, ContainerError> {
             _ => {
                 let raw = entry_name(header, &local, &global);
                 local = Overrides::default();
-                let name = raw.strip_prefix("./").unwrap_or(&raw).to_string();
+                let bytes = raw.strip_prefix(b"./").unwrap_or(&raw);
                 // A v7 regular file whose name ends in '/' is a directory.
-                if name.ends_with('/') && matches!(typeflag, b'0' | 0) {
+                if bytes.ends_with(b"/") && matches!(typeflag, b'0' | 0) {
                     pos = next;
                     continue;
                 }
-                if name.is_empty() {
+                if bytes.is_empty() {
                     return Err(ContainerError::EmptyMemberName { offset: pos as u64 });
                 }
+                let (name, raw_name) = match std::str::from_utf8(bytes) {
+                    Ok(s) => (s.to_string(), None),
+                    Err(_) => (
+                        String::from_utf8_lossy(bytes).into_owned(),
+                        Some(bytes.into()),
+                    ),
+                };
                 if !name.ends_with(DROPPED_SUFFIX) {
                     let regular =
                         matches!(typeflag, b'0' | 0 | b'7') || !is_known_special(typeflag);
@@ -739,6 +764,7 @@ fn walk_tar(data: &[u8], max_members: u64) -> Result<Walk, ContainerError> {
                     };
                     members.push(Member {
                         name,
+                        raw_name,
                         range,
                         header_offset: pos,
                         kind,
@@ -760,7 +786,8 @@ fn padded(n: usize) -> usize {
     n.div_ceil(BLOCK) * BLOCK
 }
 
-fn entry_name(header: &[u8; BLOCK], local: &Overrides, global: &Overrides) -> String {
+/// An entry's name, as the bytes the tar holds.
+fn entry_name(header: &[u8; BLOCK], local: &Overrides, global: &Overrides) -> Vec<u8> {
     if let Some(p) = local.path.as_ref().or(global.path.as_ref()) {
         return p.clone();
     }
@@ -769,15 +796,15 @@ fn entry_name(header: &[u8; BLOCK], local: &Overrides, global: &Overrides) -> St
     if &header[257..263] == b"ustar\0" {
         let prefix = c_string(&header[345..500]);
         if !prefix.is_empty() {
-            return format!("{prefix}/{name}");
+            return [prefix, b"/", name].concat();
         }
     }
-    name
+    name.to_vec()
 }
 
-fn c_string(b: &[u8]) -> String {
+fn c_string(b: &[u8]) -> &[u8] {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..end]).into_owned()
+    &b[..end]
 }
 
 fn verify_checksum(header: &[u8; BLOCK], pos: usize) -> Result<(), ContainerError> {
@@ -869,7 +896,7 @@ fn merge_pax(mut into: Overrides, body: &[u8], pos: usize) -> Result<Overrides, 
             .ok_or_else(|| bad("record without '='".into()))?;
         let (key, value) = (&record[..eq], &record[eq + 1..]);
         match key {
-            b"path" => into.path = Some(String::from_utf8_lossy(value).into_owned()),
+            b"path" => into.path = Some(value.to_vec()),
             b"size" => {
                 let s = std::str::from_utf8(value)
                     .ok()
@@ -897,6 +924,32 @@ mod tests {
         }
         v.extend_from_slice(&[0u8; 1024]);
         v
+    }
+
+    /// A name that is not UTF-8 is kept as the tar's bytes: two names that
+    /// differ only in such bytes are two members, not a duplicate.
+    #[test]
+    fn names_that_are_not_utf8_keep_their_bytes() {
+        let data = tar(&[
+            TarEntry::file(b"sg00/\xff\xferaw.bin", b"1"),
+            TarEntry::file(b"sg00/\xfe\xferaw.bin", b"2"),
+            TarEntry::file("sg00/ok.bin", b"3"),
+        ]);
+        let a = Archive::from_tar(data).unwrap();
+        assert!(a.warnings().is_empty(), "{:?}", a.warnings());
+        let names: Vec<&[u8]> = a.members().iter().map(Member::name_bytes).collect();
+        assert_eq!(
+            names,
+            [
+                &b"sg00/\xff\xferaw.bin"[..],
+                b"sg00/\xfe\xferaw.bin",
+                b"sg00/ok.bin"
+            ]
+        );
+        assert_eq!(a.body(&a.members()[1]), b"2");
+        assert!(a.members()[0].name.contains('\u{fffd}'));
+        assert_eq!(a.members()[2].raw_name, None, "UTF-8 names are kept once");
+        assert_eq!(a.get("sg00/ok.bin"), Some(&b"3"[..]));
     }
 
     #[test]
@@ -952,7 +1005,7 @@ mod tests {
     #[test]
     fn pax_gnu_and_prefix_names() {
         let long = format!("sg00/{}.npy", "n".repeat(140));
-        let mut pax = TarEntry::file("PaxHeader/x", pax_record("path", &long).as_bytes());
+        let mut pax = TarEntry::file("PaxHeader/x", &pax_record("path", &long));
         pax.typeflag = b'x';
         let mut gnu_l = TarEntry::file("././@LongLink", format!("{long}.gnu\0").as_bytes());
         gnu_l.typeflag = b'L';
@@ -1000,7 +1053,7 @@ mod tests {
     #[test]
     fn the_member_ceiling_counts_every_entry() {
         // A pax header counts as an entry although it names no member.
-        let mut x = TarEntry::file("PaxHeader/a", pax_record("path", "long/a").as_bytes());
+        let mut x = TarEntry::file("PaxHeader/a", &pax_record("path", "long/a"));
         x.typeflag = b'x';
         let data = tar(&[x, TarEntry::file("a", b"1"), TarEntry::file("b", b"2")]);
         assert_eq!(Archive::from_tar_with(data.clone(), 3).unwrap().len(), 2);

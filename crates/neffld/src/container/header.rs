@@ -7,6 +7,7 @@
 
 use super::sniff::FileKind;
 use super::ContainerError;
+use crate::Arch;
 
 /// Size of the header; the payload always starts here, whatever `header_size` says.
 pub const HEADER_LEN: usize = 0x400;
@@ -296,16 +297,41 @@ impl NeffHeader {
     }
 
     /// The LNC gate of parse.md §2.2 1d, for the loader to call with the
-    /// runtime's configured logical-core size.
-    pub fn check_lnc(&self, runtime_lnc: u32) -> Result<(), ContainerError> {
-        if self.declares_lnc() && self.vnc_size != runtime_lnc {
+    /// runtime's configured logical-core size on `arch`. The reference's
+    /// message advises re-running with the NEFF's size; that advice is given
+    /// only when `arch` takes that size, else the error says what is wrong
+    /// with the file (a size no chip takes, or one of another chip).
+    pub fn check_lnc(&self, runtime_lnc: u32, arch: Arch) -> Result<(), ContainerError> {
+        if !self.declares_lnc() || self.vnc_size == runtime_lnc {
+            return Ok(());
+        }
+        if arch.lnc_sizes().contains(&self.vnc_size) {
             return Err(ContainerError::LncMismatch {
                 name: self.name_str(),
                 runtime_lnc,
                 neff_lnc: self.vnc_size,
             });
         }
-        Ok(())
+        let built_for: Vec<&str> = Arch::ALL
+            .into_iter()
+            .filter(|a| a.lnc_sizes().contains(&self.vnc_size))
+            .map(Arch::instance)
+            .collect();
+        Err(ContainerError::LncForeign {
+            name: self.name_str(),
+            neff_lnc: self.vnc_size,
+            arch,
+            sizes: arch.lnc_sizes_text(),
+            why: if built_for.is_empty() {
+                "no chip takes that size: the header is damaged".to_string()
+            } else {
+                format!(
+                    "the NEFF was compiled for {}: recompile it for {} with `--lnc={runtime_lnc}`",
+                    built_for.join(" or "),
+                    arch.instance()
+                )
+            },
+        })
     }
 }
 
@@ -463,8 +489,8 @@ mod tests {
             vnc_size: 2,
             ..Default::default()
         };
-        h.check_lnc(2).unwrap();
-        let e = h.check_lnc(1).unwrap_err();
+        h.check_lnc(2, Arch::Cayman).unwrap();
+        let e = h.check_lnc(1, Arch::Cayman).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Invalid);
         assert!(e.to_string().contains("--lnc=2"), "{e}");
         let h = NeffHeader {
@@ -472,6 +498,41 @@ mod tests {
             vnc_size: 2,
             ..h
         };
-        h.check_lnc(1).unwrap();
+        h.check_lnc(1, Arch::Sunda).unwrap();
+    }
+
+    /// The reference's advice (recompile, or re-run with the NEFF's size)
+    /// only when the NEFF's size is one the chip takes; otherwise the
+    /// message says what is wrong with the file.
+    #[test]
+    fn lnc_advice_names_only_settings_the_chip_takes() {
+        let mut h = NeffHeader {
+            feature_bits: FEATURE_VNC,
+            vnc_size: 1,
+            ..Default::default()
+        };
+        h.set_name("m.neff");
+        let e = h.check_lnc(2, Arch::Cayman).unwrap_err().to_string();
+        assert!(
+            e.contains("re-run with `NEURON_LOGICAL_NC_CONFIG=1`"),
+            "{e}"
+        );
+        for bad in [0, 3, u32::MAX] {
+            h.vnc_size = bad;
+            let e = h.check_lnc(2, Arch::Cayman).unwrap_err();
+            assert_eq!(e.status(), NrtStatus::Invalid);
+            let e = e.to_string();
+            assert!(!e.contains("NEURON_LOGICAL_NC_CONFIG="), "{e}");
+            assert!(!e.contains(&format!("--lnc={bad}")), "{e}");
+            assert!(e.contains(&format!("vnc_size {bad}")), "{e}");
+            assert!(e.contains("trn2 takes logical-core size 1 or 2"), "{e}");
+        }
+        // trn1 takes only 1: a NEFF built for 2 is for another chip.
+        h.vnc_size = 2;
+        let e = h.check_lnc(1, Arch::Sunda).unwrap_err().to_string();
+        assert!(!e.contains("NEURON_LOGICAL_NC_CONFIG=2"), "{e}");
+        assert!(e.contains("compiled for trn2 or trn3"), "{e}");
+        assert!(e.contains("recompile it for trn1 with `--lnc=1`"), "{e}");
+        assert!(e.contains("trn1 takes logical-core size 1"), "{e}");
     }
 }

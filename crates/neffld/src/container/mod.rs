@@ -10,6 +10,7 @@ pub mod mapped;
 pub mod release;
 pub mod sample;
 pub mod sniff;
+pub mod stream;
 pub mod writer;
 
 use thiserror::Error;
@@ -19,6 +20,7 @@ pub use header::{NeffHeader, HEADER_LEN};
 pub use integrity::{DigestForm, HashAlgorithm, Verified};
 pub use mapped::MappedFile;
 pub use sniff::FileKind;
+pub use stream::read_neff;
 
 use crate::NrtStatus;
 use release::{ReadFront, Reader};
@@ -27,7 +29,7 @@ use release::{ReadFront, Reader};
 /// reference runtime's wording where one is known (parse.md §9 rows 3–18).
 #[derive(Clone, Debug, Error)]
 pub enum ContainerError {
-    #[error("Invalid number of NEFF bytes received {size:#x}: the file is {size} bytes, and a NEFF is at least 1024 bytes (its header){kind}")]
+    #[error("Invalid number of NEFF bytes received {size:#x}: the file is {}, and a NEFF is at least 1024 bytes (its header){kind}", crate::text::count(*size, "byte"))]
     TooShort { size: u64, kind: FileKind },
     #[error("Invalid NEFF file size hdr sz: {header_size:#x}, file sz: {file_size:#x}: header_size (offset 0x8) is {header_size} bytes, not less than the file's {file_size} bytes{kind}")]
     HeaderSize {
@@ -40,6 +42,14 @@ pub enum ContainerError {
         name: String,
         runtime_lnc: u32,
         neff_lnc: u32,
+    },
+    #[error("NEFF {name} declares logical-core size {neff_lnc} (header vnc_size {neff_lnc}), which {} cannot take ({} takes logical-core size {sizes}); {why}", arch.instance(), arch.instance())]
+    LncForeign {
+        name: String,
+        neff_lnc: u32,
+        arch: crate::Arch,
+        sizes: String,
+        why: String,
     },
     #[error("NEFF version: {major}.{minor} is not supported, accepted version range: 0.x-2.x (header offset 0x18)")]
     UnsupportedVersion { major: u64, minor: u64 },
@@ -111,7 +121,9 @@ impl ContainerError {
             ContainerError::UnsupportedVersion { .. }
             | ContainerError::UnsupportedFeatures { .. }
             | ContainerError::UnsupportedPackager { .. } => NrtStatus::UnsupportedNeffVersion,
-            ContainerError::OutOfMemory { .. } => NrtStatus::Resource,
+            // The host ran out, as for every size a NEFF chooses
+            // (`crate::fallible`).
+            ContainerError::OutOfMemory { .. } => NrtStatus::FailHostMemAlloc,
             _ => NrtStatus::Invalid,
         }
     }

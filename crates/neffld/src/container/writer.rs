@@ -83,12 +83,13 @@ pub enum TarFormat {
     V7,
 }
 
-/// One tar entry to encode, with every field the producers vary.
+/// One tar entry to encode, with every field the producers vary. Names are
+/// bytes, as a tar holds them (a file name need not be UTF-8).
 #[derive(Clone, Debug)]
 pub struct TarEntry {
-    pub name: String,
+    pub name: Vec<u8>,
     /// The ustar prefix field (joined to `name` with a `/` by readers).
-    pub prefix: String,
+    pub prefix: Vec<u8>,
     pub data: Vec<u8>,
     pub typeflag: u8,
     pub mode: u32,
@@ -107,10 +108,10 @@ pub struct TarEntry {
 
 impl TarEntry {
     /// A regular file as the 2.18+ producers write it.
-    pub fn file(name: &str, data: &[u8]) -> TarEntry {
+    pub fn file(name: impl AsRef<[u8]>, data: &[u8]) -> TarEntry {
         TarEntry {
-            name: name.to_string(),
-            prefix: String::new(),
+            name: name.as_ref().to_vec(),
+            prefix: Vec::new(),
             data: data.to_vec(),
             typeflag: b'0',
             mode: 0o664,
@@ -136,9 +137,10 @@ fn octal(field: &mut [u8], value: u64, digits: usize, terminator: &[u8]) {
     field[s.len()..s.len() + terminator.len()].copy_from_slice(terminator);
 }
 
-fn put_str(field: &mut [u8], s: &str) {
+fn put_str(field: &mut [u8], s: impl AsRef<[u8]>) {
+    let s = s.as_ref();
     let n = s.len().min(field.len());
-    field[..n].copy_from_slice(&s.as_bytes()[..n]);
+    field[..n].copy_from_slice(&s[..n]);
 }
 
 /// Encodes one entry: its 512-byte header and its body padded to 512.
@@ -186,32 +188,37 @@ pub fn tar_entry(e: &TarEntry) -> Vec<u8> {
 }
 
 /// A pax record `"<len> key=value\n"`, where `len` counts the whole record.
-pub fn pax_record(key: &str, value: &str) -> String {
+pub fn pax_record(key: &str, value: impl AsRef<[u8]>) -> Vec<u8> {
+    let value = value.as_ref();
     let body = key.len() + value.len() + 3; // space, '=', newline
     let mut len = body + 1;
     while len != body + len.to_string().len() {
         len = body + len.to_string().len();
     }
-    format!("{len} {key}={value}\n")
+    let mut out = format!("{len} {key}=").into_bytes();
+    out.extend_from_slice(value);
+    out.push(b'\n');
+    out
 }
 
 /// Splits a long name into (prefix, name) for the ustar fields, if possible.
-fn split_ustar_name(name: &str) -> Option<(String, String)> {
+fn split_ustar_name(name: &[u8]) -> Option<(&[u8], &[u8])> {
     if name.len() <= 100 {
-        return Some((String::new(), name.to_string()));
+        return Some((&[], name));
     }
-    name.char_indices()
-        .filter(|&(_, c)| c == '/')
+    name.iter()
+        .enumerate()
+        .filter(|&(_, &c)| c == b'/')
         .map(|(i, _)| i)
         .find(|&i| i <= 155 && name.len() - i - 1 <= 100 && i > 0)
-        .map(|i| (name[..i].to_string(), name[i + 1..].to_string()))
+        .map(|i| (&name[..i], &name[i + 1..]))
 }
 
 /// `dir/PaxHeader/base`, the name libarchive gives a per-file pax header.
-fn pax_header_name(name: &str) -> String {
-    match name.rsplit_once('/') {
-        Some((dir, base)) => format!("{dir}/PaxHeader/{base}"),
-        None => format!("PaxHeader/{name}"),
+fn pax_header_name(name: &[u8]) -> Vec<u8> {
+    match name.iter().rposition(|&c| c == b'/') {
+        Some(i) => [&name[..i], b"/PaxHeader/", &name[i + 1..]].concat(),
+        None => [b"PaxHeader/", name].concat(),
     }
 }
 
@@ -263,12 +270,16 @@ impl NeffWriter {
         }
     }
 
-    /// The member order this family writes.
-    pub fn order<'m>(&self, members: &[(&'m str, &'m [u8])]) -> Vec<(&'m str, &'m [u8])> {
+    /// The member order this family writes. Names are bytes
+    /// (`AsRef<[u8]>`: `&str` or a file name's bytes).
+    pub fn order<'m, N: AsRef<[u8]> + Clone>(
+        &self,
+        members: &[(N, &'m [u8])],
+    ) -> Vec<(N, &'m [u8])> {
         let mut sorted = members.to_vec();
-        sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        sorted.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
         if self.producer == Producer::V2_21 {
-            if let Some(i) = sorted.iter().position(|(n, _)| *n == "neff.json") {
+            if let Some(i) = sorted.iter().position(|(n, _)| n.as_ref() == b"neff.json") {
                 let last = sorted.remove(i);
                 sorted.push(last);
             }
@@ -277,27 +288,28 @@ impl NeffWriter {
     }
 
     /// The uncompressed tar of the members, in this family's dialect.
-    pub fn tar(&self, members: &[(&str, &[u8])]) -> Vec<u8> {
+    pub fn tar<N: AsRef<[u8]> + Clone>(&self, members: &[(N, &[u8])]) -> Vec<u8> {
         let mut out = Vec::new();
         for (name, data) in self.order(members) {
+            let name = name.as_ref();
             let (prefix, short) = split_ustar_name(name).unwrap_or_default();
             let needs_pax_path = short.is_empty();
-            let mut entry = TarEntry::file(if needs_pax_path { name } else { &short }, data);
-            entry.prefix = prefix;
-            let mut pax = String::new();
+            let mut entry = TarEntry::file(if needs_pax_path { name } else { short }, data);
+            entry.prefix = prefix.to_vec();
+            let mut pax = Vec::new();
             if self.producer == Producer::V2_0_99229 {
                 entry.uname.clear();
                 entry.gname.clear();
                 entry.mtime = self.member_mtime;
                 for key in ["mtime", "atime", "ctime"] {
-                    pax.push_str(&pax_record(key, &self.member_mtime.to_string()));
+                    pax.extend(pax_record(key, self.member_mtime.to_string()));
                 }
             }
             if needs_pax_path {
-                pax.push_str(&pax_record("path", name));
+                pax.extend(pax_record("path", name));
             }
             if !pax.is_empty() {
-                let mut x = TarEntry::file(&pax_header_name(name), pax.as_bytes());
+                let mut x = TarEntry::file(pax_header_name(name), &pax);
                 x.typeflag = b'x';
                 x.uname = entry.uname.clone();
                 x.gname = entry.gname.clone();
@@ -305,15 +317,8 @@ impl NeffWriter {
                 if x.name.len() > 100 {
                     // Keep the marker directory and the tail of the name; the
                     // reader takes the real path from the records anyway.
-                    let tail: String = name
-                        .chars()
-                        .rev()
-                        .take(89)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                        .collect();
-                    x.name = format!("PaxHeader/{tail}");
+                    let tail = &name[name.len().saturating_sub(89)..];
+                    x.name = [b"PaxHeader/", tail].concat();
                 }
                 out.extend_from_slice(&tar_entry(&x));
             }
@@ -324,7 +329,7 @@ impl NeffWriter {
     }
 
     /// The payload window: compressed (or raw) tar, zero-padded to 10240.
-    pub fn payload(&self, members: &[(&str, &[u8])]) -> Vec<u8> {
+    pub fn payload<N: AsRef<[u8]> + Clone>(&self, members: &[(N, &[u8])]) -> Vec<u8> {
         let tar = self.tar(members);
         let mut payload = if self.producer == Producer::Pkg1 {
             tar
@@ -336,7 +341,7 @@ impl NeffWriter {
     }
 
     /// A whole NEFF: header with size and digest filled in, then the payload.
-    pub fn write(&self, members: &[(&str, &[u8])]) -> Vec<u8> {
+    pub fn write<N: AsRef<[u8]> + Clone>(&self, members: &[(N, &[u8])]) -> Vec<u8> {
         self.finish(self.payload(members))
     }
 
@@ -371,7 +376,7 @@ mod tests {
             ("mtime", "1782166602"),
             ("path", &"x".repeat(95)),
         ] {
-            let r = pax_record(k, v);
+            let r = String::from_utf8(pax_record(k, v)).unwrap();
             let n: usize = r.split(' ').next().unwrap().parse().unwrap();
             assert_eq!(n, r.len(), "{r:?}");
         }
@@ -393,13 +398,13 @@ mod tests {
 
     #[test]
     fn long_names_split_or_use_pax() {
-        assert_eq!(split_ustar_name("a/b"), Some((String::new(), "a/b".into())));
+        assert_eq!(split_ustar_name(b"a/b"), Some((&b""[..], &b"a/b"[..])));
         let long = format!("{}/{}", "d".repeat(120), "f".repeat(50));
         assert_eq!(
-            split_ustar_name(&long),
-            Some(("d".repeat(120), "f".repeat(50)))
+            split_ustar_name(long.as_bytes()),
+            Some(("d".repeat(120).as_bytes(), "f".repeat(50).as_bytes()))
         );
-        assert_eq!(split_ustar_name(&"x".repeat(300)), None);
+        assert_eq!(split_ustar_name("x".repeat(300).as_bytes()), None);
     }
 
     #[test]

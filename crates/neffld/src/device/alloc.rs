@@ -332,6 +332,20 @@ impl HbmAllocator {
                 "HBM channel {channel} out of range (device has {channel_count})"
             ))
         })?;
+        // An alignment no address of the channel meets can never be served,
+        // however much is free: a malformed request, not a full device.
+        let meets = |p: &FreeList| {
+            p.start
+                .checked_next_multiple_of(align.max(GRANULE))
+                .is_some_and(|a| a < p.end)
+        };
+        if !(meets(&heap.main) || heap.small.as_ref().is_some_and(meets)) {
+            let end = heap.small.as_ref().map_or(heap.main.end, |s| s.end);
+            return Err(AllocFailure::Invalid(format!(
+                "alignment {align} is met by no address of HBM {channel} ({:#x} to {end:#x})",
+                heap.main.start
+            )));
+        }
         let align = align.max(GRANULE);
         let first = match place {
             Place::First(pool) => pool,
@@ -436,6 +450,28 @@ mod tests {
         (g, a)
     }
 
+    /// An alignment no address of the channel meets is a malformed request,
+    /// whatever is free; one some address meets but no free range serves
+    /// is out of memory.
+    #[test]
+    fn an_alignment_past_the_channel_is_invalid() {
+        let (g, mut a) = sunda();
+        let ch_end = g.hbm_bytes_per_channel();
+        for align in [1 << 63, ch_end.next_power_of_two() << 1] {
+            let e = a.alloc(0, 4096, align, Place::Kernel).unwrap_err();
+            assert!(
+                matches!(e, AllocFailure::Invalid(ref m) if m.contains("met by no address")),
+                "{align}: {e:?}"
+            );
+        }
+        let half = ch_end.next_power_of_two() / 2;
+        assert!(half < ch_end);
+        assert_eq!(
+            a.alloc(0, ch_end, half, Place::Kernel),
+            Err(AllocFailure::NoMem)
+        );
+    }
+
     #[test]
     fn rounding_and_zero_size() {
         assert_eq!(charged_size(0), Some(4096));
@@ -468,9 +504,10 @@ mod tests {
             a.alloc(0, 20 * GIB, 0, Place::Kernel),
             Err(AllocFailure::NoMem)
         ));
+        // No address of a 16 GiB channel is a multiple of 2^62.
         assert!(matches!(
             a.alloc(0, 4096, 1 << 62, Place::Kernel),
-            Err(AllocFailure::NoMem)
+            Err(AllocFailure::Invalid(_))
         ));
     }
 

@@ -172,6 +172,10 @@ pub enum DeviceError {
     /// A failure requested by the armed [`FaultPlan`].
     #[error("injected fault: {op} #{nth} failed as planned")]
     InjectedFault { op: FaultOp, nth: u64 },
+    /// The host could not hold the bytes a backend keeps for the device
+    /// (`NRT_FAIL_HOST_MEM_ALLOC`).
+    #[error("the simulated device's storage: {0}")]
+    HostMemory(#[from] crate::fallible::HostOom),
 }
 
 /// The runtime's extra advice when an aligned request runs out of memory.
@@ -196,6 +200,7 @@ impl DeviceError {
                 FaultOp::Alloc => NrtStatus::Resource,
                 FaultOp::Write => NrtStatus::Failure,
             },
+            DeviceError::HostMemory(oom) => oom.status(),
         }
     }
 }
@@ -394,12 +399,15 @@ impl<S: Storage + ?Sized> Device<S> {
                 }
             })
         };
-        self.storage.write(&copies);
+        // The storage may fail a copy (host memory), before any the books
+        // refused: the copies before it happen either way.
+        let stored = self.storage.write(&copies);
+        let done = stored.as_ref().err().map_or(copies.len(), |(i, _)| *i);
         if let Some(t) = timer {
             let elapsed = t.elapsed();
-            self.each_observer(|o| o.written(&writes[..copies.len()], elapsed));
+            self.each_observer(|o| o.written(&writes[..done], elapsed));
         }
-        failed.map_or(Ok(()), Err)
+        stored.and(failed.map_or(Ok(()), Err))
     }
 
     /// Copies bytes out of an allocation; never-written bytes read as 0.

@@ -154,7 +154,7 @@ impl Storage for NullStorage {
         self.heap().free(block)
     }
 
-    fn write(&self, copies: &[CopyIn<'_>]) {
+    fn write(&self, copies: &[CopyIn<'_>]) -> Result<(), (usize, DeviceError)> {
         // Hashed outside the lock, so builds on several threads hash at once.
         let keeps_checksum = self.counts().checksum.is_some();
         let digest = keeps_checksum.then(|| {
@@ -168,6 +168,7 @@ impl Storage for NullStorage {
         }
         counts.bytes_written += copies.iter().map(|c| c.data.len() as u64).sum::<u64>();
         counts.writes += copies.len() as u64;
+        Ok(())
     }
 
     fn read(&self, handle: MemHandle, _offset: u64, _out: &mut [u8]) -> Result<(), DeviceError> {

@@ -2,31 +2,36 @@
 //! byte store so that what the loader writes can be read back at the address
 //! it baked into instructions and rings.
 //!
-//! Storage is per allocation. A NEFF may declare a 4 GiB tensor and write a
-//! few bytes of it, and that must cost a few pages of host memory, not
-//! 4 GiB. Allocations above [`DENSE_MAX`] therefore live in an anonymous
-//! mapping reserved at allocation: the OS hands out a zeroed page only when
-//! one is first written, so never-written space costs nothing, and a write is
-//! still one memcpy (4 KiB pages kept in a map, the fallback when the
-//! mapping cannot be reserved, copied a 2 GiB stage at about 390 MB/s).
-//! Smaller ones (weights, images, rings, tables: nearly every
-//! byte a load writes) keep one buffer, so a write is one memcpy and copies
-//! from several build threads do not contend on a page allocator. The buffer
-//! is one a freed allocation left behind, handed over when the allocation is
-//! made (under the device lock it already holds, so a copy never has to take
-//! a pool lock), else a fresh one made on the first non-zero write and
-//! zeroed lazily by the OS. A sparse page is made only for non-zero bytes
-//! and a dense buffer only on a non-zero write (unless one was handed over),
-//! so a tensor that is never written, or written with zeros, costs nothing.
-//! [`SimDevice::stored_pages`] counts the 4 KiB pages that hold bytes: the
-//! sparse pages, and the pages of dense buffers that have been written
-//! (zeros included: they were copied into memory the buffer keeps).
+//! Host memory follows what is written, and goes back when it is freed.
+//! Storage is per allocation, and nothing is stored until a non-zero byte
+//! is written: a NEFF may declare a 4 GiB tensor and write a few bytes of
+//! it, and that costs a few pages, not 4 GiB (nor 4 GiB of address space
+//! reserved at allocation). The first non-zero write makes one buffer for
+//! the allocation: a heap vector below [`MAP_MIN`], else an anonymous
+//! mapping whose pages the OS hands out zeroed only when first written, and
+//! returns to the OS when the allocation is freed (a write is still one
+//! memcpy). When the OS refuses a mapping that large, written 4 KiB pages
+//! are kept in a map instead (copied a 2 GiB stage at about 390 MB/s).
 //!
-//! Each allocation's pages sit behind their own lock: the device lock is held
-//! only to check a copy against the books, so per-core builds on several
-//! threads copy their bytes in parallel.
+//! A load's own buffers are not copied at all when the loader offers them
+//! ([`CopyIn::shared`]): the instruction images and DMA rings it keeps for
+//! the loaded model anyway, and weights large enough to be most of their
+//! payload. Written from offset 0 into an allocation that holds nothing yet,
+//! such bytes are kept by reference, so a loaded model costs one copy of
+//! its images; a later write copies them out first. Freed buffers are not
+//! kept for reuse: what a freed allocation held goes back (a pool of them
+//! used to keep up to 512 MiB after every unload).
+//!
+//! Every buffer and page is reserved fallibly: a host that cannot hold what
+//! the device is given fails the copy with [`DeviceError::HostMemory`]
+//! (`NRT_FAIL_HOST_MEM_ALLOC`) instead of aborting the process.
+//! [`SimDevice::stored_pages`] counts the 4 KiB pages that hold bytes.
+//!
+//! Each allocation's pages sit behind their own lock: the table lock is held
+//! only to find them, so per-core builds on several threads copy their
+//! bytes in parallel.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -36,13 +41,17 @@ use super::alloc::{self, AllocFailure, Block, HbmAllocator};
 use super::geometry::{Geometry, GRANULE};
 use super::storage::{CopyIn, Storage};
 use super::{Device, DeviceError, MemHandle, SimDevice, StartTaken};
+use crate::fallible::{self, HostOom};
 use crate::shared::SharedBytes;
 
 const PAGE: usize = GRANULE as usize;
 
-/// Largest allocation stored in a heap buffer (and kept in the pool when
-/// freed); larger ones are mapped.
-pub const DENSE_MAX: u64 = 64 << 20;
+/// Buffers of at least this many bytes are an anonymous mapping of their
+/// own: zeroed lazily by the OS (a large allocation written in a few places
+/// costs those pages) and unmapped when freed (a heap block this large
+/// would be taken from, and might stay in, the allocator's arenas). Below
+/// it a heap vector, zeroed at once, costs at most 16 pages.
+pub const MAP_MIN: usize = 64 << 10;
 
 /// Writes into a mapping at least this long have their pages populated
 /// before the copy (`MADV_POPULATE_WRITE`). Measured on 1 GiB copied into a
@@ -54,55 +63,26 @@ pub const DENSE_MAX: u64 = 64 << 20;
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const POPULATE_MIN: usize = 1 << 20;
 
-/// Most bytes of freed buffers kept for reuse.
-const POOL_MAX: usize = 512 << 20;
-
-/// Buffers of freed dense allocations, for reuse, by length.
-#[derive(Debug, Default)]
-struct Pool {
-    bufs: BTreeMap<usize, Vec<Vec<u8>>>,
-    bytes: usize,
-}
-
-impl Pool {
-    /// The shortest kept buffer of at least `size` bytes; its contents are
-    /// unspecified. It keeps its length (the pages know their own size), so
-    /// it goes back to the pool on the shelf it came from and the pool's
-    /// byte count stays the memory it holds.
-    fn take(&mut self, size: usize) -> Option<Vec<u8>> {
-        let shelf = self.bufs.range_mut(size..).next()?.1;
-        let b = shelf.pop().expect("no empty shelf is kept");
-        if shelf.is_empty() {
-            self.bufs.remove(&b.len());
-        }
-        self.bytes -= b.len();
-        Some(b)
-    }
-
-    /// Keeps `buf`, or hands it back when the pool is full, so the caller
-    /// can free it outside the device lock.
-    fn give(&mut self, buf: Vec<u8>) -> Option<Vec<u8>> {
-        if buf.is_empty() || self.bytes + buf.len() > POOL_MAX {
-            return Some(buf);
-        }
-        self.bytes += buf.len();
-        self.bufs.entry(buf.len()).or_default().push(buf);
-        None
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.bufs.values().map(Vec::len).sum()
-    }
-}
-
 /// The one buffer of a dense allocation.
 #[derive(Debug)]
 enum Buf {
-    /// Up to [`DENSE_MAX`]: possibly a reused buffer with stale bytes.
+    /// Below [`MAP_MIN`].
     Heap(Vec<u8>),
-    /// Larger: a fresh anonymous mapping, zero until written.
+    /// From [`MAP_MIN`]: a fresh anonymous mapping, zero until written.
     Map(MmapMut),
+}
+
+impl Buf {
+    /// A zeroed buffer of `len` bytes, or `None` when the OS will not map
+    /// one that large (the caller then keeps pages one by one).
+    fn zeroed(len: usize) -> Result<Option<Buf>, HostOom> {
+        if len >= MAP_MIN {
+            return Ok(MmapMut::map_anon(len).ok().map(Buf::Map));
+        }
+        let mut v = fallible::with_capacity(len, "the simulated device's storage")?;
+        v.resize(len, 0);
+        Ok(Some(Buf::Heap(v)))
+    }
 }
 
 impl Deref for Buf {
@@ -127,21 +107,14 @@ impl DerefMut for Buf {
 /// The stored bytes of one allocation.
 #[derive(Debug)]
 enum Pages {
-    /// One buffer (a mapping reserved at allocation, or a kept one handed
-    /// over then, else one made on the first non-zero write) and a bitmap of
-    /// the 4 KiB pages that hold bytes.
-    Dense {
-        buf: Option<Buf>,
-        size: usize,
-        written: Vec<u64>,
-    },
-    /// 4 KiB pages keyed by page index.
+    /// Nothing stored yet: `size` bytes that read as zeros.
+    Empty { size: usize },
+    /// One zeroed buffer and a bitmap of the 4 KiB pages written.
+    Dense { buf: Buf, written: Vec<u64> },
+    /// 4 KiB pages keyed by page index (the OS would not map one buffer).
     Sparse(HashMap<u64, Box<[u8]>>),
-    /// A large allocation whose bytes were all given at once from a buffer
-    /// the device shares with the loader (weights, in the inflated
-    /// payload): `len` bytes at `start` of `owner`, zeros after. Kept
-    /// instead of copied, because populating and copying a gigabyte of
-    /// weights cost as much as inflating them; copied out on the first write.
+    /// Bytes the loader offered instead of a copy: `len` bytes at `start`
+    /// of `owner`, zeros after; copied out on the first write.
     Shared {
         owner: SharedBytes,
         start: usize,
@@ -151,32 +124,19 @@ enum Pages {
 }
 
 impl Pages {
-    /// Empty pages for an allocation of `size` bytes; a dense one takes a
-    /// kept buffer now if one fits, so that its copies do not have to.
-    fn new(size: u64, pool: &mut Pool) -> Pages {
-        let Ok(len) = usize::try_from(size) else {
-            return Pages::Sparse(HashMap::new());
-        };
-        let buf = if size <= DENSE_MAX {
-            pool.take(len).map(Buf::Heap)
-        } else {
-            // Address space only; a refusal (more than the OS will promise)
-            // falls back to pages made one by one.
-            match MmapMut::map_anon(len) {
-                Ok(m) => Some(Buf::Map(m)),
-                Err(_) => return Pages::Sparse(HashMap::new()),
-            }
-        };
-        Pages::Dense {
-            buf,
-            size: len,
-            written: vec![0; len.div_ceil(PAGE).div_ceil(64)],
+    /// The pages of a fresh allocation of `size` bytes: none yet.
+    fn new(size: u64) -> Pages {
+        match usize::try_from(size) {
+            Ok(size) => Pages::Empty { size },
+            // Larger than the address space: only pages can hold it.
+            Err(_) => Pages::Sparse(HashMap::new()),
         }
     }
 
     /// 4 KiB pages holding bytes.
     fn stored(&self) -> usize {
         match self {
+            Pages::Empty { .. } => 0,
             Pages::Dense { written, .. } => written.iter().map(|w| w.count_ones() as usize).sum(),
             Pages::Sparse(p) => p.len(),
             Pages::Shared { len, .. } => len.div_ceil(PAGE),
@@ -184,34 +144,48 @@ impl Pages {
     }
 
     /// Keeps a reference to `data` in `owner` instead of copying it, when
-    /// it is the first write to a fresh mapped allocation and starts it;
-    /// false leaves the pages as they were, for a copy.
+    /// it starts an allocation that holds nothing yet; false leaves the
+    /// pages as they were, for a copy.
     fn adopt(&mut self, owner: &SharedBytes, offset: u64, data: &[u8]) -> bool {
-        let Pages::Dense {
-            buf: Some(Buf::Map(_)),
-            size,
-            written,
-        } = self
-        else {
+        let Pages::Empty { size } = *self else {
             return false;
         };
         let Some(start) = owner.offset_of(data) else {
             return false;
         };
-        if offset != 0 || data.len() > *size || written.iter().any(|&w| w != 0) {
+        if offset != 0 || data.len() > size {
             return false;
         }
         *self = Pages::Shared {
             owner: owner.clone(),
             start,
             len: data.len(),
-            size: *size,
+            size,
         };
         true
     }
 
-    fn write(&mut self, offset: u64, data: &[u8]) {
+    /// The dense buffer for a first non-zero write into `size` bytes, or
+    /// the sparse pages when the OS will not map it.
+    fn first_buffer(size: usize) -> Result<Pages, HostOom> {
+        let words = size.div_ceil(PAGE).div_ceil(64);
+        Ok(match Buf::zeroed(size)? {
+            Some(buf) => {
+                let mut written = fallible::with_capacity(words, "the simulated device's storage")?;
+                written.resize(words, 0);
+                Pages::Dense { buf, written }
+            }
+            None => Pages::Sparse(HashMap::new()),
+        })
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), HostOom> {
         match self {
+            Pages::Empty { .. } if all_zero(data) => Ok(()), // nothing to store, nothing to overwrite
+            Pages::Empty { size } => {
+                *self = Pages::first_buffer(*size)?;
+                self.write(offset, data)
+            }
             Pages::Shared {
                 owner,
                 start,
@@ -219,59 +193,39 @@ impl Pages {
                 size,
             } => {
                 // Copy out, then write: the shared bytes never change.
-                let mut own = Pages::new(*size as u64, &mut Pool::default());
-                own.write(0, &owner[*start..*start + *len]);
-                own.write(offset, data);
+                let mut own = Pages::Empty { size: *size };
+                own.write(0, &owner[*start..*start + *len])?;
+                own.write(offset, data)?;
                 *self = own;
+                Ok(())
             }
-            Pages::Dense {
-                buf: Some(Buf::Map(m)),
-                written,
-                ..
-            } => {
-                // A fresh mapping reads as zeros: nothing stale to clear, and
-                // a zero write need only reach pages already written (so a
-                // zeroed tensor costs no memory).
+            Pages::Dense { buf, written } => {
+                // A fresh buffer reads as zeros: a zero write need only reach
+                // pages already written (so a zeroed tensor costs no memory).
                 if all_zero(data) {
                     for (page, in_page, at, n) in pieces(offset, data.len()) {
                         if written[(page / 64) as usize] & (1u64 << (page % 64)) != 0 {
                             let start = page as usize * PAGE + in_page;
-                            m[start..start + n].copy_from_slice(&data[at..at + n]);
+                            buf[start..start + n].copy_from_slice(&data[at..at + n]);
                         }
                     }
-                    return;
+                    return Ok(());
                 }
                 let at = offset as usize;
                 // Fault the destination in one call rather than page by
                 // page during the copy; an older kernel refuses, and the
                 // copy then faults as usual.
                 #[cfg(target_os = "linux")]
-                if data.len() >= POPULATE_MIN {
-                    let _ = m.advise_range(memmap2::Advice::PopulateWrite, at, data.len());
+                if let Buf::Map(m) = buf {
+                    if data.len() >= POPULATE_MIN {
+                        let _ = m.advise_range(memmap2::Advice::PopulateWrite, at, data.len());
+                    }
                 }
-                m[at..at + data.len()].copy_from_slice(data);
+                buf[at..at + data.len()].copy_from_slice(data);
                 for (page, ..) in pieces(offset, data.len()) {
                     written[(page / 64) as usize] |= 1u64 << (page % 64);
                 }
-            }
-            Pages::Dense { buf, size, written } => {
-                if buf.is_none() && all_zero(data) {
-                    return; // nothing to store yet, and nothing stored to overwrite
-                }
-                let b = buf.get_or_insert_with(|| Buf::Heap(vec![0u8; *size]));
-                let at = offset as usize;
-                b[at..at + data.len()].copy_from_slice(data);
-                // A page written for the first time may hold stale bytes of a
-                // reused buffer around the copy: clear them.
-                for (page, in_page, _, n) in pieces(offset, data.len()) {
-                    let (word, bit) = ((page / 64) as usize, 1u64 << (page % 64));
-                    if written[word] & bit == 0 {
-                        let start = page as usize * PAGE;
-                        b[start..start + in_page].fill(0);
-                        b[start + in_page + n..(start + PAGE).min(*size)].fill(0);
-                        written[word] |= bit;
-                    }
-                }
+                Ok(())
             }
             Pages::Sparse(pages) => {
                 for (page, in_page, at, n) in pieces(offset, data.len()) {
@@ -279,38 +233,35 @@ impl Pages {
                     match pages.get_mut(&page) {
                         Some(stored) => stored[in_page..in_page + n].copy_from_slice(src),
                         None if all_zero(src) => {}
-                        None if n == PAGE => {
-                            pages.insert(page, Box::from(src));
-                        }
                         None => {
-                            let mut stored = vec![0u8; PAGE].into_boxed_slice();
+                            let mut stored =
+                                fallible::with_capacity(PAGE, "the simulated device's storage")?;
+                            stored.resize(PAGE, 0);
                             stored[in_page..in_page + n].copy_from_slice(src);
-                            pages.insert(page, stored);
+                            fallible::reserve_map(pages, 1, "the simulated device's storage")?;
+                            pages.insert(page, stored.into_boxed_slice());
                         }
                     }
                 }
+                Ok(())
             }
         }
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) {
         match self {
-            Pages::Dense {
-                buf: Some(b),
-                written,
-                ..
-            } => {
+            Pages::Empty { .. } => out.fill(0),
+            Pages::Dense { buf, written } => {
                 for (page, in_page, at, n) in pieces(offset, out.len()) {
                     let dst = &mut out[at..at + n];
                     if written[(page / 64) as usize] & (1u64 << (page % 64)) != 0 {
                         let start = page as usize * PAGE + in_page;
-                        dst.copy_from_slice(&b[start..start + n]);
+                        dst.copy_from_slice(&buf[start..start + n]);
                     } else {
                         dst.fill(0);
                     }
                 }
             }
-            Pages::Dense { buf: None, .. } => out.fill(0),
             Pages::Shared {
                 owner, start, len, ..
             } => {
@@ -356,7 +307,6 @@ pub struct SimStorage {
 struct Inner {
     heap: HbmAllocator,
     stores: HashMap<MemHandle, Store>,
-    pool: Pool,
 }
 
 impl SimStorage {
@@ -367,7 +317,6 @@ impl SimStorage {
             inner: Mutex::new(Inner {
                 heap: HbmAllocator::started(geometry, start),
                 stores: HashMap::new(),
-                pool: Pool::default(),
             }),
         }
     }
@@ -382,7 +331,7 @@ impl SimStorage {
     }
 
     /// Of [`SimStorage::stored_pages`], those held by reference to a
-    /// loader's buffer rather than copied (large weights).
+    /// loader's buffer rather than copied.
     pub fn shared_pages(&self) -> usize {
         self.lock()
             .stores
@@ -461,9 +410,9 @@ impl Storage for SimStorage {
         align: u64,
         place: alloc::Place,
     ) -> Result<Block, AllocFailure> {
-        let Inner { heap, stores, pool } = &mut *self.lock();
+        let Inner { heap, stores } = &mut *self.lock();
         let block = heap.alloc(channel, size, align, place)?;
-        stores.insert(handle, Arc::new(Mutex::new(Pages::new(size, pool))));
+        stores.insert(handle, Arc::new(Mutex::new(Pages::new(size))));
         Ok(block)
     }
 
@@ -473,23 +422,13 @@ impl Storage for SimStorage {
             inner.heap.free(block)?;
             inner.stores.remove(&handle)
         };
-        // Keep a dense buffer for a later allocation (unless a copy still
-        // holds it). Whatever is not kept, sparse pages included, is freed
-        // here, outside the table's lock.
-        if let Some(Ok(m)) = store.map(Arc::try_unwrap) {
-            if let Pages::Dense {
-                buf: Some(Buf::Heap(buf)),
-                ..
-            } = m.into_inner().unwrap_or_else(PoisonError::into_inner)
-            {
-                let unkept = self.lock().pool.give(buf); // the lock ends with this statement
-                drop(unkept);
-            }
-        }
+        // Freed here, outside the table's lock (a copy still in flight
+        // frees it when it ends).
+        drop(store);
         Ok(())
     }
 
-    fn write(&self, copies: &[CopyIn<'_>]) {
+    fn write(&self, copies: &[CopyIn<'_>]) -> Result<(), (usize, DeviceError)> {
         let stores: Vec<Option<Store>> = {
             let inner = self.lock();
             copies
@@ -497,13 +436,16 @@ impl Storage for SimStorage {
                 .map(|c| inner.stores.get(&c.handle).cloned())
                 .collect()
         };
-        for (c, store) in copies.iter().zip(stores) {
+        for (i, (c, store)) in copies.iter().zip(stores).enumerate() {
             let Some(store) = store else { continue };
             let mut pages = lock_pages(&store);
             if !c.shared.is_some_and(|o| pages.adopt(o, c.offset, c.data)) {
-                pages.write(c.offset, c.data);
+                pages
+                    .write(c.offset, c.data)
+                    .map_err(|oom| (i, DeviceError::HostMemory(oom)))?;
             }
         }
+        Ok(())
     }
 
     fn read(&self, handle: MemHandle, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
@@ -540,20 +482,20 @@ mod tests {
         }
     }
 
+    /// A freed allocation's bytes are gone: the next allocation at the same
+    /// address reads as zeros, and a page written for the first time holds
+    /// only what was written.
     #[test]
-    fn reused_buffers_never_show_stale_bytes() {
+    fn freed_bytes_never_show_again() {
         let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
         let a = d.alloc(req(1 << 20)).unwrap();
         d.write(a.handle, 0, &vec![0xAA; 1 << 20]).unwrap();
+        assert_eq!(d.stored_pages(), 256);
         d.free(a.handle).unwrap();
-        assert_eq!(d.storage().lock().pool.len(), 1, "the buffer is kept");
-        let b = d.alloc(req(1 << 19)).unwrap();
-        assert_eq!(
-            d.storage().lock().pool.len(),
-            0,
-            "the kept buffer is handed over"
-        );
-        let mut back = vec![1u8; 1 << 19];
+        assert_eq!(d.stored_pages(), 0, "nothing is kept once freed");
+        let b = d.alloc(req(1 << 20)).unwrap();
+        assert_eq!(b.pa, a.pa, "first fit: the same address");
+        let mut back = vec![1u8; 1 << 20];
         d.read(b.handle, 0, &mut back).unwrap();
         assert!(
             back.iter().all(|&x| x == 0),
@@ -569,35 +511,28 @@ mod tests {
         );
         assert_eq!(&page[904..906], &[7, 7]);
         assert_eq!(d.stored_pages(), 1);
-        // A whole-page write needs no clearing.
         d.write(b.handle, 8192, &[3u8; 4096]).unwrap();
         d.read(b.handle, 8192, &mut page).unwrap();
         assert!(page.iter().all(|&x| x == 3));
-        // The buffer goes back whole, and the pool counts all of it.
         d.free(b.handle).unwrap();
-        let inner = d.storage().lock();
-        assert_eq!(inner.pool.bytes, 1 << 20);
-        assert_eq!(inner.pool.bufs.keys().collect::<Vec<_>>(), [&(1 << 20)]);
+        assert_eq!(d.stored_pages(), 0);
     }
 
     proptest::proptest! {
-        /// Writes of data and of zeros, anywhere, into a reused buffer full of
-        /// stale bytes read back exactly as a plain byte array would, and
+        /// Writes of data and of zeros, anywhere, into a heap buffer and a
+        /// mapping alike read back exactly as a plain byte array would, and
         /// exactly the pages written count as stored.
         #[test]
         fn writes_read_back_like_a_plain_array(
-            writes in proptest::collection::vec((0usize..40_000, 0usize..10_000, 0u8..3), 1..12)
+            writes in proptest::collection::vec((0usize..40_000, 0usize..10_000, 0u8..3), 1..12),
+            mapped in proptest::bool::ANY,
         ) {
             const SIZE: usize = 40_000;
+            let size = if mapped { MAP_MIN + SIZE } else { SIZE };
             let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
-            // A longer buffer than the allocation, full of stale bytes.
-            let stale = d.alloc(req(SIZE as u64 + 10_000)).unwrap();
-            d.write(stale.handle, 0, &vec![0xEE; SIZE + 10_000]).unwrap();
-            d.free(stale.handle).unwrap();
-            let a = d.alloc(req(SIZE as u64)).unwrap();
-            assert_eq!(d.storage().lock().pool.len(), 0, "the stale buffer is handed over");
-            let mut model = vec![0u8; SIZE];
-            let mut stored = vec![false; SIZE.div_ceil(PAGE)];
+            let a = d.alloc(req(size as u64)).unwrap();
+            let mut model = vec![0u8; size];
+            let mut stored = vec![false; size.div_ceil(PAGE)];
             for (i, &(at, len, kind)) in writes.iter().enumerate() {
                 let len = len.min(SIZE - at);
                 // kind 0: zeros; 1: data; 2: zeros with one byte set at the end.
@@ -607,34 +542,35 @@ mod tests {
                 }
                 d.write(a.handle, at as u64, &data).unwrap();
                 model[at..at + len].copy_from_slice(&data);
-                for (p, ..) in pieces(at as u64, len) {
-                    stored[p as usize] = true;
+                // A write of zeros only overwrites; one with data stores
+                // every page it spans.
+                if data.iter().any(|&b| b != 0) {
+                    for (p, ..) in pieces(at as u64, len) {
+                        stored[p as usize] = true;
+                    }
                 }
             }
-            let mut back = vec![1u8; SIZE];
+            let mut back = vec![1u8; size];
             d.read(a.handle, 0, &mut back).unwrap();
             proptest::prop_assert!(back == model, "read-back differs from the model");
             proptest::prop_assert_eq!(d.stored_pages(), stored.iter().filter(|&&s| s).count());
         }
     }
 
-    /// An allocation above [`DENSE_MAX`] is one mapping: writes of data and
-    /// zeros read back like a plain array, only pages that took non-zero
-    /// bytes (or were written before) count as stored, and its memory goes
-    /// back to the OS when freed, not to the pool.
+    /// An allocation of [`MAP_MIN`] bytes or more is one mapping, made on
+    /// its first non-zero write: writes of data and zeros read back like a
+    /// plain array, only pages that took non-zero bytes (or were written
+    /// before) count as stored.
     #[test]
     fn large_allocations_are_one_mapping_written_like_a_plain_array() {
-        let size = DENSE_MAX as usize + 3 * PAGE + 100;
+        let size = (64 << 20) + 3 * PAGE + 100;
         let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
         let a = d.alloc(req(size as u64)).unwrap();
         let store = d.storage().store(a.handle).unwrap();
-        assert!(matches!(
-            &*lock_pages(&store),
-            Pages::Dense {
-                buf: Some(Buf::Map(_)),
-                ..
-            }
-        ));
+        assert!(
+            matches!(&*lock_pages(&store), Pages::Empty { .. }),
+            "nothing before a write"
+        );
         drop(store);
         // (offset, bytes): data across page edges, zeros on fresh pages,
         // zeros over written bytes, the last byte.
@@ -660,6 +596,15 @@ mod tests {
                 model.insert(at + i, b);
             }
         }
+        let store = d.storage().store(a.handle).unwrap();
+        assert!(matches!(
+            &*lock_pages(&store),
+            Pages::Dense {
+                buf: Buf::Map(_),
+                ..
+            }
+        ));
+        drop(store);
         for (at, data) in &writes {
             let (lo, hi) = (at.saturating_sub(PAGE), (at + data.len() + PAGE).min(size));
             let mut back = vec![0xEEu8; hi - lo];
@@ -672,7 +617,7 @@ mod tests {
         // last page, the 3 pages the 10,000 bytes span and the long write's.
         assert_eq!(d.stored_pages(), 2 + 1 + 3 + 2 * POPULATE_MIN / PAGE);
         d.free(a.handle).unwrap();
-        assert_eq!(d.storage().lock().pool.len(), 0, "a mapping is not pooled");
+        assert_eq!(d.stored_pages(), 0);
     }
 
     /// The pages behind `handle`, to see how they are held.
@@ -681,8 +626,8 @@ mod tests {
     }
 
     #[test]
-    fn large_writes_from_a_shared_buffer_are_kept_by_reference_until_written() {
-        let size = DENSE_MAX as usize + PAGE + 10;
+    fn offered_bytes_are_kept_by_reference_until_written() {
+        let size = MAP_MIN + PAGE + 10;
         let owner = SharedBytes::new(
             (0..size + 100)
                 .map(|i| (i % 251) as u8)
@@ -730,9 +675,11 @@ mod tests {
         d.free(a.handle).unwrap();
     }
 
+    /// Offered bytes are kept by reference only when they start an
+    /// allocation that holds nothing yet, whatever its size.
     #[test]
-    fn shared_bytes_are_copied_unless_they_fill_a_fresh_large_allocation() {
-        let size = DENSE_MAX as usize + PAGE;
+    fn offered_bytes_are_copied_unless_they_start_a_fresh_allocation() {
+        let size = 3 * PAGE;
         let owner = SharedBytes::new(vec![7u8; size]);
         let elsewhere = vec![7u8; size];
         let d = SimDevice::new(Geometry::for_arch(Arch::Sunda));
@@ -746,8 +693,8 @@ mod tests {
             d.write_all(&[w]).unwrap();
             matches!(*lock_pages(&pages_of(&d, handle)), Pages::Shared { .. })
         };
-        let small = d.alloc(req(1 << 20)).unwrap();
-        assert!(!shared(small.handle, 0, &owner[..1 << 20]), "a heap buffer");
+        let small = d.alloc(req(100)).unwrap();
+        assert!(shared(small.handle, 0, &owner[..100]), "a small one too");
         let a = d.alloc(req(size as u64)).unwrap();
         assert!(!shared(a.handle, 8, &owner[..size - 8]), "not at the start");
         let b = d.alloc(req(size as u64)).unwrap();

@@ -48,8 +48,9 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// Gives a placed block back; its bytes are gone.
     fn release(&self, handle: MemHandle, block: &Block) -> Result<(), String>;
 
-    /// Performs the copies in order.
-    fn write(&self, copies: &[CopyIn<'_>]);
+    /// Performs the copies in order; one the backend cannot keep (the host
+    /// has no memory for it) fails with its index, the ones before it done.
+    fn write(&self, copies: &[CopyIn<'_>]) -> Result<(), (usize, DeviceError)>;
 
     /// Copies `out.len()` bytes out of an allocation at `offset` (within
     /// it); bytes never written read as 0. A backend that keeps no bytes

@@ -219,6 +219,13 @@ const IMAGE_ORDER: [(CoreRole, EngineType); 10] = [
     (CoreRole::Second, EngineType::Sp),
 ];
 
+/// Engines whose images the cores of a logical core place in either order:
+/// the pool and sp images of [`IMAGE_ORDER`], which the runtime's two build
+/// threads race for. A comparison with a capture reports the two cores'
+/// images of such an engine at each other's addresses as this race, not as
+/// a disagreement.
+pub const RACING_ENGINES: [EngineType; 2] = [EngineType::Pool, EngineType::Sp];
+
 /// Where an image of `role` and `engine` comes in a load's image
 /// allocation order ([`IMAGE_ORDER`]); every later core of a logical core
 /// larger than two shares the second core's ranks, lower cores first.

@@ -111,6 +111,19 @@ pub fn parse(archive: &Archive, member: &str, opts: &ParseOptions) -> Result<Kel
     parse_bytes(member, bytes, opts)
 }
 
+/// The architecture a kelf json is compiled for: its `target` alone (`*`
+/// read as `instance`). Tools choose a device by it before a load, so it is
+/// read even when the rest of the json (version, graph list) is wrong: the
+/// load then names that fault on the NEFF's own device, instead of an
+/// architecture mismatch on another.
+pub fn declared_target(member: &str, bytes: &[u8], instance: Arch) -> Option<Arch> {
+    let raw: RawKelf = json::parse(member, bytes).ok()?;
+    match raw.target? {
+        Value::String(s) => parse_target(&s, instance),
+        _ => None,
+    }
+}
+
 pub fn parse_bytes(member: &str, bytes: &[u8], opts: &ParseOptions) -> Result<Kelf, ManifestError> {
     let invalid = |detail: String| ManifestError::InvalidKelf {
         member: member.to_string(),

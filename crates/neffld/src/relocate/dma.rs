@@ -15,9 +15,10 @@
 //! on address arithmetic or host memory.
 
 use super::RelocError;
-use crate::fallible;
+use crate::host_pages::ZeroedBuf;
 use crate::ids::VarId;
 use crate::kbin::pattern::{self, MAX_DESC_LEN};
+use crate::shared::SharedSlice;
 /// Size of one encoded descriptor.
 pub const DESC_BYTES: u64 = 16;
 
@@ -155,8 +156,13 @@ pub struct Pattern<'a> {
 }
 
 impl Pattern<'_> {
-    /// Chunks every contiguous run into `out`, innermost dimension fastest.
-    fn push_runs(&self, op: DescOp, out: &mut Vec<Pending>) -> Result<(), RelocError> {
+    /// Calls `f(target, len, flags)` for every chunk of at most 64 KiB of
+    /// every contiguous run, innermost dimension fastest, a run's chunks
+    /// flagged FIRST / CONCAT / LAST.
+    fn each_chunk(
+        &self,
+        mut f: impl FnMut(Target, u64, u32) -> Result<(), RelocError>,
+    ) -> Result<(), RelocError> {
         let Some((&len, outer)) = self.sizes.split_first() else {
             return Ok(());
         };
@@ -170,7 +176,21 @@ impl Pattern<'_> {
                     .and_then(|d| delta.checked_add(d))
                     .ok_or(RelocError::AddressOverflow)?;
             }
-            chunk(self.target.plus(delta)?, len, op, out)?;
+            let run = self.target.plus(delta)?;
+            let mut done = 0;
+            while done < len {
+                let n = (len - done).min(MAX_DESC_LEN);
+                let mut flags = if done == 0 {
+                    len_ctrl::FIRST
+                } else {
+                    len_ctrl::CONCAT
+                };
+                if done + n == len {
+                    flags |= len_ctrl::LAST;
+                }
+                f(run.plus(done)?, n, flags)?;
+                done += n;
+            }
             for (i, &n) in idx.iter_mut().zip(outer) {
                 *i += 1;
                 if *i < n {
@@ -192,210 +212,195 @@ pub enum Barrier {
     Sow,
 }
 
-/// A descriptor before its ring is placed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pending {
-    pub target: Target,
-    pub len: u64,
-    /// `len_ctrl` flag bits (FIRST, LAST, CONCAT, barriers).
-    pub flags: u32,
-    pub op: DescOp,
-}
-
-/// The TX and RX descriptors of one block (equal counts: they are pairs).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BlockDescriptors {
-    pub tx: Vec<Pending>,
-    pub rx: Vec<Pending>,
-}
-
-/// Splits one run into ≤ 64 KiB chunks with FIRST / CONCAT / LAST.
-fn chunk(target: Target, len: u64, op: DescOp, out: &mut Vec<Pending>) -> Result<(), RelocError> {
-    let mut done = 0;
-    while done < len {
-        let n = (len - done).min(MAX_DESC_LEN);
-        let mut flags = 0;
-        if done == 0 {
-            flags |= len_ctrl::FIRST;
-        } else {
-            flags |= len_ctrl::CONCAT;
-        }
-        if done + n == len {
-            flags |= len_ctrl::LAST;
-        }
-        out.push(Pending {
-            target: target.plus(done)?,
-            len: n,
-            flags,
-            op,
-        });
-        done += n;
-    }
-    Ok(())
-}
-
 /// A block whose patterns the KBIN build checked, as its TX/RX pairs.
 pub type BlockPatterns<'a> = [(Pattern<'a>, Pattern<'a>, DescOp)];
-
-/// Expands the descriptors of one block into TX/RX pairs. Runs of the two
-/// sides pair up one to one; when their counts differ (DMA transposes,
-/// whose device semantics are not documented) each side keeps its own runs
-/// and the shorter side is padded with self-copies so pairs stay aligned.
-pub fn expand_block(descs: &BlockPatterns<'_>) -> Result<BlockDescriptors, RelocError> {
-    let mut out = BlockDescriptors::default();
-    expand_into(&mut out, descs)?;
-    Ok(out)
-}
-
-/// Appends the pairs of one block to `out`, with room reserved for them
-/// first (nothing to do when the ring was sized from the sealed count).
-fn expand_into(out: &mut BlockDescriptors, descs: &BlockPatterns<'_>) -> Result<(), RelocError> {
-    let count = descs.iter().fold(0u64, |n, (from, to, _)| {
-        let pairs = pattern::desc_count(from.sizes).max(pattern::desc_count(to.sizes));
-        n.saturating_add(pairs)
-    });
-    let count = usize::try_from(count).unwrap_or(usize::MAX);
-    fallible::reserve(&mut out.tx, count, "DMA descriptors")?;
-    fallible::reserve(&mut out.rx, count, "DMA descriptors")?;
-    for (from, to, op) in descs {
-        from.push_runs(*op, &mut out.tx)?;
-        to.push_runs(*op, &mut out.rx)?;
-        let pad = out.tx.len().max(out.rx.len());
-        for side in [&mut out.tx, &mut out.rx] {
-            while side.len() < pad {
-                side.push(Pending {
-                    target: Target::RingPad,
-                    len: 4,
-                    flags: len_ctrl::FIRST | len_ctrl::LAST,
-                    op: *op,
-                });
-            }
-        }
-    }
-    Ok(())
-}
 
 /// Ring capacity for `n` descriptors ([`pattern::ring_capacity`]).
 pub fn ring_capacity(n: usize) -> usize {
     usize::try_from(pattern::ring_capacity(n as u64)).unwrap_or(usize::MAX)
 }
 
-/// One queue's rings before placement: the blocks in trigger order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RingBuilder {
-    pairs: BlockDescriptors,
-    /// `(block id, first descriptor, descriptor count)` in the order added.
-    pub blocks: Vec<(u64, u32, u32)>,
-}
-
 /// A placed ring: bytes of the TX ring followed by the RX ring.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RingImage {
     pub capacity: usize,
-    pub bytes: Vec<u8>,
+    /// Shared, so that a device may keep these bytes instead of a copy.
+    pub bytes: SharedSlice,
     pub blocks: Vec<(u64, u32, u32)>,
 }
 
 impl RingImage {
-    /// TX descriptors then RX descriptors, decoded (tests and the validator).
-    pub fn descriptors(&self) -> (Vec<Descriptor>, Vec<Descriptor>) {
-        let all: Vec<Descriptor> = self
-            .bytes
+    /// Every descriptor, TX half then RX half, decoded one at a time (a
+    /// ring may hold millions).
+    pub fn iter(&self) -> impl Iterator<Item = Descriptor> + '_ {
+        self.bytes
             .chunks_exact(16)
             .map(|c| Descriptor::from_bytes(c.try_into().expect("16 bytes")))
-            .collect();
+    }
+
+    /// TX descriptors then RX descriptors, decoded (tests).
+    pub fn descriptors(&self) -> (Vec<Descriptor>, Vec<Descriptor>) {
+        let all: Vec<Descriptor> = self.iter().collect();
         let (tx, rx) = all.split_at(self.capacity.min(all.len()));
         (tx.to_vec(), rx.to_vec())
     }
 }
 
+/// One queue's ring, built in place at its device address: the TX half and
+/// then the RX half of its final image, reserved once from the count the
+/// KBIN build sealed, each slot a 4-byte self-copy at the ring's own
+/// address until a block's descriptor is written into it. Expanding a
+/// block writes its descriptors straight into their slots, so a ring costs
+/// the host its own bytes and nothing of the size of its runs besides (a
+/// list of pending descriptors took several times the ring: 3.5 GB for
+/// 768 MB of rings).
+pub struct RingBuilder {
+    capacity: usize,
+    pa: u64,
+    bytes: ZeroedBuf,
+    /// Descriptors written so far into each half.
+    tx: usize,
+    rx: usize,
+    /// `(block id, first descriptor, descriptor count)` in the order added.
+    pub blocks: Vec<(u64, u32, u32)>,
+}
+
 impl RingBuilder {
-    /// An empty ring with room for `descriptors` pairs (the count the KBIN
-    /// build sealed), reserved once.
-    pub fn with_capacity(descriptors: u32) -> Result<RingBuilder, RelocError> {
-        let n = descriptors as usize;
+    /// Bytes of the ring of `descriptors` pairs: its TX and RX halves back
+    /// to back.
+    pub fn byte_size(descriptors: u32) -> u64 {
+        2 * ring_capacity(descriptors as usize) as u64 * DESC_BYTES
+    }
+
+    /// The ring of `descriptors` pairs (the count the KBIN build sealed)
+    /// placed at `pa`, every slot a self-copy until written.
+    pub fn new(descriptors: u32, pa: u64) -> Result<RingBuilder, RelocError> {
+        let capacity = ring_capacity(descriptors as usize);
+        let len = usize::try_from(RingBuilder::byte_size(descriptors)).unwrap_or(usize::MAX);
+        let mut bytes = ZeroedBuf::new(len, "a DMA ring image")?;
+        for (half, meta_ctrl) in bytes
+            .bytes_mut()
+            .chunks_exact_mut(capacity * DESC_BYTES as usize)
+            .zip([META_CTRL_DEFAULT, 0])
+        {
+            let pad = Descriptor {
+                len_ctrl: 4 | len_ctrl::FIRST | len_ctrl::LAST,
+                meta_ctrl,
+                buf_ptr: pa,
+            }
+            .to_bytes();
+            for slot in half.chunks_exact_mut(DESC_BYTES as usize) {
+                slot.copy_from_slice(&pad);
+            }
+        }
         Ok(RingBuilder {
-            pairs: BlockDescriptors {
-                tx: fallible::with_capacity(n, "a DMA ring")?,
-                rx: fallible::with_capacity(n, "a DMA ring")?,
-            },
+            capacity,
+            pa,
+            bytes,
+            tx: 0,
+            rx: 0,
             blocks: Vec::new(),
         })
     }
 
+    /// Where descriptor `i` of a half is in the image.
+    fn slot(&self, tx: bool, i: usize) -> usize {
+        (if tx { i } else { self.capacity + i }) * DESC_BYTES as usize
+    }
+
+    /// Writes the next descriptor of one half (`len` ≤ 65536, which
+    /// encodes as 0).
+    fn put(
+        &mut self,
+        tx: bool,
+        target: Target,
+        len: u64,
+        flags: u32,
+        op: DescOp,
+    ) -> Result<(), RelocError> {
+        let i = if tx { self.tx } else { self.rx };
+        if i >= self.capacity {
+            return Err(RelocError::RingOverflow {
+                capacity: self.capacity,
+            });
+        }
+        let meta_ctrl = if tx {
+            META_CTRL_DEFAULT | ((op as u32) << META_CTRL_OP_SHIFT)
+        } else {
+            0
+        };
+        let d = Descriptor {
+            len_ctrl: (len % MAX_DESC_LEN) as u32 | flags,
+            meta_ctrl,
+            buf_ptr: target.buf_ptr(self.pa)?,
+        };
+        let at = self.slot(tx, i);
+        self.bytes.bytes_mut()[at..at + DESC_BYTES as usize].copy_from_slice(&d.to_bytes());
+        if tx {
+            self.tx += 1;
+        } else {
+            self.rx += 1;
+        }
+        Ok(())
+    }
+
     /// Expands a block into the ring; returns its first descriptor index.
-    /// Indices fit in `u32`: the KBIN build held the ring to
-    /// [`pattern::MAX_RING_DESCRIPTORS`].
+    /// Runs of the two sides pair up one to one; when their counts differ
+    /// (DMA transposes, whose device semantics are not documented) each
+    /// side keeps its own runs and the shorter side is padded with 4-byte
+    /// self-copies so pairs stay aligned. Indices fit in `u32`: the KBIN
+    /// build held the ring to [`pattern::MAX_RING_DESCRIPTORS`].
     pub fn add_block(
         &mut self,
         id: u64,
         descs: &BlockPatterns<'_>,
         barrier: Barrier,
     ) -> Result<u32, RelocError> {
-        let first = self.pairs.tx.len();
-        expand_into(&mut self.pairs, descs)?;
-        let (side, flag) = match barrier {
-            Barrier::Dmb => (&mut self.pairs.tx, len_ctrl::DMB),
-            Barrier::Sow => (&mut self.pairs.rx, len_ctrl::SOW),
-        };
-        if let Some(last) = side[first..].last_mut() {
-            last.flags |= flag;
+        let first = self.tx;
+        for (from, to, op) in descs {
+            from.each_chunk(|t, len, flags| self.put(true, t, len, flags, *op))?;
+            to.each_chunk(|t, len, flags| self.put(false, t, len, flags, *op))?;
+            let pad = len_ctrl::FIRST | len_ctrl::LAST;
+            while self.tx < self.rx {
+                self.put(true, Target::RingPad, 4, pad, *op)?;
+            }
+            while self.rx < self.tx {
+                self.put(false, Target::RingPad, 4, pad, *op)?;
+            }
         }
-        let count = self.pairs.tx.len() - first;
+        let count = self.tx - first;
+        if count > 0 {
+            let (tx, flag) = match barrier {
+                Barrier::Dmb => (true, len_ctrl::DMB),
+                Barrier::Sow => (false, len_ctrl::SOW),
+            };
+            let at = self.slot(tx, first + count - 1);
+            let word = &mut self.bytes.bytes_mut()[at..at + 4];
+            let len_ctrl = u32::from_le_bytes((&*word).try_into().expect("4 bytes")) | flag;
+            word.copy_from_slice(&len_ctrl.to_le_bytes());
+        }
         self.blocks.push((id, first as u32, count as u32));
         Ok(first as u32)
     }
 
+    /// Descriptor pairs written so far.
     pub fn len(&self) -> usize {
-        self.pairs.tx.len()
+        self.tx
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pairs.tx.is_empty()
+        self.tx == 0
     }
 
-    /// Bytes the placed ring needs (TX and RX rings back to back).
-    pub fn byte_size(&self) -> u64 {
-        2 * ring_capacity(self.len()) as u64 * DESC_BYTES
-    }
-
-    /// Encodes the rings for placement at `pa`; padding slots and self-copies
-    /// point at the ring's own first bytes.
-    pub fn place(&self, pa: u64) -> Result<RingImage, RelocError> {
-        let capacity = ring_capacity(self.len());
-        let mut bytes =
-            fallible::with_capacity(2 * capacity * DESC_BYTES as usize, "a DMA ring image")?;
-        for (side, is_tx) in [(&self.pairs.tx, true), (&self.pairs.rx, false)] {
-            for p in side {
-                let meta_ctrl = if is_tx {
-                    META_CTRL_DEFAULT | ((p.op as u32) << META_CTRL_OP_SHIFT)
-                } else {
-                    0
-                };
-                // len ≤ 65536 by construction; 65536 encodes as 0.
-                let len_field = (p.len % MAX_DESC_LEN) as u32;
-                let d = Descriptor {
-                    len_ctrl: len_field | p.flags,
-                    meta_ctrl,
-                    buf_ptr: p.target.buf_ptr(pa)?,
-                };
-                bytes.extend_from_slice(&d.to_bytes());
-            }
-            for _ in side.len()..capacity {
-                let meta_ctrl = if is_tx { META_CTRL_DEFAULT } else { 0 };
-                let d = Descriptor {
-                    len_ctrl: 4 | len_ctrl::FIRST | len_ctrl::LAST,
-                    meta_ctrl,
-                    buf_ptr: pa,
-                };
-                bytes.extend_from_slice(&d.to_bytes());
-            }
+    /// The finished image.
+    pub fn finish(self) -> RingImage {
+        let bytes = self.bytes.freeze();
+        let len = bytes.len();
+        RingImage {
+            capacity: self.capacity,
+            bytes: SharedSlice::new(bytes, 0..len),
+            blocks: self.blocks,
         }
-        Ok(RingImage {
-            capacity,
-            bytes,
-            blocks: self.blocks.clone(),
-        })
     }
 }
 
@@ -421,6 +426,18 @@ mod tests {
         assert!(template(VarId(1), 1 << 36).is_err());
     }
 
+    /// The descriptors of one block built alone, TX and RX (in a ring sized
+    /// for them, at a made-up address).
+    fn block(descs: &BlockPatterns<'_>, count: u32) -> (Vec<Descriptor>, Vec<Descriptor>) {
+        let mut ring = RingBuilder::new(count, 0x700_0000).unwrap();
+        ring.add_block(0, descs, Barrier::Sow).unwrap();
+        assert_eq!(ring.len(), count as usize);
+        let (mut tx, mut rx) = ring.finish().descriptors();
+        tx.truncate(count as usize);
+        rx.truncate(count as usize);
+        (tx, rx)
+    }
+
     #[test]
     fn a_weight_load_into_the_state_buffer() {
         // F1 example: file → SB, sizes [2,128] steps [1,256] → SB steps [1,262144].
@@ -430,18 +447,12 @@ mod tests {
             &[2, 128],
             &[1, 262144],
         );
-        let b = expand_block(&[(from, to, DescOp::Copy)]).unwrap();
-        assert_eq!(b.tx.len(), 128);
-        assert_eq!(b.rx.len(), 128);
-        assert_eq!(b.tx[1].target, Target::Abs(0x100_0000 + 256));
-        assert_eq!(
-            b.rx[127].target,
-            Target::Abs(0x1_0000_0000_0000 + 87032 + 127 * 262144)
-        );
-        assert!(b
-            .tx
-            .iter()
-            .all(|p| p.len == 2 && p.flags == len_ctrl::FIRST | len_ctrl::LAST));
+        let (tx, rx) = block(&[(from, to, DescOp::Copy)], 128);
+        assert_eq!(tx[1].buf_ptr, 0x100_0000 + 256);
+        assert_eq!(rx[127].buf_ptr, 0x1_0000_0000_0000 + 87032 + 127 * 262144);
+        let plain = len_ctrl::FIRST | len_ctrl::LAST;
+        assert!(tx.iter().all(|d| d.len() == 2 && d.len_ctrl == 2 | plain));
+        assert!(rx[..127].iter().all(|d| d.len_ctrl == 2 | plain));
     }
 
     #[test]
@@ -455,17 +466,15 @@ mod tests {
             &[1],
         );
         let to = pat(Target::Abs(0x200_0000), &[65536 + 33032], &[1]);
-        let mut ring = RingBuilder::default();
-        let b = expand_block(&[(from, to, DescOp::Copy)]).unwrap();
-        assert_eq!(b.tx.len(), 2);
-        assert_eq!(b.tx[0].flags, len_ctrl::FIRST);
-        assert_eq!(b.tx[1].flags, len_ctrl::CONCAT | len_ctrl::LAST);
+        let mut ring = RingBuilder::new(2, 0x900_0000).unwrap();
         ring.add_block(0, &[(from, to, DescOp::Copy)], Barrier::Sow)
             .unwrap();
-        let img = ring.place(0x900_0000).unwrap();
+        let img = ring.finish();
         assert_eq!(img.capacity, 64);
         assert_eq!(img.bytes.len(), 2 * 64 * 16);
         let (tx, rx) = img.descriptors();
+        assert_eq!(tx[0].len_ctrl & !0xFFFF, len_ctrl::FIRST);
+        assert_eq!(tx[1].len_ctrl & !0xFFFF, len_ctrl::CONCAT | len_ctrl::LAST);
         assert_eq!(tx[0].len(), 65536);
         assert_eq!(tx[0].len_ctrl & 0xFFFF, 0, "65536 encodes as 0");
         assert_eq!(tx[1].len(), 33032);
@@ -485,6 +494,7 @@ mod tests {
         // Padding: self-copies of 4 bytes at the ring itself.
         assert_eq!(tx[2].buf_ptr, 0x900_0000);
         assert_eq!(tx[2].len(), 4);
+        assert_eq!(rx[63].buf_ptr, 0x900_0000);
         assert_eq!(img.blocks, vec![(0, 0, 2)]);
     }
 
@@ -493,14 +503,14 @@ mod tests {
         let from = pat(Target::Abs(0x1000), &[444, 4], &[1, 444]);
         let to = pat(Target::Abs(0x9000), &[222, 4], &[1, 262144]);
         let cast = [(from, to, DescOp::Cast)];
-        let b = expand_block(&cast).unwrap();
-        assert_eq!((b.tx[0].len, b.rx[0].len), (444, 222));
+        let (tx, rx) = block(&cast, 4);
+        assert_eq!((tx[0].len(), rx[0].len()), (444, 222));
         // Sized once from the count the KBIN build seals, as staging does.
-        let mut ring = RingBuilder::with_capacity(8).unwrap();
+        let mut ring = RingBuilder::new(8, 0x10_0000).unwrap();
         assert_eq!(ring.add_block(3, &cast, Barrier::Dmb).unwrap(), 0);
         assert_eq!(ring.add_block(7, &cast, Barrier::Dmb).unwrap(), 4);
         assert_eq!(ring.blocks, vec![(3, 0, 4), (7, 4, 4)]);
-        let (tx, _) = ring.place(0x10_0000).unwrap().descriptors();
+        let (tx, _) = ring.finish().descriptors();
         assert_eq!(
             tx[0].meta_ctrl,
             META_CTRL_DEFAULT | (1 << META_CTRL_OP_SHIFT)
@@ -517,41 +527,33 @@ mod tests {
     fn transposes_with_different_run_counts_are_padded_into_pairs() {
         let from = pat(Target::Abs(0x1000), &[256, 4], &[1, 256]);
         let to = pat(Target::Abs(0x9000), &[2, 128, 4], &[1, 262144, 2]);
-        let b = expand_block(&[(from, to, DescOp::Transpose)]).unwrap();
-        assert_eq!(b.tx.len(), b.rx.len());
-        assert_eq!(
-            b.rx.iter().filter(|p| p.target != Target::RingPad).count(),
-            512
-        );
-        assert_eq!(
-            b.tx.iter().filter(|p| p.target == Target::RingPad).count(),
-            508
-        );
-        let total_tx: u64 =
-            b.tx.iter()
-                .filter(|p| p.target != Target::RingPad)
-                .map(|p| p.len)
-                .sum();
-        let total_rx: u64 =
-            b.rx.iter()
-                .filter(|p| p.target != Target::RingPad)
-                .map(|p| p.len)
-                .sum();
-        assert_eq!(total_tx, total_rx);
+        let (tx, rx) = block(&[(from, to, DescOp::Transpose)], 512);
+        let pad = |d: &&Descriptor| d.buf_ptr == 0x700_0000;
+        assert_eq!(rx.iter().filter(|d| !pad(d)).count(), 512);
+        assert_eq!(tx.iter().filter(pad).count(), 508);
+        let moved =
+            |v: &[Descriptor]| -> u64 { v.iter().filter(|d| !pad(d)).map(Descriptor::len).sum() };
+        assert_eq!(moved(&tx), moved(&rx));
     }
 
     #[test]
     fn address_arithmetic_past_64_bits_is_refused() {
         let wrap = pat(Target::Abs(u64::MAX - 10), &[4, 2], &[1, 100]);
-        assert_eq!(
-            expand_block(&[(wrap, wrap, DescOp::Copy)]).unwrap_err(),
-            RelocError::AddressOverflow
-        );
-        let mut ring = RingBuilder::default();
+        let mut ring = RingBuilder::new(2, 0).unwrap();
         assert_eq!(
             ring.add_block(0, &[(wrap, wrap, DescOp::Copy)], Barrier::Sow),
             Err(RelocError::AddressOverflow)
         );
+    }
+
+    /// A ring sized for fewer descriptors than its blocks expand into is
+    /// refused, not written past.
+    #[test]
+    fn a_ring_smaller_than_its_blocks_is_refused() {
+        let p = pat(Target::Abs(0x1000), &[4, 100], &[1, 4]);
+        let mut ring = RingBuilder::new(10, 0).unwrap();
+        let e = ring.add_block(0, &[(p, p, DescOp::Copy)], Barrier::Sow);
+        assert_eq!(e, Err(RelocError::RingOverflow { capacity: 64 }));
     }
 
     #[test]

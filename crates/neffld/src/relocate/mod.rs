@@ -29,12 +29,16 @@ pub enum RelocError {
     AddressOverflow,
     #[error(transparent)]
     HostMemory(#[from] HostOom),
+    #[error("a DMA ring of {capacity} descriptors overflows: its blocks expand into more than the count the KBIN build sealed")]
+    RingOverflow { capacity: usize },
 }
 
 impl RelocError {
     pub fn status(&self) -> NrtStatus {
         match self {
-            RelocError::HostMemory(_) => NrtStatus::Resource,
+            RelocError::HostMemory(oom) => oom.status(),
+            // The sealed count and the expansion disagree: a neffld defect.
+            RelocError::RingOverflow { .. } => NrtStatus::Failure,
             _ => NrtStatus::Invalid,
         }
     }

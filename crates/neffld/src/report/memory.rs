@@ -557,7 +557,8 @@ impl MemoryReport {
         ids.sort();
         ids.dedup();
         for id in ids {
-            let _ = write!(text, "\n{}: \"{}\"", id.0, name(id).unwrap_or_default());
+            let name = name(id).unwrap_or_default();
+            let _ = write!(text, "\n{}: \"{}\"", id.0, crate::text::escape(&name));
         }
         text
     }
@@ -623,11 +624,12 @@ impl MemoryReport {
         let core_usage = c.usage();
         let mut t = format!(
             "\n[ND{:2}:NC{:2}] Current Usage Total: {}\n        shared scratchpad: {}\n\
-             Per NEFF memory usage breakdown for [{name}]:\n        Total: {}",
+             Per NEFF memory usage breakdown for [{}]:\n        Total: {}",
             self.device,
             core.0,
             human_size(core_usage.total()),
             human_size(core_usage.get(Column::SharedScratchpad)),
+            crate::text::escape(name),
             human_size(u.neff_total())
         );
         for col in Column::ALL.iter().filter(|c| c.per_neff()) {
@@ -851,6 +853,12 @@ mod tests {
             "neuron_mem_table_device_0_hbm_2.log"
         );
         assert!(table.contains("\n  \\_NEFF 7    |"), "{table}");
+        // A name is shown as text: its control characters escaped.
+        let evil = report.refusal_log(&refusal, 1, |_| Some("m\n1: \x1b[31m".into()));
+        assert!(
+            evil.last().unwrap().1.ends_with("7: \"m\\n1: \\x1b[31m\""),
+            "{evil:?}"
+        );
         let aligned = Refusal {
             align: 32 << 10,
             core: PCore(12),

@@ -415,7 +415,17 @@ fn build_ring(
     } else {
         Barrier::Sow
     };
-    let mut builder = RingBuilder::with_capacity(ring.descriptors()).map_err(|e| b.reloc(e))?;
+    // Placed first, so that the ring is built in place at its address
+    // (its size follows from the sealed count).
+    let (m2s, s2m) = ring.count_totals();
+    let runtime_bytes = line.ring_bytes(ring.ring_count(), m2s, s2m);
+    let (handle, pa) = b.alloc(
+        &format!("ring {}", ring.queue().name),
+        runtime_bytes.max(RingBuilder::byte_size(ring.descriptors())),
+        0,
+        ring_usage(ring.queue().kind),
+    )?;
+    let mut builder = RingBuilder::new(ring.descriptors(), pa).map_err(|e| b.reloc(e))?;
     for block in ring.blocks() {
         let mut descs = Vec::with_capacity(block.descs.len());
         for d in &block.descs {
@@ -441,15 +451,7 @@ fn build_ring(
             .map_err(|e| b.reloc(e))?;
         b.reloc_time += t.elapsed();
     }
-    let (m2s, s2m) = ring.count_totals();
-    let runtime_bytes = line.ring_bytes(ring.ring_count(), m2s, s2m);
-    let (handle, pa) = b.alloc(
-        &format!("ring {}", ring.queue().name),
-        runtime_bytes.max(builder.byte_size()),
-        0,
-        ring_usage(ring.queue().kind),
-    )?;
-    let image = builder.place(pa).map_err(|e| b.reloc(e))?;
+    let image = builder.finish();
     Ok(Some(PlacedRing {
         queue: ring.queue().name.clone(),
         kind: ring.queue().kind,
@@ -702,24 +704,37 @@ fn build_parts<'a>(
         at += len;
     }
 
-    // Every copy, as one batch.
+    // Every copy, as one batch. The rings and images are the loaded
+    // model's own buffers: the device may keep them instead of a copy, so
+    // the host holds them once. A weight is offered only when it is most
+    // of the inflated payload, which keeping it would keep alive.
     let mut copies = Copies::default();
     for (handle, bytes, name) in plan::weight_copies(kbin, archive, plan) {
-        copies.push_from(handle, bytes, Some(archive.shared()), Fill::Weight(name));
+        let shared = (bytes.len() >= WEIGHT_BY_REFERENCE_MIN).then(|| archive.shared());
+        copies.push_from(handle, bytes, shared, Fill::Weight(name));
     }
     for r in &rings {
-        copies.push(r.handle, &r.image.bytes, Fill::Ring(&r.queue));
+        let shared = Some(r.image.bytes.shared());
+        copies.push_from(r.handle, &r.image.bytes, shared, Fill::Ring(&r.queue));
     }
     for (t, bytes) in &tables {
         copies.push(t.handle, bytes.as_ref(), Fill::Table(&t.what));
     }
     for e in &placed {
-        copies.push(e.handle, &e.image.bytes, Fill::Image(e.engine));
+        let shared = Some(e.image.bytes.shared());
+        copies.push_from(e.handle, &e.image.bytes, shared, Fill::Image(e.engine));
     }
     copies.send(b.dev, kbin)?;
     let tables = tables.into_iter().map(|(t, _)| t).collect();
     Ok((rings, tables, placed))
 }
+
+/// A weight at least this large may be kept by the device as a reference
+/// into the inflated payload instead of a copy: populating and copying a
+/// gigabyte of weights cost as much as inflating them. Below it, keeping a
+/// weight would keep the whole payload (every member, debug info
+/// included) alive for a small part of it.
+pub const WEIGHT_BY_REFERENCE_MIN: usize = 64 << 20;
 
 /// What a copy of a build fills, named in its error message.
 #[derive(Clone, Copy, Debug)]

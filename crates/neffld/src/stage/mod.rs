@@ -45,8 +45,18 @@ pub enum StageError {
     },
     #[error("Failed to allocate virtual scratchpad! {0}")]
     Scratchpad(DeviceError),
-    #[error("Number of scratchpad pages requested exceeded the max (requested: {requested}, max: {max})")]
-    ScratchpadPages { requested: u64, max: u64 },
+    #[error("Number of scratchpad pages requested exceeded the max (requested: {requested}, max: {max}): {subgraph} on {core} needs {bytes} bytes of scratchpad in {page}-byte pages{by}")]
+    ScratchpadPages {
+        requested: u64,
+        max: u64,
+        subgraph: String,
+        core: PCore,
+        bytes: u64,
+        page: u64,
+        /// `, the most for virtual variable X (backing_variable_off …, size
+        /// …)`, or empty when no variable of the load is the cause.
+        by: String,
+    },
     #[error("Failed to calculate scratchpad info: {0}")]
     ScratchpadLayout(String),
     #[error("{subgraph}: {source}")]

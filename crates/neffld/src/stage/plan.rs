@@ -30,7 +30,7 @@ use crate::manifest::def::{Backing, Var, VarKind, DGE_TABLE_WORD};
 use crate::relocate::dma::Target;
 use crate::relocate::RelocError;
 
-use super::scratchpad::{place_arena, ScratchClaim};
+use super::scratchpad::{place_arena, ReserveError, ScratchClaim, MAX_PAGES};
 use super::{Cores, StageError};
 
 /// Where a variable is on the device.
@@ -144,7 +144,7 @@ impl Planner<'_> {
             .alloc(req)
             .map_err(|source| StageError::Device {
                 subgraph: kbin.name().to_string(),
-                what: format!("allocating {}", var.name),
+                what: format!("allocating {} on {}", var.name, plan.pcore),
                 source,
             })?;
         plan.var_allocs.push((var.id, a.handle));
@@ -317,6 +317,30 @@ impl CorePlan {
     }
 }
 
+/// The virtual variable reaching furthest into the scratchpad the `k`-th
+/// subgraph's core holds (its local arena, and the shared one on the first
+/// core), with its subgraph's name: what made that core's need.
+fn widest_virtual(kbins: &[Kbin], k: usize) -> Option<(&str, &Var)> {
+    fn virtuals(sg: &Kbin, shared: bool) -> impl Iterator<Item = (&str, &Var)> {
+        sg.vars()
+            .iter()
+            .filter(move |v| v.kind == VarKind::Virtual)
+            .filter(move |v| (v.backing == Some(Backing::Shared)) == shared)
+            .map(move |v| (sg.name(), v))
+    }
+    let end = |v: &Var| {
+        v.backing_offset
+            .unwrap_or(0)
+            .saturating_add(v.size.unwrap_or(0))
+    };
+    let local = kbins.get(k).into_iter().flat_map(|sg| virtuals(sg, false));
+    let shared = kbins
+        .iter()
+        .filter(|_| k == 0)
+        .flat_map(|sg| virtuals(sg, true));
+    local.chain(shared).max_by_key(|(_, v)| end(v))
+}
+
 /// Plans every subgraph of a load: `plans[k]` (an empty [`CorePlan::new`]
 /// of `kbins[k]`) is filled in place. The plans own what they allocate or
 /// reference as they go, so it is released if planning fails or panics
@@ -348,7 +372,28 @@ pub fn plan(
         })?;
         plan.local_offset = local_offset;
         if total > 0 {
-            let claim = ScratchClaim::take(cores, dev, plan.pcore, total)?;
+            let claim = match ScratchClaim::take(cores, dev, plan.pcore, total) {
+                Ok(claim) => claim,
+                Err(ReserveError::Device(e)) => return Err(e),
+                Err(ReserveError::Pages { requested }) => {
+                    return Err(StageError::ScratchpadPages {
+                        requested,
+                        max: MAX_PAGES,
+                        subgraph: kbin.name().to_string(),
+                        core: plan.pcore,
+                        bytes: total,
+                        page: mode.page,
+                        by: widest_virtual(kbins, k).map_or(String::new(), |(sg, v)| {
+                            format!(
+                                ", the most for virtual variable {} of {sg} (backing_variable_off {}, size {})",
+                                v.name,
+                                v.backing_offset.unwrap_or(0),
+                                v.size.unwrap_or(0)
+                            )
+                        }),
+                    });
+                }
+            };
             let held = u64::from(claim.pages()) * mode.page;
             if held < total {
                 plan.warnings.push(format!(

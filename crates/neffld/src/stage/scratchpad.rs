@@ -126,19 +126,18 @@ impl Scratchpad {
     /// all of them, except when a contiguous region has no room to grow,
     /// which only ends its growth (the runtime's ceiling). On failure, or a
     /// panic, the pages allocated by this call are freed (they join the
-    /// table only once all exist) and nothing is referenced.
+    /// table only once all exist) and nothing is referenced. More than
+    /// [`MAX_PAGES`] is refused before any is made; the caller, who knows
+    /// whose need it is, says so.
     pub fn reserve(
         &mut self,
         dev: &Arc<Device>,
         core: PCore,
         bytes: u64,
-    ) -> Result<u32, StageError> {
+    ) -> Result<u32, ReserveError> {
         let need = bytes.div_ceil(self.mode.page);
         if need > MAX_PAGES {
-            return Err(StageError::ScratchpadPages {
-                requested: need,
-                max: MAX_PAGES,
-            });
+            return Err(ReserveError::Pages { requested: need });
         }
         let mut fresh: Vec<Owned> = Vec::new();
         while ((self.pages.len() + fresh.len()) as u64) < need {
@@ -163,7 +162,7 @@ impl Scratchpad {
             match Owned::new(dev, req) {
                 Ok(page) => fresh.push(page),
                 Err(DeviceError::NoMem { .. }) if self.mode.contiguous => break,
-                Err(e) => return Err(StageError::Scratchpad(e)),
+                Err(e) => return Err(ReserveError::Device(StageError::Scratchpad(e))),
             }
         }
         self.pages
@@ -217,6 +216,15 @@ impl Scratchpad {
     }
 }
 
+/// Why a [`Scratchpad::reserve`] failed.
+#[derive(Debug)]
+pub enum ReserveError {
+    /// More than [`MAX_PAGES`] pages.
+    Pages { requested: u64 },
+    /// A page could not be allocated.
+    Device(StageError),
+}
+
 /// A plan's references to the first pages of its core's table: released
 /// when dropped (at unload, or when the load fails).
 #[derive(Debug)]
@@ -234,7 +242,7 @@ impl ScratchClaim {
         dev: &Arc<Device>,
         core: PCore,
         bytes: u64,
-    ) -> Result<ScratchClaim, StageError> {
+    ) -> Result<ScratchClaim, ReserveError> {
         let pages = cores.lock(core).scratchpad.reserve(dev, core, bytes)?;
         Ok(ScratchClaim {
             cores: Arc::clone(cores),
@@ -314,12 +322,19 @@ mod tests {
             ..FaultPlan::default()
         });
         let e = sp.reserve(&dev, PCore(0), 3 * PAGE).unwrap_err();
-        assert_eq!(e.status(), crate::NrtStatus::Resource);
+        assert!(
+            matches!(e, ReserveError::Device(ref e) if e.status() == crate::NrtStatus::Resource),
+            "{e:?}"
+        );
         assert!(sp.is_empty());
         assert_eq!(dev.live_count(), 0);
         let mut tiny = Scratchpad::new(ScratchpadMode::paged(4096));
         let e = tiny.reserve(&dev, PCore(0), 4096 * 2000).unwrap_err();
-        assert!(e.to_string().contains("requested: 2000, max: 1024"), "{e}");
+        assert!(
+            matches!(e, ReserveError::Pages { requested: 2000 }),
+            "{e:?}"
+        );
+        assert_eq!(dev.live_count(), 0);
     }
 
     /// The contiguous region: pages adjacent, growing down, addressed from

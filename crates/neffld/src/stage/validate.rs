@@ -20,16 +20,18 @@
 //!   descriptors names on that side (or the ring's own padding slot), and
 //!   every template in a ring names an input or output of the subgraph.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::device::address::{device_address, simulated_address};
 use crate::device::{Device, Geometry, LiveAlloc, MemHandle};
+use crate::fallible;
 use crate::ids::VarId;
 use crate::kbin::isa::{Addr8, ADDR8_DGE_INDEX, D4_DST, D4_SRC};
 use crate::kbin::{BlockRef, EngineProgram, Kbin, Lowering, Operand};
 use crate::line::{regs, DmaWindow, Record};
 use crate::manifest::def::VarKind;
-use crate::relocate::dma::{decode_template, Descriptor, RingImage};
+use crate::relocate::dma::{decode_template, Descriptor, DESC_BYTES};
 use crate::relocate::ipmap::Section;
 
 use super::core::{CoreImage, PlacedImage, PlacedRing};
@@ -42,13 +44,17 @@ pub struct Finding {
     pub what: String,
 }
 
-/// Bytes of a staged object as the device holds them; the build's own copy
-/// when the device keeps no bytes.
-fn device_bytes(dev: &Device, handle: MemHandle, written: &[u8]) -> Vec<u8> {
-    let mut buf = vec![0u8; written.len()];
+/// Bytes of a staged object as the device holds them; the build's own
+/// bytes when the device keeps none, or when the host cannot hold a second
+/// copy to read them into (a ring may be hundreds of megabytes).
+fn device_bytes<'w>(dev: &Device, handle: MemHandle, written: &'w [u8]) -> Cow<'w, [u8]> {
+    let Ok(mut buf) = fallible::with_capacity(written.len(), "a staged object read back") else {
+        return Cow::Borrowed(written);
+    };
+    buf.resize(written.len(), 0);
     match dev.read(handle, 0, &mut buf) {
-        Ok(()) => buf,
-        Err(_) => written.to_vec(),
+        Ok(()) => Cow::Owned(buf),
+        Err(_) => Cow::Borrowed(written),
     }
 }
 
@@ -278,17 +284,20 @@ impl<'a> Core<'a> {
             ));
             return;
         };
-        let staged = RingImage {
-            bytes: device_bytes(dev, placed.handle, &placed.image.bytes),
-            ..placed.image.clone()
+        // Descriptors are read in place: a ring may hold millions.
+        let bytes = device_bytes(dev, placed.handle, &placed.image.bytes);
+        let capacity = placed.image.capacity;
+        let descriptor = |half: usize, i: u32| {
+            let at = (half + i as usize) * DESC_BYTES as usize;
+            let b: &[u8; 16] = bytes.get(at..at + 16)?.try_into().ok()?;
+            (i < capacity as u32).then(|| Descriptor::from_bytes(b))
         };
-        let (tx, rx) = staged.descriptors();
         for (block, &(id, first, count)) in ring.blocks().iter().zip(&placed.image.blocks) {
             let from: Vec<VarId> = block.descs.iter().map(|d| d.from.var_id).collect();
             let to: Vec<VarId> = block.descs.iter().map(|d| d.to.var_id).collect();
-            for (side, descs, vars) in [("tx", &tx, &from), ("rx", &rx, &to)] {
+            for (side, half, vars) in [("tx", 0, &from), ("rx", capacity, &to)] {
                 for i in first..first.saturating_add(count) {
-                    let Some(d) = descs.get(i as usize) else {
+                    let Some(d) = descriptor(half, i) else {
                         self.bad(format!(
                             "ring {} block {id}: {side}[{i}] is missing",
                             placed.queue
@@ -296,7 +305,7 @@ impl<'a> Core<'a> {
                         continue;
                     };
                     let at = format!("ring {} block {id} {side}[{i}]", placed.queue);
-                    self.check_descriptor(&at, d, placed.pa, vars);
+                    self.check_descriptor(&at, &d, placed.pa, vars);
                 }
             }
         }

@@ -1,0 +1,392 @@
+//! One file-system policy for the two commands that walk a directory tree:
+//! `pack` reads one, `extract` writes one.
+//!
+//! - Only regular files and directories are members. A FIFO (which would
+//!   block a read forever), a socket or a device is refused by name.
+//! - A symbolic link is never followed unless asked: `pack` refuses one
+//!   (its target may be anything on the machine, `/etc/passwd` say) unless
+//!   `--follow-symlinks`, and then still refuses a target that is not a
+//!   regular file or directory, or a directory it is already inside.
+//!   `extract` never writes through one: a link where it needs a directory
+//!   or a file is refused by name, and nothing beneath the destination is
+//!   created or changed through it.
+//! - Names are bytes: a file name that is not UTF-8 is packed and extracted
+//!   exactly.
+//!
+//! Paths are resolved one component at a time beneath an open directory
+//! (`openat` with `O_NOFOLLOW`, `mkdirat`, `unlinkat`), not by the kernel
+//! walking a whole path, so a link swapped in between a check and a use is
+//! met by the use itself. A file `extract` writes is always created new
+//! (`O_EXCL`): an earlier file of the same name is unlinked first, so not
+//! even a hard link to a file elsewhere is written into.
+//!
+//! Why `unsafe`: std has no `*at` calls; they are one `libc` call each,
+//! below, with a `// SAFETY:` line.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+/// A name for a message (which the command escapes when it shows it).
+fn text(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(b)
+}
+
+/// What a directory entry is, from the entry itself (a link is a link).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    Link,
+    Fifo,
+    Socket,
+    Device,
+}
+
+impl Kind {
+    fn of(meta: &std::fs::Metadata) -> Kind {
+        let t = meta.file_type();
+        if t.is_symlink() {
+            Kind::Link
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_fifo() {
+            Kind::Fifo
+        } else if t.is_socket() {
+            Kind::Socket
+        } else if t.is_char_device() || t.is_block_device() {
+            Kind::Device
+        } else {
+            Kind::File
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::File => "a regular file",
+            Kind::Dir => "a directory",
+            Kind::Link => "a symbolic link",
+            Kind::Fifo => "a FIFO",
+            Kind::Socket => "a socket",
+            Kind::Device => "a device",
+        }
+    }
+}
+
+/// `openat(dir, name, flags | O_CLOEXEC, mode)`.
+fn openat(dir: &File, name: &[u8], flags: i32, mode: libc::c_uint) -> io::Result<File> {
+    let name = c_name(name)?;
+    // SAFETY: `dir` is an open descriptor and `name` a NUL-terminated string,
+    // both alive for the call.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            mode,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened by this call and belongs to nothing else.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+fn c_name(name: &[u8]) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte"))
+}
+
+/// What `name` in `dir` is, without following it.
+fn kind_at(dir: &File, name: &[u8]) -> io::Result<Kind> {
+    let probe = openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+    Ok(Kind::of(&probe.metadata()?))
+}
+
+/// `path/name` for messages.
+fn joined(path: &[u8], name: &[u8]) -> Vec<u8> {
+    if path.is_empty() {
+        name.to_vec()
+    } else {
+        [path, b"/", name].concat()
+    }
+}
+
+/// Why a tree could not be read: the entry (its path below the root) and
+/// what was wrong with it.
+#[derive(Debug)]
+pub struct TreeError {
+    pub path: Vec<u8>,
+    pub what: String,
+    /// The entry is of a kind the policy refuses (as opposed to an I/O
+    /// failure reading it).
+    pub refused: bool,
+}
+
+impl std::fmt::Display for TreeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", String::from_utf8_lossy(&self.path), self.what)
+    }
+}
+
+/// One member read from a tree: its name (path below the root, `/`
+/// separated, exact bytes) and its bytes.
+pub type TreeFile = (Vec<u8>, Vec<u8>);
+
+/// Every regular file under `root`, by name, directories in byte order.
+pub fn read_tree(root: &Path, follow_symlinks: bool) -> Result<Vec<TreeFile>, TreeError> {
+    let at_root = |e: io::Error| TreeError {
+        path: Vec::new(),
+        what: e.to_string(),
+        refused: false,
+    };
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(root)
+        .map_err(at_root)?;
+    let mut out = Vec::new();
+    let meta = dir.metadata().map_err(at_root)?;
+    let mut walk = Walk {
+        follow_symlinks,
+        inside: vec![(meta.dev(), meta.ino())],
+        out: &mut out,
+    };
+    walk.dir(&dir, &[])?;
+    Ok(out)
+}
+
+struct Walk<'o> {
+    follow_symlinks: bool,
+    /// `(device, inode)` of the directories being walked, root first: a
+    /// followed link back to one of them is refused.
+    inside: Vec<(u64, u64)>,
+    out: &'o mut Vec<TreeFile>,
+}
+
+impl Walk<'_> {
+    fn dir(&mut self, dir: &File, path: &[u8]) -> Result<(), TreeError> {
+        let io_err = |name: &[u8]| {
+            let path = joined(path, name);
+            move |e: io::Error| TreeError {
+                path,
+                what: e.to_string(),
+                refused: false,
+            }
+        };
+        // The entries of the open directory itself (its descriptor's
+        // path), whatever its own path now leads to.
+        let listing = format!("/proc/self/fd/{}", dir.as_raw_fd());
+        let mut names: Vec<Vec<u8>> = std::fs::read_dir(listing)
+            .map_err(io_err(b""))?
+            .map(|e| e.map(|e| e.file_name().as_bytes().to_vec()))
+            .collect::<Result<_, _>>()
+            .map_err(io_err(b""))?;
+        names.sort();
+        for name in names {
+            let here = joined(path, &name);
+            let refuse = |what: String| TreeError {
+                path: here.clone(),
+                what,
+                refused: true,
+            };
+            let mut kind = kind_at(dir, &name).map_err(io_err(&name))?;
+            let mut flags = libc::O_NOFOLLOW;
+            if kind == Kind::Link {
+                if !self.follow_symlinks {
+                    return Err(refuse(
+                        "is a symbolic link; pack takes the tree's own files \
+                         (--follow-symlinks packs what links point to)"
+                            .into(),
+                    ));
+                }
+                let target = openat(dir, &name, libc::O_PATH, 0).map_err(io_err(&name))?;
+                kind = Kind::of(&target.metadata().map_err(io_err(&name))?);
+                flags = 0;
+            }
+            match kind {
+                Kind::Dir => {
+                    let sub = openat(dir, &name, libc::O_RDONLY | libc::O_DIRECTORY | flags, 0)
+                        .map_err(io_err(&name))?;
+                    let meta = sub.metadata().map_err(io_err(&name))?;
+                    let id = (meta.dev(), meta.ino());
+                    if self.inside.contains(&id) {
+                        return Err(refuse(
+                            "leads back to a directory it is inside; following it would never end"
+                                .into(),
+                        ));
+                    }
+                    self.inside.push(id);
+                    self.dir(&sub, &here)?;
+                    self.inside.pop();
+                }
+                Kind::File => {
+                    // O_NONBLOCK: should the entry have become a FIFO since
+                    // it was looked at, the open returns instead of waiting
+                    // for a writer, and the check below refuses it.
+                    let mut f = openat(dir, &name, libc::O_RDONLY | libc::O_NONBLOCK | flags, 0)
+                        .map_err(io_err(&name))?;
+                    let meta = f.metadata().map_err(io_err(&name))?;
+                    let now = Kind::of(&meta);
+                    if now != Kind::File {
+                        return Err(refuse(format!(
+                            "is {}; pack takes regular files and directories only",
+                            now.name()
+                        )));
+                    }
+                    let mut bytes = neffld::fallible::with_capacity(
+                        usize::try_from(meta.len()).unwrap_or(usize::MAX),
+                        "a file of the tree",
+                    )
+                    .map_err(|e| io_err(&name)(io::Error::new(io::ErrorKind::OutOfMemory, e)))?;
+                    f.read_to_end(&mut bytes).map_err(io_err(&name))?;
+                    self.out.push((here, bytes));
+                }
+                other => {
+                    return Err(refuse(format!(
+                        "is {}; pack takes regular files and directories only",
+                        other.name()
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why one member could not be written.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The archive's own doing: a name that leaves the destination, or one
+    /// that runs through (or onto) a file of another member. Skipped.
+    Name(String),
+    /// The destination's: a symbolic link in the way, or an I/O failure.
+    Dest(String),
+}
+
+/// A destination directory that members are created beneath.
+pub struct Dest {
+    root: File,
+}
+
+fn errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(0)
+}
+
+impl Dest {
+    /// Creates `path` (and its parents) when missing and opens it. The
+    /// destination itself is the user's to name, links and all; what is
+    /// beneath it is this module's.
+    pub fn create(path: &Path) -> io::Result<Dest> {
+        std::fs::create_dir_all(path)?;
+        let root = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY)
+            .open(path)?;
+        Ok(Dest { root })
+    }
+
+    /// Writes one member: `name` is split at `/` into directories beneath
+    /// the destination and a file, each created if missing and never
+    /// reached through a symbolic link.
+    pub fn write(&self, name: &[u8], body: &[u8]) -> Result<(), Refusal> {
+        let parts: Vec<&[u8]> = name
+            .split(|&b| b == b'/')
+            .filter(|p| !p.is_empty())
+            .collect();
+        if name.starts_with(b"/")
+            || parts.is_empty()
+            || parts.iter().any(|p| *p == b"." || *p == b"..")
+        {
+            return Err(Refusal::Name("its path would leave the destination".into()));
+        }
+        let (leaf, dirs) = parts.split_last().expect("not empty");
+        let mut at: Option<File> = None;
+        let mut path = Vec::new();
+        for part in dirs {
+            let dir = at.as_ref().unwrap_or(&self.root);
+            path = joined(&path, part);
+            let sub = self.subdir(dir, part, &path)?;
+            at = Some(sub);
+        }
+        let dir = at.as_ref().unwrap_or(&self.root);
+        let path = joined(&path, leaf);
+        let mut file = self.new_file(dir, leaf, &path)?;
+        file.write_all(body)
+            .map_err(|e| Refusal::Dest(format!("{}: {e}", text(&path))))
+    }
+
+    /// The directory `name` in `dir`, made if missing.
+    fn subdir(&self, dir: &File, name: &[u8], path: &[u8]) -> Result<File, Refusal> {
+        let shown = text(path);
+        let c = c_name(name).map_err(|e| Refusal::Name(e.to_string()))?;
+        // SAFETY: `dir` is an open descriptor and `c` a NUL-terminated
+        // string, both alive for the call.
+        if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o777) } != 0 {
+            let e = io::Error::last_os_error();
+            if errno(&e) != libc::EEXIST {
+                return Err(Refusal::Dest(format!("cannot create {shown}: {e}")));
+            }
+        }
+        match openat(
+            dir,
+            name,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            0,
+        ) {
+            Ok(sub) => Ok(sub),
+            Err(e) => Err(match kind_at(dir, name) {
+                Ok(Kind::Link) => Refusal::Dest(format!(
+                    "{shown} is a symbolic link; extract never writes through one"
+                )),
+                Ok(kind) if kind != Kind::Dir => {
+                    Refusal::Name(format!("{shown} is {}, not a directory", kind.name()))
+                }
+                _ => Refusal::Dest(format!("cannot open {shown}: {e}")),
+            }),
+        }
+    }
+
+    /// A new file `name` in `dir`; an earlier regular file of that name is
+    /// unlinked first (never written into: it may be a hard link).
+    fn new_file(&self, dir: &File, name: &[u8], path: &[u8]) -> Result<File, Refusal> {
+        let shown = text(path);
+        let create = || {
+            openat(
+                dir,
+                name,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
+                0o666,
+            )
+        };
+        match create() {
+            Ok(f) => return Ok(f),
+            Err(e) if errno(&e) != libc::EEXIST => {
+                return Err(Refusal::Dest(format!("cannot create {shown}: {e}")))
+            }
+            Err(_) => {}
+        }
+        match kind_at(dir, name) {
+            Ok(Kind::File) => {}
+            Ok(Kind::Link) => {
+                return Err(Refusal::Dest(format!(
+                    "{shown} is a symbolic link; extract never writes through one"
+                )))
+            }
+            Ok(kind) => return Err(Refusal::Name(format!("{shown} is {}", kind.name()))),
+            Err(e) => return Err(Refusal::Dest(format!("cannot create {shown}: {e}"))),
+        }
+        let c = c_name(name).map_err(|e| Refusal::Name(e.to_string()))?;
+        // SAFETY: `dir` is an open descriptor and `c` a NUL-terminated
+        // string, both alive for the call.
+        if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
+            let e = io::Error::last_os_error();
+            return Err(Refusal::Dest(format!("cannot replace {shown}: {e}")));
+        }
+        create().map_err(|e| Refusal::Dest(format!("cannot create {shown}: {e}")))
+    }
+}

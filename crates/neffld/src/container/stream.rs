@@ -1,0 +1,138 @@
+//! A NEFF read from a stream (standard input, a pipe, a device file): the
+//! header says how long the NEFF is, so that much is read and no more.
+//!
+//! A stream has no length to check the header against, and may never end
+//! (`/dev/zero`, `yes |`): reading it to its end before looking at it took
+//! 8 GB and 38 s before the host ran out of memory. So the 1024-byte header
+//! comes first; when its own fields already fail their gates (version,
+//! feature trap, packager), nothing more is read; otherwise exactly
+//! `data_size` payload bytes follow, read into memory reserved fallibly as
+//! they arrive (a declared size is not trusted to reserve up front). What
+//! the stream holds beyond that is left unread. The bytes returned then go
+//! through the same gates as a file's: a stream that ends early fails the
+//! data-size gate as a short file does.
+
+use std::io::{self, Read};
+
+use super::header::{NeffHeader, HEADER_LEN};
+use crate::fallible;
+
+/// Payload bytes reserved at a time while reading: the buffer grows as data
+/// arrives, never by what the header merely declares.
+const GROW: usize = 64 << 20;
+
+/// Reads `want` more bytes from `r` into `out` (fewer if the stream ends
+/// first), reserving room fallibly a step at a time as they come.
+fn read_up_to(r: &mut dyn Read, out: &mut Vec<u8>, want: u64) -> io::Result<()> {
+    let end = (out.len() as u64).saturating_add(want);
+    while (out.len() as u64) < end {
+        let left = usize::try_from(end - out.len() as u64).unwrap_or(usize::MAX);
+        let step = left.min(out.len().max(GROW));
+        fallible::reserve(out, step, "a NEFF read from a stream")
+            .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+        // The room is reserved, so this read never grows the buffer.
+        let got = r.take(step as u64).read_to_end(out)?;
+        if got < step {
+            break; // the stream ended
+        }
+    }
+    Ok(())
+}
+
+/// One NEFF from `r`: its header, then the `data_size` bytes the header
+/// declares when the header's own fields pass their gates, else the header
+/// alone (its gates then say why). A stream that ends early yields what it
+/// held. Fails only on a read error or when the host cannot hold the bytes
+/// (`ErrorKind::OutOfMemory`).
+pub fn read_neff(r: &mut dyn Read) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    read_up_to(r, &mut out, HEADER_LEN as u64)?;
+    let Ok(header) = <&[u8; HEADER_LEN]>::try_from(out.as_slice()) else {
+        return Ok(out); // shorter than a header: the first gate says so
+    };
+    let h = NeffHeader::decode(header);
+    // Every gate that does not need the file's length (which a stream
+    // does not have): the data-size gate is met by reading.
+    if h.validate(u64::MAX).is_ok() {
+        read_up_to(r, &mut out, h.data_size)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::writer::{NeffWriter, Producer};
+    use crate::testkit::Synth;
+
+    /// A reader that counts what it handed out.
+    struct Counted<R> {
+        inner: R,
+        read: u64,
+    }
+
+    impl<R: Read> Read for Counted<R> {
+        fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+            let n = self.inner.read(b)?;
+            self.read += n as u64;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_neff_then_more_reads_the_neff_only() {
+        let neff = NeffWriter::new(Producer::V2_18).write(&Synth::static_sunda().member_list());
+        let mut r = Counted {
+            inner: io::Cursor::new(neff.clone()).chain(io::repeat(7)),
+            read: 0,
+        };
+        assert_eq!(read_neff(&mut r).unwrap(), neff);
+        assert_eq!(r.read, neff.len() as u64, "nothing past the NEFF is read");
+        let opened = crate::container::open(&neff, &Default::default());
+        assert!(opened.is_ok());
+    }
+
+    #[test]
+    fn an_endless_stream_of_zeros_stops_after_the_header() {
+        let mut r = Counted {
+            inner: io::repeat(0),
+            read: 0,
+        };
+        let got = read_neff(&mut r).unwrap();
+        assert_eq!(got.len(), HEADER_LEN);
+        assert_eq!(r.read, HEADER_LEN as u64);
+        let e = crate::container::open(&got, &Default::default()).unwrap_err();
+        assert!(
+            e.to_string().starts_with("Unsupported NEFF packager: 0"),
+            "the same gate a file of zeros fails: {e}"
+        );
+    }
+
+    #[test]
+    fn a_short_stream_is_what_it_held() {
+        let neff = NeffWriter::new(Producer::V2_18).write(&Synth::static_sunda().member_list());
+        for cut in [0, 100, HEADER_LEN, neff.len() - 1] {
+            let got = read_neff(&mut io::Cursor::new(&neff[..cut])).unwrap();
+            assert_eq!(got, &neff[..cut]);
+        }
+        let e = crate::container::open(&neff[..neff.len() - 1], &Default::default()).unwrap_err();
+        assert!(
+            matches!(e, crate::container::ContainerError::DataSize { .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_declared_size_is_reserved_as_the_bytes_arrive() {
+        let mut h = Producer::V2_18.default_header();
+        h.header_size = HEADER_LEN as u64;
+        h.data_size = u64::MAX / 2;
+        let mut r = io::Cursor::new(h.encode().to_vec()).chain(io::repeat(1).take(3 << 20));
+        let got = read_neff(&mut r).unwrap();
+        assert_eq!(
+            got.len(),
+            HEADER_LEN + (3 << 20),
+            "reads what arrives, no more"
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! Host memory follows what the device holds: a DMA expansion costs the
+//! ring images it describes and no more, the simulated device keeps one
+//! copy of what a load writes and gives it all back on unload.
+//!
+//! This binary counts every heap byte (a counting global allocator) and,
+//! for the simulated device's own mappings, its stored pages. Its tests
+//! run one after another (one lock), since the counts are process-wide.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use neffld::api::Runtime;
+use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::container::writer::Producer;
+use neffld::device::{Device, Geometry, SimDevice};
+use neffld::testkit::{fixture, Synth};
+use neffld::Arch;
+use serde_json::json;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; the
+// counters are only read by the tests.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's layout.
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's layout.
+        let p = unsafe { System.alloc_zeroed(l) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        // SAFETY: `p` came from this allocator with layout `l`.
+        unsafe { System.dealloc(p, l) }
+    }
+
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+            let now = LIVE.fetch_add(new, Ordering::Relaxed) + new;
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// One test at a time: the counters are the process's.
+static ONE: Mutex<()> = Mutex::new(());
+
+fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// Starts a new peak from what is live now.
+fn reset_peak() -> usize {
+    let now = live();
+    PEAK.store(now, Ordering::Relaxed);
+    now
+}
+
+const MIB: usize = 1 << 20;
+
+/// The demo-like trn1 NEFF whose spill blocks move `runs` runs of 2 bytes
+/// with step 0 (the reproducer, at a test's scale): static rings
+/// of `3 × runs` descriptor pairs in all, nearly all of the NEFF's device
+/// memory.
+fn dma_neff(runs: u64) -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    for engine in ["sg00/SP.json", "sg00/Pool.json"] {
+        s.edit(engine, |v| {
+            for block in v["dma"].as_array_mut().unwrap() {
+                if block["queue"].as_str().unwrap().contains("Spill") {
+                    for d in block["desc"].as_array_mut().unwrap() {
+                        for side in ["from", "to"] {
+                            d[format!("{side}_sizes")] = json!([2, runs]);
+                            d[format!("{side}_steps")] = json!([1, 0]);
+                        }
+                    }
+                }
+            }
+        });
+    }
+    s.write(Producer::V2_18)
+}
+
+/// A DMA expansion holds the ring images it describes and nothing of the
+/// size of its descriptors besides: on a device that keeps no bytes, the
+/// load's peak heap is the rings' bytes (16 per descriptor, TX and RX)
+/// and a little more, not several times them.
+#[test]
+fn a_dma_expansion_costs_the_rings_it_describes() {
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    const RUNS: u64 = 1 << 20;
+    let neff = dma_neff(RUNS);
+    let config = RuntimeConfig {
+        arch: Arch::Sunda,
+        device: DeviceKind::Null,
+        ..RuntimeConfig::default()
+    };
+    let rt = Runtime::new(config).unwrap();
+    let before = reset_peak();
+    let m = rt.load(&neff, -1, -1).unwrap();
+    let rings: usize = rt
+        .with_model(&m, |lm| {
+            lm.cores
+                .iter()
+                .flat_map(|c| &c.rings)
+                .map(|r| r.image.bytes.len())
+                .sum()
+        })
+        .unwrap();
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    rt.unload(&m).unwrap();
+    assert!(rings >= 3 * RUNS as usize * 32, "{rings}");
+    assert!(
+        peak <= rings + rings / 8 + 16 * MIB,
+        "peak heap {peak} for {rings} bytes of rings"
+    );
+}
+
+/// The simulated device keeps one copy of what a load writes: sixteen
+/// loads of matmul_large cost about sixteen times the bytes written (the
+/// model's images are the device's, not a second copy), and unloading them
+/// gives it all back.
+#[test]
+fn the_simulated_device_holds_what_is_written_and_returns_it() {
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let neff = fixture("matmul_large.neff");
+    let sim = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
+    let rt = Runtime::with_device(RuntimeConfig::default(), sim.clone() as Arc<Device>).unwrap();
+    // One load and unload first, so that what stays for the process
+    // (thread pools, lazily built tables) is counted before, not after.
+    let m = rt.load(&neff, 0, -1).unwrap();
+    rt.unload(&m).unwrap();
+    let held = || live() + sim.stored_pages() * 4096;
+    let before = held();
+    let models: Vec<_> = (0..16).map(|_| rt.load(&neff, 0, -1).unwrap()).collect();
+    let written: usize = rt
+        .with_model(&models[0], |lm| {
+            lm.cores
+                .iter()
+                .map(|c| {
+                    c.engines.iter().map(|e| e.image.bytes.len()).sum::<usize>()
+                        + c.rings.iter().map(|r| r.image.bytes.len()).sum::<usize>()
+                })
+                .sum()
+        })
+        .unwrap();
+    let per_load = (held() - before) / 16;
+    assert!(
+        per_load <= written + written / 4 + 256 * 1024,
+        "{per_load} bytes of host memory per load for {written} bytes of images and rings"
+    );
+    for m in &models {
+        rt.unload(m).unwrap();
+    }
+    assert_eq!(sim.stored_pages(), 0, "no page outlives its allocation");
+    let after = held();
+    assert!(
+        after <= before + MIB,
+        "{} bytes still held after every unload",
+        after.saturating_sub(before)
+    );
+}

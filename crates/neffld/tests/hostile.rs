@@ -1,0 +1,66 @@
+//! Loads of hostile NEFFs on a hostile machine: sizes a NEFF chooses that
+//! no device holds, alignments no address meets, host memory that runs
+//! out (issue 23's reproducers, each a test that failed before its fix).
+
+use neffld::api::{LoadError, Runtime};
+use neffld::config::RuntimeConfig;
+use neffld::container::writer::Producer;
+use neffld::testkit::Synth;
+use neffld::{Arch, NrtStatus};
+use serde_json::json;
+
+fn sunda() -> RuntimeConfig {
+    RuntimeConfig {
+        arch: Arch::Sunda,
+        ..RuntimeConfig::default()
+    }
+}
+
+/// Loads `s` (a trn1 NEFF) on a fresh trn1 runtime of `config`.
+fn load(s: &Synth, config: RuntimeConfig) -> Result<(), LoadError> {
+    let rt = Runtime::new(config).unwrap();
+    let m = rt.load(&s.write(Producer::V2_18), -1, -1)?;
+    rt.unload(&m).unwrap();
+    Ok(())
+}
+
+/// A virtual variable placed 2^63 bytes into the scratchpad: the refusal
+/// names the variable that asked, its subgraph and its core, not only a
+/// page count.
+#[test]
+fn a_scratchpad_offset_past_any_device_names_the_variable() {
+    let mut s = Synth::static_sunda();
+    s.edit("sg00/def.json", |v| {
+        v["var"]["spill_b"]["backing_variable_off"] = json!(1u64 << 63)
+    });
+    let e = load(&s, sunda()).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Resource);
+    let text = e.to_string();
+    for part in [
+        "Number of scratchpad pages requested exceeded the max",
+        "spill_b",
+        "sg00",
+        "nc0",
+        "backing_variable_off 9223372036854775808",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+}
+
+/// An alignment of 2^63 is met by no address of any channel: the request
+/// is malformed (`NRT_INVALID`), not a device out of memory, and the
+/// message names the variable, its subgraph and its core.
+#[test]
+fn an_alignment_no_address_meets_is_invalid_not_out_of_memory() {
+    let mut s = Synth::static_sunda();
+    s.edit("sg00/def.json", |v| {
+        v["var"]["identity_1"]["alignment"] = json!(1u64 << 63)
+    });
+    let e = load(&s, sunda()).unwrap_err();
+    let text = e.to_string();
+    assert_eq!(e.status(), NrtStatus::Invalid, "{text}");
+    assert!(!text.contains("out of device memory"), "{text}");
+    for part in ["identity_1", "sg00", "nc0", "alignment 9223372036854775808"] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+}
