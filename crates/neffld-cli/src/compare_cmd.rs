@@ -2,14 +2,14 @@
 //! did (architecture, runtime line, logical core) and shows, per core and
 //! engine, where neffld and the real runtime agree, and which of neffld's
 //! slots are filler or approximate. The comparison itself is the library's
-//! (`neffld::capture::compare`); this module only renders it.
+//! (`neffld::report::compare`); this module only renders it.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use neffld::capture::compare::{self, AddressMatch, CompareError, Comparison, ImageSide};
 use neffld::capture::{self as ntff};
+use neffld::report::compare::{self, AddressMatch, CompareError, Comparison, ImageSide};
 use neffld::text::escape;
 use neffld::NrtStatus;
 use serde_json::{json, Value};

@@ -1,15 +1,13 @@
 //! `neffld load --dump DIR`: the device image as files, for simulator
 //! authors and for comparison with captures. `DIR/device.json` describes
-//! every core; each instruction image is `DIR/<subgraph>_<engine>.bin`, the
-//! final staged bytes read back from the simulated device. Each image says
-//! which of its slots are filler rather than the runtime's bytes and which
-//! records hold values no rule covers (docs/cli.md).
+//! every core; each instruction image is `DIR/<subgraph>_<engine>.bin`, its
+//! final bytes. Each image says which of its slots are filler rather than
+//! the runtime's bytes and which records hold values no rule covers
+//! (docs/cli.md).
 
 use std::path::Path;
 
-use neffld::capture::staged::StagedCore;
-use neffld::line::RuntimeLine;
-use neffld::Arch;
+use neffld::report::StagedView;
 use serde_json::{json, Value};
 
 /// The file an image is written to, relative to the dump directory.
@@ -18,8 +16,9 @@ pub fn image_file(subgraph: &str, engine: &str) -> String {
 }
 
 /// `device.json` (schema in docs/cli.md).
-pub fn device_json(arch: Arch, line: RuntimeLine, cores: &[StagedCore]) -> Value {
-    let cores: Vec<Value> = cores
+pub fn device_json(view: &StagedView) -> Value {
+    let cores: Vec<Value> = view
+        .cores
         .iter()
         .map(|c| {
             let images: Vec<Value> = c
@@ -60,30 +59,26 @@ pub fn device_json(arch: Arch, line: RuntimeLine, cores: &[StagedCore]) -> Value
         })
         .collect();
     json!({
-        "arch": arch.instance(),
+        "arch": view.arch.instance(),
+        "device": view.device,
         "runtime": concat!("neffld ", env!("CARGO_PKG_VERSION")),
-        "runtime_line": line.to_string(),
+        "runtime_line": view.line.to_string(),
         "cores": cores,
     })
 }
 
 /// Writes `device.json` and every image under `dir` (created if needed).
-pub fn write(
-    dir: &Path,
-    arch: Arch,
-    line: RuntimeLine,
-    cores: &[StagedCore],
-) -> Result<(), String> {
+pub fn write(dir: &Path, view: &StagedView) -> Result<(), String> {
     let err = |p: &Path, e: std::io::Error| format!("cannot write {}: {e}", p.display());
     std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
-    for c in cores {
+    for c in &view.cores {
         for i in &c.images {
             let p = dir.join(image_file(&c.subgraph, i.engine.key()));
             std::fs::write(&p, &i.bytes).map_err(|e| err(&p, e))?;
         }
     }
     let p = dir.join("device.json");
-    let text = serde_json::to_string_pretty(&device_json(arch, line, cores))
-        .expect("JSON values always serialise");
+    let text =
+        serde_json::to_string_pretty(&device_json(view)).expect("JSON values always serialise");
     std::fs::write(&p, text + "\n").map_err(|e| err(&p, e))
 }

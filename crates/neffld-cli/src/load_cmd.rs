@@ -6,17 +6,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use neffld::api::{LoadError, LoadedModel, Runtime, TensorUsage};
-use neffld::capture::staged::row_names;
+use neffld::api::{LoadError, Runtime, TensorUsage};
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::device::{Device, CARVEOUT};
 use neffld::ids::HModel;
-use neffld::ids::PCore;
 use neffld::line::RuntimeLine;
-use neffld::relocate::dma::decode_template;
-use neffld::relocate::ipmap::{PatchKind, Section};
-use neffld::report::{CoreMemory, MemoryReport};
-use neffld::stage::Placement;
+use neffld::report::{MemoryReport, StagedView};
 use neffld::{parse, Arch, NrtStatus};
 use serde_json::{json, Value};
 
@@ -116,87 +111,61 @@ fn us(d: Duration) -> u64 {
     d.as_micros() as u64
 }
 
-fn kind_name(p: &Placement) -> &'static str {
-    match p {
-        Placement::StateBuffer { .. } => "state-buffer",
-        Placement::Hbm { .. } => "hbm",
-        Placement::Scratchpad { .. } => "scratchpad",
-        Placement::Io => "io (bound at execute)",
-        Placement::Host => "host",
-    }
-}
-
-/// Everything the report shows about one core, gathered while the model is loaded.
-fn core_json(
-    lm: &LoadedModel,
-    line: RuntimeLine,
-    memory: impl Fn(PCore) -> CoreMemory,
-    hbm: impl Fn(PCore) -> u32,
-) -> Vec<Value> {
-    lm.cores
+/// Everything the report shows about each core: the library's staged view.
+fn core_json(view: &StagedView) -> Vec<Value> {
+    view.cores
         .iter()
         .map(|c| {
-            let pcore = c.pcore();
-            let vars: Vec<Value> = neffld::capture::staged::variables(c)
-                .into_iter()
-                .zip(&c.plan.vars)
-                .enumerate()
-                .map(|(i, (v, p))| {
-                    json!({"var_id": i, "name": v.name, "type": v.kind, "placement": kind_name(p), "address": v.address, "size": v.size})
+            let vars: Vec<Value> = c
+                .variables
+                .iter()
+                .map(|v| {
+                    json!({"var_id": v.var_id, "name": v.name, "type": v.kind, "placement": v.placement, "address": v.address, "size": v.size})
                 })
                 .collect();
-            let mut instructions = 0u64;
-            let mut templates = 0u64;
             let images: Vec<Value> = c
-                .engines
+                .images
                 .iter()
-                .map(|e| {
-                    let img = &e.image;
-                    let main = img.layout.sections.iter().find(|s| s.0 == Section::Main).map_or(0, |s| u64::from(s.2));
-                    let count = |k: PatchKind| img.patches.of(Section::Main).filter(|p| p.kind() == k).count();
-                    let deleted: u64 = img.patches.of(Section::Main).filter(|p| p.kind() == PatchKind::Delete).map(|p| u64::from(p.neff_count)).sum();
-                    let inserted: u64 = img.patches.of(Section::Main).filter(|p| p.kind() == PatchKind::Insert).map(|p| u64::from(p.device_count)).sum();
-                    instructions += img.bytes.len() as u64 / 64;
-                    templates += img.io_operands.len() as u64;
+                .map(|i| {
                     json!({
-                        "engine": e.engine.key(),
-                        "address": e.pa,
-                        "bytes": img.bytes.len(),
-                        "neff_records": main + deleted - inserted,
-                        "device_slots": img.bytes.len() / 64,
-                        "patches": {"insert": count(PatchKind::Insert), "modify": count(PatchKind::Modify), "delete": count(PatchKind::Delete)},
-                        "absolute_operands": img.abs_operands.len(),
-                        "io_templates": img.io_operands.len(),
+                        "engine": i.engine.key(),
+                        "address": i.address,
+                        "bytes": i.bytes.len(),
+                        "neff_records": i.neff_records(),
+                        "device_slots": i.bytes.len() / 64,
+                        "patches": {"insert": i.patches.insert, "modify": i.patches.modify, "delete": i.patches.delete},
+                        "absolute_operands": i.absolute_operands,
+                        "io_templates": i.io_templates,
+                        "exact": i.exact(),
+                        "filler_slots": i.filler_slots(),
+                        "approximate_records": i.approximate.len(),
                     })
                 })
                 .collect();
-            let mut descriptors = 0u64;
             let rings: Vec<Value> = c
                 .rings
                 .iter()
                 .map(|r| {
-                    let used: u64 = r.image.blocks.iter().map(|b| u64::from(b.2)).sum();
-                    descriptors += 2 * used;
-                    let tmpl = r.image.iter().filter(|d| decode_template(d.buf_ptr).is_some()).count() as u64;
-                    templates += tmpl;
-                    json!({"queue": r.queue, "address": r.pa, "bytes": r.image.bytes.len(), "blocks": r.image.blocks.len(),
-                           "descriptor_pairs": used, "capacity": r.image.capacity, "io_templates": tmpl})
+                    json!({"queue": r.queue, "address": r.address, "bytes": r.bytes, "blocks": r.blocks,
+                           "descriptor_pairs": r.descriptor_pairs, "capacity": r.capacity, "io_templates": r.io_templates})
                 })
                 .collect();
             let tables: Vec<Value> =
-                c.tables.iter().map(|t| json!({"table": t.what, "address": t.pa, "bytes": t.len})).collect();
-            let memory_rows: Vec<Value> = memory(pcore)
-                .report(line)
-                .into_iter()
-                .map(|r| {
-                    json!({"usage_type": row_names(r.key).1, "bytes": r.bytes(), "runtime": r.runtime, "model": r.model})
-                })
+                c.tables.iter().map(|t| json!({"table": t.what, "address": t.address, "bytes": t.bytes})).collect();
+            let memory_rows: Vec<Value> = c
+                .memory
+                .iter()
+                .map(|r| json!({"usage_type": r.usage_type, "bytes": r.bytes, "runtime": r.runtime, "model": r.model}))
                 .collect();
+            let instructions: u64 = c.images.iter().map(|i| i.bytes.len() as u64 / 64).sum();
+            let descriptors: u64 = c.rings.iter().map(|r| 2 * r.descriptor_pairs).sum();
+            let templates: u64 = c.images.iter().map(|i| u64::from(i.io_templates)).sum::<u64>()
+                + c.rings.iter().map(|r| r.io_templates).sum::<u64>();
             json!({
-                "pcore": pcore.0,
-                "hbm": hbm(pcore),
+                "pcore": c.pcore,
+                "hbm": c.hbm,
                 "subgraph": c.subgraph,
-                "scratchpad_pages": c.plan.scratch_pages(),
+                "scratchpad_pages": c.scratchpad_pages,
                 "instructions": instructions,
                 "descriptors": descriptors,
                 "templates": templates,
@@ -320,7 +289,10 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
                 s(&v["type"]),
                 addr,
                 size,
-                s(&v["placement"])
+                match v["placement"].as_str() {
+                    Some("io") => "io (bound at execute)".to_string(),
+                    _ => s(&v["placement"]),
+                }
             );
         }
         let _ = writeln!(
@@ -433,24 +405,12 @@ fn describe_model(
     dump: Option<&Path>,
 ) -> Result<Loaded, Failure> {
     let (nd, device) = rt.device_of(model).map_err(|e| load_failure(&e))?;
-    let geometry = device.geometry().clone();
-    let hbm = |p: PCore| geometry.hbm_of(p).unwrap_or(0);
     let memory = MemoryReport::of(nd, device);
-    let (mut timings, cores, warnings, pcores, staged, h_model) = rt
-        .with_model(model, |lm| {
-            let pcores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
-            let staged =
-                dump.map(|_| neffld::capture::staged::staged(lm, device, rt.config().line()));
-            let memory = |p: PCore| CoreMemory::of(device, p);
-            (
-                lm.timings,
-                core_json(lm, rt.config().line(), memory, hbm),
-                lm.warnings.clone(),
-                pcores,
-                staged,
-                lm.h_model,
-            )
-        })
+    let view = StagedView::of(rt, model).map_err(|e| load_failure(&e))?;
+    let cores = core_json(&view);
+    let pcores: Vec<u32> = view.cores.iter().map(|c| c.pcore).collect();
+    let (mut timings, warnings, h_model) = rt
+        .with_model(model, |lm| (lm.timings, lm.warnings.clone(), lm.h_model))
         .map_err(|e| load_failure(&e))?;
     timings.container = s1;
     let tensors: Vec<Value> = rt
@@ -462,14 +422,8 @@ fn describe_model(
     let tu = Instant::now();
     let unloaded = rt.unload(model);
     let unload_time = tu.elapsed();
-    if let (Some(dir), Some(staged)) = (dump, staged) {
-        let staged = staged.map_err(|e| Failure {
-            stage: "dump",
-            status: NrtStatus::Failure,
-            message: format!("cannot read the staged images back: {e}"),
-        })?;
-        let config = rt.config();
-        crate::dump::write(dir, config.arch, config.line(), &staged).map_err(Failure::io)?;
+    if let Some(dir) = dump {
+        crate::dump::write(dir, &view).map_err(Failure::io)?;
     }
     out["h_nn"] = json!(model.h_nn.0);
     out["model"] = json!({

@@ -14,14 +14,14 @@
 
 #![allow(unused_variables)]
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use neffld::api::{Model, Runtime};
-use neffld::capture::{self, staged, Capture, Image, Subgraph};
+use neffld::capture::{self, Capture};
+use neffld::report::StagedView;
 use tracing::{error, info};
 
 use crate::abi::nrt_status::NRT_STATUS;
@@ -116,52 +116,18 @@ unsafe fn text(api: &str, what: &str, s: *const c_char) -> Result<String, NRT_ST
     Ok(unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned())
 }
 
-/// The capture of a loaded model as staged.
+/// The capture of a loaded model as staged: the library's staged view
+/// (every address in the runtime's form), with the fields a real capture of
+/// a live instance carries filled in.
 fn capture_of(api: &str, rt: &Runtime, model: &Model) -> Result<Capture<'static>, NRT_STATUS> {
-    let arch = rt.config().arch;
-    let (nd, device) = rt
-        .device_of(model)
-        .map_err(|e| status::load_error(api, &e))?;
-    let subgraphs = rt
-        .with_model(model, |lm| {
-            lm.cores
-                .iter()
-                .map(|c| {
-                    let pcore = c.pcore();
-                    Subgraph {
-                        name: c.subgraph.clone(),
-                        device: u64::from(nd),
-                        pcore: u64::from(pcore.0),
-                        images: c
-                            .engines
-                            .iter()
-                            .map(|e| Image {
-                                engine: e.engine,
-                                address: e.pa,
-                                bytes: Cow::Owned(e.image.bytes.to_vec()),
-                            })
-                            .collect(),
-                        memory: staged::memory_rows(device, rt.config().line(), pcore)
-                            .iter()
-                            .map(staged::StagedRow::to_mem_row)
-                            .collect(),
-                        duration_ps: None,
-                    }
-                })
-                .collect()
-        })
-        .map_err(|e| status::load_error(api, &e))?;
-    // The header is the library's; the images are the built ones (a device
-    // that keeps no bytes has them too) and the fields a real capture of a
-    // live instance carries are filled in.
+    let view = StagedView::of(rt, model).map_err(|e| status::load_error(api, &e))?;
     Ok(Capture {
-        instance_type: Some(arch.instance().to_string()),
+        instance_type: Some(view.arch.instance().to_string()),
         capture_time: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .ok()
             .map(|d| d.as_secs()),
-        subgraphs,
-        ..staged::to_capture(&model.name, model.uuid, arch, &[])
+        ..view.to_capture().into_owned()
     })
 }
 

@@ -102,9 +102,8 @@ pub(crate) unsafe fn memory_stats(
     const API: &str = "nrt_get_vnc_memory_stats";
     let rt = state::runtime()?;
     non_null(API, "stats", stats)?;
-    let s = rt
-        .memory_stats(vnc)
-        .map_err(|e| status::load_error(API, &e))?;
+    let s =
+        neffld::report::MemoryStats::of_vnc(&rt, vnc).map_err(|e| status::load_error(API, &e))?;
     let full = nrt_vnc_memory_stats_t {
         bytes_used: s.used as usize,
         bytes_limit: s.limit as usize,

@@ -1,8 +1,8 @@
 //! `neffld.compare`: a real hardware capture (NTFF) held against neffld's
 //! load of the same NEFF — the library's comparison, as Python objects.
 
-use neffld::capture::compare::{self as cmp, AddressMatch, CompareError, ImageSide};
 use neffld::capture::{self, CaptureError};
+use neffld::report::compare::{self as cmp, AddressMatch, CompareError, ImageSide};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 

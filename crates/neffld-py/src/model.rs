@@ -11,13 +11,12 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use neffld::api::{self, LoadError, LoadedModel, Runtime, Timings};
-use neffld::capture::staged::{self, StagedCore};
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container;
-use neffld::device::Device;
 use neffld::line::RuntimeLine;
 use neffld::parse;
-use neffld::stage::Placement;
+use neffld::report::staged::StagedCore;
+use neffld::report::StagedView;
 use neffld::Arch;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -37,7 +36,8 @@ pub struct Variable {
     pub kind: &'static str,
     /// "state-buffer", "hbm", "scratchpad", "io" (bound at execute) or "host".
     pub placement: &'static str,
-    /// Device address, `None` for I/O and host-only variables.
+    /// Device address as the runtime writes it, `None` for I/O and
+    /// host-only variables.
     pub address: Option<u64>,
     /// Bytes at that address, `None` where nothing is placed.
     pub size: Option<u64>,
@@ -66,8 +66,7 @@ pub struct Core {
     /// Device bytes charged to this core: every row of the runtime's memory
     /// list, in its order, keyed by its usage type (the library's names).
     pub memory: Py<PyDict>,
-    /// Every engine's instruction image as read back from the device (empty
-    /// on the "null" device, which keeps no bytes).
+    /// Every engine's final instruction image.
     pub images: BTreeMap<String, Py<PyBytes>>,
     /// Device address of every engine's image.
     pub image_addresses: BTreeMap<String, u64>,
@@ -82,99 +81,52 @@ impl Core {
     }
 }
 
-fn placement_name(p: &Placement) -> &'static str {
-    match p {
-        Placement::StateBuffer { .. } => "state-buffer",
-        Placement::Hbm { .. } => "hbm",
-        Placement::Scratchpad { .. } => "scratchpad",
-        Placement::Io => "io",
-        Placement::Host => "host",
+/// A core of the library's staged view as Python objects.
+fn core_to_py(py: Python<'_>, v: StagedCore) -> PyResult<Core> {
+    let mut images = BTreeMap::new();
+    let mut image_addresses = BTreeMap::new();
+    for img in v.images {
+        let engine = img.engine.key().to_string();
+        images.insert(engine.clone(), PyBytes::new(py, &img.bytes).unbind());
+        image_addresses.insert(engine, img.address);
     }
-}
-
-/// What a core's snapshot holds before it becomes Python objects (built
-/// while the registry entry is borrowed, without the GIL).
-struct CoreFacts {
-    hbm: u32,
-    view: StagedCore,
-    placements: Vec<&'static str>,
-}
-
-/// The library's staged view of every core (the terms a capture uses); on
-/// a device that keeps no bytes, the same view without the images.
-fn core_facts(lm: &LoadedModel, dev: &Device, line: RuntimeLine) -> Vec<CoreFacts> {
-    let views = staged::staged(lm, dev, line).unwrap_or_else(|_| {
-        lm.cores
-            .iter()
-            .map(|c| StagedCore {
-                pcore: c.pcore().0,
-                subgraph: c.subgraph.clone(),
-                images: Vec::new(),
-                memory: staged::memory_rows(dev, line, c.pcore()),
-                variables: staged::variables(c),
-            })
-            .collect()
-    });
-    lm.cores
-        .iter()
-        .zip(views)
-        .map(|(c, view)| CoreFacts {
-            hbm: dev.geometry().hbm_of(c.pcore()).unwrap_or(0),
-            placements: c.plan.vars.iter().map(placement_name).collect(),
-            view,
-        })
-        .collect()
-}
-
-impl CoreFacts {
-    fn into_py(self, py: Python<'_>) -> PyResult<Core> {
-        let v = self.view;
-        let mut images = BTreeMap::new();
-        let mut image_addresses = BTreeMap::new();
-        for img in v.images {
-            let engine = img.engine.key().to_string();
-            images.insert(engine.clone(), PyBytes::new(py, &img.bytes).unbind());
-            image_addresses.insert(engine, img.address);
-        }
-        let memory = PyDict::new(py);
-        for row in v.memory {
-            memory.set_item(row.usage_type, row.bytes)?;
-        }
-        let variables = v
-            .variables
-            .into_iter()
-            .enumerate()
-            .map(|(i, var)| {
-                Py::new(
-                    py,
-                    Variable {
-                        var_id: i as u32,
-                        name: var.name,
-                        kind: var.kind,
-                        placement: self.placements.get(i).copied().unwrap_or("?"),
-                        address: var.address,
-                        size: var.size,
-                    },
-                )
-            })
-            .collect::<PyResult<_>>()?;
-        Ok(Core {
-            pcore: v.pcore,
-            hbm: self.hbm,
-            subgraph: v.subgraph,
-            memory: memory.unbind(),
-            images,
-            image_addresses,
-            variables,
-        })
+    let memory = PyDict::new(py);
+    for row in v.memory {
+        memory.set_item(row.usage_type, row.bytes)?;
     }
+    let variables = v
+        .variables
+        .into_iter()
+        .map(|var| {
+            Py::new(
+                py,
+                Variable {
+                    var_id: var.var_id,
+                    name: var.name,
+                    kind: var.kind,
+                    placement: var.placement,
+                    address: var.address,
+                    size: var.size,
+                },
+            )
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(Core {
+        pcore: v.pcore,
+        hbm: v.hbm,
+        subgraph: v.subgraph,
+        memory: memory.unbind(),
+        images,
+        image_addresses,
+        variables,
+    })
 }
 
 /// What a load leaves to report, gathered before the GIL is taken back.
 struct Loaded {
     rt: Runtime,
     handle: api::Model,
-    cores: Vec<CoreFacts>,
+    cores: Vec<StagedCore>,
     tensors: Vec<api::TensorInfo>,
     warnings: Vec<String>,
     timings: Timings,
@@ -217,10 +169,9 @@ fn run_load(
         Ok(neff) => rt.load_opened(bytes, neff, start_core, 1)?,
         Err(e) => return Err(LoadError::Container(e).into()),
     };
-    let dev = rt.device_of(&handle)?.1.clone();
-    let line = rt.config().line();
-    let (cores, warnings, mut timings) = rt.with_model(&handle, |lm: &LoadedModel| {
-        (core_facts(lm, &dev, line), lm.warnings.clone(), lm.timings)
+    let cores = StagedView::of(&rt, &handle)?.cores;
+    let (warnings, mut timings) = rt.with_model(&handle, |lm: &LoadedModel| {
+        (lm.warnings.clone(), lm.timings)
     })?;
     timings.container = s1;
     let tensors = rt.tensor_info(&handle)?;
@@ -322,7 +273,10 @@ impl Model {
     /// `nrt_get_vnc_memory_stats` of the model's logical core: a dict with
     /// "used" and "limit" in bytes. "used" drops to 0 after `unload()`.
     fn memory_stats(&self, py: Python<'_>) -> PyResult<BTreeMap<&'static str, u64>> {
-        let s = raise(py, self.rt.memory_stats(self.vnc).map_err(Failure::from))?;
+        let s = raise(
+            py,
+            neffld::report::MemoryStats::of_vnc(&self.rt, self.vnc).map_err(Failure::from),
+        )?;
         Ok(BTreeMap::from([("used", s.used), ("limit", s.limit)]))
     }
 
@@ -427,7 +381,7 @@ pub fn load(
     let cores = loaded
         .cores
         .into_iter()
-        .map(|c| c.into_py(py).and_then(|c| Py::new(py, c)))
+        .map(|c| core_to_py(py, c).and_then(|c| Py::new(py, c)))
         .collect::<PyResult<_>>()?;
     let tensors = loaded
         .tensors

@@ -36,7 +36,6 @@ use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
 use crate::memory;
 use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
 use crate::registry::{ModelNames, NameEntry, Registry, RegistryError};
-use crate::report::MemoryStats;
 use crate::stage::validate::{self, Finding};
 use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
 use crate::NrtStatus;
@@ -542,17 +541,24 @@ impl Runtime {
     /// (`ND n`) and the first physical core (what a tensor allocated for the
     /// logical core is charged to).
     pub fn placement_of_vnc(&self, vnc: u32) -> Result<(u32, &Arc<Device>, PCore), LoadError> {
+        let (nd, device, local) = self.vnc_location(vnc)?;
+        let first = device
+            .geometry()
+            .pcores_of(local, self.config.lnc_size())?
+            .start;
+        Ok((nd, device, PCore(first)))
+    }
+
+    /// Where a visible logical core is: the device's index (`ND n`), the
+    /// device, and the logical core's index on it.
+    pub fn vnc_location(&self, vnc: u32) -> Result<(u32, &Arc<Device>, LCore), LoadError> {
+        self.guard()?;
         let lcore = *self.visible.get(vnc as usize).ok_or(LoadError::BadVnc {
             vnc: vnc as i32,
             visible: self.visible_vnc_count(),
         })?;
         let (nd, chip, local) = self.chip_of(LCore(lcore))?;
-        let first = chip
-            .device
-            .geometry()
-            .pcores_of(local, self.config.lnc_size())?
-            .start;
-        Ok((nd as u32, &chip.device, PCore(first)))
+        Ok((nd as u32, &chip.device, local))
     }
 
     /// The NEFF name of every load holding device memory, by `H_MODEL`
@@ -891,23 +897,6 @@ impl Runtime {
     pub fn tensor_info(&self, model: &Model) -> Result<Vec<TensorInfo>, LoadError> {
         let _open = self.enter_for(model)?;
         Ok(self.registry.acquire(model.h_nn)?.model.tensors.clone())
-    }
-
-    /// `nrt_get_vnc_memory_stats` for a visible logical core: the runtime's
-    /// per-core memory report ([`crate::memory`]) of its physical cores and
-    /// their sum.
-    pub fn memory_stats(&self, vnc: u32) -> Result<MemoryStats, LoadError> {
-        self.guard()?;
-        let lcore = *self.visible.get(vnc as usize).ok_or(LoadError::BadVnc {
-            vnc: vnc as i32,
-            visible: self.visible_vnc_count(),
-        })?;
-        let (_, chip, local) = self.chip_of(LCore(lcore))?;
-        Ok(MemoryStats::of(
-            &chip.device,
-            local,
-            self.config.lnc_size(),
-        )?)
     }
 
     /// How many parses (S1–S3) this runtime has run; loads that reused a

@@ -7,12 +7,13 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use neffld::capture::compare::{self, align, neff_streams, Fate};
-use neffld::capture::staged::staged_from_capture;
 use neffld::capture::{self, Capture};
 use neffld::container::{self, OpenOptions};
 use neffld::kbin::isa::{OP_PSEUDO_BRANCH_LABEL, RECORD_LEN};
 use neffld::manifest::{EngineType, ParseOptions};
+use neffld::report::align::{align, Fate};
+use neffld::report::compare::{self, neff_streams};
+use neffld::report::staged::from_capture as staged_from_capture;
 use neffld::{parse, testkit, Arch};
 
 struct Case {
@@ -181,7 +182,7 @@ fn neffld_rewrites_and_deletes_as_many_records_as_the_runtime() {
     for case in cases() {
         let c = capture::read(&case.capture).unwrap();
         let (cmp, ours) = compare::load_and_compare(&case.neff, &c).unwrap();
-        let pcores: Vec<u32> = ours.iter().map(|k| k.pcore).collect();
+        let pcores: Vec<u32> = ours.cores.iter().map(|k| k.pcore).collect();
         assert_eq!(
             pcores,
             [4, 5],
@@ -213,7 +214,7 @@ fn our_patches_and_the_alignment_of_our_own_bytes_agree() {
         let c = capture::read(&case.capture).unwrap();
         let owned = streams(&case.neff);
         let (_, ours) = compare::load_and_compare(&case.neff, &c).unwrap();
-        for core in &ours {
+        for core in &ours.cores {
             for img in &core.images {
                 let a = align(&img.bytes, &owned[&(core.subgraph.clone(), img.engine)]);
                 let what = format!("{} {} {:?}", case.stem, core.subgraph, img.engine);
@@ -228,20 +229,19 @@ fn our_patches_and_the_alignment_of_our_own_bytes_agree() {
 
 #[test]
 fn a_load_written_as_a_capture_reads_back_and_compares_equal() {
-    use neffld::capture::staged::to_capture;
     let case = &cases()[5];
     let c = capture::read(&case.capture).unwrap();
     let owned = streams(&case.neff);
     let s = borrowed(&owned);
     let (load, ours) = compare::load_and_compare(&case.neff, &c).unwrap();
-    let mine = to_capture("file.neff", *c.uuid.full().unwrap(), Arch::Cayman, &ours);
+    let mine = ours.to_capture();
     let bytes = capture::writer::write(&mine).unwrap();
     let back = capture::read(&bytes).unwrap();
     assert_eq!(back, mine);
     assert_eq!(back.arch(), Some(Arch::Cayman));
     // Our capture against our load: everything agrees, the fates placed by
     // alignment included.
-    let cmp = compare::compare(&back, &ours, &s);
+    let cmp = compare::compare(&back, &ours.cores, &s);
     assert!(cmp.agrees(), "{cmp:?}");
     // And against the real capture it agrees or differs as the load does.
     let real = compare::compare(&c, &staged_from_capture(&back, &s), &s);
@@ -254,7 +254,7 @@ fn a_load_written_as_a_capture_reads_back_and_compares_equal() {
 /// the cores of the racing engines counts as the race.
 #[test]
 fn the_pool_sp_race_is_reported_as_the_race_and_all_ten_agree() {
-    use neffld::capture::compare::{load_and_compare, AddressMatch};
+    use neffld::report::compare::{load_and_compare, AddressMatch};
     let mut raced_captures = 0;
     for case in cases() {
         let cap = capture::read(&case.capture).unwrap();
@@ -293,7 +293,7 @@ fn the_pool_sp_race_is_reported_as_the_race_and_all_ten_agree() {
 /// core's image of a racing engine differs.
 #[test]
 fn an_address_moved_elsewhere_differs() {
-    use neffld::capture::compare::{load_and_compare, AddressMatch};
+    use neffld::report::compare::{load_and_compare, AddressMatch};
     let case = &cases()[0];
     let mut cap = capture::read(&case.capture).unwrap().into_owned();
     let pe = cap.subgraphs[0]
@@ -317,7 +317,7 @@ fn an_address_moved_elsewhere_differs() {
 /// wall of differences.
 #[test]
 fn a_capture_of_another_neff_is_refused() {
-    use neffld::capture::compare::{load_and_compare, CompareError};
+    use neffld::report::compare::{load_and_compare, CompareError};
     let cases = cases();
     let cap = capture::read(&cases[0].capture).unwrap();
     for other in [cases[1].neff.clone(), testkit::fixture("matmul_small.neff")] {

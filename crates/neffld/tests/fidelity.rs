@@ -13,12 +13,13 @@
 use std::collections::BTreeMap;
 
 use neffld::api::Runtime;
-use neffld::capture::compare::{align, load_and_compare, neff_streams, AddressMatch, Fate};
 use neffld::capture::{self, MEMORY_ROWS};
 use neffld::config::RuntimeConfig;
 use neffld::container::{self, OpenOptions};
 use neffld::kbin::isa::{Addr8, ADDR8_STATIC_VAR, D4_DST, D4_SRC, OP_PSEUDO_DMA_DIRECT2D};
 use neffld::manifest::{EngineType, ParseOptions};
+use neffld::report::align::{align, Fate};
+use neffld::report::compare::{load_and_compare, neff_streams, AddressMatch};
 use neffld::{parse, testkit, Arch};
 
 const WORD: usize = 8;
@@ -87,7 +88,7 @@ fn check(stem: &str) {
             assert_eq!(i.same_fate, i.records, "{what}: every record's fate");
         }
         // D (partly): images rise in the same engine order on both sides.
-        let order = |side: &dyn Fn(&neffld::capture::compare::ImageComparison) -> u64| {
+        let order = |side: &dyn Fn(&neffld::report::compare::ImageComparison) -> u64| {
             let mut v: Vec<_> = core.images.iter().map(|i| (side(i), i.engine)).collect();
             v.sort();
             v.into_iter().map(|(_, e)| e).collect::<Vec<_>>()
@@ -112,7 +113,11 @@ fn check(stem: &str) {
             addresses += u32::from(i.address == AddressMatch::Same);
         }
         // C: the words each rewritten record changed.
-        let staged = ours.iter().find(|c| c.subgraph == core.subgraph).unwrap();
+        let staged = ours
+            .cores
+            .iter()
+            .find(|c| c.subgraph == core.subgraph)
+            .unwrap();
         let theirs = cap
             .subgraphs
             .iter()
@@ -188,8 +193,8 @@ fn check(stem: &str) {
     })
     .unwrap();
     let model = rt.load(&neff, 2, 1).unwrap();
-    let stats = rt.memory_stats(2).unwrap();
-    for (c, s) in stats.cores.iter().zip(&ours) {
+    let stats = neffld::report::MemoryStats::of_vnc(&rt, 2).unwrap();
+    for (c, s) in stats.cores.iter().zip(&ours.cores) {
         assert_eq!(u64::from(c.pcore.0), u64::from(s.pcore));
         let rows: Vec<u64> = c
             .rows()

@@ -63,12 +63,12 @@ fn logical_cores_are_numbered_across_the_devices() {
     let r1 = MemoryReport::of(1, &devices[1]);
     assert_eq!(r1.models().len(), 1);
     assert!(MemoryReport::of(0, &devices[0]).models().is_empty());
-    let stats = rt.memory_stats(5).unwrap();
+    let stats = neffld::report::MemoryStats::of_vnc(&rt, 5).unwrap();
     let (p2, p3) = (&stats.cores[0], &stats.cores[1]);
     assert_eq!((p2.pcore, p3.pcore), (PCore(2), PCore(3)));
     assert!(p2.model.iter().sum::<u64>() > 0 && p3.model.iter().sum::<u64>() > 0);
     assert_eq!(
-        rt.memory_stats(1).unwrap().cores[0]
+        neffld::report::MemoryStats::of_vnc(&rt, 1).unwrap().cores[0]
             .model
             .iter()
             .sum::<u64>(),

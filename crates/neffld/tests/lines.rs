@@ -10,8 +10,6 @@
 use std::collections::BTreeMap;
 
 use neffld::api::Runtime;
-use neffld::capture::compare::{capture_line, load_and_compare};
-use neffld::capture::staged::{staged, StagedCore, StagedImage};
 use neffld::capture::{self, Capture, CaptureUuid, Image, MemRow, Subgraph, Version};
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::Producer;
@@ -20,6 +18,9 @@ use neffld::kbin::isa::{self, encode};
 use neffld::line::regs::{self, DmaWindow, Trigger, FILLER_MAGIC};
 use neffld::line::RuntimeLine;
 use neffld::manifest::{EngineType, ParseOptions};
+use neffld::report::compare::{capture_line, load_and_compare};
+use neffld::report::staged::{StagedCore, StagedImage};
+use neffld::report::StagedView;
 use neffld::testkit::{lnc_writer, npy_v1, stream, Synth};
 use neffld::{parse, Arch};
 use serde_json::{json, Value};
@@ -49,11 +50,7 @@ fn load(bytes: &[u8], arch: Arch, line: RuntimeLine, vnc: i32) -> Vec<StagedCore
     let m = rt
         .load(bytes, vnc, 1)
         .unwrap_or_else(|e| panic!("{line}: {e}"));
-    let (_, device) = rt.device_of(&m).unwrap();
-    let v = rt
-        .with_model(&m, |lm| staged(lm, device, line))
-        .unwrap()
-        .unwrap();
+    let v = StagedView::of(&rt, &m).unwrap().cores;
     rt.unload(&m).unwrap();
     v
 }
@@ -1108,7 +1105,7 @@ fn write_out(name: &str, neff: &[u8], cap: &Capture<'_>) {
 
 /// `s` with every trigger carrying the worked example's instruction header,
 /// as real triggers carry one: a capture's records are placed by matching
-/// them against the NEFF ([`neffld::capture::compare::align`]), which
+/// them against the NEFF ([`neffld::report::align::align`]), which
 /// tells a rewritten last record from a deleted one by the bytes they
 /// share.
 fn with_trigger_headers(mut s: Synth) -> Synth {

@@ -145,7 +145,7 @@ fn matmul_large_stages_its_scratchpad_without_allocating_the_4gib_input() {
         "host memory stays small: {} pages",
         dev.stored_pages()
     );
-    let stats = rt.memory_stats(0).unwrap();
+    let stats = neffld::report::MemoryStats::of_vnc(&rt, 0).unwrap();
     assert!(
         stats.used >= 2 * (512 << 20),
         "two scratchpad pages charged: {stats:?}"

@@ -89,8 +89,8 @@ fn a_writer_built_trn1_neff_stages_on_each_trn1_core() {
         })
         .unwrap();
     }
-    assert!(rt.memory_stats(0).unwrap().used > 0);
-    assert!(rt.memory_stats(1).unwrap().used > 0);
+    assert!(neffld::report::MemoryStats::of_vnc(&rt, 0).unwrap().used > 0);
+    assert!(neffld::report::MemoryStats::of_vnc(&rt, 1).unwrap().used > 0);
     rt.unload(&a).unwrap();
     rt.unload(&b).unwrap();
     assert_eq!(beyond_start(&*dev).len(), 0);

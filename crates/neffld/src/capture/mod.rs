@@ -1,18 +1,16 @@
 //! Profiler captures (NTFF): what the real runtime put on a real device.
 //!
-//! A capture is the second witness beside the specs (spec/capture.md): per
+//! A capture is the second witness beside the specs (docs/reference/capture.md): per
 //! subgraph, the physical core it ran on, every engine's instruction image
 //! with its device address, and the runtime's memory accounting. This module
-//! reads captures of NTFF versions 4, 5 and 6 ([`read`]), writes them
-//! ([`writer`]), puts what neffld staged in the same terms ([`staged`]) and
-//! compares the two ([`compare`]).
+//! reads captures of NTFF versions 4, 5 and 6 ([`read`]) and writes them
+//! ([`writer`]); what a load staged is put in the same terms, and held
+//! against a capture, by the report layer ([`crate::report::staged`],
+//! [`crate::report::compare`]).
 //!
-//! It sits beside the pipeline, not in it: it reads what a load produced
-//! (the API's loaded model, the device), and nothing in the loader imports it.
+//! It depends on nothing of the pipeline: the wire format and its records.
 
-pub mod compare;
 mod ntff;
-pub mod staged;
 pub mod wire;
 pub mod writer;
 

@@ -16,6 +16,7 @@
 
 use std::fmt::Write as _;
 
+use crate::api::{LoadError, Runtime};
 use crate::device::{ChargeRows, Device, DeviceError, Geometry, Ledger, MemUsage, Owner};
 use crate::ids::{HModel, LCore, PCore};
 use crate::line::RuntimeLine;
@@ -179,6 +180,12 @@ pub struct MemoryStats {
 }
 
 impl MemoryStats {
+    /// `nrt_get_vnc_memory_stats` for visible logical core `vnc` of `rt`.
+    pub fn of_vnc(rt: &Runtime, vnc: u32) -> Result<MemoryStats, LoadError> {
+        let (_, device, lcore) = rt.vnc_location(vnc)?;
+        Ok(MemoryStats::of(device, lcore, rt.config().lnc_size())?)
+    }
+
     /// The report of logical core `lcore` (of `lnc` physical cores).
     pub fn of(dev: &Device, lcore: LCore, lnc: u32) -> Result<MemoryStats, DeviceError> {
         let limit = dev.vnc_memory_stats(lcore, lnc)?.limit;

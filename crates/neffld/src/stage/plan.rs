@@ -74,9 +74,6 @@ pub struct CorePlan {
     pub warnings: Vec<String>,
 }
 
-/// The state-buffer window every SB variable spans.
-pub const SB_BYTES: u64 = crate::device::geometry::SB_WINDOW;
-
 impl CorePlan {
     /// `mem_ref_to_addr` for a reference the KBIN build and the manifest
     /// layer already held to the variable's extent ([`Var::extent`], the
