@@ -79,7 +79,7 @@ pub struct LoadArgs {
     #[arg(long)]
     pub json: bool,
     /// Write the device image under this directory: device.json and one
-    /// <subgraph>_<engine>.bin per instruction image (needs --device sim).
+    /// <subgraph>_<engine>.bin per instruction image.
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
     /// Write an HTML memory map to this file (one linear address axis per HBM; written on failure too).
@@ -455,11 +455,6 @@ fn describe_model(
 
 pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let t_total = Instant::now();
-    if a.dump.is_some() && matches!(a.device, DeviceArg::Null) {
-        return Err(Failure::usage(
-            "--dump needs --device sim: the null device keeps no bytes to write".into(),
-        ));
-    }
     let source = input::source(&a.file)?;
     let bytes = source.bytes();
     let _shortened = source.guard_shortening("load", &a.file, a.json);
@@ -558,7 +553,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
             .filter(|(id, _)| *id == h)
             .map(|(_, n)| n.clone())
     };
-    out["memory"] = memory::report(&report, &name_of, &placed, refused.as_ref());
+    out["memory"] = memory::report(&geometry, &report, &name_of, &placed, refused.as_ref());
     let outcome = outcome.map_err(|mut f| {
         if f.status == NrtStatus::Resource {
             if let Some(why) = memory::refusal_sentence(&out["memory"]) {
@@ -573,8 +568,11 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     // sets the exit status.
     let mut unwritten = None;
     if let Some(path) = &a.map {
-        // The allocatable part of a channel starts after the firmware carve-out.
-        let base = |ch: u32| geometry.channel_base(ch).map_or(0, |p| p.0) + CARVEOUT;
+        // The allocatable part of a channel starts after the firmware
+        // carve-out; addresses are the runtime's, as everywhere in the report.
+        let base = |ch: u32| {
+            geometry.runtime_address(geometry.channel_base(ch).map_or(0, |p| p.0) + CARVEOUT)
+        };
         let html = map::render(&out, &cores, base);
         if let Err(e) = std::fs::write(path, html) {
             let f = Failure::io(format!("cannot write the map {}: {e}", path.display()));

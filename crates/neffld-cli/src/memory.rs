@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use neffld::device::LiveAlloc;
+use neffld::device::{Geometry, LiveAlloc};
 use neffld::ids::HModel;
 use neffld::report::{Column, MemoryReport};
 use serde_json::{json, Map, Value};
@@ -43,6 +43,7 @@ fn shown<'a>(
 /// The `memory` object of `load --json` (docs/cli.md): `name` names a
 /// NEFF by its id.
 pub fn report(
+    geometry: &Geometry,
     report: &MemoryReport,
     name: &dyn Fn(HModel) -> Option<String>,
     placed: &[LiveAlloc],
@@ -80,7 +81,7 @@ pub fn report(
         .map(|a| {
             json!({"pcore": a.core.0, "hbm": a.channel, "owner": a.owner.to_string(),
                    "category": a.usage.name(), "name": a.hint,
-                   "address": a.pa.0, "size": a.size, "charged": a.charged})
+                   "address": geometry.runtime_address(a.pa.0), "size": a.size, "charged": a.charged})
         })
         .collect();
     let refused = refused.map_or(Value::Null, |r| {
