@@ -10,6 +10,7 @@ use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{integrity, payload_window, Neff, NeffHeader};
 use neffld::manifest::ParseOptions;
 use neffld::text::{escape, escape_bytes};
+use neffld::tree;
 use neffld::NrtStatus;
 use neffld::{parse, Arch};
 use serde_json::{json, Value};
@@ -17,7 +18,6 @@ use serde_json::{json, Value};
 use crate::input;
 use crate::report::{emit, failed, hex, print_json, set_status, shown, shown_path, stamp, Failure};
 use crate::style::Style;
-use crate::tree;
 use crate::units;
 
 /// A command's exit status, or the failure that ended it early.

@@ -17,7 +17,6 @@ mod report;
 mod sigbus;
 mod style;
 mod target;
-mod tree;
 mod units;
 
 use std::ffi::OsString;

@@ -1,37 +1,12 @@
 //! The `neffld` binary end to end on the real fixtures.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::{demo, fixture, fixtures_dir, json, neffld, scratch};
 use serde_json::Value;
-
-/// The real fixtures, vendored under `testdata/fixtures`.
-fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/fixtures")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    fixtures_dir().join(name)
-}
-
-fn neffld(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neffld"))
-        .args(args)
-        .output()
-        .expect("run neffld")
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("neffld-cli-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// The one-line summary takes its subgraph count from the load, the JSON
 /// report from a parse of its own: on every fixture both equal the number of
@@ -312,10 +287,6 @@ fn extract_refuses_paths_that_leave_the_directory() {
     assert!(out_dir.join("ok.txt").exists());
     assert!(!dir.join("evil.txt").exists());
     assert!(String::from_utf8_lossy(&out.stderr).contains("../evil.txt"));
-}
-
-fn demo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.neff")
 }
 
 #[test]

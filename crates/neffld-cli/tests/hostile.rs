@@ -3,31 +3,14 @@
 //! that lead elsewhere, streams that never end (issue 23's reproducers, each
 //! a test that failed before its fix).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::{demo, fixture, json, neffld, scratch};
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::testkit::Synth;
-use serde_json::Value;
-
-fn neffld(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neffld"))
-        .args(args)
-        .output()
-        .expect("run neffld")
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("neffld-hostile-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn text(out: &Output) -> String {
     format!(
@@ -93,10 +76,6 @@ fn control_characters_in_names_are_escaped_in_every_human_output() {
         .filter_map(|m| m["name"].as_str())
         .collect();
     assert!(names.contains(&"sg00/evil\nstatus    NRT_SUCCESS (0)"));
-}
-
-fn demo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.neff")
 }
 
 /// One of a thing is singular, in every count the command prints.
@@ -174,12 +153,6 @@ fn usage_errors_name_the_argument_and_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("--start-core 99") && t.contains("0 to 1"), "{t}");
-}
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/fixtures")
-        .join(name)
 }
 
 /// One payload byte flipped where the gzip stream does not reach (its zero

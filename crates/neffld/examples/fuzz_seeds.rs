@@ -1,4 +1,4 @@
-//! Writes seed corpora for the `load` and `manifest` fuzz targets:
+//! Writes seed corpora for the fuzz targets:
 //!
 //! ```text
 //! cargo run -p neffld --example fuzz_seeds -- fuzz/corpus
@@ -10,7 +10,10 @@
 //! `manifest` seeds are a flag byte (bit 0: cayman base; bits 1..: which
 //! member) followed by that member's bytes. `capture` seeds are the real
 //! NTFF captures, and each again as versions 4 and 5 (inline images, id-only
-//! rows), with no flag byte.
+//! rows), with no flag byte; `compare` seeds are the same captures. `tree`
+//! seeds describe a synthetic NEFF's members as a tree (a flag byte, then
+//! for each entry a kind, a name and its bytes, see
+//! `neffld::testkit::fuzz_tree`), with a link, a loop and a FIFO added.
 
 use std::path::{Path, PathBuf};
 
@@ -112,5 +115,50 @@ fn main() -> std::io::Result<()> {
         }
     }
     println!("{k} capture seeds in {}", captures.display());
+    let compare = root.join("compare");
+    std::fs::create_dir_all(&compare)?;
+    for e in std::fs::read_dir(&captures)? {
+        let p = e?.path();
+        std::fs::copy(&p, compare.join(p.file_name().unwrap_or_default()))?;
+    }
+
+    let tree = root.join("tree");
+    std::fs::create_dir_all(&tree)?;
+    // Members short enough for one length byte each; a member's bytes cut
+    // to 255.
+    let entry = |kind: u8, name: &[u8], data: &[u8]| -> Vec<u8> {
+        let data = &data[..data.len().min(255)];
+        [
+            &[kind, name.len() as u8][..],
+            name,
+            &[data.len() as u8],
+            data,
+        ]
+        .concat()
+    };
+    let s = Synth::static_sunda();
+    let files: Vec<u8> = s
+        .member_list()
+        .iter()
+        .filter(|(n, _)| n.len() < 256)
+        .flat_map(|(n, b)| entry(0, n.as_bytes(), b))
+        .collect();
+    let extras: [(&str, Vec<u8>); 4] = [
+        ("plain", Vec::new()),
+        ("link", entry(2, b"sg00/link.bin", b"def.json")),
+        ("loop", entry(2, b"sg00/up", b".")),
+        ("fifo", entry(3, b"sg00/pipe", b"")),
+    ];
+    for (name, extra) in &extras {
+        for flag in [0u8, 1] {
+            put(
+                &tree,
+                &format!("{name}.{flag}"),
+                flag,
+                &[&files[..], extra].concat(),
+            )?;
+        }
+    }
+    println!("{} tree seeds in {}", 2 * extras.len(), tree.display());
     Ok(())
 }

@@ -38,6 +38,7 @@ pub mod status;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod text;
+pub mod tree;
 pub mod verify;
 
 pub use arch::Arch;

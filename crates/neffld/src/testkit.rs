@@ -901,3 +901,232 @@ pub fn fuzz_load(input: &[u8]) -> Option<crate::NrtStatus> {
     assert_eq!(rt.loaded_models(), 0);
     status
 }
+
+/// The `compare` fuzz target's body: an arbitrary capture held against one
+/// real load (kfusion fused_attention's, staged once per process). Every
+/// input either fails to read as a capture, or compares without a panic
+/// and consistently: an image agrees only with its address the same or
+/// raced, only a racing engine races, and the counts stay within the
+/// images. Returns whether the input read as a capture.
+pub fn fuzz_compare(input: &[u8]) -> bool {
+    use std::collections::BTreeMap;
+    use std::sync::OnceLock;
+
+    use crate::report::compare::{compare, neff_streams, AddressMatch};
+    use crate::report::staged::StagedCore;
+    use crate::line::RACING_ENGINES;
+    use crate::manifest::engine::EngineType;
+
+    type Streams = BTreeMap<(String, EngineType), Vec<u8>>;
+    static OURS: OnceLock<(Vec<StagedCore>, Streams)> = OnceLock::new();
+    let (ours, streams) = OURS.get_or_init(|| {
+        let stem = "kfusion__fused_attention__fused";
+        let neff = fixture(&format!("{stem}.neff"));
+        let cap = std::fs::read(format!("{CAPTURES}/{stem}.ntff")).expect("the capture");
+        let cap = crate::capture::read(&cap).expect("a real capture reads");
+        let (_, ours) =
+            crate::report::compare::load_and_compare(&neff, &cap).expect("the pair compares");
+        let opened = container::open(&neff, &OpenOptions::default()).expect("opens");
+        let parsed = crate::parse::parse(
+            &opened,
+            &crate::manifest::ParseOptions::new(crate::Arch::Cayman, 2),
+        )
+        .expect("parses");
+        let streams = neff_streams(&opened, &parsed)
+            .into_iter()
+            .map(|(k, v)| (k, v.to_vec()))
+            .collect();
+        (ours.cores, streams)
+    });
+    let Ok(capture) = crate::capture::read(input) else {
+        return false;
+    };
+    let borrowed = streams.iter().map(|(k, v)| (k.clone(), &v[..])).collect();
+    let cmp = compare(&capture, ours, &borrowed);
+    for core in &cmp.cores {
+        for i in &core.images {
+            assert!(!i.agrees() || i.address != AddressMatch::Differs, "{i:?}");
+            assert!(
+                i.address != AddressMatch::Raced || RACING_ENGINES.contains(&i.engine),
+                "{i:?}"
+            );
+        }
+    }
+    let t = cmp.tally();
+    assert!(t.addresses_equal + t.addresses_raced <= t.images);
+    assert!(t.records_equal <= t.images && t.rows_equal <= t.rows);
+    true
+}
+
+/// The `tree` fuzz target's body: a directory tree described by the input
+/// (files, directories, symbolic links, FIFOs) packed by the one
+/// file-system policy ([`crate::tree`]), written as a NEFF, read back and
+/// extracted; then every name of the input extracted as it is into a
+/// destination holding a link to a directory outside it.
+///
+/// Input: a flag byte (bit 0: follow symbolic links), then entries of a
+/// kind byte (0 file, 1 directory, 2 symbolic link, 3 FIFO), a name length
+/// byte, the name, a data length byte and the data (a link's target).
+/// Checks: a tree is packed only when every entry the walk meets is a
+/// regular file or a directory (links only when followed); the members are
+/// the files with their exact names and bytes; extracting them writes each
+/// back; no name, however hostile, writes anything outside the destination.
+/// Returns whether the tree packed.
+pub fn fuzz_tree(input: &[u8]) -> bool {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    use crate::tree::{read_tree, Dest};
+
+    let Some((&flag, mut rest)) = input.split_first() else {
+        return false;
+    };
+    let follow = flag & 1 != 0;
+    let scratch = std::env::temp_dir().join(format!("neffld-fuzz-tree-{}", std::process::id()));
+    let (root, dest, outside) = (
+        scratch.join("tree"),
+        scratch.join("dest"),
+        scratch.join("outside"),
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+    for d in [&root, &outside] {
+        std::fs::create_dir_all(d).expect("scratch");
+    }
+    let mut raw_names = Vec::new();
+    let mut specials = false;
+    while let [kind, len, tail @ ..] = rest {
+        let (name, tail) = tail.split_at((*len as usize).min(tail.len()));
+        let Some((&dlen, tail)) = tail.split_first() else {
+            break;
+        };
+        let (data, tail) = tail.split_at((dlen as usize).min(tail.len()));
+        rest = tail;
+        raw_names.push(name.to_vec());
+        // The entry's own path, kept inside the tree.
+        let parts: Vec<&[u8]> = name
+            .split(|&b| b == b'/')
+            .filter(|p| !p.is_empty() && *p != b"." && *p != b"..")
+            .collect();
+        let Some((leaf, dirs)) = parts.split_last() else {
+            continue;
+        };
+        let mut at = root.clone();
+        for d in dirs {
+            at.push(OsStr::from_bytes(
+                &d.iter().map(|&b| b.max(1)).collect::<Vec<_>>(),
+            ));
+        }
+        let _ = std::fs::create_dir_all(&at);
+        at.push(OsStr::from_bytes(
+            &leaf.iter().map(|&b| b.max(1)).collect::<Vec<_>>(),
+        ));
+        let made = match kind % 4 {
+            // Non-blocking: the path may already be a FIFO (or lead to one).
+            0 => {
+                use std::io::Write;
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(&at)
+                    .and_then(|mut f| f.write_all(data))
+                    .is_ok()
+            }
+            1 => std::fs::create_dir(&at).is_ok(),
+            2 => {
+                // A target inside the tree (no root, no `..`), so that a
+                // followed link never reads the rest of the machine; `.` and
+                // links to links still make loops.
+                let target: Vec<u8> = data
+                    .split(|&b| b == b'/')
+                    .filter(|p| !p.is_empty() && *p != b"..")
+                    .collect::<Vec<_>>()
+                    .join(&b'/')
+                    .iter()
+                    .map(|&b| b.max(1))
+                    .collect();
+                !target.is_empty()
+                    && std::os::unix::fs::symlink(OsStr::from_bytes(&target), &at).is_ok()
+            }
+            _ => std::ffi::CString::new(at.as_os_str().as_bytes())
+                // SAFETY: a NUL-terminated path, alive for the call.
+                .is_ok_and(|c| unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0),
+        };
+        specials |= made && (kind % 4 == 3 || (kind % 4 == 2 && !follow));
+    }
+    let packed = read_tree(&root, follow);
+    if let Ok(files) = &packed {
+        assert!(!specials || follow, "a special entry was packed");
+        for (name, bytes) in files {
+            let path = root.join(OsStr::from_bytes(name));
+            if !follow {
+                let meta = std::fs::symlink_metadata(&path).expect("a packed file exists");
+                assert!(meta.is_file(), "{path:?}");
+            }
+            assert_eq!(&std::fs::read(&path).expect("readable"), bytes);
+        }
+        let members: Vec<(&[u8], &[u8])> = files
+            .iter()
+            .map(|(n, b)| (n.as_slice(), b.as_slice()))
+            .collect();
+        let neff = NeffWriter::new(Producer::Pkg1).write(&members);
+        let opened = container::open(&neff, &OpenOptions::default()).expect("a packed tree opens");
+        let mut back: Vec<(&[u8], &[u8])> = opened
+            .archive
+            .members()
+            .iter()
+            .map(|m| (m.name_bytes(), opened.archive.body(m)))
+            .collect();
+        back.sort();
+        let mut want = members.clone();
+        want.sort();
+        assert_eq!(back, want, "names and bytes survive the container");
+        let d = Dest::create(&dest).expect("destination");
+        for (name, bytes) in &members {
+            d.write(name, bytes).expect("a tree's own name is written");
+            assert_eq!(
+                &std::fs::read(dest.join(OsStr::from_bytes(name))).expect("written"),
+                bytes
+            );
+        }
+    }
+    // Hostile names, into a destination with a link leading outside it.
+    let _ = std::fs::remove_dir_all(&dest);
+    let d = Dest::create(&dest).expect("destination");
+    std::os::unix::fs::symlink(&outside, dest.join("out")).expect("link");
+    for name in raw_names {
+        for prefix in [&b""[..], b"out/", b"../", b"/"] {
+            let _ = d.write(&[prefix, &name].concat(), b"z");
+        }
+    }
+    assert!(
+        std::fs::read_dir(&outside)
+            .expect("outside")
+            .next()
+            .is_none(),
+        "something was written outside the destination"
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+    packed.is_ok()
+}
+
+/// The `tar` fuzz target's body: the tar walker over arbitrary decoded
+/// bytes; every listed member can be looked up by its exact name, and by
+/// its text when that is its name (UTF-8). Returns the member count of a
+/// tar that walks.
+pub fn fuzz_tar(input: &[u8]) -> Option<usize> {
+    let a = crate::container::Archive::from_tar(input.to_vec()).ok()?;
+    for m in a.members() {
+        let body = a.body(m);
+        assert_eq!(
+            a.get_exact(m.name_bytes()).map(<[u8]>::len),
+            Some(body.len())
+        );
+        if m.raw_name.is_none() {
+            assert_eq!(a.get(&m.name).map(<[u8]>::len), Some(body.len()));
+        }
+    }
+    Some(a.len())
+}

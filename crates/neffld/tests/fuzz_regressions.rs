@@ -77,3 +77,69 @@ fn deployment_inputs_at_the_edges_are_refused_with_a_place() {
     }
     assert!(fuzz_deployment(b"[[step]]\nload = \"a.neff\"\ncores = \"0-3\"\n").is_none());
 }
+
+/// The `compare` target's body on the real captures (each reads and
+/// compares consistently against the fixed load) and on a damaged one.
+#[test]
+fn compare_target_on_its_seeds() {
+    let mut read = 0;
+    for e in std::fs::read_dir(neffld::testkit::CAPTURES).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "ntff") {
+            let bytes = std::fs::read(&p).unwrap();
+            read += usize::from(neffld::testkit::fuzz_compare(&bytes));
+            assert!(!neffld::testkit::fuzz_compare(&bytes[..0x90]));
+        }
+    }
+    assert_eq!(read, 10);
+}
+
+/// The `tree` target's body on trees that pack (files and a directory, a
+/// followed link) and that do not (a FIFO; a link not followed), each with
+/// its names also tried as hostile member names.
+#[test]
+fn tree_target_on_its_seeds() {
+    let entry = |kind: u8, name: &[u8], data: &[u8]| {
+        [
+            &[kind, name.len() as u8][..],
+            name,
+            &[data.len() as u8],
+            data,
+        ]
+        .concat()
+    };
+    let files = [
+        entry(0, b"neff.json", b"{}"),
+        entry(1, b"sg00", b""),
+        entry(0, b"sg00/def.json", b"{\"var\":{}}"),
+        entry(0, b"sg00/\xff\xfe.bin", b"raw"),
+        entry(0, b"../escape", b"no"),
+    ]
+    .concat();
+    assert!(neffld::testkit::fuzz_tree(&[&[0][..], &files].concat()));
+    let link = entry(2, b"sg00/link.bin", b"def.json");
+    assert!(!neffld::testkit::fuzz_tree(
+        &[&[0][..], &files, &link].concat()
+    ));
+    assert!(neffld::testkit::fuzz_tree(
+        &[&[1][..], &files, &link].concat()
+    ));
+    let looped = entry(2, b"sg00/up", b".");
+    assert!(!neffld::testkit::fuzz_tree(
+        &[&[1][..], &files, &looped].concat()
+    ));
+    let fifo = entry(3, b"sg00/pipe", b"");
+    assert!(!neffld::testkit::fuzz_tree(
+        &[&[1][..], &files, &fifo].concat()
+    ));
+}
+
+/// Found by the `tar` target once member names kept their bytes: a name
+/// that is not UTF-8 could not be looked up by its text (U+FFFD in place
+/// of its bytes), which the target expected. It is looked up by its exact
+/// bytes.
+#[test]
+fn tar_member_named_by_bytes_that_are_not_utf8() {
+    let input = data("tar/non_utf8_name.bin");
+    assert_eq!(neffld::testkit::fuzz_tar(&input), Some(2));
+}

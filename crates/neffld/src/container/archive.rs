@@ -210,9 +210,13 @@ impl Archive {
 
     /// The body of a member, by exact (byte-wise, case-sensitive) name.
     pub fn get(&self, name: &str) -> Option<&[u8]> {
-        self.index
-            .get(name.as_bytes())
-            .map(|&i| self.body(&self.members[i]))
+        self.get_exact(name.as_bytes())
+    }
+
+    /// The body of a member, by the exact bytes of its name (one that is
+    /// not UTF-8 included: no manifest can name it, but a tool can).
+    pub fn get_exact(&self, name: &[u8]) -> Option<&[u8]> {
+        self.index.get(name).map(|&i| self.body(&self.members[i]))
     }
 
     /// The member record, by name.
@@ -950,6 +954,12 @@ mod tests {
         assert!(a.members()[0].name.contains('\u{fffd}'));
         assert_eq!(a.members()[2].raw_name, None, "UTF-8 names are kept once");
         assert_eq!(a.get("sg00/ok.bin"), Some(&b"3"[..]));
+        assert_eq!(a.get_exact(b"sg00/\xfe\xferaw.bin"), Some(&b"2"[..]));
+        assert_eq!(
+            a.get(&a.members()[1].name),
+            None,
+            "the text is not the name"
+        );
     }
 
     #[test]

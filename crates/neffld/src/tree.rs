@@ -1,5 +1,6 @@
 //! One file-system policy for the two commands that walk a directory tree:
-//! `pack` reads one, `extract` writes one.
+//! `neffld pack` reads one ([`read_tree`]), `neffld extract` writes one
+//! ([`Dest`]).
 //!
 //! - Only regular files and directories are members. A FIFO (which would
 //!   block a read forever), a socket or a device is refused by name.
@@ -238,7 +239,7 @@ impl Walk<'_> {
                             now.name()
                         )));
                     }
-                    let mut bytes = neffld::fallible::with_capacity(
+                    let mut bytes = crate::fallible::with_capacity(
                         usize::try_from(meta.len()).unwrap_or(usize::MAX),
                         "a file of the tree",
                     )
