@@ -83,12 +83,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(archive) = Archive::from_tar(tar) else {
         return;
     };
-    let neff = Neff {
-        header: w.header.clone(),
-        verified: None,
-        compared: None,
-        archive,
-    };
+    let neff = Neff::unchecked(w.header.clone(), archive);
     let opts = ParseOptions {
         instance_arch: base.arch,
         allow_legacy_neff: flag & 0x80 != 0,

@@ -4,18 +4,16 @@ use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
-use neffld::container::archive::{default_inflate_limit, Archive, Encoding};
-use neffld::container::header::feature_names;
-use neffld::container::writer::{NeffWriter, Producer};
-use neffld::container::{integrity, payload_window, Neff, NeffHeader};
-use neffld::manifest::ParseOptions;
+use neffld::neff::{feature_names, Archive, Encoding, NeffHeader, NeffWriter, Producer};
+use neffld::report::examine::{Contents, Integrity, IoTensor};
+use neffld::report::{Examination, ExamineOptions};
 use neffld::text::{escape, escape_bytes};
 use neffld::tree;
-use neffld::NrtStatus;
-use neffld::{parse, Arch};
+use neffld::{Arch, NrtStatus};
 use serde_json::{json, Value};
 
 use crate::input;
+use crate::load_cmd::load_failure;
 use crate::report::{emit, failed, hex, print_json, set_status, shown, shown_path, stamp, Failure};
 use crate::style::Style;
 use crate::units;
@@ -80,278 +78,107 @@ fn archive_json(a: &Archive) -> Value {
     })
 }
 
-/// The parse side (S2+S3) as a report: target, IO tensors in `neff.json`
-/// order (dtype spelled as the NEFF spells it), and per subgraph its engines
-/// (records, opcode census), variables by type, queues and DMA blocks.
-fn parse_json(neff: &Neff) -> Result<Value, Failure> {
-    let arch = parse::declared_arch(neff).unwrap_or(Arch::Cayman);
-    let lnc = neff.header.vnc_size.max(1);
-    let opts = ParseOptions {
-        instance_arch: arch,
-        allow_legacy_neff: false,
-        runtime_lnc: lnc,
-    };
-    let parsed = parse::parse(neff, &opts).map_err(|e| Failure {
-        stage: "parse",
-        status: e.status(),
-        message: e.to_string(),
-    })?;
-    let io = parsed.io();
-    let tensors = |order: &[String],
-                   map: &std::collections::BTreeMap<String, neffld::manifest::IoTensor>|
-     -> Vec<Value> {
-        order
-            .iter()
-            .filter_map(|n| map.get(n))
+fn integrity_json(i: &Integrity) -> Value {
+    json!({
+        "checked": i.required,
+        "algorithm": i.algorithm.name().to_lowercase(),
+        "digest": i.digest,
+        "result": i.result.name(),
+    })
+}
+
+/// The parse side (S2+S3): target, IO tensors in `neff.json` order (dtype
+/// spelled as the NEFF spells it), and per subgraph its engines (records,
+/// opcode census), variables by type, queues and DMA blocks.
+fn contents_json(c: &Contents, out: &mut Value) {
+    let tensors = |ts: &[IoTensor]| -> Vec<Value> {
+        ts.iter()
             .map(|t| json!({"name": t.name, "dtype": t.dtype_name, "dtype_code": t.dtype.code(), "shape": t.shape, "size": t.size}))
             .collect()
     };
-    let subgraphs: Vec<Value> = parsed
-        .kbins
+    let subgraphs: Vec<Value> = c
+        .subgraphs
         .iter()
         .map(|k| {
             let engines: Vec<Value> = k
-                .engines()
+                .engines
                 .iter()
                 .map(|e| {
-                    let census: serde_json::Map<String, Value> =
-                        e.census().iter().map(|(op, n)| (format!("{op:#04x}"), json!(n))).collect();
-                    json!({"engine": e.ty().key(), "records": e.ninstr(), "opcodes": census})
+                    let census: serde_json::Map<String, Value> = e
+                        .opcodes
+                        .iter()
+                        .map(|(op, n)| (format!("{op:#04x}"), json!(n)))
+                        .collect();
+                    json!({"engine": e.engine, "records": e.records, "opcodes": census})
                 })
                 .collect();
-            let mut vars = serde_json::Map::new();
-            for v in k.vars().iter() {
-                let e = vars.entry(v.kind.type_name()).or_insert(json!(0));
-                *e = json!(e.as_u64().unwrap_or(0) + 1);
-            }
             let queues: Vec<Value> = k
-                .dma_rings()
+                .queues
                 .iter()
-                .map(|r| {
-                    let descs: usize = r.blocks().iter().map(|b| b.descs.len()).sum();
-                    json!({"queue": r.queue().name, "owner": r.queue().owner.key(), "type": format!("{:?}", r.queue().kind).to_lowercase(),
-                           "blocks": r.blocks().len(), "descriptors": descs})
+                .map(|q| {
+                    json!({"queue": q.queue, "owner": q.owner, "type": q.kind,
+                           "blocks": q.blocks, "descriptors": q.descriptors})
                 })
                 .collect();
-            json!({"name": k.name(), "idle": k.is_idle(), "engines": engines, "variables": vars, "queues": queues,
-                   "scratchpad_bytes": k.scratchpad().local.max(k.scratchpad().shared)})
+            json!({"name": k.name, "idle": k.idle, "engines": engines, "variables": k.variables,
+                   "queues": queues, "scratchpad_bytes": k.scratchpad_bytes})
         })
         .collect();
-    Ok(json!({
-        "target": parsed.manifest.kelf.target_name,
-        "arch": parsed.manifest.kelf.target.instance(),
-        "inputs": tensors(&io.input_order, &io.inputs),
-        "outputs": tensors(&io.output_order, &io.outputs),
-        "subgraphs": subgraphs,
-    }))
+    out["target"] = json!(c.target);
+    out["arch"] = json!(c.arch.instance());
+    out["inputs"] = json!(tensors(&c.inputs));
+    out["outputs"] = json!(tensors(&c.outputs));
+    out["subgraphs"] = json!(subgraphs);
 }
 
-/// Runs every gate one by one so a report shows everything up to the first
-/// failure: reading the file, the container (the hash is always computed;
-/// with `verify` it must match), then the manifests and KBIN build.
-fn examine(file: &Path, max_inflated: Option<u64>, verify: bool) -> (Value, Result<(), Failure>) {
+/// The report of one file, from what the gates found, and its verdict.
+fn examination_json(file: &Path, x: &Examination) -> (Value, Result<(), Failure>) {
+    let mut out = json!({"file": input::display(file), "size": x.size});
+    if let Some(h) = &x.header {
+        out["header"] = header_json(h);
+    }
+    if let Some(i) = &x.integrity {
+        out["integrity"] = integrity_json(i);
+    }
+    if let Some(a) = &x.archive {
+        out["archive"] = archive_json(a);
+        out["members"] = out["archive"]["members"].clone();
+    }
+    if let Some(c) = &x.contents {
+        contents_json(c, &mut out);
+    }
+    out["warnings"] = json!(x.warnings);
+    let outcome = x.problem().map_or(Ok(()), |e| Err(load_failure(e)));
+    set_status(&mut out, outcome.as_ref().err());
+    (out, outcome)
+}
+
+/// `inspect`'s examination: everything up to the first failure, the
+/// digest computed but not required.
+fn examine(file: &Path, max_inflated: Option<u64>) -> (Value, Result<(), Failure>) {
     match input::source(file) {
-        Ok(source) => examine_bytes(file, source.bytes(), max_inflated, verify),
-        Err(e) => {
-            let mut out = json!({"file": input::display(file), "warnings": []});
-            set_status(&mut out, Some(&e));
-            (out, Err(e))
+        Ok(source) => {
+            let opts = ExamineOptions {
+                inflate_limit: max_inflated,
+                contents: true,
+                ..ExamineOptions::default()
+            };
+            examination_json(file, &Examination::of(source.bytes(), &opts))
         }
+        Err(e) => unread(file, e),
     }
 }
 
-fn container_failure(e: neffld::container::ContainerError) -> Failure {
-    Failure {
-        stage: "container",
-        status: e.status(),
-        message: e.to_string(),
-    }
-}
-
-/// [`examine`] of bytes already read.
-fn examine_bytes(
-    file: &Path,
-    bytes: &[u8],
-    max_inflated: Option<u64>,
-    verify: bool,
-) -> (Value, Result<(), Failure>) {
-    let mut out = json!({"file": input::display(file), "size": bytes.len()});
-    let mut warnings: Vec<String> = Vec::new();
-    let outcome = (|| -> Result<(), Failure> {
-        let h = NeffHeader::parse(bytes).map_err(container_failure)?;
-        out["header"] = header_json(&h);
-        h.validate(bytes.len() as u64).map_err(container_failure)?;
-        let window = payload_window(bytes, &h).unwrap_or_default();
-        let compared = integrity::verify(h.pkg_version, &h.hash, window);
-        integrity_json(&mut out, &mut warnings, &h, window, compared, verify)
-            .map_err(container_failure)?;
-        let limit = max_inflated.unwrap_or_else(|| default_inflate_limit(window.len() as u64));
-        let archive = Archive::decode(window, limit).map_err(container_failure)?;
-        describe_opened(
-            &mut out,
-            &mut warnings,
-            &Neff {
-                header: h,
-                verified: None,
-                compared: None,
-                archive,
-            },
-        )
-    })();
-    out["warnings"] = json!(warnings);
-    set_status(&mut out, outcome.as_ref().err());
-    (out, outcome)
-}
-
-/// The report's `integrity`, from `result`, the comparison of the payload's
-/// digest with the header's (made by an open, or for the report). A
-/// mismatch is the error when the hash is `checked`, a warning otherwise.
-fn integrity_json(
-    out: &mut Value,
-    warnings: &mut Vec<String>,
-    h: &NeffHeader,
-    window: &[u8],
-    result: Result<integrity::Verified, neffld::container::ContainerError>,
-    checked: bool,
-) -> Result<(), neffld::container::ContainerError> {
-    let alg = integrity::HashAlgorithm::for_pkg_version(h.pkg_version);
-    // The payload's digest, from the one comparison already made: a match
-    // says it (in the form it matched), a mismatch carries it.
-    let n = alg.digest_len();
-    let digest = match &result {
-        Ok(v) if v.form == integrity::DigestForm::WordSwapped => {
-            hex(&integrity::word_swap(&h.hash, n)[..n])
-        }
-        Ok(_) => hex(&h.hash[..n]),
-        Err(neffld::container::ContainerError::HashMismatch { computed, .. }) => computed.clone(),
-        Err(_) => hex(&integrity::digest(alg, window)[..n]),
-    };
-    out["integrity"] = json!({
-        "checked": checked,
-        "algorithm": alg.name().to_lowercase(),
-        "digest": digest,
-        "result": match &result {
-            Ok(v) => v.form.name(),
-            Err(neffld::container::ContainerError::EmptyPayload) => "skipped",
-            Err(_) => "mismatch",
-        },
-    });
-    match result {
-        Err(e) if !checked => {
-            warnings.push(format!(
-                "the payload digest is not required here, and it does not match: {e}"
-            ));
-            Ok(())
-        }
-        r => r.map(|_| ()),
-    }
-}
-
-/// The archive, members and manifest parts of the report, from an opened NEFF.
-fn describe_opened(
-    out: &mut Value,
-    warnings: &mut Vec<String>,
-    neff: &Neff,
-) -> Result<(), Failure> {
-    describe_archive(out, warnings, &neff.archive);
-    put_manifests(out, &parse_json(neff)?);
-    Ok(())
-}
-
-/// The archive and members parts of the report.
-fn describe_archive(out: &mut Value, warnings: &mut Vec<String>, archive: &Archive) {
-    warnings.extend(archive.warnings().iter().cloned());
-    out["archive"] = archive_json(archive);
-    out["members"] = out["archive"]["members"].clone();
-}
-
-/// The manifest parts of the report, from [`parse_json`].
-fn put_manifests(out: &mut Value, parsed: &Value) {
-    for k in ["target", "arch", "inputs", "outputs", "subgraphs"] {
-        out[k] = parsed[k].clone();
-    }
-}
-
-/// `verify` of one readable file: opened once, as the load opens it, and
-/// that one open serves the report and the load. Only a NEFF the open
-/// refuses is examined gate by gate, to show how far it got. The whole
-/// `inspect` report (`full`, for `--json`) needs a parse of its own; the
-/// one-line summary takes its subgraph count from the load, which is
-/// returned.
-fn verify_source(
-    file: &Path,
-    source: &input::Source,
-    max_inflated: Option<u64>,
-    config: &neffld::config::RuntimeConfig,
-    full: bool,
-) -> (Value, Result<usize, Failure>) {
-    let to_failure = |e: neffld::api::LoadError| crate::load_cmd::load_failure(&e);
-    let bytes = source.bytes();
-    let opts = neffld::container::OpenOptions {
-        compare_hash: true,
-        ..config.open_options()
-    };
-    let neff = match source.open(&opts) {
-        Ok(neff) => neff,
-        Err(e) => {
-            let (mut out, _) = examine_bytes(file, bytes, max_inflated, config.validate_hash);
-            let outcome = Err(to_failure(e.into()));
-            set_status(&mut out, outcome.as_ref().err());
-            return (out, outcome);
-        }
-    };
-    let mut out = json!({"file": input::display(file), "size": bytes.len()});
-    let mut warnings = Vec::new();
-    describe_archive(&mut out, &mut warnings, &neff.archive);
-    let header = neff.header.clone();
-    out["header"] = header_json(&header);
-    let window = payload_window(bytes, &header).unwrap_or_default();
-    // The open compared the digest beside the inflate, as a gate when the
-    // load checks it, else for the report.
-    let compared = match (neff.verified, &neff.compared) {
-        (Some(v), _) => Ok(v),
-        (None, Some(c)) => c.clone(),
-        (None, None) => integrity::verify(header.pkg_version, &header.hash, window),
-    };
-    let outcome = if full {
-        // The report's own parse runs on a second core beside the load: a
-        // copy of the open NEFF shares its one inflated buffer.
-        let copy = neff.clone();
-        let (parsed, outcome) = std::thread::scope(|sc| {
-            let side = sc.spawn(|| parse_json(&copy));
-            let outcome = neffld::verify::verify_opened(bytes, neff, config);
-            let parsed = side
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (parsed, outcome)
-        });
-        // A report part the manifests cannot give is left out; the verdict
-        // is the load's.
-        if let Ok(parsed) = parsed {
-            put_manifests(&mut out, &parsed);
-        }
-        outcome
-    } else {
-        neffld::verify::verify_opened(bytes, neff, config)
-    };
-    // A mismatch the load checks failed the open already.
-    let _ = integrity_json(
-        &mut out,
-        &mut warnings,
-        &header,
-        window,
-        compared,
-        config.validate_hash,
-    );
-    let outcome = outcome.map(|r| r.subgraphs).map_err(to_failure);
-    out["warnings"] = json!(warnings);
-    set_status(&mut out, outcome.as_ref().err());
-    (out, outcome)
+/// The report of a file that could not be read.
+fn unread(file: &Path, e: Failure) -> (Value, Result<(), Failure>) {
+    let mut out = json!({"file": input::display(file), "warnings": []});
+    set_status(&mut out, Some(&e));
+    (out, Err(e))
 }
 
 /// `neffld inspect`: everything about one NEFF.
 pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, err: Style) -> CmdResult {
-    let (mut out, outcome) = examine(file, max_inflated, false);
+    let (mut out, outcome) = examine(file, max_inflated);
     match &outcome {
         Err(f) if f.stage == "io" && !as_json => return Err(f.clone()),
         _ => {}
@@ -397,12 +224,14 @@ pub fn verify(
         let (out, outcome) = match input::source(f) {
             Ok(source) => {
                 let _shortened = source.guard_shortening("verify", f, as_json);
-                verify_source(f, &source, max_inflated, &config, as_json)
-            }
-            Err(_) => {
-                let (out, outcome) = examine(f, max_inflated, config.validate_hash);
-                let subgraphs = out["subgraphs"].as_array().map_or(0, Vec::len);
+                let x = Examination::verify_file(source.neff(), &config, as_json);
+                let subgraphs = x.verdict.as_ref().map_or(0, |v| v.subgraphs);
+                let (out, outcome) = examination_json(f, &x);
                 (out, outcome.map(|()| subgraphs))
+            }
+            Err(e) => {
+                let (out, outcome) = unread(f, e);
+                (out, outcome.map(|()| 0))
             }
         };
         let name = shown(&out["file"]);
@@ -613,13 +442,11 @@ pub fn extract(
 ) -> CmdResult {
     let source = input::source(file)?;
     let bytes = source.bytes();
-    let opts = neffld::container::OpenOptions {
-        verify_hash: false,
-        compare_hash: false,
+    let opts = neffld::neff::OpenOptions {
         inflate_limit: max_inflated,
-        max_members: None,
+        ..Default::default()
     };
-    let neff = neffld::container::open(bytes, &opts).map_err(|e| Failure {
+    let neff = neffld::neff::open(bytes, &opts).map_err(|e| Failure {
         stage: "container",
         status: e.status(),
         message: e.to_string(),
@@ -629,8 +456,8 @@ pub fn extract(
     let mut written = Vec::new();
     let mut warnings = Vec::new();
     let mut refused = Vec::new();
-    for m in neff.archive.members() {
-        match dest.write(m.name_bytes(), neff.archive.body(m)) {
+    for m in neff.archive().members() {
+        match dest.write(m.name_bytes(), neff.archive().body(m)) {
             Ok(()) => written.push(m.name.clone()),
             Err(tree::Refusal::Name(why)) => {
                 warnings.push(format!("skipping member {}: {why}", m.name))
@@ -754,21 +581,12 @@ fn family_of(arch: Arch) -> Producer {
 /// that target meets in its manifests (`None` when it parses).
 fn probe_tree(members: &[(&[u8], &[u8])]) -> (Option<Arch>, Option<String>) {
     let probe = NeffWriter::new(Producer::Pkg1).write(members);
-    let opts = neffld::container::OpenOptions::default();
-    let neff = match neffld::container::open(&probe, &opts) {
-        Ok(neff) => neff,
-        Err(e) => return (None, Some(e.to_string())),
+    let opts = ExamineOptions {
+        contents: true,
+        ..ExamineOptions::default()
     };
-    let arch = parse::declared_arch(&neff);
-    let config = neffld::config::RuntimeConfig {
-        arch: arch.unwrap_or(Arch::Cayman),
-        ..Default::default()
-    };
-    let popts = ParseOptions::new(config.arch, config.lnc_size());
-    (
-        arch,
-        parse::parse(&neff, &popts).err().map(|e| e.to_string()),
-    )
+    let x = Examination::of(&probe, &opts);
+    (x.declared_arch, x.problem().map(|e| e.to_string()))
 }
 
 /// A header whose declared logical-core size the tree's target cannot take

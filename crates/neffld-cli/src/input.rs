@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use neffld::container::{self, ContainerError, MappedFile, Neff, OpenOptions, HEADER_LEN};
+use neffld::neff::{ContainerError, Neff, OpenOptions};
 
 use crate::report::{failure_document, Failure};
 use crate::sigbus;
@@ -40,24 +40,19 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, Failure> {
     Ok(out)
 }
 
-/// A NEFF as a load reads it: a regular file is mapped (its pages come from
-/// the page cache, a few fault-around batches instead of a fresh page per
-/// 4 KiB and a copy; whole `load --device null` processes on matmul_large
-/// took 0.95× the time of one exact read); a large payload's pages are also
-/// released as the decoder passes them, so they are not resident next to the
-/// inflated payload. Standard input, and a file that cannot be mapped, is
-/// read whole.
-pub enum Source {
-    Read(Vec<u8>),
-    Mapped(MappedFile),
-}
+/// A NEFF as a load reads it ([`neffld::neff::Source`]): a regular file
+/// mapped (whole `load --device null` processes on matmul_large took less
+/// time than with one exact read; docs/performance.md), anything else read.
+pub struct Source(neffld::neff::Source);
 
 impl Source {
     pub fn bytes(&self) -> &[u8] {
-        match self {
-            Source::Read(b) => b,
-            Source::Mapped(m) => m.bytes(),
-        }
+        self.0.bytes()
+    }
+
+    /// The library's view, for the calls that open the file themselves.
+    pub fn neff(&self) -> &neffld::neff::Source {
+        &self.0
     }
 
     /// While the result lives, a mapped file shortened by another process
@@ -69,9 +64,7 @@ impl Source {
         path: &Path,
         json: bool,
     ) -> Option<sigbus::Guard> {
-        let Source::Mapped(m) = self else {
-            return None;
-        };
+        let m = self.0.mapped()?;
         let f = Failure::io(format!(
             "cannot read {}: the file was shortened by another process while it was mapped",
             display(path)
@@ -87,38 +80,15 @@ impl Source {
 
     /// S1 on these bytes, releasing a mapped file's pages as they are read.
     pub fn open(&self, opts: &OpenOptions) -> Result<Neff, ContainerError> {
-        match self {
-            Source::Read(b) => container::open(b, opts),
-            Source::Mapped(m) => container::open_mapped(m, opts),
-        }
+        self.0.open(opts)
     }
 }
 
-/// The file (or stdin) as a [`Source`]. A regular file that cannot be
-/// mapped is read whole; a stream (stdin, a pipe, a device) only as far as
-/// its header says ([`container::read_neff`]), so an endless one is refused
-/// at once. An unreadable input is an `io` failure.
+/// The file (or stdin) as a [`Source`]; an unreadable input is an `io`
+/// failure.
 pub fn source(path: &Path) -> Result<Source, Failure> {
-    let err = |e: std::io::Error| Failure::io(format!("cannot read {}: {e}", display(path)));
-    if is_stdin(path) {
-        return container::read_neff(&mut std::io::stdin().lock())
-            .map(Source::Read)
-            .map_err(err);
-    }
-    let mut f = File::open(path).map_err(err)?;
-    let meta = f.metadata().map_err(err)?;
-    if !meta.is_file() {
-        return container::read_neff(&mut f).map(Source::Read).map_err(err);
-    }
-    if meta.len() >= HEADER_LEN as u64 {
-        if let Ok(m) = MappedFile::map(&f) {
-            return Ok(Source::Mapped(m));
-        }
-    }
-    // One read into a buffer of the file's size (std reserves it from the
-    // metadata); a file that grew meanwhile is read to its end.
-    let mut out = Vec::new();
-    f.read_to_end(&mut out)
-        .map(|_| Source::Read(out))
-        .map_err(err)
+    let named = (!is_stdin(path)).then_some(path);
+    neffld::neff::Source::read(named)
+        .map(Source)
+        .map_err(|e| Failure::io(format!("cannot read {}: {e}", display(path))))
 }

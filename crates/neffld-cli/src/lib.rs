@@ -12,7 +12,6 @@ mod map;
 mod memory;
 mod plan_cmd;
 mod plan_map;
-mod recorder;
 mod report;
 mod sigbus;
 mod style;
@@ -182,8 +181,8 @@ enum ProducerArg {
 }
 
 impl ProducerArg {
-    fn producer(self) -> neffld::container::writer::Producer {
-        use neffld::container::writer::Producer;
+    fn producer(self) -> neffld::neff::Producer {
+        use neffld::neff::Producer;
         match self {
             ProducerArg::V2_21 => Producer::V2_21,
             ProducerArg::V2_18 => Producer::V2_18,

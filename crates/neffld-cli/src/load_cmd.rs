@@ -3,19 +3,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use neffld::api::{LoadError, Runtime, TensorUsage};
 use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::device::{Device, CARVEOUT};
 use neffld::ids::HModel;
-use neffld::line::RuntimeLine;
-use neffld::report::{MemoryReport, StagedView};
-use neffld::{parse, Arch, NrtStatus};
+use neffld::neff::declared_arch;
+use neffld::report::{MemoryReport, Recorder, StagedView};
+use neffld::{Arch, NrtStatus, RuntimeLine};
 use serde_json::{json, Value};
 
-use crate::recorder::Recorder;
 use crate::report::{emit, failed, print_json, shown, stamp, Failure};
 use crate::style::Style;
 use crate::target::lnc_refusal;
@@ -370,15 +367,6 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
     t
 }
 
-/// The simulated device of the chosen kind, watched so every allocation of
-/// the load is remembered (a failed load still reports what it placed).
-fn recording_device(config: &RuntimeConfig) -> (Arc<Device>, Arc<Recorder>) {
-    let device = neffld::api::started_device(config);
-    let recorder = Arc::new(Recorder::new(device.geometry().clone()));
-    device.observe(recorder.clone());
-    (device, recorder)
-}
-
 pub(crate) fn load_failure(e: &LoadError) -> Failure {
     Failure {
         stage: e.stage(),
@@ -404,14 +392,12 @@ fn describe_model(
     t_total: Instant,
     dump: Option<&Path>,
 ) -> Result<Loaded, Failure> {
-    let (nd, device) = rt.device_of(model).map_err(|e| load_failure(&e))?;
-    let memory = MemoryReport::of(nd, device);
+    let memory = MemoryReport::of_model(rt, model).map_err(|e| load_failure(&e))?;
     let view = StagedView::of(rt, model).map_err(|e| load_failure(&e))?;
     let cores = core_json(&view);
     let pcores: Vec<u32> = view.cores.iter().map(|c| c.pcore).collect();
-    let (mut timings, warnings, h_model) = rt
-        .with_model(model, |lm| (lm.timings, lm.warnings.clone(), lm.h_model))
-        .map_err(|e| load_failure(&e))?;
+    let summary = rt.summary(model).map_err(|e| load_failure(&e))?;
+    let (mut timings, warnings, h_model) = (summary.timings, summary.warnings, summary.h_model);
     timings.container = s1;
     let tensors: Vec<Value> = rt
         .tensor_info(model)
@@ -490,7 +476,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     config.arch = a
         .arch
         .or(config.instance.map(|i| i.arch))
-        .or_else(|| opened.as_ref().ok().and_then(parse::declared_arch))
+        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
         .unwrap_or(Arch::Cayman);
     if let Some(why) = a.lnc.and_then(|l| lnc_refusal(config.arch, l, "--lnc")) {
         return Err(Failure::usage(why));
@@ -498,9 +484,8 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     out["arch"] = json!(config.arch.instance());
     out["runtime"] = json!(config.line().to_string());
     out["checked"] = json!(config.check);
-    let (device, recorder) = recording_device(&config);
-    let geometry = device.geometry().clone();
-    let rt = Runtime::with_device(config, device.clone()).map_err(|e| load_failure(&e))?;
+    let geometry = neffld::instance::Geometry::for_arch(config.arch);
+    let (rt, recorder) = Recorder::runtime(config).map_err(|e| load_failure(&e))?;
     out["device_cores"] = json!(geometry.cores());
 
     let bar = progress(bytes.len() as u64, a.quiet);
@@ -540,11 +525,11 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     // The memory as the loaded model held it, or as the refusal found it.
     let (report, named) = match (loaded_memory, &refused) {
         (Some((report, h, n)), _) => (report, Some((h, n))),
-        (None, Some(r)) => (
-            MemoryReport::from_ledger(0, device.geometry(), &r.ledger),
+        (None, Some(r)) => (r.memory.clone(), None),
+        (None, None) => (
+            MemoryReport::of_device(&rt, 0).map_err(|e| load_failure(&e))?,
             None,
         ),
-        (None, None) => (MemoryReport::of(0, &device), None),
     };
     let _ = name;
     let name_of = |h: HModel| {
@@ -553,7 +538,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
             .filter(|(id, _)| *id == h)
             .map(|(_, n)| n.clone())
     };
-    out["memory"] = memory::report(&geometry, &report, &name_of, &placed, refused.as_ref());
+    out["memory"] = memory::report(&report, &name_of, &placed, refused.as_ref());
     let outcome = outcome.map_err(|mut f| {
         if f.status == NrtStatus::Resource {
             if let Some(why) = memory::refusal_sentence(&out["memory"]) {
@@ -568,12 +553,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     // sets the exit status.
     let mut unwritten = None;
     if let Some(path) = &a.map {
-        // The allocatable part of a channel starts after the firmware
-        // carve-out; addresses are the runtime's, as everywhere in the report.
-        let base = |ch: u32| {
-            geometry.runtime_address(geometry.channel_base(ch).map_or(0, |p| p.0) + CARVEOUT)
-        };
-        let html = map::render(&out, &cores, base);
+        let html = map::render(&out, &cores);
         if let Err(e) = std::fs::write(path, html) {
             let f = Failure::io(format!("cannot write the map {}: {e}", path.display()));
             if a.json {

@@ -14,7 +14,6 @@
 
 use std::fmt::Write as _;
 
-use neffld::device::CARVEOUT;
 use serde_json::Value;
 
 use crate::{memory, units};
@@ -207,12 +206,13 @@ fn hbm_svg(
     allocations: &[&Value],
     cores: &[Value],
     refused: &Value,
-    base: u64,
     colors: &Colors,
 ) -> String {
     let n = |v: &Value| v.as_u64().unwrap_or(0);
-    // The axis starts after the firmware carve-out.
-    let total = n(&hbm["size"]).saturating_sub(CARVEOUT);
+    // The axis starts after the firmware carve-out, at the runtime's
+    // address of the first allocatable byte.
+    let base = n(&hbm["base"]);
+    let total = n(&hbm["allocatable"]);
     let used = n(&hbm["used"]);
     let mut svg = String::new();
     let mut y = 18.0;
@@ -347,7 +347,7 @@ fn hbm_svg(
 
 /// The whole page from `load --json`'s document and its per-core details
 /// (empty when the load failed).
-pub fn render(out: &Value, cores: &[Value], channel_base: impl Fn(u32) -> u64) -> String {
+pub fn render(out: &Value, cores: &[Value]) -> String {
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     let memory = &out["memory"];
     let mut html = String::from(
@@ -414,14 +414,7 @@ pub fn render(out: &Value, cores: &[Value], channel_base: impl Fn(u32) -> u64) -
                 h["used"].as_u64().unwrap_or(0),
                 h["size"].as_u64().unwrap_or(0)
             )),
-            hbm_svg(
-                h,
-                &mine,
-                cores,
-                &memory["refused"],
-                channel_base(ch as u32),
-                &colors
-            )
+            hbm_svg(h, &mine, cores, &memory["refused"], &colors)
         );
     }
     html.push_str("</body></html>\n");

@@ -6,16 +6,14 @@
 
 use std::fmt::Write as _;
 
-use neffld::device::{Geometry, LiveAlloc};
 use neffld::ids::HModel;
-use neffld::report::{Column, MemoryReport};
+use neffld::report::{Column, HbmMemory, MemoryReport, Placed, Refused, Usage};
 use serde_json::{json, Map, Value};
 
-use crate::recorder::Refused;
 use crate::units;
 
 /// The usage-table columns of `u` by the runtime's names.
-fn columns(u: &neffld::report::Usage) -> Value {
+fn columns(u: &Usage) -> Value {
     let m: Map<String, Value> = Column::ALL
         .iter()
         .map(|&c| (c.name().to_string(), json!(u.get(c))))
@@ -25,10 +23,7 @@ fn columns(u: &neffld::report::Usage) -> Value {
 
 /// The HBMs worth showing: those a model or a client uses, and the one a
 /// refusal was on.
-fn shown<'a>(
-    report: &'a MemoryReport,
-    refused: Option<&Refused>,
-) -> Vec<&'a neffld::report::HbmMemory> {
+fn shown<'a>(report: &'a MemoryReport, refused: Option<&Refused>) -> Vec<&'a HbmMemory> {
     report
         .hbms
         .iter()
@@ -43,10 +38,9 @@ fn shown<'a>(
 /// The `memory` object of `load --json` (docs/cli.md): `name` names a
 /// NEFF by its id.
 pub fn report(
-    geometry: &Geometry,
     report: &MemoryReport,
     name: &dyn Fn(HModel) -> Option<String>,
-    placed: &[LiveAlloc],
+    placed: &[Placed],
     refused: Option<&Refused>,
 ) -> Value {
     let hbms = shown(report, refused);
@@ -56,7 +50,7 @@ pub fn report(
             let u = h.usage();
             json!({"device": report.device, "hbm": h.hbm,
                    "cores": h.cores.iter().map(|c| c.pcore.0).collect::<Vec<_>>(),
-                   "size": h.size, "capacity": h.capacity, "held": h.held, "free": h.free(),
+                   "size": h.size, "base": h.base, "allocatable": h.allocatable, "capacity": h.capacity, "held": h.held, "free": h.free(),
                    "used": u.total(), "columns": columns(&u)})
         })
         .collect();
@@ -69,7 +63,7 @@ pub fn report(
                 .models
                 .iter()
                 .map(|(id, rows)| {
-                    let u = neffld::report::Usage::of(rows);
+                    let u = Usage::of(rows);
                     json!({"id": id.0, "name": name(*id), "total": u.neff_total(), "columns": columns(&u)})
                 })
                 .collect();
@@ -79,9 +73,9 @@ pub fn report(
     let allocations: Vec<Value> = placed
         .iter()
         .map(|a| {
-            json!({"pcore": a.core.0, "hbm": a.channel, "owner": a.owner.to_string(),
-                   "category": a.usage.name(), "name": a.hint,
-                   "address": geometry.runtime_address(a.pa.0), "size": a.size, "charged": a.charged})
+            json!({"pcore": a.core.0, "hbm": a.hbm, "owner": a.owner.to_string(),
+                   "category": a.usage.name(), "name": a.name,
+                   "address": a.address, "size": a.size, "charged": a.charged})
         })
         .collect();
     let refused = refused.map_or(Value::Null, |r| {

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use clap::ArgMatches;
 use neffld::config::VARIABLES;
 use neffld::instance::Instance;
-use neffld::line::RuntimeLine;
 use neffld::plan::{self, AdviceKind, Deployment, Plan, PlanError, Step};
 use neffld::report::{Column, MemoryReport, Usage};
 use neffld::NrtStatus;
+use neffld::RuntimeLine;
 use serde_json::{json, Map, Value};
 
 use crate::load_cmd::parse_runtime;
@@ -263,7 +263,7 @@ fn memory_json(p: &Plan, devices: &[MemoryReport]) -> Value {
 
 /// The `plan --json` document (docs/cli.md) without the common keys.
 fn document(p: &Plan) -> Value {
-    let g = neffld::device::Geometry::for_arch(p.arch);
+    let g = neffld::instance::Geometry::for_arch(p.arch);
     let refusal = p.refusal.as_ref().map_or(Value::Null, |r| {
         let hbm = r.memory.hbm_of(r.request.core).map(|h| h.hbm);
         json!({

@@ -88,7 +88,7 @@ extern "C" fn on_sigbus(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use neffld::container::MappedFile;
+    use neffld::neff::MappedFile;
     use std::io::Write;
     use std::process::Command;
 

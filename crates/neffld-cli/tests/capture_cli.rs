@@ -142,7 +142,7 @@ fn dump_writes_each_image_and_a_device_json_that_describes_them() {
             );
             // Main part: every real NEFF record verbatim, in order; a label
             // gone; other pseudo records rewritten in place.
-            let stream = kbin.engine(e).stream(&neff.archive);
+            let stream = kbin.engine(e).stream(neff.archive());
             let main = &file[slots("preamble_slots") * 64..][..slots("main_slots") * 64];
             let mut at = 0;
             for rec in stream.chunks(64) {

@@ -3,7 +3,7 @@
 //! the instance information work before `nrt_init` (from the environment's
 //! configuration); memory statistics need the runtime.
 
-use neffld::device::Geometry;
+use neffld::instance::Geometry;
 use neffld::instance::Instance;
 use neffld::Arch;
 
@@ -50,7 +50,7 @@ pub(crate) unsafe fn visible(out: *mut u32) -> NrtResult {
     let config = state::config()?;
     // The check `nrt_init` makes, so the count never names cores it refuses.
     let visible = config
-        .logical_cores(Geometry::for_arch(config.arch).cores(), config.chips.max(1))
+        .logical_cores(&Geometry::for_arch(config.arch), config.chips.max(1))
         .map_err(|e| {
             error!("{API}: {e}");
             status::from_core(e.status())

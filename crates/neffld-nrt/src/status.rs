@@ -4,7 +4,7 @@
 use std::ffi::{c_char, CStr};
 
 use neffld::api::LoadError;
-use neffld::device::DeviceError;
+use neffld::error::DeviceError;
 use neffld::NrtStatus;
 use tracing::error;
 

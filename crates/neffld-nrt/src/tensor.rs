@@ -14,9 +14,8 @@ use std::alloc::{self, Layout};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
+use neffld::api::DeviceTensor;
 use neffld::api::LoadError;
-use neffld::device::Owned;
-use neffld::ids::PCore;
 use tracing::{debug, error, warn};
 
 use crate::abi::nrt::{
@@ -58,11 +57,7 @@ pub struct nrt_tensor_batch_t {
 const CHUNK: u64 = 1 << 20;
 
 /// An allocation on the device (freed when dropped), with its core.
-pub(crate) struct DeviceBuf {
-    alloc: Owned,
-    core: PCore,
-    hbm: u32,
-}
+pub(crate) type DeviceBuf = DeviceTensor;
 
 /// Host bytes: allocated by this library (`owned`) or attached by the caller.
 pub(crate) struct HostBuf {
@@ -154,11 +149,7 @@ impl View {
         self.check(api, offset, out.len() as u64)?;
         let at = self.offset + offset;
         match &*self.storage {
-            Storage::Device(d) => d
-                .alloc
-                .device()
-                .read(d.alloc.handle(), at, out)
-                .map_err(|e| status::device_error(api, &e)),
+            Storage::Device(d) => d.read(at, out).map_err(|e| status::device_error(api, &e)),
             Storage::Host(h) => {
                 // SAFETY: `at + out.len() <= h.len` (checked against the view,
                 // which lies inside the buffer); `out` is a distinct Rust buffer.
@@ -178,11 +169,7 @@ impl View {
         self.check(api, offset, data.len() as u64)?;
         let at = self.offset + offset;
         match &*self.storage {
-            Storage::Device(d) => d
-                .alloc
-                .device()
-                .write(d.alloc.handle(), at, data)
-                .map_err(|e| status::device_error(api, &e)),
+            Storage::Device(d) => d.write(at, data).map_err(|e| status::device_error(api, &e)),
             Storage::Host(h) => {
                 // SAFETY: as in `read`, with the roles swapped.
                 unsafe {
@@ -268,8 +255,7 @@ pub(crate) unsafe fn allocate(
             })
             .and_then(|v| rt.allocate_tensor(v, size as u64, &name))
             .map_err(|e| status::load_error(API, &e))?;
-        let (alloc, core, hbm) = (t.alloc, t.core, t.hbm);
-        Storage::Device(DeviceBuf { alloc, core, hbm })
+        Storage::Device(t)
     } else if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_HOST as u32
         || placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_VIRTUAL as u32
     {
@@ -510,10 +496,11 @@ pub(crate) fn copy(
     s.check(API, src_offset, size)?;
     d.check(API, dst_offset, size)?;
     if let (Storage::Device(a), Storage::Device(b)) = (&*s.storage, &*d.storage) {
-        if a.core != b.core {
+        if a.core() != b.core() {
             error!(
                 "{API}: device tensors on different NeuronCores ({} and {})",
-                a.core, b.core
+                a.core(),
+                b.core()
             );
             return Err(NRT_STATUS::NRT_INVALID);
         }
@@ -588,9 +575,9 @@ pub(crate) unsafe fn device_allocation_info(
         return Err(NRT_STATUS::NRT_INVALID);
     };
     let info = nrt_tensor_device_allocation_info_t {
-        physical_address: d.alloc.allocation().pa.0 + v.offset,
+        physical_address: d.physical_address() + v.offset,
         size: v.size as usize,
-        hbm_index: d.hbm as c_int,
+        hbm_index: d.hbm() as c_int,
     };
     // SAFETY: non-NULL and writable per this function's contract.
     unsafe { *out = info };

@@ -2,10 +2,10 @@
 //! tensors — read through S1–S3 without a device and without requiring the
 //! payload hash (as `nrt_load` does by default).
 
-use neffld::container::{self, Neff, OpenOptions};
-use neffld::manifest::{IoTensor, NrtDtype, ParseOptions, TensorInfo, TensorUsage};
-use neffld::parse::{self, ParsedModel};
-use neffld::Arch;
+use neffld::api::{NrtDtype, TensorInfo, TensorUsage};
+use neffld::neff::{Neff, OpenOptions};
+use neffld::report::examine::IoTensor;
+use neffld::report::{Examination, ExamineOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -135,46 +135,18 @@ impl NeffInfo {
     }
 }
 
-/// The options S2–S3 parse with when no device is involved: the NEFF's own
-/// target and logical-core size, so a sound NEFF always passes the gates.
-pub fn own_options(neff: &Neff) -> ParseOptions {
-    ParseOptions {
-        instance_arch: parse::declared_arch(neff).unwrap_or(Arch::Cayman),
-        allow_legacy_neff: false,
-        runtime_lnc: neff.header.vnc_size.max(1),
-    }
-}
-
-/// The logical-core size a NEFF was compiled for, when its header declares
-/// one (feature bit `vnc`): the size a runtime must be configured with.
-pub fn declared_lnc(neff: &Neff) -> Option<u32> {
-    neff.header.declares_lnc().then_some(neff.header.vnc_size)
-}
-
-/// S2+S3 as a failure of stage "parse".
-pub fn parse_own(neff: &Neff) -> FResult<ParsedModel> {
-    parse::parse(neff, &own_options(neff))
-        .map_err(|e| Failure::new("parse", e.status(), e.to_string()))
-}
-
 /// Opens the container (S1) without requiring the hash.
 pub fn open(bytes: &[u8], verify_hash: bool) -> FResult<Neff> {
     let opts = OpenOptions {
         verify_hash,
         ..OpenOptions::default()
     };
-    container::open(bytes, &opts).map_err(|e| Failure::new("container", e.status(), e.to_string()))
+    neffld::neff::open(bytes, &opts)
+        .map_err(|e| Failure::new("container", e.status(), e.to_string()))
 }
 
-fn tensors(py: Python<'_>, model: &ParsedModel, usage: TensorUsage) -> PyResult<Vec<Py<Tensor>>> {
-    let io = model.io();
-    let (order, map) = match usage {
-        TensorUsage::Input => (&io.input_order, &io.inputs),
-        _ => (&io.output_order, &io.outputs),
-    };
-    order
-        .iter()
-        .filter_map(|n| map.get(n))
+fn tensors(py: Python<'_>, ts: &[IoTensor], usage: TensorUsage) -> PyResult<Vec<Py<Tensor>>> {
+    ts.iter()
         .map(|t| Py::new(py, Tensor::from_io(t, usage)))
         .collect()
 }
@@ -188,32 +160,31 @@ fn tensors(py: Python<'_>, model: &ParsedModel, usage: TensorUsage) -> PyResult<
 #[pyfunction]
 pub fn inspect(py: Python<'_>, path_or_bytes: &Bound<'_, PyAny>) -> PyResult<NeffInfo> {
     let (bytes, _) = raise(py, source::read(path_or_bytes))?;
-    let (neff, model) = raise(
-        py,
-        py.detach(|| -> FResult<_> {
-            let neff = open(&bytes, false)?;
-            let model = parse_own(&neff)?;
-            Ok((neff, model))
-        }),
-    )?;
-    let h = &neff.header;
-    let mut warnings = neff.archive.warnings().to_vec();
-    warnings.extend(model.warnings().iter().cloned());
+    let opts = ExamineOptions {
+        contents: true,
+        ..ExamineOptions::default()
+    };
+    let x = py.detach(|| Examination::of(&bytes, &opts));
+    let seen = || -> FResult<_> {
+        if let Some(e) = x.problems.into_iter().next() {
+            return Err(e.into());
+        }
+        match (x.header, x.contents, x.archive) {
+            (Some(h), Some(c), Some(a)) => Ok((h, c, a)),
+            _ => Err(Failure::input("the NEFF did not examine")),
+        }
+    };
+    let (h, c, archive) = raise(py, seen())?;
     Ok(NeffInfo {
         name: h.name_str(),
         uuid_: h.uuid,
-        target: model.manifest.kelf.target.instance(),
+        target: c.arch.instance(),
         neff_version: format!("{}.{}", h.version_major, h.version_minor),
         lnc: h.vnc_size,
-        inputs: tensors(py, &model, TensorUsage::Input)?,
-        outputs: tensors(py, &model, TensorUsage::Output)?,
-        subgraphs: model.kbins.iter().map(|k| k.name().to_string()).collect(),
-        members: neff
-            .archive
-            .members()
-            .iter()
-            .map(|m| m.name.clone())
-            .collect(),
-        warnings,
+        inputs: tensors(py, &c.inputs, TensorUsage::Input)?,
+        outputs: tensors(py, &c.outputs, TensorUsage::Output)?,
+        subgraphs: c.subgraphs.iter().map(|k| k.name.clone()).collect(),
+        members: archive.members().iter().map(|m| m.name.clone()).collect(),
+        warnings: x.warnings,
     })
 }

@@ -10,19 +10,17 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use neffld::api::{self, LoadError, LoadedModel, Runtime, Timings};
+use neffld::api::{self, LoadError, Runtime, Timings};
 use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::container;
-use neffld::line::RuntimeLine;
-use neffld::parse;
+use neffld::neff::declared_arch;
 use neffld::report::staged::StagedCore;
 use neffld::report::StagedView;
-use neffld::Arch;
+use neffld::{Arch, RuntimeLine};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::error::{raise, FResult, Failure};
-use crate::info::{self, Tensor};
+use crate::info::Tensor;
 use crate::source;
 use crate::weight;
 
@@ -155,14 +153,14 @@ fn run_load(
     config.runtime = runtime.or(config.runtime);
     // S1 once, here: the NEFF's own target picks the device when no arch is given.
     let t1 = Instant::now();
-    let opened = container::open(bytes, &config.open_options());
+    let opened = neffld::neff::open(bytes, &config.open_options());
     let s1 = t1.elapsed();
     config.arch = arch
-        .or_else(|| opened.as_ref().ok().and_then(parse::declared_arch))
+        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
         .unwrap_or(Arch::Cayman);
     // Likewise the logical-core size, unless NEURON_LOGICAL_NC_CONFIG sets it.
     if config.lnc.is_none() {
-        config.lnc = opened.as_ref().ok().and_then(info::declared_lnc);
+        config.lnc = opened.as_ref().ok().and_then(|n| n.header().declared_lnc());
     }
     let rt = Runtime::new(config)?;
     let handle = match opened {
@@ -170,9 +168,8 @@ fn run_load(
         Err(e) => return Err(LoadError::Container(e).into()),
     };
     let cores = StagedView::of(&rt, &handle)?.cores;
-    let (warnings, mut timings) = rt.with_model(&handle, |lm: &LoadedModel| {
-        (lm.warnings.clone(), lm.timings)
-    })?;
+    let summary = rt.summary(&handle)?;
+    let (warnings, mut timings) = (summary.warnings, summary.timings);
     timings.container = s1;
     let tensors = rt.tensor_info(&handle)?;
     Ok(Loaded {
@@ -288,13 +285,7 @@ impl Model {
         if let Some(d) = self.weights.get() {
             return Ok(d.clone_ref(py));
         }
-        let config = self.rt.config();
-        let opts = neffld::parse::ParseOptions {
-            instance_arch: config.arch,
-            allow_legacy_neff: config.allow_legacy_neff,
-            runtime_lnc: config.lnc_size(),
-        };
-        let dict = weight::collect(py, &self.bytes, &opts)?;
+        let dict = weight::collect(py, &self.bytes, self.rt.config())?;
         Ok(self.weights.get_or_init(|| dict).clone_ref(py))
     }
 

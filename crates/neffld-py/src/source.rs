@@ -2,7 +2,6 @@
 //! the NEFF's bytes (`bytes`, `bytearray`, `memoryview` or any object with
 //! the buffer protocol).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use pyo3::prelude::*;
@@ -63,14 +62,8 @@ fn read_with(
     Ok((bytes, "<buffer>".into()))
 }
 
-/// A regular file whole; anything else (a pipe, a device) as a stream, only
-/// as far as its NEFF header says ([`neffld::container::read_neff`]).
+/// A NEFF's bytes ([`neffld::neff::read_file`]): a stream only as far as
+/// its header says.
 fn read_path(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut f = std::fs::File::open(path)?;
-    if !f.metadata()?.is_file() {
-        return neffld::container::read_neff(&mut f);
-    }
-    let mut out = Vec::new();
-    f.read_to_end(&mut out)?;
-    Ok(out)
+    neffld::neff::read_file(path)
 }

@@ -1,19 +1,18 @@
-//! `neffld.verify`: every gate, hash required, with every problem found —
-//! not only the first. The gates run in the runtime's order; a gate whose
+//! `neffld.verify`: the library's examination ([`Examination`]), hash
+//! required, with every problem it found — not only the first. A gate whose
 //! failure leaves nothing to check further (a bad header, an archive that
 //! does not inflate, a manifest that does not parse) ends the run, while a
 //! digest mismatch and the staged model's validation findings are collected
 //! and the run goes on.
 
-use neffld::api::{LoadError, Runtime};
-use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::container::archive::{default_inflate_limit, Archive};
-use neffld::container::{integrity, payload_window, Neff, NeffHeader};
+use neffld::config::RuntimeConfig;
+use neffld::error::LoadError;
+use neffld::neff::NeffHeader;
+use neffld::report::{Examination, ExamineOptions};
 use neffld::NrtStatus;
 use pyo3::prelude::*;
 
 use crate::error::{raise, Failure};
-use crate::info;
 use crate::source;
 
 /// One thing wrong with a NEFF.
@@ -95,124 +94,44 @@ impl VerifyReport {
     }
 }
 
-#[derive(Default)]
-struct Findings {
-    problems: Vec<Failure>,
-    warnings: Vec<String>,
-    hash_algorithm: String,
-    hash_result: String,
-    gates: Vec<&'static str>,
-}
-
-fn container_failure(e: neffld::container::ContainerError) -> Failure {
-    Failure::new("container", e.status(), e.to_string())
-}
-
-/// S1 with the hash checked but not fatal: the archive is still read so the
-/// later gates can report on it.
-fn container_gate(bytes: &[u8], f: &mut Findings) -> Option<Neff> {
-    let header = NeffHeader::parse(bytes).and_then(|h| h.validate(bytes.len() as u64).map(|_| h));
-    let header = match header {
-        Ok(h) => h,
-        Err(e) => {
-            f.problems.push(container_failure(e));
-            return None;
-        }
-    };
-    let window = payload_window(bytes, &header).unwrap_or_default();
-    f.hash_algorithm = integrity::HashAlgorithm::for_pkg_version(header.pkg_version)
-        .name()
-        .to_lowercase();
-    let verified = match integrity::verify(header.pkg_version, &header.hash, window) {
-        Ok(v) => {
-            f.hash_result = v.form.name().to_string();
-            Some(v)
-        }
-        Err(e) => {
-            f.hash_result = match e {
-                neffld::container::ContainerError::EmptyPayload => "skipped",
-                _ => "mismatch",
-            }
-            .into();
-            f.problems.push(container_failure(e));
-            None
-        }
-    };
-    match Archive::decode(window, default_inflate_limit(window.len() as u64)) {
-        Ok(archive) => {
-            f.warnings.extend(archive.warnings().iter().cloned());
-            f.gates.push("container");
-            Some(Neff {
-                header,
-                verified,
-                compared: None,
-                archive,
-            })
-        }
-        Err(e) => {
-            f.problems.push(container_failure(e));
-            None
-        }
+/// The gates on `bytes`, the hash required; with `stage`, the verdict of
+/// a load on a device without storage of the NEFF's own target and
+/// logical-core size, its staged model validated.
+fn examine(bytes: &[u8], stage: bool) -> Examination {
+    if !stage {
+        let opts = ExamineOptions {
+            require_hash: true,
+            contents: true,
+            ..ExamineOptions::default()
+        };
+        return Examination::of(bytes, &opts);
     }
-}
-
-/// S0–S5 on a simulated device of the NEFF's own target, with the staged
-/// model validated (every address inside an allocation); each validation
-/// finding is a problem of its own.
-fn stage_gate(bytes: &[u8], neff: Neff, f: &mut Findings) {
     let config = RuntimeConfig {
-        arch: info::own_options(&neff).instance_arch,
-        lnc: info::declared_lnc(&neff),
-        device: DeviceKind::Sim,
+        lnc: NeffHeader::parse(bytes).ok().and_then(|h| h.declared_lnc()),
         check: true,
+        validate_hash: true,
         ..RuntimeConfig::default()
     };
-    let rt = match Runtime::new(config) {
-        Ok(rt) => rt,
-        Err(e) => return f.problems.push(e.into()),
-    };
-    match rt.load_opened(bytes, neff, -1, 1) {
-        Ok(model) => {
-            f.gates.push("stage");
-            f.gates.push("validate");
-            if let Err(e) = rt.unload(&model) {
-                f.problems.push(e.into());
-            }
-        }
-        Err(LoadError::Validation(findings)) => {
-            f.gates.push("stage");
-            for v in findings {
-                f.problems.push(Failure::new(
+    Examination::verify(bytes, &config, false)
+}
+
+/// Each problem as Python sees it: a validation failure is one problem per
+/// finding.
+fn problems(x: Examination) -> Vec<Failure> {
+    let mut out = Vec::new();
+    for e in x.problems {
+        match e {
+            LoadError::Validation(findings) => out.extend(findings.into_iter().map(|v| {
+                Failure::new(
                     "validate",
                     NrtStatus::Failure,
                     format!("{}: {}", v.subgraph, v.what),
-                ));
-            }
-        }
-        Err(e) => f.problems.push(e.into()),
-    }
-    rt.close();
-}
-
-fn run(bytes: &[u8], stage: bool) -> Findings {
-    let mut f = Findings::default();
-    let Some(neff) = container_gate(bytes, &mut f) else {
-        return f;
-    };
-    match info::parse_own(&neff) {
-        Ok(model) => {
-            f.warnings.extend(model.warnings().iter().cloned());
-            f.gates.push("parse");
-        }
-        Err(e) => {
-            f.problems.push(e);
-            return f;
+                )
+            })),
+            e => out.push(e.into()),
         }
     }
-    if stage {
-        stage_gate(bytes, neff, &mut f);
-    }
-    f
+    out
 }
 
 /// verify(path_or_bytes, stage=True) -> VerifyReport
@@ -230,20 +149,28 @@ pub fn verify(
     stage: bool,
 ) -> PyResult<VerifyReport> {
     let (bytes, _) = raise(py, source::read(path_or_bytes))?;
-    let f = py.detach(|| run(&bytes, stage));
-    let first = f.problems.first().map_or(NrtStatus::Success, |p| p.status);
+    let x = py.detach(|| examine(&bytes, stage));
+    let (hash_algorithm, hash_result) = x.integrity.as_ref().map_or_else(Default::default, |i| {
+        (
+            i.algorithm.name().to_lowercase(),
+            i.result.name().to_string(),
+        )
+    });
+    let gates = x.gates.iter().map(|g| g.name()).collect();
+    let warnings = x.warnings.clone();
+    let problems = problems(x);
+    let first = problems.first().map_or(NrtStatus::Success, |p| p.status);
     Ok(VerifyReport {
-        ok: f.problems.is_empty(),
+        ok: problems.is_empty(),
         status: first.code(),
         status_name: first.as_str(),
-        problems: f
-            .problems
+        problems: problems
             .into_iter()
             .map(|p| Py::new(py, Problem::from(p)))
             .collect::<PyResult<_>>()?,
-        warnings: f.warnings,
-        hash_algorithm: f.hash_algorithm,
-        hash_result: f.hash_result,
-        gates: f.gates,
+        warnings,
+        hash_algorithm,
+        hash_result,
+        gates,
     })
 }

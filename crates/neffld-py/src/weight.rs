@@ -7,25 +7,21 @@
 //! applies them).
 
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
 
-use neffld::container::Neff;
-use neffld::manifest::def::VarKind;
-use neffld::manifest::Blob;
-use neffld::parse::{self, ParseOptions};
+use neffld::config::RuntimeConfig;
+use neffld::report::weights;
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::error::{raise, FResult, Failure};
+use crate::error::{raise, FResult};
 use crate::info;
 
 /// One `file` variable: its payload in the NEFF, and how numpy reads it.
 #[pyclass(frozen, module = "neffld")]
 pub struct Weight {
-    neff: Arc<Neff>,
-    blob: Blob,
+    weight: weights::Weight,
     /// The variable name.
     #[pyo3(get)]
     name: String,
@@ -46,7 +42,7 @@ pub struct Weight {
 
 impl Weight {
     fn data(&self) -> &[u8] {
-        self.blob.bytes(&self.neff.archive)
+        self.weight.bytes()
     }
 }
 
@@ -134,7 +130,7 @@ impl Weight {
             (data.as_ptr(), data.len())
         };
         // SAFETY: CPython hands a valid, writable Py_buffer. `buf` points
-        // into the archive of an `Arc<Neff>` the exporter owns and never
+        // into the shared archive buffer the exporter's weight holds and never
         // mutates; `view.obj` holds a strong reference to the exporter, so
         // the bytes outlive the view. `shape` and `strides` point at the
         // view's own `len` and `itemsize` fields (1-D bytes), and the format
@@ -168,49 +164,31 @@ impl Weight {
     }
 }
 
-/// Every weight of a NEFF by name, parsed as the runtime parsed it.
-pub fn collect(py: Python<'_>, bytes: &[u8], opts: &ParseOptions) -> PyResult<Py<PyDict>> {
+/// Every weight of a NEFF by name, parsed as a load under `config` parses it.
+pub fn collect(py: Python<'_>, bytes: &[u8], config: &RuntimeConfig) -> PyResult<Py<PyDict>> {
     let weights = raise(
         py,
-        py.detach(|| -> FResult<Vec<Weight>> {
-            let neff = Arc::new(info::open(bytes, false)?);
-            let model = parse::parse(&neff, opts)
-                .map_err(|e| Failure::new("parse", e.status(), e.to_string()))?;
-            let mut out: Vec<Weight> = Vec::new();
-            for kbin in &model.kbins {
-                for var in kbin.vars().iter().filter(|v| v.kind == VarKind::File) {
-                    let Some(w) = &var.weight else { continue };
-                    if out.iter().any(|o| o.name == var.name) {
-                        continue;
-                    }
-                    // Exactly `size` bytes go to the device (the parse
-                    // refused shorter payloads).
-                    let size = var.size.unwrap_or(0) as usize;
-                    let blob = w.payload.sub(0, size);
-                    let len = blob.range.len() as u64;
-                    out.push(Weight {
-                        neff: neff.clone(),
-                        name: var.name.clone(),
-                        subgraph: kbin.name().to_string(),
-                        file_name: w.file_name.clone(),
-                        dtype: w
-                            .npy_descr
-                            .as_deref()
-                            .map(|d| descr_name(d).map_or(d.to_string(), str::to_string))
-                            .or_else(|| var.dtype.clone())
-                            .unwrap_or_else(|| "uint8".into()),
-                        descr: w.npy_descr.clone(),
-                        shape_: w.npy_shape.clone().unwrap_or_else(|| vec![len]),
-                        blob,
-                    });
-                }
-            }
-            Ok(out)
+        py.detach(|| -> FResult<Vec<weights::Weight>> {
+            let neff = info::open(bytes, false)?;
+            Ok(weights::weights(&neff, config)?)
         }),
     )?;
     let dict = PyDict::new(py);
     for w in weights {
-        dict.set_item(w.name.clone(), Py::new(py, w)?)?;
+        let dtype = match &w.npy_descr {
+            Some(d) => descr_name(d).map_or(d.to_string(), str::to_string),
+            None => w.dtype.clone().unwrap_or_else(|| "uint8".into()),
+        };
+        let weight = Weight {
+            name: w.name.clone(),
+            subgraph: w.subgraph.clone(),
+            file_name: w.file_name.clone(),
+            descr: w.npy_descr.clone(),
+            dtype,
+            shape_: w.shape.clone(),
+            weight: w,
+        };
+        dict.set_item(weight.name.clone(), Py::new(py, weight)?)?;
     }
     Ok(dict.unbind())
 }

@@ -211,7 +211,7 @@ impl Staging {
             &dev.dev,
             cores,
             &self.model.kbins,
-            &self.neff.archive,
+            self.neff.archive(),
             &self.pcores,
             HModel(1),
             sopts,
@@ -335,7 +335,7 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
         let window = window.clone();
         let inflated = container::open(&bytes, &OpenOptions::default())
             .unwrap()
-            .archive
+            .archive()
             .decoded_len();
         let w2 = window.clone();
         cases.push(case(

@@ -116,7 +116,7 @@ fn load(path: &str, kind: &str, sg: u32) {
     }
     .expect("open");
     let s1 = t.elapsed();
-    let inflated = neff.archive.decoded_len() as u64;
+    let inflated = neff.archive().decoded_len() as u64;
     let m = rt.load_opened(bytes, neff, -1, -1).expect("load");
     let total = t.elapsed();
     let timings = rt.with_model(&m, |lm| lm.timings).expect("model");
@@ -170,7 +170,7 @@ fn stage_rss(path: &str) {
         &shared,
         &cores,
         &model.kbins,
-        &neff.archive,
+        neff.archive(),
         &[PCore(0), PCore(1)],
         HModel(1),
         StageOptions {

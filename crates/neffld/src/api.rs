@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::cache::{ParseCache, Role, Weigh};
+use crate::cache::ParseCache;
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader};
 use crate::device::{
@@ -33,11 +33,16 @@ use crate::device::{
     SimDevice,
 };
 use crate::ids::{HModel, HNn, LCore, PCore, RuntimeGen};
+#[cfg(feature = "testkit")]
+pub use crate::loaded::LoadedModel;
+#[cfg(not(feature = "testkit"))]
+pub(crate) use crate::loaded::LoadedModel;
+pub(crate) use crate::loaded::Parsed;
 use crate::memory;
-use crate::parse::{self, ParseError, ParseOptions, ParsedModel};
-use crate::registry::{ModelNames, NameEntry, Registry, RegistryError};
+use crate::parse::{self, ParseError};
+use crate::registry::{ModelNames, Registry, RegistryError};
 use crate::stage::validate::{self, Finding};
-use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
+use crate::stage::{self, Cores, StageError, StageOptions};
 use crate::NrtStatus;
 
 /// Why a call failed: the layer's own error, or a guard of this layer.
@@ -130,32 +135,23 @@ pub struct Model {
     pub gid: Option<u32>,
 }
 
-/// What the registry keeps for each loaded model.
-#[derive(Debug)]
-pub struct LoadedModel {
+/// A loaded model as [`Runtime::summary`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelSummary {
     pub name: String,
     pub uuid: [u8; 16],
-    /// The logical core of the instance the model claims.
+    /// The logical core of the instance it claims.
     pub vnc: LCore,
     /// The device (`ND n`) its cores are on.
     pub device: u32,
-    pub tensors: Vec<TensorInfo>,
-    pub gid: Option<u32>,
+    /// Its id in memory reports (`H_MODEL`).
     pub h_model: HModel,
-    /// `HloMacCount` of `hlo_stats.json` (0 when absent).
-    pub mac_count: u64,
-    /// One staged subgraph per physical core.
-    pub cores: Vec<CoreImage>,
+    /// One physical core per subgraph, in subgraph order.
+    pub pcores: Vec<PCore>,
     /// Parse and staging warnings.
     pub warnings: Vec<String>,
-    /// How this load met the parse cache.
-    pub cache_role: Role,
     /// Where the load's time went.
     pub timings: Timings,
-    /// Per-model parameters from the configuration (`kbl_model_param_t`).
-    pub exec_timeout_s: u32,
-    /// The model's entry in the runtime's [`ModelNames`].
-    _name: NameEntry,
 }
 
 /// Wall time of each stage of one load. A load that reused a cached parse
@@ -176,20 +172,6 @@ pub struct Timings {
     pub stage: Duration,
     /// S5: instruction lowering and ring building, summed over cores.
     pub relocate: Duration,
-}
-
-/// What a parse produces and concurrent loads of the same NEFF share.
-#[derive(Debug)]
-pub struct Parsed {
-    pub neff: Neff,
-    pub model: ParsedModel,
-}
-
-impl Weigh for Parsed {
-    /// The inflated payload: the parse borrows from it and owns little else.
-    fn weight(&self) -> u64 {
-        self.neff.archive.decoded_len() as u64
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,12 +287,40 @@ impl Parses {
 /// freed when dropped.
 #[derive(Debug)]
 pub struct DeviceTensor {
-    pub alloc: Owned,
-    /// The device (`ND n`) and physical core it is charged to, and that
-    /// core's HBM.
-    pub device: u32,
-    pub core: PCore,
-    pub hbm: u32,
+    alloc: Owned,
+    device: u32,
+    core: PCore,
+    hbm: u32,
+}
+
+impl DeviceTensor {
+    /// The device (`ND n`) it is on.
+    pub fn device(&self) -> u32 {
+        self.device
+    }
+
+    /// The physical core it is charged to.
+    pub fn core(&self) -> PCore {
+        self.core
+    }
+
+    /// The HBM of that core.
+    pub fn hbm(&self) -> u32 {
+        self.hbm
+    }
+
+    /// Its physical address on the device.
+    pub fn physical_address(&self) -> u64 {
+        self.alloc.allocation().pa.0
+    }
+
+    pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
+        self.alloc.device().read(self.alloc.handle(), offset, out)
+    }
+
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.alloc.device().write(self.alloc.handle(), offset, data)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -346,17 +356,19 @@ fn unclaim(usage: &Mutex<Vec<u32>>, idx: usize) {
     }
 }
 
-/// The configured simulated device as the runtime finds it: the part of
-/// the regions its line holds at start that its own start-up allocations
-/// ([`memory::start_plan`], made by [`Runtime::with_devices`]) do not fill
-/// is held back like the firmware carve-out, so that a model's first
-/// allocations land where the captures show them.
-pub fn started_device(config: &RuntimeConfig) -> Arc<Device> {
-    let geometry = Geometry::for_arch(config.arch);
-    let held = memory::start_plan(&geometry, config.arch, config.line()).held;
-    match config.device {
-        DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, held)),
-        DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, held)),
+testkit_pub! {
+    /// The configured simulated device as the runtime finds it: the part of
+    /// the regions its line holds at start that its own start-up allocations
+    /// ([`memory::start_plan`], made by [`Runtime::with_devices`]) do not fill
+    /// is held back like the firmware carve-out, so that a model's first
+    /// allocations land where the captures show them.
+    fn started_device(config: &RuntimeConfig) -> Arc<Device> {
+        let geometry = Geometry::for_arch(config.arch);
+        let held = memory::start_plan(&geometry, config.arch, config.line()).held;
+        match config.device {
+            DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, held)),
+            DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, held)),
+        }
     }
 }
 
@@ -392,72 +404,78 @@ impl Runtime {
         Runtime::with_devices(config, devices)
     }
 
-    /// A runtime on one given device (tests use custom geometries and faults).
-    pub fn with_device(config: RuntimeConfig, device: Arc<Device>) -> Result<Runtime, LoadError> {
-        Runtime::with_devices(config, vec![device])
+    testkit_pub! {
+        /// A runtime on one given device (tests use custom geometries and faults).
+        fn with_device(config: RuntimeConfig, device: Arc<Device>) -> Result<Runtime, LoadError> {
+            Runtime::with_devices(config, vec![device])
+        }
     }
 
-    /// A runtime on the devices of an instance, `ND 0` first; every device
-    /// has the same geometry.
-    pub fn with_devices(
-        config: RuntimeConfig,
-        devices: Vec<Arc<Device>>,
-    ) -> Result<Runtime, LoadError> {
-        let parses = Parses::new(&config);
-        Runtime::with_parses(config, devices, parses)
+    testkit_pub! {
+        /// A runtime on the devices of an instance, `ND 0` first; every device
+        /// has the same geometry.
+        fn with_devices(
+            config: RuntimeConfig,
+            devices: Vec<Arc<Device>>,
+        ) -> Result<Runtime, LoadError> {
+            let parses = Parses::new(&config);
+            Runtime::with_parses(config, devices, parses)
+        }
     }
 
-    /// As [`Runtime::with_devices`], sharing the parses of another runtime
-    /// ([`Runtime::parses`]; its cache policy stays).
-    pub fn with_parses(
-        config: RuntimeConfig,
-        devices: Vec<Arc<Device>>,
-        parses: Parses,
-    ) -> Result<Runtime, LoadError> {
-        let Some(first) = devices.first() else {
-            return Err(LoadError::Device(DeviceError::Invalid {
-                reason: "an instance needs at least one device".into(),
-            }));
-        };
-        if let Some(other) = devices.iter().find(|d| d.geometry() != first.geometry()) {
-            return Err(LoadError::Device(DeviceError::Invalid {
-                reason: format!(
-                    "the devices of one instance have one geometry: {:?} differs from {:?}",
-                    other.geometry(),
-                    first.geometry()
-                ),
-            }));
-        }
-        let cores = first.geometry().cores();
-        let visible = config.logical_cores(cores, devices.len() as u32)?;
-        let lcores_per_chip = cores / config.lnc_size();
-        let scratchpad = config.scratchpad_mode();
-        if config.contiguous_scratchpad_asked() && !scratchpad.contiguous {
-            tracing::info!("Contiguous Scratchpad feature is disabled on LNC 1");
-        }
-        let chips = devices
-            .into_iter()
-            .map(|device| {
-                Ok(Chip {
-                    _start: start(&device, &config)?,
-                    cores: Arc::new(Cores::new(cores, scratchpad)),
-                    device,
+    testkit_pub! {
+        /// As [`Runtime::with_devices`], sharing the parses of another runtime
+        /// ([`Runtime::parses`]; its cache policy stays).
+        fn with_parses(
+            config: RuntimeConfig,
+            devices: Vec<Arc<Device>>,
+            parses: Parses,
+        ) -> Result<Runtime, LoadError> {
+            let Some(first) = devices.first() else {
+                return Err(LoadError::Device(DeviceError::Invalid {
+                    reason: "an instance needs at least one device".into(),
+                }));
+            };
+            if let Some(other) = devices.iter().find(|d| d.geometry() != first.geometry()) {
+                return Err(LoadError::Device(DeviceError::Invalid {
+                    reason: format!(
+                        "the devices of one instance have one geometry: {:?} differs from {:?}",
+                        other.geometry(),
+                        first.geometry()
+                    ),
+                }));
+            }
+            let cores = first.geometry().cores();
+            let visible = config.logical_cores(first.geometry(), devices.len() as u32)?;
+            let lcores_per_chip = cores / config.lnc_size();
+            let scratchpad = config.scratchpad_mode();
+            if config.contiguous_scratchpad_asked() && !scratchpad.contiguous {
+                tracing::info!("Contiguous Scratchpad feature is disabled on LNC 1");
+            }
+            let chips = devices
+                .into_iter()
+                .map(|device| {
+                    Ok(Chip {
+                        _start: start(&device, &config)?,
+                        cores: Arc::new(Cores::new(cores, scratchpad)),
+                        device,
+                    })
                 })
+                .collect::<Result<Vec<Chip>, DeviceError>>()?;
+            Ok(Runtime {
+                vnc_usage: Mutex::new(vec![0; visible.len()]),
+                visible,
+                cache: parses.cache,
+                parses: parses.count,
+                config,
+                chips,
+                lcores_per_chip,
+                generation: RuntimeGen(GENERATIONS.fetch_add(1, Ordering::Relaxed)),
+                state: RwLock::new(RtState::Init),
+                registry: Registry::default(),
+                names: Arc::default(),
             })
-            .collect::<Result<Vec<Chip>, DeviceError>>()?;
-        Ok(Runtime {
-            vnc_usage: Mutex::new(vec![0; visible.len()]),
-            visible,
-            cache: parses.cache,
-            parses: parses.count,
-            config,
-            chips,
-            lcores_per_chip,
-            generation: RuntimeGen(GENERATIONS.fetch_add(1, Ordering::Relaxed)),
-            state: RwLock::new(RtState::Init),
-            registry: Registry::default(),
-            names: Arc::default(),
-        })
+        }
     }
 
     pub fn config(&self) -> &RuntimeConfig {
@@ -515,9 +533,11 @@ impl Runtime {
         })
     }
 
-    /// The devices of the instance, `ND 0` first.
-    pub fn devices(&self) -> impl ExactSizeIterator<Item = &Arc<Device>> {
-        self.chips.iter().map(|c| &c.device)
+    testkit_pub! {
+        /// The devices of the instance, `ND 0` first.
+        fn devices(&self) -> impl ExactSizeIterator<Item = &Arc<Device>> {
+            self.chips.iter().map(|c| &c.device)
+        }
     }
 
     /// The device (`ND n`) a logical core of the instance is on, and the
@@ -531,40 +551,48 @@ impl Runtime {
         Ok((nd, chip, LCore(lcore.0 % self.lcores_per_chip)))
     }
 
-    /// The device a loaded model is on, and its index (`ND n`).
-    pub fn device_of(&self, model: &Model) -> Result<(u32, &Arc<Device>), LoadError> {
-        let (nd, chip, _) = self.chip_of(model.vnc)?;
-        Ok((nd as u32, &chip.device))
+    testkit_pub! {
+        /// The device a loaded model is on, and its index (`ND n`).
+        fn device_of(&self, model: &Model) -> Result<(u32, &Arc<Device>), LoadError> {
+            let (nd, chip, _) = self.chip_of(model.vnc)?;
+            Ok((nd as u32, &chip.device))
+        }
     }
 
-    /// Where a visible logical core is: its device, the device's index
-    /// (`ND n`) and the first physical core (what a tensor allocated for the
-    /// logical core is charged to).
-    pub fn placement_of_vnc(&self, vnc: u32) -> Result<(u32, &Arc<Device>, PCore), LoadError> {
-        let (nd, device, local) = self.vnc_location(vnc)?;
-        let first = device
-            .geometry()
-            .pcores_of(local, self.config.lnc_size())?
-            .start;
-        Ok((nd, device, PCore(first)))
+    testkit_pub! {
+        /// Where a visible logical core is: its device, the device's index
+        /// (`ND n`) and the first physical core (what a tensor allocated for the
+        /// logical core is charged to).
+        fn placement_of_vnc(&self, vnc: u32) -> Result<(u32, &Arc<Device>, PCore), LoadError> {
+            let (nd, device, local) = self.vnc_location(vnc)?;
+            let first = device
+                .geometry()
+                .pcores_of(local, self.config.lnc_size())?
+                .start;
+            Ok((nd, device, PCore(first)))
+        }
     }
 
-    /// Where a visible logical core is: the device's index (`ND n`), the
-    /// device, and the logical core's index on it.
-    pub fn vnc_location(&self, vnc: u32) -> Result<(u32, &Arc<Device>, LCore), LoadError> {
-        self.guard()?;
-        let lcore = *self.visible.get(vnc as usize).ok_or(LoadError::BadVnc {
-            vnc: vnc as i32,
-            visible: self.visible_vnc_count(),
-        })?;
-        let (nd, chip, local) = self.chip_of(LCore(lcore))?;
-        Ok((nd as u32, &chip.device, local))
+    testkit_pub! {
+        /// Where a visible logical core is: the device's index (`ND n`), the
+        /// device, and the logical core's index on it.
+        fn vnc_location(&self, vnc: u32) -> Result<(u32, &Arc<Device>, LCore), LoadError> {
+            self.guard()?;
+            let lcore = *self.visible.get(vnc as usize).ok_or(LoadError::BadVnc {
+                vnc: vnc as i32,
+                visible: self.visible_vnc_count(),
+            })?;
+            let (nd, chip, local) = self.chip_of(LCore(lcore))?;
+            Ok((nd as u32, &chip.device, local))
+        }
     }
 
-    /// The NEFF name of every load holding device memory, by `H_MODEL`
-    /// (what the runtime's out-of-memory report maps NEFF ids to).
-    pub fn model_names(&self) -> Arc<ModelNames> {
-        Arc::clone(&self.names)
+    testkit_pub! {
+        /// The NEFF name of every load holding device memory, by `H_MODEL`
+        /// (what the runtime's out-of-memory report maps NEFF ids to).
+        fn model_names(&self) -> Arc<ModelNames> {
+            Arc::clone(&self.names)
+        }
     }
 
     /// The visible index (what `nrt_load` calls `vnc`) of a logical core
@@ -653,9 +681,11 @@ impl Runtime {
     }
 
     /// As [`Runtime::load`], for a caller that already opened the container
-    /// of these same `bytes` (with this runtime's hash and inflate options):
-    /// S1 is not run again. Tools use it to read the NEFF's target before
-    /// choosing a device, without inflating the payload twice.
+    /// of these same `bytes`: S1 is not run again, but the container is held
+    /// to this runtime's options (its header must be the bytes', a digest
+    /// the runtime requires is checked if the open did not, the ceilings
+    /// apply). Tools use it to read the NEFF's target before choosing a
+    /// device, without inflating the payload twice.
     pub fn load_opened(
         &self,
         bytes: &[u8],
@@ -756,11 +786,7 @@ impl Runtime {
             known,
         } = input;
         let opts = self.config.open_options();
-        let popts = ParseOptions {
-            instance_arch: self.config.arch,
-            allow_legacy_neff: self.config.allow_legacy_neff,
-            runtime_lnc: self.config.lnc_size(),
-        };
+        let popts = self.config.parse_options();
         let t0 = Instant::now();
         let mut timings = Timings {
             guard: guard_time,
@@ -774,7 +800,7 @@ impl Runtime {
                 self.parses.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
                 let neff = match opened {
-                    Some(neff) => neff,
+                    Some(neff) => neff.held_to(bytes, &opts)?,
                     None => container::open(bytes, &opts)?,
                 };
                 timings.container = t.elapsed();
@@ -811,7 +837,7 @@ impl Runtime {
             &chip.device,
             &chip.cores,
             kbins,
-            &parsed.neff.archive,
+            parsed.neff.archive(),
             &pcores,
             h_model,
             sopts,
@@ -825,7 +851,7 @@ impl Runtime {
             }
         }
         let mut warnings = parsed.model.warnings().to_vec();
-        warnings.extend(parsed.neff.archive.warnings().iter().cloned());
+        warnings.extend(parsed.neff.archive().warnings().iter().cloned());
         warnings.extend(staged.iter().flat_map(|i| i.plan.warnings.iter().cloned()));
         let loaded = LoadedModel {
             name: name.clone(),
@@ -859,19 +885,21 @@ impl Runtime {
         })
     }
 
-    /// Runs `f` on a loaded model's record (for tooling: where it landed).
-    pub fn with_model<R>(
-        &self,
-        model: &Model,
-        f: impl FnOnce(&LoadedModel) -> R,
-    ) -> Result<R, LoadError> {
-        // The reference (which `close` waits for) outlives the state guard,
-        // so `f` may call into the runtime again.
-        let m = {
-            let _open = self.enter_for(model)?;
-            self.registry.acquire(model.h_nn)?
-        };
-        Ok(f(&m.model))
+    testkit_pub! {
+        /// Runs `f` on a loaded model's record (for tooling: where it landed).
+        fn with_model<R>(
+            &self,
+            model: &Model,
+            f: impl FnOnce(&LoadedModel) -> R,
+        ) -> Result<R, LoadError> {
+            // The reference (which `close` waits for) outlives the state guard,
+            // so `f` may call into the runtime again.
+            let m = {
+                let _open = self.enter_for(model)?;
+                self.registry.acquire(model.h_nn)?
+            };
+            Ok(f(&m.model))
+        }
     }
 
     /// `nrt_unload`.
@@ -891,6 +919,21 @@ impl Runtime {
             unclaim(&self.vnc_usage, i);
         }
         Ok(())
+    }
+
+    /// What a loaded model is, for a report: everything but its staged
+    /// records (those are [`crate::report::StagedView`]'s).
+    pub fn summary(&self, model: &Model) -> Result<ModelSummary, LoadError> {
+        self.with_model(model, |m| ModelSummary {
+            name: m.name.clone(),
+            uuid: m.uuid,
+            vnc: m.vnc,
+            device: m.device,
+            h_model: m.h_model,
+            pcores: m.cores.iter().map(|c| c.pcore()).collect(),
+            warnings: m.warnings.clone(),
+            timings: m.timings,
+        })
     }
 
     /// `nrt_get_model_tensor_info`: all inputs in name order, then all outputs.
@@ -946,7 +989,7 @@ struct ParseInput<'a> {
 
 /// `HloMacCount` of `hlo_stats.json`, 0 (with the reference's warning) when absent.
 fn mac_count(neff: &Neff) -> u64 {
-    match neff.archive.get("hlo_stats.json") {
+    match neff.archive().get("hlo_stats.json") {
         Some(b) => serde_json::from_slice::<serde_json::Value>(b)
             .ok()
             .and_then(|v| v.get("HloMacCount").and_then(serde_json::Value::as_u64))

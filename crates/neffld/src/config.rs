@@ -6,6 +6,7 @@
 use thiserror::Error;
 
 use crate::container::OpenOptions;
+use crate::device::Geometry;
 use crate::instance::Instance;
 use crate::line::RuntimeLine;
 use crate::stage::ScratchpadMode;
@@ -402,7 +403,7 @@ impl RuntimeConfig {
     }
 
     /// What the parse cache keeps.
-    pub fn cache_policy(&self) -> crate::cache::CachePolicy {
+    pub(crate) fn cache_policy(&self) -> crate::cache::CachePolicy {
         crate::cache::CachePolicy {
             slots: self.cache_slots,
             retain: self.cache_retain,
@@ -429,7 +430,7 @@ impl RuntimeConfig {
     /// region of 64 MiB pages when that is asked for and allowed — the
     /// runtime turns it off on a one-core logical core of trn2 and trn3 —
     /// else pages of [`RuntimeConfig::scratchpad_page`] bytes.
-    pub fn scratchpad_mode(&self) -> ScratchpadMode {
+    pub(crate) fn scratchpad_mode(&self) -> ScratchpadMode {
         let allowed = self.arch == Arch::Sunda || self.lnc_size() > 1;
         if self.contiguous_scratchpad_asked() && allowed {
             ScratchpadMode::contiguous()
@@ -445,17 +446,20 @@ impl RuntimeConfig {
     /// devices, made when a runtime starts and by the core counts asked
     /// before one does. A refusal quotes the variable's value as the user
     /// gave it.
-    pub fn logical_cores(&self, cores_per_chip: u32, chips: u32) -> Result<Vec<u32>, ConfigError> {
+    pub fn logical_cores(&self, chip: &Geometry, chips: u32) -> Result<Vec<u32>, ConfigError> {
         let lnc = self.lnc_size();
-        if lnc == 0 || !lnc.is_power_of_two() || !cores_per_chip.is_multiple_of(lnc) {
+        if !chip.takes_lnc(lnc) {
             return Err(ConfigError {
                 var: "NEURON_LOGICAL_NC_CONFIG",
                 value: lnc.to_string(),
                 reason: format!(
-                    "the LNC size must be a power of two dividing the {cores_per_chip} cores"
+                    "{} takes logical-core size {}",
+                    self.arch.instance(),
+                    chip.lnc_sizes_text()
                 ),
             });
         }
+        let cores_per_chip = chip.cores();
         let total = cores_per_chip / lnc * chips;
         let Some(list) = &self.visible_cores else {
             return Ok((0..total).collect());
@@ -479,6 +483,15 @@ impl RuntimeConfig {
         match self.arch {
             Arch::Sunda => 1,
             _ => self.lnc.unwrap_or(2),
+        }
+    }
+
+    /// How a load under this configuration reads the manifests (S2, S3).
+    pub(crate) fn parse_options(&self) -> crate::manifest::ParseOptions {
+        crate::manifest::ParseOptions {
+            instance_arch: self.arch,
+            allow_legacy_neff: self.allow_legacy_neff,
+            runtime_lnc: self.lnc_size(),
         }
     }
 
@@ -629,7 +642,9 @@ mod tests {
         let c = RuntimeConfig::default()
             .with_env(env(&[("NEURON_RT_VISIBLE_CORES", "0-999")]))
             .unwrap();
-        let e = c.logical_cores(8, 1).unwrap_err();
+        let e = c
+            .logical_cores(&Geometry::for_arch(Arch::Cayman), 1)
+            .unwrap_err();
         assert_eq!(
             (e.var, e.value.as_str()),
             ("NEURON_RT_VISIBLE_CORES", "0-999")
@@ -642,14 +657,64 @@ mod tests {
         let c = RuntimeConfig::default()
             .with_env(env(&[("NEURON_RT_NUM_CORES", "9")]))
             .unwrap();
-        assert_eq!(c.logical_cores(8, 1).unwrap_err().value, "9");
+        assert_eq!(
+            c.logical_cores(&Geometry::for_arch(Arch::Cayman), 1)
+                .unwrap_err()
+                .value,
+            "9"
+        );
         let c = RuntimeConfig::default()
             .with_env(env(&[("NEURON_RT_VISIBLE_CORES", "3, 1")]))
             .unwrap();
-        assert_eq!(c.logical_cores(8, 1).unwrap(), [1, 3]);
         assert_eq!(
-            RuntimeConfig::default().logical_cores(8, 1).unwrap(),
+            c.logical_cores(&Geometry::for_arch(Arch::Cayman), 1)
+                .unwrap(),
+            [1, 3]
+        );
+        assert_eq!(
+            RuntimeConfig::default()
+                .logical_cores(&Geometry::for_arch(Arch::Cayman), 1)
+                .unwrap(),
             [0, 1, 2, 3]
+        );
+    }
+
+    /// One LNC rule, libnrt's: trn2 and trn3 take 1 or 2, trn1 runs every
+    /// core alone whatever is asked. A size that divides the cores (4 on a
+    /// trn2's 8) is still refused.
+    #[test]
+    fn the_lnc_sizes_are_the_runtimes() {
+        for (arch, asked, takes) in [
+            (Arch::Cayman, 1, true),
+            (Arch::Cayman, 2, true),
+            (Arch::Cayman, 4, false),
+            (Arch::Cayman, 8, false),
+            (Arch::Mariana, 4, false),
+            (Arch::Sunda, 2, true),
+        ] {
+            let c = RuntimeConfig {
+                arch,
+                lnc: Some(asked),
+                ..RuntimeConfig::default()
+            };
+            let got = c.logical_cores(&Geometry::for_arch(arch), 1);
+            assert_eq!(got.is_ok(), takes, "{arch:?} LNC {asked}: {got:?}");
+            if let Err(e) = got {
+                assert_eq!(e.var, "NEURON_LOGICAL_NC_CONFIG");
+                assert_eq!(e.value, asked.to_string());
+                assert!(e.to_string().contains("1 or 2"), "{e}");
+            }
+        }
+        let trn1 = RuntimeConfig {
+            arch: Arch::Sunda,
+            lnc: Some(2),
+            ..RuntimeConfig::default()
+        };
+        assert_eq!(
+            trn1.logical_cores(&Geometry::for_arch(Arch::Sunda), 1)
+                .unwrap(),
+            [0, 1],
+            "trn1 runs LNC 1"
         );
     }
 

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::device::Geometry;
+pub use crate::device::Geometry;
 use crate::Arch;
 
 /// One instance type of the catalog.

@@ -2,45 +2,73 @@
 //! model loader-linker (`nrt_load`).
 //!
 //! The pipeline, one module per stage (a later stage imports an earlier one,
-//! never the reverse):
+//! never the reverse), is this crate's own:
 //!
 //! ```text
 //! bytes ─S1─▶ container ─S2─▶ manifest ─S3─▶ kbin ─S4─▶ stage + device ─S5─▶ relocate + registry
 //! ```
 //!
-//! What the runtime itself writes and allocates around a NEFF depends on
-//! its release line: [`line`], which relocation, staging and the memory
-//! report read.
+//! What users and the front ends (the CLI, the C library, Python) see is a
+//! deliberate surface around it: [`api`] (a runtime, loading and its
+//! options, [`config`]), [`report`] (what the gates found, the staged view
+//! of a load, the memory report), [`neff`] (reading, writing and taking a
+//! NEFF apart), [`capture`] (profiler captures), [`plan`] and [`instance`]
+//! (deployments), [`error`] (one error enum per layer), typed [`ids`].
+//! Nothing public hands out a pipeline type: `unnameable_types` below
+//! turns any such leak into a warning, which CI denies.
+// A public function that returns a type of a private module leaks the
+// pipeline: the lint names it.
+#![warn(unnameable_types)]
+
+/// Declares the pipeline's modules: visible to this crate only, and to its
+/// own tests, benches and fuzzers through the `testkit` feature. What the
+/// front ends and users need is the deliberate surface below.
+macro_rules! internal {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "testkit")]
+        pub mod $name;
+        // What only the tests reach is linted by the testkit build, where
+        // these modules are public.
+        #[cfg(not(feature = "testkit"))]
+        #[allow(dead_code, unused_imports)]
+        pub(crate) mod $name;
+    )*};
+}
+
+/// Functions of public types that hand out the pipeline's internals (a
+/// runtime on a hand-made device, a loaded model's staged records): for
+/// this crate, and for its own tests through the `testkit` feature.
+macro_rules! testkit_pub {
+    ($(#[$m:meta])* fn $($rest:tt)*) => {
+        #[cfg(feature = "testkit")]
+        $(#[$m])* pub fn $($rest)*
+        #[cfg(not(feature = "testkit"))]
+        $(#[$m])* pub(crate) fn $($rest)*
+    };
+}
+
+internal!(
+    cache, container, device, fallible, host_pages, kbin, line, loaded, manifest, memory, parse,
+    registry, relocate, shared, stage, verify,
+);
 
 pub mod api;
 pub mod arch;
-pub mod cache;
 pub mod capture;
 pub mod config;
-pub mod container;
-pub mod device;
-pub mod fallible;
-pub mod host_pages;
+pub mod error;
 pub mod ids;
 pub mod instance;
-pub mod kbin;
-pub mod line;
-pub mod manifest;
-pub mod memory;
-pub mod parse;
+pub mod neff;
 pub mod plan;
-pub mod registry;
-pub mod relocate;
 pub mod report;
-pub mod shared;
-pub mod stage;
 pub mod status;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod text;
 pub mod tree;
-pub mod verify;
 
 pub use arch::Arch;
+pub use line::RuntimeLine;
 pub use status::NrtStatus;
 pub use verify::{verify, VerifyReport};

@@ -53,7 +53,7 @@ impl ParsedModel {
 /// Runs S2 and S3.
 pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<ParsedModel, ParseError> {
     let manifest = manifest::parse(neff, opts)?;
-    let kbins = kbin::build(&manifest, &neff.archive)?;
+    let kbins = kbin::build(&manifest, neff.archive())?;
     Ok(ParsedModel { manifest, kbins })
 }
 
@@ -63,7 +63,7 @@ pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<ParsedModel, ParseError
 /// device before the arch gate runs; `None` if the chain is broken (a parse
 /// will then say why).
 pub fn declared_arch(neff: &Neff) -> Option<Arch> {
-    let nj = neff_json::parse(&neff.archive, &neff.header.name_str()).ok()?;
-    let bytes = neff.archive.get(&nj.kelf_member)?;
+    let nj = neff_json::parse(neff.archive(), &neff.header().name_str()).ok()?;
+    let bytes = neff.archive().get(&nj.kelf_member)?;
     kelf::declared_target(&nj.kelf_member, bytes, Arch::Cayman)
 }

@@ -912,10 +912,10 @@ pub fn fuzz_compare(input: &[u8]) -> bool {
     use std::collections::BTreeMap;
     use std::sync::OnceLock;
 
-    use crate::report::compare::{compare, neff_streams, AddressMatch};
-    use crate::report::staged::StagedCore;
     use crate::line::RACING_ENGINES;
     use crate::manifest::engine::EngineType;
+    use crate::report::compare::{compare, neff_streams, AddressMatch};
+    use crate::report::staged::StagedCore;
 
     type Streams = BTreeMap<(String, EngineType), Vec<u8>>;
     static OURS: OnceLock<(Vec<StagedCore>, Streams)> = OnceLock::new();
@@ -1074,10 +1074,10 @@ pub fn fuzz_tree(input: &[u8]) -> bool {
         let neff = NeffWriter::new(Producer::Pkg1).write(&members);
         let opened = container::open(&neff, &OpenOptions::default()).expect("a packed tree opens");
         let mut back: Vec<(&[u8], &[u8])> = opened
-            .archive
+            .archive()
             .members()
             .iter()
-            .map(|m| (m.name_bytes(), opened.archive.body(m)))
+            .map(|m| (m.name_bytes(), opened.archive().body(m)))
             .collect();
         back.sort();
         let mut want = members.clone();

@@ -47,7 +47,7 @@ fn engine_file(e: EngineType) -> &'static str {
 /// The NEFF's own instruction stream of `sg`/`engine`.
 fn neff_stream<'n>(neff: &'n Neff, sg: &str, e: EngineType) -> &'n [u8] {
     let suffix = format!("{sg}/{}.bin", engine_file(e));
-    neff.archive
+    neff.archive()
         .iter()
         .find(|(n, _)| n.ends_with(&suffix))
         .map(|(_, b)| b)
@@ -65,8 +65,8 @@ fn every_capture_reads_with_its_neffs_identity() {
             "{stem}: {}",
             c.neff_name
         );
-        assert_eq!(c.uuid, CaptureUuid::Full(neff.header.uuid), "{stem}");
-        assert!(c.uuid.matches(&neff.header.uuid));
+        assert_eq!(c.uuid, CaptureUuid::Full(neff.header().uuid), "{stem}");
+        assert!(c.uuid.matches(&neff.header().uuid));
         assert_eq!(c.arch(), Some(Arch::Cayman), "{stem}");
         assert_eq!(c.runtime.as_ref().unwrap().to_string(), "2.30.51", "{stem}");
         assert_eq!(c.driver.as_ref().unwrap().to_string(), "2.26.0", "{stem}");

@@ -21,21 +21,21 @@ fn every_fixture_opens_with_a_word_swapped_md5() {
     let all = fixtures();
     for (name, bytes) in all {
         let neff = container::open(&bytes, &verify()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let v = neff.verified.expect("verified");
+        let v = neff.verified().expect("verified");
         assert_eq!(v.algorithm, HashAlgorithm::Md5, "{name}");
         assert_eq!(v.form, DigestForm::WordSwapped, "{name}");
-        assert_eq!(neff.header.pkg_version, 2);
-        assert_eq!(neff.header.version_major, 2);
-        assert_eq!(neff.header.vnc_size, 2);
-        assert!(neff.header.declares_lnc());
-        assert_eq!(bytes.len() as u64, 1024 + neff.header.data_size, "{name}");
-        assert_eq!(neff.header.data_size % 10240, 0, "{name}");
-        let n = neff.archive.len();
+        assert_eq!(neff.header().pkg_version, 2);
+        assert_eq!(neff.header().version_major, 2);
+        assert_eq!(neff.header().vnc_size, 2);
+        assert!(neff.header().declares_lnc());
+        assert_eq!(bytes.len() as u64, 1024 + neff.header().data_size, "{name}");
+        assert_eq!(neff.header().data_size % 10240, 0, "{name}");
+        let n = neff.archive().len();
         assert!((65..=72).contains(&n), "{name}: {n} members");
         assert!(
-            neff.archive.warnings().is_empty(),
+            neff.archive().warnings().is_empty(),
             "{name}: {:?}",
-            neff.archive.warnings()
+            neff.archive().warnings()
         );
         for m in [
             "neff.json",
@@ -44,14 +44,14 @@ fn every_fixture_opens_with_a_word_swapped_md5() {
             "sg00/def.json",
             "sg01/def.json",
         ] {
-            assert!(neff.archive.contains(m), "{name} lacks {m}");
+            assert!(neff.archive().contains(m), "{name} lacks {m}");
         }
         assert_eq!(
-            neff.archive.members().last().unwrap().name,
+            neff.archive().members().last().unwrap().name,
             "neff.json",
             "{name}"
         );
-        match neff.archive.encoding() {
+        match neff.archive().encoding() {
             Some(Encoding::Gzip {
                 members: 1,
                 nonzero_trailing: false,
@@ -68,16 +68,16 @@ fn matmul_facts_from_the_spec() {
     let get = |n: &str| &all.iter().find(|(f, _)| f == n).unwrap().1;
     let small = container::open(get("matmul_small.neff"), &verify()).unwrap();
     assert_eq!(
-        small.header.uuid_string(),
+        small.header().uuid_string(),
         "00a04c53-5fd9-4f07-bffd-d5eacdefc852"
     );
-    assert_eq!(small.header.name_str(), "file.neff");
-    assert_eq!(small.header.feature_bits, 0x209C00);
-    assert_eq!(small.header.data_size, 61440);
-    assert_eq!(small.archive.decoded_len(), 356864);
-    assert_eq!(small.archive.len(), 72);
+    assert_eq!(small.header().name_str(), "file.neff");
+    assert_eq!(small.header().feature_bits, 0x209C00);
+    assert_eq!(small.header().data_size, 61440);
+    assert_eq!(small.archive().decoded_len(), 356864);
+    assert_eq!(small.archive().len(), 72);
     assert_eq!(
-        small.archive.encoding(),
+        small.archive().encoding(),
         Some(Encoding::Gzip {
             members: 1,
             trailing: 7839,
@@ -86,17 +86,17 @@ fn matmul_facts_from_the_spec() {
     );
     assert_eq!(
         small
-            .archive
+            .archive()
             .get("sg00/default_datapath_table.bin")
             .unwrap()
             .len(),
         16384
     );
     let large = container::open(get("matmul_large.neff"), &verify()).unwrap();
-    assert_eq!(large.header.feature_bits, 0x201C00);
-    assert_eq!(large.archive.decoded_len(), 9285120);
+    assert_eq!(large.header().feature_bits, 0x201C00);
+    assert_eq!(large.archive().decoded_len(), 9285120);
     assert_eq!(
-        large.archive.encoding(),
+        large.archive().encoding(),
         Some(Encoding::Gzip {
             members: 1,
             trailing: 1156,
@@ -119,9 +119,9 @@ fn a_flipped_payload_byte_fails_verification_only_when_asked() {
     assert!(e.to_string().starts_with("MD5 mismatch!"), "{e}");
     assert_eq!(e.status(), neffld::NrtStatus::Invalid);
     let neff = container::open(&bytes, &OpenOptions::default()).unwrap();
-    assert!(neff.verified.is_none());
+    assert!(neff.verified().is_none());
     assert!(
-        !neff.archive.warnings().is_empty(),
+        !neff.archive().warnings().is_empty(),
         "non-zero padding is reported"
     );
 }
@@ -136,26 +136,30 @@ fn a_digest_compared_for_a_report_is_kept_not_enforced() {
         ..OpenOptions::default()
     };
     for (name, mut bytes) in fixtures() {
-        let gate = container::open(&bytes, &verify()).unwrap().verified;
+        let gate = container::open(&bytes, &verify()).unwrap().verified();
         let neff = container::open(&bytes, &compare).unwrap();
-        assert!(neff.verified.is_none(), "{name}");
-        assert_eq!(neff.compared.unwrap().ok(), gate, "{name}");
+        assert!(neff.verified().is_none(), "{name}");
+        assert_eq!(
+            neff.compared().unwrap().as_ref().ok().copied(),
+            gate,
+            "{name}"
+        );
         let both = OpenOptions {
             verify_hash: true,
             ..compare
         };
         let neff = container::open(&bytes, &both).unwrap();
-        assert_eq!(neff.verified, gate, "{name}");
-        assert!(neff.compared.is_none(), "{name}: one verdict, the gate's");
+        assert_eq!(neff.verified(), gate, "{name}");
+        assert!(neff.compared().is_none(), "{name}: one verdict, the gate's");
         // A flipped padding byte: the archive decodes, the digest differs.
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         let neff = container::open(&bytes, &compare).unwrap();
-        let e = neff.compared.unwrap().unwrap_err();
+        let e = neff.compared().unwrap().as_ref().unwrap_err();
         assert!(e.to_string().starts_with("MD5 mismatch!"), "{name}: {e}");
         assert!(container::open(&bytes, &OpenOptions::default())
             .unwrap()
-            .compared
+            .compared()
             .is_none());
     }
 }
@@ -169,15 +173,18 @@ fn writer_reproduces_the_fixtures() {
     let all = fixtures();
     for (name, bytes) in all {
         let neff = container::open(&bytes, &OpenOptions::default()).unwrap();
-        let members: Vec<(&str, &[u8])> = neff.archive.iter().collect();
-        let mut w = NeffWriter::with_header(Producer::V2_21, neff.header.clone());
+        let members: Vec<(&str, &[u8])> = neff.archive().iter().collect();
+        let mut w = NeffWriter::with_header(Producer::V2_21, neff.header().clone());
         w.gzip_mtime = u32::from_le_bytes(bytes[1028..1032].try_into().unwrap());
         let tar = w.tar(&members);
-        assert_eq!(tar.len(), neff.archive.decoded_len(), "{name}");
-        assert!(tar == neff.archive.decoded(), "{name}: rebuilt tar differs");
+        assert_eq!(tar.len(), neff.archive().decoded_len(), "{name}");
+        assert!(
+            tar == neff.archive().decoded(),
+            "{name}: rebuilt tar differs"
+        );
         let rebuilt = w.write(&members);
         let reopened = container::open(&rebuilt, &verify()).unwrap();
-        assert_eq!(reopened.verified.unwrap().form, DigestForm::WordSwapped);
+        assert_eq!(reopened.verified().unwrap().form, DigestForm::WordSwapped);
         assert_eq!(
             &rebuilt[1024..1034],
             &bytes[1024..1034],
@@ -202,7 +209,7 @@ fn a_damaged_deflate_stream_fails_on_the_hash_first_at_every_size() {
         let e = container::open(&bytes, &verify()).unwrap_err();
         assert!(e.to_string().starts_with("MD5 mismatch!"), "{name}: {e}");
         match container::open(&bytes, &OpenOptions::default()) {
-            Ok(neff) => assert!(neff.verified.is_none(), "{name}"),
+            Ok(neff) => assert!(neff.verified().is_none(), "{name}"),
             Err(e) => assert!(!e.to_string().starts_with("MD5"), "{name}: {e}"),
         }
     }

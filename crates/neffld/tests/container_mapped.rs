@@ -78,13 +78,13 @@ fn seen(r: Result<Neff, container::ContainerError>) -> Result<(Vec<u8>, String),
     r.map(|n| {
         let account = format!(
             "{:?} {:?} {:?} {:?} {:?}",
-            n.archive.encoding(),
-            n.verified,
-            n.compared,
-            n.archive.warnings(),
-            n.archive.members()
+            n.archive().encoding(),
+            n.verified(),
+            n.compared(),
+            n.archive().warnings(),
+            n.archive().members()
         );
-        (n.archive.decoded().to_vec(), account)
+        (n.archive().decoded().to_vec(), account)
     })
     .map_err(|e| format!("{e} [{:?}]", e.status()))
 }
@@ -108,12 +108,12 @@ fn a_large_payload_decodes_the_same_and_is_released() {
         assert!(resident <= bound, "{o:?}: {resident} bytes still resident");
     }
     let compared = container::open_mapped(&file.map(), &COMPARE).unwrap();
-    assert!(compared.verified.is_none());
+    assert!(compared.verified().is_none());
     assert_eq!(
-        compared.compared.unwrap().unwrap(),
+        *compared.compared().unwrap().as_ref().unwrap(),
         container::open(bytes, &opts(true))
             .unwrap()
-            .verified
+            .verified()
             .unwrap(),
         "the digest compared for a report is the one the gate finds"
     );
@@ -136,7 +136,7 @@ fn a_large_payload_decodes_the_same_and_is_released() {
     // The members are the writer's: the weights read back whole.
     let map = file.map();
     let n = container::open_mapped(&map, &opts(true)).unwrap();
-    assert!(n.archive.get("sg00/value_sg0000_w_CRSM.npy") == Some(&weights()[..]));
+    assert!(n.archive().get("sg00/value_sg0000_w_CRSM.npy") == Some(&weights()[..]));
 }
 
 /// A damaged payload fails the same way mapped or read; with the hash

@@ -35,7 +35,7 @@ fn every_family_round_trips_with_its_digest_form() {
     for p in Producer::ALL {
         let bytes = NeffWriter::new(p).write(&refs(&m));
         let neff = container::open(&bytes, &VERIFY).unwrap_or_else(|e| panic!("{p:?}: {e}"));
-        let v = neff.verified.unwrap();
+        let v = neff.verified().unwrap();
         let (alg, form, enc_gzip) = match p {
             Producer::V2_0_99229 => (HashAlgorithm::Md5, DigestForm::Plain, true),
             Producer::V2_18 | Producer::V2_21 => {
@@ -45,25 +45,25 @@ fn every_family_round_trips_with_its_digest_form() {
         };
         assert_eq!((v.algorithm, v.form), (alg, form), "{p:?}");
         assert_eq!(
-            matches!(neff.archive.encoding(), Some(Encoding::Gzip { .. })),
+            matches!(neff.archive().encoding(), Some(Encoding::Gzip { .. })),
             enc_gzip,
             "{p:?}"
         );
-        assert_eq!(neff.header.data_size % 10240, 0, "{p:?}");
+        assert_eq!(neff.header().data_size % 10240, 0, "{p:?}");
         assert_eq!(
-            neff.archive.len(),
+            neff.archive().len(),
             m.len(),
             "{p:?}: no PaxHeader pseudo-members"
         );
         for (name, body) in &m {
             assert_eq!(
-                neff.archive.get(name),
+                neff.archive().get(name),
                 Some(body.as_slice()),
                 "{p:?}: {name}"
             );
         }
         let order: Vec<&str> = neff
-            .archive
+            .archive()
             .members()
             .iter()
             .map(|m| m.name.as_str())
@@ -71,9 +71,9 @@ fn every_family_round_trips_with_its_digest_form() {
         let neff_json_last = order.last() == Some(&"neff.json");
         assert_eq!(neff_json_last, p == Producer::V2_21, "{p:?}: {order:?}");
         assert!(
-            neff.archive.warnings().is_empty(),
+            neff.archive().warnings().is_empty(),
             "{p:?}: {:?}",
-            neff.archive.warnings()
+            neff.archive().warnings()
         );
     }
 }
@@ -111,7 +111,7 @@ fn plain_md5_in_a_modern_container_is_accepted() {
     let mut w = NeffWriter::new(Producer::V2_21);
     w.digest_form = Some(DigestForm::Plain);
     let neff = container::open(&w.write(&refs(&m)), &VERIFY).unwrap();
-    assert_eq!(neff.verified.unwrap().form, DigestForm::Plain);
+    assert_eq!(neff.verified().unwrap().form, DigestForm::Plain);
 }
 
 #[test]
@@ -122,14 +122,14 @@ fn content_decides_the_decoder_not_pkg_version() {
     let mut w = NeffWriter::new(Producer::V2_21);
     let bytes = w.finish(raw.clone());
     let neff = container::open(&bytes, &VERIFY).unwrap();
-    assert_eq!(neff.archive.encoding(), Some(Encoding::RawTar));
+    assert_eq!(neff.archive().encoding(), Some(Encoding::RawTar));
     w.producer = Producer::Pkg1;
     let neff = container::open(&w.finish(gzip(&raw, 6)), &VERIFY).unwrap();
     assert!(matches!(
-        neff.archive.encoding(),
+        neff.archive().encoding(),
         Some(Encoding::Gzip { .. })
     ));
-    assert_eq!(neff.verified.unwrap().algorithm, HashAlgorithm::Sha256);
+    assert_eq!(neff.verified().unwrap().algorithm, HashAlgorithm::Sha256);
 }
 
 #[test]
@@ -168,7 +168,7 @@ fn every_s1_reject_maps_to_its_status() {
     ));
     assert!(container::open(&empty, &OpenOptions::default())
         .unwrap()
-        .archive
+        .archive()
         .is_empty());
 }
 
@@ -242,9 +242,9 @@ mod round_trip {
             for p in Producer::ALL {
                 let bytes = NeffWriter::new(p).write(&list);
                 let neff = container::open(&bytes, &VERIFY).map_err(|e| TestCaseError::fail(format!("{p:?}: {e}")))?;
-                prop_assert_eq!(neff.archive.len(), members.len(), "{:?}", p);
+                prop_assert_eq!(neff.archive().len(), members.len(), "{:?}", p);
                 for (n, b) in &members {
-                    prop_assert_eq!(neff.archive.get(n), Some(b.as_slice()), "{:?} {}", p, n);
+                    prop_assert_eq!(neff.archive().get(n), Some(b.as_slice()), "{:?} {}", p, n);
                 }
             }
         }

@@ -43,7 +43,7 @@ fn every_fixture_seals_its_addr8_operands_as_the_stream_says() {
                 .filter(|v| v.kind == VarKind::DgeTable)
                 .collect();
             for e in k.engines() {
-                let bytes = e.instr().unwrap().bytes(&neff.archive);
+                let bytes = e.instr().unwrap().bytes(neff.archive());
                 let relocs: BTreeMap<u32, Lowering> = e
                     .relocations()
                     .iter()

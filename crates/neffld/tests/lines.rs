@@ -323,7 +323,7 @@ fn parse_streams(bytes: &[u8], arch: Arch, lnc: u32) -> BTreeMap<(String, Engine
                 .map(|e| {
                     (
                         (k.name().to_string(), e.ty()),
-                        e.stream(&neff.archive).to_vec(),
+                        e.stream(neff.archive()).to_vec(),
                     )
                 })
                 .collect::<Vec<_>>()

@@ -396,3 +396,39 @@ fn collectives_loads_need_the_root_communicator_and_record_the_global_id() {
     rt.unload(&m).unwrap();
     assert_eq!(beyond_start(&*dev).len(), 0);
 }
+
+/// A container handed in beside its bytes is held to them and to the
+/// runtime's options: another NEFF's is refused, and a digest the runtime
+/// requires is checked even when the caller's open did not check it.
+#[test]
+fn an_opened_container_is_held_to_its_bytes_and_the_runtimes_options() {
+    let small = fixture("matmul_small.neff");
+    let other = real_fixtures()
+        .into_iter()
+        .map(|(_, b)| b)
+        .find(|b| b[..0x400] != small[..0x400])
+        .expect("a second fixture");
+    let rt = Runtime::new(RuntimeConfig::default()).unwrap();
+    let foreign = container::open(&other, &OpenOptions::default()).unwrap();
+    let e = rt.load_opened(&small, foreign, -1, 1).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
+    assert!(e.to_string().contains("not theirs"), "{e}");
+    assert_eq!(rt.loaded_models(), 0);
+
+    // The stored digest flipped: an open that does not check the hash
+    // passes, a runtime that requires it does not.
+    let mut bad = small.clone();
+    bad[0xAC] ^= 0xFF;
+    let checking = Runtime::new(RuntimeConfig {
+        validate_hash: true,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    let unchecked = container::open(&bad, &OpenOptions::default()).unwrap();
+    let e = checking.load_opened(&bad, unchecked, -1, 1).unwrap_err();
+    assert!(e.to_string().contains("mismatch"), "{e}");
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    let fine = container::open(&small, &OpenOptions::default()).unwrap();
+    let model = checking.load_opened(&small, fine, -1, 1).unwrap();
+    checking.unload(&model).unwrap();
+}

@@ -110,7 +110,7 @@ fn matmul_small_io_maps_and_tensor_info() {
     assert_eq!(weight.npy_descr.as_deref(), Some("<f2"));
     assert_eq!(w.alignment, Some(32768));
     // fp16 identity: 1.0 (0x3C00) on the diagonal
-    let bytes = weight.payload.bytes(&neff.archive);
+    let bytes = weight.payload.bytes(neff.archive());
     assert_eq!(&bytes[..2], &[0x00, 0x3C]);
     assert_eq!(sg0.engines.act_sets.len(), 1);
     assert_eq!(sg0.engines.act_sets[0].name, "exp_and_others");

@@ -117,13 +117,13 @@ impl Base {
     fn fixture(name: &str, bytes: Vec<u8>) -> Base {
         let neff = container::open(&bytes, &OpenOptions::default()).expect("fixture opens");
         let members = neff
-            .archive
+            .archive()
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_vec()))
             .collect();
         Base {
             name: name.to_string(),
-            writer: NeffWriter::with_header(Producer::V2_21, neff.header.clone()),
+            writer: NeffWriter::with_header(Producer::V2_21, neff.header().clone()),
             bytes,
             arch: Arch::Cayman,
             members,

@@ -84,7 +84,7 @@ fn relocation_counts_per_core_and_engine() {
                         let stream = prog
                             .instr()
                             .as_ref()
-                            .map(|b| b.bytes(&neff.archive))
+                            .map(|b| b.bytes(neff.archive()))
                             .unwrap_or(&[]);
                         let mut c = Counts {
                             records: prog.ninstr(),

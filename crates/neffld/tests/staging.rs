@@ -159,7 +159,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         rt.devices().next().unwrap(),
         &cores,
         &parsed.kbins,
-        &neff.archive,
+        neff.archive(),
         &[PCore(0)],
         HModel(1),
         StageOptions {
@@ -212,7 +212,7 @@ fn every_fixture_reads_back_weights_images_and_rings() {
             for (core, kbin) in lm.cores.iter().zip(&parsed.kbins) {
                 for var in kbin.vars().iter().filter(|v| v.kind == VarKind::File) {
                     let w = var.weight.as_ref().expect("a file var has a payload");
-                    let payload = w.payload.bytes(&neff.archive);
+                    let payload = w.payload.bytes(neff.archive());
                     let size = var.size.unwrap_or(0);
                     let Placement::Hbm { pa, size: placed } = core.plan.vars[var.id.0 as usize]
                     else {
@@ -302,7 +302,7 @@ fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<Vec<Placement
         &dev,
         &cores,
         &parsed.kbins,
-        &neff.archive,
+        neff.archive(),
         &pcores,
         HModel(1),
         StageOptions {
@@ -376,7 +376,7 @@ fn a_large_weight_reads_back_from_the_payload_the_device_keeps() {
         .iter()
         .find(|v| v.kind == VarKind::File && v.size == Some(size))
         .expect("the large weight");
-    let payload = var.weight.as_ref().unwrap().payload.bytes(&neff.archive);
+    let payload = var.weight.as_ref().unwrap().payload.bytes(neff.archive());
     let (pa, handle) = rt
         .with_model(&m, |lm| {
             let plan = &lm.cores[0].plan;

@@ -86,7 +86,7 @@ fn static_sunda_parses_in_every_sunda_container_format() {
             .as_ref()
             .unwrap();
         assert_eq!(w.payload.len(), 16384);
-        assert_eq!(&w.payload.bytes(&neff.archive)[..2], &[0x00, 0x3C]);
+        assert_eq!(&w.payload.bytes(neff.archive())[..2], &[0x00, 0x3C]);
         let info = m.tensor_info();
         assert_eq!(info.len(), 2);
         assert_eq!(

@@ -263,7 +263,7 @@ impl Archive {
 
     /// The decoded tar bytes as a handle a device may keep, so that what it
     /// stages from a member can be referenced rather than copied.
-    pub fn shared(&self) -> &SharedBytes {
+    pub(crate) fn shared(&self) -> &SharedBytes {
         &self.data
     }
 

@@ -296,6 +296,12 @@ impl NeffHeader {
         self.feature_bits & FEATURE_VNC != 0
     }
 
+    /// The logical-core size the NEFF was compiled for, when it declares
+    /// one: the size a runtime must be configured with to load it.
+    pub fn declared_lnc(&self) -> Option<u32> {
+        self.declares_lnc().then_some(self.vnc_size)
+    }
+
     /// The LNC gate of parse.md §2.2 1d, for the loader to call with the
     /// runtime's configured logical-core size on `arch`. The reference's
     /// message advises re-running with the NEFF's size; that advice is given

@@ -110,6 +110,8 @@ pub enum ContainerError {
     },
     #[error("fail to allocate memory({size}) for {what}")]
     OutOfMemory { what: String, size: u64 },
+    #[error("the opened NEFF handed in beside its bytes is not theirs: its header differs")]
+    NotTheseBytes,
     #[error("the NEFF payload has more than {limit} tar entries (the one at offset {offset:#x} is past the ceiling; NEFFLD_MAX_MEMBERS raises it)")]
     TooManyMembers { limit: u64, offset: u64 },
 }
@@ -145,16 +147,94 @@ pub struct OpenOptions {
     pub max_members: Option<u64>,
 }
 
-/// A parsed container: the header, what integrity found, and the archive.
+/// A container that passed the S1 gates: the header, what integrity found,
+/// and the archive. Only [`open`] and [`open_mapped`] make one, so holding a
+/// `Neff` is the proof that its gates ran.
 #[derive(Clone, Debug)]
 pub struct Neff {
-    pub header: NeffHeader,
-    /// `Some` when the hash was verified.
-    pub verified: Option<Verified>,
+    header: NeffHeader,
+    verified: Option<Verified>,
+    compared: Option<Result<Verified, ContainerError>>,
+    archive: Archive,
+}
+
+impl Neff {
+    pub fn header(&self) -> &NeffHeader {
+        &self.header
+    }
+
+    /// `Some` when the digest was required and matched.
+    pub fn verified(&self) -> Option<Verified> {
+        self.verified
+    }
+
     /// What the digest comparison found when it was asked for
-    /// ([`OpenOptions::compare_hash`]) but not required.
-    pub compared: Option<Result<Verified, ContainerError>>,
-    pub archive: Archive,
+    /// ([`OpenOptions::compare_hash`]) but not required: a mismatch is a
+    /// finding here, not an error.
+    pub fn compared(&self) -> Option<&Result<Verified, ContainerError>> {
+        self.compared.as_ref()
+    }
+
+    /// The digest comparison, whichever way it was made: required, or for a
+    /// report. `None` when neither was asked for.
+    pub fn digest(&self) -> Option<Result<Verified, ContainerError>> {
+        match (self.verified, &self.compared) {
+            (Some(v), _) => Some(Ok(v)),
+            (None, c) => c.clone(),
+        }
+    }
+
+    pub fn archive(&self) -> &Archive {
+        &self.archive
+    }
+
+    /// A container whose gates did not run: a header and an archive put
+    /// together by hand, for the fuzzers and tests that feed the manifest
+    /// layer without compressing a payload each time.
+    #[cfg(feature = "testkit")]
+    pub fn unchecked(header: NeffHeader, archive: Archive) -> Neff {
+        Neff {
+            header,
+            verified: None,
+            compared: None,
+            archive,
+        }
+    }
+
+    /// This container, held to the gates `opts` asks for on `bytes`: a
+    /// caller that hands an opened container in beside its bytes
+    /// ([`crate::api::Runtime::load_opened`]) may have opened it with other
+    /// options, or from other bytes. Its header must be the bytes' own; a
+    /// digest the options require and the open did not is checked now; the
+    /// inflated payload must fit the options' ceilings.
+    pub(crate) fn held_to(mut self, bytes: &[u8], opts: &OpenOptions) -> Result<Neff, ContainerError> {
+        let window = NeffHeader::parse(bytes)
+            .ok()
+            .filter(|h| *h == self.header)
+            .and_then(|h| payload_window(bytes, &h))
+            .ok_or(ContainerError::NotTheseBytes)?;
+        if opts.verify_hash && self.verified.is_none() {
+            let digest = match self.compared.take() {
+                Some(c) => c,
+                None => integrity::verify(self.header.pkg_version, &self.header.hash, window),
+            };
+            self.verified = Some(digest?);
+        }
+        let limit = opts
+            .inflate_limit
+            .unwrap_or_else(|| archive::default_inflate_limit(window.len() as u64));
+        if self.archive.decoded_len() as u64 > limit {
+            return Err(ContainerError::InflateLimit { limit });
+        }
+        let max_members = opts.max_members.unwrap_or(archive::DEFAULT_MAX_MEMBERS);
+        if self.archive.len() as u64 > max_members {
+            return Err(ContainerError::TooManyMembers {
+                limit: max_members,
+                offset: 0,
+            });
+        }
+        Ok(self)
+    }
 }
 
 /// Runs every S1 gate in the reference order (preflight, version, feature

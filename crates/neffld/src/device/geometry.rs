@@ -56,6 +56,9 @@ pub struct Geometry {
     hbm_channels: u32,
     hbm_bytes_per_channel: u64,
     channel_stride: u64,
+    /// A made-up device ([`Geometry::custom`]): libnrt has no rule for its
+    /// logical cores.
+    made_up: bool,
 }
 
 impl Geometry {
@@ -72,6 +75,7 @@ impl Geometry {
             hbm_channels,
             hbm_bytes_per_channel,
             channel_stride: CHANNEL_STRIDE,
+            made_up: false,
         }
     }
 
@@ -124,6 +128,7 @@ impl Geometry {
                 hbm_channels,
                 hbm_bytes_per_channel,
                 channel_stride,
+                made_up: true,
             }),
             _ => invalid(format!(
                 "{hbm_channels} HBM channels of {hbm_bytes_per_channel:#x} bytes would reach the \
@@ -189,14 +194,36 @@ impl Geometry {
         }
     }
 
+    /// Whether logical cores of `lnc` physical cores can be made here: the
+    /// one LNC rule. A real device takes the sizes libnrt takes on its
+    /// architecture ([`Arch::lnc_sizes`]); a made-up one, for tests of many
+    /// cores, any power of two that divides its cores.
+    pub fn takes_lnc(&self, lnc: u32) -> bool {
+        let sized = if self.made_up {
+            lnc.is_power_of_two()
+        } else {
+            self.arch.lnc_sizes().contains(&lnc)
+        };
+        sized && self.cores.is_multiple_of(lnc)
+    }
+
+    /// [`Geometry::takes_lnc`] in words.
+    pub fn lnc_sizes_text(&self) -> String {
+        if self.made_up {
+            format!("a power of two dividing its {} cores", self.cores)
+        } else {
+            self.arch.lnc_sizes_text()
+        }
+    }
+
     /// Physical cores of logical core `lcore` at LNC size `lnc`
     /// (`[L*s .. L*s+s-1]`, §5.1), after checking the size is usable here.
     pub fn pcores_of(&self, lcore: LCore, lnc: u32) -> Result<std::ops::Range<u32>, DeviceError> {
-        if lnc == 0 || !lnc.is_power_of_two() || !self.cores.is_multiple_of(lnc) {
+        if !self.takes_lnc(lnc) {
             return Err(DeviceError::Invalid {
                 reason: format!(
-                    "LNC size {lnc} must be a power of two dividing {} cores",
-                    self.cores
+                    "LNC size {lnc}: this device takes logical-core size {}",
+                    self.lnc_sizes_text()
                 ),
             });
         }

@@ -89,19 +89,19 @@ impl RuntimeLine {
 
     /// Instruction memory the runtime charges beside an image of `engine`
     /// on a core of `role` (its memory row is the image plus this).
-    pub fn fixed_block(self, engine: EngineType, role: CoreRole) -> u64 {
+    pub(crate) fn fixed_block(self, engine: EngineType, role: CoreRole) -> u64 {
         self.rules().fixed_block(engine, role)
     }
 
     /// What the runtime allocates for itself on each physical core of
     /// `arch` when it starts, by usage ([`crate::memory::runtime_rows`]).
-    pub fn start_rows(self, arch: Arch) -> [u64; MemUsage::COUNT] {
+    pub(crate) fn start_rows(self, arch: Arch) -> [u64; MemUsage::COUNT] {
         self.rules().start_rows(arch)
     }
 
     /// What a started runtime already holds in each HBM channel's pools,
     /// which decides where a model's first allocations land.
-    pub fn start_taken(self, arch: Arch) -> StartTaken {
+    pub(crate) fn start_taken(self, arch: Arch) -> StartTaken {
         self.rules().start_taken(arch)
     }
 
@@ -109,20 +109,20 @@ impl RuntimeLine {
     /// `rings` rings, each with an M2S and an S2M half of 16-byte
     /// descriptors, sized for the queue's per-ring counts summed over its
     /// blocks ([`ring_formula`]), as this line does it.
-    pub fn ring_bytes(self, rings: u64, m2s: u64, s2m: u64) -> u64 {
+    pub(crate) fn ring_bytes(self, rings: u64, m2s: u64, s2m: u64) -> u64 {
         self.rules().ring_bytes(ring_formula(rings, m2s, s2m))
     }
 
     /// Bytes of the ring that loads a table (act or DVE) into its engine;
     /// 0 where the line has none of its own.
-    pub fn table_ring_bytes(self) -> u64 {
+    pub(crate) fn table_ring_bytes(self) -> u64 {
         self.rules().table_ring_bytes()
     }
 
     /// The line lists memory as the oldest runtimes do: one `DMA Rings` row
     /// for the model's queue rings, and a Generic row without the model's
     /// part ([`crate::memory::CoreMemory::report`]).
-    pub fn legacy_rows(self) -> bool {
+    pub(crate) fn legacy_rows(self) -> bool {
         self.rules().legacy_rows()
     }
 
@@ -133,7 +133,7 @@ impl RuntimeLine {
     /// subgraphs that need 1 or 4 MiB of it, where the contiguous mode
     /// holds one 64 MiB page, and the 2.27 captures 512 MiB for every
     /// subgraph with a virtual variable (docs/reference/memory.md).
-    pub fn contiguous_scratchpad(self) -> bool {
+    pub(crate) fn contiguous_scratchpad(self) -> bool {
         self.rules().contiguous_scratchpad()
     }
 }

@@ -139,7 +139,7 @@ pub fn check_subgraph_count(count: usize, lnc: u32) -> Result<(), ManifestError>
 
 /// Runs S2 over an opened container.
 pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<Manifest, ManifestError> {
-    parse_archive(&neff.archive, &neff.header.name_str(), opts)
+    parse_archive(neff.archive(), &neff.header().name_str(), opts)
 }
 
 /// Runs S2 over an archive; `neff_name` only appears in messages.

@@ -292,7 +292,7 @@ impl Recorded {
         }
     }
 
-    pub fn request(&self) -> AllocReq<'_> {
+    pub(crate) fn request(&self) -> AllocReq<'_> {
         AllocReq {
             size: self.size,
             align: self.align,
@@ -686,9 +686,9 @@ pub(crate) fn allocate(
         name: name.to_string(),
         size,
         vnc,
-        device: t.device,
-        pcore: t.core.0,
-        hbm: t.hbm,
+        device: t.device(),
+        pcore: t.core().0,
+        hbm: t.hbm(),
         io_of,
     };
     Ok((record, t))

@@ -104,7 +104,7 @@ pub struct Descriptor {
 }
 
 impl Descriptor {
-    pub fn to_bytes(&self) -> [u8; 16] {
+    pub fn to_bytes(self) -> [u8; 16] {
         let mut b = [0u8; 16];
         b[..4].copy_from_slice(&self.len_ctrl.to_le_bytes());
         b[4..8].copy_from_slice(&self.meta_ctrl.to_le_bytes());

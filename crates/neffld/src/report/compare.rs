@@ -27,20 +27,22 @@ use crate::capture::{Capture, CaptureUuid, Image, Subgraph};
 use crate::kbin::isa::RECORD_LEN;
 use crate::line::RACING_ENGINES;
 
-/// The NEFF's own instruction stream of each subgraph and engine.
-pub fn neff_streams<'n>(
-    neff: &'n Neff,
-    parsed: &ParsedModel,
-) -> BTreeMap<(String, EngineType), &'n [u8]> {
-    parsed
-        .kbins
-        .iter()
-        .flat_map(|k| {
-            k.engines()
-                .iter()
-                .map(|e| ((k.name().to_string(), e.ty()), e.stream(&neff.archive)))
-        })
-        .collect()
+testkit_pub! {
+    /// The NEFF's own instruction stream of each subgraph and engine.
+    fn neff_streams<'n>(
+        neff: &'n Neff,
+        parsed: &ParsedModel,
+    ) -> BTreeMap<(String, EngineType), &'n [u8]> {
+        parsed
+            .kbins
+            .iter()
+            .flat_map(|k| {
+                k.engines()
+                    .iter()
+                    .map(|e| ((k.name().to_string(), e.ty()), e.stream(neff.archive())))
+            })
+            .collect()
+    }
 }
 
 /// One side of an image comparison.
@@ -465,7 +467,7 @@ pub fn load_and_compare(
         lnc,
     })?;
     let opened = container::open(neff, &OpenOptions::default()).map_err(LoadError::from)?;
-    let header = &opened.header;
+    let header = &opened.header();
     if !capture.uuid.matches(&header.uuid) {
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         return Err(CompareError::OtherNeff {

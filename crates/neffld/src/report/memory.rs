@@ -16,8 +16,8 @@
 
 use std::fmt::Write as _;
 
-use crate::api::{LoadError, Runtime};
-use crate::device::{ChargeRows, Device, DeviceError, Geometry, Ledger, MemUsage, Owner};
+use crate::api::{LoadError, Model, Runtime};
+use crate::device::{ChargeRows, Device, DeviceError, Geometry, Ledger, MemUsage, Owner, CARVEOUT};
 use crate::ids::{HModel, LCore, PCore};
 use crate::line::RuntimeLine;
 
@@ -47,35 +47,39 @@ pub struct CoreMemory {
 }
 
 impl CoreMemory {
-    /// The core's memory on `dev` now.
-    pub fn of(dev: &Device, pcore: PCore) -> CoreMemory {
-        CoreMemory::from_ledger(&dev.ledger(), pcore)
+    testkit_pub! {
+        /// The core's memory on `dev` now.
+        fn of(dev: &Device, pcore: PCore) -> CoreMemory {
+            CoreMemory::from_ledger(&dev.ledger(), pcore)
+        }
     }
 
-    /// The core's memory in `ledger`.
-    pub fn from_ledger(ledger: &Ledger, pcore: PCore) -> CoreMemory {
-        let mut runtime = [0; MemUsage::COUNT];
-        let mut model = [0; MemUsage::COUNT];
-        let mut models = Vec::new();
-        for owner in ledger.owners(pcore) {
-            let rows = requested(&ledger.rows_of(pcore, owner));
-            let sum = if owner == Owner::Runtime {
-                &mut runtime
-            } else {
-                &mut model
-            };
-            for (s, r) in sum.iter_mut().zip(rows) {
-                *s += r;
+    testkit_pub! {
+        /// The core's memory in `ledger`.
+        fn from_ledger(ledger: &Ledger, pcore: PCore) -> CoreMemory {
+            let mut runtime = [0; MemUsage::COUNT];
+            let mut model = [0; MemUsage::COUNT];
+            let mut models = Vec::new();
+            for owner in ledger.owners(pcore) {
+                let rows = requested(&ledger.rows_of(pcore, owner));
+                let sum = if owner == Owner::Runtime {
+                    &mut runtime
+                } else {
+                    &mut model
+                };
+                for (s, r) in sum.iter_mut().zip(rows) {
+                    *s += r;
+                }
+                if let Owner::Model(h) = owner {
+                    models.push((h, rows));
+                }
             }
-            if let Owner::Model(h) = owner {
-                models.push((h, rows));
+            CoreMemory {
+                pcore,
+                runtime,
+                model,
+                models,
             }
-        }
-        CoreMemory {
-            pcore,
-            runtime,
-            model,
-            models,
         }
     }
 
@@ -186,20 +190,22 @@ impl MemoryStats {
         Ok(MemoryStats::of(device, lcore, rt.config().lnc_size())?)
     }
 
-    /// The report of logical core `lcore` (of `lnc` physical cores).
-    pub fn of(dev: &Device, lcore: LCore, lnc: u32) -> Result<MemoryStats, DeviceError> {
-        let limit = dev.vnc_memory_stats(lcore, lnc)?.limit;
-        let ledger = dev.ledger();
-        let cores: Vec<CoreMemory> = dev
-            .geometry()
-            .pcores_of(lcore, lnc)?
-            .map(|c| CoreMemory::from_ledger(&ledger, PCore(c)))
-            .collect();
-        Ok(MemoryStats {
-            used: cores.iter().map(CoreMemory::total).sum(),
-            limit,
-            cores,
-        })
+    testkit_pub! {
+        /// The report of logical core `lcore` (of `lnc` physical cores).
+        fn of(dev: &Device, lcore: LCore, lnc: u32) -> Result<MemoryStats, DeviceError> {
+            let limit = dev.vnc_memory_stats(lcore, lnc)?.limit;
+            let ledger = dev.ledger();
+            let cores: Vec<CoreMemory> = dev
+                .geometry()
+                .pcores_of(lcore, lnc)?
+                .map(|c| CoreMemory::from_ledger(&ledger, PCore(c)))
+                .collect();
+            Ok(MemoryStats {
+                used: cores.iter().map(CoreMemory::total).sum(),
+                limit,
+                cores,
+            })
+        }
     }
 }
 
@@ -383,6 +389,11 @@ pub struct HbmMemory {
     pub hbm: u32,
     /// The HBM's size.
     pub size: u64,
+    /// The first address an allocation may take, after the firmware
+    /// carve-out, in the runtime's form.
+    pub base: u64,
+    /// Bytes after the carve-out.
+    pub allocatable: u64,
     /// What the allocator can hand out on it: its size less the firmware
     /// carve-out and what the runtime holds back before it starts.
     pub capacity: u64,
@@ -417,28 +428,50 @@ pub struct MemoryReport {
 }
 
 impl MemoryReport {
-    /// The report of `dev`, device `ND nd` of its instance, now.
-    pub fn of(nd: u32, dev: &Device) -> MemoryReport {
-        MemoryReport::from_ledger(nd, dev.geometry(), &dev.ledger())
+    /// The report of device `ND nd` of `rt`, now.
+    pub fn of_device(rt: &Runtime, nd: u32) -> Result<MemoryReport, LoadError> {
+        let device = rt.devices().nth(nd as usize).ok_or_else(|| {
+            LoadError::Device(DeviceError::Invalid {
+                reason: format!("the instance has no device {nd}"),
+            })
+        })?;
+        Ok(MemoryReport::of(nd, device))
     }
 
-    /// The report of a device of geometry `g` with the memory in `ledger`
-    /// (the device now, or as a refusal found it: an observer has both).
-    pub fn from_ledger(nd: u32, g: &Geometry, ledger: &Ledger) -> MemoryReport {
-        let hbms = (0..g.hbm_channels())
-            .map(|h| HbmMemory {
-                hbm: h,
-                size: g.hbm_bytes_per_channel(),
-                capacity: ledger.channel_limit(h),
-                held: ledger.channel_used(h),
-                cores: (0..g.cores())
-                    .map(PCore)
-                    .filter(|&c| g.hbm_of(c).ok() == Some(h))
-                    .map(|c| CoreMemory::from_ledger(ledger, c))
-                    .collect(),
-            })
-            .collect();
-        MemoryReport { device: nd, hbms }
+    /// The report of the device `model` is on, now.
+    pub fn of_model(rt: &Runtime, model: &Model) -> Result<MemoryReport, LoadError> {
+        let (nd, device) = rt.device_of(model)?;
+        Ok(MemoryReport::of(nd, device))
+    }
+
+    testkit_pub! {
+        /// The report of `dev`, device `ND nd` of its instance, now.
+        fn of(nd: u32, dev: &Device) -> MemoryReport {
+            MemoryReport::from_ledger(nd, dev.geometry(), &dev.ledger())
+        }
+    }
+
+    testkit_pub! {
+        /// The report of a device of geometry `g` with the memory in `ledger`
+        /// (the device now, or as a refusal found it: an observer has both).
+        fn from_ledger(nd: u32, g: &Geometry, ledger: &Ledger) -> MemoryReport {
+            let hbms = (0..g.hbm_channels())
+                .map(|h| HbmMemory {
+                    hbm: h,
+                    size: g.hbm_bytes_per_channel(),
+                    base: g.runtime_address(g.channel_base(h).map_or(0, |p| p.0) + CARVEOUT),
+                    allocatable: g.usable_bytes_per_channel(),
+                    capacity: ledger.channel_limit(h),
+                    held: ledger.channel_used(h),
+                    cores: (0..g.cores())
+                        .map(PCore)
+                        .filter(|&c| g.hbm_of(c).ok() == Some(h))
+                        .map(|c| CoreMemory::from_ledger(ledger, c))
+                        .collect(),
+                })
+                .collect();
+            MemoryReport { device: nd, hbms }
+        }
     }
 
     /// The HBM a core allocates from.
@@ -776,6 +809,8 @@ mod tests {
             hbms: vec![HbmMemory {
                 hbm: 2,
                 size: 24 << 30,
+                base: 0,
+                allocatable: 24 << 30,
                 capacity: 24 << 30,
                 held: 0,
                 cores: vec![core],
@@ -823,6 +858,8 @@ mod tests {
             hbms: vec![HbmMemory {
                 hbm: 2,
                 size: 24 << 30,
+                base: 0,
+                allocatable: 24 << 30,
                 capacity: 24 << 30,
                 held: 0,
                 cores: vec![core(4, vec![(HModel(7), neff)]), core(5, vec![])],

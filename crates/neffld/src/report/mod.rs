@@ -4,8 +4,15 @@
 
 pub mod align;
 pub mod compare;
+pub mod examine;
 pub mod memory;
+pub mod recorder;
 pub mod staged;
+pub mod weights;
 
+pub use crate::device::{MemCategory, MemLocation, MemUsage, Owner};
+pub use crate::manifest::engine::EngineType;
+pub use examine::{Examination, ExamineOptions};
 pub use memory::{Column, CoreMemory, HbmMemory, MemoryReport, MemoryStats, Usage};
+pub use recorder::{watch_refusals, Placed, Recorder, RefusalSeen, Refused};
 pub use staged::StagedView;

@@ -297,23 +297,25 @@ pub fn row_names(key: RowKey) -> (&'static str, &'static str) {
     }
 }
 
-/// Every row of the runtime's memory list for one core, in its order, as
-/// the runtime of `line` reports it ([`crate::report::memory`]).
-pub fn memory_rows(device: &Device, line: RuntimeLine, pcore: PCore) -> Vec<StagedRow> {
-    CoreMemory::of(device, pcore)
-        .report(line)
-        .into_iter()
-        .map(|r| {
-            let (name, usage_type) = row_names(r.key);
-            StagedRow {
-                name: name.into(),
-                usage_type: usage_type.into(),
-                bytes: r.bytes(),
-                runtime: r.runtime,
-                model: r.model,
-            }
-        })
-        .collect()
+testkit_pub! {
+    /// Every row of the runtime's memory list for one core, in its order, as
+    /// the runtime of `line` reports it ([`crate::report::memory`]).
+    fn memory_rows(device: &Device, line: RuntimeLine, pcore: PCore) -> Vec<StagedRow> {
+        CoreMemory::of(device, pcore)
+            .report(line)
+            .into_iter()
+            .map(|r| {
+                let (name, usage_type) = row_names(r.key);
+                StagedRow {
+                    name: name.into(),
+                    usage_type: usage_type.into(),
+                    bytes: r.bytes(),
+                    runtime: r.runtime,
+                    model: r.model,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Every variable of a core in var_id order, where its plan placed it.
@@ -465,39 +467,41 @@ fn section_slots(img: &EngineImage, section: Section) -> u32 {
         .sum()
 }
 
-/// The fate of each NEFF record of the main section, from the patch list in
-/// one pass (the mapping of `PatchList::neff_to_device`, for every record at
-/// once): a delete patch removes its records, a modify patch rewrites them
-/// into the slot it produces, anything between patches is copied verbatim.
-pub fn records_of(img: &EngineImage) -> Records {
-    let main = img
-        .layout
-        .sections
-        .iter()
-        .find(|s| s.0 == Section::Main)
-        .map_or(0, |s| s.1);
-    let main_slots = u64::from(section_slots(img, Section::Main));
-    let mut fates = Vec::new();
-    let (mut dev, mut neff) = (0u64, 0u64);
-    let slot = |dev: u64| (dev + u64::from(main)) as u32;
-    for p in img.patches.of(Section::Main) {
-        let at = u64::from(p.neff_index);
-        while neff < at {
+testkit_pub! {
+    /// The fate of each NEFF record of the main section, from the patch list in
+    /// one pass (the mapping of `PatchList::neff_to_device`, for every record at
+    /// once): a delete patch removes its records, a modify patch rewrites them
+    /// into the slot it produces, anything between patches is copied verbatim.
+    fn records_of(img: &EngineImage) -> Records {
+        let main = img
+            .layout
+            .sections
+            .iter()
+            .find(|s| s.0 == Section::Main)
+            .map_or(0, |s| s.1);
+        let main_slots = u64::from(section_slots(img, Section::Main));
+        let mut fates = Vec::new();
+        let (mut dev, mut neff) = (0u64, 0u64);
+        let slot = |dev: u64| (dev + u64::from(main)) as u32;
+        for p in img.patches.of(Section::Main) {
+            let at = u64::from(p.neff_index);
+            while neff < at {
+                fates.push(Fate::Kept(slot(dev)));
+                dev += 1;
+                neff += 1;
+            }
+            let fate = match p.kind() {
+                PatchKind::Delete => Fate::Deleted,
+                _ => Fate::Rewritten(slot(dev)),
+            };
+            fates.extend(std::iter::repeat_n(fate, p.neff_count as usize));
+            neff += u64::from(p.neff_count);
+            dev += u64::from(p.device_count);
+        }
+        while dev < main_slots {
             fates.push(Fate::Kept(slot(dev)));
             dev += 1;
-            neff += 1;
         }
-        let fate = match p.kind() {
-            PatchKind::Delete => Fate::Deleted,
-            _ => Fate::Rewritten(slot(dev)),
-        };
-        fates.extend(std::iter::repeat_n(fate, p.neff_count as usize));
-        neff += u64::from(p.neff_count);
-        dev += u64::from(p.device_count);
+        Records { fates }
     }
-    while dev < main_slots {
-        fates.push(Fate::Kept(slot(dev)));
-        dev += 1;
-    }
-    Records { fates }
 }

@@ -1,0 +1,87 @@
+//! The NEFF file as a whole, for tools that read one, write one or take one
+//! apart (`pack`, `extract`, and every command that takes a path): the
+//! container's deliberate surface. How the gates run stays inside
+//! [`crate::container`]; what they found is [`crate::report::examine`].
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+pub use crate::container::header::feature_names;
+pub use crate::container::writer::{NeffWriter, Producer};
+pub use crate::container::{
+    open, open_mapped, read_neff, Archive, ContainerError, DigestForm, Encoding, HashAlgorithm,
+    MappedFile, Member, MemberKind, Neff, NeffHeader, OpenOptions, Verified, HEADER_LEN,
+};
+pub use crate::parse::declared_arch;
+
+/// A NEFF's bytes as a load reads them from a path. A regular file is
+/// mapped (its pages come from the page cache, and a large payload's pages
+/// are released as the decoder passes them, so they are not resident next
+/// to the inflated payload); standard input, another stream, and a file
+/// that cannot be mapped are read — a stream only as far as its header says
+/// ([`read_neff`]), so an endless one is refused at once.
+pub enum Source {
+    Read(Vec<u8>),
+    Mapped(MappedFile),
+}
+
+impl Source {
+    /// The file at `path`; `None` reads standard input.
+    pub fn read(path: Option<&Path>) -> std::io::Result<Source> {
+        let Some(path) = path else {
+            return read_neff(&mut std::io::stdin().lock()).map(Source::Read);
+        };
+        let f = File::open(path)?;
+        let meta = f.metadata()?;
+        if meta.is_file() && meta.len() >= HEADER_LEN as u64 {
+            if let Ok(m) = MappedFile::map(&f) {
+                return Ok(Source::Mapped(m));
+            }
+        }
+        read_open(f).map(Source::Read)
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Source::Read(b) => b,
+            Source::Mapped(m) => m.bytes(),
+        }
+    }
+
+    /// The mapping, when the file is mapped (a tool may guard against the
+    /// file being shortened underneath it).
+    pub fn mapped(&self) -> Option<&MappedFile> {
+        match self {
+            Source::Mapped(m) => Some(m),
+            Source::Read(_) => None,
+        }
+    }
+
+    /// The S1 gates on these bytes, releasing a mapped file's pages as they
+    /// are read.
+    pub fn open(&self, opts: &OpenOptions) -> Result<Neff, ContainerError> {
+        match self {
+            Source::Read(b) => open(b, opts),
+            Source::Mapped(m) => open_mapped(m, opts),
+        }
+    }
+}
+
+/// The bytes of the NEFF at `path`, read (never mapped, so a file another
+/// process shortens meanwhile is read short rather than faulting): a
+/// regular file whole, anything else only as far as its header says.
+pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_open(File::open(path)?)
+}
+
+fn read_open(mut f: File) -> std::io::Result<Vec<u8>> {
+    if !f.metadata()?.is_file() {
+        return read_neff(&mut f);
+    }
+    // One read into a buffer of the file's size (std reserves it from the
+    // metadata); a file that grew meanwhile is read to its end.
+    let mut out = Vec::new();
+    f.read_to_end(&mut out)?;
+    Ok(out)
+}
