@@ -51,7 +51,7 @@ pub struct CachePolicy {
     /// Parses kept after their last load releases them (0 = none, the
     /// reference).
     pub retain: usize,
-    /// Ceiling on the bytes of the retained parses ([`Weigh`]); a parse
+    /// Ceiling on the bytes of the retained parses ([`HostBytes`]); a parse
     /// larger than this is never retained.
     pub retain_bytes: u64,
     /// A loader that arrives after the parse, while its creator still holds
@@ -78,8 +78,8 @@ impl Default for CachePolicy {
 pub const DEFAULT_RETAIN_BYTES: u64 = 1 << 30;
 
 /// The memory a cached product holds, for the retention ceiling.
-pub trait Weigh {
-    fn weight(&self) -> u64;
+pub trait HostBytes {
+    fn host_bytes(&self) -> u64;
 }
 
 /// The part a loader played at the rendezvous (the reference's log lines
@@ -131,19 +131,19 @@ pub struct ParseCache<T> {
     seed: [u64; 4],
 }
 
-impl<T: Weigh> Default for ParseCache<T> {
+impl<T: HostBytes> Default for ParseCache<T> {
     fn default() -> Self {
         ParseCache::new(CachePolicy::default())
     }
 }
 
 /// Releases a loader's reference to its slot when dropped.
-pub struct CacheRef<'c, T: Weigh> {
+pub struct CacheRef<'c, T: HostBytes> {
     cache: &'c ParseCache<T>,
     key: Option<CacheKey>,
 }
 
-impl<T: Weigh> Drop for CacheRef<'_, T> {
+impl<T: HostBytes> Drop for CacheRef<'_, T> {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
             // Evicted products are dropped after the lock is released: freeing
@@ -157,13 +157,13 @@ impl<T: Weigh> Drop for CacheRef<'_, T> {
 /// The creator's hold on a pending slot: dropped without [`Self::finish`]
 /// (the parse returned an error or panicked), it marks the slot failed and
 /// wakes every waiter, so none is stranded.
-struct Creating<'c, T: Weigh> {
+struct Creating<'c, T: HostBytes> {
     cache: &'c ParseCache<T>,
     key: CacheKey,
     done: bool,
 }
 
-impl<T: Weigh> Creating<'_, T> {
+impl<T: HostBytes> Creating<'_, T> {
     /// Publishes a successful parse. `bytes` are the creator's file: their
     /// full fingerprint (`known` when the caller has it) is computed only if
     /// another loader has met the slot or the slot may be retained.
@@ -193,7 +193,7 @@ impl<T: Weigh> Creating<'_, T> {
     }
 }
 
-impl<T: Weigh> Drop for Creating<'_, T> {
+impl<T: HostBytes> Drop for Creating<'_, T> {
     fn drop(&mut self) {
         if !self.done {
             if let Some(slot) = self.cache.lock().slots.get_mut(&self.key) {
@@ -205,14 +205,14 @@ impl<T: Weigh> Drop for Creating<'_, T> {
 }
 
 /// The outcome of [`ParseCache::get_or_parse`].
-pub struct Entry<'c, T: Weigh, E> {
+pub struct Entry<'c, T: HostBytes, E> {
     pub role: Role,
     pub result: Result<Arc<T>, E>,
     /// Hold this for as long as the product is in use by the load.
     pub hold: CacheRef<'c, T>,
 }
 
-impl<T: Weigh> ParseCache<T> {
+impl<T: HostBytes> ParseCache<T> {
     /// A cache with `slots` concurrent NEFFs (1 = the reference behaviour)
     /// and no retention.
     pub fn with_slots(slots: usize) -> ParseCache<T> {
@@ -298,7 +298,7 @@ impl<T: Weigh> ParseCache<T> {
             && slot
                 .product
                 .as_ref()
-                .is_some_and(|p| p.weight() <= self.policy.retain_bytes);
+                .is_some_and(|p| p.host_bytes() <= self.policy.retain_bytes);
         if !keep {
             out.extend(inner.slots.remove(&key));
             return out;
@@ -313,7 +313,7 @@ impl<T: Weigh> ParseCache<T> {
             for (k, s) in &inner.slots {
                 if s.refs == 0 {
                     count += 1;
-                    bytes += s.product.as_ref().map_or(0, |p| p.weight());
+                    bytes += s.product.as_ref().map_or(0, |p| p.host_bytes());
                     if oldest.is_none_or(|(u, _)| s.used < u) {
                         oldest = Some((s.used, *k));
                     }
@@ -531,8 +531,8 @@ mod tests {
     use std::sync::Barrier;
     use std::time::Duration;
 
-    impl Weigh for u32 {
-        fn weight(&self) -> u64 {
+    impl HostBytes for u32 {
+        fn host_bytes(&self) -> u64 {
             u64::from(*self)
         }
     }

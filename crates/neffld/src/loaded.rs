@@ -3,7 +3,7 @@
 //! never see ([`crate::report`] renders them).
 
 use crate::api::Timings;
-use crate::cache::{Role, Weigh};
+use crate::cache::{Role, HostBytes};
 use crate::container::Neff;
 use crate::ids::{HModel, LCore};
 use crate::manifest::TensorInfo;
@@ -18,9 +18,9 @@ pub struct Parsed {
     pub model: ParsedModel,
 }
 
-impl Weigh for Parsed {
+impl HostBytes for Parsed {
     /// The inflated payload: the parse borrows from it and owns little else.
-    fn weight(&self) -> u64 {
+    fn host_bytes(&self) -> u64 {
         self.neff.archive().decoded_len() as u64
     }
 }

@@ -1,7 +1,7 @@
 //! The capture reader on the ten real captures, checked against facts that
 //! come from elsewhere: the vendored NEFF each capture was taken of (its
 //! header uuid, its own instruction records), the file names, and the
-//! placement spec/capture.md measured; plus the writer's round trip and
+//! placement docs/reference/capture.md measured; plus the writer's round trip and
 //! hostile inputs.
 
 use std::borrow::Cow;
@@ -87,7 +87,7 @@ fn every_capture_reads_with_its_neffs_identity() {
 
 #[test]
 fn images_hold_the_neffs_first_record_at_the_measured_slot() {
-    // spec/capture.md: the slot of the NEFF's first record, pe act pool dve sp.
+    // docs/reference/capture.md: the slot of the NEFF's first record, pe act pool dve sp.
     let first = [
         ("sg00", [67, 67, 62, 67, 50]),
         ("sg01", [66, 56, 61, 66, 49]),
@@ -122,7 +122,7 @@ fn memory_rows_come_in_the_runtimes_order_and_engine_rows_hold_their_image() {
         for s in &c.subgraphs {
             let names: Vec<&str> = s.memory.iter().map(|r| r.name.as_str()).collect();
             assert_eq!(names, order, "{stem} {}", s.name);
-            // The fixed per-engine block spec/capture.md measured.
+            // The fixed per-engine block docs/reference/capture.md measured.
             let sp_extra = if s.name == "sg00" { 1536 } else { 1280 };
             for (e, extra) in [
                 (EngineType::Pe, 1728),

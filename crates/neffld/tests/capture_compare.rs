@@ -1,6 +1,6 @@
 //! Comparing captures with what neffld staged: the alignment of a capture's
 //! images against the NEFF's own records reproduces the placement
-//! spec/capture.md measured; a capture compared with itself agrees, and with
+//! docs/reference/capture.md measured; a capture compared with itself agrees, and with
 //! a writer-built variant reports exactly the injected difference; neffld
 //! rewrites and deletes as many records as the real runtime did.
 
@@ -58,7 +58,7 @@ fn borrowed(s: &BTreeMap<(String, EngineType), Vec<u8>>) -> BTreeMap<(String, En
 
 #[test]
 fn alignment_reproduces_the_measured_placement() {
-    // spec/capture.md: the first record's slot (pe act pool dve sp) and 11
+    // docs/reference/capture.md: the first record's slot (pe act pool dve sp) and 11
     // slots after the last kept record (9 for sp), the 0xCC label deleted.
     let first = [
         ("sg00", [67, 67, 62, 67, 50]),

@@ -10,6 +10,7 @@ use neffld::device::Device;
 use neffld::kbin::isa::{self, Addr8};
 use neffld::kbin::Lowering;
 use neffld::relocate::instr::OP_DMA_DIRECT;
+use neffld::relocate::ipmap::SectionSpan;
 use neffld::stage::validate::validate;
 use neffld::stage::Placement;
 use neffld::testkit::{stream, Synth};
@@ -116,7 +117,7 @@ fn an_operand_moved_into_a_neighbouring_allocation_is_named() {
         assert_eq!(findings.len(), 1, "{findings:?}");
         let what = &findings[0].what;
         // After the runtime's preamble, before any deletion.
-        let record = (off / 64) as usize - placed.image.layout.sections[1].1 as usize;
+        let record = (off / 64) as usize - placed.image.layout.sections[1].first as usize;
         assert_eq!(findings[0].subgraph, "sg00");
         assert!(
             what.contains(&format!("{} record", placed.engine.key()))
@@ -201,7 +202,11 @@ fn a_trigger_moved_to_another_block_is_named() {
             .engines
             .iter()
             .find_map(|e| {
-                let (_, main, len) = e.image.layout.sections[1];
+                let SectionSpan {
+                    first: main,
+                    slots: len,
+                    ..
+                } = e.image.layout.sections[1];
                 (main..main + len)
                     .find(|&s| e.image.bytes[s as usize * 64] == 0xA5)
                     .map(|s| (e, u64::from(s) * 64))

@@ -1,6 +1,6 @@
 //! One test per shared hardware capture: loading the capture's NEFF on the
 //! capture's logical core must stage what the real runtime staged
-//! (spec/capture.md) — every memory row but Profiler Buffers and Tensors,
+//! (docs/reference/capture.md) — every memory row but Profiler Buffers and Tensors,
 //! every image's size and its preamble / NEFF records / postamble split,
 //! the preamble's and postamble's bytes (every image byte-identical),
 //! every NEFF record kept, rewritten or deleted as the runtime did, and in

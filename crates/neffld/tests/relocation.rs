@@ -7,7 +7,7 @@ use common::*;
 use neffld::container::writer::Producer;
 use neffld::kbin::isa::{self, Addr8};
 use neffld::relocate::ipmap::{
-    ImageLayout, IpMapError, Patch, PatchKind, PatchList, Section, RECORD,
+    ImageLayout, IpMapError, Patch, PatchKind, PatchList, Section, SectionSpan, RECORD,
 };
 use neffld::testkit::Synth;
 use neffld::Arch;
@@ -287,9 +287,9 @@ proptest! {
         let layout = ImageLayout {
             base,
             sections: vec![
-                (Section::Preamble, 0, pre),
-                (Section::Main, pre, main_len),
-                (Section::Postamble, pre + main_len, post),
+                SectionSpan::new(Section::Preamble, 0, pre),
+                SectionSpan::new(Section::Main, pre, main_len),
+                SectionSpan::new(Section::Postamble, pre + main_len, post),
             ],
         };
         let main_lo = base + u64::from(pre) * RECORD;
@@ -321,12 +321,12 @@ proptest! {
         // FUNCTION address, which needs the MAIN replay, names the missing section.
         let no_main = ImageLayout {
             base,
-            sections: vec![(Section::Preamble, 0, pre), (Section::Postamble, pre, post)],
+            sections: vec![SectionSpan::new(Section::Preamble, 0, pre), SectionSpan::new(Section::Postamble, pre, post)],
         };
         prop_assert_eq!(list.device_ip_to_neff(&no_main, ip), Err(IpMapError::OutOfBounds(ip)));
         let function_only = ImageLayout {
             base,
-            sections: vec![(Section::Preamble, 0, pre), (Section::Function, pre, 4)],
+            sections: vec![SectionSpan::new(Section::Preamble, 0, pre), SectionSpan::new(Section::Function, pre, 4)],
         };
         let fip = base + u64::from(pre) * RECORD + probe % (4 * RECORD);
         prop_assert_eq!(
@@ -365,7 +365,7 @@ fn ip_map_near_the_top_of_the_address_space() {
     let base = u64::MAX - 63 - 10 * RECORD;
     let layout = ImageLayout {
         base,
-        sections: vec![(Section::Main, 0, 10)],
+        sections: vec![SectionSpan::new(Section::Main, 0, 10)],
     };
     assert_eq!(
         list.device_ip_to_neff(&layout, base),
@@ -386,7 +386,7 @@ fn ip_map_near_the_top_of_the_address_space() {
     // Past the end of the address space there is no device address.
     let far = ImageLayout {
         base: u64::MAX - 63,
-        sections: vec![(Section::Main, 0, 4)],
+        sections: vec![SectionSpan::new(Section::Main, 0, 4)],
     };
     assert_eq!(
         list.neff_to_device_ip(&far, Section::Main, 3),

@@ -1,4 +1,4 @@
-//! Reading an NTFF file (spec/capture.md): the version byte, the metadata
+//! Reading an NTFF file (docs/reference/capture.md): the version byte, the metadata
 //! length at 0x01, the metadata message at 0x80, the data area after it.
 //!
 //! Only the fields listed in the spec are read; any other field, of any wire

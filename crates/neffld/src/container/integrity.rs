@@ -73,7 +73,7 @@ pub struct Verified {
 /// The digest of `payload` with the algorithm of `algorithm`, in plain order,
 /// zero-extended to the 32-byte header field.
 pub fn digest(algorithm: HashAlgorithm, payload: &[u8]) -> [u8; 32] {
-    digest_passing(algorithm, payload, &|_| {})
+    digest_with_progress(algorithm, payload, &|_| {})
 }
 
 /// Bytes hashed between two reports of progress: large enough that the
@@ -83,7 +83,7 @@ const HASH_CHUNK: usize = 4 << 20;
 
 /// As [`digest`], telling `passed` each offset below which it has hashed
 /// every byte (so a caller can release those pages of the payload).
-pub fn digest_passing(
+pub fn digest_with_progress(
     algorithm: HashAlgorithm,
     payload: &[u8],
     passed: &dyn Fn(usize),
@@ -134,11 +134,11 @@ pub fn verify(
     stored: &[u8; 32],
     payload: &[u8],
 ) -> Result<Verified, ContainerError> {
-    verify_passing(pkg_version, stored, payload, &|_| {})
+    verify_with_progress(pkg_version, stored, payload, &|_| {})
 }
 
 /// As [`verify`], telling `passed` how far the digest has read the payload.
-pub fn verify_passing(
+pub fn verify_with_progress(
     pkg_version: u64,
     stored: &[u8; 32],
     payload: &[u8],
@@ -149,7 +149,7 @@ pub fn verify_passing(
     }
     let algorithm = HashAlgorithm::for_pkg_version(pkg_version);
     let n = algorithm.digest_len();
-    let plain = digest_passing(algorithm, payload, passed);
+    let plain = digest_with_progress(algorithm, payload, passed);
     let form = if stored[..n] == plain[..n] {
         DigestForm::Plain
     } else if stored[..n] == word_swap(&plain, n)[..n] {
@@ -219,7 +219,7 @@ mod tests {
         let payload: Vec<u8> = (0..HASH_CHUNK * 2 + 77).map(|i| (i % 253) as u8).collect();
         for alg in [HashAlgorithm::Md5, HashAlgorithm::Sha256] {
             let seen = std::sync::Mutex::new(Vec::new());
-            let d = digest_passing(alg, &payload, &|p| seen.lock().unwrap().push(p));
+            let d = digest_with_progress(alg, &payload, &|p| seen.lock().unwrap().push(p));
             let whole = match alg {
                 HashAlgorithm::Md5 => Md5::digest(&payload).to_vec(),
                 HashAlgorithm::Sha256 => Sha256::digest(&payload).to_vec(),

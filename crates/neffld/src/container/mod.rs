@@ -4,6 +4,7 @@
 pub mod archive;
 #[cfg(feature = "libdeflate")]
 pub mod fast_inflate;
+pub mod gzip;
 pub mod header;
 pub mod integrity;
 pub mod mapped;
@@ -11,16 +12,19 @@ pub mod release;
 pub mod sample;
 pub mod sniff;
 pub mod stream;
+pub mod tar;
 pub mod writer;
 
 use thiserror::Error;
 
-pub use archive::{Archive, Encoding, Member, MemberKind, STREAM_MIN};
+pub use archive::Archive;
+pub use gzip::{Encoding, STREAM_MIN};
 pub use header::{NeffHeader, HEADER_LEN};
 pub use integrity::{DigestForm, HashAlgorithm, Verified};
 pub use mapped::MappedFile;
 pub use sniff::FileKind;
 pub use stream::read_neff;
+pub use tar::{Member, MemberKind};
 
 use crate::NrtStatus;
 use release::{ReadFront, Reader};
@@ -240,7 +244,7 @@ impl Neff {
 /// Runs every S1 gate in the reference order (preflight, version, feature
 /// trap, data size, packager, integrity), then decodes the payload window.
 pub fn open(bytes: &[u8], opts: &OpenOptions) -> Result<Neff, ContainerError> {
-    open_passing(bytes, opts, None)
+    open_releasing(bytes, opts, None)
 }
 
 /// As [`open`], for a mapped file whose pages are released as the decoder
@@ -250,10 +254,10 @@ pub fn open(bytes: &[u8], opts: &OpenOptions) -> Result<Neff, ContainerError> {
 /// result and every error.
 pub fn open_mapped(file: &MappedFile, opts: &OpenOptions) -> Result<Neff, ContainerError> {
     let release = |window_end: usize| file.release_below(HEADER_LEN + window_end);
-    open_passing(file.bytes(), opts, Some(&release))
+    open_releasing(file.bytes(), opts, Some(&release))
 }
 
-fn open_passing(
+fn open_releasing(
     bytes: &[u8],
     opts: &OpenOptions,
     release: Option<release::Release<'_>>,
@@ -269,7 +273,7 @@ fn open_passing(
     let hashed = opts.verify_hash || opts.compare_hash;
     let front = release.map(|r| ReadFront::new(r, window.len(), hashed));
     let front = front.as_ref();
-    let decode = || Archive::decode_passing(window, limit, max_members, front);
+    let decode = || Archive::decode_with_progress(window, limit, max_members, front);
     let (digest, archive) = if hashed {
         let passed = |at: usize| {
             if let Some(f) = front {
@@ -278,7 +282,7 @@ fn open_passing(
         };
         let (digest, archive) = hash_beside(
             decode,
-            || integrity::verify_passing(header.pkg_version, &header.hash, window, &passed),
+            || integrity::verify_with_progress(header.pkg_version, &header.hash, window, &passed),
             window.len(),
         );
         (Some(digest), archive)

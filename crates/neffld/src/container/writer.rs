@@ -143,6 +143,14 @@ fn put_str(field: &mut [u8], s: impl AsRef<[u8]>) {
     field[..n].copy_from_slice(&s[..n]);
 }
 
+/// A tar of exactly these entries, then the end marker: no ordering, no
+/// pax records added, so a test can give the reader any dialect.
+pub fn tar_of(entries: &[TarEntry]) -> Vec<u8> {
+    let mut out: Vec<u8> = entries.iter().flat_map(tar_entry).collect();
+    out.extend_from_slice(&[0u8; 1024]);
+    out
+}
+
 /// Encodes one entry: its 512-byte header and its body padded to 512.
 pub fn tar_entry(e: &TarEntry) -> Vec<u8> {
     let mut h = [0u8; 512];

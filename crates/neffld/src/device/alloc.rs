@@ -1,4 +1,4 @@
-//! The HBM allocator, modelled on the kernel's (spec/stage.md §13.2).
+//! The HBM allocator, modelled on the kernel's (docs/reference/stage.md §13.2).
 //!
 //! Per channel: the first 16 MiB is the firmware carve-out and never handed
 //! out; the top 1 GiB is the *small pool*, preferred by requests of at most

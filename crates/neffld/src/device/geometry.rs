@@ -1,5 +1,5 @@
 //! Device geometry: how many cores, how much HBM and where, and the
-//! state-buffer apertures (spec/stage.md §5.1, §6.1, §13.3).
+//! state-buffer apertures (docs/reference/stage.md §5.1, §6.1, §13.3).
 //!
 //! Everything that depends on the architecture is answered here so the rest
 //! of the loader never matches on `Arch` to find an address or a size.

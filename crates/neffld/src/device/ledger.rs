@@ -1,4 +1,4 @@
-//! Memory usages, kernel categories and the usage ledger (spec/stage.md §13.1,
+//! Memory usages, kernel categories and the usage ledger (docs/reference/stage.md §13.1,
 //! §13.2).
 //!
 //! The runtime charges every allocation to `(core, usage)` and per HBM channel;

@@ -1,4 +1,4 @@
-//! The device the loader stages onto (spec/stage.md §3.3, §6.1, §13).
+//! The device the loader stages onto (docs/reference/stage.md §3.3, §6.1, §13).
 //!
 //! Two layers. A [`Storage`] backend is what a driver does: place an
 //! allocation in HBM, free it, copy bytes in and out. [`Device`] is the
@@ -18,7 +18,7 @@
 
 pub mod address;
 pub mod alloc;
-mod books;
+mod bookkeeping;
 pub mod fault;
 pub mod geometry;
 pub mod ledger;
@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
 use alloc::AllocFailure;
-use books::Books;
+use bookkeeping::Bookkeeping;
 
 use crate::ids::{LCore, PCore, Pa};
 use crate::shared::SharedBytes;
@@ -223,7 +223,7 @@ pub struct Write<'a> {
 /// own bytes, so per-core builds on several threads copy in parallel.
 pub struct Device<S: Storage + ?Sized = dyn Storage> {
     geometry: Geometry,
-    books: Mutex<Books>,
+    books: Mutex<Bookkeeping>,
     observers: RwLock<Vec<Arc<dyn Observer>>>,
     storage: S,
 }
@@ -235,7 +235,7 @@ impl<S: Storage> Device<S> {
             .map(|c| storage.capacity(c))
             .collect();
         Device {
-            books: Mutex::new(Books::new(limits)),
+            books: Mutex::new(Bookkeeping::new(limits)),
             observers: RwLock::new(Vec::new()),
             geometry,
             storage,
@@ -264,7 +264,7 @@ impl<S: Storage + ?Sized> Device<S> {
 
     /// A poisoned lock only means another thread panicked mid-call; the
     /// books are updated in an order that keeps them consistent.
-    fn books(&self) -> MutexGuard<'_, Books> {
+    fn books(&self) -> MutexGuard<'_, Bookkeeping> {
         self.books.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -1,6 +1,6 @@
 //! What a device backend does, and nothing else: place an allocation in
 //! HBM, give it back, copy bytes in and out. A driver would implement this
-//! trait with its allocation, free and copy ioctls (spec/stage.md §13.2);
+//! trait with its allocation, free and copy ioctls (docs/reference/stage.md §13.2);
 //! the simulated backends ([`super::SimStorage`], [`super::NullStorage`])
 //! place with the kernel-like [`super::alloc::HbmAllocator`].
 //!

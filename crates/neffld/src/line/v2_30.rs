@@ -2,7 +2,7 @@
 //! after them, per engine and per core role, the fixed block of
 //! instruction memory it keeps beside each image, and what it allocates for
 //! itself when it starts. Every figure here is the runtime's (2.30 on
-//! trn2), measured on the ten shared hardware captures (spec/capture.md);
+//! trn2), measured on the ten shared hardware captures (docs/reference/capture.md);
 //! the NEFF does not say them. Its preamble has no per-queue ring blocks:
 //! the captured NEFFs use dynamic queues only, and a static queue's 2.30
 //! code was never seen.

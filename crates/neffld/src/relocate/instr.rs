@@ -29,7 +29,7 @@
 use std::ops::Range;
 
 use super::dma::{template, Target};
-use super::ipmap::{ImageLayout, Patch, PatchList, Section, RECORD};
+use super::ipmap::{ImageLayout, Patch, PatchList, Section, SectionSpan, RECORD};
 use super::RelocError;
 use crate::fallible;
 use crate::ids::VarId;
@@ -72,7 +72,7 @@ pub struct IoOperand {
 /// One engine's device image and its bookkeeping.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineImage {
-    /// Filled by [`lower`]'s caller, from the room it lowered into.
+    /// Filled by [`lower`]'s caller, from the buffer it lowered into.
     pub bytes: SharedSlice,
     pub layout: ImageLayout,
     pub patches: PatchList,
@@ -130,7 +130,7 @@ pub fn lower(
     assert_eq!(
         out.len() as u64,
         image_len(n_records as u64, relocations, code),
-        "the room for {name}'s image"
+        "the buffer for {name}'s image"
     );
     let mut img = EngineImage::default();
     // The side lists sized once too: a Pool stream lowers thousands of
@@ -227,10 +227,9 @@ pub fn lower(
     img.layout = ImageLayout {
         base,
         sections: vec![
-            (Section::Preamble, 0, pre.len() as u32),
-            (Section::Main, pre.len() as u32, main_len as u32),
-            (
-                Section::Postamble,
+            SectionSpan::new(Section::Preamble, 0, pre.len() as u32),
+            SectionSpan::new(Section::Main, pre.len() as u32, main_len as u32),
+            SectionSpan::new(Section::Postamble,
                 (pre.len() + main_len) as u32,
                 post.len() as u32,
             ),
@@ -308,7 +307,7 @@ mod tests {
     use crate::relocate::dma::decode_template;
     use crate::relocate::ipmap::PatchKind;
 
-    /// [`lower`] of a stream for [`code`] against [`Fake`], into a room of
+    /// [`lower`] of a stream for [`code`] against [`Fake`], into a buffer of
     /// its own.
     fn lower_owned(
         name: &str,
@@ -318,9 +317,9 @@ mod tests {
     ) -> Result<EngineImage, RelocError> {
         let records = (stream.len() / RECORD as usize) as u64;
         let code = code();
-        let mut room = vec![0u8; image_len(records, relocations, &code) as usize];
-        let mut img = lower(name, stream, relocations, base, &code, &Fake, &mut room)?;
-        img.bytes = room.into();
+        let mut out = vec![0u8; image_len(records, relocations, &code) as usize];
+        let mut img = lower(name, stream, relocations, base, &code, &Fake, &mut out)?;
+        img.bytes = out.into();
         Ok(img)
     }
 
@@ -541,18 +540,21 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "the room for PE's image")]
-    fn a_room_of_the_wrong_size_is_refused() {
+    #[should_panic(expected = "the buffer for PE's image")]
+    fn a_buffer_of_the_wrong_size_is_refused() {
         let code = code();
         let len = image_len(1, &[], &code) as usize;
-        let mut room = vec![0u8; len - 64];
-        let _ = lower("PE", &rec(0x47), &[], 0, &code, &Fake, &mut room);
+        let mut out = vec![0u8; len - 64];
+        let _ = lower("PE", &rec(0x47), &[], 0, &code, &Fake, &mut out);
     }
 
     #[test]
     fn an_empty_stream_is_preamble_and_postamble_only() {
         let img = lower_owned("PE", &[], &[], 0x4000).unwrap();
         assert_eq!(img.bytes.len(), (PRE + POST) * 64);
-        assert_eq!(img.layout.sections[1], (Section::Main, PRE as u32, 0));
+        assert_eq!(
+            img.layout.sections[1],
+            SectionSpan::new(Section::Main, PRE as u32, 0)
+        );
     }
 }

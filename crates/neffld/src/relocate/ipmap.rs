@@ -67,8 +67,33 @@ impl Patch {
 pub struct ImageLayout {
     /// Device address of slot 0.
     pub base: u64,
-    /// `(section, first slot, slot count)`, in image order.
-    pub sections: Vec<(Section, u32, u32)>,
+    /// In image order.
+    pub sections: Vec<SectionSpan>,
+}
+
+/// One section of an image: slots `first .. first + slots`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectionSpan {
+    pub section: Section,
+    pub first: u32,
+    pub slots: u32,
+}
+
+impl SectionSpan {
+    pub const fn new(section: Section, first: u32, slots: u32) -> SectionSpan {
+        SectionSpan {
+            section,
+            first,
+            slots,
+        }
+    }
+}
+
+impl ImageLayout {
+    /// Where `section` lies, when the image has it.
+    pub fn span(&self, section: Section) -> Option<SectionSpan> {
+        self.sections.iter().copied().find(|s| s.section == section)
+    }
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -159,15 +184,18 @@ impl PatchList {
             .checked_sub(layout.base)
             .ok_or(IpMapError::OutOfBounds(device_ip))?;
         let slot = rel / RECORD;
-        for &(section, first, len) in &layout.sections {
+        for &SectionSpan {
+            section,
+            first,
+            slots,
+        } in &layout.sections
+        {
             if !matches!(section, Section::Main | Section::Function) {
                 continue;
             }
-            let (first, len) = (u64::from(first), u64::from(len));
+            let (first, len) = (u64::from(first), u64::from(slots));
             if slot >= first && slot < first + len {
-                if section == Section::Function
-                    && !layout.sections.iter().any(|s| s.0 == Section::Main)
-                {
+                if section == Section::Function && layout.span(Section::Main).is_none() {
                     return Err(IpMapError::NoSection(Section::Main as u32));
                 }
                 return Ok((section, self.device_to_neff(section, slot - first)));
@@ -184,11 +212,10 @@ impl PatchList {
         section: Section,
         index: u64,
     ) -> Result<Option<u64>, IpMapError> {
-        let &(_, first, _) = layout
-            .sections
-            .iter()
-            .find(|s| s.0 == section)
-            .ok_or(IpMapError::NoSection(section as u32))?;
+        let first = layout
+            .span(section)
+            .ok_or(IpMapError::NoSection(section as u32))?
+            .first;
         self.neff_to_device(section, index)
             .map(|slot| {
                 u64::from(first)
@@ -273,9 +300,9 @@ mod tests {
         let layout = ImageLayout {
             base: 0x1000_0000,
             sections: vec![
-                (Section::Preamble, 0, 4),
-                (Section::Main, 4, 13),
-                (Section::Postamble, 17, 3),
+                SectionSpan::new(Section::Preamble, 0, 4),
+                SectionSpan::new(Section::Main, 4, 13),
+                SectionSpan::new(Section::Postamble, 17, 3),
             ],
         };
         assert_eq!(

@@ -462,8 +462,8 @@ fn section_slots(img: &EngineImage, section: Section) -> u32 {
     img.layout
         .sections
         .iter()
-        .filter(|s| s.0 == section)
-        .map(|s| s.2)
+        .filter(|s| s.section == section)
+        .map(|s| s.slots)
         .sum()
 }
 
@@ -473,12 +473,7 @@ testkit_pub! {
     /// once): a delete patch removes its records, a modify patch rewrites them
     /// into the slot it produces, anything between patches is copied verbatim.
     fn records_of(img: &EngineImage) -> Records {
-        let main = img
-            .layout
-            .sections
-            .iter()
-            .find(|s| s.0 == Section::Main)
-            .map_or(0, |s| s.1);
+        let main = img.layout.span(Section::Main).map_or(0, |s| s.first);
         let main_slots = u64::from(section_slots(img, Section::Main));
         let mut fates = Vec::new();
         let (mut dev, mut neff) = (0u64, 0u64);

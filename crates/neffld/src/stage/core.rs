@@ -659,8 +659,9 @@ fn build_parts<'a>(
 
     // Instruction images, placed for every core of the load before any
     // build ([`place_images`]): lowered here into their slots, all of this
-    // core's into one room (in huge pages when large enough: about a tenth
-    // of a one-shot load went to faulting in 4 KiB pages for them).
+    // core's into one host buffer (in huge pages when large enough: a
+    // tenth of a one-shot load went to faulting in 4 KiB pages for them,
+    // docs/performance.md).
     resolver.rings = bases;
     let window = DmaWindow::of(geometry, plan.pcore);
     let engines: Vec<_> = placed
@@ -673,9 +674,9 @@ fn build_parts<'a>(
         })
         .collect();
     let total = engines.iter().flatten().map(|(_, _, len)| *len).sum();
-    let mut room = ZeroedBuf::new(total, "a core's instruction images")
+    let mut images_buf = ZeroedBuf::new(total, "a core's instruction images")
         .map_err(|oom| b.reloc(RelocError::HostMemory(oom)))?;
-    let mut rest = room.bytes_mut();
+    let mut rest = images_buf.bytes_mut();
     for (p, engine) in placed.iter_mut().zip(&engines) {
         let Some((e, code, len)) = engine else {
             continue;
@@ -696,11 +697,11 @@ fn build_parts<'a>(
         .map_err(|err| b.reloc(err))?;
         b.reloc_time += t.elapsed();
     }
-    let room = room.freeze();
+    let images_buf = images_buf.freeze();
     let mut at = 0;
     for (p, engine) in placed.iter_mut().zip(&engines) {
         let len = engine.as_ref().map_or(0, |(_, _, len)| *len);
-        p.image.bytes = SharedSlice::new(room.clone(), at..at + len);
+        p.image.bytes = SharedSlice::new(images_buf.clone(), at..at + len);
         at += len;
     }
 

@@ -211,10 +211,8 @@ impl<'a> Core<'a> {
         let main = placed
             .image
             .layout
-            .sections
-            .iter()
-            .find(|s| s.0 == Section::Main)
-            .map_or(0, |s| s.1 as usize);
+            .span(Section::Main)
+            .map_or(0, |s| s.first as usize);
         let engine = program.ty().key();
         let mut deleted = 0usize;
         for r in program.relocations() {

@@ -24,7 +24,7 @@ pub(super) struct Live {
 }
 
 #[derive(Debug)]
-pub(super) struct Books {
+pub(super) struct Bookkeeping {
     pub ledger: Ledger,
     pub faults: FaultState,
     live: BTreeMap<MemHandle, Live>,
@@ -33,10 +33,10 @@ pub(super) struct Books {
     next_handle: u64,
 }
 
-impl Books {
-    /// Books whose channels can hold `limits` bytes each.
-    pub fn new(limits: Vec<u64>) -> Books {
-        Books {
+impl Bookkeeping {
+    /// Bookkeeping whose channels can hold `limits` bytes each.
+    pub fn new(limits: Vec<u64>) -> Bookkeeping {
+        Bookkeeping {
             ledger: Ledger::with_limits(limits),
             faults: FaultState::default(),
             live: BTreeMap::new(),
@@ -51,7 +51,7 @@ impl Books {
     }
 
     /// Enters a block the backend placed for `req` under
-    /// [`Books::next_handle`], and charges it.
+    /// [`Bookkeeping::next_handle`], and charges it.
     pub fn enter(&mut self, req: &AllocReq<'_>, block: Block) -> Allocation {
         let handle = self.next_handle();
         self.next_handle += 1;
