@@ -365,12 +365,7 @@ impl Observer for Watch {
             return;
         }
         let memory = MemoryReport::from_ledger(self.nd, &self.geometry, ledger);
-        let request = Refusal {
-            size: req.size,
-            align: req.align,
-            usage: req.usage,
-            core: req.core,
-        };
+        let request = Refusal::of(req);
         let log = memory.refusal_log(&request, self.lnc, |h| self.names.get(h));
         s.refused = Some(Caught {
             device: self.nd,

@@ -17,7 +17,9 @@
 use std::fmt::Write as _;
 
 use crate::api::{LoadError, Model, Runtime};
-use crate::device::{ChargeRows, Device, DeviceError, Geometry, Ledger, MemUsage, Owner, CARVEOUT};
+use crate::device::{
+    AllocReq, ChargeRows, Device, DeviceError, Geometry, Ledger, MemUsage, Owner, CARVEOUT,
+};
 use crate::ids::{HModel, LCore, PCore};
 use crate::line::RuntimeLine;
 
@@ -561,6 +563,18 @@ pub struct Refusal {
     pub align: u64,
     pub usage: MemUsage,
     pub core: PCore,
+}
+
+impl Refusal {
+    /// The request a device refused, as the runtime's report names it.
+    pub(crate) fn of(req: &AllocReq<'_>) -> Refusal {
+        Refusal {
+            size: req.size,
+            align: req.align,
+            usage: req.usage,
+            core: req.core,
+        }
+    }
 }
 
 /// One line the runtime logs: the function it names (`log_dev_mem`, ...)

@@ -179,12 +179,7 @@ struct RefusalWatch {
 impl Observer for RefusalWatch {
     fn refused(&self, req: &AllocReq<'_>, _error: &DeviceError, ledger: &Ledger) {
         let memory = MemoryReport::from_ledger(self.nd, &self.geometry, ledger);
-        let refusal = Refusal {
-            size: req.size,
-            align: req.align,
-            usage: req.usage,
-            core: req.core,
-        };
+        let refusal = Refusal::of(req);
         (self.on)(&RefusalSeen {
             device: self.nd,
             memory: &memory,
