@@ -38,6 +38,20 @@ pub fn default_inflate_limit(window_len: u64) -> u64 {
 /// subgraph; 2^17 leaves room for thousands of subgraphs.
 pub const DEFAULT_MAX_MEMBERS: u64 = 1 << 17;
 
+/// Which decoded buffer an [`Archive`] is. A member's range means nothing
+/// in another archive's buffer, yet reads there without complaint: views
+/// that keep ranges (`manifest::Blob`) carry the id of the archive they
+/// came from and are read only through it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ArchiveId(u64);
+
+impl ArchiveId {
+    fn fresh() -> ArchiveId {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        ArchiveId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
 /// The decoded payload and its member table.
 ///
 /// Owns the one decoded buffer; members are ranges into it, so looking a
@@ -46,6 +60,7 @@ pub const DEFAULT_MAX_MEMBERS: u64 = 1 << 17;
 /// the earlier body is dropped and a warning names the path.
 #[derive(Clone, Debug, Default)]
 pub struct Archive {
+    id: ArchiveId,
     data: SharedBytes,
     members: Vec<Member>,
     /// By exact name bytes: names that differ only in bytes that are not
@@ -147,6 +162,7 @@ impl Archive {
                 .collect();
         }
         Ok(Archive {
+            id: ArchiveId::fresh(),
             data,
             members,
             index,
@@ -199,6 +215,10 @@ impl Archive {
     }
 
     /// Size of the decoded buffer (the inflated tar).
+    pub fn id(&self) -> ArchiveId {
+        self.id
+    }
+
     pub fn decoded_len(&self) -> usize {
         self.data.len()
     }

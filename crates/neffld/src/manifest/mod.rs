@@ -26,6 +26,7 @@ pub use kelf::{GraphRef, Kelf};
 pub use neff_json::{IoMaps, IoTensor, NeffJson};
 pub use tensor::{TensorInfo, TensorUsage};
 
+use crate::container::archive::ArchiveId;
 use crate::container::{Archive, Neff};
 use crate::Arch;
 
@@ -53,11 +54,13 @@ impl ParseOptions {
 }
 
 /// A zero-copy view of (part of) an archive member: its name and the byte
-/// range inside [`Archive::decoded`].
+/// range inside [`Archive::decoded`] of the archive it was made from, and
+/// only that one ([`ArchiveId`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Blob {
     pub member: String,
     pub range: Range<usize>,
+    archive: ArchiveId,
 }
 
 impl Blob {
@@ -66,6 +69,7 @@ impl Blob {
         archive.member(name).map(|m| Blob {
             member: m.name.clone(),
             range: m.range.clone(),
+            archive: archive.id(),
         })
     }
 
@@ -80,6 +84,7 @@ impl Blob {
         Blob {
             member: self.member.clone(),
             range: s..e,
+            archive: self.archive,
         }
     }
 
@@ -92,11 +97,18 @@ impl Blob {
     }
 
     /// The bytes, borrowed from the archive this blob was made from.
+    ///
+    /// # Panics
+    /// When `archive` is another one: its bytes at this range are not the
+    /// member's, and no input can make that happen, only a caller's mistake.
     pub fn bytes<'a>(&self, archive: &'a Archive) -> &'a [u8] {
-        archive
-            .decoded()
-            .get(self.range.clone())
-            .unwrap_or_default()
+        assert_eq!(
+            archive.id(),
+            self.archive,
+            "{} read through an archive it is not from",
+            self.member
+        );
+        &archive.decoded()[self.range.clone()]
     }
 }
 
@@ -176,4 +188,27 @@ pub fn parse_archive(
         tracing::warn!("{w}");
     }
     Ok(manifest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::writer::{tar_of, TarEntry};
+
+    fn archive(body: &[u8]) -> Archive {
+        Archive::from_tar(tar_of(&[TarEntry::file("sg00/w.bin", body)])).unwrap()
+    }
+
+    /// Two archives of the same layout hold the member at the same range, so
+    /// only the blob's archive id tells them apart.
+    #[test]
+    #[should_panic(expected = "sg00/w.bin read through an archive it is not from")]
+    fn a_blob_reads_only_its_own_archive() {
+        let (a, b) = (archive(b"first"), archive(b"other"));
+        let blob = Blob::of(&a, "sg00/w.bin").unwrap();
+        assert_eq!(blob.bytes(&a), b"first");
+        assert_eq!(blob.sub(1, 3).bytes(&a), b"ir");
+        assert_eq!(blob.range, Blob::of(&b, "sg00/w.bin").unwrap().range);
+        let _ = blob.bytes(&b);
+    }
 }
