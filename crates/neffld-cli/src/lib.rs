@@ -261,7 +261,7 @@ pub fn plan_document(
         Ok(Cli {
             command: Command::Plan(a),
             ..
-        }) => plan_cmd::evaluate(&a, matches.subcommand_matches("plan")).map(|(_, doc)| doc),
+        }) => plan_cmd::evaluate(&a, matches.subcommand_matches("plan")).map(|(_, doc, _)| doc),
         Ok(_) => Err(Failure::usage("not a plan".into())),
         Err(e) => Err(Failure::usage(e.to_string())),
     }

@@ -13,7 +13,7 @@ use neffld::report::{MemoryReport, Recorder, StagedView};
 use neffld::{Arch, NrtStatus, RuntimeLine};
 use serde_json::{json, Value};
 
-use crate::report::{emit, failed, print_json, shown, stamp, Failure};
+use crate::report::{emit, exit_after_report, print_json, shown, stamp, write_map, Failure};
 use crate::style::Style;
 use crate::target::lnc_refusal;
 use crate::{input, map, memory, units};
@@ -548,37 +548,21 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         f
     });
     stamp(&mut out, "load", outcome.as_ref().err());
-    // A map that cannot be written costs the map, not the report: the
-    // failure is told after the report (in JSON, among its warnings) and
-    // sets the exit status.
-    let mut unwritten = None;
-    if let Some(path) = &a.map {
-        let html = map::render(&out, &cores);
-        if let Err(e) = std::fs::write(path, html) {
-            let f = Failure::io(format!("cannot write the map {}: {e}", path.display()));
-            if a.json {
-                match out["warnings"].as_array_mut() {
-                    Some(w) => w.push(json!(f.message)),
-                    None => out["warnings"] = json!([f.message]),
-                }
-            }
-            unwritten = Some(f);
-        }
-    }
+    let unwritten = a
+        .map
+        .as_ref()
+        .and_then(|path| write_map(path, &map::render(&out, &cores), &mut out, a.json));
     if a.json {
         print_json(&out);
     } else {
         let table = memory::human(&report, &out["memory"], refused.as_ref());
         emit(&human(&out, &table, a.no_timings, style));
     }
-    Ok(match (unwritten, outcome) {
-        (Some(f), _) => {
-            if !a.json {
-                crate::report::report_failure("load", &f, false, style);
-            }
-            f.exit_code()
-        }
-        (None, Ok(())) => ExitCode::SUCCESS,
-        (None, Err(_)) => failed(),
-    })
+    Ok(exit_after_report(
+        "load",
+        unwritten,
+        outcome.is_ok(),
+        a.json,
+        style,
+    ))
 }

@@ -10,12 +10,13 @@ use neffld::config::VARIABLES;
 use neffld::instance::Instance;
 use neffld::plan::{self, AdviceKind, Deployment, Plan, PlanError, Step};
 use neffld::report::{Column, MemoryReport, Usage};
+use neffld::text::count;
 use neffld::NrtStatus;
 use neffld::RuntimeLine;
 use serde_json::{json, Map, Value};
 
 use crate::load_cmd::parse_runtime;
-use crate::report::{emit, failed, print_json, stamp, Failure};
+use crate::report::{emit, exit_after_report, print_json, stamp, write_map, Failure};
 use crate::style::Style;
 use crate::{plan_map, units};
 
@@ -154,8 +155,12 @@ fn plan_failure(e: &PlanError) -> Failure {
 }
 
 /// Plans what the arguments describe: the library's answer and its
-/// `--json` document (the map written when asked for).
-pub fn evaluate(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<(Plan, Value), Failure> {
+/// `--json` document, the map written when asked for (and the failure to
+/// write it: it costs the map, not the plan).
+pub fn evaluate(
+    a: &PlanArgs,
+    m: Option<&ArgMatches>,
+) -> Result<(Plan, Value, Option<Failure>), Failure> {
     let d = deployment(a, m)?;
     if d.steps.is_empty() {
         return Err(Failure::usage("the deployment has no step".into()));
@@ -168,25 +173,27 @@ pub fn evaluate(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<(Plan, Value), F
     });
     let mut doc = document(&p);
     stamp(&mut doc, "plan", failure.as_ref());
-    if let Some(path) = &a.map {
-        std::fs::write(path, plan_map::render(&doc))
-            .map_err(|e| Failure::io(format!("cannot write {}: {e}", path.display())))?;
-    }
-    Ok((p, doc))
+    let unwritten = a
+        .map
+        .as_ref()
+        .and_then(|path| write_map(path, &plan_map::render(&doc), &mut doc, true));
+    Ok((p, doc, unwritten))
 }
 
 pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
-    let (p, doc) = evaluate(a, m)?;
+    let (p, doc, unwritten) = evaluate(a, m)?;
     if a.json {
         print_json(&doc);
     } else {
         emit(&human(&p, &doc, style));
     }
-    Ok(if p.fits() {
-        ExitCode::SUCCESS
-    } else {
-        failed()
-    })
+    Ok(exit_after_report(
+        "plan",
+        unwritten,
+        p.fits(),
+        a.json,
+        style,
+    ))
 }
 
 fn columns(u: &Usage) -> Value {
@@ -381,7 +388,10 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
             let _ = writeln!(
                 t,
                 "{}",
-                style.ok(&format!("fits      yes: all {} steps", p.planned))
+                style.ok(&format!(
+                    "fits      yes: all {}",
+                    count(p.planned as u64, "step")
+                ))
             );
         }
         Some((n, s, f)) => {
@@ -456,7 +466,11 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
         );
     }
     if p.steps.len() < p.planned {
-        let _ = writeln!(t, "  ({} further steps not run)", p.planned - p.steps.len());
+        let _ = writeln!(
+            t,
+            "  ({} not run)",
+            count((p.planned - p.steps.len()) as u64, "further step")
+        );
     }
     let tables: Vec<String> = p
         .devices

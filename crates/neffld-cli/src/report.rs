@@ -102,6 +102,49 @@ pub fn report_failure(command: &str, f: &Failure, as_json: bool, style: Style) {
     }
 }
 
+/// Writes the HTML map a report asked for. A map that cannot be written
+/// costs the map, not the report: the failure is returned for the caller to
+/// tell after the report (and to set the exit status), and a JSON document
+/// lists it among its warnings.
+pub fn write_map(
+    path: &std::path::Path,
+    html: &str,
+    doc: &mut Value,
+    json: bool,
+) -> Option<Failure> {
+    let e = std::fs::write(path, html).err()?;
+    let f = Failure::io(format!("cannot write the map {}: {e}", path.display()));
+    if json {
+        match doc["warnings"].as_array_mut() {
+            Some(w) => w.push(json!(f.message)),
+            None => doc["warnings"] = json!([f.message]),
+        }
+    }
+    Some(f)
+}
+
+/// The exit status of a command that printed its report: an unwritten map
+/// ([`write_map`]) is told after the report and exits as an I/O failure,
+/// else the report's own outcome decides.
+pub fn exit_after_report(
+    command: &str,
+    unwritten: Option<Failure>,
+    ok: bool,
+    json: bool,
+    style: Style,
+) -> ExitCode {
+    match unwritten {
+        Some(f) => {
+            if !json {
+                report_failure(command, &f, false, style);
+            }
+            f.exit_code()
+        }
+        None if ok => ExitCode::SUCCESS,
+        None => failed(),
+    }
+}
+
 /// Exit status for a command whose NEFF failed (usage and I/O errors exit 2).
 pub fn failed() -> ExitCode {
     ExitCode::from(1)

@@ -287,3 +287,24 @@ fn the_instance_comes_from_the_environment_and_the_map_shows_all_of_it() {
         );
     }
 }
+
+/// A `--map` that cannot be written costs the map, not the plan: the whole
+/// report is printed (with one step counted in the singular), the failure
+/// named after it, and the exit status is 2; `--json` keeps the plan and
+/// lists the failure among its warnings.
+#[test]
+fn an_unwritable_map_keeps_the_plan() {
+    let bad = "/nonexistent-dir/plan.html";
+    let d = demo();
+    let out = neffld(&["plan", &d, "--map", bad], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("fits      yes: all 1 step\n"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains(bad));
+    let out = neffld(&["plan", "--json", &d, "--map", bad], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out);
+    assert_eq!(doc["fits"], true, "{doc}");
+    assert_eq!(doc["planned_steps"], 1);
+    assert!(doc["warnings"].to_string().contains(bad), "{doc}");
+}
