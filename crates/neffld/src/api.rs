@@ -42,7 +42,7 @@ use crate::memory;
 use crate::parse::{self, ParseError};
 use crate::registry::{ModelNames, Registry, RegistryError};
 use crate::stage::validate::{self, Finding};
-use crate::stage::{self, Cores, StageError, StageOptions};
+use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
 use crate::NrtStatus;
 
 /// Why a call failed: the layer's own error, or a guard of this layer.
@@ -833,7 +833,7 @@ impl Runtime {
         };
         let kbins = &parsed.model.kbins;
         let t = Instant::now();
-        let staged = stage::stage(
+        let mut staged = stage::stage(
             &chip.device,
             &chip.cores,
             kbins,
@@ -849,6 +849,9 @@ impl Runtime {
             if !findings.is_empty() {
                 return Err(LoadError::Validation(findings));
             }
+        }
+        if !self.config.retain_images {
+            staged.iter_mut().for_each(CoreImage::release_images);
         }
         let mut warnings = parsed.model.warnings().to_vec();
         warnings.extend(parsed.neff.archive().warnings().iter().cloned());

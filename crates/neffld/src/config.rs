@@ -101,6 +101,13 @@ pub struct RuntimeConfig {
     pub one_load_at_a_time: bool,
     /// Validate every staged model before registering it (`NEFFLD_CHECK`).
     pub check: bool,
+    /// Keep each loaded model's relocated instruction images on the host
+    /// for its staged view (`--dump`, `compare`, `nrt_profile_stop`,
+    /// Python's `model.cores`). On a device that keeps no bytes the images
+    /// are most of what a loaded model holds on the host (4 MiB for
+    /// matmul_large), so a planner, which only asks what fits, turns this
+    /// off and its host memory stays with what one load of each NEFF holds.
+    pub retain_images: bool,
     /// Fan a multi-subgraph load's core builds out to threads only when they
     /// copy at least this many bytes (`NEFFLD_FANOUT_MIN_BYTES`; 0 = always,
     /// as the reference does).
@@ -181,6 +188,7 @@ impl Default for RuntimeConfig {
             cache_retain_bytes: crate::cache::DEFAULT_RETAIN_BYTES,
             one_load_at_a_time: false,
             check: false,
+            retain_images: true,
             fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
             root_comm_id: None,
             profile_buffers: Vec::new(),

@@ -415,3 +415,50 @@ fn a_refused_load_is_named_in_the_refusal() {
     );
     assert_eq!(p.neffs.len(), 2, "the refused load rolled back");
 }
+
+/// A planner's loads keep no host copy of their images and rings: on a
+/// device that keeps no bytes those copies were most of what a loaded model
+/// held on the host (4 MiB of matmul_large's), so a plan of 64 ranks held
+/// 64 times one load. The device and its ledger see the same load either way.
+#[test]
+fn loads_that_do_not_retain_images_hold_no_copy_of_them() {
+    let neff = neffld::testkit::fixture("matmul_large.neff");
+    let mut seen = Vec::new();
+    for retain_images in [true, false] {
+        let rt = Runtime::new(RuntimeConfig {
+            device: DeviceKind::Null,
+            retain_images,
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let m = rt.load(&neff, 0, -1).unwrap();
+        let (images, rings, slots) = rt
+            .with_model(&m, |lm| {
+                let sum = |f: &dyn Fn(&neffld::stage::CoreImage) -> usize| {
+                    lm.cores.iter().map(f).sum::<usize>()
+                };
+                (
+                    sum(&|c| c.engines.iter().map(|e| e.image.bytes.len()).sum()),
+                    sum(&|c| c.rings.iter().map(|r| r.image.bytes.len()).sum()),
+                    sum(&|c| {
+                        c.engines
+                            .iter()
+                            .flat_map(|e| &e.image.layout.sections)
+                            .map(|s| s.slots as usize)
+                            .sum()
+                    }),
+                )
+            })
+            .unwrap();
+        if retain_images {
+            assert_eq!(images, slots * 64, "the images are kept whole");
+            assert!(images > 1 << 20, "{images}");
+        } else {
+            assert_eq!((images, rings), (0, 0), "no copy kept");
+        }
+        let stats = neffld::report::MemoryStats::of_vnc(&rt, 0).unwrap();
+        seen.push((slots, stats.used, stats.cores.len()));
+        rt.unload(&m).unwrap();
+    }
+    assert_eq!(seen[0], seen[1], "where everything landed is the same");
+}

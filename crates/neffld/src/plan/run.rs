@@ -88,6 +88,7 @@ pub(crate) fn configure(d: &Deployment, files: usize) -> Result<RuntimeConfig, P
     config.lnc = d.lnc.or(config.lnc);
     config.runtime = d.runtime.or(config.runtime);
     config.device = DeviceKind::Null;
+    config.retain_images = false;
     config.cache_retain = files.max(1);
     config.cache_retain_bytes = u64::MAX;
     Ok(config)

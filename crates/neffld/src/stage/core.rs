@@ -114,6 +114,19 @@ impl CoreImage {
         self.plan.pcore
     }
 
+    /// Lets go of the host's copies of the instruction images and rings
+    /// once they are on the device (which holds them, or, keeping no bytes,
+    /// needs them no more): what is left is where everything landed, not
+    /// what was written there ([`crate::config::RuntimeConfig::retain_images`]).
+    pub fn release_images(&mut self) {
+        for e in &mut self.engines {
+            e.image.bytes = SharedSlice::default();
+        }
+        for r in &mut self.rings {
+            r.image.bytes = SharedSlice::default();
+        }
+    }
+
     /// Enters the image's `H_MODEL` in its core's model table (the last
     /// step of a core's build).
     pub fn enter_model_table(&mut self, cores: &Arc<Cores>) -> Result<(), StageError> {
