@@ -47,6 +47,31 @@ fn a_scratchpad_offset_past_any_device_names_the_variable() {
     }
 }
 
+/// A virtual variable 16 GiB into the scratchpad needs fewer pages than the
+/// limit but more than the HBM holds: the device refuses a page part-way,
+/// and the refusal names the variable, its subgraph and its core as the
+/// page limit's does.
+#[test]
+fn a_scratchpad_the_device_cannot_hold_names_the_variable() {
+    let mut s = Synth::static_sunda();
+    s.edit("sg00/def.json", |v| {
+        v["var"]["spill_b"]["backing_variable_off"] = json!(16u64 << 30)
+    });
+    let e = load(&s, sunda()).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Resource);
+    let text = e.to_string();
+    for part in [
+        "Failed to allocate virtual scratchpad!",
+        "out of device memory",
+        "spill_b",
+        "sg00",
+        "nc0",
+        "backing_variable_off 17179869184",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+}
+
 /// An alignment of 2^63 is met by no address of any channel: the request
 /// is malformed (`NRT_INVALID`), not a device out of memory, and the
 /// message names the variable, its subgraph and its core.

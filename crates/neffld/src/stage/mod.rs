@@ -31,6 +31,30 @@ pub use plan::{CorePlan, Placement};
 pub use scratchpad::{ScratchClaim, Scratchpad, ScratchpadMode};
 pub use txn::TableEntry;
 
+/// Whose scratchpad could not be had, for a refusal of its pages: the
+/// subgraph and core, what it needs in which pages, and the virtual
+/// variable that reaches furthest (the one to look at in the NEFF).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScratchpadNeed {
+    pub subgraph: String,
+    pub core: PCore,
+    pub bytes: u64,
+    pub page: u64,
+    /// `, the most for virtual variable X of SG (backing_variable_off …,
+    /// size …)`, or empty when no variable of the load is the cause.
+    pub by: String,
+}
+
+impl std::fmt::Display for ScratchpadNeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} on {} needs {} bytes of scratchpad in {}-byte pages{}",
+            self.subgraph, self.core, self.bytes, self.page, self.by
+        )
+    }
+}
+
 /// Everything staging can fail on. Messages keep the reference wording
 /// (stage.md §14) where one exists.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -43,19 +67,16 @@ pub enum StageError {
         what: String,
         source: DeviceError,
     },
-    #[error("Failed to allocate virtual scratchpad! {0}")]
-    Scratchpad(DeviceError),
-    #[error("Number of scratchpad pages requested exceeded the max (requested: {requested}, max: {max}): {subgraph} on {core} needs {bytes} bytes of scratchpad in {page}-byte pages{by}")]
+    #[error("Failed to allocate virtual scratchpad! {source}: {need}")]
+    Scratchpad {
+        source: DeviceError,
+        need: ScratchpadNeed,
+    },
+    #[error("Number of scratchpad pages requested exceeded the max (requested: {requested}, max: {max}): {need}")]
     ScratchpadPages {
         requested: u64,
         max: u64,
-        subgraph: String,
-        core: PCore,
-        bytes: u64,
-        page: u64,
-        /// `, the most for virtual variable X (backing_variable_off …, size
-        /// …)`, or empty when no variable of the load is the cause.
-        by: String,
+        need: ScratchpadNeed,
     },
     #[error("Failed to calculate scratchpad info: {0}")]
     ScratchpadLayout(String),
@@ -73,7 +94,9 @@ pub enum StageError {
 impl StageError {
     pub fn status(&self) -> NrtStatus {
         match self {
-            StageError::Device { source, .. } | StageError::Scratchpad(source) => source.status(),
+            StageError::Device { source, .. } | StageError::Scratchpad { source, .. } => {
+                source.status()
+            }
             StageError::ScratchpadPages { .. } => NrtStatus::Resource,
             StageError::ScratchpadLayout(_) | StageError::Panicked { .. } => NrtStatus::Failure,
             StageError::Reloc { source, .. } => source.status(),

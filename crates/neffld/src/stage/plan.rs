@@ -31,7 +31,7 @@ use crate::relocate::dma::Target;
 use crate::relocate::RelocError;
 
 use super::scratchpad::{place_arena, ReserveError, ScratchClaim, MAX_PAGES};
-use super::{Cores, StageError};
+use super::{Cores, ScratchpadNeed, StageError};
 
 /// Where a variable is on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -369,25 +369,33 @@ pub fn plan(
         })?;
         plan.local_offset = local_offset;
         if total > 0 {
+            let need = || ScratchpadNeed {
+                subgraph: kbin.name().to_string(),
+                core: plan.pcore,
+                bytes: total,
+                page: mode.page,
+                by: widest_virtual(kbins, k).map_or(String::new(), |(sg, v)| {
+                    format!(
+                        ", the most for virtual variable {} of {sg} (backing_variable_off {}, size {})",
+                        v.name,
+                        v.backing_offset.unwrap_or(0),
+                        v.size.unwrap_or(0)
+                    )
+                }),
+            };
             let claim = match ScratchClaim::take(cores, dev, plan.pcore, total) {
                 Ok(claim) => claim,
-                Err(ReserveError::Device(e)) => return Err(e),
+                Err(ReserveError::Device(source)) => {
+                    return Err(StageError::Scratchpad {
+                        source,
+                        need: need(),
+                    })
+                }
                 Err(ReserveError::Pages { requested }) => {
                     return Err(StageError::ScratchpadPages {
                         requested,
                         max: MAX_PAGES,
-                        subgraph: kbin.name().to_string(),
-                        core: plan.pcore,
-                        bytes: total,
-                        page: mode.page,
-                        by: widest_virtual(kbins, k).map_or(String::new(), |(sg, v)| {
-                            format!(
-                                ", the most for virtual variable {} of {sg} (backing_variable_off {}, size {})",
-                                v.name,
-                                v.backing_offset.unwrap_or(0),
-                                v.size.unwrap_or(0)
-                            )
-                        }),
+                        need: need(),
                     });
                 }
             };

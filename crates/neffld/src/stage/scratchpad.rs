@@ -20,7 +20,7 @@ use std::sync::Arc;
 use crate::device::{AllocReq, Device, DeviceError, MemUsage, Owned, Owner, Place};
 use crate::ids::PCore;
 
-use super::{Cores, StageError};
+use super::Cores;
 
 /// Most pages one core's table may hold.
 pub const MAX_PAGES: u64 = 1024;
@@ -162,7 +162,7 @@ impl Scratchpad {
             match Owned::new(dev, req) {
                 Ok(page) => fresh.push(page),
                 Err(DeviceError::NoMem { .. }) if self.mode.contiguous => break,
-                Err(e) => return Err(ReserveError::Device(StageError::Scratchpad(e))),
+                Err(e) => return Err(ReserveError::Device(e)),
             }
         }
         self.pages
@@ -222,7 +222,7 @@ pub enum ReserveError {
     /// More than [`MAX_PAGES`] pages.
     Pages { requested: u64 },
     /// A page could not be allocated.
-    Device(StageError),
+    Device(DeviceError),
 }
 
 /// A plan's references to the first pages of its core's table: released
