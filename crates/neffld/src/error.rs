@@ -15,4 +15,4 @@ pub use crate::relocate::ipmap::IpMapError;
 pub use crate::relocate::RelocError;
 pub use crate::stage::scratchpad::ReserveError;
 pub use crate::stage::validate::Finding;
-pub use crate::stage::StageError;
+pub use crate::stage::{ScratchpadNeed, StageError};

@@ -43,7 +43,7 @@ pub const DEFAULT_MAX_MEMBERS: u64 = 1 << 17;
 /// that keep ranges (`manifest::Blob`) carry the id of the archive they
 /// came from and are read only through it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct ArchiveId(u64);
+pub(crate) struct ArchiveId(u64);
 
 impl ArchiveId {
     fn fresh() -> ArchiveId {
@@ -215,7 +215,7 @@ impl Archive {
     }
 
     /// Size of the decoded buffer (the inflated tar).
-    pub fn id(&self) -> ArchiveId {
+    pub(crate) fn id(&self) -> ArchiveId {
         self.id
     }
 
