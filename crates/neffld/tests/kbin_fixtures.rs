@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::kbin::isa::{self, Addr8};
 use neffld::kbin::Lowering;
-use neffld::manifest::{EngineType, VarKind};
+use neffld::manifest::{EngineType, VarKind, VarOf};
 use neffld::parse::{self, ParseOptions};
 use neffld::testkit;
 use neffld::Arch;
@@ -40,7 +40,10 @@ fn every_fixture_seals_its_addr8_operands_as_the_stream_says() {
             let dge: Vec<_> = k
                 .vars()
                 .iter()
-                .filter(|v| v.kind == VarKind::DgeTable)
+                .filter_map(|v| match &v.of {
+                    VarOf::DgeTable { items } => Some(items),
+                    _ => None,
+                })
                 .collect();
             for e in k.engines() {
                 let bytes = e.instr().unwrap().bytes(neff.archive());
@@ -60,7 +63,7 @@ fn every_fixture_seals_its_addr8_operands_as_the_stream_says() {
                             isa::ADDR8_STATIC_VAR => u32::from(a.id),
                             _ => {
                                 assert_eq!(dge.len(), 1, "{name}");
-                                dge[0].list[usize::from(a.id)].0
+                                dge[0][usize::from(a.id)].0
                             }
                         };
                         (var, u64::from(a.offset))
@@ -207,10 +210,7 @@ fn kfusion_sg01_is_idle_and_valid() {
         "idle graphs still stage weights"
     );
     let dge = m.kbins[0].vars().dge_table().unwrap();
-    assert_eq!(
-        dge.list.iter().map(|v| v.0).collect::<Vec<_>>(),
-        [3, 1, 2, 4]
-    );
+    assert_eq!(dge.iter().map(|v| v.0).collect::<Vec<_>>(), [3, 1, 2, 4]);
 }
 
 #[test]

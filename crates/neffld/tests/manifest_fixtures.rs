@@ -4,7 +4,7 @@
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::manifest::engine::DveSlot;
 use neffld::manifest::tensor::tensor_info;
-use neffld::manifest::{self, EngineType, NrtDtype, ParseOptions, TensorUsage, VarKind};
+use neffld::manifest::{self, EngineType, NrtDtype, ParseOptions, TensorUsage, VarKind, VarOf};
 use neffld::testkit;
 use neffld::Arch;
 
@@ -101,11 +101,16 @@ fn matmul_small_io_maps_and_tensor_info() {
     assert_eq!(sg0.graph.sg_dir, "sg00");
     assert_eq!(sg0.def.vars.len(), 6);
     let dge = sg0.def.vars.by_name("DGETable0").unwrap();
-    assert_eq!(dge.kind, VarKind::DgeTable);
-    assert_eq!(dge.kind.mr_type(), 10);
-    assert_eq!(dge.list.iter().map(|v| v.0).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(dge.of.kind(), VarKind::DgeTable);
+    assert_eq!(dge.of.kind().mr_type(), 10);
+    let VarOf::DgeTable { items } = &dge.of else {
+        panic!("{:?}", dge.of)
+    };
+    assert_eq!(items.iter().map(|v| v.0).collect::<Vec<_>>(), [1, 2, 3]);
     let w = sg0.def.vars.by_name("identity_82_sg0000").unwrap();
-    let weight = w.weight.as_ref().unwrap();
+    let VarOf::File { weight, .. } = &w.of else {
+        panic!("{:?}", w.of)
+    };
     assert_eq!(weight.payload.len(), 32768);
     assert_eq!(weight.npy_descr.as_deref(), Some("<f2"));
     assert_eq!(w.alignment, Some(32768));
@@ -142,10 +147,12 @@ fn matmul_large_has_a_4_gib_input_and_16_virtual_vars() {
         .def
         .vars
         .iter()
-        .filter(|v| v.kind == VarKind::Virtual)
+        .filter(|v| v.of.kind() == VarKind::Virtual)
         .collect();
     assert_eq!(virtuals.len(), 16);
-    assert!(virtuals.iter().all(|v| v.size == Some(512 * 1024)));
+    assert!(virtuals
+        .iter()
+        .all(|v| matches!(v.of, VarOf::Virtual { size, .. } if size == 512 * 1024)));
     assert_eq!(sg0.def.vars.by_name("DGETable0").unwrap().id.0, 21);
     assert_eq!(sg0.def.queues.len(), 3);
 }
@@ -161,9 +168,11 @@ fn kfusion_fused_files_keep_the_permuted_dge_list_and_an_idle_sg01() {
             .def
             .vars
             .iter()
-            .find(|v| v.kind == VarKind::DgeTable)
+            .find_map(|v| match &v.of {
+                VarOf::DgeTable { items } => Some(items),
+                _ => None,
+            })
             .unwrap()
-            .list
             .iter()
             .map(|v| v.0)
             .collect();
@@ -182,7 +191,7 @@ fn kfusion_fused_files_keep_the_permuted_dge_list_and_an_idle_sg01() {
             .def
             .vars
             .iter()
-            .all(|v| v.kind != VarKind::DgeTable && v.kind != VarKind::Virtual));
+            .all(|v| !matches!(v.of, VarOf::DgeTable { .. } | VarOf::Virtual { .. })));
         for e in &idle.engines.engines {
             assert_eq!(
                 e.instr.as_ref().unwrap().len(),

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use neffld::device::{Device, Geometry, Observer, SimDevice, Write};
 use neffld::ids::{HModel, PCore, Pa};
-use neffld::manifest::def::VarKind;
+use neffld::manifest::def::VarOf;
 use neffld::stage::{
     self, Cores, Placement, ScratchpadMode, StageError, StageOptions, DEFAULT_FANOUT_MIN_BYTES,
 };
@@ -210,10 +210,11 @@ fn every_fixture_reads_back_weights_images_and_rings() {
         let (mut files, mut images, mut rings) = (0, 0, 0);
         rt.with_model(&m, |lm| {
             for (core, kbin) in lm.cores.iter().zip(&parsed.kbins) {
-                for var in kbin.vars().iter().filter(|v| v.kind == VarKind::File) {
-                    let w = var.weight.as_ref().expect("a file var has a payload");
-                    let payload = w.payload.bytes(neff.archive());
-                    let size = var.size.unwrap_or(0);
+                for var in kbin.vars().iter() {
+                    let VarOf::File { size, ref weight } = var.of else {
+                        continue;
+                    };
+                    let payload = weight.payload.bytes(neff.archive());
                     let Placement::Hbm { pa, size: placed } = core.plan.vars[var.id.0 as usize]
                     else {
                         panic!(
@@ -371,12 +372,15 @@ fn a_large_weight_reads_back_from_the_payload_the_device_keeps() {
     let pages_before = dev.stored_pages();
     let m = rt.load(&bytes, 0, 1).unwrap();
     let kbin = &parsed.kbins[0];
-    let var = kbin
+    let (var, weight) = kbin
         .vars()
         .iter()
-        .find(|v| v.kind == VarKind::File && v.size == Some(size))
+        .find_map(|v| match &v.of {
+            VarOf::File { size: s, weight } if *s == size => Some((v, weight)),
+            _ => None,
+        })
         .expect("the large weight");
-    let payload = var.weight.as_ref().unwrap().payload.bytes(neff.archive());
+    let payload = weight.payload.bytes(neff.archive());
     let (pa, handle) = rt
         .with_model(&m, |lm| {
             let plan = &lm.cores[0].plan;

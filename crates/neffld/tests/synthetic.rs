@@ -5,7 +5,7 @@
 use neffld::container::writer::Producer;
 use neffld::kbin::isa;
 use neffld::manifest::engine::{DmaOp, DveSlot};
-use neffld::manifest::{EngineType, NrtDtype, TensorUsage, VarKind};
+use neffld::manifest::{EngineType, NrtDtype, TensorUsage, VarKind, VarOf};
 use neffld::parse::{self, ParseOptions};
 use neffld::testkit::Synth;
 use neffld::Arch;
@@ -78,13 +78,10 @@ fn static_sunda_parses_in_every_sunda_container_format() {
         );
         assert_eq!(k.act_sets().len(), 1);
         assert_eq!(k.act_sets()[0].functions, ["exp_400p", "identity"]);
-        let w = k
-            .vars()
-            .by_name("identity_1")
-            .unwrap()
-            .weight
-            .as_ref()
-            .unwrap();
+        let var = k.vars().by_name("identity_1").unwrap();
+        let VarOf::File { weight: w, .. } = &var.of else {
+            panic!("{:?}", var.of)
+        };
         assert_eq!(w.payload.len(), 16384);
         assert_eq!(&w.payload.bytes(neff.archive())[..2], &[0x00, 0x3C]);
         let info = m.tensor_info();
@@ -128,7 +125,6 @@ fn dynamic_cayman_resolves_addr8_and_keeps_the_idle_graph() {
         k.vars()
             .dge_table()
             .unwrap()
-            .list
             .iter()
             .map(|v| v.0)
             .collect::<Vec<_>>(),

@@ -11,7 +11,7 @@ use super::KbinError;
 use crate::container::Archive;
 use crate::ids::VarId;
 use crate::manifest::def::{
-    DmaQueue, Fp8Config, QueueKind, ReplicaGroups, SbCarveout, UcodeLib, VarKind,
+    DmaQueue, Fp8Config, QueueKind, ReplicaGroups, SbCarveout, UcodeLib, VarOf,
 };
 use crate::manifest::engine::{ActSet, DmaBlock, EngineType};
 use crate::manifest::{Blob, Manifest, Subgraph};
@@ -280,7 +280,7 @@ pub fn build(manifest: &Manifest, archive: &Archive) -> Result<Vec<Kbin>, KbinEr
         let in_sb = |id: VarId| {
             k.vars
                 .get(id)
-                .is_some_and(|v| v.kind == VarKind::StateBuffer)
+                .is_some_and(|v| matches!(v.of, VarOf::StateBuffer))
         };
         for r in &mut k.dma_rings {
             r.descriptors = pattern::ring_descriptors(&k.name, &r.queue.name, &r.blocks)?;
@@ -512,18 +512,21 @@ fn resolve_remote_vars(kbins: &mut [Kbin]) -> Result<(), KbinError> {
     let n = kbins.len();
     let mut bindings: Vec<Vec<(VarId, RemoteBinding)>> = vec![Vec::new(); n];
     for (i, k) in kbins.iter().enumerate() {
-        for v in k.vars.iter().filter(|v| v.kind == VarKind::Remote) {
+        for v in k.vars.iter() {
+            let VarOf::Remote { binding: explicit, .. } = v.of else {
+                continue;
+            };
             let fail = |detail: String| KbinError::RemoteUnresolved {
                 first: 0,
                 last: n.saturating_sub(1),
                 detail,
             };
-            let binding = if let Some(r) = v.remote {
+            let binding = if let Some(r) = explicit {
                 let target = kbins
                     .get(r.rel_sg as usize)
                     .filter(|_| r.rel_sg as usize != i)
                     .and_then(|t| t.vars.get(VarId(r.var_id)))
-                    .filter(|t| t.kind != VarKind::Remote)
+                    .filter(|t| !matches!(t.of, VarOf::Remote { .. }))
                     .ok_or_else(|| {
                         fail(format!(
                             "remote var {} of {} names var {} of relative subgraph {}, which does not exist",
@@ -541,7 +544,7 @@ fn resolve_remote_vars(kbins: &mut [Kbin]) -> Result<(), KbinError> {
                         kbins[j]
                             .vars
                             .by_name(&v.name)
-                            .filter(|t| t.kind != VarKind::Remote)
+                            .filter(|t| !matches!(t.of, VarOf::Remote { .. }))
                             .map(|t| RemoteBinding {
                                 rel_sg: j as u32,
                                 var_id: t.id,

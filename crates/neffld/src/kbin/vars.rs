@@ -6,7 +6,7 @@ use super::isa::{Addr8, ADDR8_DGE_INDEX, ADDR8_STATIC_VAR};
 use super::reloc::Operand;
 use super::KbinError;
 use crate::ids::VarId;
-use crate::manifest::def::{Backing, Var, VarKind, Vars};
+use crate::manifest::def::{Backing, VarKind, VarOf, Vars};
 
 /// Scratchpad need per backing area: `max(backing_variable_off + size)` over
 /// the virtual vars of that area, 0 when there are none. Ranges may overlap
@@ -54,7 +54,7 @@ impl VarTable {
     pub(super) fn new(vars: Vars) -> VarTable {
         let dge = vars
             .iter()
-            .filter(|v| v.kind == VarKind::DgeTable)
+            .filter(|v| matches!(v.of, VarOf::DgeTable { .. }))
             .map(|v| v.id)
             .collect();
         VarTable {
@@ -74,28 +74,36 @@ impl VarTable {
     }
 
     pub fn count(&self, kind: VarKind) -> usize {
-        self.iter().filter(|v| v.kind == kind).count()
+        self.iter().filter(|v| v.of.kind() == kind).count()
     }
 
-    /// The DGE table mode-0x20 ids index, when the subgraph has exactly one
+    /// The var_ids mode-0x20 ids index: the list of the subgraph's one
     /// `dge-table` var (stage.md §8: none or several reject a mode-0x20
     /// operand; every real subgraph has at most one).
-    pub fn dge_table(&self) -> Option<&Var> {
-        match self.dge.as_slice() {
-            [one] => self.get(*one),
+    pub fn dge_table(&self) -> Option<&[VarId]> {
+        let [one] = self.dge.as_slice() else {
+            return None;
+        };
+        match self.get(*one).map(|v| &v.of) {
+            Some(VarOf::DgeTable { items }) => Some(items),
             _ => None,
         }
     }
 
     pub fn scratchpad(&self) -> ScratchpadSizes {
         let mut s = ScratchpadSizes::default();
-        for v in self.iter().filter(|v| v.kind == VarKind::Virtual) {
+        for v in self.iter() {
+            let VarOf::Virtual {
+                size,
+                backing_offset,
+                backing,
+            } = v.of
+            else {
+                continue;
+            };
             // Overflow was rejected when the var was parsed.
-            let end = v
-                .backing_offset
-                .unwrap_or(0)
-                .saturating_add(v.size.unwrap_or(0));
-            let slot = match v.backing.unwrap_or(Backing::Local) {
+            let end = backing_offset.saturating_add(size);
+            let slot = match backing {
                 Backing::Local => &mut s.local,
                 Backing::Shared => &mut s.shared,
                 Backing::Sharded => &mut s.sharded,
@@ -122,13 +130,12 @@ impl VarTable {
                     stream: stream.to_string(),
                 })?;
                 *table
-                    .list
                     .get(usize::from(a.id))
                     .ok_or_else(|| KbinError::Addr8DgeIndex {
                         index: a.id,
                         instr: index,
                         stream: stream.to_string(),
-                        len: table.list.len(),
+                        len: table.len(),
                     })?
             }
             mode => {
@@ -159,7 +166,9 @@ impl VarTable {
                 size,
             });
         }
-        if matches!(var.kind, VarKind::Input | VarKind::Output) && var_id.0 > TEMPLATE_MAX_VAR {
+        if matches!(var.of, VarOf::Input { .. } | VarOf::Output { .. })
+            && var_id.0 > TEMPLATE_MAX_VAR
+        {
             return Err(KbinError::Addr8VarId {
                 var_id: var_id.0,
                 instr: index,

@@ -143,25 +143,82 @@ pub struct RemoteRef {
 pub struct Var {
     pub name: String,
     pub id: VarId,
-    pub kind: VarKind,
-    /// Bytes; `None` only where the type does not require it.
-    pub size: Option<u64>,
     /// Bytes, a power of two; `None` when absent or 0.
     pub alignment: Option<u64>,
     pub dtype: Option<String>,
     pub shape: Option<Vec<u64>>,
-    /// Virtual only.
-    pub backing_offset: Option<u64>,
-    pub backing: Option<Backing>,
-    /// Pointer only.
-    pub referenced: Option<VarId>,
-    pub io_ref: bool,
-    /// List and dge-table: var_ids in the order written.
-    pub list: Vec<VarId>,
-    /// File only.
-    pub weight: Option<Weight>,
-    /// Remote only, when def.json binds it explicitly.
-    pub remote: Option<RemoteRef>,
+    /// The kind with the facts def.json must give for it, so a stage never
+    /// meets a kind without them.
+    pub of: VarOf,
+}
+
+/// A variable's kind and what the parse required of that kind (§5.3.2);
+/// keys def.json may carry on other kinds are not kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VarOf {
+    /// Sized by the architecture's window ([`SB_WINDOW`]), never by def.json.
+    StateBuffer,
+    Input {
+        size: u64,
+    },
+    Output {
+        size: u64,
+    },
+    TmpBuf {
+        size: u64,
+    },
+    Virtual {
+        size: u64,
+        /// `backing_variable_off`; `backing_offset + size` fits a u64.
+        backing_offset: u64,
+        backing: Backing,
+    },
+    /// Its slot is [`POINTER_SLOT`] bytes (the parse refuses any other
+    /// `size`).
+    Pointer {
+        /// A var_id of the same table.
+        referenced: VarId,
+        /// The slot points at an input or output, so it is filled at every
+        /// execution rather than when staged.
+        io_ref: bool,
+    },
+    /// var_ids of the same table, in the order written.
+    List {
+        items: Vec<VarId>,
+    },
+    /// As a list; staged as one IO word ([`DGE_TABLE_WORD`]).
+    DgeTable {
+        items: Vec<VarId>,
+    },
+    File {
+        /// The bytes staged; the payload holds at least as many.
+        size: u64,
+        weight: Weight,
+    },
+    /// Aliases a variable of another subgraph, so def.json need not size it.
+    Remote {
+        size: Option<u64>,
+        /// `None`: bound by name (`kbin::build`).
+        binding: Option<RemoteRef>,
+    },
+}
+
+impl VarOf {
+    /// Without the facts: what reports and the kbin record name.
+    pub fn kind(&self) -> VarKind {
+        match self {
+            VarOf::StateBuffer => VarKind::StateBuffer,
+            VarOf::Input { .. } => VarKind::Input,
+            VarOf::Output { .. } => VarKind::Output,
+            VarOf::TmpBuf { .. } => VarKind::TmpBuf,
+            VarOf::Virtual { .. } => VarKind::Virtual,
+            VarOf::Pointer { .. } => VarKind::Pointer,
+            VarOf::List { .. } => VarKind::List,
+            VarOf::DgeTable { .. } => VarKind::DgeTable,
+            VarOf::File { .. } => VarKind::File,
+            VarOf::Remote { .. } => VarKind::Remote,
+        }
+    }
 }
 
 /// The state-buffer window every architecture exposes (stage.md §6.1); the
@@ -186,12 +243,18 @@ impl Var {
     /// descriptor uses this one rule, and the memory plan gives each
     /// variable exactly this extent.
     pub fn extent(&self) -> Option<u64> {
-        match self.kind {
-            VarKind::StateBuffer => Some(SB_WINDOW),
-            VarKind::Pointer => Some(POINTER_SLOT),
-            VarKind::DgeTable => Some(DGE_TABLE_WORD),
-            VarKind::List => None,
-            _ => Some(self.size.unwrap_or(0)),
+        match &self.of {
+            VarOf::StateBuffer => Some(SB_WINDOW),
+            VarOf::Pointer { .. } => Some(POINTER_SLOT),
+            VarOf::DgeTable { .. } => Some(DGE_TABLE_WORD),
+            VarOf::List { .. } => None,
+            VarOf::Input { size }
+            | VarOf::Output { size }
+            | VarOf::TmpBuf { size }
+            | VarOf::Virtual { size, .. }
+            | VarOf::File { size, .. } => Some(*size),
+            // Unsized in def.json, a remote var reaches no byte of its own.
+            VarOf::Remote { size, .. } => Some(size.unwrap_or(0)),
         }
     }
 }
@@ -553,11 +616,15 @@ fn parse_vars(
         let var_id = u32::try_from(id)
             .map(VarId)
             .map_err(|_| var_key("var_id", format!("{id} does not fit 32 bits")))?;
-        if kind.requires_size() && rv.size.is_none() {
-            return Err(var_key(
+        let missing_size = || {
+            var_key(
                 "size",
                 format!("a {} variable needs a size", kind.type_name()),
-            ));
+            )
+        };
+        // Before the other keys, so a missing size is the error reported.
+        if kind.requires_size() && rv.size.is_none() {
+            return Err(missing_size());
         }
         let alignment = match rv.alignment {
             None | Some(0) => None,
@@ -587,33 +654,31 @@ fn parse_vars(
                 });
             }
         }
-        let mut var = Var {
-            name: name.clone(),
-            id: var_id,
-            kind,
-            size: rv.size,
-            alignment,
-            dtype: rv.dtype,
-            shape: rv.shape,
-            backing_offset: None,
-            backing: None,
-            referenced: None,
-            io_ref: rv.io_ref.unwrap_or(false),
-            list: Vec::new(),
-            weight: None,
-            remote: None,
-        };
-        match kind {
-            VarKind::Input => num_inputs = num_inputs.saturating_add(1),
-            VarKind::Output => num_outputs = num_outputs.saturating_add(1),
+        let of = match kind {
+            VarKind::StateBuffer => VarOf::StateBuffer,
+            VarKind::Input => {
+                num_inputs = num_inputs.saturating_add(1);
+                VarOf::Input {
+                    size: rv.size.ok_or_else(missing_size)?,
+                }
+            }
+            VarKind::Output => {
+                num_outputs = num_outputs.saturating_add(1);
+                VarOf::Output {
+                    size: rv.size.ok_or_else(missing_size)?,
+                }
+            }
+            VarKind::TmpBuf => VarOf::TmpBuf {
+                size: rv.size.ok_or_else(missing_size)?,
+            },
             VarKind::Virtual => {
+                let size = rv.size.ok_or_else(missing_size)?;
                 let off = rv.backing_variable_off.ok_or_else(|| {
                     var_key(
                         "backing_variable_off",
                         "a virtual variable needs one".into(),
                     )
                 })?;
-                let size = rv.size.unwrap_or(0);
                 off.checked_add(size).ok_or_else(|| {
                     var_key(
                         "backing_variable_off",
@@ -638,8 +703,11 @@ fn parse_vars(
                         backing
                     ));
                 }
-                var.backing_offset = Some(off);
-                var.backing = Some(backing);
+                VarOf::Virtual {
+                    size,
+                    backing_offset: off,
+                    backing,
+                }
             }
             VarKind::Pointer => {
                 let invalid = |detail: String| ManifestError::InvalidPointer {
@@ -647,7 +715,7 @@ fn parse_vars(
                     var: name.clone(),
                     detail,
                 };
-                if rv.size != Some(8) {
+                if rv.size != Some(POINTER_SLOT) {
                     return Err(invalid(format!(
                         "size must be 8, found {}",
                         rv.size.map_or("none".into(), |s| s.to_string())
@@ -658,7 +726,10 @@ fn parse_vars(
                     .ok_or_else(|| invalid("referenced_var_id is missing".into()))?;
                 let r = u32::try_from(r)
                     .map_err(|_| invalid(format!("referenced_var_id {r} does not fit 32 bits")))?;
-                var.referenced = Some(VarId(r));
+                VarOf::Pointer {
+                    referenced: VarId(r),
+                    io_ref: rv.io_ref.unwrap_or(false),
+                }
             }
             VarKind::List | VarKind::DgeTable => {
                 let list = rv.list.ok_or_else(|| ManifestError::ListUnparsable {
@@ -667,24 +738,43 @@ fn parse_vars(
                     found: "no list".into(),
                 })?;
                 raw_lists.push((id, name.clone(), list));
+                // Empty until every var_id is known: the ids are checked
+                // against the whole table once the loop is done.
+                let items = Vec::new();
+                if kind == VarKind::List {
+                    VarOf::List { items }
+                } else {
+                    VarOf::DgeTable { items }
+                }
             }
             VarKind::File => {
-                var.weight = Some(load_weight(
+                let size = rv.size.ok_or_else(missing_size)?;
+                let weight = load_weight(
                     archive,
                     graph,
                     &name,
                     rv.file_name.as_deref(),
-                    rv.size.unwrap_or(0),
+                    size,
                     warnings,
-                )?);
+                )?;
+                VarOf::File { size, weight }
             }
-            VarKind::Remote => {
-                if let (Some(rel_sg), Some(var_id)) = (rv.remote_vtpb_rel_sg_id, rv.remote_var_id) {
-                    var.remote = Some(RemoteRef { rel_sg, var_id });
-                }
-            }
-            VarKind::StateBuffer | VarKind::TmpBuf => {}
-        }
+            VarKind::Remote => VarOf::Remote {
+                size: rv.size,
+                binding: match (rv.remote_vtpb_rel_sg_id, rv.remote_var_id) {
+                    (Some(rel_sg), Some(var_id)) => Some(RemoteRef { rel_sg, var_id }),
+                    _ => None,
+                },
+            },
+        };
+        let var = Var {
+            name: name.clone(),
+            id: var_id,
+            alignment,
+            dtype: rv.dtype,
+            shape: rv.shape,
+            of,
+        };
         if let Some(first) = by_id.get(&id) {
             return Err(ManifestError::DuplicateVarId {
                 member: member.to_string(),
@@ -734,12 +824,16 @@ fn parse_vars(
             }
             out.push(VarId(e as u32));
         }
-        if let Some(v) = by_id.get_mut(&id) {
-            v.list = out;
+        if let Some(Var {
+            of: VarOf::List { items } | VarOf::DgeTable { items },
+            ..
+        }) = by_id.get_mut(&id)
+        {
+            *items = out;
         }
     }
     for v in by_id.values() {
-        if let Some(r) = v.referenced {
+        if let VarOf::Pointer { referenced: r, .. } = v.of {
             if r.0 as usize >= count {
                 return Err(ManifestError::InvalidPointer {
                     member: member.to_string(),

@@ -18,7 +18,7 @@ pub mod tensor;
 
 use std::ops::Range;
 
-pub use def::{Def, DmaQueue, Var, VarKind, Vars};
+pub use def::{Def, DmaQueue, Var, VarKind, VarOf, Vars};
 pub use dtype::{KbinDtype, NrtDtype};
 pub use engine::{EngineType, Engines};
 pub use error::ManifestError;

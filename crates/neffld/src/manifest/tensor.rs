@@ -3,7 +3,7 @@
 
 use super::dtype::NrtDtype;
 use super::neff_json::{IoMaps, IoTensor};
-use super::{Manifest, ManifestError, VarKind};
+use super::{Manifest, ManifestError, VarKind, VarOf};
 
 /// `nrt_tensor_usage_t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,10 +61,11 @@ pub fn cross_check(m: &Manifest) -> Result<(), ManifestError> {
                 let Some(var) = sg.def.vars.by_name(&t.name) else {
                     continue;
                 };
-                if var.kind != kind {
-                    continue;
-                }
-                let var_size = var.size.unwrap_or(0);
+                let var_size = match (&var.of, kind) {
+                    (VarOf::Input { size }, VarKind::Input)
+                    | (VarOf::Output { size }, VarKind::Output) => *size,
+                    _ => continue,
+                };
                 if var_size != t.size {
                     return Err(ManifestError::IoSizeMismatch {
                         name: t.name.clone(),

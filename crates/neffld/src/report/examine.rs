@@ -189,7 +189,7 @@ impl Contents {
             .map(|k| {
                 let mut variables = BTreeMap::new();
                 for v in k.vars().iter() {
-                    *variables.entry(v.kind.type_name()).or_insert(0) += 1;
+                    *variables.entry(v.of.kind().type_name()).or_insert(0) += 1;
                 }
                 SubgraphContents {
                     name: k.name().to_string(),

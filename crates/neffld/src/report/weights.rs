@@ -4,7 +4,7 @@
 use crate::api::LoadError;
 use crate::config::RuntimeConfig;
 use crate::container::{Archive, Neff};
-use crate::manifest::def::VarKind;
+use crate::manifest::def::VarOf;
 use crate::manifest::Blob;
 use crate::parse;
 
@@ -41,14 +41,16 @@ pub fn weights(neff: &Neff, config: &RuntimeConfig) -> Result<Vec<Weight>, LoadE
     let model = parse::parse(neff, &config.parse_options())?;
     let mut out: Vec<Weight> = Vec::new();
     for kbin in &model.kbins {
-        for var in kbin.vars().iter().filter(|v| v.kind == VarKind::File) {
-            let Some(w) = &var.weight else { continue };
+        for var in kbin.vars().iter() {
+            let VarOf::File { size, weight: w } = &var.of else {
+                continue;
+            };
             if out.iter().any(|o| o.name == var.name) {
                 continue;
             }
             // Exactly `size` bytes go to the device (the parse refused
             // shorter payloads).
-            let blob = w.payload.sub(0, var.size.unwrap_or(0) as usize);
+            let blob = w.payload.sub(0, *size as usize);
             let len = blob.len() as u64;
             out.push(Weight {
                 archive: neff.archive().clone(),

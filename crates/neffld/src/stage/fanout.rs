@@ -22,7 +22,7 @@ use crate::device::Device;
 use crate::ids::{HModel, PCore};
 use crate::kbin::Kbin;
 use crate::line::{CoreRole, RuntimeLine};
-use crate::manifest::def::VarKind;
+use crate::manifest::def::VarOf;
 use crate::Arch;
 
 use super::core::{self, CoreImage};
@@ -59,8 +59,10 @@ pub fn bulk_bytes(kbins: &[Kbin]) -> u64 {
             let weights: u64 = k
                 .vars()
                 .iter()
-                .filter(|v| v.kind == VarKind::File)
-                .filter_map(|v| v.size)
+                .filter_map(|v| match v.of {
+                    VarOf::File { size, .. } => Some(size),
+                    _ => None,
+                })
                 .sum();
             let streams: u64 = k.engines().iter().map(|e| e.ninstr() * 64).sum();
             weights.saturating_add(streams)

@@ -26,7 +26,7 @@ use crate::container::Archive;
 use crate::device::{AllocReq, AllocSet, Device, MemHandle, MemUsage, Owner, Place};
 use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::Kbin;
-use crate::manifest::def::{Backing, Var, VarKind, DGE_TABLE_WORD};
+use crate::manifest::def::{Backing, Var, VarKind, VarOf, DGE_TABLE_WORD, POINTER_SLOT};
 use crate::relocate::dma::Target;
 use crate::relocate::RelocError;
 
@@ -166,10 +166,9 @@ impl Planner<'_> {
 
     /// Places one variable; pointers and tables are filled in a later pass.
     fn place(&self, plan: &mut CorePlan, kbin: &Kbin, var: &Var) -> Result<Placement, StageError> {
-        let size = var.size.unwrap_or(0);
         let align = var.alignment.unwrap_or(0);
-        Ok(match var.kind {
-            VarKind::StateBuffer => {
+        Ok(match var.of {
+            VarOf::StateBuffer => {
                 let pa = self
                     .dev
                     .sb_base(plan.pcore)
@@ -180,25 +179,28 @@ impl Planner<'_> {
                     })?;
                 Placement::StateBuffer { pa: pa.0 }
             }
-            VarKind::Input | VarKind::Output => Placement::Io,
-            VarKind::List | VarKind::Remote => Placement::Host,
-            VarKind::File => {
+            VarOf::Input { .. } | VarOf::Output { .. } => Placement::Io,
+            VarOf::List { .. } | VarOf::Remote { .. } => Placement::Host,
+            VarOf::File { size, .. } => {
                 // Allocated here (so addresses do not depend on thread
                 // timing); the payload is copied by the core's own build,
                 // in parallel with the other cores (`weight_copies`).
                 let (pa, _) = self.alloc(plan, kbin, var, size, align, MemUsage::Weight)?;
                 Placement::Hbm { pa, size }
             }
-            VarKind::TmpBuf => {
+            VarOf::TmpBuf { size } => {
                 let (pa, _) =
                     self.alloc(plan, kbin, var, size, align, MemUsage::ScratchpadNotShared)?;
                 Placement::Hbm { pa, size }
             }
-            VarKind::Pointer => {
-                let (pa, _) = self.alloc(plan, kbin, var, 8, 0, MemUsage::Generic)?;
-                Placement::Hbm { pa, size: 8 }
+            VarOf::Pointer { .. } => {
+                let (pa, _) = self.alloc(plan, kbin, var, POINTER_SLOT, 0, MemUsage::Generic)?;
+                Placement::Hbm {
+                    pa,
+                    size: POINTER_SLOT,
+                }
             }
-            VarKind::DgeTable => {
+            VarOf::DgeTable { .. } => {
                 // The list is resolved on the host at every execution
                 // (lowered operands name its variables directly); the
                 // device keeps one 8-byte IO word per table — the IO row
@@ -210,23 +212,31 @@ impl Planner<'_> {
                     size: DGE_TABLE_WORD,
                 }
             }
-            VarKind::Virtual => self.place_virtual(plan, kbin, var)?,
+            VarOf::Virtual {
+                size,
+                backing_offset,
+                backing,
+            } => {
+                let offset = self.arena_offset(plan, &var.name, backing, backing_offset)?;
+                self.place_virtual(plan, kbin, var, offset, size)?
+            }
         })
     }
 
-    /// A virtual variable: its arena offset plus `backing_variable_off`,
-    /// inside the core's shared scratchpad unless it does not fit the
-    /// pages the plan holds there (it straddles a page, or lies beyond a
-    /// contiguous region that could not grow): then a private allocation,
-    /// the NEFF's own (the 'scratchpad' column of the runtime's reports).
+    /// A virtual variable at `offset` in its arena (the arena's start plus
+    /// `backing_variable_off`), inside the core's shared scratchpad unless
+    /// it does not fit the pages the plan holds there (it straddles a page,
+    /// or lies beyond a contiguous region that could not grow): then a
+    /// private allocation, the NEFF's own (the 'scratchpad' column of the
+    /// runtime's reports).
     fn place_virtual(
         &self,
         plan: &mut CorePlan,
         kbin: &Kbin,
         var: &Var,
+        offset: u64,
+        size: u64,
     ) -> Result<Placement, StageError> {
-        let size = var.size.unwrap_or(0);
-        let offset = self.arena_offset(plan, var)?;
         let (found, mode) = {
             let core = self.cores.lock(plan.pcore);
             let sp = &core.scratchpad;
@@ -254,17 +264,21 @@ impl Planner<'_> {
         Ok(Placement::Hbm { pa, size })
     }
 
-    /// Where a virtual variable starts in its core's arena.
-    fn arena_offset(&self, plan: &CorePlan, var: &Var) -> Result<u64, StageError> {
-        let arena = match var.backing.unwrap_or(Backing::Local) {
+    /// Where virtual variable `name` starts in its core's arena.
+    fn arena_offset(
+        &self,
+        plan: &CorePlan,
+        name: &str,
+        backing: Backing,
+        backing_offset: u64,
+    ) -> Result<u64, StageError> {
+        let arena = match backing {
             Backing::Shared => 0,
             Backing::Local | Backing::Sharded | Backing::Main => plan.local_offset,
         };
         arena
-            .checked_add(var.backing_offset.unwrap_or(0))
-            .ok_or_else(|| {
-                StageError::ScratchpadLayout(format!("offset of {} overflows", var.name))
-            })
+            .checked_add(backing_offset)
+            .ok_or_else(|| StageError::ScratchpadLayout(format!("offset of {name} overflows")))
     }
 
     /// Whether another virtual variable of the subgraph shares bytes of the
@@ -278,12 +292,17 @@ impl Planner<'_> {
         offset: u64,
         size: u64,
     ) -> Result<bool, StageError> {
-        for other in kbin.vars().iter() {
-            if other.kind != VarKind::Virtual || other.id == var.id {
+        for other in kbin.vars().iter().filter(|o| o.id != var.id) {
+            let VarOf::Virtual {
+                size: other_size,
+                backing_offset,
+                backing,
+            } = other.of
+            else {
                 continue;
-            }
-            let start = self.arena_offset(plan, other)?;
-            let end = start.saturating_add(other.size.unwrap_or(0));
+            };
+            let start = self.arena_offset(plan, &other.name, backing, backing_offset)?;
+            let end = start.saturating_add(other_size);
             if start < offset.saturating_add(size) && offset < end {
                 return Ok(true);
             }
@@ -303,7 +322,7 @@ impl CorePlan {
             var_meta: kbin
                 .vars()
                 .iter()
-                .map(|v| (v.name.clone(), v.kind))
+                .map(|v| (v.name.clone(), v.of.kind()))
                 .collect(),
             allocs: AllocSet::new(dev),
             var_allocs: Vec::new(),
@@ -316,26 +335,29 @@ impl CorePlan {
 
 /// The virtual variable reaching furthest into the scratchpad the `k`-th
 /// subgraph's core holds (its local arena, and the shared one on the first
-/// core), with its subgraph's name: what made that core's need.
-fn widest_virtual(kbins: &[Kbin], k: usize) -> Option<(&str, &Var)> {
-    fn virtuals(sg: &Kbin, shared: bool) -> impl Iterator<Item = (&str, &Var)> {
-        sg.vars()
-            .iter()
-            .filter(move |v| v.kind == VarKind::Virtual)
-            .filter(move |v| (v.backing == Some(Backing::Shared)) == shared)
-            .map(move |v| (sg.name(), v))
+/// core), with its subgraph's name, `backing_variable_off` and size: what
+/// made that core's need.
+fn widest_virtual(kbins: &[Kbin], k: usize) -> Option<(&str, &str, u64, u64)> {
+    fn virtuals(sg: &Kbin, shared: bool) -> impl Iterator<Item = (&str, &str, u64, u64)> {
+        sg.vars().iter().filter_map(move |v| match v.of {
+            VarOf::Virtual {
+                size,
+                backing_offset,
+                backing,
+            } if (backing == Backing::Shared) == shared => {
+                Some((sg.name(), v.name.as_str(), backing_offset, size))
+            }
+            _ => None,
+        })
     }
-    let end = |v: &Var| {
-        v.backing_offset
-            .unwrap_or(0)
-            .saturating_add(v.size.unwrap_or(0))
-    };
     let local = kbins.get(k).into_iter().flat_map(|sg| virtuals(sg, false));
     let shared = kbins
         .iter()
         .filter(|_| k == 0)
         .flat_map(|sg| virtuals(sg, true));
-    local.chain(shared).max_by_key(|(_, v)| end(v))
+    local
+        .chain(shared)
+        .max_by_key(|&(_, _, offset, size)| offset.saturating_add(size))
 }
 
 /// Plans every subgraph of a load: `plans[k]` (an empty [`CorePlan::new`]
@@ -374,12 +396,9 @@ pub fn plan(
                 core: plan.pcore,
                 bytes: total,
                 page: mode.page,
-                by: widest_virtual(kbins, k).map_or(String::new(), |(sg, v)| {
+                by: widest_virtual(kbins, k).map_or(String::new(), |(sg, var, offset, size)| {
                     format!(
-                        ", the most for virtual variable {} of {sg} (backing_variable_off {}, size {})",
-                        v.name,
-                        v.backing_offset.unwrap_or(0),
-                        v.size.unwrap_or(0)
+                        ", the most for virtual variable {var} of {sg} (backing_variable_off {offset}, size {size})"
                     )
                 }),
             };
@@ -434,15 +453,14 @@ pub fn weight_copies<'a>(
     plan: &'a CorePlan,
 ) -> impl Iterator<Item = (MemHandle, &'a [u8], &'a str)> + 'a {
     plan.var_allocs.iter().filter_map(move |&(id, handle)| {
-        let var = kbin.vars().get(id).filter(|v| v.kind == VarKind::File)?;
-        let payload = var
-            .weight
-            .as_ref()
-            .map(|w| w.payload.bytes(archive))
-            .unwrap_or_default();
+        let var = kbin.vars().get(id)?;
+        let VarOf::File { size, weight } = &var.of else {
+            return None;
+        };
+        let payload = weight.payload.bytes(archive);
         let n = payload
             .len()
-            .min(usize::try_from(var.size.unwrap_or(0)).unwrap_or(usize::MAX));
+            .min(usize::try_from(*size).unwrap_or(usize::MAX));
         Some((handle, &payload[..n], var.name.as_str()))
     })
 }
@@ -470,18 +488,21 @@ fn fill_pointers(planner: &Planner<'_>, kbin: &Kbin, plan: &CorePlan) -> Result<
         }
     };
     for var in kbin.vars().iter() {
-        let rows: Vec<u64> = match var.kind {
-            VarKind::Pointer if !var.io_ref => var.referenced.map(addr_of).into_iter().collect(),
-            _ => continue,
+        let VarOf::Pointer {
+            referenced,
+            io_ref: false,
+        } = var.of
+        else {
+            continue;
         };
-        if rows.iter().all(|&r| r == 0) {
+        let row = addr_of(referenced);
+        if row == 0 {
             continue; // freshly allocated device memory already reads as zero
         }
         let Some(&(_, handle)) = plan.var_allocs.iter().find(|(id, _)| *id == var.id) else {
             continue;
         };
-        let bytes: Vec<u8> = rows.iter().flat_map(|r| r.to_le_bytes()).collect();
-        planner.write(kbin, handle, &bytes, &var.name)?;
+        planner.write(kbin, handle, &row.to_le_bytes(), &var.name)?;
     }
     Ok(())
 }

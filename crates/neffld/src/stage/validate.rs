@@ -30,7 +30,7 @@ use crate::ids::VarId;
 use crate::kbin::isa::{Addr8, ADDR8_DGE_INDEX, D4_DST, D4_SRC};
 use crate::kbin::{BlockRef, EngineProgram, Kbin, Lowering, Operand};
 use crate::line::{regs, DmaWindow, Record};
-use crate::manifest::def::VarKind;
+use crate::manifest::def::VarOf;
 use crate::relocate::dma::{decode_template, Descriptor, DESC_BYTES};
 use crate::relocate::ipmap::Section;
 
@@ -148,7 +148,7 @@ impl<'a> Core<'a> {
             .kbin
             .vars()
             .get(want.var())
-            .is_some_and(|v| matches!(v.kind, VarKind::Input | VarKind::Output));
+            .is_some_and(|v| matches!(v.of, VarOf::Input { .. } | VarOf::Output { .. }));
         if let (true, Some(row)) = (is_io, want.dge_index()) {
             let kept = Addr8::decode(&got.to_le_bytes()).is_some_and(|a| {
                 a.mode == ADDR8_DGE_INDEX && a.id == row && u64::from(a.offset) == want.offset()
@@ -245,7 +245,7 @@ impl<'a> Core<'a> {
         if let Some((var, offset)) = decode_template(ptr) {
             let ok = vars.contains(&var)
                 && self.kbin.vars().get(var).is_some_and(|v| {
-                    matches!(v.kind, VarKind::Input | VarKind::Output)
+                    matches!(v.of, VarOf::Input { .. } | VarOf::Output { .. })
                         && v.extent().is_some_and(|e| offset < e)
                 });
             if !ok {
