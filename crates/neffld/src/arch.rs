@@ -6,6 +6,12 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// The state-buffer window of one core, 32 MiB on every architecture
+/// (docs/reference/stage.md §6.1): what a NEFF's `state-buffer` variable
+/// spans (it has no `size` of its own) and what the device's geometry maps.
+/// It lives here, below both, so the two cannot disagree.
+pub const SB_WINDOW: u64 = 32 << 20;
+
 /// A NeuronCore architecture. The discriminants are the runtime's enum values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Arch {

@@ -221,9 +221,7 @@ impl VarOf {
     }
 }
 
-/// The state-buffer window every architecture exposes (stage.md §6.1); the
-/// `state-buffer` var has no `size` of its own.
-pub const SB_WINDOW: u64 = 32 << 20;
+pub use crate::arch::SB_WINDOW;
 
 /// Bytes of the slot a pointer var is staged as.
 pub const POINTER_SLOT: u64 = 8;
