@@ -70,8 +70,11 @@ pub fn report(
             json!({"pcore": c.pcore.0, "hbm": hbm, "used": u.total(), "columns": columns(&u), "neffs": neffs})
         })
         .collect();
+    // The allocations on the HBMs shown: the runtime's own on the cores
+    // of other HBMs are not this load's, and the map pictures these HBMs.
     let allocations: Vec<Value> = placed
         .iter()
+        .filter(|a| hbms.iter().any(|h| h.hbm == a.hbm))
         .map(|a| {
             json!({"pcore": a.core.0, "hbm": a.hbm, "owner": a.owner.to_string(),
                    "category": a.usage.name(), "name": a.name,
