@@ -24,27 +24,37 @@ fn load(s: &Synth, config: RuntimeConfig) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// What a load says when `spill_b` sits `offset` bytes into the scratchpad,
+/// checked to be the device's refusal for want of room and to contain
+/// every one of `parts`.
+fn assert_scratchpad_refusal(offset: u64, parts: &[&str]) {
+    let mut s = Synth::static_sunda();
+    s.edit("sg00/def.json", |v| {
+        v["var"]["spill_b"]["backing_variable_off"] = json!(offset)
+    });
+    let e = load(&s, sunda()).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Resource);
+    let text = e.to_string();
+    for part in parts {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+}
+
 /// A virtual variable placed 2^63 bytes into the scratchpad: the refusal
 /// names the variable that asked, its subgraph and its core, not only a
 /// page count.
 #[test]
 fn a_scratchpad_offset_past_any_device_names_the_variable() {
-    let mut s = Synth::static_sunda();
-    s.edit("sg00/def.json", |v| {
-        v["var"]["spill_b"]["backing_variable_off"] = json!(1u64 << 63)
-    });
-    let e = load(&s, sunda()).unwrap_err();
-    assert_eq!(e.status(), NrtStatus::Resource);
-    let text = e.to_string();
-    for part in [
-        "Number of scratchpad pages requested exceeded the max",
-        "spill_b",
-        "sg00",
-        "nc0",
-        "backing_variable_off 9223372036854775808",
-    ] {
-        assert!(text.contains(part), "{part}: {text}");
-    }
+    assert_scratchpad_refusal(
+        1 << 63,
+        &[
+            "Number of scratchpad pages requested exceeded the max",
+            "spill_b",
+            "sg00",
+            "nc0",
+            "backing_variable_off 9223372036854775808",
+        ],
+    );
 }
 
 /// A virtual variable 16 GiB into the scratchpad needs fewer pages than the
@@ -53,23 +63,17 @@ fn a_scratchpad_offset_past_any_device_names_the_variable() {
 /// page limit's does.
 #[test]
 fn a_scratchpad_the_device_cannot_hold_names_the_variable() {
-    let mut s = Synth::static_sunda();
-    s.edit("sg00/def.json", |v| {
-        v["var"]["spill_b"]["backing_variable_off"] = json!(16u64 << 30)
-    });
-    let e = load(&s, sunda()).unwrap_err();
-    assert_eq!(e.status(), NrtStatus::Resource);
-    let text = e.to_string();
-    for part in [
-        "Failed to allocate virtual scratchpad!",
-        "out of device memory",
-        "spill_b",
-        "sg00",
-        "nc0",
-        "backing_variable_off 17179869184",
-    ] {
-        assert!(text.contains(part), "{part}: {text}");
-    }
+    assert_scratchpad_refusal(
+        16 << 30,
+        &[
+            "Failed to allocate virtual scratchpad!",
+            "out of device memory",
+            "spill_b",
+            "sg00",
+            "nc0",
+            "backing_variable_off 17179869184",
+        ],
+    );
 }
 
 /// An alignment of 2^63 is met by no address of any channel: the request
