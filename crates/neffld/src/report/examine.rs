@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 
 use crate::api::LoadError;
 use crate::config::RuntimeConfig;
-use crate::container::archive::{default_inflate_limit, DEFAULT_MAX_MEMBERS};
 use crate::container::integrity::{self, DigestForm, HashAlgorithm, Verified};
 use crate::container::{self, payload_window, Archive, ContainerError, Neff, NeffHeader};
 pub use crate::manifest::IoTensor;
@@ -459,8 +458,10 @@ impl Examination {
     }
 
     /// How far a file the open refused got: the header, its gates, the
-    /// digest, then the archive; `refused` is the open's own error, and the
-    /// last problem.
+    /// digest; `refused` is the open's own error, and the last problem.
+    /// Past the header's gates only the archive can have refused it (the
+    /// open compares the digest without requiring it), so the payload is not
+    /// inflated a second time to find what the open already found.
     fn gates_one_by_one(&mut self, bytes: &[u8], opts: &ExamineOptions, refused: ContainerError) {
         let h = match NeffHeader::parse(bytes) {
             Ok(h) => h,
@@ -468,23 +469,12 @@ impl Examination {
         };
         let valid = h.validate(bytes.len() as u64).is_ok();
         self.header = Some(h.clone());
-        if !valid {
-            return self.problems.push(refused.into());
+        if valid {
+            let window = payload_window(bytes, &h).unwrap_or_default();
+            let compared = integrity::verify(h.pkg_version, &h.hash, window);
+            self.digest(&h, window, &compared, opts.require_hash);
         }
-        let window = payload_window(bytes, &h).unwrap_or_default();
-        let compared = integrity::verify(h.pkg_version, &h.hash, window);
-        self.digest(&h, window, &compared, opts.require_hash);
-        let limit = opts
-            .inflate_limit
-            .unwrap_or_else(|| default_inflate_limit(window.len() as u64));
-        let members = opts.max_members.unwrap_or(DEFAULT_MAX_MEMBERS);
-        self.problems
-            .push(match Archive::decode_with(window, limit, members) {
-                Err(e) => e.into(),
-                // The open refused what the gates one by one pass: its error is
-                // the finding.
-                Ok(_) => refused.into(),
-            });
+        self.problems.push(refused.into());
     }
 
     /// S2 and S3 with the NEFF's own options, for [`Examination::contents`].
