@@ -364,7 +364,7 @@ testkit_pub! {
     /// allocations land where the captures show them.
     fn started_device(config: &RuntimeConfig) -> Arc<Device> {
         let geometry = Geometry::for_arch(config.arch);
-        let held = memory::start_plan(&geometry, config.arch, config.line()).held;
+        let held = memory::start_plan(&geometry, config.arch, config.captured_line()).held;
         match config.device {
             DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, held)),
             DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, held)),
@@ -377,7 +377,7 @@ testkit_pub! {
 /// that what the allocator refuses and what every memory report says agree.
 fn start(device: &Arc<Device>, config: &RuntimeConfig) -> Result<AllocSet, DeviceError> {
     let geometry = device.geometry();
-    let plan = memory::start_plan(geometry, config.arch, config.line());
+    let plan = memory::start_plan(geometry, config.arch, config.captured_line());
     let per_core = plan.rows.len() / geometry.cores().max(1) as usize;
     let mut held = AllocSet::new(device);
     for (i, &(usage, size, place)) in plan.rows.iter().enumerate() {
@@ -828,7 +828,7 @@ impl Runtime {
         let named = self.names.enter(h_model, name.clone());
         let sopts = StageOptions {
             arch: self.config.arch,
-            line: self.config.line(),
+            line: self.config.captured_line(),
             fanout_min_bytes: self.config.fanout_min_bytes,
         };
         let kbins = &parsed.model.kbins;

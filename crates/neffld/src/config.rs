@@ -427,6 +427,12 @@ impl RuntimeConfig {
             .unwrap_or_else(|| RuntimeLine::default_for(self.arch))
     }
 
+    /// The captured line whose rules loads follow on this architecture
+    /// ([`RuntimeLine::captured`]).
+    pub(crate) fn captured_line(&self) -> crate::line::Captured {
+        self.line().captured(self.arch)
+    }
+
     /// Whether the contiguous scratchpad is asked for: by the environment,
     /// else by the runtime line.
     pub fn contiguous_scratchpad_asked(&self) -> bool {
@@ -441,7 +447,11 @@ impl RuntimeConfig {
     pub(crate) fn scratchpad_mode(&self) -> ScratchpadMode {
         let allowed = self.arch == Arch::Sunda || self.lnc_size() > 1;
         if self.contiguous_scratchpad_asked() && allowed {
-            ScratchpadMode::contiguous()
+            if self.line().contiguous_growth_is_required() {
+                ScratchpadMode::contiguous()
+            } else {
+                ScratchpadMode::capped_contiguous()
+            }
         } else {
             ScratchpadMode::paged(self.scratchpad_page)
         }
@@ -560,18 +570,20 @@ mod tests {
         assert!(!d.validate_hash);
         assert_eq!(d.fanout_min_bytes, crate::stage::DEFAULT_FANOUT_MIN_BYTES);
         assert_eq!(d.max_members, None);
-        assert_eq!(d.line(), RuntimeLine::V2_30, "trn2's default");
+        assert_eq!(d.line(), RuntimeLine::V2_34, "trn2's default: the newest");
         let trn1 = RuntimeConfig {
             arch: Arch::Sunda,
             ..RuntimeConfig::default()
         };
-        assert_eq!(trn1.line(), RuntimeLine::V2_23, "trn1's default");
+        assert_eq!(trn1.line(), RuntimeLine::V2_34, "trn1's default: the newest");
     }
 
     /// Page sizes as the runtime checks them when it starts (bytes above 0
-    /// and below 4 GiB), and the contiguous mode: the line's default (off on
-    /// every line), asked for by either variable, refused on a one-core
-    /// logical core of trn2 and trn3, where the page is always 64 MiB.
+    /// and below 4 GiB), and the contiguous mode: the default from 2.33
+    /// (device-memory documentation), asked for by either variable on the
+    /// older lines (then capped where it cannot grow), turned off by
+    /// `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0`, refused on a one-core logical
+    /// core of trn2 and trn3, where the page is always 64 MiB.
     #[test]
     fn scratchpad_page_sizes_and_the_contiguous_mode() {
         let page = |mib: &str| {
@@ -594,31 +606,50 @@ mod tests {
                 "{bad}: {e}"
             );
         }
-        let d = RuntimeConfig::default();
         for line in RuntimeLine::ALL {
-            assert!(!line.contiguous_scratchpad(), "{line}");
+            let (major, minor) = line.version();
+            assert_eq!(
+                line.contiguous_scratchpad(),
+                (major, minor) >= (2, 33),
+                "{line}"
+            );
         }
-        assert_eq!(d.scratchpad_mode(), ScratchpadMode::paged(512 << 20));
         let mode = |pairs: &[(&str, &str)]| {
             RuntimeConfig::default()
                 .with_env(env(pairs))
                 .unwrap()
                 .scratchpad_mode()
         };
-        let on = [
-            ("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "1"),
-            ("NEURON_SCRATCHPAD_PAGE_SIZE", "2048"),
-        ];
-        assert_eq!(mode(&on), ScratchpadMode::contiguous());
+        assert_eq!(mode(&[]), ScratchpadMode::contiguous(), "2.34 on trn2");
         assert_eq!(ScratchpadMode::contiguous().page, 64 << 20);
+        let old = ("NEFFLD_RUNTIME", "2.32");
+        assert_eq!(mode(&[old]), ScratchpadMode::paged(512 << 20));
+        let off = ("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "0");
+        let big = ("NEURON_SCRATCHPAD_PAGE_SIZE", "2048");
+        assert_eq!(mode(&[off, big]), ScratchpadMode::paged(2048 << 20));
         assert_eq!(
-            mode(&[("NEURON_RT_DBG_EXPERIMENTAL_CONTIGUOUS_SCRATCHPAD", "1")]),
-            ScratchpadMode::contiguous()
+            mode(&[big]),
+            ScratchpadMode::contiguous(),
+            "the page size is ignored while the region is contiguous"
         );
-        let lnc1 = [on[0], on[1], ("NEURON_LOGICAL_NC_CONFIG", "1")];
-        assert_eq!(mode(&lnc1), ScratchpadMode::paged(2048 << 20));
-        let trn1 = [on[0], ("NEFFLD_ARCH", "trn1")];
-        assert_eq!(mode(&trn1), ScratchpadMode::contiguous());
+        let on = ("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "1");
+        assert_eq!(mode(&[on, old]), ScratchpadMode::capped_contiguous());
+        assert_eq!(
+            mode(&[
+                ("NEURON_RT_DBG_EXPERIMENTAL_CONTIGUOUS_SCRATCHPAD", "1"),
+                old
+            ]),
+            ScratchpadMode::capped_contiguous()
+        );
+        let lnc1 = ("NEURON_LOGICAL_NC_CONFIG", "1");
+        assert_eq!(mode(&[on, big, lnc1]), ScratchpadMode::paged(2048 << 20));
+        assert_eq!(mode(&[lnc1]), ScratchpadMode::paged(512 << 20));
+        let trn1 = ("NEFFLD_ARCH", "trn1");
+        assert_eq!(mode(&[trn1]), ScratchpadMode::contiguous());
+        assert_eq!(mode(&[trn1, off]), ScratchpadMode::paged(512 << 20));
+        let trn3 = ("NEFFLD_ARCH", "trn3");
+        assert_eq!(mode(&[trn3]), ScratchpadMode::contiguous());
+        assert_eq!(mode(&[trn3, lnc1]), ScratchpadMode::paged(512 << 20));
         let e = RuntimeConfig::default()
             .with_env(env(&[("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "sometimes")]))
             .unwrap_err();

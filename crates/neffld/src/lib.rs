@@ -69,6 +69,6 @@ pub mod text;
 pub mod tree;
 
 pub use arch::Arch;
-pub use line::RuntimeLine;
+pub use line::{LineProvenance, RuntimeLine};
 pub use status::NrtStatus;
 pub use verify::{verify, VerifyReport};

@@ -1,19 +1,19 @@
 //! What the runtime allocates for itself on every physical core when it
 //! starts, before any model, and where. The figures are the runtime line's
-//! ([`RuntimeLine::start_rows`], [`RuntimeLine::start_taken`]); the runtime
+//! ([`Captured::start_rows`], [`Captured::start_taken`]); the runtime
 //! allocates them for real ([`crate::api::Runtime`]), so they are in the one
 //! ledger every memory report projects ([`crate::report::memory`]).
 
 use crate::device::alloc::charged_size;
 use crate::device::{Geometry, MemUsage, Place, Pool, StartTaken};
-use crate::line::RuntimeLine;
+use crate::line::Captured;
 use crate::report::memory::Rows;
 use crate::Arch;
 
 /// What the runtime of `line` allocates for itself on each physical core of
 /// `arch` when it starts (the line's figures and their evidence:
-/// [`RuntimeLine::start_rows`]).
-pub fn runtime_rows(arch: Arch, line: RuntimeLine) -> Rows {
+/// [`Captured::start_rows`]).
+pub fn runtime_rows(arch: Arch, line: Captured) -> Rows {
     line.start_rows(arch)
 }
 
@@ -38,7 +38,7 @@ pub struct StartPlan {
 /// ends where the captures show it. A row too large for what is left (the
 /// trn1 microcode, 96 MiB) goes to the top of the channel instead, where it
 /// moves no model allocation.
-pub fn start_plan(geometry: &Geometry, arch: Arch, line: RuntimeLine) -> StartPlan {
+pub fn start_plan(geometry: &Geometry, arch: Arch, line: Captured) -> StartPlan {
     let region = line.start_taken(arch);
     let rows = runtime_rows(arch, line);
     let per_core: Vec<(MemUsage, u64)> = MemUsage::ALL
@@ -88,8 +88,8 @@ mod tests {
     #[test]
     fn start_rows_fill_the_held_region_and_the_rest_is_held_back() {
         let g = Geometry::for_arch(Arch::Cayman);
-        let plan = start_plan(&g, Arch::Cayman, RuntimeLine::V2_30);
-        let region = RuntimeLine::V2_30.start_taken(Arch::Cayman);
+        let plan = start_plan(&g, Arch::Cayman, Captured::V2_30);
+        let region = Captured::V2_30.start_taken(Arch::Cayman);
         let per_channel: u64 = plan.rows[..plan.rows.len() / 4]
             .iter()
             .map(|&(_, b, place)| {
@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn a_row_larger_than_the_region_goes_to_the_top() {
         let g = Geometry::for_arch(Arch::Sunda);
-        let plan = start_plan(&g, Arch::Sunda, RuntimeLine::V2_23);
+        let plan = start_plan(&g, Arch::Sunda, Captured::V2_23);
         let ucode = plan
             .rows
             .iter()
@@ -120,7 +120,7 @@ mod tests {
             .find(|r| r.0 == MemUsage::PoolStdio)
             .unwrap();
         assert_eq!(stdio.2, Place::First(Pool::Main));
-        let region = RuntimeLine::V2_23.start_taken(Arch::Sunda);
+        let region = Captured::V2_23.start_taken(Arch::Sunda);
         assert_eq!(plan.held.main_pool, region.main_pool - 4096);
         assert!(plan.held.no_small_pool);
     }

@@ -32,22 +32,41 @@ use crate::Arch;
 pub use regs::{Bases, DmaWindow, OwnedQueue, Record, TableLoad, Trigger};
 pub use v2_30::QueueShape;
 
-/// A release line of the runtime.
+/// A release line of the runtime: what a user asks for (`--runtime`,
+/// `NEFFLD_RUNTIME`) and what reports name.
+///
+/// Lines up to 2.30 were captured on hardware, and each has its own rules
+/// ([`Captured`]). The lines after it (2.31 to 2.34) have no capture: what
+/// their release notes and documentation say changed is decided here and
+/// where it applies, and everything else a load depends on — image bodies,
+/// ucode, ring sizes, what the runtime holds when it starts — carries over
+/// from the newest captured line of the chip ([`RuntimeLine::captured`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RuntimeLine {
     V2_23,
     V2_25,
     V2_27,
     V2_30,
+    V2_31,
+    V2_32,
+    V2_33,
+    V2_34,
 }
 
 impl RuntimeLine {
-    pub const ALL: [RuntimeLine; 4] = [
+    pub const ALL: [RuntimeLine; 8] = [
         RuntimeLine::V2_23,
         RuntimeLine::V2_25,
         RuntimeLine::V2_27,
         RuntimeLine::V2_30,
+        RuntimeLine::V2_31,
+        RuntimeLine::V2_32,
+        RuntimeLine::V2_33,
+        RuntimeLine::V2_34,
     ];
+
+    /// The newest line: the one users run (libnrt 2.34, Neuron SDK 2.32).
+    pub const NEWEST: RuntimeLine = RuntimeLine::V2_34;
 
     /// `(major, minor)`.
     pub fn version(self) -> (u8, u8) {
@@ -56,6 +75,10 @@ impl RuntimeLine {
             RuntimeLine::V2_25 => (2, 25),
             RuntimeLine::V2_27 => (2, 27),
             RuntimeLine::V2_30 => (2, 30),
+            RuntimeLine::V2_31 => (2, 31),
+            RuntimeLine::V2_32 => (2, 32),
+            RuntimeLine::V2_33 => (2, 33),
+            RuntimeLine::V2_34 => (2, 34),
         }
     }
 
@@ -66,24 +89,163 @@ impl RuntimeLine {
             .find(|l| (u64::from(l.version().0), u64::from(l.version().1)) == (major, minor))
     }
 
-    /// The line a load runs under unless told otherwise: the newest with
-    /// evidence for the chip. trn2 and trn3: 2.30 (the ten shared captures;
-    /// trn3 has none and takes trn2's). trn1: 2.23, the newest trn1 line
-    /// whose image layout is known; 2.25 was seen on one NEFF only and its
-    /// preamble is not (docs/decisions.md, "Runtime lines").
-    pub fn default_for(arch: Arch) -> RuntimeLine {
-        match arch {
-            Arch::Sunda => RuntimeLine::V2_23,
-            Arch::Cayman | Arch::Mariana => RuntimeLine::V2_30,
+    /// The line a load runs under unless told otherwise: the newest, on
+    /// every chip, because it is what users run. Older lines are asked for
+    /// by name, and stay exact where captures prove them.
+    pub fn default_for(_arch: Arch) -> RuntimeLine {
+        RuntimeLine::NEWEST
+    }
+
+    /// The captured line whose rules a load under this line follows on
+    /// `arch`: the line itself up to 2.30; after it, the newest captured
+    /// line of the chip whose image layout is known — 2.30 on trn2 (the ten
+    /// shared captures; trn3, never captured, takes trn2's), 2.23 on trn1
+    /// (2.25 was seen on one NEFF only and its preamble is not known).
+    pub(crate) fn captured(self, arch: Arch) -> Captured {
+        match self {
+            RuntimeLine::V2_23 => Captured::V2_23,
+            RuntimeLine::V2_25 => Captured::V2_25,
+            RuntimeLine::V2_27 => Captured::V2_27,
+            RuntimeLine::V2_30 => Captured::V2_30,
+            RuntimeLine::V2_31 | RuntimeLine::V2_32 | RuntimeLine::V2_33 | RuntimeLine::V2_34 => {
+                match arch {
+                    Arch::Sunda => Captured::V2_23,
+                    Arch::Cayman | Arch::Mariana => Captured::V2_30,
+                }
+            }
         }
+    }
+
+    /// Whether the runtime of this line keeps each core's shared scratchpad
+    /// as one contiguous region of 64 MiB pages by default, where the chip
+    /// and logical-core size allow it ([`crate::config::RuntimeConfig::scratchpad_mode`]):
+    /// from 2.33 (device-memory documentation, "Contiguous shared
+    /// scratchpad"). Up to 2.32 the mode exists only when asked for.
+    pub fn contiguous_scratchpad(self) -> bool {
+        self >= RuntimeLine::V2_33
+    }
+
+    /// Whether a contiguous scratchpad that cannot grow fails the load (from
+    /// 2.33, where the documentation says the load then fails as out of
+    /// memory and that non-shared scratchpad exists only in the paged mode),
+    /// rather than capping the region and giving the variables beyond it
+    /// private allocations, as the experimental mode of the older lines
+    /// does (docs/reference/stage.md §6.5).
+    pub fn contiguous_growth_is_required(self) -> bool {
+        self >= RuntimeLine::V2_33
+    }
+
+    /// Whether `nrt_tensor_allocate` takes `NRT_TENSOR_PLACEMENT_VIRTUAL`:
+    /// removed in 2.32 (release notes of runtime 2.32).
+    pub fn virtual_placement(self) -> bool {
+        self < RuntimeLine::V2_32
+    }
+
+    /// Whether `nrt_get_model_tensor_info` gives a packed `_x4` tensor its
+    /// whole size: fixed in 2.33; older lines report a quarter of it.
+    pub fn x4_tensor_info_whole(self) -> bool {
+        self >= RuntimeLine::V2_33
+    }
+
+    /// Whether `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG` exists (2.33).
+    pub fn oom_log_switch(self) -> bool {
+        self >= RuntimeLine::V2_33
+    }
+
+    /// What a load under this line on `arch` reproduces, and from where:
+    /// for a line without captures of its own, which of its facts come
+    /// from its documentation and which carry over from a captured line.
+    pub fn provenance(self, arch: Arch) -> LineProvenance {
+        let captured = self.captured(arch);
+        let own = captured.line() == self;
+        let mut documented: Vec<&'static str> = Vec::new();
+        if !own {
+            documented.push("release notes of each runtime since 2.30");
+        }
+        if self.contiguous_scratchpad() {
+            documented.push(
+                "contiguous shared scratchpad by default (trn1, inf2; trn2 and trn3 at LNC 2), 64 MiB steps",
+            );
+        }
+        if !self.virtual_placement() {
+            documented.push("NRT_TENSOR_PLACEMENT_VIRTUAL refused");
+        }
+        if self.x4_tensor_info_whole() {
+            documented.push("whole sizes for packed _x4 tensors in tensor info");
+        }
+        LineProvenance {
+            line: self,
+            captured_by: captured.line(),
+            carried_over: if own {
+                Vec::new()
+            } else {
+                vec![
+                    "instruction image layout, preambles and postambles",
+                    "ring sizes",
+                    "what the runtime allocates when it starts (ucode, rings, pools)",
+                    "memory rows",
+                ]
+            },
+            documented,
+        }
+    }
+}
+
+/// Where a line's behaviour comes from ([`RuntimeLine::provenance`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LineProvenance {
+    /// The line asked for.
+    #[serde(serialize_with = "display")]
+    pub line: RuntimeLine,
+    /// The captured line whose rules the load follows for what `line` does
+    /// not document: `line` itself when it was captured.
+    #[serde(serialize_with = "display")]
+    pub captured_by: RuntimeLine,
+    /// What the load takes from its line's documentation.
+    pub documented: Vec<&'static str>,
+    /// What the load takes from `captured_by` (empty when that is `line`).
+    pub carried_over: Vec<&'static str>,
+}
+
+fn display<S: serde::Serializer>(line: &RuntimeLine, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(line)
+}
+
+/// A line whose rules were fitted on hardware captures: what the loader's
+/// stages follow for the runtime's own code, rings and start-up memory. A
+/// [`RuntimeLine`] without captures resolves to one
+/// ([`RuntimeLine::captured`]), so no stage can be handed a line it has no
+/// rules for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Captured {
+    V2_23,
+    V2_25,
+    V2_27,
+    V2_30,
+}
+
+impl Captured {
+    /// The release line this is.
+    pub fn line(self) -> RuntimeLine {
+        match self {
+            Captured::V2_23 => RuntimeLine::V2_23,
+            Captured::V2_25 => RuntimeLine::V2_25,
+            Captured::V2_27 => RuntimeLine::V2_27,
+            Captured::V2_30 => RuntimeLine::V2_30,
+        }
+    }
+
+    /// `(major, minor)`.
+    pub fn version(self) -> (u8, u8) {
+        self.line().version()
     }
 
     fn rules(self) -> &'static dyn Rules {
         match self {
-            RuntimeLine::V2_23 => &v2_23::V2_23,
-            RuntimeLine::V2_25 => &v2_25::V2_25,
-            RuntimeLine::V2_27 => &v2_27::V2_27,
-            RuntimeLine::V2_30 => &v2_30::V2_30,
+            Captured::V2_23 => &v2_23::V2_23,
+            Captured::V2_25 => &v2_25::V2_25,
+            Captured::V2_27 => &v2_27::V2_27,
+            Captured::V2_30 => &v2_30::V2_30,
         }
     }
 
@@ -125,16 +287,11 @@ impl RuntimeLine {
     pub(crate) fn legacy_rows(self) -> bool {
         self.rules().legacy_rows()
     }
+}
 
-    /// Whether the line's runtime keeps each core's scratchpad as one
-    /// contiguous region of 64 MiB pages unless told otherwise
-    /// (`NEURON_RT_CONTIGUOUS_SCRATCHPAD`). No line we reproduce does: the
-    /// 2.30 captures show a Shared Scratchpad row of one 512 MiB page for
-    /// subgraphs that need 1 or 4 MiB of it, where the contiguous mode
-    /// holds one 64 MiB page, and the 2.27 captures 512 MiB for every
-    /// subgraph with a virtual variable (docs/reference/memory.md).
-    pub(crate) fn contiguous_scratchpad(self) -> bool {
-        self.rules().contiguous_scratchpad()
+impl fmt::Display for Captured {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.line().fmt(f)
     }
 }
 
@@ -152,7 +309,8 @@ impl FromStr for RuntimeLine {
     fn from_str(s: &str) -> Result<RuntimeLine, String> {
         let bad = || {
             format!(
-                "unknown runtime line '{s}' (expected 2.23, 2.25, 2.27 or 2.30, or a version of one such as 2.27.23)"
+                "unknown runtime line '{s}' (expected one of {}, or a version of one such as 2.27.23)",
+                RuntimeLine::ALL.map(|l| l.to_string()).join(", ")
             )
         };
         let parts: Vec<&str> = s.trim().split('.').collect();
@@ -251,7 +409,7 @@ pub fn ring_formula(rings: u64, m2s: u64, s2m: u64) -> u64 {
 /// depends on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuntimeCode {
-    pub line: RuntimeLine,
+    pub line: Captured,
     pub engine: EngineType,
     pub role: CoreRole,
     /// The subgraph stages activation tables (the act preamble loads them).
@@ -320,9 +478,6 @@ trait Rules: Sync {
         TABLE_RING_BYTES
     }
     fn legacy_rows(&self) -> bool {
-        false
-    }
-    fn contiguous_scratchpad(&self) -> bool {
         false
     }
 }
@@ -460,9 +615,43 @@ mod tests {
         }
         assert_eq!(RuntimeLine::V2_25.to_string(), "2.25");
         assert_eq!(RuntimeLine::of_version(2, 30), Some(RuntimeLine::V2_30));
-        assert_eq!(RuntimeLine::of_version(2, 31), None);
-        assert_eq!(RuntimeLine::default_for(Arch::Sunda), RuntimeLine::V2_23);
-        assert_eq!(RuntimeLine::default_for(Arch::Cayman), RuntimeLine::V2_30);
+        assert_eq!("2.34.10".parse(), Ok(RuntimeLine::V2_34));
+        assert_eq!(RuntimeLine::of_version(2, 33), Some(RuntimeLine::V2_33));
+        assert_eq!(RuntimeLine::of_version(2, 35), None);
+        let e = "2.35".parse::<RuntimeLine>().unwrap_err();
+        assert!(e.contains("2.23, 2.25, 2.27, 2.30, 2.31, 2.32, 2.33, 2.34"), "{e}");
+        for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
+            assert_eq!(RuntimeLine::default_for(arch), RuntimeLine::V2_34);
+        }
+    }
+
+    /// A line without captures follows the newest captured line of its
+    /// chip; a captured line follows itself.
+    #[test]
+    fn newer_lines_carry_over_the_newest_captured_rules_of_their_chip() {
+        for line in [
+            RuntimeLine::V2_31,
+            RuntimeLine::V2_32,
+            RuntimeLine::V2_33,
+            RuntimeLine::V2_34,
+        ] {
+            assert_eq!(line.captured(Arch::Sunda), Captured::V2_23);
+            assert_eq!(line.captured(Arch::Cayman), Captured::V2_30);
+            assert_eq!(line.captured(Arch::Mariana), Captured::V2_30);
+            let p = line.provenance(Arch::Cayman);
+            assert_eq!(p.captured_by, RuntimeLine::V2_30);
+            assert!(!p.carried_over.is_empty() && !p.documented.is_empty());
+        }
+        for c in [Captured::V2_23, Captured::V2_25, Captured::V2_27, Captured::V2_30] {
+            for arch in [Arch::Sunda, Arch::Cayman] {
+                assert_eq!(c.line().captured(arch), c);
+                assert!(c.line().provenance(arch).carried_over.is_empty());
+            }
+        }
+        assert!(RuntimeLine::V2_31.virtual_placement());
+        assert!(!RuntimeLine::V2_32.virtual_placement());
+        assert!(!RuntimeLine::V2_32.x4_tensor_info_whole());
+        assert!(RuntimeLine::V2_33.x4_tensor_info_whole());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::kbin::RingCounts;
 use crate::manifest::engine::EngineType;
 use crate::Arch;
 
-use super::RuntimeLine;
+use super::Captured;
 
 /// One instruction record.
 pub type Record = [u8; RECORD];
@@ -361,7 +361,7 @@ pub const FILLER_MAGIC: [u8; 8] = *b"\xffneffld?";
 /// then the line (major, minor), the engine index, the section (0 the
 /// preamble, 1 the postamble) and the slot's index in it (u16), zeros
 /// after. Recognisable on sight and by [`is_filler`]; never executable.
-pub fn filler(line: RuntimeLine, engine: EngineType, postamble: bool, slot: u32) -> Record {
+pub fn filler(line: Captured, engine: EngineType, postamble: bool, slot: u32) -> Record {
     let mut r = [0u8; RECORD];
     r[..8].copy_from_slice(&FILLER_MAGIC);
     let (major, minor) = line.version();
@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn filler_names_line_engine_section_and_slot() {
-        let f = filler(RuntimeLine::V2_27, EngineType::Pool, true, 7);
+        let f = filler(Captured::V2_27, EngineType::Pool, true, 7);
         assert!(is_filler(&f));
         assert_eq!(&f[8..14], &[2, 27, 2, 1, 7, 0]);
         assert!(!is_filler(&[0xA5; 64]));

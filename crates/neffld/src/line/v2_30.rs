@@ -324,11 +324,11 @@ pub(super) fn branch_template() -> Record {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::line::{DmaWindow, RingBases, RuntimeLine};
+    use crate::line::{Captured, DmaWindow, RingBases};
 
     fn code(engine: EngineType, role: CoreRole, act_tables: bool) -> RuntimeCode {
         RuntimeCode {
-            line: RuntimeLine::V2_30,
+            line: Captured::V2_30,
             engine,
             role,
             act_tables,

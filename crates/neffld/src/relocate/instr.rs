@@ -302,7 +302,7 @@ mod tests {
     use super::*;
     use crate::kbin::isa::{OP_PSEUDO_BRANCH_LABEL, OP_PSEUDO_DMATRIGGER, OP_PSEUDO_INST};
     use crate::kbin::RingCounts;
-    use crate::line::{CoreRole, DmaWindow, QueueShape, RuntimeLine};
+    use crate::line::{Captured, CoreRole, DmaWindow, QueueShape};
     use crate::manifest::engine::EngineType;
     use crate::relocate::dma::decode_template;
     use crate::relocate::ipmap::PatchKind;
@@ -327,7 +327,7 @@ mod tests {
     /// slots.
     fn code() -> RuntimeCode {
         RuntimeCode {
-            line: RuntimeLine::V2_30,
+            line: Captured::V2_30,
             engine: EngineType::Pe,
             role: CoreRole::Second,
             act_tables: false,

@@ -21,7 +21,7 @@ use crate::device::{
     AllocReq, ChargeRows, Device, DeviceError, Geometry, Ledger, MemUsage, Owner, CARVEOUT,
 };
 use crate::ids::{HModel, LCore, PCore};
-use crate::line::RuntimeLine;
+use crate::line::Captured;
 
 /// One row per [`MemUsage`], in the profiler's order.
 pub type Rows = [u64; MemUsage::COUNT];
@@ -139,11 +139,11 @@ impl ReportRow {
 
 impl CoreMemory {
     /// The rows as the runtime of `line` lists them: every usage in the
-    /// profiler's order; on the oldest lines ([`RuntimeLine::legacy_rows`])
+    /// profiler's order; on the oldest lines ([`Captured::legacy_rows`])
     /// the four DMA Rings rows are one, and Generic shows only the
     /// runtime's part (2.23 reports 0 although its NEFFs' DVE tables are
     /// staged: it does not count them).
-    pub fn report(&self, line: RuntimeLine) -> Vec<ReportRow> {
+    pub(crate) fn report(&self, line: Captured) -> Vec<ReportRow> {
         let row = |u: MemUsage| ReportRow {
             key: RowKey::Usage(u),
             runtime: self.runtime[u.index()],
@@ -769,7 +769,7 @@ mod tests {
             .unwrap();
         }
         let c = CoreMemory::of(&dev, PCore(0));
-        let rows = c.report(RuntimeLine::V2_23);
+        let rows = c.report(Captured::V2_23);
         // 18 usage rows and the single DMA Rings row: 19, as 2.23 lists them.
         assert_eq!(rows.len(), 19);
         assert_eq!(rows[18].key, RowKey::DmaRings);
@@ -780,7 +780,7 @@ mod tests {
         assert_eq!(rows[MemUsage::UcodeLib.index()].bytes(), 100_669_644);
         // The ledger still holds the DVE tables.
         assert_eq!(c.row(MemUsage::Generic), 25_600);
-        assert_eq!(c.report(RuntimeLine::V2_30).len(), MemUsage::COUNT);
+        assert_eq!(c.report(Captured::V2_30).len(), MemUsage::COUNT);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::capture::{
 use crate::device::geometry::SB_WINDOW;
 use crate::device::{Device, Geometry};
 use crate::ids::PCore;
-use crate::line::RuntimeLine;
+use crate::line::{Captured, RuntimeLine};
 use crate::manifest::engine::EngineType;
 use crate::relocate::dma::decode_template;
 use crate::relocate::instr::EngineImage;
@@ -183,7 +183,8 @@ impl StagedView {
     pub fn of(rt: &Runtime, model: &Model) -> Result<StagedView, LoadError> {
         let (nd, device) = rt.device_of(model)?;
         let line = rt.config().line();
-        let cores = rt.with_model(model, |lm| cores(lm, device, line))?;
+        let rules = rt.config().captured_line();
+        let cores = rt.with_model(model, |lm| cores(lm, device, rules))?;
         Ok(StagedView {
             name: model.name.clone(),
             uuid: model.uuid,
@@ -210,7 +211,7 @@ impl StagedView {
 }
 
 /// Every core of a loaded model on `device`, as `line` lists memory.
-fn cores(lm: &LoadedModel, device: &Device, line: RuntimeLine) -> Vec<StagedCore> {
+fn cores(lm: &LoadedModel, device: &Device, line: Captured) -> Vec<StagedCore> {
     let g = device.geometry();
     let addr = |pa: u64| g.runtime_address(pa);
     lm.cores
@@ -300,7 +301,7 @@ pub fn row_names(key: RowKey) -> (&'static str, &'static str) {
 testkit_pub! {
     /// Every row of the runtime's memory list for one core, in its order, as
     /// the runtime of `line` reports it ([`crate::report::memory`]).
-    fn memory_rows(device: &Device, line: RuntimeLine, pcore: PCore) -> Vec<StagedRow> {
+    fn memory_rows(device: &Device, line: Captured, pcore: PCore) -> Vec<StagedRow> {
         CoreMemory::of(device, pcore)
             .report(line)
             .into_iter()

@@ -31,7 +31,7 @@ use crate::ids::{HModel, PCore, VarId};
 use crate::kbin::isa::RECORD_LEN;
 use crate::kbin::{BlockRef, DmaRing, EngineProgram, Kbin};
 use crate::line::{
-    self, Bases, CoreRole, DmaWindow, OwnedQueue, QueueShape, RingBases, RuntimeCode, RuntimeLine,
+    self, Bases, CoreRole, DmaWindow, OwnedQueue, QueueShape, RingBases, RuntimeCode, Captured,
     Trigger, IMAGE_ALIGN,
 };
 use crate::manifest::def::QueueKind;
@@ -282,7 +282,7 @@ fn runtime_code(
     kbin: &Kbin,
     engine: EngineType,
     role: CoreRole,
-    line: RuntimeLine,
+    line: Captured,
     window: DmaWindow,
 ) -> RuntimeCode {
     let mut queues: Vec<OwnedQueue> = kbin
@@ -335,7 +335,7 @@ pub fn place_images(
     kbins: &[Kbin],
     archive: &Archive,
     images: &mut [CoreImage],
-    line: RuntimeLine,
+    line: Captured,
 ) -> Result<(), StageError> {
     let mut order = Vec::new();
     for ((k, kbin), image) in kbins.iter().enumerate().zip(images.iter()) {
@@ -399,7 +399,7 @@ fn code_and_image_len(
     kbin: &Kbin,
     e: &EngineProgram,
     role: CoreRole,
-    line: RuntimeLine,
+    line: Captured,
     window: DmaWindow,
     archive: &Archive,
 ) -> (RuntimeCode, u64) {
@@ -410,7 +410,7 @@ fn code_and_image_len(
 }
 
 /// Expands, places and writes one queue's static ring. The allocation is
-/// the line's size for the queue's rings ([`RuntimeLine::ring_bytes`]),
+/// the line's size for the queue's rings ([`Captured::ring_bytes`]),
 /// which holds neffld's one ring of the same descriptors, but when chunking
 /// runs of more than 64 KiB makes ours longer than the runtime counts.
 fn build_ring(
@@ -418,7 +418,7 @@ fn build_ring(
     r: &CoreResolver<'_>,
     ring: &DmaRing,
     arch: Arch,
-    line: RuntimeLine,
+    line: Captured,
 ) -> Result<Option<PlacedRing>, StageError> {
     if ring.blocks().is_empty() {
         return Ok(None); // dynamic queues: descriptors are generated at execution
@@ -485,7 +485,7 @@ pub fn build(
     image: &mut CoreImage,
     arch: Arch,
     role: CoreRole,
-    line: RuntimeLine,
+    line: Captured,
 ) -> Result<(), StageError> {
     let dev = Arc::clone(image.allocs.device());
     let mut b = Builder {
@@ -550,7 +550,7 @@ fn build_parts<'a>(
     kbin: &'a Kbin,
     archive: &'a Archive,
     plan: &'a CorePlan,
-    (arch, role, line): (Arch, CoreRole, RuntimeLine),
+    (arch, role, line): (Arch, CoreRole, Captured),
     mut placed: Vec<PlacedImage>,
 ) -> Result<Parts, StageError> {
     let geometry = b.dev.geometry();

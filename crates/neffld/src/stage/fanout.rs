@@ -21,7 +21,7 @@ use crate::container::Archive;
 use crate::device::Device;
 use crate::ids::{HModel, PCore};
 use crate::kbin::Kbin;
-use crate::line::{CoreRole, RuntimeLine};
+use crate::line::{Captured, CoreRole};
 use crate::manifest::def::VarOf;
 use crate::Arch;
 
@@ -36,7 +36,7 @@ pub struct StageOptions {
     /// Event-Accel check).
     pub arch: Arch,
     /// The runtime line whose own code and allocations the load reproduces.
-    pub line: RuntimeLine,
+    pub line: Captured,
     /// Build the cores of a multi-subgraph load on one thread each when the
     /// builds copy at least this many bytes ([`bulk_bytes`]), else one after
     /// another on the caller's thread. 0 always fans out; `u64::MAX` never.

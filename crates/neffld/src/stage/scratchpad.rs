@@ -8,12 +8,15 @@
 //! (from the top) only when the last model using a page unloads. Two
 //! layouts, fixed when the runtime starts ([`ScratchpadMode`]):
 //!
-//! - paged (every runtime line we reproduce): pages of
+//! - paged (every line up to 2.32, and LNC 1 on trn2 and trn3): pages of
 //!   `NEURON_SCRATCHPAD_PAGE_SIZE` anywhere in the HBM; a variable that
 //!   would straddle two of them gets a private allocation instead;
-//! - contiguous: 64 MiB pages that form one region growing downward from
-//!   the top of the main pool, so a variable may span pages; when the
-//!   region cannot grow, the variables beyond it get private allocations.
+//! - contiguous (the default from 2.33): 64 MiB pages that form one region
+//!   growing downward from the top of the main pool, so a variable may span
+//!   pages. A region that cannot grow fails the load as out of memory,
+//!   however much is free elsewhere (docs/decisions.md, "The contiguous
+//!   scratchpad"); the experimental mode of the older lines instead caps
+//!   the region and gives the variables beyond it private allocations.
 
 use std::sync::Arc;
 
@@ -36,6 +39,9 @@ pub struct ScratchpadMode {
     /// One region of [`ScratchpadMode::CONTIGUOUS_PAGE`] pages that grows in
     /// place, rather than pages anywhere.
     pub contiguous: bool,
+    /// A contiguous region that cannot grow stops where it is (the older
+    /// lines' experimental mode) instead of refusing the load.
+    pub capped: bool,
 }
 
 impl ScratchpadMode {
@@ -50,14 +56,27 @@ impl ScratchpadMode {
         ScratchpadMode {
             page,
             contiguous: false,
+            capped: false,
         }
     }
 
-    /// One contiguous region of 64 MiB pages.
+    /// One contiguous region of 64 MiB pages that must grow as far as a
+    /// load needs (2.33 on).
     pub fn contiguous() -> ScratchpadMode {
         ScratchpadMode {
             page: ScratchpadMode::CONTIGUOUS_PAGE,
             contiguous: true,
+            capped: false,
+        }
+    }
+
+    /// The contiguous region of the lines before 2.33, asked for with
+    /// `NEURON_RT_DBG_EXPERIMENTAL_CONTIGUOUS_SCRATCHPAD`: where it cannot
+    /// grow it stops (docs/reference/stage.md §6.5).
+    pub fn capped_contiguous() -> ScratchpadMode {
+        ScratchpadMode {
+            capped: true,
+            ..ScratchpadMode::contiguous()
         }
     }
 }
@@ -123,8 +142,8 @@ impl Scratchpad {
 
     /// Makes the first `ceil(bytes / page)` pages exist and references them
     /// once. Returns how many pages were referenced (to release later):
-    /// all of them, except when a contiguous region has no room to grow,
-    /// which only ends its growth (the runtime's ceiling). On failure, or a
+    /// all of them, except when a capped contiguous region has no room to
+    /// grow, which only ends its growth (the older runtimes' ceiling). On failure, or a
     /// panic, the pages allocated by this call are freed (they join the
     /// table only once all exist) and nothing is referenced. More than
     /// [`MAX_PAGES`] is refused before any is made; the caller, who knows
@@ -161,7 +180,7 @@ impl Scratchpad {
             };
             match Owned::new(dev, req) {
                 Ok(page) => fresh.push(page),
-                Err(DeviceError::NoMem { .. }) if self.mode.contiguous => break,
+                Err(DeviceError::NoMem { .. }) if self.mode.capped => break,
                 Err(e) => return Err(ReserveError::Device(e)),
             }
         }
@@ -367,12 +386,13 @@ mod tests {
         assert_eq!(dev.live_count(), 0);
     }
 
-    /// When the bytes under the region are taken the region stops growing:
-    /// the model holds what exists, nothing fails.
+    /// When the bytes under the region are taken a capped region stops
+    /// growing: the model holds what exists, nothing fails. The region of
+    /// 2.33 on refuses instead, leaving the table as it was.
     #[test]
     fn a_contiguous_region_that_cannot_grow_stops_at_its_ceiling() {
         let dev = device();
-        let mut sp = Scratchpad::new(ScratchpadMode::contiguous());
+        let mut sp = Scratchpad::new(ScratchpadMode::capped_contiguous());
         let page = ScratchpadMode::CONTIGUOUS_PAGE;
         assert_eq!(sp.reserve(&dev, PCore(0), page).unwrap(), 1);
         // Something right under the region.
@@ -394,6 +414,30 @@ mod tests {
         sp.release(1);
         sp.release(1);
         assert!(sp.is_empty());
+
+        let mut sp = Scratchpad::new(ScratchpadMode::contiguous());
+        let region = sp.reserve(&dev, PCore(2), page).unwrap();
+        assert_eq!(region, 1);
+        let _squat = Owned::new(
+            &dev,
+            AllocReq {
+                size: 4096,
+                align: 0,
+                core: PCore(2),
+                usage: MemUsage::Tensor,
+                owner: Owner::Client,
+                place: Place::Under(sp.page_pa(0)),
+                hint: "squat",
+            },
+        )
+        .unwrap();
+        let live = dev.live_count();
+        assert!(matches!(
+            sp.reserve(&dev, PCore(2), 4 * page),
+            Err(ReserveError::Device(DeviceError::NoMem { .. }))
+        ));
+        assert_eq!((sp.len(), sp.refs(0)), (1, Some(1)), "as it was");
+        assert_eq!(dev.live_count(), live, "no page of the refused growth kept");
     }
 
     #[test]
