@@ -46,9 +46,10 @@ pub struct LoadArgs {
     /// Device architecture: trn1, trn2 or trn3 (default: the NEFF's own target).
     #[arg(long, value_parser = parse_arch)]
     pub arch: Option<Arch>,
-    /// Runtime line to reproduce: 2.23, 2.25, 2.27 or 2.30, or a version of
-    /// one such as 2.27.23 (default: NEFFLD_RUNTIME, else the newest with
-    /// evidence for the architecture: trn1 2.23, trn2 and trn3 2.30).
+    /// Runtime line to reproduce: 2.23, 2.25, 2.27, 2.30, 2.31, 2.32, 2.33 or
+    /// 2.34, or a version of one such as 2.27.23 (default: NEFFLD_RUNTIME,
+    /// else 2.34, the runtime users run; lines after 2.30 take what their
+    /// documentation does not say from the newest captured line of the chip).
     #[arg(long, value_parser = parse_runtime, value_name = "LINE")]
     pub runtime: Option<RuntimeLine>,
     /// Logical core to load on (-1: the first free one).
@@ -190,6 +191,22 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
         units::count(n(&out["device_cores"]), "core"),
         s(&out["runtime"])
     );
+    let p = &out["runtime_provenance"];
+    let listed = |v: &Value| {
+        v.as_array()
+            .map(|a| a.iter().map(shown).collect::<Vec<_>>().join("; "))
+            .unwrap_or_default()
+    };
+    if p["carried_over"].as_array().is_some_and(|a| !a.is_empty()) {
+        let _ = writeln!(
+            t,
+            "          {} has no capture: documented {}; carried over from {}: {}",
+            s(&p["line"]),
+            listed(&p["documented"]),
+            s(&p["captured_by"]),
+            listed(&p["carried_over"])
+        );
+    }
     let _ = writeln!(
         t,
         "status    {} ({})",
@@ -483,6 +500,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     }
     out["arch"] = json!(config.arch.instance());
     out["runtime"] = json!(config.line().to_string());
+    out["runtime_provenance"] = json!(config.line().provenance(config.arch));
     out["checked"] = json!(config.check);
     let geometry = neffld::instance::Geometry::for_arch(config.arch);
     let (rt, recorder) = Recorder::runtime(config).map_err(|e| load_failure(&e))?;

@@ -37,7 +37,8 @@ pub struct PlanArgs {
     /// Logical-core size (NEURON_LOGICAL_NC_CONFIG; trn1 and inf2 take only 1).
     #[arg(long, value_name = "N")]
     pub lnc: Option<u32>,
-    /// Runtime line to reproduce: 2.23, 2.25, 2.27 or 2.30 (default as for `load`).
+    /// Runtime line to reproduce: 2.23, 2.25, 2.27, 2.30, 2.31, 2.32, 2.33 or
+    /// 2.34 (default as for `load`: 2.34).
     #[arg(long, value_parser = parse_runtime, value_name = "LINE")]
     pub runtime: Option<RuntimeLine>,
     /// A runtime variable (repeatable): NEURON_SCRATCHPAD_PAGE_SIZE,
@@ -302,6 +303,7 @@ fn document(p: &Plan) -> Value {
         .map(|a| {
             let kind = match &a.kind {
                 AdviceKind::ScratchpadPage { .. } => "scratchpad_page",
+                AdviceKind::PagedScratchpad => "paged_scratchpad",
                 AdviceKind::Lnc2 => "lnc",
                 AdviceKind::Without { .. } => "without_neff",
             };

@@ -202,7 +202,7 @@ impl Staging {
     ) -> (Duration, Duration, Duration) {
         let sopts = StageOptions {
             arch: Arch::Cayman,
-            line: neffld::line::RuntimeLine::V2_30,
+            line: neffld::line::Captured::V2_30,
             fanout_min_bytes,
         };
         dev.clock.take();

@@ -175,7 +175,7 @@ fn stage_rss(path: &str) {
         HModel(1),
         StageOptions {
             arch: Arch::Cayman,
-            line: neffld::line::RuntimeLine::V2_30,
+            line: neffld::line::Captured::V2_30,
             fanout_min_bytes: 0,
         },
     )

@@ -452,6 +452,9 @@ impl Runtime {
             if config.contiguous_scratchpad_asked() && !scratchpad.contiguous {
                 tracing::info!("Contiguous Scratchpad feature is disabled on LNC 1");
             }
+            for w in config.start_warnings() {
+                tracing::warn!("{w}");
+            }
             let chips = devices
                 .into_iter()
                 .map(|device| {

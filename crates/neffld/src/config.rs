@@ -119,6 +119,10 @@ pub struct RuntimeConfig {
     /// bytes, in [`PROFILE_BUFFERS`] order. Nothing here allocates them:
     /// the planner does, for a deployment that profiles (docs/decisions.md).
     pub profile_buffers: Vec<(&'static str, u64)>,
+    /// `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS`, as given: implicit
+    /// async execution, which the runtime warns about from 2.32 and no
+    /// longer does (nothing here executes either way).
+    pub implicit_async: Option<String>,
 }
 
 /// The profiler buffers the runtime lets a user size, and the variable
@@ -164,6 +168,7 @@ pub const VARIABLES: &[&str] = &[
     "NEURON_RT_PROFILE_BUF_THROTTLE_MB",
     "NEURON_RT_PROFILE_BUF_CC_CORE_INSTRUCTION_MB",
     "NEURON_RT_PROFILE_BUF_CC_CORE_EVENT_MB",
+    "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS",
 ];
 
 impl Default for RuntimeConfig {
@@ -192,6 +197,7 @@ impl Default for RuntimeConfig {
             fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
             root_comm_id: None,
             profile_buffers: Vec::new(),
+            implicit_async: None,
         }
     }
 }
@@ -388,7 +394,28 @@ impl RuntimeConfig {
                 self.profile_buffers.push((kind, mib << 20));
             }
         }
+        if let Some(v) = lookup("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS") {
+            self.implicit_async = Some(v);
+        }
         Ok(self)
+    }
+
+    /// What a runtime of this configuration warns about when it starts:
+    /// implicit async execution asked for on a line that deprecated it
+    /// (2.32) or removed it (2.33, 2.34; the release notes differ on which).
+    pub fn start_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(v) = &self.implicit_async {
+            if self.line() >= RuntimeLine::V2_32 {
+                out.push(format!(
+                    "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS={} is set: implicit async mode is {} in runtime {}; use the explicit async API (nrta_*) instead",
+                    crate::text::escape(v),
+                    if self.line() >= RuntimeLine::V2_33 { "no longer supported and the variable has no effect" } else { "deprecated" },
+                    self.line()
+                ));
+            }
+        }
+        out
     }
 
     /// This configuration on `instance`: its architecture and chip count.
@@ -575,7 +602,11 @@ mod tests {
             arch: Arch::Sunda,
             ..RuntimeConfig::default()
         };
-        assert_eq!(trn1.line(), RuntimeLine::V2_34, "trn1's default: the newest");
+        assert_eq!(
+            trn1.line(),
+            RuntimeLine::V2_34,
+            "trn1's default: the newest"
+        );
     }
 
     /// Page sizes as the runtime checks them when it starts (bytes above 0
@@ -654,6 +685,25 @@ mod tests {
             .with_env(env(&[("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "sometimes")]))
             .unwrap_err();
         assert_eq!(e.var, "NEURON_RT_CONTIGUOUS_SCRATCHPAD");
+    }
+
+    /// Implicit async execution: warned about from 2.32, silently kept on
+    /// the older lines.
+    #[test]
+    fn implicit_async_is_warned_about_from_2_32() {
+        let set = ("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "4");
+        let warnings = |line: &str| {
+            RuntimeConfig::default()
+                .with_env(env(&[set, ("NEFFLD_RUNTIME", line)]))
+                .unwrap()
+                .start_warnings()
+        };
+        assert!(warnings("2.31").is_empty());
+        let w = warnings("2.32");
+        assert!(w.len() == 1 && w[0].contains("deprecated"), "{w:?}");
+        let w = warnings("2.34");
+        assert!(w[0].contains("no effect") && w[0].contains("=4"), "{w:?}");
+        assert!(RuntimeConfig::default().start_warnings().is_empty());
     }
 
     #[test]

@@ -189,6 +189,8 @@ fn check(stem: &str) {
     // One accounting: the runtime's report gives the same rows and sums them.
     let rt = Runtime::new(RuntimeConfig {
         arch: Arch::Cayman,
+        // The captures' own line (2.30.51).
+        runtime: Some(neffld::RuntimeLine::V2_30),
         ..RuntimeConfig::default()
     })
     .unwrap();

@@ -1170,9 +1170,16 @@ fn the_capture_names_the_line() {
         patch: 0,
         git_hash: None,
     });
-    assert_eq!(capture_line(&c, Arch::Sunda), RuntimeLine::V2_23);
+    assert_eq!(capture_line(&c, Arch::Sunda), RuntimeLine::V2_34);
     c.runtime = None;
-    assert_eq!(capture_line(&c, Arch::Cayman), RuntimeLine::V2_30);
+    assert_eq!(capture_line(&c, Arch::Cayman), RuntimeLine::V2_34);
+    c.runtime.replace(Version {
+        major: 2,
+        minor: 34,
+        patch: 10,
+        git_hash: None,
+    });
+    assert_eq!(capture_line(&c, Arch::Cayman), RuntimeLine::V2_34);
 }
 
 proptest::proptest! {

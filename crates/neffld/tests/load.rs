@@ -136,7 +136,11 @@ fn matmul_large_stages_its_scratchpad_without_allocating_the_4gib_input() {
                 .filter(|p| matches!(p, Placement::Scratchpad { .. }))
                 .count();
             assert_eq!(scratch, 16, "16 virtual spill vars in shared pages");
-            assert_eq!(core.plan.scratch_pages(), 1, "8 MiB fits one 512 MiB page");
+            assert_eq!(
+                core.plan.scratch_pages(),
+                1,
+                "8 MiB fits one 64 MiB page of the contiguous region (2.34)"
+            );
         }
     })
     .unwrap();
@@ -147,8 +151,8 @@ fn matmul_large_stages_its_scratchpad_without_allocating_the_4gib_input() {
     );
     let stats = neffld::report::MemoryStats::of_vnc(&rt, 0).unwrap();
     assert!(
-        stats.used >= 2 * (512 << 20),
-        "two scratchpad pages charged: {stats:?}"
+        stats.used >= 2 * (64 << 20) && stats.used < 2 * (512 << 20),
+        "two 64 MiB scratchpad pages charged, one per core: {stats:?}"
     );
     rt.unload(&m).unwrap();
     assert_eq!(beyond_start(&*dev).len(), 0);

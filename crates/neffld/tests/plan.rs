@@ -67,7 +67,7 @@ fn largest_free(dev: &Device, channel: u32, line: RuntimeLine) -> (u64, u64) {
     let g = dev.geometry();
     let base = g.channel_base(channel).unwrap().0;
     let end = base + g.hbm_bytes_per_channel();
-    let held = start_plan(g, g.arch(), line).held;
+    let held = start_plan(g, g.arch(), line.captured(g.arch())).held;
     let split = end - SMALL_POOL_BYTES;
     let pools = [
         (
@@ -229,7 +229,11 @@ fn a_page_size_that_removes_private_scratchpad_is_found_by_planning_again() {
     let f = neff_with(&dir, "spill", 0, |v| {
         v["var"]["v_sg0000"]["size"] = json!(GIB);
     });
-    let d = trn2_3xl(2, vec![load(&f, 0)]);
+    // The paged scratchpad of the lines before 2.33.
+    let d = Deployment {
+        runtime: Some(RuntimeLine::V2_30),
+        ..trn2_3xl(2, vec![load(&f, 0)])
+    };
     let p = plan::plan(&d).unwrap();
     assert!(p.fits());
     let core = &p.devices[0].hbms[0].cores[0];
@@ -259,7 +263,10 @@ fn the_dominant_neff_is_named_with_what_it_costs() {
     let dir = tmpdir("dominant");
     let big = neff(&dir, "big", 3 * GIB);
     let little = neff(&dir, "little", 64 * MIB);
-    let d = trn2_3xl(2, vec![load(&big, 0), load(&little, 1), load(&big, 2)]);
+    let d = Deployment {
+        runtime: Some(RuntimeLine::V2_30),
+        ..trn2_3xl(2, vec![load(&big, 0), load(&little, 1), load(&big, 2)])
+    };
     let p = plan::plan(&d).unwrap();
     assert!(p.fits());
     let a = p

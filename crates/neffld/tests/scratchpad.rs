@@ -136,13 +136,17 @@ fn scratchpad_pa(p: Placement) -> u64 {
     }
 }
 
+/// The paged mode, as the documented example runs (the contiguous mode
+/// turned off, as on every line before 2.33).
+const PAGED: (&str, &str) = ("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "0");
+
 /// The documented example with the default 512 MiB pages: 2 GiB of shared
 /// scratchpad (four pages) and 2.5 GiB of private allocations, 1 GiB of
 /// them NEFF A's and 1.5 GiB NEFF B's; the two first variables share the
 /// first page. Unloads shrink the pages to the largest need left.
 #[test]
 fn the_documented_example_with_512_mib_pages() {
-    let rt = runtime(&[]);
+    let rt = runtime(&[PAGED]);
     let (a, b) = (neff("neff_a", NEFF_A), neff("neff_b", NEFF_B));
     let page = 512 * MIB;
     let ma = rt.load(&a, 0, -1).unwrap();
@@ -205,7 +209,7 @@ fn the_documented_example_with_512_mib_pages() {
 /// fits one shared 2 GiB page and nothing is private.
 #[test]
 fn the_documented_example_with_2_gib_pages() {
-    let rt = runtime(&[("NEURON_SCRATCHPAD_PAGE_SIZE", "2048")]);
+    let rt = runtime(&[PAGED, ("NEURON_SCRATCHPAD_PAGE_SIZE", "2048")]);
     let ma = rt.load(&neff("neff_a", NEFF_A), 0, -1).unwrap();
     let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
     assert_eq!(columns(&rt), (2 * GIB, 0, vec![0, 0]));
@@ -223,65 +227,79 @@ fn the_documented_example_with_2_gib_pages() {
     assert_eq!(columns(&rt).0, 0);
 }
 
+/// The two documented NEFFs under each line's default: 2.34 (and 2.33)
+/// keep one contiguous region of 64 MiB pages, the largest need rounded up
+/// — 1,636 MiB to 26 pages, 1.625 GiB — whatever page size is asked for;
+/// 2.30 the paged mode's 2 GiB of pages and 2.5 GiB of private variables.
+#[test]
+fn each_line_holds_the_documented_example_its_own_way() {
+    let both = |env: &[(&str, &str)]| {
+        let rt = runtime(env);
+        let ma = rt.load(&neff("neff_a", NEFF_A), 0, -1).unwrap();
+        let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
+        let (shared, private, _) = columns(&rt);
+        let row = table_row(&rt, "\\_NC 0");
+        rt.unload(&mb).unwrap();
+        rt.unload(&ma).unwrap();
+        (
+            shared + private,
+            row[cell(Column::SharedScratchpad)].clone(),
+        )
+    };
+    let region = NEFF_B[1].0 + NEFF_B[1].1;
+    let contiguous = region.div_ceil(64 * MIB) * 64 * MIB;
+    assert_eq!(contiguous, 1664 * MIB);
+    assert_eq!(both(&[]), (contiguous, "1.625GB".to_string()));
+    assert_eq!(both(&[("NEFFLD_RUNTIME", "2.33")]).0, contiguous);
+    assert_eq!(
+        both(&[("NEURON_SCRATCHPAD_PAGE_SIZE", "2048")]).0,
+        contiguous,
+        "the page size is ignored while the region is contiguous"
+    );
+    let paged = 2 * GIB + 2 * GIB + GIB / 2;
+    assert_eq!(both(&[PAGED]).0, paged);
+    assert_eq!(both(&[("NEFFLD_RUNTIME", "2.30")]).0, paged);
+    assert_eq!(both(&[("NEFFLD_RUNTIME", "2.32")]).0, paged);
+}
+
 /// The contiguous mode: 64 MiB pages forming one region that grows in
 /// place (down from its fixed top) and shrinks from the bottom; no
 /// variable is private, and each NEFF's variables stay inside the pages it
-/// holds.
+/// holds. A region that cannot grow refuses the load (2.33 on), however
+/// much is free elsewhere, and leaves everything as it was.
 #[test]
 fn the_contiguous_mode_grows_one_region_in_place() {
+    let rt = runtime(&[("NEURON_SCRATCHPAD_PAGE_SIZE", "2048")]);
+    let (low_a, top, ma) = grow_a_region_for_a_then_b(&rt);
+
+    // Something right under the region: it cannot grow for B.
+    let squat = squat_under(&rt, low_a);
+    let e = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap_err();
+    assert_eq!(e.status(), neffld::NrtStatus::Resource, "{e}");
+    let free = device(&rt).free_bytes(0);
+    assert!(free > 8 * GIB, "refused with {free} bytes free elsewhere");
+    assert_eq!(region(&pages(&rt)), (low_a, top), "as it was");
+    assert_eq!(columns(&rt), (24 * 64 * MIB, 0, vec![0]));
+    rt.unload(&ma).unwrap();
+    device(&rt).free(squat.handle).unwrap();
+    assert!(pages(&rt).is_empty());
+}
+
+/// The older lines' experimental contiguous mode (asked for by variable):
+/// a region that cannot grow stops at its ceiling and the variables beyond
+/// it get private allocations, with the runtime's warning.
+#[test]
+fn the_experimental_contiguous_mode_of_older_lines_caps_its_region() {
     let rt = runtime(&[
+        ("NEFFLD_RUNTIME", "2.30"),
         ("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "1"),
         ("NEURON_SCRATCHPAD_PAGE_SIZE", "2048"),
     ]);
     let page = 64 * MIB;
-    let pages = || {
-        let mut v: Vec<(u64, u64)> = device(&rt)
-            .live_allocations()
-            .into_iter()
-            .filter(|a| a.usage == MemUsage::Scratchpad)
-            .map(|a| (a.pa.0, a.size))
-            .collect();
-        v.sort();
-        v
-    };
-    let region = |v: &[(u64, u64)]| {
-        for w in v.windows(2) {
-            assert_eq!(w[0].0 + w[0].1, w[1].0, "pages are adjacent");
-        }
-        (v[0].0, v.last().map(|p| p.0 + p.1).unwrap())
-    };
-    let ma = rt.load(&neff("neff_a", NEFF_A), 0, -1).unwrap();
-    // 1.5 GiB: 24 pages.
-    let (low_a, top) = region(&pages());
-    assert_eq!(top - low_a, 24 * page);
+    let (low_a, top, ma) = grow_a_region_for_a_then_b(&rt);
+    let squat = squat_under(&rt, low_a);
     let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
-    // 1.6 GiB (1,636 MiB): 26 pages, the region grown downward in place.
-    let (low_b, top_b) = region(&pages());
-    assert_eq!((top_b, top - low_b), (top, 26 * page));
-    assert_eq!(columns(&rt), (26 * page, 0, vec![0, 0]));
-    // Variables may span pages: each NEFF's arena starts at the lowest page
-    // it holds.
-    assert_eq!(scratchpad_pa(placement(&rt, &ma, VAR2)), low_a + 512 * MIB);
-    assert_eq!(scratchpad_pa(placement(&rt, &mb, VAR2)), low_b + 100 * MIB);
-    rt.unload(&mb).unwrap();
-    assert_eq!(region(&pages()), (low_a, top), "shrunk from the bottom");
-
-    // Something right under the region: it cannot grow for B, which holds
-    // A's 24 pages (the runtime's ceiling, not a failure) and gets a
-    // private allocation for the variable beyond them.
-    let squat = device(&rt)
-        .alloc(AllocReq {
-            size: 4096,
-            align: 0,
-            core: PCore(0),
-            usage: MemUsage::Tensor,
-            owner: Owner::Client,
-            place: Place::Under(Some(low_a)),
-            hint: "squat",
-        })
-        .unwrap();
-    let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
-    assert_eq!(region(&pages()), (low_a, top));
+    assert_eq!(region(&pages(&rt)), (low_a, top));
     assert_eq!(columns(&rt), (24 * page, 1536 * MIB, vec![0, 1536 * MIB]));
     assert_eq!(scratchpad_pa(placement(&rt, &mb, VAR1)), low_a);
     assert!(matches!(placement(&rt, &mb, VAR2), Placement::Hbm { .. }));
@@ -296,5 +314,63 @@ fn the_contiguous_mode_grows_one_region_in_place() {
     rt.unload(&mb).unwrap();
     rt.unload(&ma).unwrap();
     device(&rt).free(squat.handle).unwrap();
-    assert!(pages().is_empty());
+    assert!(pages(&rt).is_empty());
+}
+
+/// The scratchpad pages of core 0, by address.
+fn pages(rt: &Runtime) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = device(rt)
+        .live_allocations()
+        .into_iter()
+        .filter(|a| a.usage == MemUsage::Scratchpad)
+        .map(|a| (a.pa.0, a.size))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The one region `pages` form: its lowest and end addresses.
+fn region(v: &[(u64, u64)]) -> (u64, u64) {
+    for w in v.windows(2) {
+        assert_eq!(w[0].0 + w[0].1, w[1].0, "pages are adjacent");
+    }
+    (v[0].0, v.last().map(|p| p.0 + p.1).unwrap())
+}
+
+/// A 4 KiB tensor right under `low`.
+fn squat_under(rt: &Runtime, low: u64) -> neffld::device::Allocation {
+    device(rt)
+        .alloc(AllocReq {
+            size: 4096,
+            align: 0,
+            core: PCore(0),
+            usage: MemUsage::Tensor,
+            owner: Owner::Client,
+            place: Place::Under(Some(low)),
+            hint: "squat",
+        })
+        .unwrap()
+}
+
+/// Loads A (24 pages), then B (26, the region grown downward in place),
+/// checks where their variables are, and unloads B: A's region, its top,
+/// and A's model.
+fn grow_a_region_for_a_then_b(rt: &Runtime) -> (u64, u64, Model) {
+    let page = 64 * MIB;
+    let ma = rt.load(&neff("neff_a", NEFF_A), 0, -1).unwrap();
+    // 1.5 GiB: 24 pages.
+    let (low_a, top) = region(&pages(rt));
+    assert_eq!(top - low_a, 24 * page);
+    let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
+    // 1.6 GiB (1,636 MiB): 26 pages, the region grown downward in place.
+    let (low_b, top_b) = region(&pages(rt));
+    assert_eq!((top_b, top - low_b), (top, 26 * page));
+    assert_eq!(columns(rt), (26 * page, 0, vec![0, 0]));
+    // Variables may span pages: each NEFF's arena starts at the lowest page
+    // it holds.
+    assert_eq!(scratchpad_pa(placement(rt, &ma, VAR2)), low_a + 512 * MIB);
+    assert_eq!(scratchpad_pa(placement(rt, &mb, VAR2)), low_b + 100 * MIB);
+    rt.unload(&mb).unwrap();
+    assert_eq!(region(&pages(rt)), (low_a, top), "shrunk from the bottom");
+    (low_a, top, ma)
 }

@@ -164,7 +164,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
         HModel(1),
         StageOptions {
             arch: Arch::Cayman,
-            line: neffld::line::RuntimeLine::V2_30,
+            line: neffld::line::Captured::V2_30,
             fanout_min_bytes: 0,
         },
     )
@@ -308,7 +308,7 @@ fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<Vec<Placement
         HModel(1),
         StageOptions {
             arch: Arch::Cayman,
-            line: neffld::line::RuntimeLine::V2_30,
+            line: neffld::line::Captured::V2_30,
             fanout_min_bytes,
         },
     )

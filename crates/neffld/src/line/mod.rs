@@ -101,16 +101,18 @@ impl RuntimeLine {
     /// line of the chip whose image layout is known — 2.30 on trn2 (the ten
     /// shared captures; trn3, never captured, takes trn2's), 2.23 on trn1
     /// (2.25 was seen on one NEFF only and its preamble is not known).
-    pub(crate) fn captured(self, arch: Arch) -> Captured {
-        match self {
-            RuntimeLine::V2_23 => Captured::V2_23,
-            RuntimeLine::V2_25 => Captured::V2_25,
-            RuntimeLine::V2_27 => Captured::V2_27,
-            RuntimeLine::V2_30 => Captured::V2_30,
-            RuntimeLine::V2_31 | RuntimeLine::V2_32 | RuntimeLine::V2_33 | RuntimeLine::V2_34 => {
-                match arch {
-                    Arch::Sunda => Captured::V2_23,
-                    Arch::Cayman | Arch::Mariana => Captured::V2_30,
+    testkit_pub! {
+        fn captured(self, arch: Arch) -> Captured {
+            match self {
+                RuntimeLine::V2_23 => Captured::V2_23,
+                RuntimeLine::V2_25 => Captured::V2_25,
+                RuntimeLine::V2_27 => Captured::V2_27,
+                RuntimeLine::V2_30 => Captured::V2_30,
+                RuntimeLine::V2_31 | RuntimeLine::V2_32 | RuntimeLine::V2_33 | RuntimeLine::V2_34 => {
+                    match arch {
+                        Arch::Sunda => Captured::V2_23,
+                        Arch::Cayman | Arch::Mariana => Captured::V2_30,
+                    }
                 }
             }
         }
@@ -141,12 +143,6 @@ impl RuntimeLine {
         self < RuntimeLine::V2_32
     }
 
-    /// Whether `nrt_get_model_tensor_info` gives a packed `_x4` tensor its
-    /// whole size: fixed in 2.33; older lines report a quarter of it.
-    pub fn x4_tensor_info_whole(self) -> bool {
-        self >= RuntimeLine::V2_33
-    }
-
     /// Whether `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG` exists (2.33).
     pub fn oom_log_switch(self) -> bool {
         self >= RuntimeLine::V2_33
@@ -169,9 +165,6 @@ impl RuntimeLine {
         }
         if !self.virtual_placement() {
             documented.push("NRT_TENSOR_PLACEMENT_VIRTUAL refused");
-        }
-        if self.x4_tensor_info_whole() {
-            documented.push("whole sizes for packed _x4 tensors in tensor info");
         }
         LineProvenance {
             line: self,
@@ -650,8 +643,6 @@ mod tests {
         }
         assert!(RuntimeLine::V2_31.virtual_placement());
         assert!(!RuntimeLine::V2_32.virtual_placement());
-        assert!(!RuntimeLine::V2_32.x4_tensor_info_whole());
-        assert!(RuntimeLine::V2_33.x4_tensor_info_whole());
     }
 
     #[test]

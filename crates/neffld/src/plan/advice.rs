@@ -5,6 +5,9 @@
 //! - a scratchpad page size (`NEURON_SCRATCHPAD_PAGE_SIZE`) when the plan
 //!   holds private scratchpad: every multiple of 512 MiB below 4 GiB is
 //!   tried and the one that helps most is given;
+//! - the paged scratchpad (`NEURON_RT_CONTIGUOUS_SCRATCHPAD=0`) when a
+//!   contiguous scratchpad region could not grow, the documentation's own
+//!   advice for that refusal;
 //! - LNC=2 when, at LNC=1, two cores of one HBM both hold memory (the
 //!   noisy neighbour of trn2 and later): each logical core then has its HBM
 //!   to itself;
@@ -29,6 +32,9 @@ use super::PlanError;
 pub enum AdviceKind {
     /// `NEURON_SCRATCHPAD_PAGE_SIZE` in MiB.
     ScratchpadPage { mib: u64 },
+    /// `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0`: scratchpad pages anywhere in
+    /// the HBM instead of one region that must grow in place.
+    PagedScratchpad,
     /// Logical-core size 2.
     Lnc2,
     /// The deployment without this NEFF.
@@ -195,6 +201,9 @@ pub(crate) fn advise(
     if let Some(a) = page_size(session, d, orig, prints)? {
         out.push(a);
     }
+    if let Some(a) = paged_scratchpad(session, d, orig, prints)? {
+        out.push(a);
+    }
     if let Some(a) = lnc2(session, d, orig, prints)? {
         out.push(a);
     }
@@ -259,6 +268,43 @@ fn page_size(
             reason,
         )
     }))
+}
+
+/// A refused scratchpad page while the scratchpad is one contiguous region:
+/// the region must grow in place, so it is refused when the bytes next to
+/// it are taken, however much is free elsewhere. The paged mode places
+/// pages anywhere.
+fn paged_scratchpad(
+    session: &Session,
+    d: &Deployment,
+    orig: &Outcome,
+    prints: &[Fingerprinted<'_>],
+) -> Result<Option<Advice>, PlanError> {
+    let refused_page = orig
+        .refusal
+        .as_ref()
+        .is_some_and(|r| r.request.usage == crate::device::MemUsage::Scratchpad);
+    if !refused_page || !session.config.scratchpad_mode().contiguous {
+        return Ok(None);
+    }
+    const OFF: (&str, &str) = ("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "0");
+    let mut changed = d.clone();
+    changed.env.push((OFF.0.into(), OFF.1.into()));
+    let Some(j) = Judged::new(orig, replan(session, &changed, prints)?, d.steps.len()) else {
+        return Ok(None);
+    };
+    if !j.helps() {
+        return Ok(None);
+    }
+    let reason = format!(
+        "the contiguous scratchpad region could not grow in place (the bytes next to it are taken); with the paged scratchpad, pages go anywhere in the HBM: {}",
+        j.effect()
+    );
+    Ok(Some(j.advice(
+        AdviceKind::PagedScratchpad,
+        format!("--env {}={}", OFF.0, OFF.1),
+        reason,
+    )))
 }
 
 /// An HBM shared by several cores where the memory of one core's models
