@@ -288,12 +288,18 @@ impl Parses {
 #[derive(Debug)]
 pub struct DeviceTensor {
     alloc: Owned,
+    vnc: u32,
     device: u32,
     core: PCore,
     hbm: u32,
 }
 
 impl DeviceTensor {
+    /// The logical core it was allocated on, as the caller numbered it.
+    pub fn vnc(&self) -> u32 {
+        self.vnc
+    }
+
     /// The device (`ND n`) it is on.
     pub fn device(&self) -> u32 {
         self.device
@@ -530,6 +536,7 @@ impl Runtime {
         };
         Ok(DeviceTensor {
             alloc: Owned::new(device, req)?,
+            vnc,
             device: nd,
             core,
             hbm,

@@ -123,6 +123,11 @@ pub struct RuntimeConfig {
     /// async execution, which the runtime warns about from 2.32 and no
     /// longer does (nothing here executes either way).
     pub implicit_async: Option<String>,
+    /// `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG` (2.33+; `0` or `1`): whether
+    /// a refused device allocation logs the usage report and writes its
+    /// table file. `None` = unset, or a line without the variable
+    /// ([`RuntimeConfig::oom_log_enabled`]).
+    pub oom_log: Option<bool>,
 }
 
 /// The profiler buffers the runtime lets a user size, and the variable
@@ -137,6 +142,9 @@ pub const PROFILE_BUFFERS: [(&str, &str); 5] = [
     ),
     ("CC_CORE_EVENT", "NEURON_RT_PROFILE_BUF_CC_CORE_EVENT_MB"),
 ];
+
+/// The variable that silences the report of a refused device allocation.
+const OOM_LOG: &str = "NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG";
 
 /// Every variable [`RuntimeConfig::with_env`] reads, so that a tool given
 /// variables by name (the planner's `--env`) can refuse one it would ignore.
@@ -169,6 +177,7 @@ pub const VARIABLES: &[&str] = &[
     "NEURON_RT_PROFILE_BUF_CC_CORE_INSTRUCTION_MB",
     "NEURON_RT_PROFILE_BUF_CC_CORE_EVENT_MB",
     "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS",
+    "NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG",
 ];
 
 impl Default for RuntimeConfig {
@@ -198,6 +207,7 @@ impl Default for RuntimeConfig {
             root_comm_id: None,
             profile_buffers: Vec::new(),
             implicit_async: None,
+            oom_log: None,
         }
     }
 }
@@ -397,7 +407,31 @@ impl RuntimeConfig {
         if let Some(v) = lookup("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS") {
             self.implicit_async = Some(v);
         }
+        if let Some(v) = lookup(OOM_LOG) {
+            // A line without the variable ignores it, as its runtime does.
+            if self.line().oom_log_switch() {
+                self.oom_log = Some(match v.trim() {
+                    "1" => true,
+                    "0" => false,
+                    _ => {
+                        return Err(ConfigError {
+                            var: OOM_LOG,
+                            value: v,
+                            reason: "expected 0 (no report) or 1 (the report, the default)".into(),
+                        })
+                    }
+                });
+            }
+        }
         Ok(self)
+    }
+
+    /// Whether a device allocation refused for want of room reports the
+    /// HBM's usage (the log lines and the `neuron_mem_table_*` file): always
+    /// before 2.33, else unless `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0`.
+    /// The allocation fails either way.
+    pub fn oom_log_enabled(&self) -> bool {
+        !self.line().oom_log_switch() || self.oom_log.unwrap_or(true)
     }
 
     /// What a runtime of this configuration warns about when it starts:
@@ -704,6 +738,29 @@ mod tests {
         let w = warnings("2.34");
         assert!(w[0].contains("no effect") && w[0].contains("=4"), "{w:?}");
         assert!(RuntimeConfig::default().start_warnings().is_empty());
+    }
+
+    /// `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG`: read from 2.33 (`0` or `1`,
+    /// anything else refused naming it), ignored by the older lines.
+    #[test]
+    fn the_oom_log_switch_is_read_from_2_33() {
+        let enabled = |pairs: &[(&str, &str)]| {
+            RuntimeConfig::default()
+                .with_env(env(pairs))
+                .map(|c| c.oom_log_enabled())
+        };
+        let off = ("NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG", "0");
+        assert_eq!(enabled(&[]), Ok(true));
+        assert_eq!(enabled(&[off]), Ok(false));
+        assert_eq!(enabled(&[off, ("NEFFLD_RUNTIME", "2.33")]), Ok(false));
+        assert_eq!(enabled(&[off, ("NEFFLD_RUNTIME", "2.32")]), Ok(true));
+        let on = ("NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG", " 1 ");
+        assert_eq!(enabled(&[on]), Ok(true));
+        let bad = ("NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG", "off");
+        let e = enabled(&[bad]).unwrap_err();
+        assert_eq!(e.var, "NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG");
+        assert!(e.to_string().contains("\"off\""), "{e}");
+        assert_eq!(enabled(&[bad, ("NEFFLD_RUNTIME", "2.30")]), Ok(true));
     }
 
     #[test]
