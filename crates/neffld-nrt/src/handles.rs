@@ -34,7 +34,6 @@ pub(crate) enum Kind {
     TraceFetchOptions,
     ProfileOptions,
     InspectConfig,
-    ErrorTracker,
 }
 
 static LIVE: Mutex<BTreeSet<(Kind, usize)>> = Mutex::new(BTreeSet::new());

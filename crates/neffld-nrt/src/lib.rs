@@ -5,10 +5,12 @@
 //! Every function the public headers declare is exported. Runtime lifetime,
 //! model load/unload, model information, core counts, tensors, tensor sets,
 //! the system trace and model profiles are implemented on the simulated
-//! device; execution checks its tensor binding and then refuses; calls that
-//! need hardware this library does not simulate (collectives, async queues,
-//! debug streams, device mappings) log one line and return `NRT_FAILURE`
-//! (the public status set has no "unsupported" code).
+//! device, and so are the async API 3.0's tensor requests, queues, sequence
+//! numbers and eventfd completions ([`nrta`]); execution (sync or async)
+//! checks its tensor binding and then refuses; calls that need hardware this
+//! library does not simulate (collectives, debug streams, device mappings)
+//! log one line and return `NRT_FAILURE` (the public status set has no
+//! "unsupported" code).
 //!
 //! Layout: [`abi`] is the leaf of C declarations (data types, enums,
 //! constants; one file per header). Each domain module holds its `extern`

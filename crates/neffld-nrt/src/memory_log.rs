@@ -9,7 +9,10 @@
 //!   `neuron_mem_table_device_<d>_hbm_<h>.log` in [`table_dir`];
 //! - after each load, at INFO, the NEFF's breakdown on each of its cores.
 //!
-//! NEFF ids are the loads' `H_MODEL`s.
+//! NEFF ids are the loads' `H_MODEL`s. From runtime 2.33
+//! `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0` silences the refusal report
+//! (the log lines and the file; `RuntimeConfig::oom_log_enabled`): the
+//! allocation still fails with its own error line.
 
 use std::path::PathBuf;
 
@@ -28,6 +31,9 @@ pub(crate) fn table_dir() -> PathBuf {
 
 /// Reports every refusal on `rt`'s devices from now on.
 pub(crate) fn watch(rt: &Runtime) {
+    if !rt.config().oom_log_enabled() {
+        return;
+    }
     let dir = table_dir();
     let lnc = rt.config().lnc_size();
     watch_refusals(rt, move |seen: &RefusalSeen<'_>| {

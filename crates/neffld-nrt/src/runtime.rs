@@ -192,6 +192,7 @@ pub extern "C" fn nrt_close() {
     guarded_value("nrt_close", (), || {
         state::close();
         model::release_all();
+        crate::nrta::forget_registrations();
     })
 }
 

@@ -256,9 +256,14 @@ pub(crate) unsafe fn allocate(
             .and_then(|v| rt.allocate_tensor(v, size as u64, &name))
             .map_err(|e| status::load_error(API, &e))?;
         Storage::Device(t)
-    } else if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_HOST as u32
-        || placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_VIRTUAL as u32
-    {
+    } else if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_HOST as u32 {
+        Storage::Host(host_alloc(API, size)?)
+    } else if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_VIRTUAL as u32 {
+        let line = rt.config().line();
+        if !line.virtual_placement() {
+            error!("{API}: NRT_TENSOR_PLACEMENT_VIRTUAL is not supported by runtime {line} (removed in 2.32); use NRT_TENSOR_PLACEMENT_HOST or _DEVICE");
+            return Err(NRT_STATUS::NRT_INVALID);
+        }
         Storage::Host(host_alloc(API, size)?)
     } else {
         error!("{API}: unknown tensor placement {placement}");
@@ -558,6 +563,36 @@ pub(crate) fn va(ptr: *const nrt_tensor_t) -> *mut c_void {
     }
 }
 
+/// The logical core a tensor's bytes are on: the `vnc` of a device tensor,
+/// `None` for a host tensor and for one without storage. NULL or a pointer
+/// that is not a live tensor gives `NRT_INVALID`; a device tensor after
+/// `nrt_close`, `NRT_CLOSED`.
+pub(crate) fn lnc_of(api: &str, ptr: *const nrt_tensor_t) -> Result<Option<u32>, NRT_STATUS> {
+    non_null(api, "tensor", ptr)?;
+    let Some(view) = nrt_tensor::with(ptr, |t| t.view.clone()) else {
+        error!("{api}: {ptr:p} is not a live tensor");
+        return Err(NRT_STATUS::NRT_INVALID);
+    };
+    match view.as_ref().map(|v| &*v.storage) {
+        Some(Storage::Device(d)) => {
+            state::runtime()?;
+            Ok(Some(d.vnc()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Checks, without moving bytes, what a read or write of `size` bytes at
+/// `offset` of the tensor needs: a usable tensor and a window inside it.
+pub(crate) fn check_window(
+    api: &str,
+    ptr: *const nrt_tensor_t,
+    offset: u64,
+    size: u64,
+) -> NrtResult {
+    usable(api, ptr)?.check(api, offset, size)
+}
+
 /// `nrt_tensor_get_device_allocation_info`.
 ///
 /// # Safety
@@ -590,7 +625,9 @@ pub(crate) unsafe fn device_allocation_info(
 /// logical core `vnc` for the DEVICE placement, in host memory for HOST and
 /// VIRTUAL (`vnc` is then ignored). `*tensor` receives a handle the caller
 /// owns until `nrt_tensor_free`. Size 0, a bad placement or a bad `vnc` give
-/// `NRT_INVALID`; device memory exhaustion gives `NRT_RESOURCE`.
+/// `NRT_INVALID`; device memory exhaustion gives `NRT_RESOURCE`. VIRTUAL is
+/// refused with `NRT_INVALID` from runtime line 2.32 (`NEFFLD_RUNTIME`),
+/// which removed it; the lines up to 2.31 take it.
 ///
 /// # Safety
 /// `name` must be NULL or a NUL-terminated string; `tensor` must be NULL or
@@ -793,6 +830,35 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
 #[no_mangle]
 pub extern "C" fn nrt_tensor_get_va(tensor: *const nrt_tensor_t) -> *mut c_void {
     guarded_value("nrt_tensor_get_va", std::ptr::null_mut(), || va(tensor))
+}
+
+/// The logical core of a tensor in `*lnc_idx`: the `vnc` a device tensor
+/// was allocated on, -1 for a host tensor (and for an empty one). NULL
+/// arguments and pointers that are not live tensors give `NRT_INVALID`.
+///
+/// Not in any public AWS header: the signature is inferred from a client of
+/// libnrt 2.31+ (nkipy's spike, which passes a `const nrt_tensor_t *` and an
+/// `int *` and treats -1 as a host tensor).
+///
+/// # Safety
+/// `lnc_idx` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_get_lnc_index(
+    tensor: *const nrt_tensor_t,
+    lnc_idx: *mut c_int,
+) -> NRT_STATUS {
+    const API: &str = "nrt_tensor_get_lnc_index";
+    guarded(API, || {
+        non_null(API, "lnc_idx", lnc_idx)?;
+        let lnc = lnc_of(API, tensor)?;
+        let value = lnc.map_or(Ok(-1), c_int::try_from).map_err(|_| {
+            error!("{API}: logical core {lnc:?} does not fit an int");
+            NRT_STATUS::NRT_FAILURE
+        })?;
+        // SAFETY: non-NULL (checked) and writable per this function's contract.
+        unsafe { *lnc_idx = value };
+        Ok(())
+    })
 }
 
 /// Device address, size and HBM channel of a device tensor; `NRT_INVALID`

@@ -1,6 +1,7 @@
-//! Builds `tests/c/load_smoke.c` with gcc against the generated headers and
-//! the cdylib, and runs it on a fixture. Skipped (with a message) when gcc
-//! or the shared library is missing.
+//! Builds the C clients `tests/c/load_smoke.c` and `tests/c/async_smoke.c`
+//! with the system C compiler against the generated headers and the cdylib,
+//! and runs them on a fixture. Skipped (with a message) when the compiler or
+//! the shared library is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,10 +29,15 @@ fn lib_dir(tag: &str) -> Option<PathBuf> {
     Some(dir)
 }
 
-/// Compiles the program into an executable of its own per test (tests run
-/// in parallel, and running a file while another test rewrites it fails);
-/// `None` (after printing why) when it cannot be built here.
+/// Compiles `load_smoke.c` into an executable of its own per test.
 fn build(tag: &str) -> Option<PathBuf> {
+    build_program("load_smoke", tag)
+}
+
+/// Compiles `tests/c/<program>.c` into an executable of its own per test
+/// (tests run in parallel, and running a file while another test rewrites
+/// it fails); `None` (after printing why) when it cannot be built here.
+fn build_program(program: &str, tag: &str) -> Option<PathBuf> {
     if Command::new("cc").arg("--version").output().is_err() {
         eprintln!("skipping the C smoke test: no system C compiler (cc)");
         return None;
@@ -40,19 +46,19 @@ fn build(tag: &str) -> Option<PathBuf> {
         eprintln!("skipping the C smoke test: libneffld_nrt.so was not built next to the tests");
         return None;
     };
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("load_smoke_{tag}"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{program}_{tag}"));
     let status = Command::new("cc")
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread", "-I"])
         .arg(crate_dir().join("include"))
-        .arg(crate_dir().join("tests/c/load_smoke.c"))
+        .arg(crate_dir().join(format!("tests/c/{program}.c")))
         .arg("-L")
         .arg(&lib)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .args(["-lnrt", "-o"])
         .arg(&out)
         .status()
-        .expect("gcc runs");
-    assert!(status.success(), "cc failed to build load_smoke.c");
+        .expect("cc runs");
+    assert!(status.success(), "cc failed to build {program}.c");
     Some(out)
 }
 
@@ -121,4 +127,22 @@ fn c_program_reads_the_runtime_line_from_the_environment() {
         .find(|l| l.starts_with("nrt_init "))
         .expect("an nrt_init line");
     assert!(init.contains("NRT_INVALID (2)"), "{stdout}");
+}
+
+/// Async API 3.0 from C: a write and a read round-trip their bytes on one
+/// queue with consecutive ids, `*ret` is written, eventfds are signalled
+/// (and never closed), `nrta_execute_schedule` is refused at call time, and
+/// a queue holding 64 requests refuses the next with `NRT_QUEUE_FULL`.
+#[test]
+fn c_program_async_api_3() {
+    let Some(program) = build_program("async_smoke", "async") else {
+        return;
+    };
+    let (ok, stdout) = run(&program, &[]);
+    assert!(ok, "async_smoke failed:\n{stdout}");
+    assert!(
+        stdout.contains("nrta_tensor_write on the full queue"),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("OK\n"), "{stdout}");
 }

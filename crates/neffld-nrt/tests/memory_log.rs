@@ -440,3 +440,50 @@ fn the_breakdown_is_logged_at_info_only() {
         quiet.records
     );
 }
+
+/// From 2.33, `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0` silences the
+/// report of a refusal (its log lines and the table file) while the
+/// allocations still fail (the child checks their statuses); `1` and the
+/// older lines keep it; another value fails `nrt_init` naming the variable.
+#[test]
+fn the_oom_report_can_be_silenced_from_2_33() {
+    if let Ok(paths) = std::env::var(CHILD) {
+        return child(&paths);
+    }
+    let tag = "the_oom_report_can_be_silenced_from_2_33";
+    let report = |run: &Run| {
+        let lines = the(run, "TDRV:log_dev_mem").len()
+            + the(run, "TDRV:log_dev_mem_usage_table").len()
+            + the(run, "TDRV:print_lnc_hbm_details").len();
+        let files = std::fs::read_dir(&run.table_dir)
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().starts_with("neuron_mem_table_")
+            })
+            .count();
+        (lines, files)
+    };
+    let var = "NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG";
+    let silent = run(tag, &[(var, "0")]);
+    assert_eq!(report(&silent), (0, 0), "{:?}", silent.records);
+    let on = run(tag, &[(var, "1")]);
+    assert_eq!(report(&on), (6, 1));
+    let old = run(tag, &[(var, "0"), ("NEFFLD_RUNTIME", "2.32")]);
+    assert_eq!(report(&old), (6, 1));
+
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "--nocapture", "--test-threads=1", tag])
+        .env(CHILD, "a.neff;b.neff")
+        .env(var, "no")
+        .env_remove("NEFFLD_LOG")
+        .env_remove("NEURON_RT_LOG_LEVEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("invalid value \"no\" for NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG"),
+        "{stderr}"
+    );
+}

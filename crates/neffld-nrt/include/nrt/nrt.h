@@ -445,7 +445,9 @@ NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count
  * logical core `vnc` for the DEVICE placement, in host memory for HOST and
  * VIRTUAL (`vnc` is then ignored). `*tensor` receives a handle the caller
  * owns until `nrt_tensor_free`. Size 0, a bad placement or a bad `vnc` give
- * `NRT_INVALID`; device memory exhaustion gives `NRT_RESOURCE`.
+ * `NRT_INVALID`; device memory exhaustion gives `NRT_RESOURCE`. VIRTUAL is
+ * refused with `NRT_INVALID` from runtime line 2.32 (`NEFFLD_RUNTIME`),
+ * which removed it; the lines up to 2.31 take it.
  *
  * # Safety
  * `name` must be NULL or a NUL-terminated string; `tensor` must be NULL or
@@ -567,6 +569,20 @@ NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_source,
  * mapping), empty tensors and unknown pointers.
  */
 void *nrt_tensor_get_va(const nrt_tensor_t *tensor);
+
+/**
+ * The logical core of a tensor in `*lnc_idx`: the `vnc` a device tensor
+ * was allocated on, -1 for a host tensor (and for an empty one). NULL
+ * arguments and pointers that are not live tensors give `NRT_INVALID`.
+ *
+ * Not in any public AWS header: the signature is inferred from a client of
+ * libnrt 2.31+ (nkipy's spike, which passes a `const nrt_tensor_t *` and an
+ * `int *` and treats -1 as a host tensor).
+ *
+ * # Safety
+ * `lnc_idx` must be NULL or writable.
+ */
+NRT_STATUS nrt_tensor_get_lnc_index(const nrt_tensor_t *tensor, int *lnc_idx);
 
 /**
  * Device address, size and HBM channel of a device tensor; `NRT_INVALID`

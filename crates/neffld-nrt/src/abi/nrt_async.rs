@@ -1,18 +1,17 @@
-//! C declarations of `nrt/nrt_async.h`: execution units, sequence ids and
-//! the error record of the asynchronous API.
+//! C declarations of `nrt/nrt_async.h`, async API 3.0 (libnrt 2.31+):
+//! execution units and sequence ids.
 
-/// The execution units a request can be queued on.
+/// The kinds of execution unit a request can be queued on (async API 3.0:
+/// reads and writes are tensor operations; the 2.x values are gone).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum nrta_xu_t {
-    NRTA_XU_TENSOR_READ = 0,
-    NRTA_XU_TENSOR_WRITE = 1,
-    /// Tensor operations other than reads and writes.
-    NRTA_XU_TENSOR_OP = 2,
-    NRTA_XU_COMPUTE = 3,
-    NRTA_XU_COLLECTIVES = 4,
+    /// Tensor reads, writes and copies.
+    NRTA_XU_TENSOR_OP = 0,
+    NRTA_XU_COMPUTE = 1,
+    NRTA_XU_COLLECTIVES = 2,
     /// How many kinds there are (not a unit).
-    NRTA_XU_TYPE_NUM = 5,
+    NRTA_XU_TYPE_NUM = 3,
 }
 
 /// An execution-unit type as a C caller may pass it (any integer). The
@@ -29,12 +28,3 @@ pub type nrta_xu_id_t = u16;
 pub const NRTA_SEQ_NUM_MAX: u64 = 0xFFFF_FFFF_FFFF;
 /// Mask of the sequence number in a `nrta_seq_t`.
 pub const NRTA_SEQ_NUM_MASK: u64 = NRTA_SEQ_NUM_MAX;
-
-/// One failed request: its id and its status (an `NRT_STATUS` value, kept
-/// 64 bits wide so every compiler lays it out alike).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct nrta_error_t {
-    pub seq_id: nrta_seq_t,
-    pub error_code: u64,
-}

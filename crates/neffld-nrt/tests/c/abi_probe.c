@@ -76,11 +76,9 @@ int main(void) {
   S(nrt_version_t); O(nrt_version_t, rt_major); O(nrt_version_t, rt_minor); O(nrt_version_t, rt_patch);
   O(nrt_version_t, rt_maintenance); O(nrt_version_t, rt_detail); O(nrt_version_t, git_hash);
   /* nrt_async.h */
-  V(NRTA_XU_TENSOR_READ); V(NRTA_XU_TENSOR_WRITE); V(NRTA_XU_TENSOR_OP); V(NRTA_XU_COMPUTE);
-  V(NRTA_XU_COLLECTIVES); V(NRTA_XU_TYPE_NUM);
+  V(NRTA_XU_TENSOR_OP); V(NRTA_XU_COMPUTE); V(NRTA_XU_COLLECTIVES); V(NRTA_XU_TYPE_NUM);
   S(nrta_seq_t); S(nrta_xu_id_t); V(NRTA_SEQ_NUM_MAX); V(NRTA_SEQ_NUM_MASK);
   V(NRTA_SEQ_GET_SEQ_NUM((5ull << 48) | 7)); V(NRTA_SEQ_GET_XU_ID((5ull << 48) | 7));
-  S(nrta_error_t); O(nrta_error_t, seq_id); O(nrta_error_t, error_code);
   /* ndebug_stream.h */
   V(NDEBUG_STREAM_EVENT_TYPE_INVALID); V(NDEBUG_STREAM_EVENT_TYPE_DEBUG_TENSOR_READ);
   S(ndebug_stream_event_header_t); O(ndebug_stream_event_header_t, data_size);
