@@ -1,22 +1,53 @@
 // A client of the public libnrt headers written the way aws-neuron/nkipy's
 // spike drives libnrt: RAII owners for the runtime, models, tensors, tensor
-// sets and a system-trace session, with every status checked. It is built
-// against an installed prefix only (see scripts/test-cpp-client).
+// sets and a system-trace session, with every status checked, and the async
+// API 3.0 as spike's feat/spike-async branch calls it (8-argument tensor
+// writes and reads with the tensor's logical core, NRT_STATUS *ret targets
+// kept in a deque, an eventfd per execution unit, NRTA_SEQ_GET_SEQ_NUM
+// against nrta_get_sequence) and as its decode variant does (an eventfd per
+// sequence, nrta_is_completed). It is built against an installed prefix only
+// (see scripts/test-cpp-client).
 //
 // Usage: spike_like NEFF CAPTURE_PATH
 #include <nrt/nrt.h>
+#include <nrt/nrt_async.h>
 #include <nrt/nrt_experimental.h>
 #include <nrt/nrt_profile.h>
 #include <nrt/nrt_status.h>
 #include <nrt/nrt_sys_trace.h>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+// The async API 3.0 signatures this client is written against, exactly.
+template <typename F, typename G>
+constexpr bool same = std::is_same_v<F, G>;
+static_assert(same<decltype(&nrta_tensor_write), NRT_STATUS (*)(nrt_tensor_t *, const void *, uint64_t, uint64_t,
+                                                                 int, int, NRT_STATUS *, nrta_seq_t *)>);
+static_assert(same<decltype(&nrta_tensor_read),
+                   NRT_STATUS (*)(void *, nrt_tensor_t *, uint64_t, uint64_t, int, int, NRT_STATUS *, nrta_seq_t *)>);
+static_assert(same<decltype(&nrta_tensor_copy), NRT_STATUS (*)(nrt_tensor_t *, uint64_t, nrt_tensor_t *, uint64_t,
+                                                                uint64_t, int, NRT_STATUS *, nrta_seq_t *)>);
+static_assert(same<decltype(&nrta_execute_schedule),
+                   NRT_STATUS (*)(nrt_model_t *, const nrt_tensor_set_t *, nrt_tensor_set_t *, int, NRT_STATUS *,
+                                  nrta_seq_t *)>);
+static_assert(same<decltype(&nrta_event_register_xu_completion), NRT_STATUS (*)(uint32_t, nrta_xu_t, int, int)>);
+static_assert(same<decltype(&nrta_event_register_seq_id_completion), NRT_STATUS (*)(nrta_seq_t, int)>);
+static_assert(same<decltype(&nrta_get_sequence), NRT_STATUS (*)(uint32_t, nrta_xu_t, int, nrta_seq_t *)>);
+static_assert(same<decltype(&nrta_is_completed), NRT_STATUS (*)(nrta_seq_t, bool *)>);
+static_assert(same<decltype(&nrt_tensor_get_lnc_index), NRT_STATUS (*)(const nrt_tensor_t *, int *)>);
+static_assert(NRTA_XU_TENSOR_OP == 0 && NRTA_XU_COMPUTE == 1 && NRTA_XU_COLLECTIVES == 2 && NRTA_XU_TYPE_NUM == 3);
 
 namespace {
 
@@ -89,6 +120,70 @@ struct Tensor {
   }
   void read(void *data, size_t size, size_t offset) const {
     check(nrt_tensor_read(ptr, data, offset, size), "nrt_tensor_read");
+  }
+};
+
+int lnc_of(const nrt_tensor_t *tensor) {
+  int lnc = -1;
+  check(nrt_tensor_get_lnc_index(tensor, &lnc), "nrt_tensor_get_lnc_index");
+  if (lnc == -1) throw std::runtime_error("a CPU tensor has no async queue");
+  return lnc;
+}
+
+// One logical core's async queues, as spike drives them: requests are kept
+// with their NRT_STATUS target until the unit's eventfd says they are done.
+struct AsyncQueues {
+  struct Pending {
+    nrta_seq_t seq = 0;
+    NRT_STATUS ret = NRT_FAILURE;
+  };
+  int lnc;
+  int fds[NRTA_XU_TYPE_NUM];
+  std::deque<Pending> pending[NRTA_XU_TYPE_NUM];
+
+  explicit AsyncQueues(int lnc) : lnc(lnc) {
+    for (int xu = 0; xu < NRTA_XU_TYPE_NUM; ++xu) {
+      fds[xu] = eventfd(0, EFD_NONBLOCK);
+      if (fds[xu] < 0) throw std::runtime_error("eventfd");
+      check(nrta_event_register_xu_completion(lnc, static_cast<nrta_xu_t>(xu), 0, fds[xu]),
+            "nrta_event_register_xu_completion");
+    }
+  }
+  ~AsyncQueues() {
+    for (int xu = 0; xu < NRTA_XU_TYPE_NUM; ++xu) {
+      nrta_event_register_xu_completion(lnc, static_cast<nrta_xu_t>(xu), 0, -1);
+      close(fds[xu]);
+    }
+  }
+  Pending &submit(nrta_xu_t xu) {
+    pending[xu].emplace_back();
+    return pending[xu].back();
+  }
+  void write(nrt_tensor_t *tensor, const void *data, uint64_t offset, uint64_t size) {
+    Pending &p = submit(NRTA_XU_TENSOR_OP);
+    check(nrta_tensor_write(tensor, data, offset, size, static_cast<int>(lnc), /*queue=*/0, &p.ret, &p.seq),
+          "nrta_tensor_write");
+  }
+  void read(void *data, nrt_tensor_t *tensor, uint64_t offset, uint64_t size) {
+    Pending &p = submit(NRTA_XU_TENSOR_OP);
+    check(nrta_tensor_read(data, tensor, offset, size, static_cast<int>(lnc), /*queue=*/0, &p.ret, &p.seq),
+          "nrta_tensor_read");
+  }
+  // Drains the unit's eventfd, then retires every request up to the last
+  // completed sequence; returns how many were retired.
+  size_t poll(nrta_xu_t xu) {
+    uint64_t signals = 0;
+    if (::read(fds[xu], &signals, sizeof signals) != static_cast<ssize_t>(sizeof signals)) return 0;
+    nrta_seq_t latest = 0;
+    check(nrta_get_sequence(lnc, xu, 0, &latest), "nrta_get_sequence");
+    size_t retired = 0;
+    while (!pending[xu].empty() &&
+           NRTA_SEQ_GET_SEQ_NUM(pending[xu].front().seq) <= NRTA_SEQ_GET_SEQ_NUM(latest)) {
+      check(pending[xu].front().ret, "an async request");
+      pending[xu].pop_front();
+      ++retired;
+    }
+    return retired;
   }
 };
 
@@ -175,6 +270,40 @@ void run(const char *neff_path, const char *capture_path) {
     std::vector<unsigned char> part(128);
     slice.read(part.data(), part.size(), 0);
     expect(std::memcmp(part.data(), pattern.data() + 64, 128) == 0, "slice views its source");
+
+    // The same through the async API 3.0: back-to-back writes of four
+    // quarters, then a read, retired through the tensor-op unit's eventfd.
+    {
+      int lnc = lnc_of(first.ptr);
+      expect(lnc == 0, "the tensor is on core 0");
+      AsyncQueues queues(lnc);
+      std::vector<unsigned char> reversed(pattern.rbegin(), pattern.rend());
+      size_t quarter = reversed.size() / 4;
+      for (size_t q = 0; q < 4; ++q) queues.write(first.ptr, reversed.data() + q * quarter, q * quarter, quarter);
+      std::vector<unsigned char> async_back(4 * quarter);
+      queues.read(async_back.data(), first.ptr, 0, async_back.size());
+      nrta_seq_t first_seq = queues.pending[NRTA_XU_TENSOR_OP].front().seq;
+      nrta_seq_t last_seq = queues.pending[NRTA_XU_TENSOR_OP].back().seq;
+      expect(NRTA_SEQ_GET_SEQ_NUM(last_seq) == NRTA_SEQ_GET_SEQ_NUM(first_seq) + 4, "one sequence number per request");
+      expect(queues.poll(NRTA_XU_TENSOR_OP) == 5, "five requests retired");
+      expect(std::memcmp(async_back.data(), reversed.data(), async_back.size()) == 0, "async read of async writes");
+      // Decode's way: an eventfd per sequence (signalled at once when done).
+      int fd = eventfd(0, 0);
+      check(nrta_event_register_seq_id_completion(last_seq, fd), "nrta_event_register_seq_id_completion");
+      uint64_t one = 0;
+      expect(::read(fd, &one, sizeof one) == static_cast<ssize_t>(sizeof one) && one == 1, "sequence eventfd signalled");
+      close(fd);
+      bool done = false;
+      check(nrta_is_completed(last_seq, &done), "nrta_is_completed");
+      expect(done, "the read completed");
+      // Execution is refused when scheduled, with nothing queued.
+      AsyncQueues::Pending &exec = queues.submit(NRTA_XU_COMPUTE);
+      NRT_STATUS s = nrta_execute_schedule(model.ptr, inputs.ptr, outputs.ptr, 0, &exec.ret, &exec.seq);
+      std::printf("nrta_execute_schedule: %s\n", nrt_get_status_as_str(s));
+      expect(s == NRT_FAILURE && exec.seq == 0, "async execution is refused at once");
+      queues.pending[NRTA_XU_COMPUTE].clear();
+      first.write(pattern.data(), pattern.size(), 0);
+    }
 
     // Execution, with a profile around it as spike's save_trace does: the
     // binding is checked, then the execution is refused.
