@@ -789,6 +789,25 @@ fn the_runtime_line_is_chosen_and_reported() {
     assert_eq!(line(&[]), "2.34", "the default on every chip: the newest");
     assert_eq!(line(&["--runtime", "2.31"]), "2.31");
     assert_eq!(line(&["--runtime", "2.33.10"]), "2.33");
+    // What a line without captures takes from where, said once.
+    let human = |args: &[&str]| {
+        let mut all = vec!["load", "--quiet", "--device", "null"];
+        all.extend_from_slice(args);
+        all.push(f.to_str().unwrap());
+        stdout(&neffld(&all))
+    };
+    let h = human(&[]);
+    assert!(
+        h.contains("2.34 has no capture of its own: as documented, contiguous shared scratchpad")
+            && h.contains("2.30's captures carry over (instruction image layout"),
+        "{h}"
+    );
+    let h = human(&["--arch", "trn1", "--runtime", "2.31"]);
+    assert!(
+        h.contains("2.31 has no capture of its own: 2.23's captures carry over"),
+        "{h}"
+    );
+    assert!(!human(&["--runtime", "2.30"]).contains("no capture"));
     assert_eq!(line(&["--runtime", "2.27.23"]), "2.27");
     let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
         .env("NEFFLD_RUNTIME", "2.25")
