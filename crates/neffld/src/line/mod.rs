@@ -16,6 +16,7 @@
 //! ([`Code::filler`]).
 
 pub mod regs;
+mod shared;
 mod v2_23;
 mod v2_25;
 mod v2_27;
