@@ -827,6 +827,11 @@ fn the_runtime_line_is_chosen_and_reported() {
         .args(["load", "--json", "--device", "null", f.to_str().unwrap()])
         .output()
         .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a variable's value: a usage error"
+    );
     let v = json(&out);
     assert_eq!(v["error"]["stage"], "config");
     assert!(
@@ -835,6 +840,19 @@ fn the_runtime_line_is_chosen_and_reported() {
             .unwrap()
             .contains("NEFFLD_RUNTIME"),
         "{v}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
+        .env("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "maybe")
+        .args(["load", "--json", "--device", "null", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let m = json(&out)["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        m.contains("NEURON_RT_CONTIGUOUS_SCRATCHPAD")
+            && m.contains("\"maybe\"")
+            && m.contains("0/1"),
+        "{m}"
     );
 }
 
