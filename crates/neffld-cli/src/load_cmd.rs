@@ -198,11 +198,16 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
             .unwrap_or_default()
     };
     if p["carried_over"].as_array().is_some_and(|a| !a.is_empty()) {
+        let documented = listed(&p["documented"]);
         let _ = writeln!(
             t,
-            "          {} has no capture: documented {}; carried over from {}: {}",
+            "          {} has no capture of its own: {}{}'s captures carry over ({})",
             s(&p["line"]),
-            listed(&p["documented"]),
+            if documented.is_empty() {
+                String::new()
+            } else {
+                format!("as documented, {documented}; ")
+            },
             s(&p["captured_by"]),
             listed(&p["carried_over"])
         );

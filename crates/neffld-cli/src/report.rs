@@ -40,9 +40,10 @@ impl Failure {
         }
     }
 
-    /// Usage and I/O problems exit 2; a NEFF that failed a gate exits 1.
+    /// Usage, configuration (a variable's value) and I/O problems exit 2;
+    /// a NEFF that failed a gate exits 1.
     pub fn exit_code(&self) -> ExitCode {
-        if matches!(self.stage, "io" | "usage") {
+        if matches!(self.stage, "io" | "usage" | "config") {
             ExitCode::from(2)
         } else {
             failed()

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{demo, fixture, fixtures_dir, json, neffld, scratch};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// The one-line summary takes its subgraph count from the load, the JSON
 /// report from a parse of its own: on every fixture both equal the number of
@@ -786,7 +786,28 @@ fn the_runtime_line_is_chosen_and_reported() {
         assert!(out.status.success(), "{}", stderr(&out));
         json(&out)["runtime"].as_str().unwrap().to_string()
     };
-    assert_eq!(line(&[]), "2.30", "trn2's default");
+    assert_eq!(line(&[]), "2.34", "the default on every chip: the newest");
+    assert_eq!(line(&["--runtime", "2.31"]), "2.31");
+    assert_eq!(line(&["--runtime", "2.33.10"]), "2.33");
+    // What a line without captures takes from where, said once.
+    let human = |args: &[&str]| {
+        let mut all = vec!["load", "--quiet", "--device", "null"];
+        all.extend_from_slice(args);
+        all.push(f.to_str().unwrap());
+        stdout(&neffld(&all))
+    };
+    let h = human(&[]);
+    assert!(
+        h.contains("2.34 has no capture of its own: as documented, contiguous shared scratchpad")
+            && h.contains("2.30's captures carry over (instruction image layout"),
+        "{h}"
+    );
+    let h = human(&["--arch", "trn1", "--runtime", "2.31"]);
+    assert!(
+        h.contains("2.31 has no capture of its own: 2.23's captures carry over"),
+        "{h}"
+    );
+    assert!(!human(&["--runtime", "2.30"]).contains("no capture"));
     assert_eq!(line(&["--runtime", "2.27.23"]), "2.27");
     let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
         .env("NEFFLD_RUNTIME", "2.25")
@@ -797,12 +818,20 @@ fn the_runtime_line_is_chosen_and_reported() {
     let out = neffld(&["load", "--runtime", "2.26", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let e = stderr(&out);
-    assert!(e.contains("'2.26'") && e.contains("2.27"), "{e}");
+    assert!(
+        e.contains("'2.26'") && e.contains("2.27") && e.contains("2.34"),
+        "{e}"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
         .env("NEFFLD_RUNTIME", "3.1")
         .args(["load", "--json", "--device", "null", f.to_str().unwrap()])
         .output()
         .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a variable's value: a usage error"
+    );
     let v = json(&out);
     assert_eq!(v["error"]["stage"], "config");
     assert!(
@@ -811,6 +840,19 @@ fn the_runtime_line_is_chosen_and_reported() {
             .unwrap()
             .contains("NEFFLD_RUNTIME"),
         "{v}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
+        .env("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "maybe")
+        .args(["load", "--json", "--device", "null", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let m = json(&out)["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        m.contains("NEURON_RT_CONTIGUOUS_SCRATCHPAD")
+            && m.contains("\"maybe\"")
+            && m.contains("0/1"),
+        "{m}"
     );
 }
 
@@ -931,8 +973,10 @@ fn errors_say_what_the_file_is() {
 }
 
 /// A NEFF whose spill variable needs 15 GiB on a 16 GiB trn1 HBM, after a
-/// 15.5 GiB scratchpad: the error names it all, and the report and map show
-/// what was placed.
+/// 15.5 GiB scratchpad, under the paged scratchpad of 2.30: the error names
+/// it all, and the report and map show what was placed. The contiguous
+/// region of 2.34 holds the variable inside the region, with no private
+/// copy, so the same NEFF loads there.
 #[test]
 fn out_of_memory_is_explained_and_still_reported() {
     let dir = scratch("oom");
@@ -956,6 +1000,8 @@ fn out_of_memory_is_explained_and_still_reported() {
         "load",
         "--json",
         "--quiet",
+        "--runtime",
+        "2.30",
         "--map",
         html.to_str().unwrap(),
         f.to_str().unwrap(),
@@ -995,9 +1041,21 @@ fn out_of_memory_is_explained_and_still_reported() {
         page.contains("did not fit: nc0 SCRATCHPAD_NOT_SHARED spill_b needs 14.5 GiB"),
         "{page}"
     );
-    let human = stdout(&neffld(&["load", "--quiet", f.to_str().unwrap()]));
+    let human = stdout(&neffld(&[
+        "load",
+        "--quiet",
+        "--runtime",
+        "2.30",
+        f.to_str().unwrap(),
+    ]));
     assert!(human.contains("memory    fits: no; HBM 0 "), "{human}");
     assert!(human.contains("\\_NC 0        |"), "{human}");
+    let v = json(&neffld(&["load", "--json", "--quiet", f.to_str().unwrap()]));
+    assert_eq!(
+        (&v["status"], &v["runtime"]),
+        (&json!("NRT_SUCCESS"), &json!("2.34"))
+    );
+    assert_eq!(v["memory"]["cores"][0]["columns"]["scratchpad"], 0, "{v}");
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -308,3 +308,86 @@ fn an_unwritable_map_keeps_the_plan() {
     assert_eq!(doc["planned_steps"], 1);
     assert!(doc["warnings"].to_string().contains(bad), "{doc}");
 }
+
+/// matmul_large on one logical core of a trn2.3xlarge (two physical cores
+/// of HBM 0): its Shared Scratchpad is each subgraph's need — the largest
+/// `backing_variable_off + size` of its virtual variables, read here from
+/// the NEFF's own def.json files — rounded up to the line's page: 64 MiB
+/// steps of the contiguous region by default (2.34), 512 MiB pages on 2.30
+/// or with `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0`.
+#[test]
+fn the_shared_scratchpad_follows_the_line() {
+    let neff =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/fixtures/matmul_large.neff");
+    let neff = neff.to_str().unwrap();
+    let dir = scratch("contiguous");
+    let tree = dir.join("tree");
+    let out = neffld(&["extract", neff, "-o", tree.to_str().unwrap()], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let needs: Vec<u64> = ["sg00", "sg01"]
+        .iter()
+        .map(|sg| {
+            let def: Value =
+                serde_json::from_slice(&std::fs::read(tree.join(sg).join("def.json")).unwrap())
+                    .unwrap();
+            def["var"]
+                .as_object()
+                .unwrap()
+                .values()
+                .filter(|v| v["type"] == "virtual")
+                .map(|v| v["backing_variable_off"].as_u64().unwrap() + v["size"].as_u64().unwrap())
+                .max()
+                .unwrap()
+        })
+        .collect();
+    let held = |page: u64| -> u64 { needs.iter().map(|n| n.div_ceil(page) * page).sum() };
+    let shared = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["plan", "--json", "--instance", "trn2.3xlarge"];
+        all.extend_from_slice(args);
+        let at = format!("{neff}@0");
+        all.push(&at);
+        let doc = json(&neffld(&all, env));
+        assert_eq!(doc["fits"], true, "{doc}");
+        let hbm = &doc["memory"]["devices"][0]["hbms"][0]["columns"];
+        (
+            doc["runtime"].as_str().unwrap().to_string(),
+            hbm["shared scratchpad"].as_u64().unwrap(),
+            hbm["scratchpad"].as_u64().unwrap(),
+        )
+    };
+    let contiguous = held(64 << 20);
+    assert_eq!(contiguous, 128 << 20, "two 64 MiB steps");
+    assert_eq!(shared(&[], &[]), ("2.34".into(), contiguous, 0));
+    let paged = held(512 << 20);
+    assert_eq!(paged, GIB, "two 512 MiB pages");
+    assert_eq!(shared(&["--runtime", "2.30"], &[]).1, paged);
+    assert_eq!(
+        shared(&["--env", "NEURON_RT_CONTIGUOUS_SCRATCHPAD=0"], &[]).1,
+        paged
+    );
+    assert_eq!(
+        shared(&[], &[("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "0")]).1,
+        paged
+    );
+    let bad = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--env",
+            "NEURON_RT_CONTIGUOUS_SCRATCHPAD=maybe",
+            &format!("{neff}@0"),
+        ],
+        &[],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        e.contains("NEURON_RT_CONTIGUOUS_SCRATCHPAD") && e.contains("0/1"),
+        "{e}"
+    );
+}

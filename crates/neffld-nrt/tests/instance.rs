@@ -1,8 +1,11 @@
 //! A C client on a named instance (`NEFFLD_INSTANCE`): the counts cover
 //! every chip, `nrt_get_instance_info` names the family and size, and a
 //! load and a tensor on a logical core of another chip land there, as
-//! `nrt_get_vnc_memory_stats` shows. Its own test binary: the variable is
-//! read once, at the first call.
+//! `nrt_get_vnc_memory_stats` shows. Then, on the same instance's chip
+//! (trn1's), the device-memory documentation's two-NEFF scratchpad example
+//! under each runtime's default, re-reading the environment at each
+//! `nrt_init`. Its own test binary, one test: nothing else reads the
+//! environment.
 
 use std::ptr;
 
@@ -93,4 +96,81 @@ fn an_inf2_24xlarge_has_six_chips_of_two_cores() {
         assert_eq!(nrt_unload(model), NRT_STATUS::NRT_SUCCESS);
     }
     nrt_close();
+    the_documented_scratchpad_example_under_each_line();
+}
+
+/// The documentation's NEFF A (`a_var1` 512 MB at 0, `a_var2` 1 GB at
+/// 512 MB) and NEFF B (`b_var1` 100 MB at 0, `b_var2` 1.5 GB at 100 MB)
+/// loaded on one core through the C library: by default (2.34, the
+/// contiguous region) they add the largest need rounded up to 64 MiB —
+/// 1,636 MiB to 1.625 GiB — page size or not; with
+/// `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0` (or on 2.30) the paged mode's 2 GiB
+/// of 512 MiB pages and 2.5 GiB of private variables, 4.5 GiB. The
+/// figures are the documentation's rules applied here, not ours.
+fn the_documented_scratchpad_example_under_each_line() {
+    const MIB: u64 = 1 << 20;
+    let a =
+        neffld::testkit::scratchpad_example("neff_a", [(0, 512 * MIB), (512 * MIB, 1024 * MIB)]);
+    let b =
+        neffld::testkit::scratchpad_example("neff_b", [(0, 100 * MIB), (100 * MIB, 1536 * MIB)]);
+    let added = |env: &[(&str, &str)]| -> u64 {
+        for (k, v) in env {
+            std::env::set_var(k, v);
+        }
+        let mut stats = nrt_vnc_memory_stats_t {
+            bytes_used: 0,
+            bytes_limit: 0,
+        };
+        let size = std::mem::size_of::<nrt_vnc_memory_stats_t>();
+        let mut used = || {
+            // SAFETY: `stats` is writable for `size` bytes.
+            let s = unsafe { nrt_get_vnc_memory_stats(0, &mut stats, size, ptr::null_mut()) };
+            assert_eq!(s, NRT_STATUS::NRT_SUCCESS);
+            stats.bytes_used
+        };
+        // SAFETY: the NEFFs are readable for their lengths; out-pointers
+        // are writable locals; the models are unloaded before the close.
+        unsafe {
+            assert_eq!(
+                nrt_init(1, ptr::null(), ptr::null()),
+                NRT_STATUS::NRT_SUCCESS
+            );
+            let idle = used();
+            let (mut ma, mut mb): (*mut nrt_model_t, *mut nrt_model_t) =
+                (ptr::null_mut(), ptr::null_mut());
+            assert_eq!(
+                nrt_load(a.as_ptr().cast(), a.len(), 0, -1, &mut ma),
+                NRT_STATUS::NRT_SUCCESS
+            );
+            assert_eq!(
+                nrt_load(b.as_ptr().cast(), b.len(), 0, -1, &mut mb),
+                NRT_STATUS::NRT_SUCCESS
+            );
+            let added = (used() - idle) as u64;
+            assert_eq!(nrt_unload(mb), NRT_STATUS::NRT_SUCCESS);
+            assert_eq!(nrt_unload(ma), NRT_STATUS::NRT_SUCCESS);
+            nrt_close();
+            for (k, _) in env {
+                std::env::remove_var(k);
+            }
+            added
+        }
+    };
+    let region = (100 * MIB + 1536 * MIB).div_ceil(64 * MIB) * 64 * MIB;
+    let paged = 4 * 512 * MIB + 1024 * MIB + 1536 * MIB;
+    // Each NEFF's code, weights and rings add a little besides.
+    let about = |added: u64, scratchpad: u64| {
+        assert!(
+            (scratchpad..scratchpad + 4 * MIB).contains(&added),
+            "{added} bytes added for {scratchpad} of scratchpad"
+        );
+    };
+    let contiguous = added(&[]);
+    about(contiguous, region);
+    assert_eq!(
+        added(&[("NEURON_SCRATCHPAD_PAGE_SIZE", "2048")]),
+        contiguous
+    );
+    about(added(&[("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "0")]), paged);
+    about(added(&[("NEFFLD_RUNTIME", "2.30")]), paged);
 }

@@ -198,8 +198,7 @@ pub struct Model {
     /// Architecture of the simulated device: "trn1", "trn2" or "trn3".
     #[pyo3(get)]
     arch: &'static str,
-    /// The runtime line the load reproduced: "2.23", "2.25", "2.27" or
-    /// "2.30".
+    /// The runtime line the load reproduced: "2.23" … "2.34".
     #[pyo3(get)]
     runtime: String,
     /// "sim" or "null".
@@ -336,9 +335,9 @@ impl Model {
 /// device: `arch` is "trn1", "trn2" or "trn3" (default: the NEFF's own
 /// target), `device` is "sim" (keeps every byte) or "null" (keeps no
 /// bytes), `start_core` the logical core (-1: the first free one),
-/// `runtime` the runtime line to reproduce ("2.23", "2.25", "2.27",
-/// "2.30", or a version such as "2.27.23"; default: `NEFFLD_RUNTIME`, else
-/// the newest with evidence for the architecture). The runtime's
+/// `runtime` the runtime line to reproduce ("2.23" … "2.34", or a version
+/// such as "2.27.23"; default: `NEFFLD_RUNTIME`, else 2.34, the runtime
+/// users run). The runtime's
 /// environment variables apply (`NEURON_RT_*`, `NEURON_LOGICAL_NC_CONFIG`);
 /// the logical-core size defaults to the one the NEFF was compiled for.
 /// Raises NeffError.

@@ -109,7 +109,15 @@ def test_start_core_and_arch_are_honoured():
 
 def test_the_runtime_line_is_an_option():
     with neffld.load(SMALL, device="null") as m:
-        assert m.runtime == "2.30"
+        # The runtime users run, on every chip.
+        assert m.runtime == "2.34"
+    # matmul_large's subgraphs need 8 MiB of scratchpad each: one 64 MiB
+    # step of the contiguous region per core (2.33 on) ...
+    with neffld.load(LARGE, device="null") as m:
+        assert m.cores[0].memory["Shared Scratchpad"] == 64 << 20
+    # ... where 2.30 holds one 512 MiB page.
+    with neffld.load(LARGE, device="null", runtime="2.30") as m:
+        assert m.cores[0].memory["Shared Scratchpad"] == 512 << 20
     with neffld.load(SMALL, device="null", runtime="2.27.23") as m:
         assert m.runtime == "2.27"
         # 2.27's instruction block beside pe's image: 1600 bytes.

@@ -38,6 +38,7 @@ pub use crate::loaded::LoadedModel;
 #[cfg(not(feature = "testkit"))]
 pub(crate) use crate::loaded::LoadedModel;
 pub(crate) use crate::loaded::Parsed;
+pub use crate::loaded::Timings;
 use crate::memory;
 use crate::parse::{self, ParseError};
 use crate::registry::{ModelNames, Registry, RegistryError};
@@ -152,26 +153,6 @@ pub struct ModelSummary {
     pub warnings: Vec<String>,
     /// Where the load's time went.
     pub timings: Timings,
-}
-
-/// Wall time of each stage of one load. A load that reused a cached parse
-/// reports zero container and parse time (and its wait in `cache_wait`).
-/// Relocation runs inside each core's build, so `relocate` is the summed
-/// relocation time of all cores and is contained in `stage`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Timings {
-    /// S0: guard, preflight, LNC gate, logical-core claim.
-    pub guard: Duration,
-    /// S1: header gates, integrity, inflate, tar walk.
-    pub container: Duration,
-    /// S2+S3: manifests and KBIN build.
-    pub parse: Duration,
-    /// Fingerprinting the buffer and waiting for another loader's parse.
-    pub cache_wait: Duration,
-    /// S4 (with S5 inside): plan, per-core builds, fan-out.
-    pub stage: Duration,
-    /// S5: instruction lowering and ring building, summed over cores.
-    pub relocate: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 //! records themselves, which the library's reports read and the front ends
 //! never see ([`crate::report`] renders them).
 
-use crate::api::Timings;
+use std::time::Duration;
+
 use crate::cache::{Role, HostBytes};
 use crate::container::Neff;
 use crate::ids::{HModel, LCore};
@@ -10,6 +11,26 @@ use crate::manifest::TensorInfo;
 use crate::parse::ParsedModel;
 use crate::registry::NameEntry;
 use crate::stage::CoreImage;
+
+/// Wall time of each stage of one load. A load that reused a cached parse
+/// reports zero container and parse time (and its wait in `cache_wait`).
+/// Relocation runs inside each core's build, so `relocate` is the summed
+/// relocation time of all cores and is contained in `stage`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// S0: guard, preflight, LNC gate, logical-core claim.
+    pub guard: Duration,
+    /// S1: header gates, integrity, inflate, tar walk.
+    pub container: Duration,
+    /// S2+S3: manifests and KBIN build.
+    pub parse: Duration,
+    /// Fingerprinting the buffer and waiting for another loader's parse.
+    pub cache_wait: Duration,
+    /// S4 (with S5 inside): plan, per-core builds, fan-out.
+    pub stage: Duration,
+    /// S5: instruction lowering and ring building, summed over cores.
+    pub relocate: Duration,
+}
 
 /// What a parse produces and concurrent loads of the same NEFF share.
 #[derive(Debug)]

@@ -5,9 +5,8 @@
 //! ledger every memory report projects ([`crate::report::memory`]).
 
 use crate::device::alloc::charged_size;
-use crate::device::{Geometry, MemUsage, Place, Pool, StartTaken};
+use crate::device::{Geometry, MemUsage, Place, Pool, Rows, StartTaken};
 use crate::line::Captured;
-use crate::report::memory::Rows;
 use crate::Arch;
 
 /// What the runtime of `line` allocates for itself on each physical core of

@@ -660,6 +660,23 @@ impl Synth {
     }
 }
 
+/// A one-subgraph trn1 NEFF named `name` whose two virtual variables are
+/// `vars`, each `(backing_variable_off, size)`: the writer's static NEFF
+/// with its spill variables resized, for the device-memory documentation's
+/// two-NEFF scratchpad example (`spill_a` is var 4, `spill_b` var 5).
+pub fn scratchpad_example(name: &str, vars: [(u64, u64); 2]) -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    s.edit("sg00/def.json", |d| {
+        for (key, (off, size)) in ["spill_a", "spill_b"].into_iter().zip(vars) {
+            d["var"][key]["backing_variable_off"] = serde_json::json!(off);
+            d["var"][key]["size"] = serde_json::json!(size);
+        }
+    });
+    let mut header = Producer::V2_18.default_header();
+    header.set_name(name);
+    NeffWriter::with_header(Producer::V2_18, header).write(&s.member_list())
+}
+
 /// A one-subgraph trn2 NEFF named `name` whose header declares no LNC (it
 /// loads at either), with a private buffer (`tmp-buf`) of `tmp` bytes
 /// (none for 0) beside [`Synth::dynamic_cayman`]'s small weights, and `edit`

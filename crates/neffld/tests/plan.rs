@@ -469,3 +469,76 @@ fn loads_that_do_not_retain_images_hold_no_copy_of_them() {
     }
     assert_eq!(seen[0], seen[1], "where everything landed is the same");
 }
+
+/// The contiguous scratchpad's fragmentation, as the device-memory
+/// documentation describes it: a tensor fills the HBM right up to the
+/// region, a tensor below it is freed, and a NEFF that needs more
+/// scratchpad is refused (the region cannot grow in place) though the
+/// freed bytes would hold it. The advice is the documentation's own,
+/// `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0`, judged by planning again: with
+/// pages of the same 64 MiB anywhere, every step fits.
+#[test]
+fn a_region_that_cannot_grow_is_advised_the_paged_scratchpad() {
+    let dir = tmpdir("fragment");
+    let spill = |mib: u64| {
+        move |d: &mut serde_json::Value| {
+            d["var"]["v_sg0000"]["size"] = json!(mib * MIB);
+        }
+    };
+    let a = neff_with(&dir, "small_spill", 0, spill(8));
+    let b = neff_with(&dir, "large_spill", 0, spill(150));
+    let env = vec![("NEURON_SCRATCHPAD_PAGE_SIZE".to_string(), "64".to_string())];
+    let tensor = |name: &str, size: u64| Step::Tensor {
+        name: name.into(),
+        size,
+        vnc: 0,
+    };
+    let free = |name: &str| Step::Free {
+        name: name.into(),
+        vnc: 0,
+    };
+    let below = tensor("below", 2 * GIB);
+    // What is left between `below` and A's one-page region: the largest
+    // further tensor.
+    let first = Deployment {
+        env: env.clone(),
+        ..trn2_3xl(2, vec![below.clone(), load(&a, 0)])
+    };
+    let p = plan::plan(&first).unwrap();
+    assert_eq!(p.line, RuntimeLine::V2_34);
+    let gap = p.headroom[0].largest_tensor;
+    let d = Deployment {
+        env,
+        ..trn2_3xl(
+            2,
+            vec![
+                below,
+                load(&a, 0),
+                tensor("fill", gap),
+                free("below"),
+                load(&b, 0),
+            ],
+        )
+    };
+    let p = plan::plan(&d).unwrap();
+    assert!(!p.fits());
+    let r = p.refusal.as_ref().unwrap();
+    assert_eq!(r.step, 4, "the second load is refused: {r:?}");
+    assert_eq!(r.request.usage, neffld::device::MemUsage::Scratchpad);
+    assert_eq!(r.request.size, 64 * MIB, "one more step of the region");
+    let free_then = r.memory.hbm_of(r.request.core).unwrap().free();
+    assert!(free_then > GIB, "refused with {free_then} bytes free");
+    let a = p
+        .advice
+        .iter()
+        .find(|a| matches!(a.kind, AdviceKind::PagedScratchpad))
+        .unwrap_or_else(|| panic!("{:?}", p.advice));
+    assert!(a.fits, "{a:?}");
+    assert_eq!(a.change, "--env NEURON_RT_CONTIGUOUS_SCRATCHPAD=0");
+    // The same plan, paged, by hand.
+    let mut paged = d.clone();
+    paged
+        .env
+        .push(("NEURON_RT_CONTIGUOUS_SCRATCHPAD".into(), "0".into()));
+    assert!(plan::plan(&paged).unwrap().fits());
+}

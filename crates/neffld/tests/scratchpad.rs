@@ -7,14 +7,11 @@
 
 use neffld::api::{Model, Runtime};
 use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::container::writer::{NeffWriter, Producer};
 use neffld::device::{AllocReq, Device, MemUsage, Owner, Place};
 use neffld::ids::{PCore, VarId};
 use neffld::report::{Column, MemoryReport, Usage};
 use neffld::stage::Placement;
-use neffld::testkit::Synth;
 use neffld::Arch;
-use serde_json::json;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -34,16 +31,7 @@ const VAR2: VarId = VarId(5);
 /// A one-subgraph trn1 NEFF named `name` whose two virtual variables are
 /// `vars` (the writer's static NEFF, its spill variables resized).
 fn neff(name: &str, vars: [Var; 2]) -> Vec<u8> {
-    let mut s = Synth::static_sunda();
-    s.edit("sg00/def.json", |d| {
-        for (key, (off, size)) in ["spill_a", "spill_b"].into_iter().zip(vars) {
-            d["var"][key]["backing_variable_off"] = json!(off);
-            d["var"][key]["size"] = json!(size);
-        }
-    });
-    let mut header = Producer::V2_18.default_header();
-    header.set_name(name);
-    NeffWriter::with_header(Producer::V2_18, header).write(&s.member_list())
+    neffld::testkit::scratchpad_example(name, vars)
 }
 
 /// A trn1 runtime on an accounting-only device, configured by `env`.

@@ -125,7 +125,7 @@ class Model:
     name: str
     uuid: bytes
     arch: Literal["trn1", "trn2", "trn3"]
-    runtime: Literal["2.23", "2.25", "2.27", "2.30"]
+    runtime: Literal["2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34"]
     """The runtime line the load reproduced."""
     device: Literal["sim", "null"]
     vnc: int
@@ -197,7 +197,7 @@ class CoreComparison:
 class Comparison:
     """A capture held against neffld's load; truthy when they agree."""
 
-    runtime_line: Literal["2.23", "2.25", "2.27", "2.30"]
+    runtime_line: Literal["2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34"]
     """The runtime line neffld loaded under: the capture's."""
     agrees: bool
     cores: list[CoreComparison]
@@ -225,8 +225,9 @@ def load(
 ) -> Model:
     """Loads the NEFF (nrt_load, S0-S5) onto a fresh simulated device of
     `arch` (default: the NEFF's target), reproducing runtime line `runtime`
-    ("2.23", "2.25", "2.27", "2.30" or a version such as "2.27.23";
-    default: NEFFLD_RUNTIME, else trn1 2.23, trn2/trn3 2.30). The runtime's
+    ("2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34" or a
+    version such as "2.27.23"; default: NEFFLD_RUNTIME, else 2.34, the
+    runtime users run). The runtime's
     environment variables apply; the logical-core size defaults to the
     NEFF's own. Raises NeffError."""
 

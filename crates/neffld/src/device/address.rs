@@ -57,6 +57,16 @@ pub fn tag(geometry: &Geometry) -> u64 {
     }
 }
 
+impl Geometry {
+    /// The address the runtime writes for simulated address `pa` (tagged
+    /// and channel-local, [`device_address`]): the one form every address a
+    /// person or a capture sees takes. Kept here, beside the address rules,
+    /// so the geometry does not import them.
+    pub fn runtime_address(&self, pa: u64) -> u64 {
+        device_address(self, pa)
+    }
+}
+
 /// The address the runtime would write for simulated address `pa` on
 /// `geometry`: HBM channel-local, a state-buffer window per core of the
 /// channel, tagged ([`tag`]). An address outside both is only tagged.

@@ -245,13 +245,6 @@ impl Geometry {
         }
     }
 
-    /// The address the runtime writes for simulated address `pa` (tagged
-    /// and channel-local, [`super::address::device_address`]): the one
-    /// form every address a person or a capture sees takes.
-    pub fn runtime_address(&self, pa: u64) -> u64 {
-        super::address::device_address(self, pa)
-    }
-
     /// The state-buffer AXI base of a core (the address of an `SB` variable).
     pub fn sb_base(&self, core: PCore) -> Result<Pa, DeviceError> {
         self.check_core(core)?;

@@ -244,6 +244,9 @@ impl Charge {
 /// One row per [`MemUsage`].
 pub type ChargeRows = [Charge; MemUsage::COUNT];
 
+/// Bytes per [`MemUsage`], in the profiler's order.
+pub type Rows = [u64; MemUsage::COUNT];
+
 /// The one ledger of device memory: every live allocation charged to its
 /// physical core, its owner and its usage, and to its HBM channel. Every
 /// memory view (the profiler's rows, the runtime's OOM table,

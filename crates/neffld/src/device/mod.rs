@@ -43,7 +43,7 @@ pub use alloc::{Place, Pool, StartTaken, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
 pub use fault::{FaultOp, FaultPlan};
 pub use geometry::{Geometry, CARVEOUT, GRANULE};
 pub use ledger::{
-    Charge, ChargeRows, Ledger, MemCategory, MemLocation, MemUsage, Owner, VncMemoryStats,
+    Charge, ChargeRows, Ledger, MemCategory, MemLocation, MemUsage, Owner, Rows, VncMemoryStats,
 };
 pub use null::NullStorage;
 pub use observe::Observer;

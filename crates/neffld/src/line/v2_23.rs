@@ -12,7 +12,8 @@
 //! the captured shape), Generic 0 although the NEFFs have DVE tables, no
 //! runtime ring row, and instruction rows that are the images alone.
 
-use super::{of, v2_27, CoreRole, Part, PerEngine, Rules, RuntimeCode};
+use super::shared::{postamble_parts, TRN1_UCODE, TRN2_UCODE_2_27};
+use super::{of, CoreRole, Part, PerEngine, Rules, RuntimeCode};
 use crate::device::{MemUsage, StartTaken};
 use crate::manifest::engine::EngineType;
 use crate::Arch;
@@ -31,16 +32,13 @@ const POSTAMBLE: PerEngine = [61, 61, 67, 61, 57];
 /// The final branch returns to preamble slot `preamble − K`.
 const K: PerEngine = [23, 10, 10, 10, 9];
 
-/// Ucode lib per trn1 core (96 MiB + 6,348; 2.23 and 2.25 alike).
-pub(super) const TRN1_UCODE: u64 = 100_669_644;
-
 impl Rules for V2_23 {
     fn preamble(&self, c: &RuntimeCode) -> Vec<Part> {
         vec![Part::QueueBlocks, Part::Filler(of(PREAMBLE, c.engine))]
     }
 
     fn postamble(&self, c: &RuntimeCode, pre: u32) -> Vec<Part> {
-        v2_27::postamble_parts(c, POSTAMBLE, Some(pre.saturating_sub(of(K, c.engine))))
+        postamble_parts(c, POSTAMBLE, Some(pre.saturating_sub(of(K, c.engine))))
     }
 
     /// The instruction rows are the images alone.
@@ -55,7 +53,7 @@ impl Rules for V2_23 {
         r[MemUsage::PoolStdio.index()] = 1_088;
         r[MemUsage::UcodeLib.index()] = match arch {
             Arch::Sunda => TRN1_UCODE,
-            Arch::Cayman | Arch::Mariana => v2_27::TRN2_UCODE,
+            Arch::Cayman | Arch::Mariana => TRN2_UCODE_2_27,
         };
         r
     }

@@ -6,7 +6,8 @@
 //! sp) and the act-table terms are 2.27's, assumed. The final branch's
 //! target is not known: that slot is filler as well as the fixed bodies.
 
-use super::{v2_23, v2_27, CoreRole, Part, PerEngine, Rules, RuntimeCode};
+use super::shared::{postamble_parts, preamble_parts, TRN1_UCODE, TRN2_UCODE_2_27};
+use super::{CoreRole, Part, PerEngine, Rules, RuntimeCode};
 use crate::device::{MemUsage, StartTaken};
 use crate::manifest::engine::EngineType;
 use crate::Arch;
@@ -23,11 +24,11 @@ const POSTAMBLE: PerEngine = [61, 61, 67, 61, 57];
 
 impl Rules for V2_25 {
     fn preamble(&self, c: &RuntimeCode) -> Vec<Part> {
-        v2_27::preamble_parts(c, PREAMBLE)
+        preamble_parts(c, PREAMBLE)
     }
 
     fn postamble(&self, c: &RuntimeCode, _pre: u32) -> Vec<Part> {
-        v2_27::postamble_parts(c, POSTAMBLE, None)
+        postamble_parts(c, POSTAMBLE, None)
     }
 
     /// Image + 1408 / 1024 / 1088 / 1024 / 960 (pe, act, pool, dve, sp).
@@ -48,8 +49,8 @@ impl Rules for V2_25 {
         r[MemUsage::PoolStdio.index()] = 1_088;
         r[MemUsage::DmaRing.index()] = 32_768;
         r[MemUsage::UcodeLib.index()] = match arch {
-            Arch::Sunda => v2_23::TRN1_UCODE,
-            Arch::Cayman | Arch::Mariana => v2_27::TRN2_UCODE,
+            Arch::Sunda => TRN1_UCODE,
+            Arch::Cayman | Arch::Mariana => TRN2_UCODE_2_27,
         };
         r
     }

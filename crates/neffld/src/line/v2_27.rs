@@ -6,7 +6,7 @@
 //! counts. The head, the fixed bodies and the postamble's `0xA6` are not
 //! known byte for byte: they are filler ([`super::regs::filler`]).
 
-use super::regs::TableLoad;
+use super::shared::{postamble_parts, preamble_parts, TRN1_UCODE, TRN2_UCODE_2_27};
 use super::{of, CoreRole, Part, PerEngine, Rules, RuntimeCode};
 use crate::device::address::RUNTIME_SMALL_POOL_BYTES;
 use crate::device::{MemUsage, StartTaken};
@@ -24,49 +24,6 @@ const POSTAMBLE: PerEngine = [11, 11, 11, 11, 9];
 
 /// The final branch returns to preamble slot `preamble − K`.
 const K: PerEngine = [40, 30, 31, 30, 26];
-
-/// The head (`a6`, `b1`) before the queue blocks.
-const HEAD: u32 = 2;
-
-/// Act tables add 6 slots to act's preamble: the 5-slot table-load block
-/// and one more in its fixed body.
-const ACT_TABLE_BODY: u32 = 1;
-
-/// The preamble of the lines laid out as 2.27 (2.25 too): head, queue
-/// blocks, table blocks, fixed body of `base` slots without tables.
-pub(super) fn preamble_parts(c: &RuntimeCode, base: PerEngine) -> Vec<Part> {
-    let mut parts = vec![Part::Filler(HEAD), Part::QueueBlocks];
-    let mut body = of(base, c.engine) - HEAD;
-    match c.engine {
-        EngineType::Act if c.act_tables => {
-            parts.push(Part::TableBlock(TableLoad::Act));
-            body += ACT_TABLE_BODY;
-        }
-        EngineType::Dve if c.dve_tables => parts.push(Part::TableBlock(TableLoad::Dve)),
-        _ => {}
-    }
-    parts.push(Part::Filler(body));
-    parts
-}
-
-/// The postamble of every line before 2.30: a fixed body, the queues'
-/// resets, the `a6` and the final branch (`None` when its target is not
-/// known: filler too).
-pub(super) fn postamble_parts(c: &RuntimeCode, base: PerEngine, to: Option<u32>) -> Vec<Part> {
-    let branch = match to {
-        Some(to) => Part::Branch {
-            template: super::v2_30::branch_template(),
-            to,
-        },
-        None => Part::Filler(1),
-    };
-    vec![
-        Part::Filler(of(base, c.engine) - 2),
-        Part::QueueResets,
-        Part::Filler(1),
-        branch,
-    ]
-}
 
 impl Rules for V2_27 {
     fn preamble(&self, c: &RuntimeCode) -> Vec<Part> {
@@ -100,8 +57,8 @@ impl Rules for V2_27 {
         r[MemUsage::PoolStdio.index()] = 1_088;
         r[MemUsage::DmaRing.index()] = 28_672;
         r[MemUsage::UcodeLib.index()] = match arch {
-            Arch::Sunda => super::v2_23::TRN1_UCODE,
-            Arch::Cayman | Arch::Mariana => TRN2_UCODE,
+            Arch::Sunda => TRN1_UCODE,
+            Arch::Cayman | Arch::Mariana => TRN2_UCODE_2_27,
         };
         r
     }
@@ -118,6 +75,3 @@ impl Rules for V2_27 {
         }
     }
 }
-
-/// Ucode lib per trn2 core under 2.27.
-pub(super) const TRN2_UCODE: u64 = 1_703_936;

@@ -43,6 +43,7 @@
 //! logical core of a trn2 (docs/decisions.md, "Hardware fidelity").
 
 use super::regs::{Record, OP_WRITE, RECORD};
+use super::shared::{POSTAMBLE_TRN2, TRN1_UCODE};
 use super::{of, CoreRole, Part, PerEngine, Rules, RuntimeCode};
 use crate::device::address::RUNTIME_SMALL_POOL_BYTES;
 use crate::device::{MemUsage, StartTaken};
@@ -206,7 +207,7 @@ impl Rules for V2_30 {
         r[MemUsage::PoolStdio.index()] = 1_088;
         r[MemUsage::DmaRing.index()] = 28_672;
         r[MemUsage::UcodeLib.index()] = match arch {
-            Arch::Sunda => super::v2_23::TRN1_UCODE,
+            Arch::Sunda => TRN1_UCODE,
             Arch::Cayman | Arch::Mariana => 1_744_584,
         };
         r
@@ -309,17 +310,6 @@ impl QueueShape {
 /// pages, its register windows, the table-load rings at their captured
 /// places), the same in every capture (docs/decisions.md).
 static PREAMBLE_TRN2: &[u8; 611 * RECORD] = include_bytes!("preamble_trn2_2_30.bin");
-
-/// The runtime's postambles (pe, act, pool, dve: 11 slots; sp: 9), branch
-/// offsets zeroed.
-static POSTAMBLE_TRN2: &[u8; 53 * RECORD] = include_bytes!("postamble_trn2_2_30.bin");
-
-/// The final branch of every 2.30 postamble (offset zeroed): the form the
-/// lines whose postamble bytes are unknown take for theirs.
-pub(super) fn branch_template() -> Record {
-    let last = &POSTAMBLE_TRN2[POSTAMBLE_TRN2.len() - RECORD..];
-    last.try_into().expect("64-byte record")
-}
 
 #[cfg(test)]
 mod tests {

@@ -23,8 +23,7 @@ use crate::device::{
 use crate::ids::{HModel, LCore, PCore};
 use crate::line::Captured;
 
-/// One row per [`MemUsage`], in the profiler's order.
-pub type Rows = [u64; MemUsage::COUNT];
+pub use crate::device::Rows;
 
 /// The requested bytes of each row.
 fn requested(rows: &ChargeRows) -> Rows {
