@@ -80,7 +80,9 @@ extern "C" {
  *
  * Async API 3.0 (libnrt 2.31+). Inferred: the `lnc_idx` parameter (named
  * by the release notes, placed and typed as a 2.31+ client passes it; the
- * API documentation's 7-parameter form omits it).
+ * API documentation's 7-parameter form omits it). It chooses the queue; a
+ * device tensor on another logical core is not refused (clients pass the
+ * tensor's own, `nrt_tensor_get_lnc_index`).
  *
  * # Safety
  * `buf` must be NULL or point to `size` readable bytes; `ret` and
