@@ -443,6 +443,20 @@ fn print_human(out: &Value) {
     emit(&t);
 }
 
+/// A member name for a warning: whole up to 256 bytes, else its first 120
+/// bytes and its length (a name of 200,000 bytes, repeated in a warning
+/// per member, made `extract --json` print hundreds of megabytes).
+fn abbreviated(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= 256 {
+        return name.into();
+    }
+    let mut end = 120;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &name[..end], name.len()).into()
+}
+
 /// `neffld extract`: every member beneath `dir`, by the one file-system
 /// policy ([`tree::Dest`]): a member that cannot be placed is skipped with
 /// a warning, one the destination refuses (a symbolic link in the way, an
@@ -486,7 +500,7 @@ pub fn extract(
         match dest.write(m.name_bytes(), neff.archive().body(m)) {
             Ok(()) => written.push(m.name.clone()),
             Err(tree::Refusal::Name(why)) => {
-                warnings.push(format!("skipping member {}: {why}", m.name))
+                warnings.push(format!("skipping member {}: {why}", abbreviated(&m.name)))
             }
             Err(tree::Refusal::Dest(why)) => refused.push(format!(
                 "member {} not written under {}: {why}",

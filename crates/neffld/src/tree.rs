@@ -408,6 +408,13 @@ impl Dest {
     /// the destination and a file, each created if missing and never
     /// reached through a symbolic link.
     pub fn write(&self, name: &[u8], body: &[u8]) -> Result<(), Refusal> {
+        // The length first, before the name is split at all.
+        if name.len() > MAX_PATH {
+            return Err(Refusal::Name(format!(
+                "its path is {} bytes, more than the {MAX_PATH} (PATH_MAX) extract creates",
+                name.len()
+            )));
+        }
         let parts: Vec<&[u8]> = name
             .split(|&b| b == b'/')
             .filter(|p| !p.is_empty())
@@ -418,11 +425,9 @@ impl Dest {
         {
             return Err(Refusal::Name("its path would leave the destination".into()));
         }
-        if name.len() > MAX_PATH || parts.len() > MAX_DEPTH {
+        if parts.len() > MAX_DEPTH {
             return Err(Refusal::Name(format!(
-                "its path ({} bytes, {} components) is longer than {MAX_PATH} bytes or \
-                 {MAX_DEPTH} components",
-                name.len(),
+                "its path has {} components, more than the {MAX_DEPTH} extract creates",
                 parts.len()
             )));
         }
