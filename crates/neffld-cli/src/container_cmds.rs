@@ -493,7 +493,7 @@ pub fn extract(
         if let Some(kind) = m.kind.special_name() {
             warnings.push(format!(
                 "skipping member {}: it is {kind}; extract writes regular files and directories only",
-                m.name
+                abbreviated(&m.name)
             ));
             continue;
         }

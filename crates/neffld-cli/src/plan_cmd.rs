@@ -199,12 +199,12 @@ fn evaluate_guarded(
         return Err(Failure::usage("the deployment has no step".into()));
     }
     let _shortened = guard.then(|| {
+        let mut seen = std::collections::BTreeSet::new();
         let mut files: Vec<String> = Vec::new();
         for s in &d.steps {
             if let Step::Load { file, .. } = s {
-                let f = file.display().to_string();
-                if !files.contains(&f) {
-                    files.push(f);
+                if seen.insert(file) {
+                    files.push(file.display().to_string());
                 }
             }
         }
