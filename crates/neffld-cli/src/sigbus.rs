@@ -75,8 +75,14 @@ impl Drop for Guard {
 
 extern "C" fn on_sigbus(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // SAFETY: the kernel hands an SA_SIGINFO handler a valid siginfo.
-    let addr = unsafe { (*info).si_addr() } as usize;
-    if addr >= START.load(Ordering::Acquire) && addr < END.load(Ordering::Acquire) {
+    let (addr, code) = unsafe { ((*info).si_addr() as usize, (*info).si_code) };
+    // A page of a mapped file past its end: "nonexistent physical address".
+    // Any other cause of SIGBUS keeps the default action, even inside the
+    // guarded range (`plan` guards the whole address space).
+    if code == libc::BUS_ADRERR
+        && addr >= START.load(Ordering::Acquire)
+        && addr < END.load(Ordering::Acquire)
+    {
         let message = MESSAGE.load(Ordering::Acquire);
         let len = MESSAGE_LEN.load(Ordering::Acquire);
         // SAFETY: `message` points at `len` leaked bytes that are never
