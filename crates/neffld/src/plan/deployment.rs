@@ -303,7 +303,13 @@ pub const MAX_DEPLOYMENT_BYTES: u64 = 16 << 20;
 /// ends); a larger file is refused after that many bytes.
 pub fn read_deployment(path: &Path) -> std::io::Result<String> {
     use std::io::{Error, ErrorKind, Read};
-    let f = std::fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: a FIFO with no writer is refused below instead of
+    // blocking the open (it has no effect on a regular file's reads).
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
     let meta = f.metadata()?;
     if !meta.is_file() {
         return Err(Error::new(
@@ -802,5 +808,14 @@ cores = 4
     fn a_deployment_file_that_is_no_regular_file_is_refused() {
         let e = read_deployment(Path::new("/dev/zero")).unwrap_err();
         assert!(e.to_string().contains("regular file"), "{e}");
+        // A FIFO with no writer is refused, not waited on.
+        let fifo = std::env::temp_dir().join(format!("neffld-fifo-{}.toml", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path alive for the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_deployment(&fifo).unwrap_err();
+        assert!(e.to_string().contains("regular file"), "{e}");
+        let _ = std::fs::remove_file(&fifo);
     }
 }
