@@ -6,13 +6,20 @@
 #   scripts/render-plan-map.sh OUT.png PLAN-ARGS...   (needs Debian's chromium and python3)
 # Exits non-zero when a check fails. A plan with a refused step still writes
 # a map; it is rendered and checked the same way.
+# The command is built where cargo builds (CARGO_TARGET_DIR or the
+# workspace's configured target directory), unless NEFFLD_BIN names one.
 set -euo pipefail
 png=${1:?usage: render-plan-map.sh OUT.png PLAN-ARGS...}
 shift
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cargo build -q -p neffld-cli
-bin=${NEFFLD_BIN:-target/debug/neffld}
+if [ -z "${NEFFLD_BIN:-}" ]; then
+  cargo build -q -p neffld-cli --manifest-path "$root/Cargo.toml"
+  target="$(cargo metadata --format-version 1 --no-deps --manifest-path "$root/Cargo.toml" |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+fi
+bin=${NEFFLD_BIN:-$target/debug/neffld}
 "$bin" plan --json --map "$tmp/map.html" "$@" > "$tmp/report.json" || true
 flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
   --disable-component-update --no-first-run --disable-sync --disable-quic

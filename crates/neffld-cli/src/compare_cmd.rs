@@ -234,6 +234,7 @@ fn human(c: &Comparison) -> String {
 
 pub fn compare(file: &Path, capture: &Path, as_json: bool) -> Result<ExitCode, Failure> {
     let neff = crate::input::source(file)?;
+    let _shortened = neff.guard_shortening("compare", file, as_json);
     let neff = neff.bytes();
     let bytes = crate::input::read_regular(capture)?;
     let c = ntff::read(&bytes).map_err(|e| Failure {

@@ -155,11 +155,17 @@ fn examination_json(file: &Path, x: &Examination) -> (Value, Result<(), Failure>
 
 /// `inspect`'s examination: everything up to the first failure, the
 /// digest computed but not required.
-fn examine(file: &Path, max_inflated: Option<u64>) -> (Value, Result<(), Failure>) {
+fn examine(file: &Path, max_inflated: Option<u64>, as_json: bool) -> (Value, Result<(), Failure>) {
+    let limits = match env_limits() {
+        Ok(l) => l,
+        Err(e) => return unread(file, e),
+    };
     match input::source(file) {
         Ok(source) => {
+            let _shortened = source.guard_shortening("inspect", file, as_json);
             let opts = ExamineOptions {
-                inflate_limit: max_inflated,
+                inflate_limit: max_inflated.or(limits.inflate_limit),
+                max_members: limits.max_members,
                 contents: true,
                 ..ExamineOptions::default()
             };
@@ -167,6 +173,14 @@ fn examine(file: &Path, max_inflated: Option<u64>) -> (Value, Result<(), Failure
         }
         Err(e) => unread(file, e),
     }
+}
+
+/// The container ceilings of the process environment (`NEFFLD_MAX_INFLATED`,
+/// `NEFFLD_MAX_MEMBERS`): one limit for every command, as a load reads them.
+fn env_limits() -> Result<neffld::neff::OpenOptions, Failure> {
+    neffld::config::RuntimeConfig::from_env()
+        .map(|c| c.open_options())
+        .map_err(|e| load_failure(&e.into()))
 }
 
 /// The report of a file that could not be read.
@@ -178,7 +192,7 @@ fn unread(file: &Path, e: Failure) -> (Value, Result<(), Failure>) {
 
 /// `neffld inspect`: everything about one NEFF.
 pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, err: Style) -> CmdResult {
-    let (mut out, outcome) = examine(file, max_inflated);
+    let (mut out, outcome) = examine(file, max_inflated, as_json);
     match &outcome {
         Err(f) if f.stage == "io" && !as_json => return Err(f.clone()),
         _ => {}
@@ -429,6 +443,20 @@ fn print_human(out: &Value) {
     emit(&t);
 }
 
+/// A member name for a warning: whole up to 256 bytes, else its first 120
+/// bytes and its length (a name of 200,000 bytes, repeated in a warning
+/// per member, made `extract --json` print hundreds of megabytes).
+fn abbreviated(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= 256 {
+        return name.into();
+    }
+    let mut end = 120;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &name[..end], name.len()).into()
+}
+
 /// `neffld extract`: every member beneath `dir`, by the one file-system
 /// policy ([`tree::Dest`]): a member that cannot be placed is skipped with
 /// a warning, one the destination refuses (a symbolic link in the way, an
@@ -440,10 +468,13 @@ pub fn extract(
     as_json: bool,
     err: Style,
 ) -> CmdResult {
+    let limits = env_limits()?;
     let source = input::source(file)?;
+    let _shortened = source.guard_shortening("extract", file, as_json);
     let bytes = source.bytes();
     let opts = neffld::neff::OpenOptions {
-        inflate_limit: max_inflated,
+        inflate_limit: max_inflated.or(limits.inflate_limit),
+        max_members: limits.max_members,
         ..Default::default()
     };
     let neff = neffld::neff::open(bytes, &opts).map_err(|e| Failure {
@@ -457,10 +488,19 @@ pub fn extract(
     let mut warnings = Vec::new();
     let mut refused = Vec::new();
     for m in neff.archive().members() {
+        // Regular files and directories only (the policy): a link, device
+        // or FIFO entry is named and skipped, not written as an empty file.
+        if let Some(kind) = m.kind.special_name() {
+            warnings.push(format!(
+                "skipping member {}: it is {kind}; extract writes regular files and directories only",
+                abbreviated(&m.name)
+            ));
+            continue;
+        }
         match dest.write(m.name_bytes(), neff.archive().body(m)) {
             Ok(()) => written.push(m.name.clone()),
             Err(tree::Refusal::Name(why)) => {
-                warnings.push(format!("skipping member {}: {why}", m.name))
+                warnings.push(format!("skipping member {}: {why}", abbreviated(&m.name)))
             }
             Err(tree::Refusal::Dest(why)) => refused.push(format!(
                 "member {} not written under {}: {why}",
@@ -529,7 +569,9 @@ fn set_header_text(h: &mut NeffHeader, field: &str) -> Result<(), String> {
         parsed.map_err(|_| format!("--header {key}: {v:?} is not a number"))
     };
     match key {
-        "name" => h.set_name(value),
+        "name" => h
+            .try_set_name(value)
+            .map_err(|e| format!("--header name: {e}"))?,
         "uuid" => h.uuid = parse_uuid_text(value)?,
         "version" => {
             let (major, minor) = value.split_once('.').ok_or_else(|| "--header version: expected MAJOR.MINOR".to_string())?;
@@ -541,11 +583,9 @@ fn set_header_text(h: &mut NeffHeader, field: &str) -> Result<(), String> {
         "requested_tpb_count" => {
             h.requested_tpb_count = u32::try_from(num(value)?).map_err(|_| "--header requested_tpb_count: too large".to_string())?
         }
-        "build_version" => {
-            h.build_version = [0; 128];
-            let n = value.len().min(127);
-            h.build_version[..n].copy_from_slice(&value.as_bytes()[..n]);
-        }
+        "build_version" => h
+            .try_set_build_version(value)
+            .map_err(|e| format!("--header build_version: {e}"))?,
         _ => {
             return Err(format!(
                 "--header: unknown field {key:?} (name, uuid, version, feature_bits, vnc_size, build_version, requested_tpb_count)"
@@ -579,10 +619,14 @@ fn family_of(arch: Arch) -> Producer {
 /// What a load would make of the tree: its own target, read through its
 /// manifest chain as a load reads it, and the first fault a default load on
 /// that target meets in its manifests (`None` when it parses).
+/// The probe reads the target whatever the container's ceilings: a ceiling
+/// may refuse the file a load reads, never change the format `pack` writes.
 fn probe_tree(members: &[(&[u8], &[u8])]) -> (Option<Arch>, Option<String>) {
     let probe = NeffWriter::new(Producer::Pkg1).write(members);
     let opts = ExamineOptions {
         contents: true,
+        max_members: Some(u64::MAX),
+        inflate_limit: Some(u64::MAX),
         ..ExamineOptions::default()
     };
     let x = Examination::of(&probe, &opts);
@@ -608,14 +652,15 @@ fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
 }
 
 pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResult {
-    let files = tree::read_tree(dir, o.follow_symlinks).map_err(|e| {
-        let message = format!("{}/{e}", dir.display());
-        if e.refused {
-            Failure::usage(message)
-        } else {
-            Failure::io(format!("cannot read {message}"))
-        }
-    })?;
+    let (files, left_out) =
+        tree::read_tree_except(dir, o.follow_symlinks, Some(out)).map_err(|e| {
+            let message = format!("{}/{e}", dir.display());
+            if e.refused {
+                Failure::usage(message)
+            } else {
+                Failure::io(format!("cannot read {message}"))
+            }
+        })?;
     if files.is_empty() {
         return Err(Failure::usage(format!("{} holds no files", dir.display())));
     }
@@ -623,10 +668,29 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
         .iter()
         .map(|(n, b)| (n.as_slice(), b.as_slice()))
         .collect();
+    let limits = env_limits()?;
     let (arch, fault) = probe_tree(&members);
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = left_out
+        .iter()
+        .map(|n| {
+            format!(
+                "left out {}: it is the output file",
+                String::from_utf8_lossy(n)
+            )
+        })
+        .collect();
     if let Some(fault) = fault {
         warnings.push(format!("the tree does not load as it is: {fault}"));
+    }
+    let max_members = limits
+        .max_members
+        .unwrap_or(neffld::neff::DEFAULT_MAX_MEMBERS);
+    if members.len() as u64 > max_members {
+        warnings.push(format!(
+            "the NEFF holds {} members, more than the {max_members} a load reads \
+             (NEFFLD_MAX_MEMBERS raises the ceiling)",
+            members.len()
+        ));
     }
     let producer = match (o.producer, arch) {
         (Some(p), _) => p,
@@ -642,6 +706,7 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
     let mut writer = NeffWriter::new(producer);
     if let Some(src) = o.header_from {
         let source = input::source(src)?;
+        let _shortened = source.guard_shortening("pack", src, o.json);
         let h = NeffHeader::parse(source.bytes()).map_err(|e| Failure {
             stage: "container",
             status: e.status(),
@@ -654,7 +719,10 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
         };
     }
     if let Some(n) = o.name {
-        writer.header.set_name(n);
+        writer
+            .header
+            .try_set_name(n)
+            .map_err(|e| Failure::usage(format!("--name: {e}")))?;
     }
     if let Some(u) = o.uuid {
         writer.header.uuid = parse_uuid(u)?;
@@ -666,6 +734,15 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
         check_header_fits(&writer.header, a)?;
     }
     let neff = writer.write(&members);
+    // The header's own gates, as `verify` runs them: a header it would
+    // refuse (`--header version=99999.99999`) is refused here.
+    if let Err(e) = NeffHeader::parse(&neff).and_then(|h| h.validate(neff.len() as u64)) {
+        return Err(Failure {
+            stage: "pack",
+            status: e.status(),
+            message: format!("the header would not pass verify: {e}"),
+        });
+    }
     fs::write(out, &neff).map_err(write_err(out))?;
     if o.json {
         let mut doc = json!({"output": out.display().to_string(), "size": neff.len(), "members": members.len(),

@@ -8,6 +8,8 @@
 use std::path::Path;
 
 use neffld::report::StagedView;
+use neffld::text::escape;
+use neffld::tree;
 use serde_json::{json, Value};
 
 /// The file an image is written to, relative to the dump directory.
@@ -67,18 +69,45 @@ pub fn device_json(view: &StagedView) -> Value {
     })
 }
 
-/// Writes `device.json` and every image under `dir` (created if needed).
+/// Writes `device.json` and every image in `dir` (created if needed), by
+/// the file-system policy of `extract` ([`tree::Dest`]): each file one
+/// plain name in `dir` itself, never written through a symbolic link. A
+/// subgraph name that is no plain file name (`../../x`, `/etc/x`: the
+/// runtime takes any graph name as a label, so the load passes) refuses
+/// the whole dump before anything is written.
 pub fn write(dir: &Path, view: &StagedView) -> Result<(), String> {
-    let err = |p: &Path, e: std::io::Error| format!("cannot write {}: {e}", p.display());
-    std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
-    for c in &view.cores {
-        for i in &c.images {
-            let p = dir.join(image_file(&c.subgraph, i.engine.key()));
-            std::fs::write(&p, &i.bytes).map_err(|e| err(&p, e))?;
-        }
+    let files: Vec<(String, &[u8])> = view
+        .cores
+        .iter()
+        .flat_map(|c| {
+            c.images
+                .iter()
+                .map(|i| (image_file(&c.subgraph, i.engine.key()), i.bytes.as_slice()))
+        })
+        .collect();
+    for (name, _) in &files {
+        tree::plain_name(name.as_bytes()).map_err(|why| {
+            format!(
+                "cannot dump into {}: the image file of a subgraph would be {}; nothing was written",
+                dir.display(),
+                escape(&why)
+            )
+        })?;
     }
-    let p = dir.join("device.json");
+    let dest = tree::Dest::create(dir)
+        .map_err(|e| format!("cannot write the dump into {}: {e}", dir.display()))?;
+    let err = |e: tree::Refusal| {
+        format!(
+            "cannot write the dump into {}: {}",
+            dir.display(),
+            escape(&e.to_string())
+        )
+    };
+    for (name, bytes) in &files {
+        dest.write_plain(name.as_bytes(), bytes).map_err(err)?;
+    }
     let text =
         serde_json::to_string_pretty(&device_json(view)).expect("JSON values always serialise");
-    std::fs::write(&p, text + "\n").map_err(|e| err(&p, e))
+    dest.write_plain(b"device.json", (text + "\n").as_bytes())
+        .map_err(err)
 }

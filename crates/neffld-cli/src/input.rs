@@ -69,18 +69,25 @@ impl Source {
             "cannot read {}: the file was shortened by another process while it was mapped",
             display(path)
         ));
-        Some(if json {
-            let doc = serde_json::to_string_pretty(&failure_document(command, &f))
-                .expect("JSON values always serialise");
-            sigbus::guard(m.bytes(), format!("{doc}\n"), 1)
-        } else {
-            sigbus::guard(m.bytes(), format!("neffld {command}: {}\n", f.human()), 2)
-        })
+        let (message, fd) = guard_message(command, &f, json);
+        Some(sigbus::guard(m.bytes(), message, fd))
     }
 
     /// S1 on these bytes, releasing a mapped file's pages as they are read.
     pub fn open(&self, opts: &OpenOptions) -> Result<Neff, ContainerError> {
         self.0.open(opts)
+    }
+}
+
+/// What a [`sigbus`] guard writes, and where: the failure as `command`
+/// reports it (one JSON document on stdout when `json`).
+pub fn guard_message(command: &str, f: &Failure, json: bool) -> (String, i32) {
+    if json {
+        let doc = serde_json::to_string_pretty(&failure_document(command, f))
+            .expect("JSON values always serialise");
+        (format!("{doc}\n"), 1)
+    } else {
+        (format!("neffld {command}: {}\n", f.human()), 2)
     }
 }
 

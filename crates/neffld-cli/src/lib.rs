@@ -200,7 +200,11 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> ExitCode {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let wants_json = args.iter().any(|a| a == "--json");
+    // `--json=true` asks for JSON too (clap refuses the value: the flag
+    // takes none), and gets it.
+    let wants_json = args
+        .iter()
+        .any(|a| a == "--json" || a.starts_with("--json="));
     if wants_json && !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let known = [
             "inspect", "verify", "load", "plan", "compare", "extract", "pack",
@@ -240,6 +244,8 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> ExitCode {
 
 /// The `plan --json` document of `neffld plan ARGS...` (`args` are what
 /// follows `plan`), without printing it: what Python's `neffld.plan` returns.
+/// The loads run first, then the tensors and unloads in their order, so the
+/// loads may follow `--` (where nothing is read as an option).
 pub fn plan_document(
     args: impl IntoIterator<Item = OsString>,
 ) -> Result<serde_json::Value, Failure> {
@@ -259,9 +265,12 @@ pub fn plan_document(
     })?;
     match Cli::from_arg_matches(&matches) {
         Ok(Cli {
-            command: Command::Plan(a),
+            command: Command::Plan(mut a),
             ..
-        }) => plan_cmd::evaluate(&a, matches.subcommand_matches("plan")).map(|(_, doc, _)| doc),
+        }) => {
+            a.loads_first = true;
+            plan_cmd::evaluate(&a, matches.subcommand_matches("plan")).map(|(_, doc, _)| doc)
+        }
         Ok(_) => Err(Failure::usage("not a plan".into())),
         Err(e) => Err(Failure::usage(e.to_string())),
     }

@@ -64,6 +64,10 @@ pub struct PlanArgs {
     /// and tensors by category) to this file.
     #[arg(long, value_name = "FILE.html")]
     pub map: Option<PathBuf>,
+    /// The loads run first, then the tensors and unloads in their order
+    /// (Python's `neffld.plan`, whose loads follow `--`); not a flag.
+    #[arg(skip)]
+    pub loads_first: bool,
 }
 
 /// The steps of the command line in the order written: loads, tensors and
@@ -72,6 +76,7 @@ fn command_line_steps(
     a: &PlanArgs,
     m: Option<&ArgMatches>,
     with_loads: bool,
+    budget: &mut plan::StepBudget,
 ) -> Result<Vec<Step>, Failure> {
     let usage = |e: plan::DeploymentError| Failure::usage(e.to_string());
     let at = |id: &str, n: usize| -> Vec<usize> {
@@ -79,17 +84,28 @@ fn command_line_steps(
             .map(|i| i.collect())
             .unwrap_or_else(|| (0..n).collect())
     };
-    let mut ordered: Vec<(usize, Vec<Step>)> = Vec::new();
+    // Sorted by (group, position): one group, unless the loads go first.
+    let later = usize::from(a.loads_first);
+    let mut ordered: Vec<((usize, usize), Vec<Step>)> = Vec::new();
+    // Each argument expands to at most 65536 steps, counted against the
+    // whole deployment's ceiling before the next is read.
+    let mut counted = |steps: Vec<Step>, place: String| -> Result<Vec<Step>, Failure> {
+        budget.take(steps.len(), place).map_err(usage)?;
+        Ok(steps)
+    };
     if with_loads {
         for (i, arg) in at("loads", a.loads.len()).into_iter().zip(&a.loads) {
-            ordered.push((i, plan::parse_load(arg).map_err(usage)?));
+            let steps = plan::parse_load(arg).map_err(usage)?;
+            ordered.push(((0, i), counted(steps, format!("LOAD '{arg}'"))?));
         }
     }
     for (i, arg) in at("tensors", a.tensors.len()).into_iter().zip(&a.tensors) {
-        ordered.push((i, plan::parse_tensor(arg).map_err(usage)?));
+        let steps = plan::parse_tensor(arg).map_err(usage)?;
+        ordered.push(((later, i), counted(steps, format!("--tensor '{arg}'"))?));
     }
     for (i, arg) in at("unloads", a.unloads.len()).into_iter().zip(&a.unloads) {
-        ordered.push((i, plan::parse_unload(arg).map_err(usage)?));
+        let steps = plan::parse_unload(arg).map_err(usage)?;
+        ordered.push(((later, i), counted(steps, format!("--unload '{arg}'"))?));
     }
     ordered.sort_by_key(|(i, _)| *i);
     Ok(ordered.into_iter().flat_map(|(_, s)| s).collect())
@@ -108,19 +124,24 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
         }
         _ => None,
     };
+    let max_steps = neffld::config::max_steps(|k| std::env::var(k).ok())
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let mut budget = plan::StepBudget::new(max_steps);
     let mut d = match file {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            let text = plan::read_deployment(path)
                 .map_err(|e| Failure::io(format!("cannot read {}: {e}", path.display())))?;
             let base = path.parent().unwrap_or(Path::new("."));
             let mut d =
-                plan::parse_toml(&text, &path.display().to_string(), base).map_err(usage)?;
-            d.steps.extend(command_line_steps(a, m, false)?);
+                plan::parse_toml_within(&text, &path.display().to_string(), base, &mut budget)
+                    .map_err(usage)?;
+            d.steps
+                .extend(command_line_steps(a, m, false, &mut budget)?);
             d
         }
         None => Deployment {
             io_tensors: true,
-            steps: command_line_steps(a, m, true)?,
+            steps: command_line_steps(a, m, true, &mut budget)?,
             ..Deployment::default()
         },
     };
@@ -162,10 +183,39 @@ pub fn evaluate(
     a: &PlanArgs,
     m: Option<&ArgMatches>,
 ) -> Result<(Plan, Value, Option<Failure>), Failure> {
+    evaluate_guarded(a, m, false)
+}
+
+/// [`evaluate`]; with `guard`, a NEFF shortened by another process while
+/// the plan has it mapped ends the command as the I/O failure it is (exit
+/// status 2, the files named, as JSON when asked) instead of a kill by
+/// `SIGBUS` ([`crate::sigbus`]; the command only, never the Python package).
+fn evaluate_guarded(
+    a: &PlanArgs,
+    m: Option<&ArgMatches>,
+    guard: bool,
+) -> Result<(Plan, Value, Option<Failure>), Failure> {
     let d = deployment(a, m)?;
     if d.steps.is_empty() {
         return Err(Failure::usage("the deployment has no step".into()));
     }
+    let _shortened = guard.then(|| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut files: Vec<String> = Vec::new();
+        for s in &d.steps {
+            if let Step::Load { file, .. } = s {
+                if seen.insert(file) {
+                    files.push(file.display().to_string());
+                }
+            }
+        }
+        let f = Failure::io(format!(
+            "cannot read a NEFF of the plan ({}): a file was shortened by another process while it was mapped",
+            files.join(", ")
+        ));
+        let (message, fd) = crate::input::guard_message("plan", &f, a.json);
+        crate::sigbus::guard_range(1, usize::MAX, message, fd)
+    });
     let p = plan::plan(&d).map_err(|e| plan_failure(&e))?;
     let failure = p.failed_step().map(|(_, _, f)| Failure {
         stage: f.stage,
@@ -182,7 +232,7 @@ pub fn evaluate(
 }
 
 pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
-    let (p, doc, unwritten) = evaluate(a, m)?;
+    let (p, doc, unwritten) = evaluate_guarded(a, m, true)?;
     if a.json {
         print_json(&doc);
     } else {

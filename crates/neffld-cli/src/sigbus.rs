@@ -28,15 +28,22 @@ pub struct Guard {
 /// Arms the handler for faults inside `mapped`: `message` is written whole
 /// to file descriptor `fd` (1 or 2) before the process exits.
 pub fn guard(mapped: &[u8], message: String, fd: i32) -> Guard {
+    let start = mapped.as_ptr() as usize;
+    guard_range(start, start + mapped.len(), message, fd)
+}
+
+/// As [`guard`], for faults at addresses in `start..end`: a command whose
+/// mappings the library holds (`plan`'s NEFFs) guards the whole address
+/// space, since nothing else it maps can be shortened.
+pub fn guard_range(start: usize, end: usize, message: String, fd: i32) -> Guard {
     // Leaked on purpose: a handler running on another thread may still read
     // it after the guard is gone; one message per load, a few hundred bytes.
     let message: &'static mut [u8] = Box::leak(message.into_bytes().into_boxed_slice());
     MESSAGE_LEN.store(message.len(), Ordering::Release);
     MESSAGE.store(message.as_mut_ptr(), Ordering::Release);
     MESSAGE_FD.store(fd, Ordering::Release);
-    let start = mapped.as_ptr() as usize;
     START.store(start, Ordering::Release);
-    END.store(start + mapped.len(), Ordering::Release);
+    END.store(end, Ordering::Release);
     // SAFETY: a zeroed `sigaction` is a valid value (no handler, empty
     // flags); the fields set below make it an SA_SIGINFO handler with an
     // empty mask. `sigaction` reads `action` and writes `previous`, both
@@ -68,8 +75,14 @@ impl Drop for Guard {
 
 extern "C" fn on_sigbus(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // SAFETY: the kernel hands an SA_SIGINFO handler a valid siginfo.
-    let addr = unsafe { (*info).si_addr() } as usize;
-    if addr >= START.load(Ordering::Acquire) && addr < END.load(Ordering::Acquire) {
+    let (addr, code) = unsafe { ((*info).si_addr() as usize, (*info).si_code) };
+    // A page of a mapped file past its end: "nonexistent physical address".
+    // Any other cause of SIGBUS keeps the default action, even inside the
+    // guarded range (`plan` guards the whole address space).
+    if code == libc::BUS_ADRERR
+        && addr >= START.load(Ordering::Acquire)
+        && addr < END.load(Ordering::Acquire)
+    {
         let message = MESSAGE.load(Ordering::Acquire);
         let len = MESSAGE_LEN.load(Ordering::Acquire);
         // SAFETY: `message` points at `len` leaked bytes that are never

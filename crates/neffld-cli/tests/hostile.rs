@@ -543,3 +543,660 @@ fn an_unwritable_map_keeps_the_report() {
     assert!(doc["cores"].is_array());
     assert!(doc["warnings"].to_string().contains(bad), "{doc}");
 }
+
+// Issue 29: hostile inputs, round two.
+
+/// The demo-like trn1 NEFF whose graph is named `graph`, written to `path`.
+fn graph_named(graph: &str, path: &Path) -> PathBuf {
+    let mut s = Synth::static_sunda();
+    s.edit("kelf-0.json", |k| k["graphs"][0]["name"] = graph.into());
+    std::fs::write(path, s.write(Producer::V2_18)).unwrap();
+    path.to_path_buf()
+}
+
+/// Every file below `dir`, as paths.
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(files_below(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Row 1: a graph named `../../ESCAPED` (or an absolute path) loads — the
+/// runtime takes any label — but `--dump` refuses it before writing
+/// anything, so nothing lands outside DIR and no file is overwritten.
+#[test]
+fn a_graph_name_never_leads_the_dump_outside_its_folder() {
+    let dir = scratch("dump-escape");
+    let dump = dir.join("out/dumpdir");
+    let victim = dir.join("victim");
+    std::fs::write(dir.join("victim_pe.bin"), b"keep").unwrap();
+    for graph in ["../../ESCAPED", victim.to_str().unwrap()] {
+        let f = graph_named(graph, &dir.join("escape.neff"));
+        let f = f.to_str().unwrap();
+        let out = neffld(&["verify", f]);
+        assert!(out.status.success(), "{}", text(&out));
+        for as_json in [false, true] {
+            let mut args = vec!["load", "--no-timings", f, "--dump", dump.to_str().unwrap()];
+            if as_json {
+                args.push("--json");
+            }
+            let out = neffld(&args);
+            let t = text(&out);
+            assert_eq!(out.status.code(), Some(2), "{t}");
+            assert!(t.contains("not a plain file name"), "{t}");
+            if as_json {
+                let doc = json(&out);
+                assert_eq!(doc["error"]["stage"], "io", "{doc}");
+            }
+        }
+    }
+    let mut all = files_below(&dir);
+    all.sort();
+    assert_eq!(
+        all,
+        vec![dir.join("escape.neff"), dir.join("victim_pe.bin")],
+        "nothing written beside or above the dump folder"
+    );
+    assert_eq!(std::fs::read(dir.join("victim_pe.bin")).unwrap(), b"keep");
+    // A file of the dump that is a link to a victim is not written through.
+    let f = graph_named("sg00", &dir.join("plain.neff"));
+    std::fs::create_dir_all(&dump).unwrap();
+    std::os::unix::fs::symlink(&victim, dump.join("sg00_pe.bin")).unwrap();
+    std::fs::write(&victim, b"keep").unwrap();
+    let out = neffld(&[
+        "load",
+        f.to_str().unwrap(),
+        "--dump",
+        dump.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    // A dump folder that is a file is named as one (it said "File exists").
+    let out = neffld(&["load", f.to_str().unwrap(), "--dump", "/dev/full", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let doc = json(&out);
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a directory"),
+        "{doc}"
+    );
+}
+
+/// A NEFF whose raw tar (pkg_version 1) holds exactly `entries`.
+fn raw_tar_neff(entries: &[neffld::container::writer::TarEntry], path: &Path) -> PathBuf {
+    let mut tar = neffld::container::writer::tar_of(entries);
+    tar.resize(tar.len().div_ceil(10240) * 10240, 0);
+    std::fs::write(path, NeffWriter::new(Producer::Pkg1).finish(tar)).unwrap();
+    path.to_path_buf()
+}
+
+/// A pax header naming the entry after it `name`, then that entry.
+fn long_named(name: &[u8], body: &[u8]) -> [neffld::container::writer::TarEntry; 2] {
+    use neffld::container::writer::{pax_record, TarEntry};
+    let mut pax = TarEntry::file("PaxHeader/x", &pax_record("path", name));
+    pax.typeflag = b'x';
+    [pax, TarEntry::file("placeholder", body)]
+}
+
+/// Row 7: members named `d/` × 100,000 + `fN` (a 100,000-level tree, 45 s
+/// each) and one 300 directories deep are skipped at once with a warning
+/// each; the others are written.
+#[test]
+fn extract_bounds_member_paths() {
+    use neffld::container::writer::TarEntry;
+    let dir = scratch("deep");
+    let mut entries = vec![TarEntry::file("ok.txt", b"fine")];
+    for n in 0..3 {
+        let name = format!("{}f{n}", "d/".repeat(100_000));
+        entries.extend(long_named(name.as_bytes(), b"deep"));
+    }
+    entries.extend(long_named(
+        format!("{}f", "a/".repeat(300)).as_bytes(),
+        b"x",
+    ));
+    let f = raw_tar_neff(&entries, &dir.join("deep.neff"));
+    let out_dir = dir.join("out");
+    let start = std::time::Instant::now();
+    let out = neffld(&[
+        "extract",
+        f.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]);
+    let took = start.elapsed();
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert!(took.as_secs() < 20, "extract took {took:?}");
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 4, "{doc}");
+    let says = |what: &str| {
+        warnings
+            .iter()
+            .filter(|w| w.as_str().unwrap().contains(what))
+            .count()
+    };
+    let long = "bytes, more than the 4096 (PATH_MAX) extract creates";
+    assert_eq!(says(long), 3, "{doc}");
+    let deep = "has 301 components, more than the 256 extract creates";
+    assert_eq!(says(deep), 1, "{doc}");
+    // A long name is shown by its start and length, not whole.
+    assert!(warnings[0].as_str().unwrap().len() < 400, "{doc}");
+    assert_eq!(doc["members"], serde_json::json!(["ok.txt"]));
+    assert!(!out_dir.join("d").exists() && !out_dir.join("a").exists());
+}
+
+/// Row 12: link, hard-link, device and FIFO members are skipped with a
+/// warning naming each, not written as empty regular files.
+#[test]
+fn extract_skips_special_members_by_name() {
+    use neffld::container::writer::TarEntry;
+    let dir = scratch("special-members");
+    let mut entries = vec![TarEntry::file("ok.txt", b"fine")];
+    for (name, flag) in [
+        ("hard", b'1'),
+        ("link", b'2'),
+        ("chr", b'3'),
+        ("blk", b'4'),
+        ("fifo", b'6'),
+    ] {
+        let mut e = TarEntry::file(name, b"");
+        e.typeflag = flag;
+        entries.push(e);
+    }
+    let f = raw_tar_neff(&entries, &dir.join("special.neff"));
+    let out_dir = dir.join("out");
+    let out = neffld(&[
+        "extract",
+        f.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]);
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["members"], serde_json::json!(["ok.txt"]));
+    let warnings: Vec<&str> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    for (name, kind) in [
+        ("hard", "a hard link"),
+        ("link", "a symbolic link"),
+        ("chr", "a character device"),
+        ("blk", "a block device"),
+        ("fifo", "a FIFO"),
+    ] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(&format!("member {name}: it is {kind}"))),
+            "{name}: {warnings:?}"
+        );
+        assert!(!out_dir.join(name).exists(), "{name} was written");
+    }
+    // The human report names them on stderr too.
+    let out = neffld(&[
+        "extract",
+        f.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        text(&out).contains("member fifo: it is a FIFO"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// Row 2: a large NEFF cut short by another process while `inspect`,
+/// `extract`, `plan` (and `compare`, `load`, `verify`) have it mapped ends
+/// the command with exit status 2 and its one JSON error, never a kill by
+/// SIGBUS. The cut races the command, so each command is tried with a few
+/// delays until one lands while the file is mapped.
+#[test]
+fn a_file_shortened_while_mapped_is_an_io_failure_for_every_command() {
+    use neffld::testkit::{lnc_writer, noise, npy_v1};
+    let dir = scratch("shortened");
+    let per = 256usize << 20;
+    let mut synth = Synth::cayman_weights(1, 4);
+    synth.set(
+        "sg00/value_sg0000_w_CRSM.npy",
+        npy_v1("<f4", &[per as u64 / 4], &noise(per)),
+    );
+    let mut w = lnc_writer(1);
+    w = NeffWriter::with_header(Producer::Pkg1, w.header.clone());
+    let bytes = w.write(&synth.member_list());
+    drop(synth);
+    let f = dir.join("big.neff");
+    let p = f.to_str().unwrap().to_string();
+    let x = dir.join("x");
+    let plan_arg = format!("{p}@0");
+    let runs: [Vec<&str>; 3] = [
+        vec!["inspect", "--json", &p],
+        vec!["extract", "--json", &p, "-o", x.to_str().unwrap()],
+        vec!["plan", "--json", "--lnc", "1", &plan_arg],
+    ];
+    for args in &runs {
+        let mut hit = false;
+        for delay_ms in [20u64, 60, 150, 300, 600, 1000] {
+            std::fs::write(&f, &bytes).unwrap();
+            let child = Command::new(env!("CARGO_BIN_EXE_neffld"))
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&f)
+                .unwrap()
+                .set_len(8192)
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            let code = out.status.code();
+            assert!(
+                code.is_some(),
+                "{args:?} killed by a signal: {:?}",
+                out.status
+            );
+            let doc = json(&out);
+            let message = doc["error"]["message"].as_str().unwrap_or_default();
+            if message.contains("shortened by another process") {
+                assert_eq!(code, Some(2), "{args:?}: {doc}");
+                assert_eq!(doc["error"]["stage"], "io", "{doc}");
+                hit = true;
+                break;
+            }
+        }
+        assert!(hit, "{args:?}: no attempt cut the file while it was mapped");
+        let _ = std::fs::remove_dir_all(&x);
+    }
+}
+
+/// `neffld ARGS` with `vars` set.
+fn neffld_env(args: &[&str], vars: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neffld"))
+        .args(args)
+        .envs(vars.iter().copied())
+        .output()
+        .unwrap()
+}
+
+/// Row 10: `NEFFLD_MAX_MEMBERS` is one limit for every command (`inspect`
+/// and `extract` ignored it), and `pack` keeps the format of the tree's
+/// target whatever the ceiling, saying when a load would refuse the file.
+#[test]
+fn the_member_ceiling_is_one_limit_for_every_command() {
+    let dir = scratch("members");
+    let s = Synth::static_sunda();
+    let count = s.member_list().len();
+    let f = dir.join("m.neff");
+    std::fs::write(&f, s.write(Producer::V2_18)).unwrap();
+    let p = f.to_str().unwrap();
+    let low = [("NEFFLD_MAX_MEMBERS", "3")];
+    let x = dir.join("x");
+    for args in [
+        vec!["inspect", "--json", p],
+        vec!["verify", "--json", p],
+        vec!["extract", "--json", p, "-o", x.to_str().unwrap()],
+    ] {
+        let out = neffld_env(&args, &low);
+        let doc = json(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {doc}");
+        assert!(
+            doc["error"]["message"].as_str().unwrap().contains('3'),
+            "{doc}"
+        );
+        let out = neffld_env(&args, &[("NEFFLD_MAX_MEMBERS", "300000")]);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    assert!(!x.join("neff.json").exists() || x.join("neff.json").is_file());
+    let tree = dir.join("tree");
+    write_tree(&s, &tree);
+    let o = dir.join("packed.neff");
+    let out = neffld_env(
+        &[
+            "pack",
+            tree.to_str().unwrap(),
+            "-o",
+            o.to_str().unwrap(),
+            "--json",
+        ],
+        &low,
+    );
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["target"], "sunda", "{doc}");
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains(&format!("holds {count} members, more than the 3")),
+        "{doc}"
+    );
+    let doc = json(&neffld(&["inspect", "--json", o.to_str().unwrap()]));
+    assert_eq!(
+        doc["header"]["neff_version"], "1.0",
+        "the trn1 family: {doc}"
+    );
+}
+
+/// `neffld ARGS` under a 2 GiB address-space limit, killed after `secs`.
+fn bounded(args: &[&str], secs: u64) -> (Output, std::time::Duration) {
+    let script = "ulimit -v 2097152; exec \"$@\"";
+    let start = std::time::Instant::now();
+    let out = Command::new("timeout")
+        .arg(secs.to_string())
+        .args(["sh", "-c", script, "sh", env!("CARGO_BIN_EXE_neffld")])
+        .args(args)
+        .output()
+        .unwrap();
+    (out, start.elapsed())
+}
+
+/// Row 3: a 2.3 KB deployment file of forty `cores = "0-65535"`,
+/// `repeat = 16` steps (27 s and 3 GB, then a late failure) is refused
+/// before anything is expanded, naming the ceiling and its variable;
+/// command-line loads count against the same ceiling.
+#[test]
+fn a_deployment_is_refused_before_it_expands_past_the_ceiling() {
+    let dir = scratch("expand");
+    let demo = demo();
+    let step = format!(
+        "[[step]]\nload = \"{}\"\ncores = \"0-65535\"\nrepeat = 16\n",
+        demo.display()
+    );
+    let toml = dir.join("big.toml");
+    std::fs::write(&toml, step.repeat(80)).unwrap();
+    let (out, took) = bounded(&["plan", "--json", toml.to_str().unwrap()], 60);
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(2), "{doc}");
+    assert!(took.as_secs() < 10, "{took:?}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("more than 1048576 steps") && message.contains("NEFFLD_MAX_STEPS"),
+        "{message}"
+    );
+    assert!(
+        message.contains("(step 2)"),
+        "the first step fits alone: {message}"
+    );
+    // The command line's loads and tensors count too.
+    let load = format!("{}@0-65535", demo.display());
+    let mut args = vec!["plan", "--json"];
+    args.extend(std::iter::repeat_n(load.as_str(), 17));
+    let (out, _) = bounded(&args, 60);
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(2), "{doc}");
+    assert!(doc["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("NEFFLD_MAX_STEPS"));
+    // A lower ceiling by the variable.
+    let out = neffld_env(
+        &["plan", "--json", &format!("{}@0-3", demo.display())],
+        &[("NEFFLD_MAX_STEPS", "2")],
+    );
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(2), "{doc}");
+    assert!(doc["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("more than 2 steps"));
+}
+
+/// Row 4: a stream whose header declares 2^40 payload bytes, followed by
+/// zeros, is refused at once by the stream ceiling (it grew without end).
+#[test]
+fn a_stream_declaring_a_huge_payload_is_refused_at_once() {
+    use std::io::Write;
+    let neff = NeffWriter::new(Producer::V2_18).write(&Synth::static_sunda().member_list());
+    let mut header = neff[..1024].to_vec();
+    // data_size: the u64 at offset 16 of the header.
+    header[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    for vars in [vec![], vec![("NEFFLD_MAX_NEFF_SIZE", "1048576")]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_neffld"))
+            .args(["inspect", "-", "--json"])
+            .envs(vars.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let h = header.clone();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&h);
+            let block = vec![0u8; 1 << 20];
+            let mut sent = 0usize;
+            while sent < (256 << 20) && stdin.write_all(&block).is_ok() {
+                sent += block.len();
+            }
+            sent
+        });
+        let out = child.wait_with_output().unwrap();
+        let sent = writer.join().unwrap();
+        let doc = json(&out);
+        assert_eq!(out.status.code(), Some(2), "{doc}");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(message.contains("NEFFLD_MAX_NEFF_SIZE"), "{message}");
+        assert!(message.contains("1099511627776"), "{message}");
+        assert!(sent < 256 << 20, "read {sent} bytes");
+    }
+}
+
+/// Row 5: `plan` reads NEFFs through the bounded reader (a device or a
+/// pipe that never ends is refused at its header) and refuses a
+/// deployment file that is not a regular file; `-` is named.
+#[test]
+fn plan_reads_every_file_through_the_bounded_reader() {
+    let dir = scratch("plan-streams");
+    let zero_link = dir.join("dep.toml");
+    std::os::unix::fs::symlink("/dev/zero", &zero_link).unwrap();
+    for (args, says) in [
+        (vec!["plan", "--json", "/dev/urandom@0"], ""),
+        (vec!["plan", "--json", "/dev/zero@0"], ""),
+        (vec!["plan", "--json", "/dev/full@0"], ""),
+        (
+            vec!["plan", "--json", zero_link.to_str().unwrap()],
+            "must be a regular file",
+        ),
+        (vec!["plan", "--json", "-"], "standard input"),
+    ] {
+        let (out, took) = bounded(&args, 60);
+        assert!(out.status.code().is_some(), "{args:?}: {:?}", out.status);
+        let doc = json(&out);
+        assert!(took.as_secs() < 10, "{args:?}: {took:?}");
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {doc}");
+        assert_ne!(out.status.code(), Some(124), "{args:?}: timed out");
+        assert!(
+            doc["error"]["message"].as_str().unwrap().contains(says),
+            "{doc}"
+        );
+    }
+    // A pipe that never ends (`<(yes)`).
+    let mut yes = Command::new("yes").stdout(Stdio::piped()).spawn().unwrap();
+    let fd = {
+        use std::os::fd::AsRawFd;
+        yes.stdout.as_ref().unwrap().as_raw_fd()
+    };
+    let arg = format!("/proc/{}/fd/{fd}@0", std::process::id());
+    let (out, took) = bounded(&["plan", "--json", &arg], 60);
+    let _ = yes.kill();
+    let _ = yes.wait();
+    assert!(out.status.code().is_some(), "{:?}", out.status);
+    let doc = json(&out);
+    assert!(took.as_secs() < 10, "{took:?}");
+    assert_ne!(out.status.code(), Some(0), "{doc}");
+}
+
+/// Row 9: a profiler buffer whose MiB overflow 64 bits is refused naming
+/// the variable (17592186044416 MiB wrapped to 0 bytes and "fitted").
+#[test]
+fn a_profiler_buffer_that_wraps_is_refused() {
+    let load = format!("{}@0", demo().display());
+    for big in ["17592186044416", "17592186044417"] {
+        let env = format!("NEURON_RT_PROFILE_BUF_EVENT_MB={big}");
+        let out = neffld(&["plan", "--json", "--env", &env, &load]);
+        let doc = json(&out);
+        assert_eq!(out.status.code(), Some(2), "{doc}");
+        let m = doc["error"]["message"].as_str().unwrap();
+        assert!(
+            m.contains("NEURON_RT_PROFILE_BUF_EVENT_MB") && m.contains(big),
+            "{m}"
+        );
+        let out = neffld_env(
+            &["load", "--json", "--no-timings", demo().to_str().unwrap()],
+            &[("NEURON_RT_PROFILE_BUF_EVENT_MB", big)],
+        );
+        // A load refuses a bad variable as it refuses any (stage config).
+        let doc = json(&out);
+        assert_eq!(doc["error"]["stage"], "config", "{doc}");
+        let m = doc["error"]["message"].as_str().unwrap();
+        assert!(
+            m.contains("NEURON_RT_PROFILE_BUF_EVENT_MB") && m.contains(big),
+            "{m}"
+        );
+    }
+}
+
+/// Row 14: small items, each naming the value given and the rule.
+#[test]
+fn small_mistakes_name_the_value_and_the_rule() {
+    let demo = demo();
+    let d = demo.to_str().unwrap();
+    // A core beyond nrt_load's int32 is named as given.
+    let doc = json(&neffld(&["plan", "--json", &format!("{d}@4294967295")]));
+    let m = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        m.contains("4294967295") && !m.contains("2147483647 "),
+        "{m}"
+    );
+    assert!(m.contains("beyond the largest"), "{m}");
+    // A page size is echoed as given (2^63 MiB was shown as 2^64-1 bytes).
+    let out = neffld(&[
+        "plan",
+        "--json",
+        "--env",
+        "NEURON_SCRATCHPAD_PAGE_SIZE=9223372036854775808",
+        &format!("{d}@0"),
+    ]);
+    let m = json(&out)["error"]["message"].as_str().unwrap().to_string();
+    assert!(m.contains("9223372036854775808 MiB"), "{m}");
+    assert!(!m.contains("18446744073709551615"), "{m}");
+    // A deployment file's size keeps the reason the command line gives.
+    let dir = scratch("small-items");
+    let toml = dir.join("size.toml");
+    std::fs::write(
+        &toml,
+        format!("[[step]]\nload = \"{d}\"\ncores = 0\n[[step]]\ntensor = \"kv\"\nsize = \"15.99GiB\"\ncores = 0\n"),
+    )
+    .unwrap();
+    let cli = json(&neffld(&[
+        "plan",
+        "--json",
+        &format!("{d}@0"),
+        "--tensor",
+        "kv=15.99GiB@0",
+    ]));
+    let file = json(&neffld(&["plan", "--json", toml.to_str().unwrap()]));
+    let (cli, file) = (
+        cli["error"]["message"].as_str().unwrap().to_string(),
+        file["error"]["message"].as_str().unwrap().to_string(),
+    );
+    let reason = cli.rsplit(": ").next().unwrap();
+    assert!(file.contains(reason), "{file} / {cli}");
+    // `--json=true` still gets its one JSON document.
+    let out = neffld(&["inspect", d, "--json=true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["error"]["stage"], "usage");
+}
+
+/// Row 11: `pack D -o D/self.neff` twice: the second NEFF does not hold
+/// the first (the output is left out of the walk, with a warning).
+#[test]
+fn pack_leaves_its_own_output_out_of_the_walk() {
+    let dir = scratch("pack-self");
+    let s = Synth::static_sunda();
+    let tree = dir.join("tree");
+    write_tree(&s, &tree);
+    let out = tree.join("self.neff");
+    let o = out.to_str().unwrap();
+    let t = tree.to_str().unwrap();
+    for round in 0..2 {
+        let run = neffld(&["pack", t, "-o", o, "--json"]);
+        let doc = json(&run);
+        assert_eq!(run.status.code(), Some(0), "{doc}");
+        assert_eq!(
+            doc["members"],
+            s.member_list().len(),
+            "round {round}: {doc}"
+        );
+        if round == 1 {
+            assert!(
+                doc["warnings"].to_string().contains("left out self.neff"),
+                "{doc}"
+            );
+        }
+    }
+    let doc = json(&neffld(&["inspect", "--json", o]));
+    let names = doc["members"].to_string();
+    assert!(!names.contains("self.neff"), "{names}");
+}
+
+/// Row 13: a header field that does not fit is refused, not cut; a
+/// version `verify` would refuse is refused at pack time.
+#[test]
+fn pack_refuses_header_fields_that_do_not_fit() {
+    let dir = scratch("pack-header");
+    let s = Synth::static_sunda();
+    let tree = dir.join("tree");
+    write_tree(&s, &tree);
+    let t = tree.to_str().unwrap();
+    let o = dir.join("o.neff");
+    let o = o.to_str().unwrap();
+    let long_name = "n".repeat(300);
+    let long_build = format!("build_version={}", "b".repeat(200));
+    for (args, code, says) in [
+        (vec!["--name", long_name.as_str()], 2, "a name of 300 bytes"),
+        (
+            vec!["--header", long_build.as_str()],
+            2,
+            "a build_version of 200 bytes",
+        ),
+        (
+            vec!["--header", "version=99999.99999"],
+            1,
+            "would not pass verify",
+        ),
+    ] {
+        let mut all = vec!["pack", t, "-o", o, "--json"];
+        all.extend(args.iter().copied());
+        let out = neffld(&all);
+        let doc = json(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {doc}");
+        assert!(
+            doc["error"]["message"].as_str().unwrap().contains(says),
+            "{doc}"
+        );
+        assert!(!Path::new(o).exists(), "{args:?} wrote the file");
+    }
+    // What fits is packed whole.
+    let name = "n".repeat(255);
+    let out = neffld(&["pack", t, "-o", o, "--name", &name]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = json(&neffld(&["inspect", "--json", o]));
+    assert_eq!(doc["header"]["name"], name.as_str());
+}

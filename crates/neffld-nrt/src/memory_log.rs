@@ -46,7 +46,8 @@ pub(crate) fn watch(rt: &Runtime) {
         };
         let path = dir.join(hbm.table_file(seen.device));
         let text = memory.usage_report(hbm, name) + "\n";
-        if let Err(e) = std::fs::write(&path, text) {
+        // Never through a link planted at that name (`/tmp` is anyone's).
+        if let Err(e) = neffld::tree::replace_file(&path, text.as_bytes()) {
             warn!(
                 "could not write the memory usage table to {}: {e}",
                 path.display()

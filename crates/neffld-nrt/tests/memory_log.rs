@@ -180,9 +180,15 @@ struct Run {
 /// Runs the child with `env` (on top of trn2, LNC 1, the null device) and
 /// parses what it printed.
 fn run(tag: &str, env: &[(&str, &str)]) -> Run {
+    run_with(tag, env, |_| {})
+}
+
+/// [`run`], with `plant` given the table folder before the child starts.
+fn run_with(tag: &str, env: &[(&str, &str)], plant: impl FnOnce(&Path)) -> Run {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("memory_log_{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    plant(&dir);
     let one = dir.join("one.neff");
     let two = dir.join("two.neff");
     std::fs::write(&one, neff("neff_one", None)).unwrap();
@@ -486,4 +492,50 @@ fn the_oom_report_can_be_silenced_from_2_33() {
         stderr.contains("invalid value \"no\" for NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG"),
         "{stderr}"
     );
+}
+
+/// Issue 29 row 8: the memory table's file, planted beforehand as a
+/// symbolic link (or a hard link) to a victim, is replaced, never written
+/// through: the victim keeps its bytes.
+#[test]
+fn the_memory_table_never_writes_through_a_planted_link() {
+    if let Ok(paths) = std::env::var(CHILD) {
+        return child(&paths);
+    }
+    let victim = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memory_log_victim");
+    let hard_victim = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memory_log_hard_victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::fs::write(&hard_victim, "keep").unwrap();
+    let run = run_with(
+        "the_memory_table_never_writes_through_a_planted_link",
+        &[],
+        |dir| {
+            std::os::unix::fs::symlink(&victim, dir.join("neuron_mem_table_device_0_hbm_2.log"))
+                .unwrap();
+        },
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    let table = run.table_dir.join("neuron_mem_table_device_0_hbm_2.log");
+    assert!(!table.is_symlink());
+    assert!(std::fs::read_to_string(&table)
+        .unwrap()
+        .contains("NEFF id to name mapping"));
+    let run = run_with(
+        "the_memory_table_never_writes_through_a_planted_link",
+        &[],
+        |dir| {
+            std::fs::hard_link(
+                &hard_victim,
+                dir.join("neuron_mem_table_device_0_hbm_2.log"),
+            )
+            .unwrap();
+        },
+    );
+    assert_eq!(std::fs::read_to_string(&hard_victim).unwrap(), "keep");
+    let leftovers: Vec<_> = std::fs::read_dir(&run.table_dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

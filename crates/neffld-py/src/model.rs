@@ -348,9 +348,23 @@ pub fn load(
     path_or_bytes: &Bound<'_, PyAny>,
     arch: Option<&str>,
     device: &str,
-    start_core: i32,
+    start_core: i64,
     runtime: Option<&str>,
 ) -> PyResult<Model> {
+    // Any Python integer is taken, then checked: `nrt_load`'s core is an
+    // `int32_t` (2**31 used to raise a bare OverflowError).
+    let start_core = raise(
+        py,
+        i32::try_from(start_core)
+            .ok()
+            .filter(|&c| c >= -1)
+            .ok_or_else(|| {
+                Failure::input(format!(
+                    "start_core={start_core}: a logical core is -1 (the first free one) or 0 to {}",
+                    i32::MAX
+                ))
+            }),
+    )?;
     let (bytes, _) = raise(py, source::read(path_or_bytes))?;
     let arch = raise(
         py,

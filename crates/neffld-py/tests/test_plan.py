@@ -71,3 +71,26 @@ def test_python_dash_m_runs_the_same_command():
     assert out.returncode == 0
     assert json.loads(out.stdout)["command"] == "inspect"
     assert run(sys.executable, "-m", "neffld", "frobnicate").returncode == 2
+
+
+def test_a_load_is_always_a_file_name(tmp_path, monkeypatch):
+    # Issue 29 row 6: a load that looks like an option is a file that does
+    # not exist, never `--map` (which wrote HTML over the victim).
+    monkeypatch.chdir(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan("--map=victim.txt", f"{SMALL}@0")
+    assert "--map=victim.txt" in str(e.value)
+    assert victim.read_text() == "keep"
+    # Tensors still run after the loads.
+    doc = neffld.plan(f"{SMALL}@0", tensors=["kv=1GiB@0"], instance="trn2.3xlarge")
+    assert [s["kind"] for s in doc["steps"]] == ["load", "tensor"]
+
+
+def test_out_of_range_arguments_name_the_value_and_the_rule():
+    # Issue 29 row 14: no OverflowError, no clap `-- -1` tip.
+    with pytest.raises(ValueError, match=r"lnc=-1: a logical-core size is a positive integer"):
+        neffld.plan(f"{SMALL}@0", lnc=-1)
+    with pytest.raises(neffld.NeffError, match=r"start_core=2147483648: a logical core is -1"):
+        neffld.load(str(SMALL), start_core=2**31)

@@ -14,6 +14,10 @@
 //! seeds describe a synthetic NEFF's members as a tree (a flag byte, then
 //! for each entry a kind, a name and its bytes, see
 //! `neffld::testkit::fuzz_tree`), with a link, a loop and a FIFO added.
+//! `deployment` seeds are deployment files (the documented example, one
+//! that expands past the step ceiling) and short forms; `dump_names` seeds
+//! are graph names, plain and hostile (`../../x`, an absolute path, 300
+//! bytes).
 
 use std::path::{Path, PathBuf};
 
@@ -160,5 +164,53 @@ fn main() -> std::io::Result<()> {
         }
     }
     println!("{} tree seeds in {}", 2 * extras.len(), tree.display());
+
+    let deployment = root.join("deployment");
+    std::fs::create_dir_all(&deployment)?;
+    let wide = "[[step]]\nload = \"a.neff\"\ncores = \"0-65535\"\nrepeat = 16\n".repeat(40);
+    let deployments: [(&str, String); 4] = [
+        (
+            "example.toml",
+            "instance = \"trn2.3xlarge\"\nlnc = 1\n[env]\nNEURON_SCRATCHPAD_PAGE_SIZE = 2048\n\
+             [[step]]\nload = \"dense.neff\"\ncores = \"0-3\"\nrepeat = 2\n\
+             [[step]]\ntensor = \"kv\"\nsize = \"2GiB\"\ncores = [0, 1]\n\
+             [[step]]\nunload = \"dense.neff\"\ncores = 3\n[[step]]\nfree = \"kv\"\ncores = 1\n"
+                .to_string(),
+        ),
+        ("wide.toml", wide),
+        (
+            "short_forms.txt",
+            "a.neff@0-3,8\nkv=1.5GiB@0\nb.neff@4294967295\nNEURON_RT_PROFILE_BUF_EVENT_MB=17592186044416\n"
+                .to_string(),
+        ),
+        (
+            "size.toml",
+            "[[step]]\ntensor = \"kv\"\nsize = \"15.99GiB\"\ncores = 0\n".to_string(),
+        ),
+    ];
+    for (name, text) in &deployments {
+        std::fs::write(deployment.join(name), text)?;
+    }
+    println!(
+        "{} deployment seeds in {}",
+        deployments.len(),
+        deployment.display()
+    );
+
+    let dump = root.join("dump_names");
+    std::fs::create_dir_all(&dump)?;
+    let long = "g".repeat(300);
+    let names: [(&str, &[u8]); 6] = [
+        ("plain", b"sg00"),
+        ("up", b"../../ESCAPED"),
+        ("absolute", b"/tmp/victim"),
+        ("inner", b"a/b"),
+        ("long", long.as_bytes()),
+        ("not_utf8", b"sg\xff\x00"),
+    ];
+    for (name, bytes) in &names {
+        std::fs::write(dump.join(name), bytes)?;
+    }
+    println!("{} dump_names seeds in {}", names.len(), dump.display());
     Ok(())
 }

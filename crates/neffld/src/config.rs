@@ -232,6 +232,25 @@ fn parse_num<T: std::str::FromStr>(var: &'static str, v: &str) -> Result<T, Conf
     })
 }
 
+/// The ceiling on the steps one plan expands to: `NEFFLD_MAX_STEPS` as
+/// `lookup` gives it, else [`crate::plan::deployment::MAX_STEPS`].
+pub fn max_steps(lookup: impl Fn(&str) -> Option<String>) -> Result<usize, ConfigError> {
+    match lookup("NEFFLD_MAX_STEPS") {
+        Some(v) => parse_num("NEFFLD_MAX_STEPS", &v),
+        None => Ok(crate::plan::deployment::MAX_STEPS),
+    }
+}
+
+/// The ceiling on a NEFF read from a stream (standard input, a pipe, a
+/// device): `NEFFLD_MAX_NEFF_SIZE` as `lookup` gives it, else
+/// [`crate::container::stream::MAX_STREAM_NEFF`].
+pub fn max_stream_neff(lookup: impl Fn(&str) -> Option<String>) -> Result<u64, ConfigError> {
+    match lookup("NEFFLD_MAX_NEFF_SIZE") {
+        Some(v) => parse_num("NEFFLD_MAX_NEFF_SIZE", &v),
+        None => Ok(crate::container::stream::MAX_STREAM_NEFF),
+    }
+}
+
 /// `"0-3,6"` → `[0, 1, 2, 3, 6]` (sorted, deduplicated).
 pub fn parse_core_list(var: &'static str, v: &str) -> Result<Vec<u32>, ConfigError> {
     let bad = |reason: &str| ConfigError {
@@ -357,8 +376,7 @@ impl RuntimeConfig {
                     var: "NEURON_SCRATCHPAD_PAGE_SIZE",
                     value: v,
                     reason: format!(
-                        "Invalid scratchpad page size {} bytes: it must be more than 0 and less than {} bytes (1 to 4095 MiB)",
-                        mib.saturating_mul(1 << 20),
+                        "Invalid scratchpad page size {mib} MiB: it must be more than 0 and less than {} bytes (1 to 4095 MiB)",
                         1u64 << 32
                     ),
                 });
@@ -400,8 +418,18 @@ impl RuntimeConfig {
         for (kind, var) in PROFILE_BUFFERS {
             if let Some(v) = lookup(var) {
                 let mib: u64 = parse_num(var, &v)?;
+                // `mib << 20` would wrap past 2^44 MiB (17592186044416 MiB
+                // became 0 bytes).
+                let bytes = mib.checked_mul(1 << 20).ok_or_else(|| ConfigError {
+                    var,
+                    value: v.clone(),
+                    reason: format!(
+                        "{mib} MiB is more bytes than a 64-bit size holds (at most {} MiB)",
+                        u64::MAX >> 20
+                    ),
+                })?;
                 self.profile_buffers.retain(|&(k, _)| k != kind);
-                self.profile_buffers.push((kind, mib << 20));
+                self.profile_buffers.push((kind, bytes));
             }
         }
         if let Some(v) = lookup("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS") {
@@ -946,5 +974,22 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.var, "NEFFLD_RUNTIME");
         assert!(e.to_string().contains("'2.26'"), "{e}");
+    }
+
+    /// Issue 29 row 9: a profiler buffer whose bytes overflow 64 bits is
+    /// refused naming the variable (`mib << 20` wrapped to 0 bytes).
+    #[test]
+    fn a_profiler_buffer_that_overflows_is_refused() {
+        for v in ["17592186044416", "17592186044417"] {
+            let e = RuntimeConfig::default()
+                .with_env(env(&[("NEURON_RT_PROFILE_BUF_EVENT_MB", v)]))
+                .unwrap_err();
+            assert_eq!(e.var, "NEURON_RT_PROFILE_BUF_EVENT_MB");
+            assert!(e.to_string().contains(v), "{e}");
+        }
+        let c = RuntimeConfig::default()
+            .with_env(env(&[("NEURON_RT_PROFILE_BUF_EVENT_MB", "17592186044415")]))
+            .unwrap();
+        assert_eq!(c.profile_buffers, vec![("EVENT", 17592186044415u64 << 20)]);
     }
 }

@@ -7,7 +7,9 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+pub use crate::container::archive::DEFAULT_MAX_MEMBERS;
 pub use crate::container::header::feature_names;
+pub use crate::container::stream::MAX_STREAM_NEFF;
 pub use crate::container::writer::{NeffWriter, Producer};
 pub use crate::container::{
     open, open_mapped, read_neff, Archive, ContainerError, DigestForm, Encoding, HashAlgorithm,

@@ -839,6 +839,20 @@ pub fn fuzz_deployment(input: &[u8]) -> Option<crate::plan::DeploymentError> {
             assert!(cores.len() <= 1 << 16, "{line}");
         }
     }
+    // The whole file under a small ceiling: what parses stays within it,
+    // and a refusal for the ceiling names its variable (each step is
+    // counted before it is expanded, so this is as quick as the parse).
+    let small = 1 + usize::from(input.first().copied().unwrap_or(0)) * 4;
+    let mut budget = plan::StepBudget::new(small);
+    match plan::parse_toml_within(&text, "fuzz.toml", std::path::Path::new("."), &mut budget) {
+        Ok(d) => assert!(d.steps.len() <= small, "{} > {small}", d.steps.len()),
+        Err(e) => {
+            check(&e);
+            if e.what.contains("would expand to more than") {
+                assert!(e.what.contains("NEFFLD_MAX_STEPS"), "{e}");
+            }
+        }
+    }
     match plan::parse_toml(&text, "fuzz.toml", std::path::Path::new(".")) {
         Ok(d) => {
             assert!(d.steps.len() <= plan::deployment::MAX_STEPS);
@@ -849,6 +863,57 @@ pub fn fuzz_deployment(input: &[u8]) -> Option<crate::plan::DeploymentError> {
             Some(e)
         }
     }
+}
+
+/// The body of the `dump_names` fuzz target: the input as a subgraph's
+/// name (the kelf json's graph name, which the runtime takes as any
+/// label), made into the file names `load --dump` writes
+/// (`<subgraph>_<engine>.bin`) and written by the dump's policy
+/// ([`crate::tree::plain_name`], [`crate::tree::Dest::write_plain`]) into
+/// a destination beside a folder that must stay empty. Checks: a name the
+/// policy passes is one file in the destination itself, holding the bytes
+/// written; a refused name writes nothing; nothing is ever written outside
+/// the destination. Returns whether the names were written.
+pub fn fuzz_dump_names(input: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+
+    use crate::tree::{plain_name, Dest};
+
+    let scratch = std::env::temp_dir().join(format!("neffld-fuzz-dump-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let (dest_path, outside) = (scratch.join("a/b/dump"), scratch.join("outside"));
+    std::fs::create_dir_all(&outside).expect("scratch");
+    let dest = Dest::create(&dest_path).expect("scratch");
+    let mut written = Vec::new();
+    for engine in ["pe", "act", "pool", "dve", "sp"] {
+        let name = [input, b"_", engine.as_bytes(), b".bin"].concat();
+        let passed = plain_name(&name).is_ok();
+        let wrote = dest.write_plain(&name, engine.as_bytes());
+        assert_eq!(passed, wrote.is_ok(), "{name:?}: {wrote:?}");
+        if passed {
+            written.push(name);
+        }
+    }
+    // Nothing beside or above the destination, nothing beneath it but the
+    // files written, each under its exact name.
+    let listed = |d: &std::path::Path| -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = std::fs::read_dir(d)
+            .expect("scratch")
+            .map(|e| e.expect("scratch").file_name().as_bytes().to_vec())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(listed(&scratch), vec![b"a".to_vec(), b"outside".to_vec()]);
+    assert_eq!(listed(&scratch.join("a")), vec![b"b".to_vec()]);
+    assert_eq!(listed(&scratch.join("a/b")), vec![b"dump".to_vec()]);
+    assert!(listed(&outside).is_empty());
+    let mut expected = written.clone();
+    expected.sort();
+    expected.dedup();
+    assert_eq!(listed(&dest_path), expected);
+    let _ = std::fs::remove_dir_all(&scratch);
+    !written.is_empty()
 }
 
 /// Live allocations of `dev` other than those a started runtime holds for

@@ -143,3 +143,37 @@ fn tar_member_named_by_bytes_that_are_not_utf8() {
     let input = data("tar/non_utf8_name.bin");
     assert_eq!(neffld::testkit::fuzz_tar(&input), Some(2));
 }
+
+/// Issue 29: the `deployment` target's body on a file that expands past
+/// the step ceiling (forty `cores = "0-65535"`, `repeat = 16` steps: 27 s
+/// and 3 GB before) is refused at once, with its variable named.
+#[test]
+fn deployment_target_refuses_a_wide_file_before_expanding_it() {
+    let wide = "[[step]]\nload = \"a.neff\"\ncores = \"0-65535\"\nrepeat = 16\n".repeat(40);
+    let t = Instant::now();
+    let e = neffld::testkit::fuzz_deployment(wide.as_bytes()).expect("refused");
+    assert!(e.what.contains("NEFFLD_MAX_STEPS"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
+
+/// Issue 29: the `dump_names` target's body on its seeds: a plain graph
+/// name is written, hostile ones (`../../x`, an absolute path, a `/`
+/// inside, 300 bytes, a NUL) write nothing anywhere.
+#[test]
+fn dump_names_target_on_its_seeds() {
+    use neffld::testkit::fuzz_dump_names;
+    assert!(fuzz_dump_names(b"sg00"));
+    assert!(fuzz_dump_names("sg\u{e9}\n".as_bytes()));
+    assert!(fuzz_dump_names(b"sg\xff"));
+    for hostile in [
+        &b"../../ESCAPED"[..],
+        b"/tmp/victim",
+        b"a/b",
+        b"sg\x00",
+        "g".repeat(300).as_bytes(),
+    ] {
+        assert!(!fuzz_dump_names(hostile), "{hostile:?}");
+    }
+    // "." and ".." alone become `._pe.bin`: plain names, written in place.
+    assert!(fuzz_dump_names(b".."));
+}

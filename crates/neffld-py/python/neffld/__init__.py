@@ -86,21 +86,29 @@ def plan(
     (`["fits"]` is False), not an exception; a usage or I/O error raises
     NeffError.
     """
-    args = [_os.fspath(x) for x in loads]
+    # Every option in its `--name=value` form, the loads after `--`: a load
+    # is always a file name, never an option (`'--map=victim.txt'` as a
+    # load used to write the map over victim.txt). Tensors and unloads run
+    # after the loads (the `plan_document` order), wherever they stand.
+    args = []
     if instance is not None:
-        args += ["--instance", str(instance)]
+        args.append(f"--instance={instance}")
     if lnc is not None:
-        args += ["--lnc", str(lnc)]
+        if isinstance(lnc, bool) or not isinstance(lnc, int) or lnc < 1:
+            raise ValueError(f"lnc={lnc!r}: a logical-core size is a positive integer (1 or 2)")
+        args.append(f"--lnc={lnc}")
     if runtime is not None:
-        args += ["--runtime", str(runtime)]
+        args.append(f"--runtime={runtime}")
     for k, v in (env or {}).items():
-        args += ["--env", f"{k}={v}"]
+        args.append(f"--env={k}={v}")
     for t in tensors:
-        args += ["--tensor", str(t)]
+        args.append(f"--tensor={t}")
     for u in unloads:
-        args += ["--unload", _os.fspath(u)]
+        args.append(f"--unload={_os.fspath(u)}")
     if not io_tensors:
         args.append("--no-io-tensors")
     if map is not None:
-        args += ["--map", _os.fspath(map)]
+        args.append(f"--map={_os.fspath(map)}")
+    args.append("--")
+    args += [_os.fspath(x) for x in loads]
     return _json.loads(_plan(args))

@@ -261,6 +261,33 @@ impl NeffHeader {
     }
 
     /// Sets the name field (truncated to 255 bytes so it stays terminated).
+    /// Sets the model name when it fits the field (255 bytes and a NUL);
+    /// the reason when it does not, instead of cutting it.
+    pub fn try_set_name(&mut self, name: &str) -> Result<(), String> {
+        if name.len() > 255 {
+            return Err(format!(
+                "a name of {} bytes: the header holds at most 255",
+                name.len()
+            ));
+        }
+        self.set_name(name);
+        Ok(())
+    }
+
+    /// Sets the build label when it fits the field (127 bytes and a NUL);
+    /// the reason when it does not.
+    pub fn try_set_build_version(&mut self, label: &str) -> Result<(), String> {
+        if label.len() > 127 {
+            return Err(format!(
+                "a build_version of {} bytes: the header holds at most 127",
+                label.len()
+            ));
+        }
+        self.build_version = [0; 128];
+        self.build_version[..label.len()].copy_from_slice(label.as_bytes());
+        Ok(())
+    }
+
     pub fn set_name(&mut self, name: &str) {
         self.name = [0; 256];
         let n = name.len().min(255);

@@ -17,6 +17,12 @@ use std::io::{self, Read};
 use super::header::{NeffHeader, HEADER_LEN};
 use crate::fallible;
 
+/// Default ceiling on the payload of a NEFF read from a stream, in bytes
+/// (`NEFFLD_MAX_NEFF_SIZE` sets another): the top of the inflate ceiling's
+/// range. A header declaring more is refused before its payload is read
+/// (one declaring 2^40 bytes, followed by `/dev/zero`, grew without end).
+pub const MAX_STREAM_NEFF: u64 = 32 << 30;
+
 /// Payload bytes reserved at a time while reading: the buffer grows as data
 /// arrives, never by what the header merely declares.
 const GROW: usize = 64 << 20;
@@ -45,6 +51,15 @@ fn read_up_to(r: &mut dyn Read, out: &mut Vec<u8>, want: u64) -> io::Result<()> 
 /// held. Fails only on a read error or when the host cannot hold the bytes
 /// (`ErrorKind::OutOfMemory`).
 pub fn read_neff(r: &mut dyn Read) -> io::Result<Vec<u8>> {
+    let max = crate::config::max_stream_neff(|k| std::env::var(k).ok())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    read_neff_within(r, max)
+}
+
+/// [`read_neff`] with the ceiling on the payload given: a header that
+/// declares more than `max` bytes is an `InvalidInput` error naming both
+/// sizes and the variable that raises the ceiling, and nothing more is read.
+pub fn read_neff_within(r: &mut dyn Read, max: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     read_up_to(r, &mut out, HEADER_LEN as u64)?;
     let Ok(header) = <&[u8; HEADER_LEN]>::try_from(out.as_slice()) else {
@@ -54,6 +69,16 @@ pub fn read_neff(r: &mut dyn Read) -> io::Result<Vec<u8>> {
     // Every gate that does not need the file's length (which a stream
     // does not have): the data-size gate is met by reading.
     if h.validate(u64::MAX).is_ok() {
+        if h.data_size > max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the header declares a payload of {} bytes, more than the {max} bytes a NEFF \
+                     read from a stream may hold (NEFFLD_MAX_NEFF_SIZE raises the ceiling)",
+                    h.data_size
+                ),
+            ));
+        }
         read_up_to(r, &mut out, h.data_size)?;
     }
     Ok(out)
@@ -128,11 +153,29 @@ mod tests {
         h.header_size = HEADER_LEN as u64;
         h.data_size = u64::MAX / 2;
         let mut r = io::Cursor::new(h.encode().to_vec()).chain(io::repeat(1).take(3 << 20));
-        let got = read_neff(&mut r).unwrap();
+        let got = read_neff_within(&mut r, u64::MAX).unwrap();
         assert_eq!(
             got.len(),
             HEADER_LEN + (3 << 20),
             "reads what arrives, no more"
         );
+    }
+
+    /// A declared size above the ceiling is refused before a payload byte
+    /// is read (2^40 bytes of `/dev/zero` grew without end).
+    #[test]
+    fn a_declared_size_above_the_ceiling_is_refused_unread() {
+        let mut h = Producer::V2_18.default_header();
+        h.header_size = HEADER_LEN as u64;
+        h.data_size = 1 << 40;
+        let mut r = Counted {
+            inner: io::Cursor::new(h.encode().to_vec()).chain(io::repeat(0)),
+            read: 0,
+        };
+        let e = read_neff_within(&mut r, MAX_STREAM_NEFF).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("1099511627776"), "{e}");
+        assert!(e.to_string().contains("NEFFLD_MAX_NEFF_SIZE"), "{e}");
+        assert_eq!(r.read, HEADER_LEN as u64);
     }
 }

@@ -21,6 +21,21 @@ pub enum MemberKind {
     Special(u8),
 }
 
+impl MemberKind {
+    /// What the entry is, for a message: `None` for a regular file.
+    pub fn special_name(self) -> Option<&'static str> {
+        match self {
+            MemberKind::Regular => None,
+            MemberKind::Special(b'1') => Some("a hard link"),
+            MemberKind::Special(b'2') => Some("a symbolic link"),
+            MemberKind::Special(b'3') => Some("a character device"),
+            MemberKind::Special(b'4') => Some("a block device"),
+            MemberKind::Special(b'6') => Some("a FIFO"),
+            MemberKind::Special(_) => Some("a special entry"),
+        }
+    }
+}
+
 /// One archive member: its name and where its bytes are in the buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {

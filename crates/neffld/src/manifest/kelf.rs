@@ -200,6 +200,11 @@ pub fn parse_bytes(member: &str, bytes: &[u8], opts: &ParseOptions) -> Result<Ke
                     ))
                 })
         };
+        // Any string is a graph name, as the runtime takes it: a label in
+        // reports and logs, never a path it opens (`definition` is the
+        // member it reads). So `../../x` or `/etc/x` loads; what would use
+        // it as a file name (`neffld load --dump`) checks it there
+        // (`tree::plain_name`) and refuses it before writing anything.
         let name = field("name")?;
         let definition = field("definition")?;
         if !seen.insert(name.clone()) {

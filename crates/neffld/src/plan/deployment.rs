@@ -87,9 +87,18 @@ pub fn parse_cores(s: &str) -> Result<Vec<u32>, String> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim) {
         let num = |t: &str| {
-            t.trim()
+            let t = t.trim();
+            let n = t
                 .parse::<u32>()
-                .map_err(|_| format!("'{t}' is not a logical core number"))
+                .map_err(|_| format!("'{t}' is not a logical core number"))?;
+            // `nrt_load` takes the core as an `int32_t`.
+            if n > i32::MAX as u32 {
+                return Err(format!(
+                    "logical core {n} is beyond the largest nrt_load takes ({})",
+                    i32::MAX
+                ));
+            }
+            Ok(n)
         };
         match part.split_once('-') {
             Some((a, b)) => {
@@ -159,6 +168,13 @@ pub fn parse_load(arg: &str) -> Result<Vec<Step>, DeploymentError> {
     let place = || format!("LOAD '{arg}'");
     if arg.is_empty() {
         return Err(bad(place(), "no file named"));
+    }
+    if arg == "-" || arg.starts_with("-@") {
+        return Err(bad(
+            place(),
+            "standard input (`-`) cannot be planned: a plan reads each NEFF from a file \
+             (name the file, `./-` for one called `-`)",
+        ));
     }
     let (file, cores) = match arg.rsplit_once('@') {
         Some((file, cores))
@@ -276,11 +292,86 @@ struct RawStep {
     repeat: Option<u32>,
 }
 
+/// Largest deployment file read, in bytes: a deployment is a few lines
+/// per step, and a file of this size already names more steps than
+/// [`MAX_STEPS`].
+pub const MAX_DEPLOYMENT_BYTES: u64 = 16 << 20;
+
+/// The text of the deployment file at `path`: a regular file (a link to
+/// one is followed) of at most [`MAX_DEPLOYMENT_BYTES`], UTF-8. A device,
+/// FIFO or socket is refused before a byte is read (`/dev/zero` never
+/// ends); a larger file is refused after that many bytes.
+pub fn read_deployment(path: &Path) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: a FIFO with no writer is refused below instead of
+    // blocking the open (it has no effect on a regular file's reads).
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "a deployment file must be a regular file (this is a device, a FIFO or a socket)",
+        ));
+    }
+    let mut text = String::new();
+    f.take(MAX_DEPLOYMENT_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| match e.kind() {
+            ErrorKind::InvalidData => Error::new(ErrorKind::InvalidData, "it is not UTF-8 text"),
+            _ => e,
+        })?;
+    if text.len() as u64 > MAX_DEPLOYMENT_BYTES {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("a deployment file is at most {MAX_DEPLOYMENT_BYTES} bytes"),
+        ));
+    }
+    Ok(text)
+}
+
 /// Longest `repeat` of one step.
 const MAX_REPEAT: u32 = 1 << 16;
 
-/// Most steps a deployment file may expand to.
+/// Default ceiling on the steps a whole deployment expands to — the
+/// deployment file's and the command line's loads, tensors and unloads
+/// together (`NEFFLD_MAX_STEPS` sets another, [`crate::config::max_steps`]).
+/// Forty 2 KB lines of `cores = "0-65535"` and `repeat = 16` used to expand
+/// to 40 million steps (27 s and 3 GB) before anything looked at them.
 pub const MAX_STEPS: usize = 1 << 20;
+
+/// The steps a deployment may still expand to: each step is counted
+/// before it is expanded.
+#[derive(Clone, Copy, Debug)]
+pub struct StepBudget {
+    max: usize,
+    used: usize,
+}
+
+impl StepBudget {
+    pub fn new(max: usize) -> StepBudget {
+        StepBudget { max, used: 0 }
+    }
+
+    /// Takes `n` more steps for what `place` names, or says the ceiling.
+    pub fn take(&mut self, n: usize, place: impl fmt::Display) -> Result<(), DeploymentError> {
+        if n > self.max - self.used {
+            return Err(bad(
+                place,
+                format!(
+                    "the deployment would expand to more than {} steps (this adds {n} to {}); \
+                     NEFFLD_MAX_STEPS raises the ceiling",
+                    self.max, self.used
+                ),
+            ));
+        }
+        self.used += n;
+        Ok(())
+    }
+}
 
 /// The 1-based line of byte `offset` of `text`.
 fn line_of(text: &str, offset: usize) -> usize {
@@ -294,6 +385,16 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// A deployment file (docs/cli.md, "Deployment files"). `origin` names it in
 /// errors; relative NEFF paths are taken from `base` (its folder).
 pub fn parse_toml(text: &str, origin: &str, base: &Path) -> Result<Deployment, DeploymentError> {
+    parse_toml_within(text, origin, base, &mut StepBudget::new(MAX_STEPS))
+}
+
+/// [`parse_toml`], its steps taken from `budget` before each is expanded.
+pub fn parse_toml_within(
+    text: &str,
+    origin: &str,
+    base: &Path,
+    budget: &mut StepBudget,
+) -> Result<Deployment, DeploymentError> {
     let raw: RawDeployment = toml::from_str(text).map_err(|e| {
         let at = e.span().map_or(String::new(), |s| {
             format!(" line {}", line_of(text, s.start))
@@ -334,8 +435,14 @@ pub fn parse_toml(text: &str, origin: &str, base: &Path) -> Result<Deployment, D
     }
     for (n, step) in raw.step.iter().enumerate() {
         let place = format!("{} (step {})", at(step.span().start), n + 1);
-        d.steps
-            .extend(toml_step(step.get_ref(), &place, base, text, origin)?);
+        d.steps.extend(toml_step(
+            step.get_ref(),
+            &place,
+            base,
+            text,
+            origin,
+            budget,
+        )?);
     }
     Ok(d)
 }
@@ -346,6 +453,7 @@ fn toml_step(
     base: &Path,
     text: &str,
     origin: &str,
+    budget: &mut StepBudget,
 ) -> Result<Vec<Step>, DeploymentError> {
     let kinds = [&s.load, &s.tensor, &s.unload, &s.free];
     if kinds.iter().filter(|k| k.is_some()).count() != 1 {
@@ -385,6 +493,10 @@ fn toml_step(
             format!("repeat = {repeat} is outside 1..={MAX_REPEAT}"),
         ));
     }
+    // Counted before anything is expanded: the cores listed (at most
+    // 65536), each `repeat` times.
+    let listed = cores.as_ref().map_or(1, Vec::len);
+    budget.take(listed.saturating_mul(repeat as usize), place)?;
     let need_cores = |what: &str| {
         cores
             .clone()
@@ -411,17 +523,25 @@ fn toml_step(
             .as_ref()
             .ok_or_else(|| bad(place, "a tensor step needs size = ..."))?;
         let bytes = match size.get_ref() {
-            toml::Value::Integer(i) => u64::try_from(*i).ok().filter(|&b| b > 0),
-            toml::Value::String(t) => parse_size(t).ok().filter(|&b| b > 0),
-            _ => None,
+            toml::Value::Integer(i) => {
+                u64::try_from(*i).map_err(|_| format!("{i} bytes is not a size"))
+            }
+            toml::Value::String(t) => parse_size(t),
+            other => Err(format!(
+                "{other} is neither bytes nor a size such as \"2GiB\""
+            )),
         }
-        .ok_or_else(|| {
+        .and_then(|b| {
+            if b == 0 {
+                Err("a tensor of 0 bytes (nrt_tensor_allocate refuses size 0)".to_string())
+            } else {
+                Ok(b)
+            }
+        })
+        .map_err(|why| {
             bad(
                 value_place(size),
-                format!(
-                    "size = {}: expected bytes or a size such as \"2GiB\" (not 0)",
-                    size.get_ref()
-                ),
+                format!("size = {}: {why}", size.get_ref()),
             )
         })?;
         need_cores("a tensor step")?
@@ -450,12 +570,6 @@ fn toml_step(
             })
             .collect()
     };
-    if one.len().saturating_mul(repeat as usize) > MAX_STEPS {
-        return Err(bad(
-            place,
-            format!("the step expands to more than {MAX_STEPS} steps"),
-        ));
-    }
     if repeat > 1 {
         let once = std::mem::take(&mut one);
         for _ in 0..repeat {
@@ -651,5 +765,57 @@ cores = 4
             assert_eq!(e.place, place, "{text}: {e}");
             assert!(e.what.contains(what), "{text}: {e}");
         }
+    }
+
+    /// Issue 29 row 3: the whole file's steps are counted against one
+    /// ceiling before any step is expanded (40 steps of 65536 cores × 16
+    /// took 27 s and 3 GB).
+    #[test]
+    fn the_whole_deployment_is_counted_before_it_expands() {
+        let step = "[[step]]\nload = \"a\"\ncores = \"0-65535\"\nrepeat = 16\n";
+        let start = std::time::Instant::now();
+        let e = parse_toml(&step.repeat(80), "d.toml", Path::new("/m")).unwrap_err();
+        assert!(start.elapsed().as_secs() < 2);
+        assert_eq!(e.place, "d.toml line 5 (step 2)", "{e}");
+        assert!(e.what.contains("more than 1048576 steps"), "{e}");
+        assert!(e.what.contains("NEFFLD_MAX_STEPS"), "{e}");
+        let mut budget = StepBudget::new(3);
+        let d = parse_toml_within(
+            "[[step]]\nload = \"a\"\ncores = \"0-2\"\n",
+            "d.toml",
+            Path::new("/m"),
+            &mut budget,
+        )
+        .unwrap();
+        assert_eq!(d.steps.len(), 3);
+        assert!(
+            budget.take(1, "LOAD 'b'").is_err(),
+            "the command line counts too"
+        );
+    }
+
+    #[test]
+    fn cores_beyond_int32_and_standard_input_are_named() {
+        let e = parse_load("demo.neff@4294967295").unwrap_err();
+        assert!(e.what.contains("4294967295"), "{e}");
+        assert!(parse_cores("2147483647").is_ok());
+        assert!(parse_cores("2147483648").is_err());
+        let e = parse_load("-").unwrap_err();
+        assert!(e.what.contains("standard input"), "{e}");
+    }
+
+    #[test]
+    fn a_deployment_file_that_is_no_regular_file_is_refused() {
+        let e = read_deployment(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("regular file"), "{e}");
+        // A FIFO with no writer is refused, not waited on.
+        let fifo = std::env::temp_dir().join(format!("neffld-fifo-{}.toml", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path alive for the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_deployment(&fifo).unwrap_err();
+        assert!(e.to_string().contains("regular file"), "{e}");
+        let _ = std::fs::remove_file(&fifo);
     }
 }

@@ -36,8 +36,8 @@ use crate::{Arch, NrtStatus};
 
 pub use advice::{Advice, AdviceKind};
 pub use deployment::{
-    parse_cores, parse_env, parse_load, parse_size, parse_tensor, parse_toml, parse_unload,
-    Deployment, DeploymentError, Step,
+    parse_cores, parse_env, parse_load, parse_size, parse_tensor, parse_toml, parse_toml_within,
+    parse_unload, read_deployment, Deployment, DeploymentError, Step, StepBudget,
 };
 pub use headroom::{Copies, Headroom};
 

@@ -7,7 +7,6 @@
 //! devices and runs the steps until the first one the runtime refuses.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -26,31 +25,29 @@ use super::deployment::{Deployment, DeploymentError, Step};
 use super::headroom::{self, Headroom};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
 
-/// A NEFF file's bytes, read once for the whole plan: mapped when it can
-/// be (its pages are the page cache's), else read.
-enum FileBytes {
-    Mapped(MappedFile),
-    Read(Vec<u8>),
-}
+/// A NEFF file's bytes, read once for the whole plan through the bounded
+/// reader every command uses ([`crate::neff::Source`]): a regular file
+/// mapped (its pages are the page cache's), anything else — a device, a
+/// pipe — read only as far as its header says, so `/dev/zero` or `yes`
+/// cannot hold the plan forever.
+struct FileBytes(crate::neff::Source);
 
 impl FileBytes {
     fn read(path: &Path) -> Result<FileBytes, PlanError> {
-        let io = |source| PlanError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = File::open(path).map_err(io)?;
-        match MappedFile::map(&file) {
-            Ok(m) => Ok(FileBytes::Mapped(m)),
-            Err(_) => std::fs::read(path).map(FileBytes::Read).map_err(io),
-        }
+        crate::neff::Source::read(Some(path))
+            .map(FileBytes)
+            .map_err(|source| PlanError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
     }
 
     fn bytes(&self) -> &[u8] {
-        match self {
-            FileBytes::Mapped(m) => m.bytes(),
-            FileBytes::Read(v) => v,
-        }
+        self.0.bytes()
+    }
+
+    fn mapped(&self) -> Option<&MappedFile> {
+        self.0.mapped()
     }
 }
 
@@ -119,16 +116,15 @@ impl Session {
             // whole file resident beside the inflated payload.
             let first = FileBytes::read(path)?;
             let print = parses.fingerprint_of(first.bytes());
-            let bytes = match first {
-                FileBytes::Mapped(_) => {
-                    drop(first);
-                    FileBytes::read(path)?
-                }
-                read => read,
+            let bytes = if first.mapped().is_some() {
+                drop(first);
+                FileBytes::read(path)?
+            } else {
+                first
             };
-            opened.push(match &bytes {
-                FileBytes::Mapped(m) => container::open_mapped(m, &opts).ok(),
-                FileBytes::Read(v) => container::open(v, &opts).ok(),
+            opened.push(match bytes.mapped() {
+                Some(m) => container::open_mapped(m, &opts).ok(),
+                None => container::open(bytes.bytes(), &opts).ok(),
             });
             files.push(NeffFile {
                 path: path.clone(),
