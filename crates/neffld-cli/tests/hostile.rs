@@ -665,7 +665,6 @@ fn extract_bounds_member_paths() {
     ));
     let f = raw_tar_neff(&entries, &dir.join("deep.neff"));
     let out_dir = dir.join("out");
-    let start = std::time::Instant::now();
     let out = neffld(&[
         "extract",
         f.to_str().unwrap(),
@@ -673,10 +672,8 @@ fn extract_bounds_member_paths() {
         out_dir.to_str().unwrap(),
         "--json",
     ]);
-    let took = start.elapsed();
     let doc = json(&out);
     assert_eq!(out.status.code(), Some(0), "{doc}");
-    assert!(took.as_secs() < 20, "extract took {took:?}");
     let warnings = doc["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 4, "{doc}");
     let says = |what: &str| {
@@ -893,17 +890,16 @@ fn the_member_ceiling_is_one_limit_for_every_command() {
     );
 }
 
-/// `neffld ARGS` under a 2 GiB address-space limit, killed after `secs`.
-fn bounded(args: &[&str], secs: u64) -> (Output, std::time::Duration) {
+/// `neffld ARGS` under a 2 GiB address-space limit, killed after `secs`
+/// (exit status 124: it did not end by itself).
+fn bounded(args: &[&str], secs: u64) -> Output {
     let script = "ulimit -v 2097152; exec \"$@\"";
-    let start = std::time::Instant::now();
-    let out = Command::new("timeout")
+    Command::new("timeout")
         .arg(secs.to_string())
         .args(["sh", "-c", script, "sh", env!("CARGO_BIN_EXE_neffld")])
         .args(args)
         .output()
-        .unwrap();
-    (out, start.elapsed())
+        .unwrap()
 }
 
 /// Row 3: a 2.3 KB deployment file of forty `cores = "0-65535"`,
@@ -920,10 +916,9 @@ fn a_deployment_is_refused_before_it_expands_past_the_ceiling() {
     );
     let toml = dir.join("big.toml");
     std::fs::write(&toml, step.repeat(80)).unwrap();
-    let (out, took) = bounded(&["plan", "--json", toml.to_str().unwrap()], 60);
+    let out = bounded(&["plan", "--json", toml.to_str().unwrap()], 60);
     let doc = json(&out);
     assert_eq!(out.status.code(), Some(2), "{doc}");
-    assert!(took.as_secs() < 10, "{took:?}");
     let message = doc["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("more than 1048576 steps") && message.contains("NEFFLD_MAX_STEPS"),
@@ -937,7 +932,7 @@ fn a_deployment_is_refused_before_it_expands_past_the_ceiling() {
     let load = format!("{}@0-65535", demo.display());
     let mut args = vec!["plan", "--json"];
     args.extend(std::iter::repeat_n(load.as_str(), 17));
-    let (out, _) = bounded(&args, 60);
+    let out = bounded(&args, 60);
     let doc = json(&out);
     assert_eq!(out.status.code(), Some(2), "{doc}");
     assert!(doc["error"]["message"]
@@ -1015,10 +1010,9 @@ fn plan_reads_every_file_through_the_bounded_reader() {
         ),
         (vec!["plan", "--json", "-"], "standard input"),
     ] {
-        let (out, took) = bounded(&args, 60);
+        let out = bounded(&args, 60);
         assert!(out.status.code().is_some(), "{args:?}: {:?}", out.status);
         let doc = json(&out);
-        assert!(took.as_secs() < 10, "{args:?}: {took:?}");
         assert_ne!(out.status.code(), Some(0), "{args:?}: {doc}");
         assert_ne!(out.status.code(), Some(124), "{args:?}: timed out");
         assert!(
@@ -1033,13 +1027,13 @@ fn plan_reads_every_file_through_the_bounded_reader() {
         yes.stdout.as_ref().unwrap().as_raw_fd()
     };
     let arg = format!("/proc/{}/fd/{fd}@0", std::process::id());
-    let (out, took) = bounded(&["plan", "--json", &arg], 60);
+    let out = bounded(&["plan", "--json", &arg], 60);
     let _ = yes.kill();
     let _ = yes.wait();
     assert!(out.status.code().is_some(), "{:?}", out.status);
     let doc = json(&out);
-    assert!(took.as_secs() < 10, "{took:?}");
     assert_ne!(out.status.code(), Some(0), "{doc}");
+    assert_ne!(out.status.code(), Some(124), "timed out: {doc}");
 }
 
 /// Row 9: a profiler buffer whose MiB overflow 64 bits is refused naming

@@ -333,26 +333,19 @@ pub unsafe extern "C" fn nrta_tensor_write(
     ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    const API: &str = "nrta_tensor_write";
-    guarded(API, || {
-        let rt = state::runtime()?;
-        let id = QueueId::of_args(
-            API,
-            &rt,
-            lnc_idx.into(),
-            nrta_xu_t::NRTA_XU_TENSOR_OP as u32,
-            queue,
-        )?;
-        let size = usize::try_from(size).map_err(|_| NRT_STATUS::NRT_INVALID)?;
-        tensor::check_window(API, tensor, offset, size as u64)?;
-        non_null(API, "buf", buf)?;
-        // SAFETY: forwarded from this function's contract.
-        unsafe {
-            submit(API, id, ret, req_sequence, || {
-                tensor::write(tensor, buf, offset, size)
-            })
-        }
-    })
+    let op = |size| tensor::write(tensor, buf, offset, size);
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        transfer(
+            "nrta_tensor_write",
+            tensor,
+            buf,
+            (offset, size),
+            (lnc_idx, queue),
+            (ret, req_sequence),
+            op,
+        )
+    }
 }
 
 /// Queues a read of `size` bytes at `offset` of the tensor into `buf`, as
@@ -375,25 +368,51 @@ pub unsafe extern "C" fn nrta_tensor_read(
     ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    const API: &str = "nrta_tensor_read";
-    guarded(API, || {
+    let op = |size| tensor::read(tensor, buf, offset, size);
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        transfer(
+            "nrta_tensor_read",
+            tensor,
+            buf.cast_const(),
+            (offset, size),
+            (lnc_idx, queue),
+            (ret, req_sequence),
+            op,
+        )
+    }
+}
+
+/// What a tensor write and a read check before the request is accepted —
+/// the tensor-op queue `queue` of logical core `lnc_idx`, the tensor's
+/// window of `size` bytes at `offset`, the buffer — and their submission;
+/// `op` moves the bytes when the request runs.
+///
+/// # Safety
+/// As [`submit`]'s, and `op` may rely on the checks made here.
+unsafe fn transfer(
+    api: &'static str,
+    tensor: *mut nrt_tensor_t,
+    buf: *const c_void,
+    (offset, size): (u64, u64),
+    (lnc_idx, queue): (c_int, c_int),
+    (ret, req_sequence): (*mut NRT_STATUS, *mut nrta_seq_t),
+    op: impl FnOnce(usize) -> NrtResult,
+) -> NRT_STATUS {
+    guarded(api, || {
         let rt = state::runtime()?;
         let id = QueueId::of_args(
-            API,
+            api,
             &rt,
             lnc_idx.into(),
             nrta_xu_t::NRTA_XU_TENSOR_OP as u32,
             queue,
         )?;
         let size = usize::try_from(size).map_err(|_| NRT_STATUS::NRT_INVALID)?;
-        tensor::check_window(API, tensor, offset, size as u64)?;
-        non_null(API, "buf", buf)?;
+        tensor::check_window(api, tensor, offset, size as u64)?;
+        non_null(api, "buf", buf)?;
         // SAFETY: forwarded from this function's contract.
-        unsafe {
-            submit(API, id, ret, req_sequence, || {
-                tensor::read(tensor, buf, offset, size)
-            })
-        }
+        unsafe { submit(api, id, ret, req_sequence, || op(size)) }
     })
 }
 
