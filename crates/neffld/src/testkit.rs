@@ -957,7 +957,7 @@ pub fn fuzz_load(input: &[u8]) -> Option<crate::NrtStatus> {
     let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
     let cfg = RuntimeConfig {
         arch,
-        runtime: Some(crate::line::RuntimeLine::ALL[usize::from(flag >> 3) & 3]),
+        runtime: Some(crate::line::RuntimeLine::ALL[usize::from(flag >> 3) & 7]),
         device: DeviceKind::Null,
         validate_hash: flag & 2 != 0,
         allow_legacy_neff: flag & 4 != 0,
