@@ -469,3 +469,43 @@ fn loads_that_do_not_retain_images_hold_no_copy_of_them() {
     }
     assert_eq!(seen[0], seen[1], "where everything landed is the same");
 }
+
+/// Two paths to the same bytes (a copy and a link) are one NEFF: read and
+/// parsed once, measured once in the headroom, and never advised against as
+/// if the other path were a different model; each load still keeps the
+/// path it was named by, and an unload names that path.
+#[test]
+fn paths_to_the_same_bytes_are_one_neff() {
+    let dir = tmpdir("same-bytes");
+    let a = neff(&dir, "same", 64 * MIB);
+    let copy = dir.join("copy.neff");
+    std::fs::copy(&a, &copy).unwrap();
+    let link = dir.join("link.neff");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    let other = neff(&dir, "other", 32 * MIB);
+    let steps = vec![
+        load(&a, 0),
+        load(&copy, 1),
+        load(&link, 2),
+        load(&other, 3),
+        Step::Unload {
+            file: copy.clone(),
+            vnc: 1,
+        },
+    ];
+    let p = plan::plan(&trn2_3xl(1, steps)).unwrap();
+    assert!(p.fits(), "{:?}", p.failed_step());
+    assert_eq!(p.parses, 2, "two distinct NEFFs");
+    let files: Vec<_> = p.neffs.iter().map(|n| n.file.clone()).collect();
+    assert_eq!(files, [a.clone(), link.clone(), other.clone()]);
+    for h in &p.headroom {
+        let named: Vec<_> = h.copies.iter().map(|(f, _)| f.clone()).collect();
+        assert_eq!(named, [a.clone(), other.clone()], "core {}", h.vnc);
+    }
+    for adv in &p.advice {
+        if let AdviceKind::Without { file } = &adv.kind {
+            assert!(file == &a || file == &other, "{file:?}");
+        }
+    }
+}

@@ -12,9 +12,7 @@
 //! has no small pool: splitting would leave a main pool smaller than the
 //! small one, which no real device has. Everything then comes from one pool.
 
-use std::collections::BTreeMap;
-use std::ops::Bound;
-
+use super::free_index::RangeIndex;
 use super::geometry::{Geometry, CARVEOUT, GRANULE};
 
 /// Size of the small pool at the top of each channel.
@@ -95,18 +93,20 @@ pub fn charged_size(size: u64) -> Option<u64> {
 }
 
 /// Free ranges of one pool, keyed by start, values are lengths. Adjacent
-/// ranges are always merged, so the map stays as small as the fragmentation.
+/// ranges are always merged, so the index stays as small as the
+/// fragmentation; it is indexed by length ([`RangeIndex`]), so a request
+/// costs O(log n) in the free ranges, not a walk over them.
 #[derive(Clone, Debug)]
 struct FreeList {
     start: u64,
     end: u64,
-    free: BTreeMap<u64, u64>,
+    free: RangeIndex,
     free_bytes: u64,
 }
 
 impl FreeList {
     fn new(start: u64, end: u64) -> FreeList {
-        let mut free = BTreeMap::new();
+        let mut free = RangeIndex::default();
         if end > start {
             free.insert(start, end - start);
         }
@@ -118,18 +118,10 @@ impl FreeList {
         }
     }
 
-    /// First-fit: the lowest range that can hold `size` bytes at an address
-    /// that is a multiple of `align` (a power of two, at least the granule).
-    /// The walk is linear in the number of free ranges, which coalescing
-    /// keeps small for loader workloads.
-    fn take(&mut self, size: u64, align: u64) -> Option<u64> {
-        let (range_start, range_len, at) = self.free.iter().find_map(|(&start, &len)| {
-            let at = start.checked_add(align - 1)? & !(align - 1);
-            let end = start + len;
-            let block_end = at.checked_add(size)?;
-            (block_end <= end).then_some((start, len, at))
-        })?;
-        self.free.remove(&range_start);
+    /// Hands out `[at, at + size)` of the free range `(range_start,
+    /// range_len)`, which holds it.
+    fn carve(&mut self, range_start: u64, range_len: u64, at: u64, size: u64) -> u64 {
+        self.free.remove(range_start);
         if at > range_start {
             self.free.insert(range_start, at - range_start);
         }
@@ -138,27 +130,39 @@ impl FreeList {
             self.free.insert(at + size, tail);
         }
         self.free_bytes -= size;
-        Some(at)
+        at
+    }
+
+    /// First-fit: the lowest range that can hold `size` bytes at an address
+    /// that is a multiple of `align` (a power of two, at least the granule).
+    /// Only ranges that can hold such a block are looked at (the index
+    /// skips the rest), so the answer is the walk's at a logarithmic cost.
+    fn take(&mut self, size: u64, align: u64) -> Option<u64> {
+        let aligned = |start: u64, len: u64| {
+            let at = start.checked_add(align - 1)? & !(align - 1);
+            let block_end = at.checked_add(size)?;
+            (block_end <= start + len).then_some(at)
+        };
+        let (range_start, range_len) = self
+            .free
+            .lowest(size, align, &mut |s, l| aligned(s, l).is_some())?;
+        let at = aligned(range_start, range_len)?;
+        Some(self.carve(range_start, range_len, at, size))
     }
 
     /// The highest range that can hold `size` bytes at an address that is a
     /// multiple of `align`: the block ends as close to the pool's end as
     /// alignment allows.
     fn take_top(&mut self, size: u64, align: u64) -> Option<u64> {
-        let (range_start, range_len, at) = self.free.iter().rev().find_map(|(&start, &len)| {
+        let aligned = |start: u64, len: u64| {
             let at = (start + len).checked_sub(size)? & !(align - 1);
-            (at >= start).then_some((start, len, at))
-        })?;
-        self.free.remove(&range_start);
-        if at > range_start {
-            self.free.insert(range_start, at - range_start);
-        }
-        let tail = range_start + range_len - (at + size);
-        if tail > 0 {
-            self.free.insert(at + size, tail);
-        }
-        self.free_bytes -= size;
-        Some(at)
+            (at >= start).then_some(at)
+        };
+        let (range_start, range_len) = self
+            .free
+            .highest(size, align, &mut |s, l| aligned(s, l).is_some())?;
+        let at = aligned(range_start, range_len)?;
+        Some(self.carve(range_start, range_len, at, size))
     }
 
     /// [`Place::Under`]: the highest aligned block for `None`, else the
@@ -175,20 +179,12 @@ impl FreeList {
 
     /// Exactly `[at, at + size)`, when it is free.
     fn take_at(&mut self, at: u64, size: u64) -> Option<u64> {
-        let (&range_start, &range_len) = self.free.range(..=at).next_back()?;
+        let (range_start, range_len) = self.free.at_or_before(at)?;
         let end = at.checked_add(size)?;
         if end > range_start + range_len {
             return None;
         }
-        self.free.remove(&range_start);
-        if at > range_start {
-            self.free.insert(range_start, at - range_start);
-        }
-        if range_start + range_len > end {
-            self.free.insert(end, range_start + range_len - end);
-        }
-        self.free_bytes -= size;
-        Some(at)
+        Some(self.carve(range_start, range_len, at, size))
     }
 
     /// Returns `[start, start + len)` to the pool, merging with both
@@ -199,24 +195,20 @@ impl FreeList {
             .checked_add(len)
             .filter(|&e| start >= self.start && e <= self.end && len > 0)
             .ok_or_else(|| format!("block {start:#x}+{len:#x} is not inside its pool"))?;
-        let before = self.free.range(..=start).next_back().map(|(&s, &l)| (s, l));
-        let after = self
-            .free
-            .range((Bound::Excluded(start), Bound::Unbounded))
-            .next()
-            .map(|(&s, &l)| (s, l));
+        let before = self.free.at_or_before(start);
+        let after = self.free.after(start);
         if before.is_some_and(|(s, l)| s + l > start) || after.is_some_and(|(s, _)| s < end) {
             return Err(format!("block {start:#x}+{len:#x} overlaps free space"));
         }
         let mut new_start = start;
         let mut new_len = len;
         if let Some((s, l)) = before.filter(|&(s, l)| s + l == start) {
-            self.free.remove(&s);
+            self.free.remove(s);
             new_start = s;
             new_len += l;
         }
         if let Some((s, l)) = after.filter(|&(s, _)| s == end) {
-            self.free.remove(&s);
+            self.free.remove(s);
             new_len += l;
         }
         self.free.insert(new_start, new_len);
@@ -433,6 +425,24 @@ impl HbmAllocator {
         self.channels.get(channel as usize).map_or(0, |h| {
             h.main.free.len() + h.small.as_ref().map_or(0, |s| s.free.len())
         })
+    }
+
+    /// The longest free range of one pool of a channel (0 when it has no
+    /// such pool or nothing free): no single request larger than this fits
+    /// there, whatever the pool's free bytes add up to.
+    pub fn longest_free(&self, channel: u32, pool: Pool) -> u64 {
+        self.channels
+            .get(channel as usize)
+            .and_then(|h| h.pool(pool))
+            .map_or(0, |p| p.free.longest())
+    }
+
+    /// Free bytes of one pool of a channel.
+    pub fn pool_free_bytes(&self, channel: u32, pool: Pool) -> u64 {
+        self.channels
+            .get(channel as usize)
+            .and_then(|h| h.pool(pool))
+            .map_or(0, |p| p.free_bytes)
     }
 }
 

@@ -20,6 +20,7 @@ pub mod address;
 pub mod alloc;
 mod bookkeeping;
 pub mod fault;
+mod free_index;
 pub mod geometry;
 pub mod ledger;
 pub mod null;

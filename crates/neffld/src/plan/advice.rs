@@ -398,16 +398,24 @@ fn dominant(
     orig: &Outcome,
     prints: &[Fingerprinted<'_>],
 ) -> Result<Option<Advice>, PlanError> {
-    // Model bytes per file where the plan stopped.
-    let file_of: BTreeMap<_, _> = orig.neffs.iter().map(|n| (n.id, &n.file)).collect();
-    let mut by_file: BTreeMap<&PathBuf, (u64, usize)> = BTreeMap::new();
+    // Model bytes per NEFF (by content: paths with the same bytes are one)
+    // where the plan stopped.
+    let neff_of = |p: &PathBuf| session.file_index(p);
+    let file_of: BTreeMap<_, _> = orig
+        .neffs
+        .iter()
+        .filter_map(|n| Some((n.id, neff_of(&n.file)?)))
+        .collect();
+    let mut by_file: BTreeMap<usize, (u64, usize)> = BTreeMap::new();
     for n in &orig.neffs {
-        by_file.entry(&n.file).or_default().1 += 1;
+        if let Some(i) = neff_of(&n.file) {
+            by_file.entry(i).or_default().1 += 1;
+        }
     }
     for m in &orig.devices {
         for c in m.hbms.iter().flat_map(|h| &h.cores) {
             for (id, rows) in &c.models {
-                if let Some(f) = file_of.get(id) {
+                if let Some(&f) = file_of.get(id) {
                     by_file.entry(f).or_default().0 += rows.iter().sum::<u64>();
                 }
             }
@@ -418,9 +426,11 @@ fn dominant(
     if by_file.len() < 2 {
         return Ok(None);
     }
-    let Some((&file, &(bytes, loads))) = by_file.iter().max_by_key(|(_, v)| v.0) else {
+    let Some((&neff, &(bytes, loads))) = by_file.iter().max_by_key(|(_, v)| v.0) else {
         return Ok(None);
     };
+    let file = &session.files[neff].path;
+    let is_it = |f: &PathBuf| neff_of(f) == Some(neff);
     if total == 0 {
         return Ok(None);
     }
@@ -428,7 +438,7 @@ fn dominant(
         steps: d
             .steps
             .iter()
-            .filter(|s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if f == file))
+            .filter(|s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if is_it(f)))
             .cloned()
             .collect(),
         ..d.clone()
@@ -439,7 +449,9 @@ fn dominant(
         .steps
         .iter()
         .take(orig.completed())
-        .filter(|s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if f == file))
+        .filter(
+            |s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if is_it(f)),
+        )
         .count();
     let held_new = outcome.held_after(kept_done.min(outcome.completed()));
     let n = orig.completed();

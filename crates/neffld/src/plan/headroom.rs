@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use crate::device::{AllocSet, Device, Owner, GRANULE};
 use crate::ids::PCore;
 
-use super::deployment::{Deployment, Step};
+use super::deployment::Deployment;
 use super::run::{allocate, Exec};
 
 /// Copies counted at most (a further copy beyond it is not tried).
@@ -61,13 +61,9 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
     let mut vncs: Vec<u32> = exec.steps.iter().filter_map(|s| s.vnc).collect();
     vncs.sort_unstable();
     vncs.dedup();
-    let files: Vec<usize> = (0..exec.session.files.len())
-        .filter(|&i| {
-            d.steps.iter().any(
-                |s| matches!(s, Step::Load { file, .. } if *file == exec.session.files[i].path),
-            )
-        })
-        .collect();
+    // Every distinct NEFF the deployment loads, once however many paths
+    // name it.
+    let files: Vec<usize> = (0..exec.session.files.len()).collect();
     let mut measured: HashMap<Layout, (u64, Vec<(PathBuf, Copies)>)> = HashMap::new();
     vncs.into_iter()
         .filter_map(|vnc| {

@@ -6,7 +6,7 @@
 //! configuration. Each [`Session::execute`] starts a fresh runtime on fresh
 //! devices and runs the steps until the first one the runtime refuses.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -65,7 +65,12 @@ pub(crate) struct NeffFile {
 /// What every run of one deployment shares.
 pub(crate) struct Session {
     pub config: RuntimeConfig,
+    /// Each distinct NEFF (by content) once, named by the first path that
+    /// names it.
     pub files: Vec<NeffFile>,
+    /// Every path the deployment loads → its NEFF in `files` (paths with
+    /// the same bytes, links or copies, share one).
+    by_path: HashMap<PathBuf, usize>,
     pub parses: Parses,
     /// Each file's container, opened once (S1) for its first load: after
     /// that the parse cache keeps the parse.
@@ -99,10 +104,11 @@ impl Session {
     /// configuration; with no instance named, the first NEFF's own
     /// architecture on one chip.
     pub fn open(d: &Deployment) -> Result<Session, PlanError> {
+        let mut seen: HashSet<&PathBuf> = HashSet::new();
         let mut paths: Vec<&PathBuf> = Vec::new();
         for step in &d.steps {
             if let Step::Load { file, .. } = step {
-                if !paths.contains(&file) {
+                if seen.insert(file) {
                     paths.push(file);
                 }
             }
@@ -110,8 +116,10 @@ impl Session {
         let mut config = configure(d, paths.len())?;
         let parses = Parses::new(&config);
         let opts = config.open_options();
-        let mut files = Vec::new();
+        let mut files: Vec<NeffFile> = Vec::new();
         let mut opened = Vec::new();
+        let mut by_path = HashMap::new();
+        let mut by_print: HashMap<u128, usize> = HashMap::new();
         for path in paths {
             // The fingerprint reads every byte; a mapped file is then mapped
             // afresh, so the container's open releases its pages as it
@@ -119,6 +127,12 @@ impl Session {
             // whole file resident beside the inflated payload.
             let first = FileBytes::read(path)?;
             let print = parses.fingerprint_of(first.bytes());
+            // Another path to bytes already read (a link, a copy) is the
+            // same NEFF: loaded, measured and judged as that one.
+            if let Some(&i) = by_print.get(&print) {
+                by_path.insert(path.clone(), i);
+                continue;
+            }
             let bytes = match first {
                 FileBytes::Mapped(_) => {
                     drop(first);
@@ -130,6 +144,8 @@ impl Session {
                 FileBytes::Mapped(m) => container::open_mapped(m, &opts).ok(),
                 FileBytes::Read(v) => container::open(v, &opts).ok(),
             });
+            by_print.insert(print, files.len());
+            by_path.insert(path.clone(), files.len());
             files.push(NeffFile {
                 path: path.clone(),
                 bytes,
@@ -163,6 +179,7 @@ impl Session {
         Ok(Session {
             config,
             files,
+            by_path,
             parses,
             opened: Mutex::new(opened),
         })
@@ -189,8 +206,9 @@ impl Session {
         self.parses.count()
     }
 
-    fn file_index(&self, path: &Path) -> Option<usize> {
-        self.files.iter().position(|f| f.path == path)
+    /// The NEFF a path of the deployment names.
+    pub fn file_index(&self, path: &Path) -> Option<usize> {
+        self.by_path.get(path).copied()
     }
 
     /// Runs `d`'s steps under `config` until one is refused; with
@@ -394,7 +412,6 @@ impl Observer for Watch {
 pub(crate) struct LiveLoad {
     pub model: Model,
     pub record: NeffRecord,
-    pub file: usize,
     pub io: Vec<(TensorRecord, DeviceTensor)>,
 }
 
@@ -485,14 +502,14 @@ impl<'s> Exec<'s> {
                     .session
                     .file_index(file)
                     .ok_or_else(|| missing(step, "the plan did not read this file"))?;
-                self.load_step(i, *vnc, io_tensors)
+                self.load_step(i, file, *vnc, io_tensors)
             }
             Step::Tensor { name, size, vnc } => (Some(*vnc), self.tensor(name, *size, *vnc, None)),
             Step::Unload { file, vnc } => {
                 let at = self
                     .loads
                     .iter()
-                    .rposition(|l| &self.session.files[l.file].path == file && l.record.vnc == *vnc)
+                    .rposition(|l| &l.record.file == file && l.record.vnc == *vnc)
                     .ok_or_else(|| {
                         missing(
                             step,
@@ -540,6 +557,7 @@ impl<'s> Exec<'s> {
     fn load_step(
         &mut self,
         i: usize,
+        path: &Path,
         vnc: Option<u32>,
         io_tensors: bool,
     ) -> (Option<u32>, Result<(), StepFailure>) {
@@ -558,7 +576,7 @@ impl<'s> Exec<'s> {
         let record = NeffRecord {
             id: h_model,
             name: model.name.clone(),
-            file: self.session.files[i].path.clone(),
+            file: path.to_path_buf(),
             device,
             vnc: at,
             pcores: pcores.clone(),
@@ -571,7 +589,6 @@ impl<'s> Exec<'s> {
         self.loads.push(LiveLoad {
             model,
             record,
-            file: i,
             io: Vec::new(),
         });
         for t in tensors.iter().filter(|t| t.size > 0) {
