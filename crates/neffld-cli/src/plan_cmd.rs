@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::ArgMatches;
 use neffld::config::VARIABLES;
 use neffld::instance::Instance;
-use neffld::plan::{self, AdviceKind, Deployment, Plan, PlanError, Step};
+use neffld::plan::{self, AdviceKind, Deployment, Plan, PlanError, Solve, SolveAnswer, Step};
 use neffld::report::{Column, MemoryReport, Usage};
 use neffld::text::count;
 use neffld::NrtStatus;
@@ -54,6 +54,12 @@ pub struct PlanArgs {
     /// order with the loads (repeatable).
     #[arg(long = "unload", value_name = "FILE@CORES")]
     pub unloads: Vec<String>,
+    /// Solve instead of check: NAME@CORES, the largest tensor NAME that fits
+    /// on every listed logical core at once beside the whole deployment; or
+    /// FILE.neff[@CORES], how many more loads of FILE fit (on the listed
+    /// cores in order, else each on the next free core).
+    #[arg(long, value_name = "NAME@CORES|FILE.neff[@CORES]")]
+    pub solve: Option<String>,
     /// Do not allocate each load's input and output tensors (frameworks do).
     #[arg(long)]
     pub no_io_tensors: bool,
@@ -139,6 +145,9 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
     }
     d.lnc = a.lnc.or(d.lnc);
     d.runtime = a.runtime.or(d.runtime);
+    if let Some(q) = &a.solve {
+        d.solve = Some(plan::parse_solve(q).map_err(usage)?);
+    }
     d.io_tensors &= !a.no_io_tensors;
     Ok(d)
 }
@@ -348,6 +357,53 @@ fn document(p: &Plan) -> Value {
         "tensors": p.tensors.iter().map(|t| json!({"name": t.name, "size": t.size, "core": t.vnc, "device": t.device, "pcore": t.pcore, "hbm": t.hbm, "io_of": t.io_of.map(|h| h.0)})).collect::<Vec<_>>(),
         "headroom": headroom,
         "advice": advice,
+        "solve": solve_json(p),
+    })
+}
+
+/// `solve`: the question and its answer (null without `--solve`).
+fn solve_json(p: &Plan) -> Value {
+    let Some(s) = &p.solve else {
+        return Value::Null;
+    };
+    let (kind, name, file, cores) = match &s.solve {
+        Solve::Tensor { name, cores } => ("tensor", Some(name.clone()), None, Some(cores.clone())),
+        Solve::Ranks { file, cores } => (
+            "ranks",
+            None,
+            Some(file.display().to_string()),
+            cores.clone(),
+        ),
+    };
+    let (bytes, ranks, tried, why) = match &s.answer {
+        Ok(SolveAnswer::Bytes(b)) => (Some(*b), None, None, None),
+        Ok(SolveAnswer::Ranks { count, tried }) => (None, Some(*count), Some(*tried), None),
+        Err(e) => (None, None, None, Some(e.clone())),
+    };
+    json!({"kind": kind, "query": s.solve.to_string(), "name": name, "file": file, "cores": cores,
+           "bytes": bytes, "ranks": ranks, "tried": tried, "unanswered": why})
+}
+
+/// The solve line of the human report.
+fn solve_text(p: &Plan) -> Option<String> {
+    let s = p.solve.as_ref()?;
+    Some(match (&s.solve, &s.answer) {
+        (Solve::Tensor { name, cores }, Ok(SolveAnswer::Bytes(b))) => format!(
+            "solve     {name}: at most {b} bytes ({}) on each of {} at once (one 4 KiB granule more is refused)",
+            units::human_floor(*b),
+            count(cores.len() as u64, "logical core")
+        ),
+        (Solve::Ranks { file, cores }, Ok(SolveAnswer::Ranks { count: n, tried })) => format!(
+            "solve     {}: {n} more load{} fit, of {tried} tried ({})",
+            file.display(),
+            if *n == 1 { "" } else { "s" },
+            match cores {
+                Some(c) => format!("on cores {} in order", plan::solve::core_list(c)),
+                None => "each on the next free logical core".into(),
+            }
+        ),
+        (q, Err(e)) => format!("solve     {q}: no answer: {e}"),
+        (q, Ok(_)) => format!("solve     {q}: no answer"),
     })
 }
 
@@ -411,6 +467,9 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
                 ))
             );
         }
+    }
+    if let Some(line) = solve_text(p) {
+        let _ = writeln!(t, "{line}");
     }
     let mut busy: Vec<(u32, &neffld::report::HbmMemory)> = p
         .devices
@@ -529,7 +588,7 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
                 h.device,
                 h.hbm,
                 units::human(h.hbm_free),
-                units::human(h.largest_tensor),
+                units::human_floor(h.largest_tensor),
                 copies.join(", ")
             );
         }

@@ -509,3 +509,57 @@ fn paths_to_the_same_bytes_are_one_neff() {
         }
     }
 }
+
+/// `--solve kv@CORES`: the answer S is checked by planning again, as a user
+/// would, with the tensor appended: S on every core fits, one granule more
+/// is refused. Ranks of a NEFF: the count is checked against the plans of
+/// one more and one fewer appended load.
+#[test]
+fn a_solved_size_fits_and_one_granule_more_does_not() {
+    let dir = tmpdir("solve");
+    let a = neff(&dir, "solve-a", 512 * MIB);
+    let base = vec![load(&a, 0), load(&a, 1), load(&a, 2)];
+    let mut d = trn2_3xl(1, base.clone());
+    d.solve = Some(plan::Solve::Tensor {
+        name: "kv".into(),
+        cores: vec![0, 1, 2],
+    });
+    let p = plan::plan(&d).unwrap();
+    assert!(p.fits());
+    let Some(Ok(plan::SolveAnswer::Bytes(s))) = p.solve.as_ref().map(|s| s.answer.clone()) else {
+        panic!("{:?}", p.solve)
+    };
+    assert_eq!(s % 4096, 0);
+    let with = |size: u64| {
+        let mut steps = base.clone();
+        steps.extend(plan::parse_tensor(&format!("kv={size}@0,1,2")).unwrap());
+        plan::plan(&trn2_3xl(1, steps)).unwrap().fits()
+    };
+    assert!(with(s), "S = {s} must fit on every core");
+    assert!(!with(s + 4096), "S + 4 KiB must be refused");
+    // Cores 0 and 1 share HBM 0 at LNC 1: S is under half of it.
+    assert!(s < 12 * GIB, "{s}");
+
+    // Ranks: how many more loads on cores 3..=7 in order.
+    let mut d = trn2_3xl(1, base.clone());
+    d.solve = Some(plan::Solve::Ranks {
+        file: a.clone(),
+        cores: Some(vec![3, 4, 5, 6, 7]),
+    });
+    let p = plan::plan(&d).unwrap();
+    let Some(Ok(plan::SolveAnswer::Ranks { count, tried })) =
+        p.solve.as_ref().map(|s| s.answer.clone())
+    else {
+        panic!("{:?}", p.solve)
+    };
+    assert_eq!(tried, 5);
+    let fits_with = |n: u32| {
+        let mut steps = base.clone();
+        steps.extend((3..3 + n).map(|v| load(&a, v)));
+        plan::plan(&trn2_3xl(1, steps)).unwrap().fits()
+    };
+    assert!(fits_with(count));
+    if count < tried {
+        assert!(!fits_with(count + 1));
+    }
+}

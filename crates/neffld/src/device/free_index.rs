@@ -321,6 +321,7 @@ impl RangeIndex {
     }
 
     /// Every range in address order.
+    #[cfg(test)]
     pub fn ranges(&self) -> Vec<(u64, u64)> {
         let mut out = Vec::with_capacity(self.count);
         let mut stack = Vec::new();

@@ -15,6 +15,8 @@ use crate::config::VARIABLES;
 use crate::instance::Instance;
 use crate::line::RuntimeLine;
 
+use super::solve::Solve;
+
 /// A deployment the planner can run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Deployment {
@@ -30,6 +32,8 @@ pub struct Deployment {
     /// as frameworks do.
     pub io_tensors: bool,
     pub steps: Vec<Step>,
+    /// What to solve for beside the deployment (`--solve`).
+    pub solve: Option<Solve>,
 }
 
 /// One step: a single load, tensor, unload or free on one logical core
@@ -229,6 +233,42 @@ pub fn parse_unload(arg: &str) -> Result<Vec<Step>, DeploymentError> {
         .collect())
 }
 
+/// `NAME@CORES` (the largest tensor NAME that fits on every listed core at
+/// once) or `FILE.neff[@CORES]` (how many more loads of FILE fit, on the
+/// listed cores in order or each on the next free core).
+pub fn parse_solve(arg: &str) -> Result<Solve, DeploymentError> {
+    let place = || format!("--solve '{arg}'");
+    let split = arg
+        .rsplit_once('@')
+        .filter(|(_, c)| c.starts_with(|c: char| c.is_ascii_digit()));
+    let (what, cores) = match split {
+        Some((what, cores)) => (what, Some(cores)),
+        None => (arg, None),
+    };
+    let cores = cores
+        .map(|c| parse_cores(c).map_err(|e| bad(place(), e)))
+        .transpose()?;
+    if what.trim().is_empty() {
+        return Err(bad(place(), "expected NAME@CORES or FILE.neff[@CORES]"));
+    }
+    if what.ends_with(".neff") {
+        return Ok(Solve::Ranks {
+            file: PathBuf::from(what),
+            cores,
+        });
+    }
+    let cores = cores.ok_or_else(|| {
+        bad(
+            place(),
+            "no @CORES: name the logical cores the tensor goes on, e.g. kv@0-63 (a NEFF to count ranks of ends in .neff)",
+        )
+    })?;
+    Ok(Solve::Tensor {
+        name: what.trim().to_string(),
+        cores,
+    })
+}
+
 /// `KEY=VALUE` of a runtime variable the runtime reads.
 pub fn parse_env(arg: &str) -> Result<(String, String), DeploymentError> {
     let (k, v) = arg
@@ -262,6 +302,7 @@ struct RawDeployment {
     env: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default)]
     step: Vec<Spanned<RawStep>>,
+    solve: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -331,6 +372,13 @@ pub fn parse_toml(text: &str, origin: &str, base: &Path) -> Result<Deployment, D
             }
         };
         d.env.push((k.clone(), value));
+    }
+    if let Some(q) = &raw.solve {
+        let mut solve = parse_solve(q.get_ref()).map_err(|e| bad(at(q.span().start), e.what))?;
+        if let Solve::Ranks { file, .. } = &mut solve {
+            *file = base.join(&*file);
+        }
+        d.solve = Some(solve);
     }
     for (n, step) in raw.step.iter().enumerate() {
         let place = format!("{} (step {})", at(step.span().start), n + 1);

@@ -20,6 +20,7 @@ pub mod advice;
 pub mod deployment;
 pub mod headroom;
 mod run;
+pub mod solve;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -36,10 +37,11 @@ use crate::{Arch, NrtStatus};
 
 pub use advice::{Advice, AdviceKind};
 pub use deployment::{
-    parse_cores, parse_env, parse_load, parse_size, parse_tensor, parse_toml, parse_unload,
-    Deployment, DeploymentError, Step,
+    parse_cores, parse_env, parse_load, parse_size, parse_solve, parse_tensor, parse_toml,
+    parse_unload, Deployment, DeploymentError, Step,
 };
 pub use headroom::{Copies, Headroom};
+pub use solve::{Solve, SolveAnswer, Solved};
 
 /// Why a deployment could not be planned at all — as opposed to a step the
 /// runtime refuses, which is the plan's answer ([`Plan::refusal`]).
@@ -167,6 +169,8 @@ pub struct Plan {
     /// Per logical core the deployment uses.
     pub headroom: Vec<Headroom>,
     pub advice: Vec<Advice>,
+    /// The deployment's question (`--solve`) with its answer.
+    pub solve: Option<Solved>,
     /// Parses run (each distinct NEFF once, re-plans included).
     pub parses: u64,
 }
@@ -199,6 +203,29 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
     let mut outcome = session.execute(deployment, &prints, true)?;
     let advice = advice::advise(&session, deployment, &outcome, &prints)?;
     let headroom = outcome.headroom.take().unwrap_or_default();
+    let solve = match &deployment.solve {
+        None => None,
+        Some(q @ Solve::Tensor { .. }) => Some(outcome.solved.take().unwrap_or(Solved {
+            solve: q.clone(),
+            answer: Err("the deployment itself does not fit".into()),
+        })),
+        Some(q @ Solve::Ranks { file, cores }) => Some(Solved {
+            solve: q.clone(),
+            answer: if outcome.completed() < deployment.steps.len() {
+                Err("the deployment itself does not fit".into())
+            } else {
+                let (changed, tried) = solve::with_ranks(
+                    deployment,
+                    file,
+                    cores.as_deref(),
+                    session.config.total_vnc_count(),
+                );
+                let o = session.execute(&changed, &prints, false)?;
+                let count = o.completed().saturating_sub(deployment.steps.len()) as u32;
+                Ok(SolveAnswer::Ranks { count, tried })
+            },
+        }),
+    };
     Ok(Plan {
         instance: session.config.instance,
         arch: session.config.arch,
@@ -215,6 +242,7 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         tensors: outcome.tensors,
         headroom,
         advice,
+        solve,
         parses: session.parse_count(),
     })
 }

@@ -24,6 +24,7 @@ use crate::report::memory::{LogLine, MemoryReport, Refusal};
 
 use super::deployment::{Deployment, DeploymentError, Step};
 use super::headroom::{self, Headroom};
+use super::solve::{self, Solve, SolveAnswer, Solved};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
 
 /// A NEFF file's bytes, read once for the whole plan: mapped when it can
@@ -111,6 +112,11 @@ impl Session {
                 if seen.insert(file) {
                     paths.push(file);
                 }
+            }
+        }
+        if let Some(Solve::Ranks { file, .. }) = &d.solve {
+            if seen.insert(file) {
+                paths.push(file);
             }
         }
         let mut config = configure(d, paths.len())?;
@@ -238,8 +244,25 @@ impl Session {
         for w in &exec.watches {
             w.disarm();
         }
+        let fits = exec.steps.len() == d.steps.len()
+            && refusal.is_none()
+            && exec.steps.iter().all(|s| s.outcome.is_ok());
+        let solved = match &d.solve {
+            Some(Solve::Tensor { name, cores }) if measure && fits => Some(Solved {
+                solve: Solve::Tensor {
+                    name: name.clone(),
+                    cores: cores.clone(),
+                },
+                answer: Ok(SolveAnswer::Bytes(solve::largest_everywhere(
+                    &exec, name, cores,
+                ))),
+            }),
+            _ => None,
+        };
         let headroom = measure.then(|| headroom::measure(&mut exec, d));
-        Ok(exec.finish(start, refusal, headroom))
+        let mut outcome = exec.finish(start, refusal, headroom);
+        outcome.solved = solved;
+        Ok(outcome)
     }
 
     /// [`Session::execute_with`] under the session's configuration.
@@ -261,6 +284,8 @@ pub(crate) struct Outcome {
     pub neffs: Vec<NeffRecord>,
     pub tensors: Vec<TensorRecord>,
     pub headroom: Option<Vec<Headroom>>,
+    /// A tensor question's answer, when measured.
+    pub solved: Option<Solved>,
     /// Bytes held on the instance, and on its fullest HBM, before any step.
     pub start: (u64, u64),
 }
@@ -681,6 +706,7 @@ impl<'s> Exec<'s> {
             refusal,
             devices,
             headroom,
+            solved: None,
             start,
         }
     }
