@@ -26,7 +26,8 @@ pub struct PlanArgs {
     /// What to load, in order: FILE (the next free logical core) or
     /// FILE@CORES (3, 0-31, 0,2,4: one load per listed core); or one
     /// deployment file (*.toml) for anything longer.
-    #[arg(required = true, value_name = "LOAD|DEPLOYMENT.toml")]
+    /// (None: a plan of tensors only, `--tensor`.)
+    #[arg(value_name = "LOAD|DEPLOYMENT.toml")]
     pub loads: Vec<String>,
     /// Instance type: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge,
     /// inf2.xlarge, inf2.8xlarge, inf2.24xlarge, inf2.48xlarge,
@@ -54,6 +55,10 @@ pub struct PlanArgs {
     /// order with the loads (repeatable).
     #[arg(long = "unload", value_name = "FILE@CORES")]
     pub unloads: Vec<String>,
+    /// Free the tensor NAME of each listed core, in command-line order with
+    /// the loads (repeatable).
+    #[arg(long = "free", value_name = "NAME@CORES")]
+    pub frees: Vec<String>,
     /// Solve instead of check: NAME@CORES, the largest tensor NAME that fits
     /// on every listed logical core at once beside the whole deployment; or
     /// FILE.neff[@CORES], how many more loads of FILE fit (on the listed
@@ -96,6 +101,9 @@ fn command_line_steps(
     }
     for (i, arg) in at("unloads", a.unloads.len()).into_iter().zip(&a.unloads) {
         ordered.push((i, plan::parse_unload(arg).map_err(usage)?));
+    }
+    for (i, arg) in at("frees", a.frees.len()).into_iter().zip(&a.frees) {
+        ordered.push((i, plan::parse_free(arg).map_err(usage)?));
     }
     ordered.sort_by_key(|(i, _)| *i);
     Ok(ordered.into_iter().flat_map(|(_, s)| s).collect())
@@ -302,7 +310,7 @@ fn document(p: &Plan) -> Value {
         .iter()
         .map(|h| {
             json!({"core": h.vnc, "device": h.device, "pcores": h.pcores, "hbm": h.hbm,
-                   "hbm_free": h.hbm_free, "largest_tensor": h.largest_tensor,
+                   "hbm_free": h.hbm_free, "largest_tensor": h.largest_tensor, "shared_with": h.shared_with,
                    "copies": h.copies.iter().map(|(f, c)| json!({"file": f.display().to_string(), "count": c.count, "at_least": c.at_least})).collect::<Vec<_>>()})
         })
         .collect();
@@ -314,11 +322,20 @@ fn document(p: &Plan) -> Value {
                 AdviceKind::ScratchpadPage { .. } => "scratchpad_page",
                 AdviceKind::PagedScratchpad => "paged_scratchpad",
                 AdviceKind::Lnc2 => "lnc",
+                AdviceKind::Placement { .. } => "placement",
                 AdviceKind::Without { .. } => "without_neff",
+            };
+            let moves = match &a.kind {
+                AdviceKind::Placement { moves } => {
+                    json!(moves.iter().map(|(f, t)| json!({"from": f, "to": t})).collect::<Vec<_>>())
+                }
+                _ => Value::Null,
             };
             json!({
                 "kind": kind,
                 "change": a.change,
+                "argv": a.argv,
+                "moves": moves,
                 "reason": a.reason,
                 "fits": a.fits,
                 "completed_before": a.completed.0,
@@ -357,6 +374,7 @@ fn document(p: &Plan) -> Value {
         "tensors": p.tensors.iter().map(|t| json!({"name": t.name, "size": t.size, "core": t.vnc, "device": t.device, "pcore": t.pcore, "hbm": t.hbm, "io_of": t.io_of.map(|h| h.0)})).collect::<Vec<_>>(),
         "headroom": headroom,
         "advice": advice,
+        "no_fix": p.no_fix,
         "solve": solve_json(p),
     })
 }
@@ -576,6 +594,22 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
             files.join(", ")
         );
         for h in &p.headroom {
+            // An HBM shared by several cores of the list is one HBM: its
+            // figures once, on its first core.
+            let first = h.shared_with.iter().copied().filter(|&o| o < h.vnc).min();
+            let hbm = if h.shared_with.is_empty() {
+                h.hbm.to_string()
+            } else {
+                format!("{}*", h.hbm)
+            };
+            if let Some(first) = first {
+                let _ = writeln!(
+                    t,
+                    "  {:>5} {:>4} {:>4} {:>12} {:>15}   (the HBM of core {first}: its figures are shared, not more)",
+                    h.vnc, h.device, hbm, "", ""
+                );
+                continue;
+            }
             let copies: Vec<String> = h
                 .copies
                 .iter()
@@ -586,10 +620,16 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
                 "  {:>5} {:>4} {:>4} {:>12} {:>15}   {}",
                 h.vnc,
                 h.device,
-                h.hbm,
+                hbm,
                 units::human(h.hbm_free),
                 units::human_floor(h.largest_tensor),
                 copies.join(", ")
+            );
+        }
+        if p.headroom.iter().any(|h| !h.shared_with.is_empty()) {
+            let _ = writeln!(
+                t,
+                "  * an HBM shared by several cores of the plan: its free bytes, largest tensor and copies are for all of them together, counted once"
             );
         }
     }
@@ -597,7 +637,34 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
         let _ = writeln!(t, "\nadvice (each judged by planning the deployment again)");
         for a in &p.advice {
             let _ = writeln!(t, "  - {}: {}", a.change, a.reason);
+            let _ = writeln!(
+                t,
+                "    fits: {}; run: {}",
+                if a.fits { "yes" } else { "no" },
+                shell_words(&a.argv)
+            );
         }
     }
+    if let Some(n) = &p.no_fix {
+        let _ = writeln!(t, "\n{}", style.fail(&format!("no fix    {n}")));
+    }
     t
+}
+
+/// A command line as a POSIX shell reads it back: words of plain
+/// characters as they are, others in single quotes.
+fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./@=,:+-%".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -308,3 +308,183 @@ fn an_unwritable_map_keeps_the_plan() {
     assert_eq!(doc["planned_steps"], 1);
     assert!(doc["warnings"].to_string().contains(bad), "{doc}");
 }
+
+/// Re-plans every advice item's `argv` (as given, without the leading
+/// `neffld`) and checks the plan's `fits` is the item's.
+fn advice_replans_as_said(doc: &Value) {
+    for a in doc["advice"].as_array().unwrap() {
+        let argv: Vec<&str> = a["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert_eq!(&argv[..2], ["neffld", "plan"], "{a}");
+        let mut args = argv[1..].to_vec();
+        args.push("--json");
+        let out = neffld(&args, &[]);
+        let again = json(&out);
+        assert_eq!(again["fits"], a["fits"], "{}: {a}", argv.join(" "));
+        assert_eq!(
+            out.status.code(),
+            Some(if a["fits"] == true { 0 } else { 1 }),
+            "{}",
+            argv.join(" ")
+        );
+    }
+}
+
+/// trn2.3xlarge at LNC 1: NC 0 and NC 1 share HBM 0, so a NEFF on cores 0
+/// and 1 with an 11 GiB tensor each does not fit in its 24 GiB; on cores 0
+/// and 2 (HBMs 0 and 1) it does. The advice proposes that placement, its
+/// command line plans and fits, and the headroom names the shared HBM.
+#[test]
+fn ranks_on_a_shared_hbm_are_offered_a_placement_that_fits() {
+    let dir = scratch("placement");
+    let a = write_neff(&dir, "rank", 512 << 20);
+    let args = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{a}@0,1"),
+        "--tensor",
+        "kv=11GiB@0,1",
+        "--json",
+    ];
+    let out = neffld(&args, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    assert_eq!(doc["fits"], false);
+    // Independent: the same on cores 0 and 2 fits.
+    let spread = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{a}@0,2"),
+        "--tensor",
+        "kv=11GiB@0,2",
+        "--json",
+    ];
+    assert_eq!(json(&neffld(&spread, &[]))["fits"], true);
+    let placed: Vec<&Value> = doc["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "placement")
+        .collect();
+    assert_eq!(placed.len(), 1, "{}", doc["advice"]);
+    assert_eq!(placed[0]["fits"], true);
+    assert_eq!(placed[0]["moves"][0]["from"], 1);
+    assert_ne!(placed[0]["moves"][0]["to"], 1);
+    assert!(doc["no_fix"].is_null());
+    advice_replans_as_said(&doc);
+    // The human report gives the command line and says it fits.
+    let text = neffld(&args[..args.len() - 1], &[]);
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        t.contains("fits: yes; run: neffld plan --instance trn2.3xlarge --lnc 1"),
+        "{t}"
+    );
+}
+
+/// The noisy neighbour's advice (LNC 2) re-plans as said; a plan nothing
+/// rescues says so plainly.
+#[test]
+fn advice_command_lines_replan_to_their_verdict_and_hopeless_plans_say_so() {
+    let dir = scratch("argv");
+    let dense = write_neff(&dir, "dense", 10 * GIB);
+    let light = write_neff(&dir, "light", 64 << 20);
+    let args = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{dense}@0"),
+        &format!("{dense}@0"),
+        "--tensor",
+        "kv=4GiB@1",
+        "--json",
+    ];
+    let doc = json(&neffld(&args, &[]));
+    assert_eq!(doc["fits"], false);
+    assert!(!doc["advice"].as_array().unwrap().is_empty());
+    advice_replans_as_said(&doc);
+    // A tensor larger than any HBM: nothing helps, and the report says so.
+    let hopeless = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{light}@0"),
+        &format!("{dense}@1"),
+        "--tensor",
+        "kv=30GiB@2",
+        "--json",
+    ];
+    let doc = json(&neffld(&hopeless, &[]));
+    assert_eq!(doc["fits"], false);
+    assert!(doc["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a["fits"] == false));
+    assert!(doc["no_fix"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("nothing considered makes the plan fit")));
+    advice_replans_as_said(&doc);
+}
+
+/// A plan of tensors only, and `--free` on the command line.
+#[test]
+fn tensors_alone_and_frees_plan_from_the_command_line() {
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--tensor",
+            "a=20GiB@0",
+            "--free",
+            "a@0",
+            "--tensor",
+            "b=20GiB@0",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(
+        steps(&doc),
+        [
+            ("tensor".into(), "a".into(), 0),
+            ("free".into(), "a".into(), 0),
+            ("tensor".into(), "b".into(), 0)
+        ]
+    );
+    // Without the free, two 20 GiB tensors do not fit in one 24 GiB HBM.
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--tensor",
+            "a=20GiB@0",
+            "--tensor",
+            "b=20GiB@0",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+}

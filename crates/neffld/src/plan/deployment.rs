@@ -50,6 +50,83 @@ pub enum Step {
     Free { name: String, vnc: u32 },
 }
 
+impl Deployment {
+    /// The `neffld plan` command line that plans this deployment, as given
+    /// (re-runnable from the same folder): the instance, LNC, runtime line
+    /// and variables as flags, then the steps in order, runs of one kind on
+    /// consecutive cores written as one argument (`FILE@0-63`,
+    /// `--tensor kv=4096@0,2`). `arch` names the chip for a deployment
+    /// that names no instance (one chip of it), so the line plans on the
+    /// same chip whatever its first NEFF is.
+    pub fn argv(&self, arch: Option<crate::Arch>) -> Vec<String> {
+        let mut out: Vec<String> = vec!["neffld".into(), "plan".into()];
+        match (self.instance, arch) {
+            (Some(i), _) => out.extend(["--instance".into(), i.name.to_string()]),
+            (None, Some(a))
+                if !self
+                    .env
+                    .iter()
+                    .any(|(k, _)| k == "NEFFLD_INSTANCE" || k == "NEFFLD_ARCH") =>
+            {
+                out.extend(["--env".into(), format!("NEFFLD_ARCH={}", a.instance())]);
+            }
+            _ => {}
+        }
+        if let Some(l) = self.lnc {
+            out.extend(["--lnc".into(), l.to_string()]);
+        }
+        if let Some(r) = self.runtime {
+            out.extend(["--runtime".into(), r.to_string()]);
+        }
+        for (k, v) in &self.env {
+            out.extend(["--env".into(), format!("{k}={v}")]);
+        }
+        if !self.io_tensors {
+            out.push("--no-io-tensors".into());
+        }
+        let mut steps: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < self.steps.len() {
+            let key = |s: &Step| match s {
+                Step::Load { file, vnc: Some(_) } => Some((0, file.display().to_string(), 0)),
+                Step::Tensor { name, size, .. } => Some((1, name.clone(), *size)),
+                Step::Unload { file, .. } => Some((2, file.display().to_string(), 0)),
+                Step::Free { name, .. } => Some((3, name.clone(), 0)),
+                Step::Load { vnc: None, .. } => None,
+            };
+            let vnc = |s: &Step| match s {
+                Step::Load { vnc, .. } => *vnc,
+                Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => {
+                    Some(*vnc)
+                }
+            };
+            let Some(k) = key(&self.steps[i]) else {
+                if let Step::Load { file, .. } = &self.steps[i] {
+                    steps.push(file.display().to_string());
+                }
+                i += 1;
+                continue;
+            };
+            let mut cores = Vec::new();
+            let mut j = i;
+            while j < self.steps.len() && key(&self.steps[j]).as_ref() == Some(&k) {
+                cores.extend(vnc(&self.steps[j]));
+                j += 1;
+            }
+            let list = super::solve::core_list(&cores);
+            match k.0 {
+                0 => steps.push(format!("{}@{list}", k.1)),
+                1 => steps.extend(["--tensor".into(), format!("{}={}@{list}", k.1, k.2)]),
+                2 => steps.extend(["--unload".into(), format!("{}@{list}", k.1)]),
+                _ => steps.extend(["--free".into(), format!("{}@{list}", k.1)]),
+            }
+            i = j;
+        }
+        out.extend(steps);
+        out
+    }
+}
+
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -267,6 +344,23 @@ pub fn parse_solve(arg: &str) -> Result<Solve, DeploymentError> {
         name: what.trim().to_string(),
         cores,
     })
+}
+
+/// `NAME@CORES` of a free: the tensor NAME of each listed core.
+pub fn parse_free(arg: &str) -> Result<Vec<Step>, DeploymentError> {
+    let place = || format!("--free '{arg}'");
+    let (name, cores) = arg
+        .rsplit_once('@')
+        .filter(|(n, _)| !n.trim().is_empty())
+        .ok_or_else(|| bad(place(), "expected NAME@CORES, e.g. kv@0-31"))?;
+    let cores = parse_cores(cores).map_err(|e| bad(place(), e))?;
+    Ok(cores
+        .into_iter()
+        .map(|vnc| Step::Free {
+            name: name.trim().to_string(),
+            vnc,
+        })
+        .collect())
 }
 
 /// `KEY=VALUE` of a runtime variable the runtime reads.

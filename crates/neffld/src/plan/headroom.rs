@@ -53,6 +53,11 @@ pub struct Headroom {
     pub largest_tensor: u64,
     /// Per NEFF file of the deployment.
     pub copies: Vec<(PathBuf, Copies)>,
+    /// The other logical cores of this list on the same HBM: the free bytes,
+    /// the largest tensor and the copies are of that one HBM, shared — not
+    /// each core's own (a tensor of `largest_tensor` fits on one of them,
+    /// not on each).
+    pub shared_with: Vec<u32>,
 }
 
 /// The headroom of every logical core the deployment's steps name, in
@@ -65,7 +70,8 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
     // name it.
     let files: Vec<usize> = (0..exec.session.files.len()).collect();
     let mut measured: HashMap<Layout, (u64, Vec<(PathBuf, Copies)>)> = HashMap::new();
-    vncs.into_iter()
+    let mut rows: Vec<Headroom> = vncs
+        .into_iter()
         .filter_map(|vnc| {
             let (device, pcores) = exec.placement(vnc).ok()?;
             let (_, dev, first) = exec.rt.placement_of_vnc(vnc).ok()?;
@@ -96,9 +102,19 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
                 hbm_free,
                 largest_tensor,
                 copies,
+                shared_with: Vec::new(),
             })
         })
-        .collect()
+        .collect();
+    let hbms: Vec<(u32, u32, u32)> = rows.iter().map(|h| (h.vnc, h.device, h.hbm)).collect();
+    for h in &mut rows {
+        h.shared_with = hbms
+            .iter()
+            .filter(|&&(v, nd, hbm)| v != h.vnc && nd == h.device && hbm == h.hbm)
+            .map(|&(v, _, _)| v)
+            .collect();
+    }
+    rows
 }
 
 /// What the allocator decides a core's headroom from: where the core sits

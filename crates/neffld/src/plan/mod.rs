@@ -37,8 +37,8 @@ use crate::{Arch, NrtStatus};
 
 pub use advice::{Advice, AdviceKind};
 pub use deployment::{
-    parse_cores, parse_env, parse_load, parse_size, parse_solve, parse_tensor, parse_toml,
-    parse_unload, Deployment, DeploymentError, Step,
+    parse_cores, parse_env, parse_free, parse_load, parse_size, parse_solve, parse_tensor,
+    parse_toml, parse_unload, Deployment, DeploymentError, Step,
 };
 pub use headroom::{Copies, Headroom};
 pub use solve::{Solve, SolveAnswer, Solved};
@@ -169,6 +169,9 @@ pub struct Plan {
     /// Per logical core the deployment uses.
     pub headroom: Vec<Headroom>,
     pub advice: Vec<Advice>,
+    /// For a plan that does not fit when no advice makes it fit: says so,
+    /// with what was considered.
+    pub no_fix: Option<String>,
     /// The deployment's question (`--solve`) with its answer.
     pub solve: Option<Solved>,
     /// Parses run (each distinct NEFF once, re-plans included).
@@ -201,7 +204,18 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
     let session = run::Session::open(deployment)?;
     let prints = session.prints();
     let mut outcome = session.execute(deployment, &prints, true)?;
-    let advice = advice::advise(&session, deployment, &outcome, &prints)?;
+    let (advice, considered) = advice::advise(&session, deployment, &outcome, &prints)?;
+    let fits = outcome.completed() == deployment.steps.len();
+    let no_fix = (!fits && !advice.iter().any(|a| a.fits)).then(|| {
+        if considered.is_empty() {
+            "no change was found to consider: the plan does not fit as written".to_string()
+        } else {
+            format!(
+                "nothing considered makes the plan fit (considered: {})",
+                considered.join("; ")
+            )
+        }
+    });
     let headroom = outcome.headroom.take().unwrap_or_default();
     let solve = match &deployment.solve {
         None => None,
@@ -242,6 +256,7 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         tensors: outcome.tensors,
         headroom,
         advice,
+        no_fix,
         solve,
         parses: session.parse_count(),
     })

@@ -286,6 +286,9 @@ pub(crate) struct Outcome {
     pub headroom: Option<Vec<Headroom>>,
     /// A tensor question's answer, when measured.
     pub solved: Option<Solved>,
+    /// Every visible logical core's device and HBM (of its first physical
+    /// core).
+    pub hbm_of_vnc: Vec<Option<(u32, u32)>>,
     /// Bytes held on the instance, and on its fullest HBM, before any step.
     pub start: (u64, u64),
 }
@@ -687,6 +690,12 @@ impl<'s> Exec<'s> {
         refusal: Option<PlanRefusal>,
         headroom: Option<Vec<Headroom>>,
     ) -> Outcome {
+        let hbm_of_vnc = (0..self.rt.total_vnc_count())
+            .map(|v| {
+                let (nd, dev, first) = self.rt.placement_of_vnc(v).ok()?;
+                Some((nd, dev.geometry().hbm_of(first).ok()?))
+            })
+            .collect();
         let devices = self
             .rt
             .devices()
@@ -707,6 +716,7 @@ impl<'s> Exec<'s> {
             devices,
             headroom,
             solved: None,
+            hbm_of_vnc,
             start,
         }
     }
