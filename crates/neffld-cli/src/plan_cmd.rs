@@ -301,6 +301,8 @@ fn document(p: &Plan) -> Value {
             "usage": Column::of(r.request.usage).name(),
             "category": r.request.usage.name(),
             "what": r.what,
+            "explain": r.explain(),
+            "pools": pools_json(&r.pools),
             "log": r.log.iter().map(|(f, m)| json!({"function": f, "message": m})).collect::<Vec<_>>(),
             "memory": memory_json(p, std::slice::from_ref(&r.memory)),
         })
@@ -311,6 +313,7 @@ fn document(p: &Plan) -> Value {
         .map(|h| {
             json!({"core": h.vnc, "device": h.device, "pcores": h.pcores, "hbm": h.hbm,
                    "hbm_free": h.hbm_free, "largest_tensor": h.largest_tensor, "shared_with": h.shared_with,
+                   "pools": pools_json(&h.pools), "explain": h.explain(),
                    "copies": h.copies.iter().map(|(f, c)| json!({"file": f.display().to_string(), "count": c.count, "at_least": c.at_least})).collect::<Vec<_>>()})
         })
         .collect();
@@ -377,6 +380,18 @@ fn document(p: &Plan) -> Value {
         "no_fix": p.no_fix,
         "solve": solve_json(p),
     })
+}
+
+fn pools_json(pools: &[plan::PoolFree]) -> Value {
+    json!(pools
+        .iter()
+        .map(|p| json!({
+            "pool": match p.pool { plan::Pool::Main => "main", plan::Pool::Small => "small" },
+            "capacity": p.capacity,
+            "free": p.free,
+            "longest": p.longest,
+        }))
+        .collect::<Vec<_>>())
 }
 
 /// `solve`: the question and its answer (null without `--solve`).
@@ -521,6 +536,9 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
         for (f, m) in &r.log {
             let _ = writeln!(t, "ERROR  TDRV:{f:<40}{m}");
         }
+        if let Some(why) = r.explain() {
+            let _ = writeln!(t, "why       {why}");
+        }
     }
     let _ = writeln!(t, "\nsteps");
     let _ = writeln!(
@@ -625,6 +643,23 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
                 units::human_floor(h.largest_tensor),
                 copies.join(", ")
             );
+        }
+        // Why "largest" is under "free", once per distinct explanation.
+        let mut said: Vec<String> = Vec::new();
+        for h in p
+            .headroom
+            .iter()
+            .filter(|h| h.shared_with.iter().all(|&o| o > h.vnc))
+        {
+            if let Some(why) = h.explain() {
+                if !said.contains(&why) {
+                    let _ = writeln!(t, "  core {}: largest tensor under HBM free: {why}", h.vnc);
+                    said.push(why);
+                }
+                if said.len() >= 4 {
+                    break;
+                }
+            }
         }
         if p.headroom.iter().any(|h| !h.shared_with.is_empty()) {
             let _ = writeln!(

@@ -563,3 +563,39 @@ fn a_solved_size_fits_and_one_granule_more_does_not() {
         assert!(!fits_with(count + 1));
     }
 }
+
+/// A tensor refused with more bytes free on its HBM than it asks: the
+/// refusal's pools add up to the runtime's free figure, no pool's longest
+/// range holds the request, and the plan says why in words.
+#[test]
+fn a_refusal_with_more_free_than_asked_says_why() {
+    let dir = tmpdir("gap");
+    let a = neff(&dir, "gap", 512 * MIB);
+    let mut steps = vec![load(&a, 0)];
+    steps.extend(plan::parse_tensor("kv=22GiB@1").unwrap());
+    let p = plan::plan(&trn2_3xl(1, steps)).unwrap();
+    assert!(!p.fits());
+    let r = p.refusal.as_ref().unwrap();
+    let free: u64 = r.pools.iter().map(|x| x.free).sum();
+    let (_, _, f) = p.failed_step().unwrap();
+    assert!(
+        f.message.contains(&format!("has {free} bytes free")),
+        "{}",
+        f.message
+    );
+    assert!(free >= 22 * GIB, "the case: more free than asked ({free})");
+    assert!(r.pools.iter().all(|x| x.longest < 22 * GIB));
+    assert_eq!(r.pools.len(), 2, "main and small pool");
+    let why = r.explain().expect("explained");
+    assert!(why.contains("one contiguous block"), "{why}");
+    assert!(why.contains("small pool"), "{why}");
+    // Headroom: its largest tensor is the longest range of the HBM's pools,
+    // under the HBM's free bytes, and says why.
+    let h = &p.headroom[0];
+    assert_eq!(
+        h.largest_tensor,
+        h.pools.iter().map(|x| x.longest).max().unwrap()
+    );
+    assert!(h.largest_tensor < h.hbm_free);
+    assert!(h.explain().is_some());
+}

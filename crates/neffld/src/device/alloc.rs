@@ -62,6 +62,19 @@ pub enum Pool {
     Small,
 }
 
+/// One pool of a channel as it stands: why a request can be refused with
+/// more bytes free than it asks — the free bytes are split between the
+/// pools and, within each, between ranges; a request takes one range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolFree {
+    pub pool: Pool,
+    /// Bytes the pool can hand out in all.
+    pub capacity: u64,
+    pub free: u64,
+    /// The longest free range: the largest request the pool can take.
+    pub longest: u64,
+}
+
 /// A block handed out by [`HbmAllocator::alloc`]; give it back unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
@@ -435,6 +448,22 @@ impl HbmAllocator {
             .get(channel as usize)
             .and_then(|h| h.pool(pool))
             .map_or(0, |p| p.free.longest())
+    }
+
+    /// Each pool of a channel (main first), as it stands.
+    pub fn pools(&self, channel: u32) -> Vec<PoolFree> {
+        let Some(h) = self.channels.get(channel as usize) else {
+            return Vec::new();
+        };
+        std::iter::once((Pool::Main, &h.main))
+            .chain(h.small.as_ref().map(|s| (Pool::Small, s)))
+            .map(|(pool, p)| PoolFree {
+                pool,
+                capacity: p.capacity(),
+                free: p.free_bytes,
+                longest: p.free.longest(),
+            })
+            .collect()
     }
 
     /// Free bytes of one pool of a channel.

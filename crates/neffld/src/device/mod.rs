@@ -40,7 +40,7 @@ use crate::ids::{LCore, PCore, Pa};
 use crate::shared::SharedBytes;
 use crate::status::NrtStatus;
 
-pub use alloc::{Place, Pool, StartTaken, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
+pub use alloc::{Place, Pool, PoolFree, StartTaken, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
 pub use fault::{FaultOp, FaultPlan};
 pub use geometry::{Geometry, CARVEOUT, GRANULE};
 pub use ledger::{
@@ -450,6 +450,11 @@ impl<S: Storage + ?Sized> Device<S> {
     /// Every live allocation, in handle (allocation) order.
     pub fn live_allocations(&self) -> Vec<LiveAlloc> {
         self.books().live_allocations()
+    }
+
+    /// Each pool of a channel: free bytes and the longest free range.
+    pub fn pools(&self, channel: u32) -> Vec<PoolFree> {
+        self.storage.pools(channel)
     }
 
     /// Free bytes left on an HBM channel.

@@ -58,6 +58,18 @@ pub struct Headroom {
     /// each core's own (a tensor of `largest_tensor` fits on one of them,
     /// not on each).
     pub shared_with: Vec<u32>,
+    /// The HBM's pools where the plan stopped.
+    pub pools: Vec<crate::device::PoolFree>,
+}
+
+impl Headroom {
+    /// Why the largest tensor is under the HBM's free bytes: the free
+    /// bytes are split between the pools and between ranges (`None` when
+    /// they are not, or the difference is under a granule's worth).
+    pub fn explain(&self) -> Option<String> {
+        (self.largest_tensor < self.hbm_free && !self.pools.is_empty())
+            .then(|| super::gap_sentence(&self.pools, None))
+    }
 }
 
 /// The headroom of every logical core the deployment's steps name, in
@@ -78,6 +90,7 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
             let dev = dev.clone();
             let hbm = dev.geometry().hbm_of(first).ok()?;
             let hbm_free = dev.free_bytes(hbm);
+            let pools = dev.pools(hbm);
             let layout = layout(&dev, hbm, first);
             let (largest_tensor, copies) = match measured.get(&layout) {
                 Some(m) => m.clone(),
@@ -103,6 +116,7 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
                 largest_tensor,
                 copies,
                 shared_with: Vec::new(),
+                pools,
             })
         })
         .collect();

@@ -35,6 +35,8 @@ use crate::line::RuntimeLine;
 use crate::report::memory::{LogLine, MemoryReport, Refusal};
 use crate::{Arch, NrtStatus};
 
+/// The pools of an HBM as a refusal or the headroom found them.
+pub use crate::device::{Pool, PoolFree};
 pub use advice::{Advice, AdviceKind};
 pub use deployment::{
     parse_cores, parse_env, parse_free, parse_load, parse_size, parse_solve, parse_tensor,
@@ -114,6 +116,53 @@ pub struct PlanRefusal {
     pub memory: MemoryReport,
     /// The runtime's lines ([`MemoryReport::refusal_log`]).
     pub log: Vec<LogLine>,
+    /// The pools of the refused request's HBM as the refusal found them.
+    pub pools: Vec<PoolFree>,
+}
+
+impl PlanRefusal {
+    /// Why a request was refused with at least as many bytes free on its
+    /// HBM as it asked (the runtime's line then reads as a contradiction):
+    /// the free bytes are split between the pools and between ranges, and
+    /// one request takes one range. `None` when fewer bytes were free.
+    pub fn explain(&self) -> Option<String> {
+        let free: u64 = self.pools.iter().map(|p| p.free).sum();
+        let asked = crate::device::alloc::charged_size(self.request.size)?;
+        (free >= asked).then(|| gap_sentence(&self.pools, Some(asked)))
+    }
+}
+
+/// The sentence that explains free bytes no single request can take.
+pub(crate) fn gap_sentence(pools: &[PoolFree], asked: Option<u64>) -> String {
+    use crate::report::memory::human_size;
+    let free: u64 = pools.iter().map(|p| p.free).sum();
+    let longest = pools.iter().map(|p| p.longest).max().unwrap_or(0);
+    let parts: Vec<String> = pools
+        .iter()
+        .map(|p| match p.pool {
+            crate::device::Pool::Main => format!(
+                "the main pool has {} free, its largest contiguous block {}",
+                human_size(p.free),
+                human_size(p.longest)
+            ),
+            crate::device::Pool::Small => format!(
+                "the driver's small pool (the top {} of the HBM, kept for requests of at most 512 KiB, which larger ones reach only when the main pool is full) has {} free, its largest block {}",
+                human_size(p.capacity),
+                human_size(p.free),
+                human_size(p.longest)
+            ),
+        })
+        .collect();
+    let needs = match asked {
+        Some(a) => format!("the request of {} needs", human_size(a)),
+        None => "a tensor needs".into(),
+    };
+    format!(
+        "{} free on the HBM in all, but {needs} one contiguous block and the largest is {}: {}",
+        human_size(free),
+        human_size(longest),
+        parts.join("; ")
+    )
 }
 
 /// A NEFF loaded on the instance: its id in the usage tables, its name (as

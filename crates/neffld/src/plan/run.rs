@@ -355,6 +355,7 @@ impl Recorded {
 /// A refusal as the watch of its device saw it.
 pub(crate) struct Caught {
     device: u32,
+    pools: Vec<crate::device::PoolFree>,
     request: Refusal,
     what: String,
     memory: MemoryReport,
@@ -375,6 +376,8 @@ struct WatchState {
 /// that succeeds.
 pub(crate) struct Watch {
     nd: u32,
+    /// The device watched (weak: the device holds its watch).
+    device: std::sync::Weak<Device>,
     geometry: Geometry,
     lnc: u32,
     names: Arc<ModelNames>,
@@ -414,8 +417,14 @@ impl Observer for Watch {
         let memory = MemoryReport::from_ledger(self.nd, &self.geometry, ledger);
         let request = Refusal::of(req);
         let log = memory.refusal_log(&request, self.lnc, |h| self.names.get(h));
+        let pools = self
+            .device
+            .upgrade()
+            .and_then(|d| Some(d.pools(d.geometry().hbm_of(req.core).ok()?)))
+            .unwrap_or_default();
         s.refused = Some(Caught {
             device: self.nd,
+            pools,
             request,
             what: req.hint.to_string(),
             memory,
@@ -476,6 +485,7 @@ impl<'s> Exec<'s> {
             .map(|(nd, d)| {
                 let w = Arc::new(Watch {
                     nd: nd as u32,
+                    device: Arc::downgrade(d),
                     geometry: d.geometry().clone(),
                     lnc: config.lnc_size(),
                     names: rt.model_names(),
@@ -681,6 +691,7 @@ impl<'s> Exec<'s> {
             what: c.what,
             memory: c.memory,
             log: c.log,
+            pools: c.pools,
         })
     }
 
