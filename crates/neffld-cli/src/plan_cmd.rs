@@ -83,30 +83,52 @@ fn command_line_steps(
     a: &PlanArgs,
     m: Option<&ArgMatches>,
     with_loads: bool,
-) -> Result<Vec<Step>, Failure> {
+) -> Result<(Vec<Step>, Vec<String>), Failure> {
     let usage = |e: plan::DeploymentError| Failure::usage(e.to_string());
     let at = |id: &str, n: usize| -> Vec<usize> {
         m.and_then(|m| m.indices_of(id))
             .map(|i| i.collect())
             .unwrap_or_else(|| (0..n).collect())
     };
-    let mut ordered: Vec<(usize, Vec<Step>)> = Vec::new();
+    let mut ordered: Vec<(usize, Vec<Step>, String)> = Vec::new();
     if with_loads {
         for (i, arg) in at("loads", a.loads.len()).into_iter().zip(&a.loads) {
-            ordered.push((i, plan::parse_load(arg).map_err(usage)?));
+            ordered.push((
+                i,
+                plan::parse_load(arg).map_err(usage)?,
+                format!("LOAD '{arg}'"),
+            ));
         }
     }
     for (i, arg) in at("tensors", a.tensors.len()).into_iter().zip(&a.tensors) {
-        ordered.push((i, plan::parse_tensor(arg).map_err(usage)?));
+        ordered.push((
+            i,
+            plan::parse_tensor(arg).map_err(usage)?,
+            format!("--tensor '{arg}'"),
+        ));
     }
     for (i, arg) in at("unloads", a.unloads.len()).into_iter().zip(&a.unloads) {
-        ordered.push((i, plan::parse_unload(arg).map_err(usage)?));
+        ordered.push((
+            i,
+            plan::parse_unload(arg).map_err(usage)?,
+            format!("--unload '{arg}'"),
+        ));
     }
     for (i, arg) in at("frees", a.frees.len()).into_iter().zip(&a.frees) {
-        ordered.push((i, plan::parse_free(arg).map_err(usage)?));
+        ordered.push((
+            i,
+            plan::parse_free(arg).map_err(usage)?,
+            format!("--free '{arg}'"),
+        ));
     }
-    ordered.sort_by_key(|(i, _)| *i);
-    Ok(ordered.into_iter().flat_map(|(_, s)| s).collect())
+    ordered.sort_by_key(|(i, _, _)| *i);
+    let mut steps = Vec::new();
+    let mut origins = Vec::new();
+    for (_, s, place) in ordered {
+        origins.extend(std::iter::repeat_n(place, s.len()));
+        steps.extend(s);
+    }
+    Ok((steps, origins))
 }
 
 /// The deployment the command line describes: a deployment file with the
@@ -129,14 +151,21 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
             let base = path.parent().unwrap_or(Path::new("."));
             let mut d =
                 plan::parse_toml(&text, &path.display().to_string(), base).map_err(usage)?;
-            d.steps.extend(command_line_steps(a, m, false)?);
+            let (steps, origins) = command_line_steps(a, m, false)?;
+            d.origins.resize(d.steps.len(), String::new());
+            d.steps.extend(steps);
+            d.origins.extend(origins);
             d
         }
-        None => Deployment {
-            io_tensors: true,
-            steps: command_line_steps(a, m, true)?,
-            ..Deployment::default()
-        },
+        None => {
+            let (steps, origins) = command_line_steps(a, m, true)?;
+            Deployment {
+                io_tensors: true,
+                steps,
+                origins,
+                ..Deployment::default()
+            }
+        }
     };
     let mut env: Vec<(String, String)> = VARIABLES
         .iter()

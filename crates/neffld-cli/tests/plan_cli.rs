@@ -220,7 +220,7 @@ fn mistakes_name_what_and_where() {
         ),
         (
             vec![a.clone(), "--unload".into(), format!("{a}@5")],
-            "is not loaded on core 5",
+            "@5': logical core 5 is not on this instance",
         ),
         (
             vec![dir.join("none.neff").to_str().unwrap().into()],
@@ -487,4 +487,74 @@ fn tensors_alone_and_frees_plan_from_the_command_line() {
         &[],
     );
     assert_eq!(out.status.code(), Some(1));
+}
+
+/// Mistakes in core lists and steps are usage errors found before anything
+/// is planned (exit 2, no step run), naming the argument or the file and
+/// line.
+#[test]
+fn core_lists_and_unloads_of_nothing_are_usage_errors_before_work() {
+    let dir = scratch("usage");
+    let a = write_neff(&dir, "u", 0);
+    let cases: Vec<(Vec<String>, String, &str)> = vec![
+        (
+            vec![
+                "--instance".into(),
+                "trn1.32xlarge".into(),
+                format!("{a}@0-40"),
+            ],
+            format!("LOAD '{a}@0-40'"),
+            "logical core 32 is not on this instance",
+        ),
+        (vec![format!("{a}@x")], format!("LOAD '{a}@x'"), "'x'"),
+        (vec![format!("{a}@")], format!("LOAD '{a}@'"), "no cores"),
+        (
+            vec![format!("{a}@0"), "--unload".into(), format!("{a}@1")],
+            format!("--unload '{a}@1'"),
+            "nothing loads",
+        ),
+        (
+            vec!["--free".into(), "kv@0".into()],
+            "--free 'kv@0'".into(),
+            "no tensor kv",
+        ),
+    ];
+    for (args, place, what) in cases {
+        let mut all = vec![
+            "plan".to_string(),
+            "--instance".into(),
+            "trn2.3xlarge".into(),
+        ];
+        if args[0] == "--instance" {
+            all.truncate(1);
+        }
+        all.extend(args);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = neffld(&refs, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {err}");
+        assert!(err.contains(&place) && err.contains(what), "{all:?}: {err}");
+        assert!(out.stdout.is_empty(), "nothing planned: {all:?}");
+    }
+    let toml = dir.join("d.toml");
+    std::fs::write(
+        &toml,
+        "instance = \"trn2.3xlarge\"\n[[step]]\nload = \"u.neff\"\ncores = 0\n\n[[step]]\nunload = \"u.neff\"\ncores = 2\n",
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 6 (step 2)") && err.contains("nothing loads"),
+        "{err}"
+    );
+    std::fs::write(&toml, "[[step]]\nload = \"u.neff\"\ncores = []\n").unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 3") && err.contains("no logical core"),
+        "{err}"
+    );
 }

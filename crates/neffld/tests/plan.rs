@@ -370,7 +370,12 @@ fn unloads_and_frees_release_what_they_name() {
         vnc: 0,
     });
     match plan::plan(&bad) {
-        Err(PlanError::Deployment(e)) => assert!(e.what.contains("is not loaded on core 0"), "{e}"),
+        // Found before anything is planned, naming the step.
+        Err(PlanError::Deployment(e)) => {
+            assert_eq!(e.place, "step 5", "{e}");
+            assert!(e.what.contains("nothing loads"), "{e}");
+            assert!(e.what.contains("on core 0"), "{e}");
+        }
         other => panic!("{:?}", other.map(|p| p.fits())),
     }
 }

@@ -34,6 +34,10 @@ pub struct Deployment {
     pub steps: Vec<Step>,
     /// What to solve for beside the deployment (`--solve`).
     pub solve: Option<Solve>,
+    /// Where each step was written, for the mistakes [`Deployment::validate`]
+    /// names: the argument (`LOAD 'a.neff@0-40'`) or the file and line;
+    /// parallel to `steps` (a step past its end is named by its index).
+    pub origins: Vec<String>,
 }
 
 /// One step: a single load, tensor, unload or free on one logical core
@@ -51,6 +55,101 @@ pub enum Step {
 }
 
 impl Deployment {
+    /// Where step `i` was written.
+    fn origin(&self, i: usize) -> String {
+        self.origins
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("step {}", i + 1))
+    }
+
+    /// The checks a deployment passes before anything is planned, each a
+    /// mistake in what was written, named where it was written: every
+    /// listed core exists among the `visible` logical cores of the
+    /// instance (`instance` describes it), every unload names a NEFF an
+    /// earlier step loads on that core, every free a tensor an earlier step
+    /// allocates there, and the deployment has a step.
+    pub fn validate(&self, visible: u32, instance: &str) -> Result<(), DeploymentError> {
+        use std::collections::HashMap;
+        if self.steps.is_empty() {
+            return Err(bad(
+                "the deployment",
+                "has no step: name a LOAD, a --tensor or a deployment file's [[step]]",
+            ));
+        }
+        let beyond = |v: u32| {
+            format!(
+                "logical core {v} is not on this instance: {instance} has {} (0 to {})",
+                crate::text::count(u64::from(visible), "logical core"),
+                visible.saturating_sub(1)
+            )
+        };
+        let mut loaded: HashMap<(&Path, u32), u32> = HashMap::new();
+        let mut anywhere: Vec<&Path> = Vec::new();
+        let mut held: HashMap<(&str, u32), u32> = HashMap::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            let vnc = match step {
+                Step::Load { vnc, .. } => *vnc,
+                Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => {
+                    Some(*vnc)
+                }
+            };
+            if let Some(v) = vnc.filter(|&v| v >= visible) {
+                return Err(bad(self.origin(i), beyond(v)));
+            }
+            match step {
+                Step::Load { file, vnc: None } => anywhere.push(file),
+                Step::Load { file, vnc: Some(v) } => *loaded.entry((file, *v)).or_default() += 1,
+                Step::Unload { file, vnc } => {
+                    let n = loaded.entry((file, *vnc)).or_default();
+                    if *n == 0 {
+                        if !anywhere.contains(&file.as_path()) {
+                            return Err(bad(
+                                self.origin(i),
+                                format!(
+                                    "nothing loads {} on core {vnc} before this unload",
+                                    file.display()
+                                ),
+                            ));
+                        }
+                    } else {
+                        *n -= 1;
+                    }
+                }
+                Step::Tensor { name, vnc, .. } => *held.entry((name, *vnc)).or_default() += 1,
+                Step::Free { name, vnc } => {
+                    let n = held.entry((name, *vnc)).or_default();
+                    if *n == 0 {
+                        return Err(bad(
+                            self.origin(i),
+                            format!("no tensor {name} is allocated on core {vnc} before this free"),
+                        ));
+                    }
+                    *n -= 1;
+                }
+            }
+        }
+        let solve_cores = match &self.solve {
+            Some(Solve::Tensor { cores, .. }) => Some(cores),
+            Some(Solve::Ranks { cores, .. }) => cores.as_ref(),
+            None => None,
+        };
+        if let Some(cores) = solve_cores {
+            let q = self
+                .solve
+                .as_ref()
+                .map(|q| q.to_string())
+                .unwrap_or_default();
+            if cores.is_empty() {
+                return Err(bad(format!("--solve '{q}'"), "lists no logical core"));
+            }
+            if let Some(&v) = cores.iter().find(|&&v| v >= visible) {
+                return Err(bad(format!("--solve '{q}'"), beyond(v)));
+            }
+        }
+        Ok(())
+    }
+
     /// The `neffld plan` command line that plans this deployment, as given
     /// (re-runnable from the same folder): the instance, LNC, runtime line
     /// and variables as flags, then the steps in order, runs of one kind on
@@ -241,10 +340,14 @@ pub fn parse_load(arg: &str) -> Result<Vec<Step>, DeploymentError> {
     if arg.is_empty() {
         return Err(bad(place(), "no file named"));
     }
+    // After the last `@`, what has no `.` or `/` is meant as a core list
+    // (`a.neff@x`, `a.neff@`: a mistake in it), what has one is part of
+    // the file name (`m@v2.neff`).
     let (file, cores) = match arg.rsplit_once('@') {
-        Some((file, cores))
-            if !file.is_empty() && cores.starts_with(|c: char| c.is_ascii_digit()) =>
-        {
+        Some((file, cores)) if !file.is_empty() && !cores.contains(['.', '/']) => {
+            if cores.trim().is_empty() {
+                return Err(bad(place(), "no cores after @ (e.g. a.neff@0-3)"));
+            }
             let cores = parse_cores(cores).map_err(|e| bad(place(), e))?;
             (file, Some(cores))
         }
@@ -476,8 +579,9 @@ pub fn parse_toml(text: &str, origin: &str, base: &Path) -> Result<Deployment, D
     }
     for (n, step) in raw.step.iter().enumerate() {
         let place = format!("{} (step {})", at(step.span().start), n + 1);
-        d.steps
-            .extend(toml_step(step.get_ref(), &place, base, text, origin)?);
+        let expanded = toml_step(step.get_ref(), &place, base, text, origin)?;
+        d.origins.extend(std::iter::repeat_n(place, expanded.len()));
+        d.steps.extend(expanded);
     }
     Ok(d)
 }
@@ -520,6 +624,14 @@ fn toml_step(
             }
         }),
     };
+    if let (Some(v), Some(cs)) = (&s.cores, &cores) {
+        if cs.is_empty() {
+            return Err(bad(
+                value_place(v),
+                "cores = []: lists no logical core (name at least one, or leave cores out for the next free core)",
+            ));
+        }
+    }
     let repeat = s.repeat.unwrap_or(1);
     if repeat == 0 || repeat > MAX_REPEAT {
         return Err(bad(

@@ -171,6 +171,21 @@ impl Session {
                 config.arch = arch;
             }
         }
+        // The deployment's own mistakes, before any load runs.
+        let chip = Geometry::for_arch(config.arch);
+        if let Ok(visible) = config.logical_cores(&chip, config.chips.max(1)) {
+            let on = match config.instance {
+                Some(i) => format!("{} at LNC {}", i.name, config.lnc_size()),
+                None => format!(
+                    "{} chip{} of {} at LNC {}",
+                    config.chips.max(1),
+                    if config.chips > 1 { "s" } else { "" },
+                    config.arch.instance(),
+                    config.lnc_size()
+                ),
+            };
+            d.validate(visible.len() as u32, &on)?;
+        }
         if let Some(l) = d.lnc.filter(|l| !config.arch.lnc_sizes().contains(l)) {
             return Err(DeploymentError {
                 place: "lnc".into(),
