@@ -65,6 +65,10 @@ pub struct PlanArgs {
     /// cores in order, else each on the next free core).
     #[arg(long, value_name = "NAME@CORES|FILE.neff[@CORES]")]
     pub solve: Option<String>,
+    /// Ceiling on a NEFF's inflated payload in bytes, neffld's own guard
+    /// (NEFFLD_MAX_INFLATED; default: 64x the payload, 256 MiB to 32 GiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_inflated: Option<u64>,
     /// Do not allocate each load's input and output tensors (frameworks do).
     #[arg(long)]
     pub no_io_tensors: bool,
@@ -172,6 +176,9 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
         .filter_map(|&k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect();
     env.append(&mut d.env);
+    if let Some(b) = a.max_inflated {
+        env.push(("NEFFLD_MAX_INFLATED".into(), b.to_string()));
+    }
     for e in &a.env {
         env.push(plan::parse_env(e).map_err(usage)?);
     }
@@ -259,7 +266,7 @@ fn step_json(i: usize, s: &plan::StepReport) -> Value {
         Step::Free { name, .. } => ("free", None, Some(name), None),
     };
     let error = s.outcome.as_ref().err().map_or(Value::Null, |f| {
-        json!({"stage": f.stage, "status": f.status.as_str(), "status_code": f.status.code(), "message": f.message})
+        json!({"stage": f.stage, "status": f.status.as_str(), "status_code": f.status.code(), "message": f.message, "own_limit": f.own_limit})
     });
     json!({
         "index": i,
@@ -519,12 +526,16 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
                 t,
                 "{}",
                 style.fail(&format!(
-                    "fits      no: step {} of {} ({} on core {}) refused [{}]: {}",
+                    "fits      no: step {} of {} ({} on core {}) {}: {}",
                     n + 1,
                     p.planned,
                     step_text(&s.step),
                     s.vnc.map_or("?".into(), |v| v.to_string()),
-                    f.status,
+                    if f.own_limit.is_some() {
+                        "stopped by neffld's own limit".to_string()
+                    } else {
+                        format!("refused [{}]", f.status)
+                    },
                     f.message
                 ))
             );
@@ -587,6 +598,7 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
             cores.join(","),
             match &s.outcome {
                 Ok(()) => "ok".to_string(),
+                Err(f) if f.own_limit.is_some() => "neffld's own limit".to_string(),
                 Err(f) => format!("refused [{}]", f.status),
             }
         );

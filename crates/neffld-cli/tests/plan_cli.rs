@@ -558,3 +558,84 @@ fn core_lists_and_unloads_of_nothing_are_usage_errors_before_work() {
         "{err}"
     );
 }
+
+/// neffld's own inflate ceiling is reported as neffld's, with the flag that
+/// raises it (and raising it lets the load through); a NEFF of another chip
+/// is named against the instance's chip and the compiler's target flag.
+#[test]
+fn neffld_limits_are_neffld_s_and_a_foreign_chip_names_the_target() {
+    let dir = scratch("limits");
+    let a = write_neff(&dir, "lim", 0);
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--max-inflated",
+            "1000",
+            &a,
+            "--json",
+        ],
+        &[],
+    );
+    let doc = json(&out);
+    assert_eq!(doc["fits"], false);
+    let err = &doc["steps"][0]["error"];
+    assert_eq!(err["stage"], "neffld", "{err}");
+    assert!(err["own_limit"]
+        .as_str()
+        .unwrap()
+        .contains("--max-inflated"));
+    assert!(err["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("not the runtime's refusal"));
+    let text = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--max-inflated",
+            "1000",
+            &a,
+        ],
+        &[],
+    );
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        t.contains("stopped by neffld's own limit") && !t.contains("refused ["),
+        "{t}"
+    );
+    let raised = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--max-inflated",
+            "1000000000",
+            &a,
+        ],
+        &[],
+    );
+    assert_eq!(raised.status.code(), Some(0));
+
+    let lnc2 = dir.join("lnc2.neff");
+    std::fs::write(&lnc2, neffld::testkit::fixture("matmul_small.neff")).unwrap();
+    let doc = json(&neffld(
+        &[
+            "plan",
+            "--instance",
+            "inf2.xlarge",
+            lnc2.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    ));
+    let m = doc["steps"][0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(m.contains("Inferentia2 of inf2.xlarge"), "{m}");
+    assert!(m.contains("--target=inf2"), "{m}");
+    assert!(!m.contains("trn1"), "{m}");
+}

@@ -81,6 +81,10 @@ pub struct StepFailure {
     pub stage: &'static str,
     pub status: NrtStatus,
     pub message: String,
+    /// Not the runtime's refusal but one of neffld's own ceilings (the
+    /// inflated payload, the archive's member count): the setting that
+    /// raises it (`--max-inflated` / `NEFFLD_MAX_INFLATED`, ...).
+    pub own_limit: Option<&'static str>,
 }
 
 /// One step as it ran.

@@ -618,7 +618,7 @@ impl<'s> Exec<'s> {
         let opened = self.session.take_opened(i);
         let model = match self.rt.load_fingerprinted(&self.prints[i], opened, arg) {
             Ok(m) => m,
-            Err(e) => return (vnc, Err(failure(e))),
+            Err(e) => return (vnc, Err(load_failure(&self.config, e))),
         };
         let at = self.rt.visible_index(model.vnc).unwrap_or(0);
         let (device, pcores) = self.placement(at).unwrap_or_default();
@@ -774,6 +774,52 @@ pub(crate) fn failure(e: LoadError) -> StepFailure {
         stage: e.stage(),
         status: e.status(),
         message: e.to_string(),
+        own_limit: None,
+    }
+}
+
+/// A refused load as the plan reports it: neffld's own ceilings as
+/// neffld's, with the setting that raises them; a NEFF of another chip
+/// named against the instance's chip and the compiler's target flag.
+fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure {
+    use crate::container::ContainerError as C;
+    match &e {
+        LoadError::Container(C::InflateLimit { limit }) => StepFailure {
+            stage: "neffld",
+            status: e.status(),
+            message: format!(
+                "not the runtime's refusal but neffld's own ceiling: the NEFF's payload inflates past {limit} bytes (by default 64 times the compressed payload, 256 MiB to 32 GiB, against decompression bombs); raise it with `neffld plan --max-inflated BYTES` (NEFFLD_MAX_INFLATED)"
+            ),
+            own_limit: Some("--max-inflated / NEFFLD_MAX_INFLATED"),
+        },
+        LoadError::Container(C::TooManyMembers { limit, .. }) => StepFailure {
+            stage: "neffld",
+            status: e.status(),
+            message: format!(
+                "not the runtime's refusal but neffld's own ceiling: the NEFF's archive has more than {limit} members; raise it with --env NEFFLD_MAX_MEMBERS=N"
+            ),
+            own_limit: Some("NEFFLD_MAX_MEMBERS"),
+        },
+        LoadError::Container(C::LncForeign {
+            name,
+            neff_lnc,
+            sizes,
+            ..
+        }) if config.instance.is_some() => {
+            let i = config.instance.expect("checked");
+            let target = ["inf2", "trn1", "trn2", "trn3"]
+                .into_iter()
+                .find(|t| i.family.starts_with(t))
+                .unwrap_or(i.family);
+            StepFailure {
+                message: format!(
+                    "NEFF {name} declares logical-core size {neff_lnc} (header vnc_size {neff_lnc}), which the {} of {} cannot take (it takes logical-core size {sizes}): the NEFF was compiled for another chip; recompile it for this one with `neuronx-cc --target={target}`",
+                    i.chip, i.name
+                ),
+                ..failure(e)
+            }
+        }
+        _ => failure(e),
     }
 }
 
