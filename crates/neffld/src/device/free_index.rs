@@ -366,10 +366,10 @@ mod tests {
                 } else {
                     assert_eq!(idx.remove(start), None);
                 }
-            } else if !map.contains_key(&start) {
+            } else if let std::collections::btree_map::Entry::Vacant(e) = map.entry(start) {
                 let len = (1 + rnd(200)) * FIRST_ALIGN;
                 idx.insert(start, len);
-                map.insert(start, len);
+                e.insert(len);
             }
             let probe = rnd(70_000 * FIRST_ALIGN);
             let min = 1 + rnd(220);
