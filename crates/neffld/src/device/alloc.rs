@@ -134,13 +134,22 @@ impl FreeList {
     /// Hands out `[at, at + size)` of the free range `(range_start,
     /// range_len)`, which holds it.
     fn carve(&mut self, range_start: u64, range_len: u64, at: u64, size: u64) -> u64 {
-        self.free.remove(range_start);
-        if at > range_start {
-            self.free.insert(range_start, at - range_start);
-        }
+        let head = at - range_start;
         let tail = range_start + range_len - (at + size);
-        if tail > 0 {
-            self.free.insert(at + size, tail);
+        // The range is reshaped in place where one piece of it remains.
+        match (head > 0, tail > 0) {
+            (true, _) => {
+                self.free.reshape(range_start, range_start, head);
+                if tail > 0 {
+                    self.free.insert(at + size, tail);
+                }
+            }
+            (false, true) => {
+                self.free.reshape(range_start, at + size, tail);
+            }
+            (false, false) => {
+                self.free.remove(range_start);
+            }
         }
         self.free_bytes -= size;
         at
@@ -213,18 +222,22 @@ impl FreeList {
         if before.is_some_and(|(s, l)| s + l > start) || after.is_some_and(|(s, _)| s < end) {
             return Err(format!("block {start:#x}+{len:#x} overlaps free space"));
         }
-        let mut new_start = start;
-        let mut new_len = len;
-        if let Some((s, l)) = before.filter(|&(s, l)| s + l == start) {
-            self.free.remove(s);
-            new_start = s;
-            new_len += l;
+        let joins_before = before.filter(|&(s, l)| s + l == start);
+        let joins_after = after.filter(|&(s, _)| s == end);
+        // Merged in place into a neighbour where there is one.
+        match (joins_before, joins_after) {
+            (Some((s, l)), Some((a, al))) => {
+                self.free.remove(a);
+                self.free.reshape(s, s, l + len + al);
+            }
+            (Some((s, l)), None) => {
+                self.free.reshape(s, s, l + len);
+            }
+            (None, Some((a, al))) => {
+                self.free.reshape(a, start, len + al);
+            }
+            (None, None) => self.free.insert(start, len),
         }
-        if let Some((s, l)) = after.filter(|&(s, _)| s == end) {
-            self.free.remove(s);
-            new_len += l;
-        }
-        self.free.insert(new_start, new_len);
         self.free_bytes += len;
         Ok(())
     }

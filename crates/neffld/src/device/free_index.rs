@@ -218,6 +218,38 @@ impl RangeIndex {
         (t, found)
     }
 
+    /// Gives the range starting at `old` a new start and length in place:
+    /// one descent instead of a removal and an insertion. The new start
+    /// must keep the order (no other range between `old` and `start`),
+    /// which holds when a range shrinks or grows into free space next to
+    /// it. `false` when no range starts at `old`.
+    pub fn reshape(&mut self, old: u64, start: u64, len: u64) -> bool {
+        self.reshape_in(self.root, old, start, len)
+    }
+
+    fn reshape_in(&mut self, t: u32, old: u64, start: u64, len: u64) -> bool {
+        if t == NIL {
+            return false;
+        }
+        let n = self.node(t);
+        let found = if old == n.start {
+            let own = own_room(start, len);
+            let node = &mut self.nodes[t as usize];
+            node.start = start;
+            node.len = len;
+            node.own = own;
+            true
+        } else if old < n.start {
+            self.reshape_in(n.left, old, start, len)
+        } else {
+            self.reshape_in(n.right, old, start, len)
+        };
+        if found {
+            self.update(t);
+        }
+        found
+    }
+
     /// The range with the largest start at or below `at`.
     pub fn at_or_before(&self, at: u64) -> Option<(u64, u64)> {
         let mut t = self.root;
@@ -360,7 +392,23 @@ mod tests {
         };
         for _ in 0..20_000 {
             let start = rnd(4000) * 16 * FIRST_ALIGN;
-            if rnd(3) == 0 {
+            if rnd(5) == 0 {
+                // Shrink a range from either end, in place.
+                if let Some((&s, &l)) = map.range(start..).next() {
+                    let (ns, nl) = if rnd(2) == 0 {
+                        (s, l.saturating_sub(FIRST_ALIGN))
+                    } else {
+                        (s + FIRST_ALIGN, l.saturating_sub(FIRST_ALIGN))
+                    };
+                    // The order holds: no other start between the old and
+                    // the new one (the allocator's ranges are disjoint).
+                    if nl > 0 && (ns == s || map.range(s + 1..=ns).next().is_none()) {
+                        assert!(idx.reshape(s, ns, nl));
+                        map.remove(&s);
+                        map.insert(ns, nl);
+                    }
+                }
+            } else if rnd(3) == 0 {
                 if let Some(&s) = map.range(start..).next().map(|(s, _)| s) {
                     assert_eq!(idx.remove(s), map.remove(&s));
                 } else {
