@@ -226,6 +226,8 @@ pub struct Device<S: Storage + ?Sized = dyn Storage> {
     geometry: Geometry,
     books: Mutex<Bookkeeping>,
     observers: RwLock<Vec<Arc<dyn Observer>>>,
+    /// Set by [`Device::retire`]: frees release nothing.
+    retired: std::sync::atomic::AtomicBool,
     storage: S,
 }
 
@@ -238,6 +240,7 @@ impl<S: Storage> Device<S> {
         Device {
             books: Mutex::new(Bookkeeping::new(limits)),
             observers: RwLock::new(Vec::new()),
+            retired: std::sync::atomic::AtomicBool::new(false),
             geometry,
             storage,
         }
@@ -347,8 +350,21 @@ impl<S: Storage + ?Sized> Device<S> {
         Ok(books.enter(req, block))
     }
 
+    /// Marks the device as being discarded with everything on it: from
+    /// now on a free releases nothing (the books and the allocator go with
+    /// the device), so tearing down what a plan loaded costs no allocator
+    /// work. Allocations still succeed or fail as before; only use it on a
+    /// device nothing will read again.
+    pub fn retire(&self) {
+        self.retired
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Frees a live allocation (and whatever bytes it stored).
     pub fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
+        if self.retired.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
         self.each_observer(|o| o.freeing(handle));
         let mut books = self.books();
         let live = books.remove(handle)?;

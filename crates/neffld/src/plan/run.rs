@@ -734,6 +734,11 @@ impl<'s> Exec<'s> {
             .flat_map(|l| l.io.iter().map(|(t, _)| t.clone()))
             .collect();
         tensors.extend(self.tensors.iter().map(|(t, _)| t.clone()));
+        // Everything the run holds is dropped with it: the devices go too,
+        // so their allocators need not take each block back.
+        for d in self.rt.devices() {
+            d.retire();
+        }
         Outcome {
             neffs: self.loads.iter().map(|l| l.record.clone()).collect(),
             tensors,
