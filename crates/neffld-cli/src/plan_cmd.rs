@@ -284,7 +284,8 @@ fn step_json(i: usize, s: &plan::StepReport) -> Value {
 }
 
 fn memory_json(p: &Plan, devices: &[MemoryReport]) -> Value {
-    let file_of = |id| p.neffs.iter().find(|n| n.id == id);
+    let by_id: std::collections::HashMap<_, _> = p.neffs.iter().map(|n| (n.id, n)).collect();
+    let file_of = |id| by_id.get(&id).copied();
     let devices: Vec<Value> = devices
         .iter()
         .map(|m| {
