@@ -524,6 +524,89 @@ mod tests {
         );
     }
 
+    /// The indexed free list against a plain first-fit walk over an ordered
+    /// map (the allocator before the index): the same addresses for a long
+    /// random mix of aligned requests from the bottom and from the top, and
+    /// frees in random order.
+    #[test]
+    fn the_index_hands_out_what_a_first_fit_walk_would() {
+        use std::collections::BTreeMap;
+        struct Walk(BTreeMap<u64, u64>);
+        impl Walk {
+            fn cut(&mut self, s: u64, l: u64, at: u64, size: u64) -> u64 {
+                self.0.remove(&s);
+                if at > s {
+                    self.0.insert(s, at - s);
+                }
+                if s + l > at + size {
+                    self.0.insert(at + size, s + l - at - size);
+                }
+                at
+            }
+            fn take(&mut self, size: u64, align: u64) -> Option<u64> {
+                let (s, l, at) = self.0.iter().find_map(|(&s, &l)| {
+                    let at = (s + align - 1) & !(align - 1);
+                    (at + size <= s + l).then_some((s, l, at))
+                })?;
+                Some(self.cut(s, l, at, size))
+            }
+            fn take_top(&mut self, size: u64, align: u64) -> Option<u64> {
+                let (s, l, at) = self.0.iter().rev().find_map(|(&s, &l)| {
+                    let at = (s + l).checked_sub(size)? & !(align - 1);
+                    (at >= s).then_some((s, l, at))
+                })?;
+                Some(self.cut(s, l, at, size))
+            }
+            fn give(&mut self, start: u64, len: u64) {
+                let mut s = start;
+                let mut l = len;
+                if let Some((&b, &bl)) = self.0.range(..start).next_back() {
+                    if b + bl == start {
+                        self.0.remove(&b);
+                        s = b;
+                        l += bl;
+                    }
+                }
+                if let Some(&al) = self.0.get(&(start + len)) {
+                    self.0.remove(&(start + len));
+                    l += al;
+                }
+                self.0.insert(s, l);
+            }
+        }
+        let mut list = FreeList::new(CARVEOUT, CARVEOUT + 2 * GIB);
+        let mut walk = Walk(BTreeMap::from([(CARVEOUT, 2 * GIB)]));
+        let mut held: Vec<(u64, u64)> = Vec::new();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..30_000 {
+            if rnd(5) < 3 || held.is_empty() {
+                let size = (1 + rnd(64)) * GRANULE * if rnd(8) == 0 { 64 } else { 1 };
+                let align = GRANULE << rnd(11);
+                let (a, b) = if rnd(4) == 0 {
+                    (list.take_top(size, align), walk.take_top(size, align))
+                } else {
+                    (list.take(size, align), walk.take(size, align))
+                };
+                assert_eq!(a, b, "size {size} align {align}");
+                if let Some(at) = a {
+                    held.push((at, size));
+                }
+            } else {
+                let (at, size) = held.swap_remove(rnd(held.len() as u64) as usize);
+                list.give(at, size).unwrap();
+                walk.give(at, size);
+            }
+            assert_eq!(list.free.len(), walk.0.len());
+        }
+        assert_eq!(list.free.ranges(), walk.0.into_iter().collect::<Vec<_>>());
+    }
+
     #[test]
     fn rounding_and_zero_size() {
         assert_eq!(charged_size(0), Some(4096));
