@@ -260,14 +260,35 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
     let (advice, considered) = advice::advise(&session, deployment, &outcome, &prints)?;
     let fits = outcome.completed() == deployment.steps.len();
     let no_fix = (!fits && !advice.iter().any(|a| a.fits)).then(|| {
-        if considered.is_empty() {
+        let mut said = if considered.is_empty() {
             "no change was found to consider: the plan does not fit as written".to_string()
         } else {
             format!(
                 "nothing considered makes the plan fit (considered: {})",
                 considered.join("; ")
             )
+        };
+        // A refused tensor: the question that has an answer is its size.
+        if let Some(Step::Tensor { name, .. }) = outcome
+            .steps
+            .iter()
+            .find(|s| s.outcome.is_err())
+            .map(|s| &s.step)
+        {
+            let cores: Vec<u32> = deployment
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Tensor { name: n, vnc, .. } if n == name => Some(*vnc),
+                    _ => None,
+                })
+                .collect();
+            said.push_str(&format!(
+                "; the largest {name} that fits on each of its cores beside the rest: --solve {name}@{} without its --tensor",
+                solve::core_list(&cores)
+            ));
         }
+        said
     });
     let headroom = outcome.headroom.take().unwrap_or_default();
     let solve = match &deployment.solve {
