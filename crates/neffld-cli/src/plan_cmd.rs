@@ -219,7 +219,21 @@ pub fn evaluate(
     if d.steps.is_empty() {
         return Err(Failure::usage("the deployment has no step".into()));
     }
-    let p = plan::plan(&d).map_err(|e| plan_failure(&e))?;
+    let p = plan::plan(&d).map_err(|e| match &e {
+        // A file that cannot be read is named where the deployment names it.
+        PlanError::Io { path, .. } => {
+            let mut f = plan_failure(&e);
+            let at = d
+                .steps
+                .iter()
+                .position(|s| matches!(s, Step::Load { file, .. } if file == path));
+            if let Some(origin) = at.and_then(|i| d.origins.get(i)).filter(|o| !o.is_empty()) {
+                f.message = format!("{origin}: {}", f.message);
+            }
+            f
+        }
+        _ => plan_failure(&e),
+    })?;
     let failure = p.failed_step().map(|(_, _, f)| Failure {
         stage: f.stage,
         status: f.status,
@@ -681,7 +695,7 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
                 h.vnc,
                 h.device,
                 hbm,
-                units::human(h.hbm_free),
+                units::human_floor(h.hbm_free),
                 units::human_floor(h.largest_tensor),
                 copies.join(", ")
             );

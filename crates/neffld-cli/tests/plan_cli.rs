@@ -639,3 +639,23 @@ fn neffld_limits_are_neffld_s_and_a_foreign_chip_names_the_target() {
     assert!(m.contains("--target=inf2"), "{m}");
     assert!(!m.contains("trn1"), "{m}");
 }
+
+/// A deployment file naming a NEFF that does not exist: the error names the
+/// file and line of the step.
+#[test]
+fn a_missing_neff_is_named_by_its_deployment_line() {
+    let dir = scratch("missing");
+    let toml = dir.join("d.toml");
+    std::fs::write(
+        &toml,
+        "instance = \"trn2.3xlarge\"\n\n[[step]]\nload = \"nowhere.neff\"\ncores = 0\n",
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 3 (step 1): cannot read") && err.contains("nowhere.neff"),
+        "{err}"
+    );
+}

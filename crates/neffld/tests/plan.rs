@@ -604,3 +604,46 @@ fn a_refusal_with_more_free_than_asked_says_why() {
     assert!(h.largest_tensor < h.hbm_free);
     assert!(h.explain().is_some());
 }
+
+/// A refused plan with private scratchpad: the page-size advice names the
+/// private scratchpad the usage table shows where the plan stopped (1 GiB,
+/// computed from the NEFF's one 1 GiB variable), not that figure added to
+/// the refusal's snapshot of the same memory.
+#[test]
+fn the_scratchpad_figure_of_a_refused_plan_is_the_tables() {
+    let dir = tmpdir("pages-refused");
+    let f = neff_with(&dir, "spill2", 0, |v| {
+        v["var"]["v_sg0000"]["size"] = json!(GIB);
+    });
+    let mut steps = vec![load(&f, 0)];
+    steps.extend(plan::parse_tensor("kv=30GiB@0").unwrap());
+    let d = Deployment {
+        runtime: Some(RuntimeLine::V2_30),
+        ..trn2_3xl(2, steps)
+    };
+    let p = plan::plan(&d).unwrap();
+    assert!(!p.fits());
+    let table: u64 = p
+        .devices
+        .iter()
+        .flat_map(|m| &m.hbms)
+        .map(|h| h.usage().get(Column::Scratchpad))
+        .sum();
+    assert_eq!(table, GIB);
+    if let Some(a) = p
+        .advice
+        .iter()
+        .find(|a| matches!(a.kind, AdviceKind::ScratchpadPage { .. }))
+    {
+        let want = format!(
+            "{} of scratchpad variables",
+            neffld::report::memory::human_size(GIB)
+        );
+        assert!(a.reason.starts_with(&want), "{}", a.reason);
+        assert!(!a.fits, "a 30 GiB tensor never fits a 24 GiB HBM");
+        assert!(a.reason.contains("still does not fit"), "{}", a.reason);
+    } else {
+        panic!("page-size advice expected: {:?}", p.advice);
+    }
+    assert!(p.no_fix.is_some());
+}
