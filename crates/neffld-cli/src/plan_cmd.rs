@@ -187,7 +187,10 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
         d.instance =
             Some(Instance::named(i).map_err(|e| Failure::usage(format!("--instance: {e}")))?);
     }
-    d.lnc = a.lnc.or(d.lnc);
+    if a.lnc.is_some() {
+        d.lnc = a.lnc;
+        d.lnc_origin = Some("--lnc".into());
+    }
     d.runtime = a.runtime.or(d.runtime);
     if let Some(q) = &a.solve {
         d.solve = Some(plan::parse_solve(q).map_err(usage)?);

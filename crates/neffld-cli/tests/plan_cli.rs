@@ -549,6 +549,15 @@ fn core_lists_and_unloads_of_nothing_are_usage_errors_before_work() {
         err.contains("d.toml line 6 (step 2)") && err.contains("nothing loads"),
         "{err}"
     );
+    std::fs::write(
+        &toml,
+        "instance = \"trn1.2xlarge\"\nlnc = 2\n[[step]]\nload = \"u.neff\"\n",
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("d.toml line 2: trn1 cores take"), "{err}");
     std::fs::write(&toml, "[[step]]\nload = \"u.neff\"\ncores = []\n").unwrap();
     let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -25,6 +25,9 @@ pub struct Deployment {
     pub instance: Option<&'static Instance>,
     /// Logical-core size (`None`: the environment's, else the architecture's).
     pub lnc: Option<u32>,
+    /// Where `lnc` was given (the flag, or the file and line), for the
+    /// mistake of a size the chip does not take.
+    pub lnc_origin: Option<String>,
     pub runtime: Option<RuntimeLine>,
     /// Runtime variables, applied in order over the defaults.
     pub env: Vec<(String, String)>,
@@ -492,7 +495,7 @@ fn check_variable(k: &str, place: &str) -> Result<(), DeploymentError> {
 #[serde(deny_unknown_fields)]
 struct RawDeployment {
     instance: Option<Spanned<String>>,
-    lnc: Option<u32>,
+    lnc: Option<Spanned<u32>>,
     runtime: Option<Spanned<String>>,
     io_tensors: Option<bool>,
     #[serde(default)]
@@ -541,7 +544,8 @@ pub fn parse_toml(text: &str, origin: &str, base: &Path) -> Result<Deployment, D
     let at = |offset: usize| format!("{origin} line {}", line_of(text, offset));
     let mut d = Deployment {
         io_tensors: raw.io_tensors.unwrap_or(true),
-        lnc: raw.lnc,
+        lnc: raw.lnc.as_ref().map(|l| *l.get_ref()),
+        lnc_origin: raw.lnc.as_ref().map(|l| at(l.span().start)),
         ..Deployment::default()
     };
     if let Some(i) = &raw.instance {

@@ -188,7 +188,7 @@ impl Session {
         }
         if let Some(l) = d.lnc.filter(|l| !config.arch.lnc_sizes().contains(l)) {
             return Err(DeploymentError {
-                place: "lnc".into(),
+                place: d.lnc_origin.clone().unwrap_or_else(|| "lnc".into()),
                 what: format!(
                     "{} cores take logical-core size {:?}, not {l}",
                     config.arch.instance(),
