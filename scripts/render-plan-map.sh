@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Renders `neffld plan --map` output in headless Chromium, saves a screenshot,
 # and checks the rendered page the way a reader would: one section per chip
-# and one picture per HBM of the instance, a labelled line for every NEFF of
-# every core and every tensor the JSON report lists, labels at least 10 px.
+# and one picture per HBM of the instance (each HBM once, every core that
+# uses it marked on it with its logical core), a labelled line for every
+# NEFF of every core (header name and file) and every tensor the JSON report
+# lists, the NEFFs with their ranks grouped, the headroom and the advice,
+# labels at least 10 px.
 #   scripts/render-plan-map.sh OUT.png PLAN-ARGS...   (needs Debian's chromium and python3)
 # Exits non-zero when a check fails. A plan with a refused step still writes
 # a map; it is rendered and checked the same way.
@@ -49,6 +52,24 @@ for d in devices:
 for t in report["tensors"]:
     want = "nc%d · tensor %s" % (t["pcore"], t["name"])
     assert any(k == "tensor" and x.startswith(want) for k, x in items), "no line for " + want
+for d in devices:
+    for h in d["hbms"]:
+        marks = re.findall(r"ND %d HBM %d — cores ([^—]*) —" % (d["device"], h["hbm"]), dom)
+        assert len(marks) == 1, "HBM %d of ND %d shown once" % (h["hbm"], d["device"])
+        for c in h["cores"]:
+            assert "nc%d" % c["pcore"] in marks[0], "core nc%d on its HBM" % c["pcore"]
+for s in report["steps"]:
+    if s["status"] == "ok" and s["core"] is not None and s["pcores"]:
+        assert "nc%d (logical core %d)" % (s["pcores"][0], s["core"]) in dom, "logical core %d named" % s["core"]
+for n in report["neffs"]:
+    base = n["file"].rsplit("/", 1)[-1]
+    assert '%s ("%s") ×' % (base, n["name"]) in dom, "ranks of %s grouped" % base
+if report["headroom"]:
+    assert "<h2>Headroom</h2>" in dom, "headroom shown"
+for a in report["advice"]:
+    assert a["change"] in dom and " ".join(a["argv"]) in dom, "advice shown: " + a["change"]
+if report.get("no_fix"):
+    assert report["no_fix"] in dom, "no fix shown"
 sizes = re.findall(r"font:(\d+)px", dom)
 assert sizes and min(int(s) for s in sizes) >= 10, "labels smaller than 10 px"
 print("plan map ok: %d chip(s), %d HBM picture(s), %d NEFF and tensor line(s), fits %s"

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::ArgMatches;
 use neffld::config::VARIABLES;
 use neffld::instance::Instance;
-use neffld::plan::{self, AdviceKind, Deployment, Plan, PlanError, Step};
+use neffld::plan::{self, AdviceKind, Deployment, Plan, PlanError, Solve, SolveAnswer, Step};
 use neffld::report::{Column, MemoryReport, Usage};
 use neffld::text::count;
 use neffld::NrtStatus;
@@ -26,7 +26,8 @@ pub struct PlanArgs {
     /// What to load, in order: FILE (the next free logical core) or
     /// FILE@CORES (3, 0-31, 0,2,4: one load per listed core); or one
     /// deployment file (*.toml) for anything longer.
-    #[arg(required = true, value_name = "LOAD|DEPLOYMENT.toml")]
+    /// (None: a plan of tensors only, `--tensor`.)
+    #[arg(value_name = "LOAD|DEPLOYMENT.toml")]
     pub loads: Vec<String>,
     /// Instance type: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge,
     /// inf2.xlarge, inf2.8xlarge, inf2.24xlarge, inf2.48xlarge,
@@ -54,6 +55,20 @@ pub struct PlanArgs {
     /// order with the loads (repeatable).
     #[arg(long = "unload", value_name = "FILE@CORES")]
     pub unloads: Vec<String>,
+    /// Free the tensor NAME of each listed core, in command-line order with
+    /// the loads (repeatable).
+    #[arg(long = "free", value_name = "NAME@CORES")]
+    pub frees: Vec<String>,
+    /// Solve instead of check: NAME@CORES, the largest tensor NAME that fits
+    /// on every listed logical core at once beside the whole deployment; or
+    /// FILE.neff[@CORES], how many more loads of FILE fit (on the listed
+    /// cores in order, else each on the next free core).
+    #[arg(long, value_name = "NAME@CORES|FILE.neff[@CORES]")]
+    pub solve: Option<String>,
+    /// Ceiling on a NEFF's inflated payload in bytes, neffld's own guard
+    /// (NEFFLD_MAX_INFLATED; default: 64x the payload, 256 MiB to 32 GiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_inflated: Option<u64>,
     /// Do not allocate each load's input and output tensors (frameworks do).
     #[arg(long)]
     pub no_io_tensors: bool,
@@ -77,7 +92,7 @@ fn command_line_steps(
     m: Option<&ArgMatches>,
     with_loads: bool,
     budget: &mut plan::StepBudget,
-) -> Result<Vec<Step>, Failure> {
+) -> Result<(Vec<Step>, Vec<String>), Failure> {
     let usage = |e: plan::DeploymentError| Failure::usage(e.to_string());
     let at = |id: &str, n: usize| -> Vec<usize> {
         m.and_then(|m| m.indices_of(id))
@@ -86,29 +101,40 @@ fn command_line_steps(
     };
     // Sorted by (group, position): one group, unless the loads go first.
     let later = usize::from(a.loads_first);
-    let mut ordered: Vec<((usize, usize), Vec<Step>)> = Vec::new();
+    let mut ordered: Vec<((usize, usize), Vec<Step>, String)> = Vec::new();
     // Each argument expands to at most 65536 steps, counted against the
     // whole deployment's ceiling before the next is read.
-    let mut counted = |steps: Vec<Step>, place: String| -> Result<Vec<Step>, Failure> {
-        budget.take(steps.len(), place).map_err(usage)?;
-        Ok(steps)
+    let mut push = |key: (usize, usize), steps: Vec<Step>, place: String| -> Result<(), Failure> {
+        budget.take(steps.len(), place.clone()).map_err(usage)?;
+        ordered.push((key, steps, place));
+        Ok(())
     };
     if with_loads {
         for (i, arg) in at("loads", a.loads.len()).into_iter().zip(&a.loads) {
             let steps = plan::parse_load(arg).map_err(usage)?;
-            ordered.push(((0, i), counted(steps, format!("LOAD '{arg}'"))?));
+            push((0, i), steps, format!("LOAD '{arg}'"))?;
         }
     }
     for (i, arg) in at("tensors", a.tensors.len()).into_iter().zip(&a.tensors) {
         let steps = plan::parse_tensor(arg).map_err(usage)?;
-        ordered.push(((later, i), counted(steps, format!("--tensor '{arg}'"))?));
+        push((later, i), steps, format!("--tensor '{arg}'"))?;
     }
     for (i, arg) in at("unloads", a.unloads.len()).into_iter().zip(&a.unloads) {
         let steps = plan::parse_unload(arg).map_err(usage)?;
-        ordered.push(((later, i), counted(steps, format!("--unload '{arg}'"))?));
+        push((later, i), steps, format!("--unload '{arg}'"))?;
     }
-    ordered.sort_by_key(|(i, _)| *i);
-    Ok(ordered.into_iter().flat_map(|(_, s)| s).collect())
+    for (i, arg) in at("frees", a.frees.len()).into_iter().zip(&a.frees) {
+        let steps = plan::parse_free(arg).map_err(usage)?;
+        push((later, i), steps, format!("--free '{arg}'"))?;
+    }
+    ordered.sort_by_key(|(key, _, _)| *key);
+    let mut steps = Vec::new();
+    let mut origins = Vec::new();
+    for (_, s, place) in ordered {
+        origins.extend(std::iter::repeat_n(place, s.len()));
+        steps.extend(s);
+    }
+    Ok((steps, origins))
 }
 
 /// The deployment the command line describes: a deployment file with the
@@ -135,21 +161,30 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
             let mut d =
                 plan::parse_toml_within(&text, &path.display().to_string(), base, &mut budget)
                     .map_err(usage)?;
-            d.steps
-                .extend(command_line_steps(a, m, false, &mut budget)?);
+            let (steps, origins) = command_line_steps(a, m, false, &mut budget)?;
+            d.origins.resize(d.steps.len(), String::new());
+            d.steps.extend(steps);
+            d.origins.extend(origins);
             d
         }
-        None => Deployment {
-            io_tensors: true,
-            steps: command_line_steps(a, m, true, &mut budget)?,
-            ..Deployment::default()
-        },
+        None => {
+            let (steps, origins) = command_line_steps(a, m, true, &mut budget)?;
+            Deployment {
+                io_tensors: true,
+                steps,
+                origins,
+                ..Deployment::default()
+            }
+        }
     };
     let mut env: Vec<(String, String)> = VARIABLES
         .iter()
         .filter_map(|&k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect();
     env.append(&mut d.env);
+    if let Some(b) = a.max_inflated {
+        env.push(("NEFFLD_MAX_INFLATED".into(), b.to_string()));
+    }
     for e in &a.env {
         env.push(plan::parse_env(e).map_err(usage)?);
     }
@@ -158,8 +193,14 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
         d.instance =
             Some(Instance::named(i).map_err(|e| Failure::usage(format!("--instance: {e}")))?);
     }
-    d.lnc = a.lnc.or(d.lnc);
+    if a.lnc.is_some() {
+        d.lnc = a.lnc;
+        d.lnc_origin = Some("--lnc".into());
+    }
     d.runtime = a.runtime.or(d.runtime);
+    if let Some(q) = &a.solve {
+        d.solve = Some(plan::parse_solve(q).map_err(usage)?);
+    }
     d.io_tensors &= !a.no_io_tensors;
     Ok(d)
 }
@@ -216,7 +257,21 @@ fn evaluate_guarded(
         let (message, fd) = crate::input::guard_message("plan", &f, a.json);
         crate::sigbus::guard_range(1, usize::MAX, message, fd)
     });
-    let p = plan::plan(&d).map_err(|e| plan_failure(&e))?;
+    let p = plan::plan(&d).map_err(|e| match &e {
+        // A file that cannot be read is named where the deployment names it.
+        PlanError::Io { path, .. } => {
+            let mut f = plan_failure(&e);
+            let at = d
+                .steps
+                .iter()
+                .position(|s| matches!(s, Step::Load { file, .. } if file == path));
+            if let Some(origin) = at.and_then(|i| d.origins.get(i)).filter(|o| !o.is_empty()) {
+                f.message = format!("{origin}: {}", f.message);
+            }
+            f
+        }
+        _ => plan_failure(&e),
+    })?;
     let failure = p.failed_step().map(|(_, _, f)| Failure {
         stage: f.stage,
         status: f.status,
@@ -263,7 +318,7 @@ fn step_json(i: usize, s: &plan::StepReport) -> Value {
         Step::Free { name, .. } => ("free", None, Some(name), None),
     };
     let error = s.outcome.as_ref().err().map_or(Value::Null, |f| {
-        json!({"stage": f.stage, "status": f.status.as_str(), "status_code": f.status.code(), "message": f.message})
+        json!({"stage": f.stage, "status": f.status.as_str(), "status_code": f.status.code(), "message": f.message, "own_limit": f.own_limit})
     });
     json!({
         "index": i,
@@ -281,7 +336,8 @@ fn step_json(i: usize, s: &plan::StepReport) -> Value {
 }
 
 fn memory_json(p: &Plan, devices: &[MemoryReport]) -> Value {
-    let file_of = |id| p.neffs.iter().find(|n| n.id == id);
+    let by_id: std::collections::HashMap<_, _> = p.neffs.iter().map(|n| (n.id, n)).collect();
+    let file_of = |id| by_id.get(&id).copied();
     let devices: Vec<Value> = devices
         .iter()
         .map(|m| {
@@ -334,6 +390,8 @@ fn document(p: &Plan) -> Value {
             "usage": Column::of(r.request.usage).name(),
             "category": r.request.usage.name(),
             "what": r.what,
+            "explain": r.explain(),
+            "pools": pools_json(&r.pools),
             "log": r.log.iter().map(|(f, m)| json!({"function": f, "message": m})).collect::<Vec<_>>(),
             "memory": memory_json(p, std::slice::from_ref(&r.memory)),
         })
@@ -343,7 +401,8 @@ fn document(p: &Plan) -> Value {
         .iter()
         .map(|h| {
             json!({"core": h.vnc, "device": h.device, "pcores": h.pcores, "hbm": h.hbm,
-                   "hbm_free": h.hbm_free, "largest_tensor": h.largest_tensor,
+                   "hbm_free": h.hbm_free, "largest_tensor": h.largest_tensor, "shared_with": h.shared_with,
+                   "pools": pools_json(&h.pools), "explain": h.explain(),
                    "copies": h.copies.iter().map(|(f, c)| json!({"file": f.display().to_string(), "count": c.count, "at_least": c.at_least})).collect::<Vec<_>>()})
         })
         .collect();
@@ -355,11 +414,20 @@ fn document(p: &Plan) -> Value {
                 AdviceKind::ScratchpadPage { .. } => "scratchpad_page",
                 AdviceKind::PagedScratchpad => "paged_scratchpad",
                 AdviceKind::Lnc2 => "lnc",
+                AdviceKind::Placement { .. } => "placement",
                 AdviceKind::Without { .. } => "without_neff",
+            };
+            let moves = match &a.kind {
+                AdviceKind::Placement { moves } => {
+                    json!(moves.iter().map(|(f, t)| json!({"from": f, "to": t})).collect::<Vec<_>>())
+                }
+                _ => Value::Null,
             };
             json!({
                 "kind": kind,
                 "change": a.change,
+                "argv": a.argv,
+                "moves": moves,
                 "reason": a.reason,
                 "fits": a.fits,
                 "completed_before": a.completed.0,
@@ -388,6 +456,7 @@ fn document(p: &Plan) -> Value {
         },
         "runtime": p.line.to_string(),
         "scratchpad_page": p.scratchpad_page,
+        "contiguous_scratchpad": p.contiguous_scratchpad,
         "io_tensors": p.io_tensors,
         "planned_steps": p.planned,
         "parses": p.parses,
@@ -398,6 +467,66 @@ fn document(p: &Plan) -> Value {
         "tensors": p.tensors.iter().map(|t| json!({"name": t.name, "size": t.size, "core": t.vnc, "device": t.device, "pcore": t.pcore, "hbm": t.hbm, "io_of": t.io_of.map(|h| h.0)})).collect::<Vec<_>>(),
         "headroom": headroom,
         "advice": advice,
+        "no_fix": p.no_fix,
+        "solve": solve_json(p),
+    })
+}
+
+fn pools_json(pools: &[plan::PoolFree]) -> Value {
+    json!(pools
+        .iter()
+        .map(|p| json!({
+            "pool": match p.pool { plan::Pool::Main => "main", plan::Pool::Small => "small" },
+            "capacity": p.capacity,
+            "free": p.free,
+            "longest": p.longest,
+        }))
+        .collect::<Vec<_>>())
+}
+
+/// `solve`: the question and its answer (null without `--solve`).
+fn solve_json(p: &Plan) -> Value {
+    let Some(s) = &p.solve else {
+        return Value::Null;
+    };
+    let (kind, name, file, cores) = match &s.solve {
+        Solve::Tensor { name, cores } => ("tensor", Some(name.clone()), None, Some(cores.clone())),
+        Solve::Ranks { file, cores } => (
+            "ranks",
+            None,
+            Some(file.display().to_string()),
+            cores.clone(),
+        ),
+    };
+    let (bytes, ranks, tried, why) = match &s.answer {
+        Ok(SolveAnswer::Bytes(b)) => (Some(*b), None, None, None),
+        Ok(SolveAnswer::Ranks { count, tried }) => (None, Some(*count), Some(*tried), None),
+        Err(e) => (None, None, None, Some(e.clone())),
+    };
+    json!({"kind": kind, "query": s.solve.to_string(), "name": name, "file": file, "cores": cores,
+           "bytes": bytes, "ranks": ranks, "tried": tried, "unanswered": why})
+}
+
+/// The solve line of the human report.
+fn solve_text(p: &Plan) -> Option<String> {
+    let s = p.solve.as_ref()?;
+    Some(match (&s.solve, &s.answer) {
+        (Solve::Tensor { name, cores }, Ok(SolveAnswer::Bytes(b))) => format!(
+            "solve     {name}: at most {b} bytes ({}) on each of {} at once (one 4 KiB granule more is refused)",
+            units::human_floor(*b),
+            count(cores.len() as u64, "logical core")
+        ),
+        (Solve::Ranks { file, cores }, Ok(SolveAnswer::Ranks { count: n, tried })) => format!(
+            "solve     {}: {n} more load{} fit, of {tried} tried ({})",
+            file.display(),
+            if *n == 1 { "" } else { "s" },
+            match cores {
+                Some(c) => format!("on cores {} in order", plan::solve::core_list(c)),
+                None => "each on the next free logical core".into(),
+            }
+        ),
+        (q, Err(e)) => format!("solve     {q}: no answer: {e}"),
+        (q, Ok(_)) => format!("solve     {q}: no answer"),
     })
 }
 
@@ -423,7 +552,7 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
     let i = &doc["instance"];
     let _ = writeln!(
         t,
-        "plan      {}: {} chip{} of {} cores and {} HBMs of {}; LNC {} ({} logical cores); runtime {}; scratchpad pages {}",
+        "plan      {}: {} chip{} of {} cores and {} HBMs of {}; LNC {} ({} logical cores); runtime {}; {}",
         p.instance.map_or(format!("one {} chip", p.arch.instance()), |i| i.name.to_string()),
         p.chips,
         if p.chips == 1 { "" } else { "s" },
@@ -433,7 +562,14 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
         p.lnc,
         i["logical_cores"],
         p.line,
-        units::human(p.scratchpad_page),
+        if p.contiguous_scratchpad {
+            format!(
+                "contiguous scratchpad in {} steps",
+                units::human(p.scratchpad_page)
+            )
+        } else {
+            format!("scratchpad pages {}", units::human(p.scratchpad_page))
+        },
     );
     match p.failed_step() {
         None => {
@@ -451,16 +587,23 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
                 t,
                 "{}",
                 style.fail(&format!(
-                    "fits      no: step {} of {} ({} on core {}) refused [{}]: {}",
+                    "fits      no: step {} of {} ({} on core {}) {}: {}",
                     n + 1,
                     p.planned,
                     step_text(&s.step),
                     s.vnc.map_or("?".into(), |v| v.to_string()),
-                    f.status,
+                    if f.own_limit.is_some() {
+                        "stopped by neffld's own limit".to_string()
+                    } else {
+                        format!("refused [{}]", f.status)
+                    },
                     f.message
                 ))
             );
         }
+    }
+    if let Some(line) = solve_text(p) {
+        let _ = writeln!(t, "{line}");
     }
     let mut busy: Vec<(u32, &neffld::report::HbmMemory)> = p
         .devices
@@ -494,6 +637,9 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
         for (f, m) in &r.log {
             let _ = writeln!(t, "ERROR  TDRV:{f:<40}{m}");
         }
+        if let Some(why) = r.explain() {
+            let _ = writeln!(t, "why       {why}");
+        }
     }
     let _ = writeln!(t, "\nsteps");
     let _ = writeln!(
@@ -513,6 +659,7 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
             cores.join(","),
             match &s.outcome {
                 Ok(()) => "ok".to_string(),
+                Err(f) if f.own_limit.is_some() => "neffld's own limit".to_string(),
                 Err(f) => format!("refused [{}]", f.status),
             }
         );
@@ -567,6 +714,22 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
             files.join(", ")
         );
         for h in &p.headroom {
+            // An HBM shared by several cores of the list is one HBM: its
+            // figures once, on its first core.
+            let first = h.shared_with.iter().copied().filter(|&o| o < h.vnc).min();
+            let hbm = if h.shared_with.is_empty() {
+                h.hbm.to_string()
+            } else {
+                format!("{}*", h.hbm)
+            };
+            if let Some(first) = first {
+                let _ = writeln!(
+                    t,
+                    "  {:>5} {:>4} {:>4} {:>12} {:>15}   (the HBM of core {first}: its figures are shared, not more)",
+                    h.vnc, h.device, hbm, "", ""
+                );
+                continue;
+            }
             let copies: Vec<String> = h
                 .copies
                 .iter()
@@ -577,10 +740,33 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
                 "  {:>5} {:>4} {:>4} {:>12} {:>15}   {}",
                 h.vnc,
                 h.device,
-                h.hbm,
-                units::human(h.hbm_free),
-                units::human(h.largest_tensor),
+                hbm,
+                units::human_floor(h.hbm_free),
+                units::human_floor(h.largest_tensor),
                 copies.join(", ")
+            );
+        }
+        // Why "largest" is under "free", once per distinct explanation.
+        let mut said: Vec<String> = Vec::new();
+        for h in p
+            .headroom
+            .iter()
+            .filter(|h| h.shared_with.iter().all(|&o| o > h.vnc))
+        {
+            if let Some(why) = h.explain() {
+                if !said.contains(&why) {
+                    let _ = writeln!(t, "  core {}: largest tensor under HBM free: {why}", h.vnc);
+                    said.push(why);
+                }
+                if said.len() >= 4 {
+                    break;
+                }
+            }
+        }
+        if p.headroom.iter().any(|h| !h.shared_with.is_empty()) {
+            let _ = writeln!(
+                t,
+                "  * an HBM shared by several cores of the plan: its free bytes, largest tensor and copies are for all of them together, counted once"
             );
         }
     }
@@ -588,7 +774,34 @@ fn human(p: &Plan, doc: &Value, style: Style) -> String {
         let _ = writeln!(t, "\nadvice (each judged by planning the deployment again)");
         for a in &p.advice {
             let _ = writeln!(t, "  - {}: {}", a.change, a.reason);
+            let _ = writeln!(
+                t,
+                "    fits: {}; run: {}",
+                if a.fits { "yes" } else { "no" },
+                shell_words(&a.argv)
+            );
         }
     }
+    if let Some(n) = &p.no_fix {
+        let _ = writeln!(t, "\n{}", style.fail(&format!("no fix    {n}")));
+    }
     t
+}
+
+/// A command line as a POSIX shell reads it back: words of plain
+/// characters as they are, others in single quotes.
+fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./@=,:+-%".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

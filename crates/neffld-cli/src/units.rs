@@ -15,6 +15,23 @@ pub fn human(bytes: u64) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
+/// As [`human`], rounded down instead of to the nearest tenth: for a figure
+/// that promises room (a tensor of the size printed must fit), so
+/// 2,102,796,288 bytes is `1.9 GiB`, not `2.0 GiB`.
+pub fn human_floor(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut u = 0;
+    while u + 1 < UNITS.len() && bytes >> (10 * (u + 2)) > 0 {
+        u += 1;
+    }
+    let scale = 1u128 << (10 * (u + 1));
+    let tenths = u128::from(bytes) * 10 / scale;
+    format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[u])
+}
+
 pub use neffld::text::count;
 
 /// `1536` → `1536 bytes (1.5 KiB)`; `1` → `1 byte`.
@@ -49,5 +66,13 @@ mod tests {
         assert_eq!(bytes(4096), "4096 bytes (4.0 KiB)");
         assert_eq!((bytes(1), bytes(0)), ("1 byte".into(), "0 bytes".into()));
         assert_eq!(used_of(1 << 30, 4 << 30), "1.0 GiB / 4.0 GiB (25.00 %)");
+        // Rounded down: 2,102,796,288 B is 1.958 GiB.
+        assert_eq!(human_floor(2_102_796_288), "1.9 GiB");
+        assert_eq!(human(2_102_796_288), "2.0 GiB");
+        assert_eq!(human_floor(2 << 30), "2.0 GiB");
+        assert_eq!(human_floor((2 << 30) - 1), "1.9 GiB");
+        assert_eq!(human_floor(1023), "1023 B");
+        assert_eq!(human_floor(1024 * 1024 - 1), "1023.9 KiB");
+        assert_eq!(human_floor(1 << 20), "1.0 MiB");
     }
 }

@@ -220,7 +220,7 @@ fn mistakes_name_what_and_where() {
         ),
         (
             vec![a.clone(), "--unload".into(), format!("{a}@5")],
-            "is not loaded on core 5",
+            "@5': logical core 5 is not on this instance",
         ),
         (
             vec![dir.join("none.neff").to_str().unwrap().into()],
@@ -307,6 +307,366 @@ fn an_unwritable_map_keeps_the_plan() {
     assert_eq!(doc["fits"], true, "{doc}");
     assert_eq!(doc["planned_steps"], 1);
     assert!(doc["warnings"].to_string().contains(bad), "{doc}");
+}
+
+/// Re-plans every advice item's `argv` (as given, without the leading
+/// `neffld`) and checks the plan's `fits` is the item's.
+fn advice_replans_as_said(doc: &Value) {
+    for a in doc["advice"].as_array().unwrap() {
+        let argv: Vec<&str> = a["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert_eq!(&argv[..2], ["neffld", "plan"], "{a}");
+        let mut args = argv[1..].to_vec();
+        args.push("--json");
+        let out = neffld(&args, &[]);
+        let again = json(&out);
+        assert_eq!(again["fits"], a["fits"], "{}: {a}", argv.join(" "));
+        assert_eq!(
+            out.status.code(),
+            Some(if a["fits"] == true { 0 } else { 1 }),
+            "{}",
+            argv.join(" ")
+        );
+    }
+}
+
+/// trn2.3xlarge at LNC 1: NC 0 and NC 1 share HBM 0, so a NEFF on cores 0
+/// and 1 with an 11 GiB tensor each does not fit in its 24 GiB; on cores 0
+/// and 2 (HBMs 0 and 1) it does. The advice proposes that placement, its
+/// command line plans and fits, and the headroom names the shared HBM.
+#[test]
+fn ranks_on_a_shared_hbm_are_offered_a_placement_that_fits() {
+    let dir = scratch("placement");
+    let a = write_neff(&dir, "rank", 512 << 20);
+    let args = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{a}@0,1"),
+        "--tensor",
+        "kv=11GiB@0,1",
+        "--json",
+    ];
+    let out = neffld(&args, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    assert_eq!(doc["fits"], false);
+    // Independent: the same on cores 0 and 2 fits.
+    let spread = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{a}@0,2"),
+        "--tensor",
+        "kv=11GiB@0,2",
+        "--json",
+    ];
+    assert_eq!(json(&neffld(&spread, &[]))["fits"], true);
+    let placed: Vec<&Value> = doc["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "placement")
+        .collect();
+    assert_eq!(placed.len(), 1, "{}", doc["advice"]);
+    assert_eq!(placed[0]["fits"], true);
+    assert_eq!(placed[0]["moves"][0]["from"], 1);
+    assert_ne!(placed[0]["moves"][0]["to"], 1);
+    assert!(doc["no_fix"].is_null());
+    advice_replans_as_said(&doc);
+    // The human report gives the command line and says it fits.
+    let text = neffld(&args[..args.len() - 1], &[]);
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        t.contains("fits: yes; run: neffld plan --instance trn2.3xlarge --lnc 1"),
+        "{t}"
+    );
+}
+
+/// The noisy neighbour's advice (LNC 2) re-plans as said; a plan nothing
+/// rescues says so plainly.
+#[test]
+fn advice_command_lines_replan_to_their_verdict_and_hopeless_plans_say_so() {
+    let dir = scratch("argv");
+    let dense = write_neff(&dir, "dense", 10 * GIB);
+    let light = write_neff(&dir, "light", 64 << 20);
+    let args = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{dense}@0"),
+        &format!("{dense}@0"),
+        "--tensor",
+        "kv=4GiB@1",
+        "--json",
+    ];
+    let doc = json(&neffld(&args, &[]));
+    assert_eq!(doc["fits"], false);
+    assert!(!doc["advice"].as_array().unwrap().is_empty());
+    advice_replans_as_said(&doc);
+    // A tensor larger than any HBM: nothing helps, and the report says so.
+    let hopeless = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{light}@0"),
+        &format!("{dense}@1"),
+        "--tensor",
+        "kv=30GiB@2",
+        "--json",
+    ];
+    let doc = json(&neffld(&hopeless, &[]));
+    assert_eq!(doc["fits"], false);
+    assert!(doc["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a["fits"] == false));
+    assert!(doc["no_fix"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("nothing considered makes the plan fit")));
+    advice_replans_as_said(&doc);
+}
+
+/// A plan of tensors only, and `--free` on the command line.
+#[test]
+fn tensors_alone_and_frees_plan_from_the_command_line() {
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--tensor",
+            "a=20GiB@0",
+            "--free",
+            "a@0",
+            "--tensor",
+            "b=20GiB@0",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(
+        steps(&doc),
+        [
+            ("tensor".into(), "a".into(), 0),
+            ("free".into(), "a".into(), 0),
+            ("tensor".into(), "b".into(), 0)
+        ]
+    );
+    // Without the free, two 20 GiB tensors do not fit in one 24 GiB HBM.
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--tensor",
+            "a=20GiB@0",
+            "--tensor",
+            "b=20GiB@0",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// Mistakes in core lists and steps are usage errors found before anything
+/// is planned (exit 2, no step run), naming the argument or the file and
+/// line.
+#[test]
+fn core_lists_and_unloads_of_nothing_are_usage_errors_before_work() {
+    let dir = scratch("usage");
+    let a = write_neff(&dir, "u", 0);
+    let cases: Vec<(Vec<String>, String, &str)> = vec![
+        (
+            vec![
+                "--instance".into(),
+                "trn1.32xlarge".into(),
+                format!("{a}@0-40"),
+            ],
+            format!("LOAD '{a}@0-40'"),
+            "logical core 32 is not on this instance",
+        ),
+        (vec![format!("{a}@x")], format!("LOAD '{a}@x'"), "'x'"),
+        (vec![format!("{a}@")], format!("LOAD '{a}@'"), "no cores"),
+        (
+            vec![format!("{a}@0"), "--unload".into(), format!("{a}@1")],
+            format!("--unload '{a}@1'"),
+            "nothing loads",
+        ),
+        (
+            vec!["--free".into(), "kv@0".into()],
+            "--free 'kv@0'".into(),
+            "no tensor kv",
+        ),
+    ];
+    for (args, place, what) in cases {
+        let mut all = vec![
+            "plan".to_string(),
+            "--instance".into(),
+            "trn2.3xlarge".into(),
+        ];
+        if args[0] == "--instance" {
+            all.truncate(1);
+        }
+        all.extend(args);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = neffld(&refs, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {err}");
+        assert!(err.contains(&place) && err.contains(what), "{all:?}: {err}");
+        assert!(out.stdout.is_empty(), "nothing planned: {all:?}");
+    }
+    let toml = dir.join("d.toml");
+    std::fs::write(
+        &toml,
+        "instance = \"trn2.3xlarge\"\n[[step]]\nload = \"u.neff\"\ncores = 0\n\n[[step]]\nunload = \"u.neff\"\ncores = 2\n",
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 6 (step 2)") && err.contains("nothing loads"),
+        "{err}"
+    );
+    std::fs::write(
+        &toml,
+        "instance = \"trn1.2xlarge\"\nlnc = 2\n[[step]]\nload = \"u.neff\"\n",
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("d.toml line 2: trn1 cores take"), "{err}");
+    std::fs::write(&toml, "[[step]]\nload = \"u.neff\"\ncores = []\n").unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 3") && err.contains("no logical core"),
+        "{err}"
+    );
+}
+
+/// neffld's own inflate ceiling is reported as neffld's, with the flag that
+/// raises it (and raising it lets the load through); a NEFF of another chip
+/// is named against the instance's chip and the compiler's target flag.
+#[test]
+fn neffld_limits_are_neffld_s_and_a_foreign_chip_names_the_target() {
+    let dir = scratch("limits");
+    let a = write_neff(&dir, "lim", 0);
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--max-inflated",
+            "1000",
+            &a,
+            "--json",
+        ],
+        &[],
+    );
+    let doc = json(&out);
+    assert_eq!(doc["fits"], false);
+    let err = &doc["steps"][0]["error"];
+    assert_eq!(err["stage"], "neffld", "{err}");
+    assert!(err["own_limit"]
+        .as_str()
+        .unwrap()
+        .contains("--max-inflated"));
+    assert!(err["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("not the runtime's refusal"));
+    let text = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--max-inflated",
+            "1000",
+            &a,
+        ],
+        &[],
+    );
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        t.contains("stopped by neffld's own limit") && !t.contains("refused ["),
+        "{t}"
+    );
+    let raised = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--max-inflated",
+            "1000000000",
+            &a,
+        ],
+        &[],
+    );
+    assert_eq!(raised.status.code(), Some(0));
+
+    let lnc2 = dir.join("lnc2.neff");
+    std::fs::write(&lnc2, neffld::testkit::fixture("matmul_small.neff")).unwrap();
+    let doc = json(&neffld(
+        &[
+            "plan",
+            "--instance",
+            "inf2.xlarge",
+            lnc2.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    ));
+    let m = doc["steps"][0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(m.contains("Inferentia2 of inf2.xlarge"), "{m}");
+    assert!(m.contains("--target=inf2"), "{m}");
+    assert!(!m.contains("trn1"), "{m}");
+}
+
+/// A deployment file naming a NEFF that does not exist: the error names the
+/// file and line of the step.
+#[test]
+fn a_missing_neff_is_named_by_its_deployment_line() {
+    let dir = scratch("missing");
+    let toml = dir.join("d.toml");
+    std::fs::write(
+        &toml,
+        "instance = \"trn2.3xlarge\"\n\n[[step]]\nload = \"nowhere.neff\"\ncores = 0\n",
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 3 (step 1): cannot read") && err.contains("nowhere.neff"),
+        "{err}"
+    );
 }
 
 /// matmul_large on one logical core of a trn2.3xlarge (two physical cores

@@ -94,3 +94,30 @@ def test_out_of_range_arguments_name_the_value_and_the_rule():
         neffld.plan(f"{SMALL}@0", lnc=-1)
     with pytest.raises(neffld.NeffError, match=r"start_core=2147483648: a logical core is -1"):
         neffld.load(str(SMALL), start_core=2**31)
+
+
+def test_solve_gives_a_size_that_fits_and_one_granule_more_does_not():
+    doc = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", solve="kv@0-3")
+    s = doc["solve"]
+    assert s["kind"] == "tensor" and s["name"] == "kv" and s["cores"] == [0, 1, 2, 3]
+    size = s["bytes"]
+    assert size % 4096 == 0 and 0 < size < 24 * GIB
+    fits = neffld.plan(
+        f"{SMALL}@0-3", instance="trn2.3xlarge", tensors=[f"kv={size}@0-3"]
+    )
+    assert fits["fits"] is True
+    over = neffld.plan(
+        f"{SMALL}@0-3", instance="trn2.3xlarge", tensors=[f"kv={size + 4096}@0-3"]
+    )
+    assert over["fits"] is False
+
+
+def test_each_advice_argv_plans_to_its_fits():
+    # Two 11 GiB tensors on cores 0 and 1 at LNC 1 share HBM 0 (24 GiB):
+    # refused, with advice (LNC 2, a placement) whose command lines fit.
+    doc = neffld.plan(instance="trn2.3xlarge", lnc=1, tensors=["kv=11GiB@0,1", "w=2GiB@0,1"])
+    assert doc["fits"] is False
+    assert doc["advice"], doc
+    for a in doc["advice"]:
+        assert a["argv"][:2] == ["neffld", "plan"]
+        assert neffld.plan_argv(a["argv"])["fits"] is a["fits"], a["argv"]

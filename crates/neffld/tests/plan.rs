@@ -370,7 +370,12 @@ fn unloads_and_frees_release_what_they_name() {
         vnc: 0,
     });
     match plan::plan(&bad) {
-        Err(PlanError::Deployment(e)) => assert!(e.what.contains("is not loaded on core 0"), "{e}"),
+        // Found before anything is planned, naming the step.
+        Err(PlanError::Deployment(e)) => {
+            assert_eq!(e.place, "step 5", "{e}");
+            assert!(e.what.contains("nothing loads"), "{e}");
+            assert!(e.what.contains("on core 0"), "{e}");
+        }
         other => panic!("{:?}", other.map(|p| p.fits())),
     }
 }
@@ -541,4 +546,177 @@ fn a_region_that_cannot_grow_is_advised_the_paged_scratchpad() {
         .env
         .push(("NEURON_RT_CONTIGUOUS_SCRATCHPAD".into(), "0".into()));
     assert!(plan::plan(&paged).unwrap().fits());
+}
+
+/// Two paths to the same bytes (a copy and a link) are one NEFF: read and
+/// parsed once, measured once in the headroom, and never advised against as
+/// if the other path were a different model; each load still keeps the
+/// path it was named by, and an unload names that path.
+#[test]
+fn paths_to_the_same_bytes_are_one_neff() {
+    let dir = tmpdir("same-bytes");
+    let a = neff(&dir, "same", 64 * MIB);
+    let copy = dir.join("copy.neff");
+    std::fs::copy(&a, &copy).unwrap();
+    let link = dir.join("link.neff");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    let other = neff(&dir, "other", 32 * MIB);
+    let steps = vec![
+        load(&a, 0),
+        load(&copy, 1),
+        load(&link, 2),
+        load(&other, 3),
+        Step::Unload {
+            file: copy.clone(),
+            vnc: 1,
+        },
+    ];
+    let p = plan::plan(&trn2_3xl(1, steps)).unwrap();
+    assert!(p.fits(), "{:?}", p.failed_step());
+    assert_eq!(p.parses, 2, "two distinct NEFFs");
+    let files: Vec<_> = p.neffs.iter().map(|n| n.file.clone()).collect();
+    assert_eq!(files, [a.clone(), link.clone(), other.clone()]);
+    for h in &p.headroom {
+        let named: Vec<_> = h.copies.iter().map(|(f, _)| f.clone()).collect();
+        assert_eq!(named, [a.clone(), other.clone()], "core {}", h.vnc);
+    }
+    for adv in &p.advice {
+        if let AdviceKind::Without { file } = &adv.kind {
+            assert!(file == &a || file == &other, "{file:?}");
+        }
+    }
+}
+
+/// `--solve kv@CORES`: the answer S is checked by planning again, as a user
+/// would, with the tensor appended: S on every core fits, one granule more
+/// is refused. Ranks of a NEFF: the count is checked against the plans of
+/// one more and one fewer appended load.
+#[test]
+fn a_solved_size_fits_and_one_granule_more_does_not() {
+    let dir = tmpdir("solve");
+    let a = neff(&dir, "solve-a", 512 * MIB);
+    let base = vec![load(&a, 0), load(&a, 1), load(&a, 2)];
+    let mut d = trn2_3xl(1, base.clone());
+    d.solve = Some(plan::Solve::Tensor {
+        name: "kv".into(),
+        cores: vec![0, 1, 2],
+    });
+    let p = plan::plan(&d).unwrap();
+    assert!(p.fits());
+    let Some(Ok(plan::SolveAnswer::Bytes(s))) = p.solve.as_ref().map(|s| s.answer.clone()) else {
+        panic!("{:?}", p.solve)
+    };
+    assert_eq!(s % 4096, 0);
+    let with = |size: u64| {
+        let mut steps = base.clone();
+        steps.extend(plan::parse_tensor(&format!("kv={size}@0,1,2")).unwrap());
+        plan::plan(&trn2_3xl(1, steps)).unwrap().fits()
+    };
+    assert!(with(s), "S = {s} must fit on every core");
+    assert!(!with(s + 4096), "S + 4 KiB must be refused");
+    // Cores 0 and 1 share HBM 0 at LNC 1: S is under half of it.
+    assert!(s < 12 * GIB, "{s}");
+
+    // Ranks: how many more loads on cores 3..=7 in order.
+    let mut d = trn2_3xl(1, base.clone());
+    d.solve = Some(plan::Solve::Ranks {
+        file: a.clone(),
+        cores: Some(vec![3, 4, 5, 6, 7]),
+    });
+    let p = plan::plan(&d).unwrap();
+    let Some(Ok(plan::SolveAnswer::Ranks { count, tried })) =
+        p.solve.as_ref().map(|s| s.answer.clone())
+    else {
+        panic!("{:?}", p.solve)
+    };
+    assert_eq!(tried, 5);
+    let fits_with = |n: u32| {
+        let mut steps = base.clone();
+        steps.extend((3..3 + n).map(|v| load(&a, v)));
+        plan::plan(&trn2_3xl(1, steps)).unwrap().fits()
+    };
+    assert!(fits_with(count));
+    if count < tried {
+        assert!(!fits_with(count + 1));
+    }
+}
+
+/// A tensor refused with more bytes free on its HBM than it asks: the
+/// refusal's pools add up to the runtime's free figure, no pool's longest
+/// range holds the request, and the plan says why in words.
+#[test]
+fn a_refusal_with_more_free_than_asked_says_why() {
+    let dir = tmpdir("gap");
+    let a = neff(&dir, "gap", 512 * MIB);
+    let mut steps = vec![load(&a, 0)];
+    steps.extend(plan::parse_tensor("kv=22GiB@1").unwrap());
+    let p = plan::plan(&trn2_3xl(1, steps)).unwrap();
+    assert!(!p.fits());
+    let r = p.refusal.as_ref().unwrap();
+    let free: u64 = r.pools.iter().map(|x| x.free).sum();
+    let (_, _, f) = p.failed_step().unwrap();
+    assert!(
+        f.message.contains(&format!("has {free} bytes free")),
+        "{}",
+        f.message
+    );
+    assert!(free >= 22 * GIB, "the case: more free than asked ({free})");
+    assert!(r.pools.iter().all(|x| x.longest < 22 * GIB));
+    assert_eq!(r.pools.len(), 2, "main and small pool");
+    let why = r.explain().expect("explained");
+    assert!(why.contains("one contiguous block"), "{why}");
+    assert!(why.contains("small pool"), "{why}");
+    // Headroom: its largest tensor is the longest range of the HBM's pools,
+    // under the HBM's free bytes, and says why.
+    let h = &p.headroom[0];
+    assert_eq!(
+        h.largest_tensor,
+        h.pools.iter().map(|x| x.longest).max().unwrap()
+    );
+    assert!(h.largest_tensor < h.hbm_free);
+    assert!(h.explain().is_some());
+}
+
+/// A refused plan with private scratchpad: the page-size advice names the
+/// private scratchpad the usage table shows where the plan stopped (1 GiB,
+/// computed from the NEFF's one 1 GiB variable), not that figure added to
+/// the refusal's snapshot of the same memory.
+#[test]
+fn the_scratchpad_figure_of_a_refused_plan_is_the_tables() {
+    let dir = tmpdir("pages-refused");
+    let f = neff_with(&dir, "spill2", 0, |v| {
+        v["var"]["v_sg0000"]["size"] = json!(GIB);
+    });
+    let mut steps = vec![load(&f, 0)];
+    steps.extend(plan::parse_tensor("kv=30GiB@0").unwrap());
+    let d = Deployment {
+        runtime: Some(RuntimeLine::V2_30),
+        ..trn2_3xl(2, steps)
+    };
+    let p = plan::plan(&d).unwrap();
+    assert!(!p.fits());
+    let table: u64 = p
+        .devices
+        .iter()
+        .flat_map(|m| &m.hbms)
+        .map(|h| h.usage().get(Column::Scratchpad))
+        .sum();
+    assert_eq!(table, GIB);
+    if let Some(a) = p
+        .advice
+        .iter()
+        .find(|a| matches!(a.kind, AdviceKind::ScratchpadPage { .. }))
+    {
+        let want = format!(
+            "{} of scratchpad variables",
+            neffld::report::memory::human_size(GIB)
+        );
+        assert!(a.reason.starts_with(&want), "{}", a.reason);
+        assert!(!a.fits, "a 30 GiB tensor never fits a 24 GiB HBM");
+        assert!(a.reason.contains("still does not fit"), "{}", a.reason);
+    } else {
+        panic!("page-size advice expected: {:?}", p.advice);
+    }
+    assert!(p.no_fix.is_some());
 }

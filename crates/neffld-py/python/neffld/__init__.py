@@ -61,6 +61,7 @@ __all__ = [
     "inspect",
     "load",
     "plan",
+    "plan_argv",
     "verify",
 ]
 
@@ -75,6 +76,7 @@ def plan(
     unloads=(),
     io_tensors=True,
     map=None,
+    solve=None,
 ) -> dict[str, _Any]:
     """Plans a deployment on a simulated instance, as `neffld plan` does,
     and returns the document `neffld plan --json` prints (docs/cli.md).
@@ -85,6 +87,13 @@ def plan(
     runtime variables to values. A refused step is the answer
     (`["fits"]` is False), not an exception; a usage or I/O error raises
     NeffError.
+
+    `solve` asks for a figure instead of a verdict: "NAME@CORES" gives in
+    `["solve"]["bytes"]` the largest tensor NAME that fits on every listed
+    core at once beside the deployment; "FILE.neff[@CORES]" gives in
+    `["solve"]["ranks"]` how many more loads of FILE fit. Each advice item
+    carries `["argv"]`, the whole command line that applies it: give it to
+    `plan_argv` to plan it again.
     """
     # Every option in its `--name=value` form, the loads after `--`: a load
     # is always a file name, never an option (`'--map=victim.txt'` as a
@@ -109,6 +118,20 @@ def plan(
         args.append("--no-io-tensors")
     if map is not None:
         args.append(f"--map={_os.fspath(map)}")
+    if solve is not None:
+        args.append(f"--solve={_os.fspath(solve)}")
     args.append("--")
     args += [_os.fspath(x) for x in loads]
     return _json.loads(_plan(args))
+
+
+def plan_argv(argv) -> dict[str, _Any]:
+    """Plans a `neffld plan` command line given as a list of words (an
+    advice item's `["argv"]`, with or without the leading "neffld", "plan")
+    and returns its `--json` document."""
+    words = [str(w) for w in argv]
+    if words[:2] == ["neffld", "plan"]:
+        words = words[2:]
+    elif words[:1] == ["plan"]:
+        words = words[1:]
+    return _json.loads(_plan(words))

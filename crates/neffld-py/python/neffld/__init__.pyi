@@ -241,9 +241,15 @@ def plan(
     unloads: "tuple[str, ...] | list[str]" = (),
     io_tensors: bool = True,
     map: Optional[Union[str, os.PathLike[str]]] = None,
+    solve: Optional[Union[str, os.PathLike[str]]] = None,
 ) -> dict[str, Any]:
     """Plans a deployment on a simulated instance (`neffld plan`): LOADs
     "FILE" or "FILE@CORES", or one deployment file; returns the document
     `neffld plan --json` prints (fits, steps, refusal with the runtime's
-    log lines, memory, headroom, advice). Raises NeffError for a usage or
-    I/O error."""
+    log lines, memory, headroom, advice, each with the argv that applies
+    it; solve: the largest tensor NAME@CORES or further ranks of
+    FILE.neff[@CORES]). Raises NeffError for a usage or I/O error."""
+
+def plan_argv(argv: "list[str] | tuple[str, ...]") -> dict[str, Any]:
+    """Plans a `neffld plan` command line (an advice item's argv, with or
+    without the leading "neffld", "plan"); returns its --json document."""

@@ -12,9 +12,7 @@
 //! has no small pool: splitting would leave a main pool smaller than the
 //! small one, which no real device has. Everything then comes from one pool.
 
-use std::collections::BTreeMap;
-use std::ops::Bound;
-
+use super::free_index::RangeIndex;
 use super::geometry::{Geometry, CARVEOUT, GRANULE};
 
 /// Size of the small pool at the top of each channel.
@@ -64,6 +62,19 @@ pub enum Pool {
     Small,
 }
 
+/// One pool of a channel as it stands: why a request can be refused with
+/// more bytes free than it asks — the free bytes are split between the
+/// pools and, within each, between ranges; a request takes one range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolFree {
+    pub pool: Pool,
+    /// Bytes the pool can hand out in all.
+    pub capacity: u64,
+    pub free: u64,
+    /// The longest free range: the largest request the pool can take.
+    pub longest: u64,
+}
+
 /// A block handed out by [`HbmAllocator::alloc`]; give it back unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
@@ -95,18 +106,20 @@ pub fn charged_size(size: u64) -> Option<u64> {
 }
 
 /// Free ranges of one pool, keyed by start, values are lengths. Adjacent
-/// ranges are always merged, so the map stays as small as the fragmentation.
+/// ranges are always merged, so the index stays as small as the
+/// fragmentation; it is indexed by length ([`RangeIndex`]), so a request
+/// costs O(log n) in the free ranges, not a walk over them.
 #[derive(Clone, Debug)]
 struct FreeList {
     start: u64,
     end: u64,
-    free: BTreeMap<u64, u64>,
+    free: RangeIndex,
     free_bytes: u64,
 }
 
 impl FreeList {
     fn new(start: u64, end: u64) -> FreeList {
-        let mut free = BTreeMap::new();
+        let mut free = RangeIndex::default();
         if end > start {
             free.insert(start, end - start);
         }
@@ -118,47 +131,60 @@ impl FreeList {
         }
     }
 
-    /// First-fit: the lowest range that can hold `size` bytes at an address
-    /// that is a multiple of `align` (a power of two, at least the granule).
-    /// The walk is linear in the number of free ranges, which coalescing
-    /// keeps small for loader workloads.
-    fn take(&mut self, size: u64, align: u64) -> Option<u64> {
-        let (range_start, range_len, at) = self.free.iter().find_map(|(&start, &len)| {
-            let at = start.checked_add(align - 1)? & !(align - 1);
-            let end = start + len;
-            let block_end = at.checked_add(size)?;
-            (block_end <= end).then_some((start, len, at))
-        })?;
-        self.free.remove(&range_start);
-        if at > range_start {
-            self.free.insert(range_start, at - range_start);
-        }
+    /// Hands out `[at, at + size)` of the free range `(range_start,
+    /// range_len)`, which holds it.
+    fn carve(&mut self, range_start: u64, range_len: u64, at: u64, size: u64) -> u64 {
+        let head = at - range_start;
         let tail = range_start + range_len - (at + size);
-        if tail > 0 {
-            self.free.insert(at + size, tail);
+        // The range is reshaped in place where one piece of it remains.
+        match (head > 0, tail > 0) {
+            (true, _) => {
+                self.free.reshape(range_start, range_start, head);
+                if tail > 0 {
+                    self.free.insert(at + size, tail);
+                }
+            }
+            (false, true) => {
+                self.free.reshape(range_start, at + size, tail);
+            }
+            (false, false) => {
+                self.free.remove(range_start);
+            }
         }
         self.free_bytes -= size;
-        Some(at)
+        at
+    }
+
+    /// First-fit: the lowest range that can hold `size` bytes at an address
+    /// that is a multiple of `align` (a power of two, at least the granule).
+    /// Only ranges that can hold such a block are looked at (the index
+    /// skips the rest), so the answer is the walk's at a logarithmic cost.
+    fn take(&mut self, size: u64, align: u64) -> Option<u64> {
+        let aligned = |start: u64, len: u64| {
+            let at = start.checked_add(align - 1)? & !(align - 1);
+            let block_end = at.checked_add(size)?;
+            (block_end <= start + len).then_some(at)
+        };
+        let (range_start, range_len) = self
+            .free
+            .lowest(size, align, &mut |s, l| aligned(s, l).is_some())?;
+        let at = aligned(range_start, range_len)?;
+        Some(self.carve(range_start, range_len, at, size))
     }
 
     /// The highest range that can hold `size` bytes at an address that is a
     /// multiple of `align`: the block ends as close to the pool's end as
     /// alignment allows.
     fn take_top(&mut self, size: u64, align: u64) -> Option<u64> {
-        let (range_start, range_len, at) = self.free.iter().rev().find_map(|(&start, &len)| {
+        let aligned = |start: u64, len: u64| {
             let at = (start + len).checked_sub(size)? & !(align - 1);
-            (at >= start).then_some((start, len, at))
-        })?;
-        self.free.remove(&range_start);
-        if at > range_start {
-            self.free.insert(range_start, at - range_start);
-        }
-        let tail = range_start + range_len - (at + size);
-        if tail > 0 {
-            self.free.insert(at + size, tail);
-        }
-        self.free_bytes -= size;
-        Some(at)
+            (at >= start).then_some(at)
+        };
+        let (range_start, range_len) = self
+            .free
+            .highest(size, align, &mut |s, l| aligned(s, l).is_some())?;
+        let at = aligned(range_start, range_len)?;
+        Some(self.carve(range_start, range_len, at, size))
     }
 
     /// [`Place::Under`]: the highest aligned block for `None`, else the
@@ -175,20 +201,12 @@ impl FreeList {
 
     /// Exactly `[at, at + size)`, when it is free.
     fn take_at(&mut self, at: u64, size: u64) -> Option<u64> {
-        let (&range_start, &range_len) = self.free.range(..=at).next_back()?;
+        let (range_start, range_len) = self.free.at_or_before(at)?;
         let end = at.checked_add(size)?;
         if end > range_start + range_len {
             return None;
         }
-        self.free.remove(&range_start);
-        if at > range_start {
-            self.free.insert(range_start, at - range_start);
-        }
-        if range_start + range_len > end {
-            self.free.insert(end, range_start + range_len - end);
-        }
-        self.free_bytes -= size;
-        Some(at)
+        Some(self.carve(range_start, range_len, at, size))
     }
 
     /// Returns `[start, start + len)` to the pool, merging with both
@@ -199,27 +217,27 @@ impl FreeList {
             .checked_add(len)
             .filter(|&e| start >= self.start && e <= self.end && len > 0)
             .ok_or_else(|| format!("block {start:#x}+{len:#x} is not inside its pool"))?;
-        let before = self.free.range(..=start).next_back().map(|(&s, &l)| (s, l));
-        let after = self
-            .free
-            .range((Bound::Excluded(start), Bound::Unbounded))
-            .next()
-            .map(|(&s, &l)| (s, l));
+        let before = self.free.at_or_before(start);
+        let after = self.free.after(start);
         if before.is_some_and(|(s, l)| s + l > start) || after.is_some_and(|(s, _)| s < end) {
             return Err(format!("block {start:#x}+{len:#x} overlaps free space"));
         }
-        let mut new_start = start;
-        let mut new_len = len;
-        if let Some((s, l)) = before.filter(|&(s, l)| s + l == start) {
-            self.free.remove(&s);
-            new_start = s;
-            new_len += l;
+        let joins_before = before.filter(|&(s, l)| s + l == start);
+        let joins_after = after.filter(|&(s, _)| s == end);
+        // Merged in place into a neighbour where there is one.
+        match (joins_before, joins_after) {
+            (Some((s, l)), Some((a, al))) => {
+                self.free.remove(a);
+                self.free.reshape(s, s, l + len + al);
+            }
+            (Some((s, l)), None) => {
+                self.free.reshape(s, s, l + len);
+            }
+            (None, Some((a, al))) => {
+                self.free.reshape(a, start, len + al);
+            }
+            (None, None) => self.free.insert(start, len),
         }
-        if let Some((s, l)) = after.filter(|&(s, _)| s == end) {
-            self.free.remove(&s);
-            new_len += l;
-        }
-        self.free.insert(new_start, new_len);
         self.free_bytes += len;
         Ok(())
     }
@@ -434,6 +452,40 @@ impl HbmAllocator {
             h.main.free.len() + h.small.as_ref().map_or(0, |s| s.free.len())
         })
     }
+
+    /// The longest free range of one pool of a channel (0 when it has no
+    /// such pool or nothing free): no single request larger than this fits
+    /// there, whatever the pool's free bytes add up to.
+    pub fn longest_free(&self, channel: u32, pool: Pool) -> u64 {
+        self.channels
+            .get(channel as usize)
+            .and_then(|h| h.pool(pool))
+            .map_or(0, |p| p.free.longest())
+    }
+
+    /// Each pool of a channel (main first), as it stands.
+    pub fn pools(&self, channel: u32) -> Vec<PoolFree> {
+        let Some(h) = self.channels.get(channel as usize) else {
+            return Vec::new();
+        };
+        std::iter::once((Pool::Main, &h.main))
+            .chain(h.small.as_ref().map(|s| (Pool::Small, s)))
+            .map(|(pool, p)| PoolFree {
+                pool,
+                capacity: p.capacity(),
+                free: p.free_bytes,
+                longest: p.free.longest(),
+            })
+            .collect()
+    }
+
+    /// Free bytes of one pool of a channel.
+    pub fn pool_free_bytes(&self, channel: u32, pool: Pool) -> u64 {
+        self.channels
+            .get(channel as usize)
+            .and_then(|h| h.pool(pool))
+            .map_or(0, |p| p.free_bytes)
+    }
 }
 
 #[cfg(test)]
@@ -470,6 +522,89 @@ mod tests {
             a.alloc(0, ch_end, half, Place::Kernel),
             Err(AllocFailure::NoMem)
         );
+    }
+
+    /// The indexed free list against a plain first-fit walk over an ordered
+    /// map (the allocator before the index): the same addresses for a long
+    /// random mix of aligned requests from the bottom and from the top, and
+    /// frees in random order.
+    #[test]
+    fn the_index_hands_out_what_a_first_fit_walk_would() {
+        use std::collections::BTreeMap;
+        struct Walk(BTreeMap<u64, u64>);
+        impl Walk {
+            fn cut(&mut self, s: u64, l: u64, at: u64, size: u64) -> u64 {
+                self.0.remove(&s);
+                if at > s {
+                    self.0.insert(s, at - s);
+                }
+                if s + l > at + size {
+                    self.0.insert(at + size, s + l - at - size);
+                }
+                at
+            }
+            fn take(&mut self, size: u64, align: u64) -> Option<u64> {
+                let (s, l, at) = self.0.iter().find_map(|(&s, &l)| {
+                    let at = (s + align - 1) & !(align - 1);
+                    (at + size <= s + l).then_some((s, l, at))
+                })?;
+                Some(self.cut(s, l, at, size))
+            }
+            fn take_top(&mut self, size: u64, align: u64) -> Option<u64> {
+                let (s, l, at) = self.0.iter().rev().find_map(|(&s, &l)| {
+                    let at = (s + l).checked_sub(size)? & !(align - 1);
+                    (at >= s).then_some((s, l, at))
+                })?;
+                Some(self.cut(s, l, at, size))
+            }
+            fn give(&mut self, start: u64, len: u64) {
+                let mut s = start;
+                let mut l = len;
+                if let Some((&b, &bl)) = self.0.range(..start).next_back() {
+                    if b + bl == start {
+                        self.0.remove(&b);
+                        s = b;
+                        l += bl;
+                    }
+                }
+                if let Some(&al) = self.0.get(&(start + len)) {
+                    self.0.remove(&(start + len));
+                    l += al;
+                }
+                self.0.insert(s, l);
+            }
+        }
+        let mut list = FreeList::new(CARVEOUT, CARVEOUT + 2 * GIB);
+        let mut walk = Walk(BTreeMap::from([(CARVEOUT, 2 * GIB)]));
+        let mut held: Vec<(u64, u64)> = Vec::new();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..30_000 {
+            if rnd(5) < 3 || held.is_empty() {
+                let size = (1 + rnd(64)) * GRANULE * if rnd(8) == 0 { 64 } else { 1 };
+                let align = GRANULE << rnd(11);
+                let (a, b) = if rnd(4) == 0 {
+                    (list.take_top(size, align), walk.take_top(size, align))
+                } else {
+                    (list.take(size, align), walk.take(size, align))
+                };
+                assert_eq!(a, b, "size {size} align {align}");
+                if let Some(at) = a {
+                    held.push((at, size));
+                }
+            } else {
+                let (at, size) = held.swap_remove(rnd(held.len() as u64) as usize);
+                list.give(at, size).unwrap();
+                walk.give(at, size);
+            }
+            assert_eq!(list.free.len(), walk.0.len());
+        }
+        assert_eq!(list.free.ranges(), walk.0.into_iter().collect::<Vec<_>>());
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod address;
 pub mod alloc;
 mod bookkeeping;
 pub mod fault;
+mod free_index;
 pub mod geometry;
 pub mod ledger;
 pub mod null;
@@ -39,7 +40,7 @@ use crate::ids::{LCore, PCore, Pa};
 use crate::shared::SharedBytes;
 use crate::status::NrtStatus;
 
-pub use alloc::{Place, Pool, StartTaken, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
+pub use alloc::{Place, Pool, PoolFree, StartTaken, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
 pub use fault::{FaultOp, FaultPlan};
 pub use geometry::{Geometry, CARVEOUT, GRANULE};
 pub use ledger::{
@@ -225,6 +226,8 @@ pub struct Device<S: Storage + ?Sized = dyn Storage> {
     geometry: Geometry,
     books: Mutex<Bookkeeping>,
     observers: RwLock<Vec<Arc<dyn Observer>>>,
+    /// Set by [`Device::retire`]: frees release nothing.
+    retired: std::sync::atomic::AtomicBool,
     storage: S,
 }
 
@@ -237,6 +240,7 @@ impl<S: Storage> Device<S> {
         Device {
             books: Mutex::new(Bookkeeping::new(limits)),
             observers: RwLock::new(Vec::new()),
+            retired: std::sync::atomic::AtomicBool::new(false),
             geometry,
             storage,
         }
@@ -346,8 +350,21 @@ impl<S: Storage + ?Sized> Device<S> {
         Ok(books.enter(req, block))
     }
 
+    /// Marks the device as being discarded with everything on it: from
+    /// now on a free releases nothing (the books and the allocator go with
+    /// the device), so tearing down what a plan loaded costs no allocator
+    /// work. Allocations still succeed or fail as before; only use it on a
+    /// device nothing will read again.
+    pub fn retire(&self) {
+        self.retired
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Frees a live allocation (and whatever bytes it stored).
     pub fn free(&self, handle: MemHandle) -> Result<(), DeviceError> {
+        if self.retired.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
         self.each_observer(|o| o.freeing(handle));
         let mut books = self.books();
         let live = books.remove(handle)?;
@@ -449,6 +466,11 @@ impl<S: Storage + ?Sized> Device<S> {
     /// Every live allocation, in handle (allocation) order.
     pub fn live_allocations(&self) -> Vec<LiveAlloc> {
         self.books().live_allocations()
+    }
+
+    /// Each pool of a channel: free bytes and the longest free range.
+    pub fn pools(&self, channel: u32) -> Vec<PoolFree> {
+        self.storage.pools(channel)
     }
 
     /// Free bytes left on an HBM channel.

@@ -175,6 +175,10 @@ impl Storage for NullStorage {
         Err(DeviceError::NoStorage { handle })
     }
 
+    fn pools(&self, channel: u32) -> Vec<super::alloc::PoolFree> {
+        self.heap().pools(channel)
+    }
+
     fn free_bytes(&self, channel: u32) -> u64 {
         self.heap().free_bytes(channel)
     }

@@ -454,6 +454,10 @@ impl Storage for SimStorage {
         Ok(())
     }
 
+    fn pools(&self, channel: u32) -> Vec<super::alloc::PoolFree> {
+        self.lock().heap.pools(channel)
+    }
+
     fn free_bytes(&self, channel: u32) -> u64 {
         self.lock().heap.free_bytes(channel)
     }

@@ -60,6 +60,12 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// Bytes still free on an HBM channel (for out-of-memory reports).
     fn free_bytes(&self, channel: u32) -> u64;
 
+    /// Each pool of a channel: its free bytes and its longest free range
+    /// (empty when the storage does not keep pools).
+    fn pools(&self, _channel: u32) -> Vec<super::alloc::PoolFree> {
+        Vec::new()
+    }
+
     /// Bytes a channel can hand out in all, free or not: its size less the
     /// firmware carve-out and what the runtime held before it started
     /// allocating.

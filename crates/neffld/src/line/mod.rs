@@ -100,9 +100,10 @@ impl RuntimeLine {
     testkit_pub! {
         /// The captured line whose rules a load under this line follows on
         /// `arch`: the line itself up to 2.30; after it, the newest captured
-        /// line of the chip whose image layout is known — 2.30 on trn2 (the ten
-        /// shared captures; trn3, never captured, takes trn2's), 2.23 on trn1
-        /// (2.25 was seen on one NEFF only and its preamble is not known).
+        /// line of the chip whose image layout is known — 2.30 on trn2 (the
+        /// ten shared captures; trn3, never captured, takes trn2's), 2.23 on
+        /// trn1 (2.25 was seen on one NEFF only and its preamble is not
+        /// known).
         fn captured(self, arch: Arch) -> Captured {
             match self {
                 RuntimeLine::V2_23 => Captured::V2_23,

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::api::Fingerprinted;
-use crate::report::memory::{human_size, Column, MemoryReport};
+use crate::report::memory::{human_size, Column};
 
 use super::deployment::{Deployment, Step};
 use super::run::{configure, Outcome, Session};
@@ -37,6 +37,10 @@ pub enum AdviceKind {
     PagedScratchpad,
     /// Logical-core size 2.
     Lnc2,
+    /// The same steps on other logical cores: `moves` maps each moved
+    /// core to its new one (cores that shared an HBM spread over HBMs the
+    /// deployment leaves unused).
+    Placement { moves: Vec<(u32, u32)> },
     /// The deployment without this NEFF.
     Without { file: PathBuf },
 }
@@ -47,6 +51,9 @@ pub struct Advice {
     pub kind: AdviceKind,
     /// The change as a user makes it (a flag or a variable).
     pub change: String,
+    /// The whole `neffld plan` command line with the change applied,
+    /// re-runnable as given: planning it gives `fits` ([`Deployment::argv`]).
+    pub argv: Vec<String>,
     /// Why, in a sentence with the figures.
     pub reason: String,
     /// Every step runs with the change.
@@ -120,10 +127,11 @@ impl Judged {
         )
     }
 
-    fn advice(self, kind: AdviceKind, change: String, reason: String) -> Advice {
+    fn advice(self, kind: AdviceKind, change: String, reason: String, argv: Vec<String>) -> Advice {
         Advice {
             kind,
             change,
+            argv,
             reason,
             fits: self.fits,
             completed: self.completed,
@@ -178,39 +186,50 @@ impl Judged {
                 )
             });
         }
+        if !self.fits {
+            if !s.is_empty() {
+                s.push_str("; ");
+            }
+            s.push_str(&format!(
+                "the plan still does not fit: step {} is still refused",
+                self.completed.1 + 1
+            ));
+        }
         s
     }
 }
 
-/// The memory views a plan can be judged by: where it stopped, and the
-/// refusal's snapshot.
-fn views(o: &Outcome) -> Vec<&MemoryReport> {
-    o.devices
-        .iter()
-        .chain(o.refusal.as_ref().map(|r| &r.memory))
-        .collect()
-}
-
+/// Advice, and what was considered (each in a few words, for the plain
+/// statement that nothing considered makes a refused plan fit).
 pub(crate) fn advise(
     session: &Session,
     d: &Deployment,
     orig: &Outcome,
     prints: &[Fingerprinted<'_>],
-) -> Result<Vec<Advice>, PlanError> {
+) -> Result<(Vec<Advice>, Vec<String>), PlanError> {
     let mut out = Vec::new();
-    if let Some(a) = page_size(session, d, orig, prints)? {
+    let mut considered = Vec::new();
+    if let Some(a) = page_size(session, d, orig, prints, &mut considered)? {
         out.push(a);
     }
-    if let Some(a) = paged_scratchpad(session, d, orig, prints)? {
+    if let Some(a) = paged_scratchpad(session, d, orig, prints, &mut considered)? {
         out.push(a);
     }
-    if let Some(a) = lnc2(session, d, orig, prints)? {
+    if let Some(a) = lnc2(session, d, orig, prints, &mut considered)? {
         out.push(a);
     }
-    if let Some(a) = dominant(session, d, orig, prints)? {
+    if let Some(a) = placement(session, d, orig, prints, &mut considered)? {
         out.push(a);
     }
-    Ok(out)
+    if let Some(a) = dominant(session, d, orig, prints, &mut considered)? {
+        out.push(a);
+    }
+    Ok((out, considered))
+}
+
+/// The command line of a changed deployment.
+fn argv_of(session: &Session, changed: &Deployment) -> Vec<String> {
+    changed.argv(Some(session.config.arch))
 }
 
 /// Plans `d` again under its own configuration.
@@ -232,8 +251,13 @@ fn page_size(
     d: &Deployment,
     orig: &Outcome,
     prints: &[Fingerprinted<'_>],
+    considered: &mut Vec<String>,
 ) -> Result<Option<Advice>, PlanError> {
-    let private: u64 = views(orig)
+    // Where the plan stopped (the refused step rolled back), as the usage
+    // table shows it: the refusal's own snapshot holds the same memory
+    // and more, and must not be added to it.
+    let private: u64 = orig
+        .devices
         .iter()
         .flat_map(|m| &m.hbms)
         .map(|h| h.usage().get(Column::Scratchpad))
@@ -242,7 +266,8 @@ fn page_size(
         return Ok(None);
     }
     let current = session.config.scratchpad_page >> 20;
-    let mut best: Option<(u64, Judged)> = None;
+    considered.push("scratchpad page sizes of 512 MiB to 3.5 GiB".into());
+    let mut best: Option<(u64, Judged, Deployment)> = None;
     for mib in (1..8).map(|k| k * 512).filter(|&m| m != current) {
         let mut changed = d.clone();
         changed
@@ -251,11 +276,11 @@ fn page_size(
         let Some(j) = Judged::new(orig, replan(session, &changed, prints)?, d.steps.len()) else {
             continue;
         };
-        if j.helps() && best.as_ref().is_none_or(|(_, b)| j.rank() > b.rank()) {
-            best = Some((mib, j));
+        if j.helps() && best.as_ref().is_none_or(|(_, b, _)| j.rank() > b.rank()) {
+            best = Some((mib, j, changed));
         }
     }
-    Ok(best.map(|(mib, j)| {
+    Ok(best.map(|(mib, j, changed)| {
         let reason = format!(
             "{} of scratchpad variables straddle a {} MiB page and get private allocations; with {mib} MiB pages {}",
             human_size(private),
@@ -266,6 +291,7 @@ fn page_size(
             AdviceKind::ScratchpadPage { mib },
             format!("--env NEURON_SCRATCHPAD_PAGE_SIZE={mib}"),
             reason,
+            argv_of(session, &changed),
         )
     }))
 }
@@ -279,6 +305,7 @@ fn paged_scratchpad(
     d: &Deployment,
     orig: &Outcome,
     prints: &[Fingerprinted<'_>],
+    considered: &mut Vec<String>,
 ) -> Result<Option<Advice>, PlanError> {
     let refused_page = orig
         .refusal
@@ -287,6 +314,7 @@ fn paged_scratchpad(
     if !refused_page || !session.config.scratchpad_mode().contiguous {
         return Ok(None);
     }
+    considered.push("the paged scratchpad".into());
     const OFF: (&str, &str) = ("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "0");
     let mut changed = d.clone();
     changed.env.push((OFF.0.into(), OFF.1.into()));
@@ -304,6 +332,7 @@ fn paged_scratchpad(
         AdviceKind::PagedScratchpad,
         format!("--env {}={}", OFF.0, OFF.1),
         reason,
+        argv_of(session, &changed),
     )))
 }
 
@@ -346,6 +375,7 @@ fn lnc2(
     d: &Deployment,
     orig: &Outcome,
     prints: &[Fingerprinted<'_>],
+    considered: &mut Vec<String>,
 ) -> Result<Option<Advice>, PlanError> {
     let config = &session.config;
     if config.lnc_size() != 1 || !config.arch.lnc_sizes().contains(&2) {
@@ -364,8 +394,12 @@ fn lnc2(
         Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => Some(*vnc),
     });
     if named.clone().any(|v| v >= at_lnc2) {
+        considered.push(format!(
+            "not LNC 2: the deployment names cores beyond the {at_lnc2} logical cores of LNC 2"
+        ));
         return Ok(None);
     }
+    considered.push("LNC 2".into());
     let changed = Deployment {
         lnc: Some(2),
         ..d.clone()
@@ -376,7 +410,7 @@ fn lnc2(
     let Some(j) = Judged::new(orig, outcome, d.steps.len()) else {
         return Ok(None);
     };
-    if !(j.completed.1 > j.completed.0 || j.fullest.1 < j.fullest.0) {
+    if !(j.fits || j.completed.1 > j.completed.0 || j.fullest.1 < j.fullest.0) {
         return Ok(None);
     }
     let list: Vec<String> = cores.iter().map(|c| format!("NC {c}")).collect();
@@ -389,6 +423,7 @@ fn lnc2(
         AdviceKind::Lnc2,
         "--lnc 2 (NEURON_LOGICAL_NC_CONFIG=2)".into(),
         reason,
+        argv_of(session, &changed),
     )))
 }
 
@@ -397,17 +432,26 @@ fn dominant(
     d: &Deployment,
     orig: &Outcome,
     prints: &[Fingerprinted<'_>],
+    considered: &mut Vec<String>,
 ) -> Result<Option<Advice>, PlanError> {
-    // Model bytes per file where the plan stopped.
-    let file_of: BTreeMap<_, _> = orig.neffs.iter().map(|n| (n.id, &n.file)).collect();
-    let mut by_file: BTreeMap<&PathBuf, (u64, usize)> = BTreeMap::new();
+    // Model bytes per NEFF (by content: paths with the same bytes are one)
+    // where the plan stopped.
+    let neff_of = |p: &PathBuf| session.file_index(p);
+    let file_of: BTreeMap<_, _> = orig
+        .neffs
+        .iter()
+        .filter_map(|n| Some((n.id, neff_of(&n.file)?)))
+        .collect();
+    let mut by_file: BTreeMap<usize, (u64, usize)> = BTreeMap::new();
     for n in &orig.neffs {
-        by_file.entry(&n.file).or_default().1 += 1;
+        if let Some(i) = neff_of(&n.file) {
+            by_file.entry(i).or_default().1 += 1;
+        }
     }
     for m in &orig.devices {
         for c in m.hbms.iter().flat_map(|h| &h.cores) {
             for (id, rows) in &c.models {
-                if let Some(f) = file_of.get(id) {
+                if let Some(&f) = file_of.get(id) {
                     by_file.entry(f).or_default().0 += rows.iter().sum::<u64>();
                 }
             }
@@ -418,17 +462,20 @@ fn dominant(
     if by_file.len() < 2 {
         return Ok(None);
     }
-    let Some((&file, &(bytes, loads))) = by_file.iter().max_by_key(|(_, v)| v.0) else {
+    let Some((&neff, &(bytes, loads))) = by_file.iter().max_by_key(|(_, v)| v.0) else {
         return Ok(None);
     };
+    let file = &session.files[neff].path;
+    let is_it = |f: &PathBuf| neff_of(f) == Some(neff);
     if total == 0 {
         return Ok(None);
     }
+    considered.push(format!("the deployment without {}", file.display()));
     let changed = Deployment {
         steps: d
             .steps
             .iter()
-            .filter(|s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if f == file))
+            .filter(|s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if is_it(f)))
             .cloned()
             .collect(),
         ..d.clone()
@@ -439,7 +486,9 @@ fn dominant(
         .steps
         .iter()
         .take(orig.completed())
-        .filter(|s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if f == file))
+        .filter(
+            |s| !matches!(s, Step::Load { file: f, .. } | Step::Unload { file: f, .. } if is_it(f)),
+        )
         .count();
     let held_new = outcome.held_after(kept_done.min(outcome.completed()));
     let n = orig.completed();
@@ -460,10 +509,17 @@ fn dominant(
     }
     if fits && refused {
         reason.push_str(", and every other step fits");
+    } else if !fits {
+        reason.push_str(&format!(
+            "; the plan still does not fit without it: step {} of {} is refused",
+            outcome.completed() + 1,
+            changed.steps.len()
+        ));
     }
     Ok(Some(Advice {
         kind: AdviceKind::Without { file: file.clone() },
         change: format!("without {}", file.display()),
+        argv: argv_of(session, &changed),
         reason,
         fits,
         completed: (n, outcome.completed()),
@@ -474,4 +530,130 @@ fn dominant(
         ),
         unblocked: None,
     }))
+}
+
+/// Cores that share an HBM, spread over HBMs the deployment leaves unused:
+/// the first core of each shared HBM stays, each other one moves to the
+/// first logical core whose HBM nothing of the deployment uses. Considered
+/// for a refused plan whose steps all name their cores.
+fn placement(
+    session: &Session,
+    d: &Deployment,
+    orig: &Outcome,
+    prints: &[Fingerprinted<'_>],
+    considered: &mut Vec<String>,
+) -> Result<Option<Advice>, PlanError> {
+    if orig.completed() == d.steps.len() {
+        return Ok(None);
+    }
+    let mut used: Vec<u32> = Vec::new();
+    for s in &d.steps {
+        let v = match s {
+            Step::Load { vnc: None, .. } => return Ok(None),
+            Step::Load { vnc: Some(v), .. } => *v,
+            Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => *vnc,
+        };
+        if !used.contains(&v) {
+            used.push(v);
+        }
+    }
+    let hbm = |v: u32| orig.hbm_of_vnc.get(v as usize).copied().flatten();
+    let mut taken: Vec<(u32, u32)> = Vec::new();
+    let mut moves: Vec<(u32, u32)> = Vec::new();
+    let mut shared = false;
+    let mut spare = (0..orig.hbm_of_vnc.len() as u32).filter(|&v| {
+        let h = hbm(v);
+        h.is_some() && !used.iter().any(|&u| hbm(u) == h)
+    });
+    let mut spare_taken: Vec<(u32, u32)> = Vec::new();
+    for &v in &used {
+        let Some(h) = hbm(v) else { return Ok(None) };
+        if !taken.contains(&h) {
+            taken.push(h);
+            continue;
+        }
+        shared = true;
+        // The next spare core on an HBM no other move took.
+        let to = spare.by_ref().find(|&s| {
+            let sh = hbm(s).unwrap_or_default();
+            if spare_taken.contains(&sh) {
+                false
+            } else {
+                spare_taken.push(sh);
+                true
+            }
+        });
+        if let Some(to) = to {
+            moves.push((v, to));
+        }
+    }
+    if !shared {
+        return Ok(None);
+    }
+    considered.push("placing cores that share an HBM on HBMs of their own".into());
+    if moves.is_empty() {
+        return Ok(None);
+    }
+    let to = |v: u32| moves.iter().find(|m| m.0 == v).map_or(v, |m| m.1);
+    let changed = Deployment {
+        steps: d
+            .steps
+            .iter()
+            .map(|s| match s.clone() {
+                Step::Load { file, vnc } => Step::Load {
+                    file,
+                    vnc: vnc.map(to),
+                },
+                Step::Tensor { name, size, vnc } => Step::Tensor {
+                    name,
+                    size,
+                    vnc: to(vnc),
+                },
+                Step::Unload { file, vnc } => Step::Unload { file, vnc: to(vnc) },
+                Step::Free { name, vnc } => Step::Free { name, vnc: to(vnc) },
+            })
+            .collect(),
+        ..d.clone()
+    };
+    let Some(j) = Judged::new(orig, replan(session, &changed, prints)?, d.steps.len()) else {
+        return Ok(None);
+    };
+    if !j.helps() {
+        return Ok(None);
+    }
+    let list = |f: &dyn Fn(&(u32, u32)) -> u32| {
+        moves
+            .iter()
+            .map(|m| f(m).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (from, onto) = (list(&|m| m.0), list(&|m| m.1));
+    let shares: Vec<String> = moves
+        .iter()
+        .filter_map(|&(v, _)| {
+            let (nd, h) = hbm(v)?;
+            let with = used.iter().find(|&&u| u != v && hbm(u) == Some((nd, h)))?;
+            Some(format!(
+                "core {v} shares HBM {h} of ND {nd} with core {with}"
+            ))
+        })
+        .collect();
+    let reason = format!(
+        "{}; core{} {onto}, on HBMs nothing else of the deployment uses, instead of {from}: {}",
+        shares.join(", "),
+        if moves.len() == 1 { "" } else { "s" },
+        j.effect()
+    );
+    Ok(Some(j.advice(
+        AdviceKind::Placement {
+            moves: moves.clone(),
+        },
+        format!(
+            "{} {onto} instead of {from}",
+            if moves.len() == 1 { "core" } else { "cores" }
+        ),
+        reason,
+        argv_of(session, &changed),
+    )))
 }

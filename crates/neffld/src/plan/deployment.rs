@@ -15,6 +15,8 @@ use crate::config::VARIABLES;
 use crate::instance::Instance;
 use crate::line::RuntimeLine;
 
+use super::solve::Solve;
+
 /// A deployment the planner can run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Deployment {
@@ -23,6 +25,9 @@ pub struct Deployment {
     pub instance: Option<&'static Instance>,
     /// Logical-core size (`None`: the environment's, else the architecture's).
     pub lnc: Option<u32>,
+    /// Where `lnc` was given (the flag, or the file and line), for the
+    /// mistake of a size the chip does not take.
+    pub lnc_origin: Option<String>,
     pub runtime: Option<RuntimeLine>,
     /// Runtime variables, applied in order over the defaults.
     pub env: Vec<(String, String)>,
@@ -30,6 +35,12 @@ pub struct Deployment {
     /// as frameworks do.
     pub io_tensors: bool,
     pub steps: Vec<Step>,
+    /// What to solve for beside the deployment (`--solve`).
+    pub solve: Option<Solve>,
+    /// Where each step was written, for the mistakes [`Deployment::validate`]
+    /// names: the argument (`LOAD 'a.neff@0-40'`) or the file and line;
+    /// parallel to `steps` (a step past its end is named by its index).
+    pub origins: Vec<String>,
 }
 
 /// One step: a single load, tensor, unload or free on one logical core
@@ -44,6 +55,178 @@ pub enum Step {
     Unload { file: PathBuf, vnc: u32 },
     /// Free the named tensor of a logical core.
     Free { name: String, vnc: u32 },
+}
+
+impl Deployment {
+    /// Where step `i` was written.
+    fn origin(&self, i: usize) -> String {
+        self.origins
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("step {}", i + 1))
+    }
+
+    /// The checks a deployment passes before anything is planned, each a
+    /// mistake in what was written, named where it was written: every
+    /// listed core exists among the `visible` logical cores of the
+    /// instance (`instance` describes it), every unload names a NEFF an
+    /// earlier step loads on that core, every free a tensor an earlier step
+    /// allocates there, and the deployment has a step.
+    pub fn validate(&self, visible: u32, instance: &str) -> Result<(), DeploymentError> {
+        use std::collections::HashMap;
+        if self.steps.is_empty() {
+            return Err(bad(
+                "the deployment",
+                "has no step: name a LOAD, a --tensor or a deployment file's [[step]]",
+            ));
+        }
+        let beyond = |v: u32| {
+            format!(
+                "logical core {v} is not on this instance: {instance} has {} (0 to {})",
+                crate::text::count(u64::from(visible), "logical core"),
+                visible.saturating_sub(1)
+            )
+        };
+        let mut loaded: HashMap<(&Path, u32), u32> = HashMap::new();
+        let mut anywhere: Vec<&Path> = Vec::new();
+        let mut held: HashMap<(&str, u32), u32> = HashMap::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            let vnc = match step {
+                Step::Load { vnc, .. } => *vnc,
+                Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => {
+                    Some(*vnc)
+                }
+            };
+            if let Some(v) = vnc.filter(|&v| v >= visible) {
+                return Err(bad(self.origin(i), beyond(v)));
+            }
+            match step {
+                Step::Load { file, vnc: None } => anywhere.push(file),
+                Step::Load { file, vnc: Some(v) } => *loaded.entry((file, *v)).or_default() += 1,
+                Step::Unload { file, vnc } => {
+                    let n = loaded.entry((file, *vnc)).or_default();
+                    if *n == 0 {
+                        if !anywhere.contains(&file.as_path()) {
+                            return Err(bad(
+                                self.origin(i),
+                                format!(
+                                    "nothing loads {} on core {vnc} before this unload",
+                                    file.display()
+                                ),
+                            ));
+                        }
+                    } else {
+                        *n -= 1;
+                    }
+                }
+                Step::Tensor { name, vnc, .. } => *held.entry((name, *vnc)).or_default() += 1,
+                Step::Free { name, vnc } => {
+                    let n = held.entry((name, *vnc)).or_default();
+                    if *n == 0 {
+                        return Err(bad(
+                            self.origin(i),
+                            format!("no tensor {name} is allocated on core {vnc} before this free"),
+                        ));
+                    }
+                    *n -= 1;
+                }
+            }
+        }
+        let solve_cores = match &self.solve {
+            Some(Solve::Tensor { cores, .. }) => Some(cores),
+            Some(Solve::Ranks { cores, .. }) => cores.as_ref(),
+            None => None,
+        };
+        if let Some(cores) = solve_cores {
+            let q = self
+                .solve
+                .as_ref()
+                .map(|q| q.to_string())
+                .unwrap_or_default();
+            if cores.is_empty() {
+                return Err(bad(format!("--solve '{q}'"), "lists no logical core"));
+            }
+            if let Some(&v) = cores.iter().find(|&&v| v >= visible) {
+                return Err(bad(format!("--solve '{q}'"), beyond(v)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `neffld plan` command line that plans this deployment, as given
+    /// (re-runnable from the same folder): the instance, LNC, runtime line
+    /// and variables as flags, then the steps in order, runs of one kind on
+    /// consecutive cores written as one argument (`FILE@0-63`,
+    /// `--tensor kv=4096@0,2`). `arch` names the chip for a deployment
+    /// that names no instance (one chip of it), so the line plans on the
+    /// same chip whatever its first NEFF is.
+    pub fn argv(&self, arch: Option<crate::Arch>) -> Vec<String> {
+        let mut out: Vec<String> = vec!["neffld".into(), "plan".into()];
+        match (self.instance, arch) {
+            (Some(i), _) => out.extend(["--instance".into(), i.name.to_string()]),
+            (None, Some(a))
+                if !self
+                    .env
+                    .iter()
+                    .any(|(k, _)| k == "NEFFLD_INSTANCE" || k == "NEFFLD_ARCH") =>
+            {
+                out.extend(["--env".into(), format!("NEFFLD_ARCH={}", a.instance())]);
+            }
+            _ => {}
+        }
+        if let Some(l) = self.lnc {
+            out.extend(["--lnc".into(), l.to_string()]);
+        }
+        if let Some(r) = self.runtime {
+            out.extend(["--runtime".into(), r.to_string()]);
+        }
+        for (k, v) in &self.env {
+            out.extend(["--env".into(), format!("{k}={v}")]);
+        }
+        if !self.io_tensors {
+            out.push("--no-io-tensors".into());
+        }
+        let mut steps: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < self.steps.len() {
+            let key = |s: &Step| match s {
+                Step::Load { file, vnc: Some(_) } => Some((0, file.display().to_string(), 0)),
+                Step::Tensor { name, size, .. } => Some((1, name.clone(), *size)),
+                Step::Unload { file, .. } => Some((2, file.display().to_string(), 0)),
+                Step::Free { name, .. } => Some((3, name.clone(), 0)),
+                Step::Load { vnc: None, .. } => None,
+            };
+            let vnc = |s: &Step| match s {
+                Step::Load { vnc, .. } => *vnc,
+                Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => {
+                    Some(*vnc)
+                }
+            };
+            let Some(k) = key(&self.steps[i]) else {
+                if let Step::Load { file, .. } = &self.steps[i] {
+                    steps.push(file.display().to_string());
+                }
+                i += 1;
+                continue;
+            };
+            let mut cores = Vec::new();
+            let mut j = i;
+            while j < self.steps.len() && key(&self.steps[j]).as_ref() == Some(&k) {
+                cores.extend(vnc(&self.steps[j]));
+                j += 1;
+            }
+            let list = super::solve::core_list(&cores);
+            match k.0 {
+                0 => steps.push(format!("{}@{list}", k.1)),
+                1 => steps.extend(["--tensor".into(), format!("{}={}@{list}", k.1, k.2)]),
+                2 => steps.extend(["--unload".into(), format!("{}@{list}", k.1)]),
+                _ => steps.extend(["--free".into(), format!("{}@{list}", k.1)]),
+            }
+            i = j;
+        }
+        out.extend(steps);
+        out
+    }
 }
 
 impl fmt::Display for Step {
@@ -176,10 +359,14 @@ pub fn parse_load(arg: &str) -> Result<Vec<Step>, DeploymentError> {
              (name the file, `./-` for one called `-`)",
         ));
     }
+    // After the last `@`, what has no `.` or `/` is meant as a core list
+    // (`a.neff@x`, `a.neff@`: a mistake in it), what has one is part of
+    // the file name (`m@v2.neff`).
     let (file, cores) = match arg.rsplit_once('@') {
-        Some((file, cores))
-            if !file.is_empty() && cores.starts_with(|c: char| c.is_ascii_digit()) =>
-        {
+        Some((file, cores)) if !file.is_empty() && !cores.contains(['.', '/']) => {
+            if cores.trim().is_empty() {
+                return Err(bad(place(), "no cores after @ (e.g. a.neff@0-3)"));
+            }
             let cores = parse_cores(cores).map_err(|e| bad(place(), e))?;
             (file, Some(cores))
         }
@@ -245,6 +432,59 @@ pub fn parse_unload(arg: &str) -> Result<Vec<Step>, DeploymentError> {
         .collect())
 }
 
+/// `NAME@CORES` (the largest tensor NAME that fits on every listed core at
+/// once) or `FILE.neff[@CORES]` (how many more loads of FILE fit, on the
+/// listed cores in order or each on the next free core).
+pub fn parse_solve(arg: &str) -> Result<Solve, DeploymentError> {
+    let place = || format!("--solve '{arg}'");
+    let split = arg
+        .rsplit_once('@')
+        .filter(|(_, c)| c.starts_with(|c: char| c.is_ascii_digit()));
+    let (what, cores) = match split {
+        Some((what, cores)) => (what, Some(cores)),
+        None => (arg, None),
+    };
+    let cores = cores
+        .map(|c| parse_cores(c).map_err(|e| bad(place(), e)))
+        .transpose()?;
+    if what.trim().is_empty() {
+        return Err(bad(place(), "expected NAME@CORES or FILE.neff[@CORES]"));
+    }
+    if what.ends_with(".neff") {
+        return Ok(Solve::Ranks {
+            file: PathBuf::from(what),
+            cores,
+        });
+    }
+    let cores = cores.ok_or_else(|| {
+        bad(
+            place(),
+            "no @CORES: name the logical cores the tensor goes on, e.g. kv@0-63 (a NEFF to count ranks of ends in .neff)",
+        )
+    })?;
+    Ok(Solve::Tensor {
+        name: what.trim().to_string(),
+        cores,
+    })
+}
+
+/// `NAME@CORES` of a free: the tensor NAME of each listed core.
+pub fn parse_free(arg: &str) -> Result<Vec<Step>, DeploymentError> {
+    let place = || format!("--free '{arg}'");
+    let (name, cores) = arg
+        .rsplit_once('@')
+        .filter(|(n, _)| !n.trim().is_empty())
+        .ok_or_else(|| bad(place(), "expected NAME@CORES, e.g. kv@0-31"))?;
+    let cores = parse_cores(cores).map_err(|e| bad(place(), e))?;
+    Ok(cores
+        .into_iter()
+        .map(|vnc| Step::Free {
+            name: name.trim().to_string(),
+            vnc,
+        })
+        .collect())
+}
+
 /// `KEY=VALUE` of a runtime variable the runtime reads.
 pub fn parse_env(arg: &str) -> Result<(String, String), DeploymentError> {
     let (k, v) = arg
@@ -271,13 +511,14 @@ fn check_variable(k: &str, place: &str) -> Result<(), DeploymentError> {
 #[serde(deny_unknown_fields)]
 struct RawDeployment {
     instance: Option<Spanned<String>>,
-    lnc: Option<u32>,
+    lnc: Option<Spanned<u32>>,
     runtime: Option<Spanned<String>>,
     io_tensors: Option<bool>,
     #[serde(default)]
     env: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default)]
     step: Vec<Spanned<RawStep>>,
+    solve: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -404,7 +645,8 @@ pub fn parse_toml_within(
     let at = |offset: usize| format!("{origin} line {}", line_of(text, offset));
     let mut d = Deployment {
         io_tensors: raw.io_tensors.unwrap_or(true),
-        lnc: raw.lnc,
+        lnc: raw.lnc.as_ref().map(|l| *l.get_ref()),
+        lnc_origin: raw.lnc.as_ref().map(|l| at(l.span().start)),
         ..Deployment::default()
     };
     if let Some(i) = &raw.instance {
@@ -433,16 +675,18 @@ pub fn parse_toml_within(
         };
         d.env.push((k.clone(), value));
     }
+    if let Some(q) = &raw.solve {
+        let mut solve = parse_solve(q.get_ref()).map_err(|e| bad(at(q.span().start), e.what))?;
+        if let Solve::Ranks { file, .. } = &mut solve {
+            *file = base.join(&*file);
+        }
+        d.solve = Some(solve);
+    }
     for (n, step) in raw.step.iter().enumerate() {
         let place = format!("{} (step {})", at(step.span().start), n + 1);
-        d.steps.extend(toml_step(
-            step.get_ref(),
-            &place,
-            base,
-            text,
-            origin,
-            budget,
-        )?);
+        let expanded = toml_step(step.get_ref(), &place, base, text, origin, budget)?;
+        d.origins.extend(std::iter::repeat_n(place, expanded.len()));
+        d.steps.extend(expanded);
     }
     Ok(d)
 }
@@ -486,6 +730,14 @@ fn toml_step(
             }
         }),
     };
+    if let (Some(v), Some(cs)) = (&s.cores, &cores) {
+        if cs.is_empty() {
+            return Err(bad(
+                value_place(v),
+                "cores = []: lists no logical core (name at least one, or leave cores out for the next free core)",
+            ));
+        }
+    }
     let repeat = s.repeat.unwrap_or(1);
     if repeat == 0 || repeat > MAX_REPEAT {
         return Err(bad(

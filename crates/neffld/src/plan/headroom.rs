@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use crate::device::{AllocSet, Device, Owner, GRANULE};
 use crate::ids::PCore;
 
-use super::deployment::{Deployment, Step};
+use super::deployment::Deployment;
 use super::run::{allocate, Exec};
 
 /// Copies counted at most (a further copy beyond it is not tried).
@@ -53,6 +53,23 @@ pub struct Headroom {
     pub largest_tensor: u64,
     /// Per NEFF file of the deployment.
     pub copies: Vec<(PathBuf, Copies)>,
+    /// The other logical cores of this list on the same HBM: the free bytes,
+    /// the largest tensor and the copies are of that one HBM, shared — not
+    /// each core's own (a tensor of `largest_tensor` fits on one of them,
+    /// not on each).
+    pub shared_with: Vec<u32>,
+    /// The HBM's pools where the plan stopped.
+    pub pools: Vec<crate::device::PoolFree>,
+}
+
+impl Headroom {
+    /// Why the largest tensor is under the HBM's free bytes: the free
+    /// bytes are split between the pools and between ranges (`None` when
+    /// they are not, or the difference is under a granule's worth).
+    pub fn explain(&self) -> Option<String> {
+        (self.largest_tensor < self.hbm_free && !self.pools.is_empty())
+            .then(|| super::gap_sentence(&self.pools, None))
+    }
 }
 
 /// The headroom of every logical core the deployment's steps name, in
@@ -61,21 +78,19 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
     let mut vncs: Vec<u32> = exec.steps.iter().filter_map(|s| s.vnc).collect();
     vncs.sort_unstable();
     vncs.dedup();
-    let files: Vec<usize> = (0..exec.session.files.len())
-        .filter(|&i| {
-            d.steps.iter().any(
-                |s| matches!(s, Step::Load { file, .. } if *file == exec.session.files[i].path),
-            )
-        })
-        .collect();
+    // Every distinct NEFF the deployment loads, once however many paths
+    // name it.
+    let files: Vec<usize> = (0..exec.session.files.len()).collect();
     let mut measured: HashMap<Layout, (u64, Vec<(PathBuf, Copies)>)> = HashMap::new();
-    vncs.into_iter()
+    let mut rows: Vec<Headroom> = vncs
+        .into_iter()
         .filter_map(|vnc| {
             let (device, pcores) = exec.placement(vnc).ok()?;
             let (_, dev, first) = exec.rt.placement_of_vnc(vnc).ok()?;
             let dev = dev.clone();
             let hbm = dev.geometry().hbm_of(first).ok()?;
             let hbm_free = dev.free_bytes(hbm);
+            let pools = dev.pools(hbm);
             let layout = layout(&dev, hbm, first);
             let (largest_tensor, copies) = match measured.get(&layout) {
                 Some(m) => m.clone(),
@@ -100,9 +115,20 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
                 hbm_free,
                 largest_tensor,
                 copies,
+                shared_with: Vec::new(),
+                pools,
             })
         })
-        .collect()
+        .collect();
+    let hbms: Vec<(u32, u32, u32)> = rows.iter().map(|h| (h.vnc, h.device, h.hbm)).collect();
+    for h in &mut rows {
+        h.shared_with = hbms
+            .iter()
+            .filter(|&&(v, nd, hbm)| v != h.vnc && nd == h.device && hbm == h.hbm)
+            .map(|&(v, _, _)| v)
+            .collect();
+    }
+    rows
 }
 
 /// What the allocator decides a core's headroom from: where the core sits

@@ -20,6 +20,7 @@ pub mod advice;
 pub mod deployment;
 pub mod headroom;
 mod run;
+pub mod solve;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,12 +35,16 @@ use crate::line::RuntimeLine;
 use crate::report::memory::{LogLine, MemoryReport, Refusal};
 use crate::{Arch, NrtStatus};
 
+/// The pools of an HBM as a refusal or the headroom found them.
+pub use crate::device::{Pool, PoolFree};
 pub use advice::{Advice, AdviceKind};
 pub use deployment::{
-    parse_cores, parse_env, parse_load, parse_size, parse_tensor, parse_toml, parse_toml_within,
-    parse_unload, read_deployment, Deployment, DeploymentError, Step, StepBudget,
+    parse_cores, parse_env, parse_free, parse_load, parse_size, parse_solve, parse_tensor,
+    parse_toml, parse_toml_within, parse_unload, read_deployment, Deployment, DeploymentError,
+    Step, StepBudget,
 };
 pub use headroom::{Copies, Headroom};
+pub use solve::{Solve, SolveAnswer, Solved};
 
 /// Why a deployment could not be planned at all — as opposed to a step the
 /// runtime refuses, which is the plan's answer ([`Plan::refusal`]).
@@ -77,6 +82,10 @@ pub struct StepFailure {
     pub stage: &'static str,
     pub status: NrtStatus,
     pub message: String,
+    /// Not the runtime's refusal but one of neffld's own ceilings (the
+    /// inflated payload, the archive's member count): the setting that
+    /// raises it (`--max-inflated` / `NEFFLD_MAX_INFLATED`, ...).
+    pub own_limit: Option<&'static str>,
 }
 
 /// One step as it ran.
@@ -112,6 +121,53 @@ pub struct PlanRefusal {
     pub memory: MemoryReport,
     /// The runtime's lines ([`MemoryReport::refusal_log`]).
     pub log: Vec<LogLine>,
+    /// The pools of the refused request's HBM as the refusal found them.
+    pub pools: Vec<PoolFree>,
+}
+
+impl PlanRefusal {
+    /// Why a request was refused with at least as many bytes free on its
+    /// HBM as it asked (the runtime's line then reads as a contradiction):
+    /// the free bytes are split between the pools and between ranges, and
+    /// one request takes one range. `None` when fewer bytes were free.
+    pub fn explain(&self) -> Option<String> {
+        let free: u64 = self.pools.iter().map(|p| p.free).sum();
+        let asked = crate::device::alloc::charged_size(self.request.size)?;
+        (free >= asked).then(|| gap_sentence(&self.pools, Some(asked)))
+    }
+}
+
+/// The sentence that explains free bytes no single request can take.
+pub(crate) fn gap_sentence(pools: &[PoolFree], asked: Option<u64>) -> String {
+    use crate::report::memory::human_size;
+    let free: u64 = pools.iter().map(|p| p.free).sum();
+    let longest = pools.iter().map(|p| p.longest).max().unwrap_or(0);
+    let parts: Vec<String> = pools
+        .iter()
+        .map(|p| match p.pool {
+            crate::device::Pool::Main => format!(
+                "the main pool has {} free, its largest contiguous block {}",
+                human_size(p.free),
+                human_size(p.longest)
+            ),
+            crate::device::Pool::Small => format!(
+                "the driver's small pool (the top {} of the HBM, kept for requests of at most 512 KiB, which larger ones reach only when the main pool is full) has {} free, its largest block {}",
+                human_size(p.capacity),
+                human_size(p.free),
+                human_size(p.longest)
+            ),
+        })
+        .collect();
+    let needs = match asked {
+        Some(a) => format!("the request of {} needs", human_size(a)),
+        None => "a tensor needs".into(),
+    };
+    format!(
+        "{} free on the HBM in all, but {needs} one contiguous block and the largest is {}: {}",
+        human_size(free),
+        human_size(longest),
+        parts.join("; ")
+    )
 }
 
 /// A NEFF loaded on the instance: its id in the usage tables, its name (as
@@ -147,8 +203,12 @@ pub struct Plan {
     pub chips: u32,
     pub lnc: u32,
     pub line: RuntimeLine,
-    /// Shared scratchpad page size in bytes.
+    /// Shared scratchpad page size in bytes: the step of the contiguous
+    /// region (64 MiB) when `contiguous_scratchpad`.
     pub scratchpad_page: u64,
+    /// Each core's shared scratchpad is one contiguous region (2.33 on, by
+    /// default), where `NEURON_SCRATCHPAD_PAGE_SIZE` does not apply.
+    pub contiguous_scratchpad: bool,
     pub io_tensors: bool,
     /// Steps of the deployment (each load, tensor, unload, free on one core).
     pub planned: usize,
@@ -167,6 +227,11 @@ pub struct Plan {
     /// Per logical core the deployment uses.
     pub headroom: Vec<Headroom>,
     pub advice: Vec<Advice>,
+    /// For a plan that does not fit when no advice makes it fit: says so,
+    /// with what was considered.
+    pub no_fix: Option<String>,
+    /// The deployment's question (`--solve`) with its answer.
+    pub solve: Option<Solved>,
     /// Parses run (each distinct NEFF once, re-plans included).
     pub parses: u64,
 }
@@ -197,15 +262,71 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
     let session = run::Session::open(deployment)?;
     let prints = session.prints();
     let mut outcome = session.execute(deployment, &prints, true)?;
-    let advice = advice::advise(&session, deployment, &outcome, &prints)?;
+    let (advice, considered) = advice::advise(&session, deployment, &outcome, &prints)?;
+    let fits = outcome.completed() == deployment.steps.len();
+    let no_fix = (!fits && !advice.iter().any(|a| a.fits)).then(|| {
+        let mut said = if considered.is_empty() {
+            "no change was found to consider: the plan does not fit as written".to_string()
+        } else {
+            format!(
+                "nothing considered makes the plan fit (considered: {})",
+                considered.join("; ")
+            )
+        };
+        // A refused tensor: the question that has an answer is its size.
+        if let Some(Step::Tensor { name, .. }) = outcome
+            .steps
+            .iter()
+            .find(|s| s.outcome.is_err())
+            .map(|s| &s.step)
+        {
+            let cores: Vec<u32> = deployment
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Tensor { name: n, vnc, .. } if n == name => Some(*vnc),
+                    _ => None,
+                })
+                .collect();
+            said.push_str(&format!(
+                "; the largest {name} that fits on each of its cores beside the rest: --solve {name}@{} without its --tensor",
+                solve::core_list(&cores)
+            ));
+        }
+        said
+    });
     let headroom = outcome.headroom.take().unwrap_or_default();
+    let solve = match &deployment.solve {
+        None => None,
+        Some(q @ Solve::Tensor { .. }) => Some(outcome.solved.take().unwrap_or(Solved {
+            solve: q.clone(),
+            answer: Err("the deployment itself does not fit".into()),
+        })),
+        Some(q @ Solve::Ranks { file, cores }) => Some(Solved {
+            solve: q.clone(),
+            answer: if outcome.completed() < deployment.steps.len() {
+                Err("the deployment itself does not fit".into())
+            } else {
+                let (changed, tried) = solve::with_ranks(
+                    deployment,
+                    file,
+                    cores.as_deref(),
+                    session.config.total_vnc_count(),
+                );
+                let o = session.execute(&changed, &prints, false)?;
+                let count = o.completed().saturating_sub(deployment.steps.len()) as u32;
+                Ok(SolveAnswer::Ranks { count, tried })
+            },
+        }),
+    };
     Ok(Plan {
         instance: session.config.instance,
         arch: session.config.arch,
         chips: session.config.chips,
         lnc: session.config.lnc_size(),
         line: session.config.line(),
-        scratchpad_page: session.config.scratchpad_page,
+        scratchpad_page: session.config.scratchpad_mode().page,
+        contiguous_scratchpad: session.config.scratchpad_mode().contiguous,
         io_tensors: deployment.io_tensors,
         planned: deployment.steps.len(),
         steps: outcome.steps,
@@ -215,6 +336,8 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         tensors: outcome.tensors,
         headroom,
         advice,
+        no_fix,
+        solve,
         parses: session.parse_count(),
     })
 }

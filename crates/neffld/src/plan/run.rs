@@ -6,7 +6,7 @@
 //! configuration. Each [`Session::execute`] starts a fresh runtime on fresh
 //! devices and runs the steps until the first one the runtime refuses.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -23,6 +23,7 @@ use crate::report::memory::{LogLine, MemoryReport, Refusal};
 
 use super::deployment::{Deployment, DeploymentError, Step};
 use super::headroom::{self, Headroom};
+use super::solve::{self, Solve, SolveAnswer, Solved};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
 
 /// A NEFF file's bytes, read once for the whole plan through the bounded
@@ -62,7 +63,12 @@ pub(crate) struct NeffFile {
 /// What every run of one deployment shares.
 pub(crate) struct Session {
     pub config: RuntimeConfig,
+    /// Each distinct NEFF (by content) once, named by the first path that
+    /// names it.
     pub files: Vec<NeffFile>,
+    /// Every path the deployment loads → its NEFF in `files` (paths with
+    /// the same bytes, links or copies, share one).
+    by_path: HashMap<PathBuf, usize>,
     pub parses: Parses,
     /// Each file's container, opened once (S1) for its first load: after
     /// that the parse cache keeps the parse.
@@ -96,19 +102,27 @@ impl Session {
     /// configuration; with no instance named, the first NEFF's own
     /// architecture on one chip.
     pub fn open(d: &Deployment) -> Result<Session, PlanError> {
+        let mut seen: HashSet<&PathBuf> = HashSet::new();
         let mut paths: Vec<&PathBuf> = Vec::new();
         for step in &d.steps {
             if let Step::Load { file, .. } = step {
-                if !paths.contains(&file) {
+                if seen.insert(file) {
                     paths.push(file);
                 }
+            }
+        }
+        if let Some(Solve::Ranks { file, .. }) = &d.solve {
+            if seen.insert(file) {
+                paths.push(file);
             }
         }
         let mut config = configure(d, paths.len())?;
         let parses = Parses::new(&config);
         let opts = config.open_options();
-        let mut files = Vec::new();
+        let mut files: Vec<NeffFile> = Vec::new();
         let mut opened = Vec::new();
+        let mut by_path = HashMap::new();
+        let mut by_print: HashMap<u128, usize> = HashMap::new();
         for path in paths {
             // The fingerprint reads every byte; a mapped file is then mapped
             // afresh, so the container's open releases its pages as it
@@ -116,6 +130,12 @@ impl Session {
             // whole file resident beside the inflated payload.
             let first = FileBytes::read(path)?;
             let print = parses.fingerprint_of(first.bytes());
+            // Another path to bytes already read (a link, a copy) is the
+            // same NEFF: loaded, measured and judged as that one.
+            if let Some(&i) = by_print.get(&print) {
+                by_path.insert(path.clone(), i);
+                continue;
+            }
             let bytes = if first.mapped().is_some() {
                 drop(first);
                 FileBytes::read(path)?
@@ -126,6 +146,8 @@ impl Session {
                 Some(m) => container::open_mapped(m, &opts).ok(),
                 None => container::open(bytes.bytes(), &opts).ok(),
             });
+            by_print.insert(print, files.len());
+            by_path.insert(path.clone(), files.len());
             files.push(NeffFile {
                 path: path.clone(),
                 bytes,
@@ -145,9 +167,24 @@ impl Session {
                 config.arch = arch;
             }
         }
+        // The deployment's own mistakes, before any load runs.
+        let chip = Geometry::for_arch(config.arch);
+        if let Ok(visible) = config.logical_cores(&chip, config.chips.max(1)) {
+            let on = match config.instance {
+                Some(i) => format!("{} at LNC {}", i.name, config.lnc_size()),
+                None => format!(
+                    "{} chip{} of {} at LNC {}",
+                    config.chips.max(1),
+                    if config.chips > 1 { "s" } else { "" },
+                    config.arch.instance(),
+                    config.lnc_size()
+                ),
+            };
+            d.validate(visible.len() as u32, &on)?;
+        }
         if let Some(l) = d.lnc.filter(|l| !config.arch.lnc_sizes().contains(l)) {
             return Err(DeploymentError {
-                place: "lnc".into(),
+                place: d.lnc_origin.clone().unwrap_or_else(|| "lnc".into()),
                 what: format!(
                     "{} cores take logical-core size {:?}, not {l}",
                     config.arch.instance(),
@@ -159,6 +196,7 @@ impl Session {
         Ok(Session {
             config,
             files,
+            by_path,
             parses,
             opened: Mutex::new(opened),
         })
@@ -185,8 +223,9 @@ impl Session {
         self.parses.count()
     }
 
-    fn file_index(&self, path: &Path) -> Option<usize> {
-        self.files.iter().position(|f| f.path == path)
+    /// The NEFF a path of the deployment names.
+    pub fn file_index(&self, path: &Path) -> Option<usize> {
+        self.by_path.get(path).copied()
     }
 
     /// Runs `d`'s steps under `config` until one is refused; with
@@ -216,8 +255,25 @@ impl Session {
         for w in &exec.watches {
             w.disarm();
         }
+        let fits = exec.steps.len() == d.steps.len()
+            && refusal.is_none()
+            && exec.steps.iter().all(|s| s.outcome.is_ok());
+        let solved = match &d.solve {
+            Some(Solve::Tensor { name, cores }) if measure && fits => Some(Solved {
+                solve: Solve::Tensor {
+                    name: name.clone(),
+                    cores: cores.clone(),
+                },
+                answer: Ok(SolveAnswer::Bytes(solve::largest_everywhere(
+                    &exec, name, cores,
+                ))),
+            }),
+            _ => None,
+        };
         let headroom = measure.then(|| headroom::measure(&mut exec, d));
-        Ok(exec.finish(start, refusal, headroom))
+        let mut outcome = exec.finish(start, refusal, headroom);
+        outcome.solved = solved;
+        Ok(outcome)
     }
 
     /// [`Session::execute_with`] under the session's configuration.
@@ -239,6 +295,11 @@ pub(crate) struct Outcome {
     pub neffs: Vec<NeffRecord>,
     pub tensors: Vec<TensorRecord>,
     pub headroom: Option<Vec<Headroom>>,
+    /// A tensor question's answer, when measured.
+    pub solved: Option<Solved>,
+    /// Every visible logical core's device and HBM (of its first physical
+    /// core).
+    pub hbm_of_vnc: Vec<Option<(u32, u32)>>,
     /// Bytes held on the instance, and on its fullest HBM, before any step.
     pub start: (u64, u64),
 }
@@ -305,6 +366,7 @@ impl Recorded {
 /// A refusal as the watch of its device saw it.
 pub(crate) struct Caught {
     device: u32,
+    pools: Vec<crate::device::PoolFree>,
     request: Refusal,
     what: String,
     memory: MemoryReport,
@@ -325,6 +387,8 @@ struct WatchState {
 /// that succeeds.
 pub(crate) struct Watch {
     nd: u32,
+    /// The device watched (weak: the device holds its watch).
+    device: std::sync::Weak<Device>,
     geometry: Geometry,
     lnc: u32,
     names: Arc<ModelNames>,
@@ -364,8 +428,14 @@ impl Observer for Watch {
         let memory = MemoryReport::from_ledger(self.nd, &self.geometry, ledger);
         let request = Refusal::of(req);
         let log = memory.refusal_log(&request, self.lnc, |h| self.names.get(h));
+        let pools = self
+            .device
+            .upgrade()
+            .and_then(|d| Some(d.pools(d.geometry().hbm_of(req.core).ok()?)))
+            .unwrap_or_default();
         s.refused = Some(Caught {
             device: self.nd,
+            pools,
             request,
             what: req.hint.to_string(),
             memory,
@@ -390,7 +460,6 @@ impl Observer for Watch {
 pub(crate) struct LiveLoad {
     pub model: Model,
     pub record: NeffRecord,
-    pub file: usize,
     pub io: Vec<(TensorRecord, DeviceTensor)>,
 }
 
@@ -427,6 +496,7 @@ impl<'s> Exec<'s> {
             .map(|(nd, d)| {
                 let w = Arc::new(Watch {
                     nd: nd as u32,
+                    device: Arc::downgrade(d),
                     geometry: d.geometry().clone(),
                     lnc: config.lnc_size(),
                     names: rt.model_names(),
@@ -481,14 +551,14 @@ impl<'s> Exec<'s> {
                     .session
                     .file_index(file)
                     .ok_or_else(|| missing(step, "the plan did not read this file"))?;
-                self.load_step(i, *vnc, io_tensors)
+                self.load_step(i, file, *vnc, io_tensors)
             }
             Step::Tensor { name, size, vnc } => (Some(*vnc), self.tensor(name, *size, *vnc, None)),
             Step::Unload { file, vnc } => {
                 let at = self
                     .loads
                     .iter()
-                    .rposition(|l| &self.session.files[l.file].path == file && l.record.vnc == *vnc)
+                    .rposition(|l| &l.record.file == file && l.record.vnc == *vnc)
                     .ok_or_else(|| {
                         missing(
                             step,
@@ -536,6 +606,7 @@ impl<'s> Exec<'s> {
     fn load_step(
         &mut self,
         i: usize,
+        path: &Path,
         vnc: Option<u32>,
         io_tensors: bool,
     ) -> (Option<u32>, Result<(), StepFailure>) {
@@ -543,7 +614,7 @@ impl<'s> Exec<'s> {
         let opened = self.session.take_opened(i);
         let model = match self.rt.load_fingerprinted(&self.prints[i], opened, arg) {
             Ok(m) => m,
-            Err(e) => return (vnc, Err(failure(e))),
+            Err(e) => return (vnc, Err(load_failure(&self.config, e))),
         };
         let at = self.rt.visible_index(model.vnc).unwrap_or(0);
         let (device, pcores) = self.placement(at).unwrap_or_default();
@@ -554,7 +625,7 @@ impl<'s> Exec<'s> {
         let record = NeffRecord {
             id: h_model,
             name: model.name.clone(),
-            file: self.session.files[i].path.clone(),
+            file: path.to_path_buf(),
             device,
             vnc: at,
             pcores: pcores.clone(),
@@ -567,7 +638,6 @@ impl<'s> Exec<'s> {
         self.loads.push(LiveLoad {
             model,
             record,
-            file: i,
             io: Vec::new(),
         });
         for t in tensors.iter().filter(|t| t.size > 0) {
@@ -632,6 +702,7 @@ impl<'s> Exec<'s> {
             what: c.what,
             memory: c.memory,
             log: c.log,
+            pools: c.pools,
         })
     }
 
@@ -641,6 +712,12 @@ impl<'s> Exec<'s> {
         refusal: Option<PlanRefusal>,
         headroom: Option<Vec<Headroom>>,
     ) -> Outcome {
+        let hbm_of_vnc = (0..self.rt.total_vnc_count())
+            .map(|v| {
+                let (nd, dev, first) = self.rt.placement_of_vnc(v).ok()?;
+                Some((nd, dev.geometry().hbm_of(first).ok()?))
+            })
+            .collect();
         let devices = self
             .rt
             .devices()
@@ -653,6 +730,11 @@ impl<'s> Exec<'s> {
             .flat_map(|l| l.io.iter().map(|(t, _)| t.clone()))
             .collect();
         tensors.extend(self.tensors.iter().map(|(t, _)| t.clone()));
+        // Everything the run holds is dropped with it: the devices go too,
+        // so their allocators need not take each block back.
+        for d in self.rt.devices() {
+            d.retire();
+        }
         Outcome {
             neffs: self.loads.iter().map(|l| l.record.clone()).collect(),
             tensors,
@@ -660,6 +742,8 @@ impl<'s> Exec<'s> {
             refusal,
             devices,
             headroom,
+            solved: None,
+            hbm_of_vnc,
             start,
         }
     }
@@ -691,6 +775,52 @@ pub(crate) fn failure(e: LoadError) -> StepFailure {
         stage: e.stage(),
         status: e.status(),
         message: e.to_string(),
+        own_limit: None,
+    }
+}
+
+/// A refused load as the plan reports it: neffld's own ceilings as
+/// neffld's, with the setting that raises them; a NEFF of another chip
+/// named against the instance's chip and the compiler's target flag.
+fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure {
+    use crate::container::ContainerError as C;
+    match &e {
+        LoadError::Container(C::InflateLimit { limit }) => StepFailure {
+            stage: "neffld",
+            status: e.status(),
+            message: format!(
+                "not the runtime's refusal but neffld's own ceiling: the NEFF's payload inflates past {limit} bytes (by default 64 times the compressed payload, 256 MiB to 32 GiB, against decompression bombs); raise it with `neffld plan --max-inflated BYTES` (NEFFLD_MAX_INFLATED)"
+            ),
+            own_limit: Some("--max-inflated / NEFFLD_MAX_INFLATED"),
+        },
+        LoadError::Container(C::TooManyMembers { limit, .. }) => StepFailure {
+            stage: "neffld",
+            status: e.status(),
+            message: format!(
+                "not the runtime's refusal but neffld's own ceiling: the NEFF's archive has more than {limit} members; raise it with --env NEFFLD_MAX_MEMBERS=N"
+            ),
+            own_limit: Some("NEFFLD_MAX_MEMBERS"),
+        },
+        LoadError::Container(C::LncForeign {
+            name,
+            neff_lnc,
+            sizes,
+            ..
+        }) if config.instance.is_some() => {
+            let i = config.instance.expect("checked");
+            let target = ["inf2", "trn1", "trn2", "trn3"]
+                .into_iter()
+                .find(|t| i.family.starts_with(t))
+                .unwrap_or(i.family);
+            StepFailure {
+                message: format!(
+                    "NEFF {name} declares logical-core size {neff_lnc} (header vnc_size {neff_lnc}), which the {} of {} cannot take (it takes logical-core size {sizes}): the NEFF was compiled for another chip; recompile it for this one with `neuronx-cc --target={target}`",
+                    i.chip, i.name
+                ),
+                ..failure(e)
+            }
+        }
+        _ => failure(e),
     }
 }
 

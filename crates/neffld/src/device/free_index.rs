@@ -1,0 +1,468 @@
+//! The free ranges of one pool, ordered by address and indexed by length:
+//! a treap (a binary search tree on the start address, heap-ordered on a
+//! pseudo-random priority, so its depth stays logarithmic in expectation)
+//! whose every node also knows the longest range below it. First-fit then
+//! descends only into subtrees that hold a long enough range, so finding
+//! the lowest range that can take a request costs O(log n) in the number of
+//! free ranges instead of a walk over every range below it; so does the
+//! highest (top-down placement), a neighbour lookup, an insertion and a
+//! removal.
+//!
+//! A length alone does not decide an aligned request: a range as long as
+//! the request may still hold no aligned block of it (the gaps that aligned
+//! blocks leave below themselves are such ranges, and a deployment of many
+//! loads leaves many). So each node keeps, per alignment class (4 KiB,
+//! 8 KiB, ... 4 MiB), the most bytes any range below it offers from its
+//! first address of that alignment on: a subtree is entered only when one
+//! of its ranges can hold the block. Alignments above the last class are
+//! pruned by the last class's figure, which can only overstate.
+//!
+//! Nodes live in one vector (indices, not pointers); removed ones are
+//! reused.
+
+const NIL: u32 = u32::MAX;
+
+/// Alignment classes: `FIRST_ALIGN << k` for `k` below this.
+const CLASSES: usize = 11;
+const FIRST_ALIGN: u64 = 4096;
+
+/// Bytes of `[start, start + len)` from its first multiple of `align` on.
+fn room(start: u64, len: u64, align: u64) -> u64 {
+    let aligned = start
+        .checked_add(align - 1)
+        .map(|a| a & !(align - 1))
+        .unwrap_or(u64::MAX);
+    (start.saturating_add(len)).saturating_sub(aligned)
+}
+
+/// The class whose figure bounds a request aligned to `align` (a power of
+/// two): the largest class alignment not above it.
+fn class_of(align: u64) -> usize {
+    let k = (align.max(FIRST_ALIGN) / FIRST_ALIGN).ilog2() as usize;
+    k.min(CLASSES - 1)
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    start: u64,
+    len: u64,
+    /// [`room`] of this range alone, per alignment class.
+    own: [u64; CLASSES],
+    /// Per alignment class, the most [`room`] any range of this node's
+    /// subtree offers (class 0, 4 KiB, is the longest range).
+    max: [u64; CLASSES],
+    prio: u32,
+    left: u32,
+    right: u32,
+}
+
+/// [`room`] of one range in every class.
+fn own_room(start: u64, len: u64) -> [u64; CLASSES] {
+    std::array::from_fn(|k| room(start, len, FIRST_ALIGN << k))
+}
+
+/// Disjoint `(start, len)` ranges, keyed by start.
+#[derive(Clone, Debug)]
+pub(super) struct RangeIndex {
+    nodes: Vec<Node>,
+    spare: Vec<u32>,
+    root: u32,
+    count: usize,
+    seed: u32,
+}
+
+impl Default for RangeIndex {
+    fn default() -> Self {
+        RangeIndex {
+            nodes: Vec::new(),
+            spare: Vec::new(),
+            root: NIL,
+            count: 0,
+            seed: 0x9e37_79b9,
+        }
+    }
+}
+
+impl RangeIndex {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    fn node(&self, i: u32) -> &Node {
+        &self.nodes[i as usize]
+    }
+
+    fn max_of(&self, i: u32, class: usize) -> u64 {
+        if i == NIL {
+            0
+        } else {
+            self.node(i).max[class]
+        }
+    }
+
+    fn update(&mut self, i: u32) {
+        let n = self.node(i);
+        let (l, r) = (n.left, n.right);
+        let mut m = n.own;
+        for (k, v) in m.iter_mut().enumerate() {
+            *v = (*v).max(self.max_of(l, k)).max(self.max_of(r, k));
+        }
+        self.nodes[i as usize].max = m;
+    }
+
+    /// xorshift32: deterministic, so two runs of a plan build the same tree.
+    fn next_prio(&mut self) -> u32 {
+        let mut x = self.seed;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.seed = x;
+        x
+    }
+
+    /// Splits `t` into the keys below `key` and those at or above it.
+    fn split(&mut self, t: u32, key: u64) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        if self.node(t).start < key {
+            let (l, r) = self.split(self.node(t).right, key);
+            self.nodes[t as usize].right = l;
+            self.update(t);
+            (t, r)
+        } else {
+            let (l, r) = self.split(self.node(t).left, key);
+            self.nodes[t as usize].left = r;
+            self.update(t);
+            (l, t)
+        }
+    }
+
+    /// Joins two trees, every key of `a` below every key of `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.node(a).prio > self.node(b).prio {
+            let r = self.merge(self.node(a).right, b);
+            self.nodes[a as usize].right = r;
+            self.update(a);
+            a
+        } else {
+            let l = self.merge(a, self.node(b).left);
+            self.nodes[b as usize].left = l;
+            self.update(b);
+            b
+        }
+    }
+
+    /// Adds a range; its start must not be present.
+    pub fn insert(&mut self, start: u64, len: u64) {
+        let prio = self.next_prio();
+        let own = own_room(start, len);
+        let node = Node {
+            start,
+            len,
+            own,
+            max: own,
+            prio,
+            left: NIL,
+            right: NIL,
+        };
+        let i = match self.spare.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        let (l, r) = self.split(self.root, start);
+        let l = self.merge(l, i);
+        self.root = self.merge(l, r);
+        self.count += 1;
+    }
+
+    /// Removes the range starting at `start`; its length, if present.
+    pub fn remove(&mut self, start: u64) -> Option<u64> {
+        let (root, found) = self.remove_in(self.root, start);
+        self.root = root;
+        found
+    }
+
+    fn remove_in(&mut self, t: u32, start: u64) -> (u32, Option<u64>) {
+        if t == NIL {
+            return (NIL, None);
+        }
+        let n = self.node(t).clone();
+        if n.start == start {
+            self.spare.push(t);
+            self.count -= 1;
+            return (self.merge(n.left, n.right), Some(n.len));
+        }
+        let found = if start < n.start {
+            let (l, f) = self.remove_in(n.left, start);
+            self.nodes[t as usize].left = l;
+            f
+        } else {
+            let (r, f) = self.remove_in(n.right, start);
+            self.nodes[t as usize].right = r;
+            f
+        };
+        self.update(t);
+        (t, found)
+    }
+
+    /// Gives the range starting at `old` a new start and length in place:
+    /// one descent instead of a removal and an insertion. The new start
+    /// must keep the order (no other range between `old` and `start`),
+    /// which holds when a range shrinks or grows into free space next to
+    /// it. `false` when no range starts at `old`.
+    pub fn reshape(&mut self, old: u64, start: u64, len: u64) -> bool {
+        self.reshape_in(self.root, old, start, len)
+    }
+
+    fn reshape_in(&mut self, t: u32, old: u64, start: u64, len: u64) -> bool {
+        if t == NIL {
+            return false;
+        }
+        let n = self.node(t);
+        let found = if old == n.start {
+            let own = own_room(start, len);
+            let node = &mut self.nodes[t as usize];
+            node.start = start;
+            node.len = len;
+            node.own = own;
+            true
+        } else if old < n.start {
+            self.reshape_in(n.left, old, start, len)
+        } else {
+            self.reshape_in(n.right, old, start, len)
+        };
+        if found {
+            self.update(t);
+        }
+        found
+    }
+
+    /// The range with the largest start at or below `at`.
+    pub fn at_or_before(&self, at: u64) -> Option<(u64, u64)> {
+        let mut t = self.root;
+        let mut best = None;
+        while t != NIL {
+            let n = self.node(t);
+            if n.start <= at {
+                best = Some((n.start, n.len));
+                t = n.right;
+            } else {
+                t = n.left;
+            }
+        }
+        best
+    }
+
+    /// The range with the smallest start above `at`.
+    pub fn after(&self, at: u64) -> Option<(u64, u64)> {
+        let mut t = self.root;
+        let mut best = None;
+        while t != NIL {
+            let n = self.node(t);
+            if n.start > at {
+                best = Some((n.start, n.len));
+                t = n.left;
+            } else {
+                t = n.right;
+            }
+        }
+        best
+    }
+
+    /// The lowest range that holds `size` bytes at a multiple of `align`
+    /// (a power of two) for which `accept` holds; only ranges that can hold
+    /// such a block are offered to `accept`.
+    pub fn lowest(
+        &self,
+        size: u64,
+        align: u64,
+        accept: &mut impl FnMut(u64, u64) -> bool,
+    ) -> Option<(u64, u64)> {
+        self.lowest_in(self.root, size, align, class_of(align), accept)
+    }
+
+    fn lowest_in(
+        &self,
+        t: u32,
+        size: u64,
+        align: u64,
+        class: usize,
+        accept: &mut impl FnMut(u64, u64) -> bool,
+    ) -> Option<(u64, u64)> {
+        if t == NIL || self.node(t).max[class] < size {
+            return None;
+        }
+        let n = self.node(t);
+        if let Some(hit) = self.lowest_in(n.left, size, align, class, accept) {
+            return Some(hit);
+        }
+        if room(n.start, n.len, align) >= size && accept(n.start, n.len) {
+            return Some((n.start, n.len));
+        }
+        self.lowest_in(n.right, size, align, class, accept)
+    }
+
+    /// The highest range that holds `size` bytes at a multiple of `align`
+    /// for which `accept` holds.
+    pub fn highest(
+        &self,
+        size: u64,
+        align: u64,
+        accept: &mut impl FnMut(u64, u64) -> bool,
+    ) -> Option<(u64, u64)> {
+        self.highest_in(self.root, size, align, class_of(align), accept)
+    }
+
+    fn highest_in(
+        &self,
+        t: u32,
+        size: u64,
+        align: u64,
+        class: usize,
+        accept: &mut impl FnMut(u64, u64) -> bool,
+    ) -> Option<(u64, u64)> {
+        if t == NIL || self.node(t).max[class] < size {
+            return None;
+        }
+        let n = self.node(t);
+        if let Some(hit) = self.highest_in(n.right, size, align, class, accept) {
+            return Some(hit);
+        }
+        if room(n.start, n.len, align) >= size && accept(n.start, n.len) {
+            return Some((n.start, n.len));
+        }
+        self.highest_in(n.left, size, align, class, accept)
+    }
+
+    /// The longest range's length (0 when nothing is free).
+    pub fn longest(&self) -> u64 {
+        self.max_of(self.root, 0)
+    }
+
+    /// Every range in address order.
+    #[cfg(test)]
+    pub fn ranges(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::with_capacity(self.count);
+        let mut stack = Vec::new();
+        let mut t = self.root;
+        while t != NIL || !stack.is_empty() {
+            while t != NIL {
+                stack.push(t);
+                t = self.node(t).left;
+            }
+            let Some(top) = stack.pop() else { break };
+            let n = self.node(top);
+            out.push((n.start, n.len));
+            t = n.right;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Every query against a plain ordered map under a long random mix of
+    /// insertions and removals: the index answers what a walk would.
+    #[test]
+    fn the_index_answers_as_a_walk_over_an_ordered_map() {
+        let mut idx = RangeIndex::default();
+        let mut map: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut x: u64 = 12345;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..20_000 {
+            let start = rnd(4000) * 16 * FIRST_ALIGN;
+            if rnd(5) == 0 {
+                // Shrink a range from either end, in place.
+                if let Some((&s, &l)) = map.range(start..).next() {
+                    let (ns, nl) = if rnd(2) == 0 {
+                        (s, l.saturating_sub(FIRST_ALIGN))
+                    } else {
+                        (s + FIRST_ALIGN, l.saturating_sub(FIRST_ALIGN))
+                    };
+                    // The order holds: no other start between the old and
+                    // the new one (the allocator's ranges are disjoint).
+                    if nl > 0 && (ns == s || map.range(s + 1..=ns).next().is_none()) {
+                        assert!(idx.reshape(s, ns, nl));
+                        map.remove(&s);
+                        map.insert(ns, nl);
+                    }
+                }
+            } else if rnd(3) == 0 {
+                if let Some(&s) = map.range(start..).next().map(|(s, _)| s) {
+                    assert_eq!(idx.remove(s), map.remove(&s));
+                } else {
+                    assert_eq!(idx.remove(start), None);
+                }
+            } else if let std::collections::btree_map::Entry::Vacant(e) = map.entry(start) {
+                let len = (1 + rnd(200)) * FIRST_ALIGN;
+                idx.insert(start, len);
+                e.insert(len);
+            }
+            let probe = rnd(70_000 * FIRST_ALIGN);
+            let min = 1 + rnd(220);
+            assert_eq!(
+                idx.at_or_before(probe),
+                map.range(..=probe).next_back().map(|(&s, &l)| (s, l))
+            );
+            assert_eq!(
+                idx.after(probe),
+                map.range(probe + 1..).next().map(|(&s, &l)| (s, l))
+            );
+            // Sizes and alignments in 4 KiB units, some alignments past
+            // the last class.
+            let align = FIRST_ALIGN << rnd(14);
+            let size = min * FIRST_ALIGN;
+            let fits = |s: u64, l: u64| {
+                let at = s.div_ceil(align) * align;
+                at + size <= s + l
+            };
+            let odd = |s: u64| s % (32 * FIRST_ALIGN) == 16 * FIRST_ALIGN;
+            assert_eq!(
+                idx.lowest(size, align, &mut |s, _| odd(s)),
+                map.iter()
+                    .find(|(&s, &l)| fits(s, l) && odd(s))
+                    .map(|(&s, &l)| (s, l))
+            );
+            assert_eq!(
+                idx.highest(size, align, &mut |_, _| true),
+                map.iter()
+                    .rev()
+                    .find(|(&s, &l)| fits(s, l))
+                    .map(|(&s, &l)| (s, l))
+            );
+            assert_eq!(idx.len(), map.len());
+            assert_eq!(idx.longest(), map.values().copied().max().unwrap_or(0));
+        }
+        assert_eq!(idx.ranges(), map.into_iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_largest_key_can_be_removed() {
+        let mut idx = RangeIndex::default();
+        idx.insert(u64::MAX, 1);
+        idx.insert(5, 1);
+        assert_eq!(idx.remove(u64::MAX), Some(1));
+        assert_eq!(idx.ranges(), [(5, 1)]);
+    }
+}

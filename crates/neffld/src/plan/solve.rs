@@ -1,0 +1,169 @@
+//! Solving for a size or a count instead of checking one: the question a
+//! plan that fits leads to next.
+//!
+//! - A tensor ([`Solve::Tensor`]): the largest size `S` (a multiple of the
+//!   allocator's 4 KiB granule) such that a tensor of `S` bytes fits on
+//!   every listed logical core at once, beside the whole deployment —
+//!   found by allocating on the state the deployment reached and releasing
+//!   again (bisection: `S` fits on every core, `S` + 4 KiB does not). The
+//!   answer is exactly what planning the deployment again with
+//!   `--tensor NAME=S@CORES` appended finds: the allocator's state after
+//!   the deployment is the same, and a tensor of `S` is the same request.
+//! - Ranks of a NEFF ([`Solve::Ranks`]): how many further loads of FILE go
+//!   through after the deployment, one per listed core in order (or each on
+//!   the next free logical core), stopping at the first refused — found by
+//!   planning the deployment again with those loads appended.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::device::GRANULE;
+
+use super::deployment::{Deployment, Step};
+use super::run::{allocate, Exec};
+
+/// What to solve for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Solve {
+    /// The largest tensor `name` that fits on every listed core at once.
+    Tensor { name: String, cores: Vec<u32> },
+    /// How many more loads of `file` fit: on the listed cores in order, or
+    /// (`None`) each on the next free logical core.
+    Ranks {
+        file: PathBuf,
+        cores: Option<Vec<u32>>,
+    },
+}
+
+impl fmt::Display for Solve {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Solve::Tensor { name, cores } => write!(f, "{name}@{}", core_list(cores)),
+            Solve::Ranks { file, cores: None } => write!(f, "{}", file.display()),
+            Solve::Ranks {
+                file,
+                cores: Some(c),
+            } => write!(f, "{}@{}", file.display(), core_list(c)),
+        }
+    }
+}
+
+/// `0-63`, `0,2,4`, `0-3,8`: a core list as short as the cores allow.
+pub fn core_list(cores: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cores.len() {
+        let mut j = i;
+        while j + 1 < cores.len() && cores[j + 1] == cores[j].wrapping_add(1) {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", cores[i], cores[j])
+        } else {
+            cores[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// The answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SolveAnswer {
+    /// The largest tensor, in bytes (0: not one granule fits on every
+    /// listed core).
+    Bytes(u64),
+    /// Further loads that go through, of `tried` (`tried`: the listed
+    /// cores, or every logical core of the instance for "the next free
+    /// core").
+    Ranks { count: u32, tried: u32 },
+}
+
+/// A question with its answer, or why there is none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Solved {
+    pub solve: Solve,
+    pub answer: Result<SolveAnswer, String>,
+}
+
+/// The largest tensor that fits on every core of `cores` at once on the
+/// state `exec` reached, released again before returning.
+pub(crate) fn largest_everywhere(exec: &Exec<'_>, name: &str, cores: &[u32]) -> u64 {
+    let fits = |granules: u64| {
+        let mut held = Vec::with_capacity(cores.len());
+        for &vnc in cores {
+            match allocate(&exec.rt, name, granules * GRANULE, vnc, None) {
+                Ok(t) => held.push(t),
+                Err(_) => return false,
+            }
+        }
+        true
+    };
+    // Bounded by the largest HBM a listed core uses.
+    let hi_bytes = cores
+        .iter()
+        .filter_map(|&v| {
+            let (_, dev, first) = exec.rt.placement_of_vnc(v).ok()?;
+            let hbm = dev.geometry().hbm_of(first).ok()?;
+            Some(dev.capacity(hbm))
+        })
+        .max()
+        .unwrap_or(0);
+    if cores.is_empty() || !fits(1) {
+        return 0;
+    }
+    let (mut lo, mut hi) = (1u64, hi_bytes / GRANULE);
+    // Invariant: `lo` granules fit everywhere; `hi + 1` do not.
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo * GRANULE
+}
+
+/// The deployment with the loads a ranks question tries appended, and how
+/// many there are.
+pub(crate) fn with_ranks(
+    d: &Deployment,
+    file: &std::path::Path,
+    cores: Option<&[u32]>,
+    logical_cores: u32,
+) -> (Deployment, u32) {
+    let extra: Vec<Step> = match cores {
+        Some(cs) => cs
+            .iter()
+            .map(|&v| Step::Load {
+                file: file.to_path_buf(),
+                vnc: Some(v),
+            })
+            .collect(),
+        None => (0..logical_cores)
+            .map(|_| Step::Load {
+                file: file.to_path_buf(),
+                vnc: None,
+            })
+            .collect(),
+    };
+    let tried = extra.len() as u32;
+    let mut changed = d.clone();
+    changed.solve = None;
+    changed.steps.extend(extra);
+    (changed, tried)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_lists_are_written_short() {
+        assert_eq!(core_list(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(core_list(&[0, 2, 4]), "0,2,4");
+        assert_eq!(core_list(&[0, 1, 2, 3, 8, 5, 6]), "0-3,8,5-6");
+        assert_eq!(core_list(&[]), "");
+    }
+}
