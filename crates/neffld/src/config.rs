@@ -232,12 +232,17 @@ fn parse_num<T: std::str::FromStr>(var: &'static str, v: &str) -> Result<T, Conf
     })
 }
 
+/// The default ceiling on the steps one plan expands to (the command
+/// line's LOADs, tensors and unloads and a deployment file's steps
+/// together), checked before expanding.
+pub const MAX_STEPS: usize = 1 << 20;
+
 /// The ceiling on the steps one plan expands to: `NEFFLD_MAX_STEPS` as
-/// `lookup` gives it, else [`crate::plan::deployment::MAX_STEPS`].
+/// `lookup` gives it, else [`MAX_STEPS`].
 pub fn max_steps(lookup: impl Fn(&str) -> Option<String>) -> Result<usize, ConfigError> {
     match lookup("NEFFLD_MAX_STEPS") {
         Some(v) => parse_num("NEFFLD_MAX_STEPS", &v),
-        None => Ok(crate::plan::deployment::MAX_STEPS),
+        None => Ok(MAX_STEPS),
     }
 }
 

@@ -12,10 +12,19 @@ pub use crate::container::header::feature_names;
 pub use crate::container::stream::MAX_STREAM_NEFF;
 pub use crate::container::writer::{NeffWriter, Producer};
 pub use crate::container::{
-    open, open_mapped, read_neff, Archive, ContainerError, DigestForm, Encoding, HashAlgorithm,
-    MappedFile, Member, MemberKind, Neff, NeffHeader, OpenOptions, Verified, HEADER_LEN,
+    open, open_mapped, Archive, ContainerError, DigestForm, Encoding, HashAlgorithm, MappedFile,
+    Member, MemberKind, Neff, NeffHeader, OpenOptions, Verified, HEADER_LEN,
 };
 pub use crate::parse::declared_arch;
+
+/// One NEFF from a stream, read only as far as its header says and refused
+/// at once when the header declares more than `NEFFLD_MAX_NEFF_SIZE`
+/// ([`MAX_STREAM_NEFF`] by default; [`crate::config::max_stream_neff`]).
+pub fn read_neff(r: &mut dyn std::io::Read) -> std::io::Result<Vec<u8>> {
+    let max = crate::config::max_stream_neff(|k| std::env::var(k).ok())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    crate::container::read_neff_within(r, max)
+}
 
 /// A NEFF's bytes as a load reads them from a path. A regular file is
 /// mapped (its pages come from the page cache, and a large payload's pages

@@ -23,7 +23,7 @@ pub use header::{NeffHeader, HEADER_LEN};
 pub use integrity::{DigestForm, HashAlgorithm, Verified};
 pub use mapped::MappedFile;
 pub use sniff::FileKind;
-pub use stream::read_neff;
+pub use stream::read_neff_within;
 pub use tar::{Member, MemberKind};
 
 use crate::NrtStatus;

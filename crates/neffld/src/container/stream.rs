@@ -48,17 +48,11 @@ fn read_up_to(r: &mut dyn Read, out: &mut Vec<u8>, want: u64) -> io::Result<()> 
 /// One NEFF from `r`: its header, then the `data_size` bytes the header
 /// declares when the header's own fields pass their gates, else the header
 /// alone (its gates then say why). A stream that ends early yields what it
-/// held. Fails only on a read error or when the host cannot hold the bytes
-/// (`ErrorKind::OutOfMemory`).
-pub fn read_neff(r: &mut dyn Read) -> io::Result<Vec<u8>> {
-    let max = crate::config::max_stream_neff(|k| std::env::var(k).ok())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-    read_neff_within(r, max)
-}
-
-/// [`read_neff`] with the ceiling on the payload given: a header that
-/// declares more than `max` bytes is an `InvalidInput` error naming both
-/// sizes and the variable that raises the ceiling, and nothing more is read.
+/// held. A header that declares more than `max` bytes is an `InvalidInput`
+/// error naming both sizes and the variable that raises the ceiling, and
+/// nothing more is read. Fails otherwise only on a read error or when the
+/// host cannot hold the bytes (`ErrorKind::OutOfMemory`).
+/// (`crate::neff::read_neff` takes the ceiling from the environment.)
 pub fn read_neff_within(r: &mut dyn Read, max: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     read_up_to(r, &mut out, HEADER_LEN as u64)?;
@@ -111,7 +105,7 @@ mod tests {
             inner: io::Cursor::new(neff.clone()).chain(io::repeat(7)),
             read: 0,
         };
-        assert_eq!(read_neff(&mut r).unwrap(), neff);
+        assert_eq!(read_neff_within(&mut r, MAX_STREAM_NEFF).unwrap(), neff);
         assert_eq!(r.read, neff.len() as u64, "nothing past the NEFF is read");
         let opened = crate::container::open(&neff, &Default::default());
         assert!(opened.is_ok());
@@ -123,7 +117,7 @@ mod tests {
             inner: io::repeat(0),
             read: 0,
         };
-        let got = read_neff(&mut r).unwrap();
+        let got = read_neff_within(&mut r, MAX_STREAM_NEFF).unwrap();
         assert_eq!(got.len(), HEADER_LEN);
         assert_eq!(r.read, HEADER_LEN as u64);
         let e = crate::container::open(&got, &Default::default()).unwrap_err();
@@ -137,7 +131,7 @@ mod tests {
     fn a_short_stream_is_what_it_held() {
         let neff = NeffWriter::new(Producer::V2_18).write(&Synth::static_sunda().member_list());
         for cut in [0, 100, HEADER_LEN, neff.len() - 1] {
-            let got = read_neff(&mut io::Cursor::new(&neff[..cut])).unwrap();
+            let got = read_neff_within(&mut io::Cursor::new(&neff[..cut]), MAX_STREAM_NEFF).unwrap();
             assert_eq!(got, &neff[..cut]);
         }
         let e = crate::container::open(&neff[..neff.len() - 1], &Default::default()).unwrap_err();

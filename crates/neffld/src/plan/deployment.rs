@@ -577,12 +577,12 @@ pub fn read_deployment(path: &Path) -> std::io::Result<String> {
 /// Longest `repeat` of one step.
 const MAX_REPEAT: u32 = 1 << 16;
 
-/// Default ceiling on the steps a whole deployment expands to — the
-/// deployment file's and the command line's loads, tensors and unloads
-/// together (`NEFFLD_MAX_STEPS` sets another, [`crate::config::max_steps`]).
-/// Forty 2 KB lines of `cores = "0-65535"` and `repeat = 16` used to expand
-/// to 40 million steps (27 s and 3 GB) before anything looked at them.
-pub const MAX_STEPS: usize = 1 << 20;
+/// Default ceiling on the steps a whole deployment expands to
+/// ([`crate::config::MAX_STEPS`]; `NEFFLD_MAX_STEPS` sets another,
+/// [`crate::config::max_steps`]). Forty 2 KB lines of `cores = "0-65535"`
+/// and `repeat = 16` used to expand to 40 million steps (27 s and 3 GB)
+/// before anything looked at them.
+pub use crate::config::MAX_STEPS;
 
 /// The steps a deployment may still expand to: each step is counted
 /// before it is expanded.
