@@ -521,7 +521,7 @@ fn solve_text(p: &Plan) -> Option<String> {
             file.display(),
             if *n == 1 { "" } else { "s" },
             match cores {
-                Some(c) => format!("on cores {} in order", plan::solve::core_list(c)),
+                Some(c) => format!("on cores {} in order", plan::deployment::core_list(c)),
                 None => "each on the next free logical core".into(),
             }
         ),

@@ -226,7 +226,7 @@ fn neffs_html(doc: &Value) -> String {
             esc(&name),
             cores.len(),
             if cores.len() == 1 { "" } else { "s" },
-            neffld::plan::solve::core_list(&cores)
+            neffld::plan::deployment::core_list(&cores)
         );
     }
     out.push_str("</ul>\n");
@@ -288,7 +288,7 @@ fn answers_html(doc: &Value) -> String {
                 out,
                 "<li>logical core{} {}: {}</li>",
                 if cores.len() == 1 { "" } else { "s" },
-                neffld::plan::solve::core_list(&cores),
+                neffld::plan::deployment::core_list(&cores),
                 esc(&text)
             );
         }

@@ -24,7 +24,8 @@ use crate::api::Fingerprinted;
 use crate::report::memory::{human_size, Column};
 
 use super::deployment::{Deployment, Step};
-use super::run::{configure, Outcome, Session};
+use super::execute::Outcome;
+use super::run::{configure, Session};
 use super::PlanError;
 
 /// Which change.

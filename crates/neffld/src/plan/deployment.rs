@@ -15,8 +15,6 @@ use crate::config::VARIABLES;
 use crate::instance::Instance;
 use crate::line::RuntimeLine;
 
-use super::solve::Solve;
-
 /// A deployment the planner can run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Deployment {
@@ -215,7 +213,7 @@ impl Deployment {
                 cores.extend(vnc(&self.steps[j]));
                 j += 1;
             }
-            let list = super::solve::core_list(&cores);
+            let list = core_list(&cores);
             match k.0 {
                 0 => steps.push(format!("{}@{list}", k.1)),
                 1 => steps.extend(["--tensor".into(), format!("{}={}@{list}", k.1, k.2)]),
@@ -831,9 +829,62 @@ fn toml_step(
     Ok(one)
 }
 
+/// What to solve for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Solve {
+    /// The largest tensor `name` that fits on every listed core at once.
+    Tensor { name: String, cores: Vec<u32> },
+    /// How many more loads of `file` fit: on the listed cores in order, or
+    /// (`None`) each on the next free logical core.
+    Ranks {
+        file: PathBuf,
+        cores: Option<Vec<u32>>,
+    },
+}
+
+impl fmt::Display for Solve {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Solve::Tensor { name, cores } => write!(f, "{name}@{}", core_list(cores)),
+            Solve::Ranks { file, cores: None } => write!(f, "{}", file.display()),
+            Solve::Ranks {
+                file,
+                cores: Some(c),
+            } => write!(f, "{}@{}", file.display(), core_list(c)),
+        }
+    }
+}
+
+/// `0-63`, `0,2,4`, `0-3,8`: a core list as short as the cores allow.
+pub fn core_list(cores: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cores.len() {
+        let mut j = i;
+        while j + 1 < cores.len() && cores[j + 1] == cores[j].wrapping_add(1) {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", cores[i], cores[j])
+        } else {
+            cores[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn core_lists_are_written_short() {
+        assert_eq!(core_list(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(core_list(&[0, 2, 4]), "0,2,4");
+        assert_eq!(core_list(&[0, 1, 2, 3, 8, 5, 6]), "0-3,8,5-6");
+        assert_eq!(core_list(&[]), "");
+    }
 
     #[test]
     fn core_lists_keep_their_order_and_repeats() {

@@ -18,6 +18,7 @@
 
 pub mod advice;
 pub mod deployment;
+mod execute;
 pub mod headroom;
 mod run;
 pub mod solve;
@@ -38,13 +39,14 @@ use crate::{Arch, NrtStatus};
 /// The pools of an HBM as a refusal or the headroom found them.
 pub use crate::device::{Pool, PoolFree};
 pub use advice::{Advice, AdviceKind};
+pub use deployment::Solve;
 pub use deployment::{
     parse_cores, parse_env, parse_free, parse_load, parse_size, parse_solve, parse_tensor,
     parse_toml, parse_toml_within, parse_unload, read_deployment, Deployment, DeploymentError,
     Step, StepBudget,
 };
 pub use headroom::{Copies, Headroom};
-pub use solve::{Solve, SolveAnswer, Solved};
+pub use solve::{SolveAnswer, Solved};
 
 /// Why a deployment could not be planned at all — as opposed to a step the
 /// runtime refuses, which is the plan's answer ([`Plan::refusal`]).
@@ -290,7 +292,7 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
                 .collect();
             said.push_str(&format!(
                 "; the largest {name} that fits on each of its cores beside the rest: --solve {name}@{} without its --tensor",
-                solve::core_list(&cores)
+                deployment::core_list(&cores)
             ));
         }
         said

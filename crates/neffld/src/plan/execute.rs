@@ -1,0 +1,156 @@
+//! One run of a deployment and what it found ([`Outcome`]): the steps on a
+//! fresh runtime ([`Exec`]), then, when asked, the headroom of the state
+//! reached and the answer to a tensor question. Kept apart from the run's
+//! machinery (`run.rs`), which the headroom and the solver use in turn.
+
+use crate::api::Fingerprinted;
+use crate::config::RuntimeConfig;
+use crate::report::memory::MemoryReport;
+
+use super::deployment::{Deployment, Solve};
+use super::headroom::{self, Headroom};
+use super::run::{Exec, Session};
+use super::solve::{self, SolveAnswer, Solved};
+use super::{NeffRecord, PlanError, PlanRefusal, StepReport, TensorRecord};
+
+impl Session {
+    /// Runs `d`'s steps under `config` until one is refused; with
+    /// `measure`, the headroom of the state reached.
+    pub fn execute_with(
+        &self,
+        d: &Deployment,
+        config: &RuntimeConfig,
+        prints: &[Fingerprinted<'_>],
+        measure: bool,
+    ) -> Result<Outcome, PlanError> {
+        let mut exec = Exec::start(self, config, prints)?;
+        let start = (exec.held(), exec.fullest_hbm());
+        for step in &d.steps {
+            let report = exec.step(step, d.io_tensors)?;
+            let failed = report.outcome.is_err();
+            exec.steps.push(report);
+            if failed {
+                break;
+            }
+            // A refusal some code recovered from is not the plan's.
+            for w in &exec.watches {
+                w.take_refusal();
+            }
+        }
+        let refusal = exec.refusal();
+        for w in &exec.watches {
+            w.disarm();
+        }
+        let fits = exec.steps.len() == d.steps.len()
+            && refusal.is_none()
+            && exec.steps.iter().all(|s| s.outcome.is_ok());
+        let solved = match &d.solve {
+            Some(Solve::Tensor { name, cores }) if measure && fits => Some(Solved {
+                solve: Solve::Tensor {
+                    name: name.clone(),
+                    cores: cores.clone(),
+                },
+                answer: Ok(SolveAnswer::Bytes(solve::largest_everywhere(
+                    &exec, name, cores,
+                ))),
+            }),
+            _ => None,
+        };
+        let headroom = measure.then(|| headroom::measure(&mut exec, d));
+        let mut outcome = exec.finish(start, refusal, headroom);
+        outcome.solved = solved;
+        Ok(outcome)
+    }
+
+    /// [`Session::execute_with`] under the session's configuration.
+    pub fn execute(
+        &self,
+        d: &Deployment,
+        prints: &[Fingerprinted<'_>],
+        measure: bool,
+    ) -> Result<Outcome, PlanError> {
+        self.execute_with(d, &self.config, prints, measure)
+    }
+}
+
+impl Exec<'_> {
+    fn finish(
+        self,
+        start: (u64, u64),
+        refusal: Option<PlanRefusal>,
+        headroom: Option<Vec<Headroom>>,
+    ) -> Outcome {
+        let hbm_of_vnc = (0..self.rt.total_vnc_count())
+            .map(|v| {
+                let (nd, dev, first) = self.rt.placement_of_vnc(v).ok()?;
+                Some((nd, dev.geometry().hbm_of(first).ok()?))
+            })
+            .collect();
+        let devices = self
+            .rt
+            .devices()
+            .enumerate()
+            .map(|(nd, d)| MemoryReport::of(nd as u32, d))
+            .collect();
+        let mut tensors: Vec<TensorRecord> = self
+            .loads
+            .iter()
+            .flat_map(|l| l.io.iter().map(|(t, _)| t.clone()))
+            .collect();
+        tensors.extend(self.tensors.iter().map(|(t, _)| t.clone()));
+        // Everything the run holds is dropped with it: the devices go too,
+        // so their allocators need not take each block back.
+        for d in self.rt.devices() {
+            d.retire();
+        }
+        Outcome {
+            neffs: self.loads.iter().map(|l| l.record.clone()).collect(),
+            tensors,
+            steps: self.steps,
+            refusal,
+            devices,
+            headroom,
+            solved: None,
+            hbm_of_vnc,
+            start,
+        }
+    }
+}
+
+/// What one run found.
+pub(crate) struct Outcome {
+    pub steps: Vec<StepReport>,
+    pub refusal: Option<PlanRefusal>,
+    pub devices: Vec<MemoryReport>,
+    pub neffs: Vec<NeffRecord>,
+    pub tensors: Vec<TensorRecord>,
+    pub headroom: Option<Vec<Headroom>>,
+    /// A tensor question's answer, when measured.
+    pub solved: Option<Solved>,
+    /// Every visible logical core's device and HBM (of its first physical
+    /// core).
+    pub hbm_of_vnc: Vec<Option<(u32, u32)>>,
+    /// Bytes held on the instance, and on its fullest HBM, before any step.
+    pub start: (u64, u64),
+}
+
+impl Outcome {
+    /// Steps that went through.
+    pub fn completed(&self) -> usize {
+        self.steps.iter().take_while(|s| s.outcome.is_ok()).count()
+    }
+
+    /// Bytes held on the instance after the first `n` steps.
+    pub fn held_after(&self, n: usize) -> u64 {
+        n.checked_sub(1)
+            .and_then(|i| self.steps.get(i))
+            .map_or(self.start.0, |s| s.held_after)
+    }
+
+    /// Bytes held on the fullest HBM after the first `n` steps.
+    pub fn fullest_after(&self, n: usize) -> u64 {
+        n.checked_sub(1)
+            .and_then(|i| self.steps.get(i))
+            .map_or(self.start.1, |s| s.fullest_hbm_after)
+    }
+}
