@@ -291,28 +291,7 @@ impl RangeIndex {
         align: u64,
         accept: &mut impl FnMut(u64, u64) -> bool,
     ) -> Option<(u64, u64)> {
-        self.lowest_in(self.root, size, align, class_of(align), accept)
-    }
-
-    fn lowest_in(
-        &self,
-        t: u32,
-        size: u64,
-        align: u64,
-        class: usize,
-        accept: &mut impl FnMut(u64, u64) -> bool,
-    ) -> Option<(u64, u64)> {
-        if t == NIL || self.node(t).max[class] < size {
-            return None;
-        }
-        let n = self.node(t);
-        if let Some(hit) = self.lowest_in(n.left, size, align, class, accept) {
-            return Some(hit);
-        }
-        if room(n.start, n.len, align) >= size && accept(n.start, n.len) {
-            return Some((n.start, n.len));
-        }
-        self.lowest_in(n.right, size, align, class, accept)
+        self.first_in(self.root, (size, align, class_of(align)), false, accept)
     }
 
     /// The highest range that holds `size` bytes at a multiple of `align`
@@ -323,28 +302,36 @@ impl RangeIndex {
         align: u64,
         accept: &mut impl FnMut(u64, u64) -> bool,
     ) -> Option<(u64, u64)> {
-        self.highest_in(self.root, size, align, class_of(align), accept)
+        self.first_in(self.root, (size, align, class_of(align)), true, accept)
     }
 
-    fn highest_in(
+    /// The first range of subtree `t`, in address order or (`from_top`)
+    /// its reverse, that holds the block and that `accept` takes; subtrees
+    /// whose largest aligned room is too small are not entered.
+    fn first_in(
         &self,
         t: u32,
-        size: u64,
-        align: u64,
-        class: usize,
+        (size, align, class): (u64, u64, usize),
+        from_top: bool,
         accept: &mut impl FnMut(u64, u64) -> bool,
     ) -> Option<(u64, u64)> {
         if t == NIL || self.node(t).max[class] < size {
             return None;
         }
         let n = self.node(t);
-        if let Some(hit) = self.highest_in(n.right, size, align, class, accept) {
+        let (near, far) = if from_top {
+            (n.right, n.left)
+        } else {
+            (n.left, n.right)
+        };
+        let block = (size, align, class);
+        if let Some(hit) = self.first_in(near, block, from_top, accept) {
             return Some(hit);
         }
         if room(n.start, n.len, align) >= size && accept(n.start, n.len) {
             return Some((n.start, n.len));
         }
-        self.highest_in(n.left, size, align, class, accept)
+        self.first_in(far, block, from_top, accept)
     }
 
     /// The longest range's length (0 when nothing is free).
