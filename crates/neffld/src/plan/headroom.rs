@@ -26,7 +26,7 @@ use crate::device::{AllocSet, Device, Owner, GRANULE};
 use crate::ids::PCore;
 
 use super::deployment::Deployment;
-use super::run::{allocate, Exec};
+use super::run::{allocate, largest_fitting, Exec};
 
 /// Copies counted at most (a further copy beyond it is not tried).
 pub const COPY_LIMIT: u32 = 256;
@@ -152,23 +152,9 @@ fn layout(dev: &Device, hbm: u32, first: PCore) -> Layout {
 
 /// The largest tensor the core accepts now, at most `capacity` bytes.
 fn largest_tensor(exec: &Exec<'_>, vnc: u32, capacity: u64) -> u64 {
-    let fits =
-        |granules: u64| allocate(&exec.rt, "headroom", granules * GRANULE, vnc, None).is_ok();
-    let (mut lo, mut hi) = (0u64, capacity / GRANULE);
-    if !fits(1) {
-        return 0;
-    }
-    lo = lo.max(1);
-    // Invariant: `lo` granules fit, `hi + 1` do not (or exceed the HBM).
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if fits(mid) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    lo * GRANULE
+    largest_fitting(capacity / GRANULE, |granules| {
+        allocate(&exec.rt, "headroom", granules * GRANULE, vnc, None).is_ok()
+    })
 }
 
 /// Further copies of file `i` that fit on `vnc` now.

@@ -610,6 +610,26 @@ impl<'s> Exec<'s> {
 }
 
 /// A device tensor for visible logical core `vnc`, with its record.
+/// The most bytes, in whole granules of at most `max_granules`, that `fits`
+/// accepts (0 when not one granule does): a bisection whose invariant is
+/// that `lo` granules fit and `hi + 1` do not. `fits` allocates and
+/// releases, so it is asked only on the state it leaves as it found.
+pub(crate) fn largest_fitting(max_granules: u64, fits: impl Fn(u64) -> bool) -> u64 {
+    if max_granules == 0 || !fits(1) {
+        return 0;
+    }
+    let (mut lo, mut hi) = (1u64, max_granules);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo * crate::device::GRANULE
+}
+
 pub(crate) fn allocate(
     rt: &Runtime,
     name: &str,

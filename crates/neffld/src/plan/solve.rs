@@ -17,7 +17,7 @@
 use crate::device::GRANULE;
 
 use super::deployment::{Deployment, Solve, Step};
-use super::run::{allocate, Exec};
+use super::run::{allocate, largest_fitting, Exec};
 
 /// The answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,20 +61,10 @@ pub(crate) fn largest_everywhere(exec: &Exec<'_>, name: &str, cores: &[u32]) -> 
         })
         .max()
         .unwrap_or(0);
-    if cores.is_empty() || !fits(1) {
+    if cores.is_empty() {
         return 0;
     }
-    let (mut lo, mut hi) = (1u64, hi_bytes / GRANULE);
-    // Invariant: `lo` granules fit everywhere; `hi + 1` do not.
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if fits(mid) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    lo * GRANULE
+    largest_fitting(hi_bytes / GRANULE, fits)
 }
 
 /// The deployment with the loads a ranks question tries appended, and how
