@@ -541,7 +541,7 @@ impl RuntimeConfig {
     pub(crate) fn scratchpad_mode(&self) -> ScratchpadMode {
         let allowed = self.arch == Arch::Sunda || self.lnc_size() > 1;
         if self.contiguous_scratchpad_asked() && allowed {
-            if self.line().contiguous_growth_is_required() {
+            if self.line().contiguous_scratchpad() {
                 ScratchpadMode::contiguous()
             } else {
                 ScratchpadMode::capped_contiguous()

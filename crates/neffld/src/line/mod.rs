@@ -122,20 +122,15 @@ impl RuntimeLine {
 
     /// Whether the runtime of this line keeps each core's shared scratchpad
     /// as one contiguous region of 64 MiB pages by default, where the chip
-    /// and logical-core size allow it ([`crate::config::RuntimeConfig::scratchpad_mode`]):
-    /// from 2.33 (device-memory documentation, "Contiguous shared
-    /// scratchpad"). Up to 2.32 the mode exists only when asked for.
+    /// and logical-core size allow it ([`crate::config::RuntimeConfig::scratchpad_mode`]),
+    /// and fails a load whose region cannot grow: from 2.33 (device-memory
+    /// documentation, "Contiguous shared scratchpad", which also says the
+    /// load then fails as out of memory and that non-shared scratchpad
+    /// exists only in the paged mode). Up to 2.32 the mode exists only when
+    /// asked for, and as the older lines' experimental mode: a region that
+    /// cannot grow is capped and the variables beyond it get private
+    /// allocations (docs/reference/stage.md §6.5).
     pub fn contiguous_scratchpad(self) -> bool {
-        self >= RuntimeLine::V2_33
-    }
-
-    /// Whether a contiguous scratchpad that cannot grow fails the load (from
-    /// 2.33, where the documentation says the load then fails as out of
-    /// memory and that non-shared scratchpad exists only in the paged mode),
-    /// rather than capping the region and giving the variables beyond it
-    /// private allocations, as the experimental mode of the older lines
-    /// does (docs/reference/stage.md §6.5).
-    pub fn contiguous_growth_is_required(self) -> bool {
         self >= RuntimeLine::V2_33
     }
 
