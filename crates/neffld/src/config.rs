@@ -57,8 +57,8 @@ pub struct RuntimeConfig {
     /// `arch` and `chips` ([`RuntimeConfig::on_instance`]).
     pub instance: Option<&'static Instance>,
     /// The runtime line whose behaviour loads reproduce (`NEFFLD_RUNTIME`:
-    /// `2.27` or a version such as `2.27.23`); `None` = the newest line
-    /// with evidence for the architecture ([`RuntimeLine::default_for`]).
+    /// `2.27` or a version such as `2.27.23`); `None` = the newest line,
+    /// the one users run ([`RuntimeLine::NEWEST`]).
     pub runtime: Option<RuntimeLine>,
     pub device: DeviceKind,
     /// Logical-core size; `None` = the architecture's default (sunda: 1, else 2).
@@ -517,8 +517,7 @@ impl RuntimeConfig {
     /// The runtime line loads run under: the configured one, else the
     /// architecture's default.
     pub fn line(&self) -> RuntimeLine {
-        self.runtime
-            .unwrap_or_else(|| RuntimeLine::default_for(self.arch))
+        self.runtime.unwrap_or(RuntimeLine::NEWEST)
     }
 
     /// The captured line whose rules loads follow on this architecture

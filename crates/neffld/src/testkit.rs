@@ -931,8 +931,8 @@ pub fn beyond_start(dev: &crate::device::Device) -> Vec<crate::device::LiveAlloc
 /// The `load` fuzz target's body, shared with the replay of kept inputs.
 ///
 /// The first byte is a flag byte (bit 0: trn1 instead of trn2; bit 1: verify
-/// the payload hash; bit 2: allow legacy NEFFs; bits 3 and 4: the runtime
-/// line, 2.23, 2.25, 2.27 or 2.30), the rest is the NEFF. It
+/// the payload hash; bit 2: allow legacy NEFFs; bits 3 to 5: the runtime
+/// line, one of [`crate::line::RuntimeLine::ALL`]), the rest is the NEFF. It
 /// loads on a `NullDevice` with a small inflate ceiling and the staged-model
 /// validator on, unloads, and checks that the device and the registry are
 /// empty either way. Returns the status of a failed load, `None` when the

@@ -1142,9 +1142,8 @@ fn loads_agree_with_captures_built_from_the_rules() {
         ("static_2.27", &cayman, capture_2_27(&cayman), false),
     ] {
         write_out(name, neff, &cap);
-        let arch = cap.arch().unwrap();
         let (cmp, _) = load_and_compare(neff, &cap).unwrap();
-        assert_eq!(cmp.line, capture_line(&cap, arch), "{name}");
+        assert_eq!(cmp.line, capture_line(&cap), "{name}");
         let t = cmp.tally();
         assert!(t.images >= 5, "{name}");
         assert_eq!(t.records_equal, t.images, "{name}: records {cmp:#?}");
@@ -1161,25 +1160,25 @@ fn loads_agree_with_captures_built_from_the_rules() {
 #[test]
 fn the_capture_names_the_line() {
     let mut c = capture_of(2, (2, 27, 23), Vec::new());
-    assert_eq!(capture_line(&c, Arch::Cayman), RuntimeLine::V2_27);
+    assert_eq!(capture_line(&c), RuntimeLine::V2_27);
     c.runtime.as_mut().unwrap().minor = 30;
-    assert_eq!(capture_line(&c, Arch::Cayman), RuntimeLine::V2_30);
+    assert_eq!(capture_line(&c), RuntimeLine::V2_30);
     c.runtime = Some(Version {
         major: 0,
         minor: 1,
         patch: 0,
         git_hash: None,
     });
-    assert_eq!(capture_line(&c, Arch::Sunda), RuntimeLine::V2_34);
+    assert_eq!(capture_line(&c), RuntimeLine::V2_34);
     c.runtime = None;
-    assert_eq!(capture_line(&c, Arch::Cayman), RuntimeLine::V2_34);
+    assert_eq!(capture_line(&c), RuntimeLine::V2_34);
     c.runtime.replace(Version {
         major: 2,
         minor: 34,
         patch: 10,
         git_hash: None,
     });
-    assert_eq!(capture_line(&c, Arch::Cayman), RuntimeLine::V2_34);
+    assert_eq!(capture_line(&c), RuntimeLine::V2_34);
 }
 
 proptest::proptest! {

@@ -1,6 +1,7 @@
 //! Runtime lines: what the runtime itself does around a NEFF, per release
-//! line of the runtime (2.23, 2.25, 2.27, 2.30), as the hardware captures
-//! show it (docs/decisions.md, "Runtime lines").
+//! line of the runtime — 2.23, 2.25, 2.27 and 2.30 as the hardware captures
+//! show it, 2.31 to 2.34 as their documentation changes those
+//! (docs/decisions.md, "Runtime lines").
 //!
 //! A load runs under one [`RuntimeLine`] (`neffld load --runtime`,
 //! `NEFFLD_RUNTIME`, [`crate::config::RuntimeConfig::runtime`]). One module
@@ -66,7 +67,10 @@ impl RuntimeLine {
         RuntimeLine::V2_34,
     ];
 
-    /// The newest line: the one users run (libnrt 2.34, Neuron SDK 2.32).
+    /// The newest line: the one users run (libnrt 2.34, Neuron SDK 2.32),
+    /// and so the line a load runs under unless told otherwise, on every
+    /// chip. Older lines are asked for by name, and stay exact where
+    /// captures prove them.
     pub const NEWEST: RuntimeLine = RuntimeLine::V2_34;
 
     /// `(major, minor)`.
@@ -88,13 +92,6 @@ impl RuntimeLine {
         RuntimeLine::ALL
             .into_iter()
             .find(|l| (u64::from(l.version().0), u64::from(l.version().1)) == (major, minor))
-    }
-
-    /// The line a load runs under unless told otherwise: the newest, on
-    /// every chip, because it is what users run. Older lines are asked for
-    /// by name, and stay exact where captures prove them.
-    pub fn default_for(_arch: Arch) -> RuntimeLine {
-        RuntimeLine::NEWEST
     }
 
     testkit_pub! {
@@ -607,9 +604,7 @@ mod tests {
         assert_eq!(RuntimeLine::of_version(2, 35), None);
         let e = "2.35".parse::<RuntimeLine>().unwrap_err();
         assert!(e.contains("2.23, 2.25, 2.27, 2.30, 2.31, 2.32, 2.33, 2.34"), "{e}");
-        for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
-            assert_eq!(RuntimeLine::default_for(arch), RuntimeLine::V2_34);
-        }
+        assert_eq!(RuntimeLine::NEWEST, *RuntimeLine::ALL.last().unwrap());
     }
 
     /// A line without captures follows the newest captured line of its

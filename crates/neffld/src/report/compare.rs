@@ -19,7 +19,7 @@ use crate::device::DeviceError;
 use crate::line::RuntimeLine;
 use crate::manifest::engine::EngineType;
 use crate::parse::{self, ParsedModel};
-use crate::{Arch, NrtStatus};
+use crate::NrtStatus;
 
 use super::align::{align, Aligned, Fate};
 use super::staged::{StagedCore, StagedImage, StagedView};
@@ -234,7 +234,7 @@ pub fn compare(
     ours: &[StagedCore],
     streams: &BTreeMap<(String, EngineType), &[u8]>,
 ) -> Comparison {
-    let line = capture_line(capture, capture.arch().unwrap_or(Arch::Cayman));
+    let line = capture_line(capture);
     let mut names: Vec<&str> = capture.subgraphs.iter().map(|s| s.name.as_str()).collect();
     for c in ours {
         if !names.contains(&c.subgraph.as_str()) {
@@ -434,14 +434,14 @@ pub fn logical_core(capture: &Capture<'_>, lnc: u32) -> Option<u32> {
 }
 
 /// The runtime line a capture was taken under: the line of its runtime
-/// version (field 8) when neffld knows it, else the architecture's default
-/// (a capture neffld wrote names neffld's own version).
-pub fn capture_line(capture: &Capture<'_>, arch: Arch) -> RuntimeLine {
+/// version (field 8) when neffld knows it, else the default line (a capture
+/// neffld wrote names neffld's own version).
+pub fn capture_line(capture: &Capture<'_>) -> RuntimeLine {
     capture
         .runtime
         .as_ref()
         .and_then(|v| RuntimeLine::of_version(v.major, v.minor))
-        .unwrap_or_else(|| RuntimeLine::default_for(arch))
+        .unwrap_or(RuntimeLine::NEWEST)
 }
 
 /// Loads `neff` on a fresh simulated runtime of the capture's architecture
@@ -454,7 +454,7 @@ pub fn load_and_compare(
     let arch = capture
         .arch()
         .ok_or(CompareError::UnknownArch(capture.arch_code))?;
-    let line = capture_line(capture, arch);
+    let line = capture_line(capture);
     let config = RuntimeConfig {
         arch,
         runtime: Some(line),
