@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use neffld::neff::{feature_names, Archive, Encoding, NeffHeader, NeffWriter, Producer};
 use neffld::report::examine::{Contents, Integrity, IoTensor};
 use neffld::report::{Examination, ExamineOptions};
+use neffld::settings::{Asked, Settings};
 use neffld::text::{escape, escape_bytes};
 use neffld::tree;
 use neffld::{Arch, NrtStatus};
@@ -226,10 +227,12 @@ pub fn verify(
     ignore_hash: bool,
     style: Style,
 ) -> CmdResult {
-    let mut config = neffld::config::RuntimeConfig::from_env()
-        .map_err(|e| crate::load_cmd::load_failure(&e.into()))?;
-    config.max_inflated = max_inflated.or(config.max_inflated);
-    config.validate_hash = !ignore_hash;
+    let asked = Asked {
+        max_inflated,
+        validate_hash: Some(!ignore_hash),
+        ..Asked::default()
+    };
+    let settings = Settings::from_env(&asked).map_err(|e| load_failure(&e.into()))?;
     let mut all = Vec::with_capacity(files.len());
     let mut first_failure: Option<Failure> = None;
     let (mut failed_gate, mut unreadable) = (0usize, 0usize);
@@ -238,7 +241,7 @@ pub fn verify(
         let (out, outcome) = match input::source(f) {
             Ok(source) => {
                 let _shortened = source.guard_shortening("verify", f, as_json);
-                let x = Examination::verify_file(source.neff(), &config, as_json);
+                let x = Examination::verify_file(source.neff(), &settings, as_json);
                 let subgraphs = x.verdict.as_ref().map_or(0, |v| v.subgraphs);
                 let (out, outcome) = examination_json(f, &x);
                 (out, outcome.map(|()| subgraphs))

@@ -15,7 +15,6 @@ mod plan_map;
 mod report;
 mod sigbus;
 mod style;
-mod target;
 mod units;
 
 use std::ffi::OsString;

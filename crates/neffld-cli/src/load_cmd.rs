@@ -6,16 +6,15 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use neffld::api::{LoadError, Runtime, TensorUsage};
-use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::config::{ConfigError, DeviceKind};
 use neffld::ids::HModel;
-use neffld::neff::declared_arch;
 use neffld::report::{MemoryReport, Recorder, StagedView};
+use neffld::settings::{Asked, Settings};
 use neffld::{Arch, NrtStatus, RuntimeLine};
 use serde_json::{json, Value};
 
 use crate::report::{emit, exit_after_report, print_json, shown, stamp, write_map, Failure};
 use crate::style::Style;
-use crate::target::lnc_refusal;
 use crate::{input, map, memory, units};
 
 /// Show a progress bar for files at least this large.
@@ -28,6 +27,16 @@ pub enum DeviceArg {
     Sim,
     /// Keeps no bytes: allocations, bounds and counts only.
     Null,
+}
+
+impl DeviceArg {
+    /// The library's device of this name.
+    pub fn kind(self) -> DeviceKind {
+        match self {
+            DeviceArg::Sim => DeviceKind::Sim,
+            DeviceArg::Null => DeviceKind::Null,
+        }
+    }
 }
 
 fn parse_arch(s: &str) -> Result<Arch, String> {
@@ -389,6 +398,16 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
     t
 }
 
+/// A variable's value the runtime refuses: a usage problem (exit 2), named
+/// for its variable.
+pub(crate) fn config_failure(e: &ConfigError) -> Failure {
+    Failure {
+        stage: "config",
+        status: e.status(),
+        message: e.to_string(),
+    }
+}
+
 pub(crate) fn load_failure(e: &LoadError) -> Failure {
     Failure {
         stage: e.stage(),
@@ -466,43 +485,30 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let source = input::source(&a.file)?;
     let bytes = source.bytes();
     let _shortened = source.guard_shortening("load", &a.file, a.json);
-    let config_err = |e: neffld::config::ConfigError| Failure {
-        stage: "config",
-        status: e.status(),
-        message: e.to_string(),
+    let asked = Asked {
+        arch: a.arch,
+        lnc: a.lnc,
+        runtime: a.runtime,
+        device: Some(a.device.kind()),
+        validate_hash: a.validate_hash.then_some(true),
+        check: a.check.then_some(true),
+        allow_legacy_neff: a.allow_legacy_neff.then_some(true),
+        max_inflated: a.max_inflated,
+        ..Asked::default()
     };
-    let mut config = RuntimeConfig::from_env().map_err(config_err)?;
-    config.device = match a.device {
-        DeviceArg::Sim => DeviceKind::Sim,
-        DeviceArg::Null => DeviceKind::Null,
-    };
-    config.check |= a.check;
-    config.validate_hash |= a.validate_hash;
-    config.allow_legacy_neff |= a.allow_legacy_neff;
-    config.lnc = a.lnc.or(config.lnc);
-    config.runtime = a.runtime.or(config.runtime);
-    config.max_inflated = a.max_inflated.or(config.max_inflated);
-    // One load per process: the cache need not fingerprint the whole file.
-    config.one_load_at_a_time = true;
-    let mut out = json!({"file": input::display(&a.file), "size": bytes.len(), "device": match a.device {
-        DeviceArg::Sim => "sim",
-        DeviceArg::Null => "null",
-    }});
+    let settings = Settings::from_env(&asked).map_err(|e| config_failure(&e))?;
+    let mut out = json!({"file": input::display(&a.file), "size": bytes.len(), "device": a.device.kind().name()});
 
     // S1 here, so the NEFF's own target can choose the device without a second inflate.
     let t1 = Instant::now();
-    let opened = source.open(&config.open_options());
+    let opened = source.open(&settings.open_options());
     let s1 = t1.elapsed();
-    // An instance named by NEFFLD_INSTANCE decides the architecture as
-    // --arch does; the load runs on one chip of it.
-    config.arch = a
-        .arch
-        .or(config.instance.map(|i| i.arch))
-        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
-        .unwrap_or(Arch::Cayman);
-    if let Some(why) = a.lnc.and_then(|l| lnc_refusal(config.arch, l, "--lnc")) {
-        return Err(Failure::usage(why));
+    let mut config = settings.for_neff(opened.as_ref().ok());
+    if let Err(e) = settings.check_lnc(&config) {
+        return Err(Failure::usage(format!("--lnc {e}")));
     }
+    // One load per process: the cache need not fingerprint the whole file.
+    config.one_load_at_a_time = true;
     out["arch"] = json!(config.arch.instance());
     out["runtime"] = json!(config.line().to_string());
     out["runtime_provenance"] = json!(config.line().provenance(config.arch));

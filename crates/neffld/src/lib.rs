@@ -62,6 +62,7 @@ pub mod instance;
 pub mod neff;
 pub mod plan;
 pub mod report;
+pub mod settings;
 pub mod status;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
