@@ -1233,7 +1233,8 @@ fn an_architecture_named_by_the_environment_gives_one_verdict_everywhere() {
         let v = json(&out);
         (out.status.code(), v["status"].clone(), v["error"].clone())
     };
-    let cases: [(&[(&str, &str)], Option<i32>, &str); 4] = [
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Env, Option<i32>, &str); 4] = [
         // The header's vnc_size 2 is refused before the manifests are read:
         // trn1 takes logical-core size 1 only.
         (&[("NEFFLD_ARCH", "trn1")], Some(1), "NRT_INVALID"),
