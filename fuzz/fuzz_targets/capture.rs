@@ -2,7 +2,7 @@
 //! (and then survives a version-6 write and read back unchanged) or fails
 //! with a message and `NRT_INVALID`. The body is
 //! `neffld::testkit::fuzz_capture`, shared with the replay of kept inputs in
-//! `tests/fuzz_regressions.rs`.
+//! `crates/neffld/tests/pipeline/fuzz_regressions.rs`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -2,7 +2,7 @@
 //! unload: every input either loads, passes the staged-model validator and
 //! unloads, or fails with a status and a message; either way the device and
 //! the registry are empty afterwards. The body is `neffld::testkit::fuzz_load`
-//! (shared with the replay of kept inputs in `tests/fuzz_regressions.rs`),
+//! (shared with the replay of kept inputs in `crates/neffld/tests/pipeline/fuzz_regressions.rs`),
 //! where the flag byte that leads each input is described.
 #![no_main]
 

@@ -1,4 +1,4 @@
-//! Calls made before any `nrt_init` (this test binary never initialises).
+//! Calls made before any `nrt_init` (its own process never initialises).
 
 use std::ptr;
 
@@ -6,6 +6,12 @@ use neffld_nrt::*;
 
 #[test]
 fn before_init_the_guard_answers_uninitialized() {
+    if crate::process::ran_alone(
+        module_path!(),
+        "before_init_the_guard_answers_uninitialized",
+    ) {
+        return;
+    }
     let bytes = [0u8; 2048];
     let mut model: *mut nrt_model_t = ptr::null_mut();
     // SAFETY: `bytes` has 2048 readable bytes; `model` is a writable pointer.

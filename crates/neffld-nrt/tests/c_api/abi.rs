@@ -74,6 +74,9 @@ fn free(mut t: *mut nrt_tensor_t) {
 
 #[test]
 fn load_guard_statuses() {
+    if crate::process::ran_alone(module_path!(), "load_guard_statuses") {
+        return;
+    }
     let _g = fresh();
     let neff = fixture("matmul_small.neff");
     let mut model: *mut nrt_model_t = ptr::null_mut();
@@ -114,6 +117,9 @@ fn load_guard_statuses() {
 
 #[test]
 fn unload_and_tensor_info_guards() {
+    if crate::process::ran_alone(module_path!(), "unload_and_tensor_info_guards") {
+        return;
+    }
     let _g = fresh();
     let mut info: *mut nrt_tensor_info_array_t = ptr::null_mut();
     let mut bogus_model = [0u64; 8];
@@ -163,6 +169,9 @@ fn unload_and_tensor_info_guards() {
 
 #[test]
 fn init_close_reinit() {
+    if crate::process::ran_alone(module_path!(), "init_close_reinit") {
+        return;
+    }
     let _g = fresh();
     // SAFETY: NUL-terminated literals.
     let again = unsafe { nrt_init(3, c"2.1".as_ptr(), c"1.0".as_ptr()) };
@@ -182,6 +191,9 @@ fn init_close_reinit() {
 
 #[test]
 fn status_strings() {
+    if crate::process::ran_alone(module_path!(), "status_strings") {
+        return;
+    }
     let name = |code: u32| {
         // SAFETY: the function returns a static NUL-terminated string.
         unsafe { CStr::from_ptr(nrt_get_status_as_str(code)) }
@@ -202,9 +214,12 @@ fn status_strings() {
 
 #[test]
 fn tensor_round_trip_on_every_placement() {
+    if crate::process::ran_alone(module_path!(), "tensor_round_trip_on_every_placement") {
+        return;
+    }
     let _g = fresh();
     // The default line (2.34) has no VIRTUAL placement (removed in 2.32):
-    // tests/virtual_placement.rs runs it on the lines that have it.
+    // virtual_placement.rs runs it on the lines that have it.
     let (s, t) = alloc(VIRTUAL, -1, 4096);
     assert_eq!((s, t.is_null()), (NRT_STATUS::NRT_INVALID, true));
     for placement in [DEVICE, HOST] {
@@ -274,6 +289,9 @@ fn tensor_round_trip_on_every_placement() {
 
 #[test]
 fn tensor_argument_guards() {
+    if crate::process::ran_alone(module_path!(), "tensor_argument_guards") {
+        return;
+    }
     let _g = fresh();
     assert_eq!(alloc(HOST, -1, 0).0, NRT_STATUS::NRT_INVALID);
     assert_eq!(alloc(DEVICE, -1, 64).0, NRT_STATUS::NRT_INVALID);
@@ -307,6 +325,9 @@ fn tensor_argument_guards() {
 
 #[test]
 fn empty_tensor_attach_and_batches() {
+    if crate::process::ran_alone(module_path!(), "empty_tensor_attach_and_batches") {
+        return;
+    }
     let _g = fresh();
     let mut t: *mut nrt_tensor_t = ptr::null_mut();
     // SAFETY: `t` is writable.
@@ -364,6 +385,9 @@ fn empty_tensor_attach_and_batches() {
 
 #[test]
 fn tensor_sets() {
+    if crate::process::ran_alone(module_path!(), "tensor_sets") {
+        return;
+    }
     let _g = fresh();
     let mut set: *mut nrt_tensor_set_t = ptr::null_mut();
     let (_, t) = alloc(HOST, -1, 8);
@@ -397,6 +421,9 @@ fn tensor_sets() {
 
 #[test]
 fn unsupported_calls_fail_cleanly() {
+    if crate::process::ran_alone(module_path!(), "unsupported_calls_fail_cleanly") {
+        return;
+    }
     let _g = fresh();
     let fail = NRT_STATUS::NRT_FAILURE;
     // Execution needs a model before it is refused (see `execute_binding`).
@@ -451,6 +478,9 @@ fn unsupported_calls_fail_cleanly() {
 
 #[test]
 fn counts_info_and_memory_stats() {
+    if crate::process::ran_alone(module_path!(), "counts_info_and_memory_stats") {
+        return;
+    }
     let _g = fresh();
     let (mut total, mut visible, mut old) = (0u32, 0u32, 0u32);
     let mut stats = nrt_vnc_memory_stats_t {
@@ -518,6 +548,9 @@ fn counts_info_and_memory_stats() {
 /// that a second unload of the same handle is refused.
 #[test]
 fn matmul_small_tensor_info() {
+    if crate::process::ran_alone(module_path!(), "matmul_small_tensor_info") {
+        return;
+    }
     let _g = fresh();
     let neff = fixture("matmul_small.neff");
     let (s, model) = load(&neff, -1, -1);
@@ -576,6 +609,9 @@ fn matmul_small_tensor_info() {
 /// refused afterwards.
 #[test]
 fn close_frees_loaded_models() {
+    if crate::process::ran_alone(module_path!(), "close_frees_loaded_models") {
+        return;
+    }
     let _g = fresh();
     let neff = fixture("matmul_small.neff");
     let (s, model) = load(&neff, -1, 1);
@@ -610,6 +646,9 @@ fn destroy(mut set: *mut nrt_tensor_set_t) {
 /// are 128x256 fp16 inputs, output0 a 128x128 fp16 output).
 #[test]
 fn execute_binding() {
+    if crate::process::ran_alone(module_path!(), "execute_binding") {
+        return;
+    }
     let _g = fresh();
     let (s, m) = load(&fixture("matmul_small.neff"), -1, -1);
     assert_eq!(s, NRT_STATUS::NRT_SUCCESS);
@@ -679,6 +718,12 @@ fn execute_binding() {
 /// abort (this test aborted the whole test binary before the fix).
 #[test]
 fn host_tensor_of_a_terabyte_is_a_resource_error() {
+    if crate::process::ran_alone(
+        module_path!(),
+        "host_tensor_of_a_terabyte_is_a_resource_error",
+    ) {
+        return;
+    }
     let _g = fresh();
     let (s, t) = alloc(HOST, -1, 1 << 40);
     assert_eq!(s, NRT_STATUS::NRT_RESOURCE);
@@ -692,6 +737,9 @@ fn host_tensor_of_a_terabyte_is_a_resource_error() {
 /// says (they answered NRT_CLOSED before the fix); device tensors do not.
 #[test]
 fn host_tensors_outlive_the_runtime() {
+    if crate::process::ran_alone(module_path!(), "host_tensors_outlive_the_runtime") {
+        return;
+    }
     let _g = fresh();
     let (_, h) = alloc(HOST, -1, 64);
     let (_, d) = alloc(DEVICE, 0, 64);
@@ -741,6 +789,9 @@ fn fetch(nc: Option<u64>) -> (NRT_STATUS, serde_json::Value) {
 
 #[test]
 fn sys_trace_records_loads_and_unloads() {
+    if crate::process::ran_alone(module_path!(), "sys_trace_records_loads_and_unloads") {
+        return;
+    }
     let _g = fresh();
     let neff = fixture("matmul_small.neff");
     assert_eq!(fetch(None).0, NRT_STATUS::NRT_INVALID, "no session yet");
@@ -818,6 +869,12 @@ fn sys_trace_records_loads_and_unloads() {
 /// through the runtime API) and its memory rows.
 #[test]
 fn profile_writes_a_capture_of_the_loaded_model() {
+    if crate::process::ran_alone(
+        module_path!(),
+        "profile_writes_a_capture_of_the_loaded_model",
+    ) {
+        return;
+    }
     let _g = fresh();
     let neff = fixture("matmul_small.neff");
     let (_, m) = load(&neff, -1, -1);
@@ -891,6 +948,9 @@ fn profile_writes_a_capture_of_the_loaded_model() {
 
 #[test]
 fn version_and_device_queries() {
+    if crate::process::ran_alone(module_path!(), "version_and_device_queries") {
+        return;
+    }
     let _g = fresh();
     let mut v = std::mem::MaybeUninit::<nrt_version_t>::zeroed();
     // SAFETY: `v` is writable for its whole size.
@@ -987,6 +1047,9 @@ fn last(lnc: u32, xu: u32, queue: i32) -> (NRT_STATUS, u64) {
 /// `*ret` and moves the data as the sync calls do.
 #[test]
 fn async_tensor_requests_complete_on_return() {
+    if crate::process::ran_alone(module_path!(), "async_tensor_requests_complete_on_return") {
+        return;
+    }
     let _g = fresh();
     let (_, a) = alloc(DEVICE, 0, 256);
     let (_, b) = alloc(HOST, -1, 256);
@@ -1110,6 +1173,9 @@ fn async_tensor_requests_complete_on_return() {
 /// the client's descriptor is never closed.
 #[test]
 fn async_completions_signal_eventfds() {
+    if crate::process::ran_alone(module_path!(), "async_completions_signal_eventfds") {
+        return;
+    }
     let _g = fresh();
     let (_, a) = alloc(DEVICE, 0, 64);
     let data = [5u8; 64];

@@ -3,12 +3,10 @@
 //! that lead elsewhere, streams that never end (issue 23's reproducers, each
 //! a test that failed before its fix).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{demo, fixture, json, neffld, scratch};
+use crate::common::{demo, fixture, json, neffld, scratch};
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::testkit::Synth;
 

@@ -1,9 +1,7 @@
 //! Relocation acceptance (stage.md §8): what lowering did to every engine
 //! stream of every fixture, and the device-IP ↔ NEFF-IP map as a property.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use neffld::container::writer::Producer;
 use neffld::kbin::isa::{self, Addr8};
 use neffld::relocate::ipmap::{

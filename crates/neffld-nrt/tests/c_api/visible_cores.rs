@@ -1,11 +1,17 @@
 //! `NEURON_RT_VISIBLE_CORES` naming cores the device does not have: every
-//! entry point refuses it the same way, before `nrt_init` too (this test
-//! binary sets the variable once, before any call).
+//! entry point refuses it the same way, before `nrt_init` too (its own
+//! process sets the variable once, before any call).
 
 use neffld_nrt::*;
 
 #[test]
 fn cores_the_device_lacks_are_refused_by_every_entry_point() {
+    if crate::process::ran_alone(
+        module_path!(),
+        "cores_the_device_lacks_are_refused_by_every_entry_point",
+    ) {
+        return;
+    }
     // SAFETY: the only test of this binary: nothing reads the environment
     // concurrently.
     unsafe { std::env::set_var("NEURON_RT_VISIBLE_CORES", "0-999") };

@@ -2,11 +2,9 @@
 //! through whole loads: replicas parse once, different NEFFs never share a
 //! parse, and concurrent loads, unloads and evictions leave nothing behind.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use neffld::api::Runtime;
 use neffld::cache::Role;
 use neffld::config::RuntimeConfig;

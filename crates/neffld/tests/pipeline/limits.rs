@@ -271,7 +271,7 @@ fn dma_rings_past_host_memory_are_a_status_not_an_abort() {
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new("sh")
         .arg("-c")
-        .arg("ulimit -v 458752 && exec \"$0\" --exact dma_ring_under_a_memory_limit_child --test-threads 1 --nocapture")
+        .arg("ulimit -v 458752 && exec \"$0\" --exact limits::dma_ring_under_a_memory_limit_child --test-threads 1 --nocapture")
         .arg(&exe)
         .env("NEFFLD_LIMITS_CHILD", "1")
         .env("MALLOC_ARENA_MAX", "1")

@@ -1,14 +1,12 @@
 //! Model lifecycle acceptance (stage.md §4, §10, §11, §16): the parse cache
 //! under concurrent loads, repeated load/unload, and the unload guards.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use neffld::api::{Model, Runtime};
 use neffld::cache::Role;
 use neffld::container::writer::Producer;

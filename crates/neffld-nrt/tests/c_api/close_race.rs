@@ -1,5 +1,5 @@
 //! `nrt_load` racing `nrt_close`, then `nrt_init` and fresh loads, through
-//! the exported functions (its own test binary: the runtime state is
+//! the exported functions (in a process of its own: the runtime state is
 //! process-wide). Every raced load either succeeded before the close (which
 //! freed its handle) or failed with `NRT_CLOSED`; no handle of the closed
 //! runtime reaches a model of the new one.
@@ -58,6 +58,9 @@ fn visible_cores() -> i32 {
 
 #[test]
 fn nrt_load_racing_nrt_close_then_reinit() {
+    if crate::process::ran_alone(module_path!(), "nrt_load_racing_nrt_close_then_reinit") {
+        return;
+    }
     let bytes = Arc::new(fixture("matmul_small.neff"));
     let (mut loaded, mut closed, mut checked, mut reused) = (0, 0, 0, 0);
     for it in 0..ITERATIONS {

@@ -1,11 +1,9 @@
 //! The `neffld` binary end to end on the real fixtures.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{demo, fixture, fixtures_dir, json, neffld, scratch};
+use crate::common::{demo, fixture, fixtures_dir, json, neffld, scratch};
 use serde_json::{json, Value};
 
 /// The one-line summary takes its subgraph count from the load, the JSON

@@ -4,7 +4,7 @@
 //! `nrt_get_vnc_memory_stats` shows. Then, on the same instance's chip
 //! (trn1's), the device-memory documentation's two-NEFF scratchpad example
 //! under each runtime's default, re-reading the environment at each
-//! `nrt_init`. Its own test binary, one test: nothing else reads the
+//! `nrt_init`. It runs in a process of its own: nothing else reads that
 //! environment.
 
 use std::ptr;
@@ -13,6 +13,12 @@ use neffld_nrt::*;
 
 #[test]
 fn an_inf2_24xlarge_has_six_chips_of_two_cores() {
+    if crate::process::ran_alone(
+        module_path!(),
+        "an_inf2_24xlarge_has_six_chips_of_two_cores",
+    ) {
+        return;
+    }
     // The only test of this binary: nothing else reads the environment.
     std::env::set_var("NEFFLD_INSTANCE", "inf2.24xlarge");
     let (mut total, mut visible) = (0u32, 0u32);

@@ -4,12 +4,10 @@
 //! panic at any one of them, on the threaded and the single-thread fan-out
 //! paths: the staging transaction unwinds through its guards.
 
-mod common;
-
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Once};
 
-use common::*;
+use crate::common::*;
 use neffld::api::Runtime;
 use neffld::cache::Role;
 use neffld::device::{Device, FaultPlan, Geometry, Ledger};

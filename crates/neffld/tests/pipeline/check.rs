@@ -3,9 +3,7 @@
 //! variable is found and named; one rule decides how many `dge-table`
 //! variables a mode-0x20 operand may see.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use neffld::device::Device;
 use neffld::kbin::isa::{self, Addr8};
 use neffld::kbin::Lowering;

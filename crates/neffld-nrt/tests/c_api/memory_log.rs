@@ -1,6 +1,6 @@
 //! The runtime's own memory reports, as the C library logs them: each test
 //! runs a C client's calls in a child process of its own (this test binary,
-//! re-run with [`CHILD`] set) and reads what it wrote to stderr, line by
+//! re-run with [`CHILD`] set, one test) and reads what it wrote to stderr, line by
 //! line, against the formats the runtime documents (docs/reference/memory.md)
 //! — the log line prefix, the refusal of an `nrt_tensor_allocate` and of a
 //! load, the usage table, the NEFF id → name mapping, the table file, the
@@ -194,7 +194,8 @@ fn run_with(tag: &str, env: &[(&str, &str)], plant: impl FnOnce(&Path)) -> Run {
     std::fs::write(&one, neff("neff_one", None)).unwrap();
     std::fs::write(&two, neff("neff_two", Some(TOO_BIG))).unwrap();
     let proc = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "--nocapture", "--test-threads=1", tag])
+        .args(["--exact", "--nocapture", "--test-threads=1"])
+        .arg(crate::process::test_name(module_path!(), tag))
         .env(CHILD, format!("{};{}", one.display(), two.display()))
         .env("NEFFLD_ARCH", "trn2")
         .env("NEFFLD_DEVICE", "null")
@@ -479,7 +480,8 @@ fn the_oom_report_can_be_silenced_from_2_33() {
     assert_eq!(report(&old), (6, 1));
 
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "--nocapture", "--test-threads=1", tag])
+        .args(["--exact", "--nocapture", "--test-threads=1"])
+        .arg(crate::process::test_name(module_path!(), tag))
         .env(CHILD, "a.neff;b.neff")
         .env(var, "no")
         .env_remove("NEFFLD_LOG")

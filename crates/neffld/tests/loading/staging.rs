@@ -2,9 +2,7 @@
 //! readable at the addresses the model record holds, and the core-count
 //! rejects.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use neffld::container::writer::Producer;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -2,13 +2,11 @@
 //! `close`, then a re-initialised runtime loads afresh, and every handle of
 //! the closed runtime is checked against the new one.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use neffld::api::{LoadError, Model, Runtime};
 use neffld::config::RuntimeConfig;
 use neffld::{Arch, NrtStatus};
