@@ -27,10 +27,7 @@ macro_rules! internal {
     ($($name:ident),* $(,)?) => {$(
         #[cfg(feature = "testkit")]
         pub mod $name;
-        // What only the tests reach is linted by the testkit build, where
-        // these modules are public.
         #[cfg(not(feature = "testkit"))]
-        #[allow(dead_code, unused_imports)]
         pub(crate) mod $name;
     )*};
 }

@@ -31,6 +31,7 @@ pub enum Encoding {
 /// The decoder the loader uses, alone: inflates a gzip payload window (as
 /// [`Archive::decode`] does before walking the tar). Benchmarks measure the
 /// loader against it.
+#[cfg(any(test, feature = "testkit"))]
 pub fn inflate_payload(
     window: &[u8],
     limit: u64,
