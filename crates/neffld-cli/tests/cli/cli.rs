@@ -1180,7 +1180,7 @@ fn integrity_shows_the_payloads_digest_in_every_outcome() {
     let mut bad = real.clone();
     bad[0xAC] ^= 0xff; // the stored hash, so it matches in no form
     let plain = {
-        let s = neffld::testkit::Synth::static_sunda();
+        let s = neffld_testkit::Synth::static_sunda();
         let mut w =
             neffld::container::writer::NeffWriter::new(neffld::container::writer::Producer::V2_21);
         w.digest_form = Some(neffld::container::integrity::DigestForm::Plain);

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common::{demo, fixture, json, neffld, scratch};
 use neffld::container::writer::{NeffWriter, Producer};
-use neffld::testkit::Synth;
+use neffld_testkit::Synth;
 
 fn text(out: &Output) -> String {
     format!(
@@ -762,7 +762,7 @@ fn extract_skips_special_members_by_name() {
 /// delays until one lands while the file is mapped.
 #[test]
 fn a_file_shortened_while_mapped_is_an_io_failure_for_every_command() {
-    use neffld::testkit::{lnc_writer, noise, npy_v1};
+    use neffld_testkit::{lnc_writer, noise, npy_v1};
     let dir = scratch("shortened");
     let per = 256usize << 20;
     let mut synth = Synth::cayman_weights(1, 4);

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use neffld::container::STREAM_MIN;
-use neffld::testkit::{lnc_writer, noise, npy_v1, Synth};
+use neffld_testkit::{lnc_writer, noise, npy_v1, Synth};
 use serde_json::Value;
 
 /// A NEFF whose weights are barely compressible bytes, so the payload

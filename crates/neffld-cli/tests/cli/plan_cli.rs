@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use neffld::testkit::any_lnc_cayman;
+use neffld_testkit::any_lnc_cayman;
 use serde_json::Value;
 
 const GIB: u64 = 1 << 30;
@@ -629,7 +629,7 @@ fn neffld_limits_are_neffld_s_and_a_foreign_chip_names_the_target() {
     assert_eq!(raised.status.code(), Some(0));
 
     let lnc2 = dir.join("lnc2.neff");
-    std::fs::write(&lnc2, neffld::testkit::fixture("matmul_small.neff")).unwrap();
+    std::fs::write(&lnc2, neffld_testkit::fixture("matmul_small.neff")).unwrap();
     let doc = json(&neffld(
         &[
             "plan",

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use neffld::testkit::any_lnc_cayman;
+use neffld_testkit::any_lnc_cayman;
 use serde_json::{json, Value};
 
 const KNOWN: [&str; 16] = [

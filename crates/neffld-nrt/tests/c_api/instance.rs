@@ -115,10 +115,8 @@ fn an_inf2_24xlarge_has_six_chips_of_two_cores() {
 /// figures are the documentation's rules applied here, not ours.
 fn the_documented_scratchpad_example_under_each_line() {
     const MIB: u64 = 1 << 20;
-    let a =
-        neffld::testkit::scratchpad_example("neff_a", [(0, 512 * MIB), (512 * MIB, 1024 * MIB)]);
-    let b =
-        neffld::testkit::scratchpad_example("neff_b", [(0, 100 * MIB), (100 * MIB, 1536 * MIB)]);
+    let a = neffld_testkit::scratchpad_example("neff_a", [(0, 512 * MIB), (512 * MIB, 1024 * MIB)]);
+    let b = neffld_testkit::scratchpad_example("neff_b", [(0, 100 * MIB), (100 * MIB, 1536 * MIB)]);
     let added = |env: &[(&str, &str)]| -> u64 {
         for (k, v) in env {
             std::env::set_var(k, v);

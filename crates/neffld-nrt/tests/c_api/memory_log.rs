@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use std::ptr;
 
 use neffld::container::writer::{NeffWriter, Producer};
-use neffld::testkit::Synth;
 use neffld_nrt::*;
+use neffld_testkit::Synth;
 use serde_json::json;
 
 /// Set in a child process: the paths of the NEFFs it loads.

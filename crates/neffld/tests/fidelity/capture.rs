@@ -10,7 +10,8 @@ use neffld::capture::{self, Capture, CaptureError, CaptureUuid, Image, MemRow, S
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::kbin::isa::RECORD_LEN;
 use neffld::manifest::EngineType;
-use neffld::{testkit, Arch, NrtStatus};
+use neffld::{Arch, NrtStatus};
+use neffld_testkit as testkit;
 
 /// Every vendored capture with the NEFF it was taken of.
 fn pairs() -> Vec<(String, Vec<u8>, Neff)> {

@@ -14,7 +14,8 @@ use neffld::manifest::{EngineType, ParseOptions};
 use neffld::report::align::{align, Fate};
 use neffld::report::compare::{self, neff_streams};
 use neffld::report::staged::from_capture as staged_from_capture;
-use neffld::{parse, testkit, Arch};
+use neffld::{parse, Arch};
+use neffld_testkit as testkit;
 
 struct Case {
     stem: String,

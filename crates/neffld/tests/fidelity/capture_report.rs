@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use neffld::capture::{self, Capture};
 use neffld::kbin::isa::RECORD_LEN;
 use neffld::manifest::EngineType;
-use neffld::testkit;
+use neffld_testkit as testkit;
 use serde_json::Value;
 
 fn reports() -> Vec<(String, Vec<u8>, Value)> {

@@ -20,7 +20,8 @@ use neffld::kbin::isa::{Addr8, ADDR8_STATIC_VAR, D4_DST, D4_SRC, OP_PSEUDO_DMA_D
 use neffld::manifest::{EngineType, ParseOptions};
 use neffld::report::align::{align, Fate};
 use neffld::report::compare::{load_and_compare, neff_streams, AddressMatch};
-use neffld::{parse, testkit, Arch};
+use neffld::{parse, Arch};
+use neffld_testkit as testkit;
 
 const WORD: usize = 8;
 const RECORD: usize = 64;

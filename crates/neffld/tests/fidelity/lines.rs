@@ -21,8 +21,8 @@ use neffld::manifest::{EngineType, ParseOptions};
 use neffld::report::compare::{capture_line, load_and_compare};
 use neffld::report::staged::{StagedCore, StagedImage};
 use neffld::report::StagedView;
-use neffld::testkit::{lnc_writer, npy_v1, stream, Synth};
 use neffld::{parse, Arch};
+use neffld_testkit::{lnc_writer, npy_v1, stream, Synth};
 use serde_json::{json, Value};
 
 use EngineType::{Act, Dve, Pe, Pool, Sp};
@@ -815,7 +815,7 @@ fn image_addresses_follow_the_lines_rules() {
 /// NEFF's records and its postamble long.
 #[test]
 fn every_neff_loads_under_every_line() {
-    let mut neffs: Vec<(String, Vec<u8>, Arch)> = neffld::testkit::real_fixtures()
+    let mut neffs: Vec<(String, Vec<u8>, Arch)> = neffld_testkit::real_fixtures()
         .into_iter()
         .map(|(name, bytes)| {
             let arch = c::open(&bytes, &OpenOptions::default())

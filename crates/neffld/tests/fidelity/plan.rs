@@ -15,8 +15,8 @@ use neffld::line::RuntimeLine;
 use neffld::memory::start_plan;
 use neffld::plan::{self, AdviceKind, Deployment, PlanError, Step};
 use neffld::report::Column;
-use neffld::testkit::{any_lnc_cayman, lnc_writer, Synth};
 use neffld::Arch;
+use neffld_testkit::{any_lnc_cayman, lnc_writer, Synth};
 use serde_json::json;
 
 const GIB: u64 = 1 << 30;
@@ -434,7 +434,7 @@ fn a_refused_load_is_named_in_the_refusal() {
 /// 64 times one load. The device and its ledger see the same load either way.
 #[test]
 fn loads_that_do_not_retain_images_hold_no_copy_of_them() {
-    let neff = neffld::testkit::fixture("matmul_large.neff");
+    let neff = neffld_testkit::fixture("matmul_large.neff");
     let mut seen = Vec::new();
     for retain_images in [true, false] {
         let rt = Runtime::new(RuntimeConfig {

@@ -12,8 +12,8 @@ use neffld::api::Runtime;
 use neffld::cache::Role;
 use neffld::device::{Device, FaultPlan, Geometry, Ledger};
 use neffld::ids::PCore;
-use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
+use neffld_testkit::Synth;
 
 /// How a sweep's faults fire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

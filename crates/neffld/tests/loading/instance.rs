@@ -9,8 +9,8 @@ use neffld::config::{CoreList, RuntimeConfig};
 use neffld::device::{Device, Geometry, SimDevice};
 use neffld::ids::PCore;
 use neffld::report::MemoryReport;
-use neffld::testkit::{beyond_start, fixture};
 use neffld::Arch;
+use neffld_testkit::{beyond_start, fixture};
 
 fn instance(chips: usize, visible: Option<Vec<u32>>) -> (Runtime, Vec<Arc<Device>>) {
     let devices: Vec<Arc<Device>> = (0..chips)

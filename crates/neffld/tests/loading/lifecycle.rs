@@ -13,8 +13,8 @@ use neffld::container::writer::Producer;
 use neffld::device::{Device, Geometry};
 use neffld::ids::{HNn, LCore};
 use neffld::registry::{Registry, RegistryError, STATE_READY};
-use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
+use neffld_testkit::Synth;
 
 /// Runs `f` on its own thread and fails the test if it is not done in time.
 fn watchdog<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send + 'static) -> R {

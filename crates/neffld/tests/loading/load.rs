@@ -13,9 +13,9 @@ use neffld::ids::VarId;
 use neffld::parse::ParseOptions;
 use neffld::relocate::dma::decode_template;
 use neffld::stage::Placement;
-use neffld::testkit::beyond_start;
-use neffld::testkit::{fixture, real_fixtures, Synth};
 use neffld::{Arch, NrtStatus};
+use neffld_testkit::beyond_start;
+use neffld_testkit::{fixture, real_fixtures, Synth};
 
 fn runtime(arch: Arch) -> (Runtime, Arc<SimDevice>) {
     let dev = Arc::new(SimDevice::new(Geometry::for_arch(arch)));

@@ -7,8 +7,8 @@ use neffld::kbin::isa::{self, Addr8};
 use neffld::relocate::ipmap::{
     ImageLayout, IpMapError, Patch, PatchKind, PatchList, Section, SectionSpan, RECORD,
 };
-use neffld::testkit::Synth;
 use neffld::Arch;
+use neffld_testkit::Synth;
 use proptest::prelude::*;
 
 /// What one engine stream became.

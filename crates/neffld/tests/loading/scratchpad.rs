@@ -31,7 +31,7 @@ const VAR2: VarId = VarId(5);
 /// A one-subgraph trn1 NEFF named `name` whose two virtual variables are
 /// `vars` (the writer's static NEFF, its spill variables resized).
 fn neff(name: &str, vars: [Var; 2]) -> Vec<u8> {
-    neffld::testkit::scratchpad_example(name, vars)
+    neffld_testkit::scratchpad_example(name, vars)
 }
 
 /// A trn1 runtime on an accounting-only device, configured by `env`.

@@ -13,8 +13,8 @@ use neffld::manifest::def::VarOf;
 use neffld::stage::{
     self, Cores, Placement, ScratchpadMode, StageError, StageOptions, DEFAULT_FANOUT_MIN_BYTES,
 };
-use neffld::testkit::{lnc_writer, Synth};
 use neffld::{Arch, NrtStatus};
+use neffld_testkit::{lnc_writer, Synth};
 
 /// Every fixture loads on trn2 logical cores 0, 1 and 3 at once; subgraph
 /// `i` of logical core `L` is on physical core `2L + i`, and every HBM

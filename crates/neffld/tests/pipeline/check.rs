@@ -11,8 +11,8 @@ use neffld::relocate::instr::OP_DMA_DIRECT;
 use neffld::relocate::ipmap::SectionSpan;
 use neffld::stage::validate::validate;
 use neffld::stage::Placement;
-use neffld::testkit::{stream, Synth};
 use neffld::{Arch, NrtStatus};
+use neffld_testkit::{stream, Synth};
 use serde_json::json;
 
 /// Loads `bytes` on a simulated device of `arch`, then hands the device,
@@ -62,7 +62,7 @@ fn first_abs_word(
 }
 
 fn fixture_bytes(name: &str) -> Vec<u8> {
-    std::fs::read(format!("{}/{name}", neffld::testkit::FIXTURES)).unwrap()
+    std::fs::read(format!("{}/{name}", neffld_testkit::FIXTURES)).unwrap()
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{self, DigestForm, Encoding, HashAlgorithm, OpenOptions};
-use neffld::testkit;
+use neffld_testkit as testkit;
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
     testkit::real_fixtures()
@@ -214,4 +214,39 @@ fn a_damaged_deflate_stream_fails_on_the_hash_first_at_every_size() {
         }
     }
     assert!(threaded > 0, "a fixture takes the two-thread path");
+}
+
+/// libdeflate's two entry points (`container::fast_inflate`) decode the
+/// same bytes and find the same end, on every real fixture, and both say
+/// when the room is too small.
+#[cfg(feature = "libdeflate")]
+#[test]
+fn into_a_slice_and_into_a_vec_decode_alike() {
+    use neffld::container::fast_inflate::{Decompressor, Outcome};
+    use neffld::container::{NeffHeader, HEADER_LEN};
+    for (name, bytes) in testkit::real_fixtures() {
+        let h = NeffHeader::parse(&bytes).unwrap();
+        let window = &bytes[HEADER_LEN..HEADER_LEN + h.data_size as usize];
+        let mut d = Decompressor::new().unwrap();
+        let mut v = Vec::with_capacity(window.len() * 16);
+        let Outcome::Done { consumed } = d.gzip_member(window, &mut v) else {
+            panic!("{name}: the Vec decode failed");
+        };
+        let mut room = vec![0xA5u8; v.len() + 100];
+        let (outcome, produced) = d.gzip_member_into(window, &mut room);
+        assert!(
+            matches!(outcome, Outcome::Done { consumed: c } if c == consumed),
+            "{name}"
+        );
+        assert_eq!(produced, v.len(), "{name}");
+        assert!(room[..produced] == v[..], "{name}: the bytes differ");
+        assert!(
+            room[produced..].iter().all(|&b| b == 0xA5),
+            "{name}: wrote past the end"
+        );
+        let mut short = vec![0u8; v.len() - 1];
+        let (outcome, produced) = d.gzip_member_into(window, &mut short);
+        assert!(matches!(outcome, Outcome::NoRoom), "{name}");
+        assert_eq!(produced, 0);
+    }
 }

@@ -12,8 +12,8 @@ use neffld::api::Runtime;
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::mapped::RELEASE_ALIGN;
 use neffld::container::{self, MappedFile, Neff, OpenOptions, STREAM_MIN};
-use neffld::testkit::{lnc_writer, noise, npy_v1, Synth};
 use neffld::Arch;
+use neffld_testkit::{lnc_writer, noise, npy_v1, Synth};
 
 /// Weights of barely compressible bytes, so the payload window is larger
 /// than the streaming threshold.

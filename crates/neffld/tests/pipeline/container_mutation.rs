@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 /// A real fixture (vendored under `testdata/fixtures`).
 fn fixture() -> Vec<u8> {
-    neffld::testkit::fixture("kfusion__fused_attention__fused.neff")
+    neffld_testkit::fixture("kfusion__fused_attention__fused.neff")
 }
 
 fn legacy() -> Vec<u8> {

@@ -1,5 +1,5 @@
 //! Inputs kept from fuzzing and probing, in the `load` target's format and
-//! replayed through its checks (`neffld::testkit::fuzz_load`, the
+//! replayed through its checks (`neffld_testkit::fuzz_load`, the
 //! target's body): the first
 //! byte is the flag byte (bit 0: trn1 instead of trn2; bit 1: verify the
 //! payload hash; bit 2: allow legacy NEFFs), the rest is the NEFF. Each kept
@@ -9,8 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use neffld::testkit::fuzz_load as replay_load;
 use neffld::NrtStatus;
+use neffld_testkit::fuzz_load as replay_load;
 
 fn data(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/data/fuzz/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -61,7 +61,7 @@ fn ring_limit_long_run() {
 /// mistake names where and what.
 #[test]
 fn deployment_inputs_at_the_edges_are_refused_with_a_place() {
-    use neffld::testkit::fuzz_deployment;
+    use neffld_testkit::fuzz_deployment;
     for input in [
         &b"[[step]]\nload = \"a\"\ncores = \"0-4294967295\"\n"[..],
         b"[[step]]\nload = \"a\"\ncores = \"0-65535\"\nrepeat = 65535\n",
@@ -83,12 +83,12 @@ fn deployment_inputs_at_the_edges_are_refused_with_a_place() {
 #[test]
 fn compare_target_on_its_seeds() {
     let mut read = 0;
-    for e in std::fs::read_dir(neffld::testkit::CAPTURES).unwrap() {
+    for e in std::fs::read_dir(neffld_testkit::CAPTURES).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "ntff") {
             let bytes = std::fs::read(&p).unwrap();
-            read += usize::from(neffld::testkit::fuzz_compare(&bytes));
-            assert!(!neffld::testkit::fuzz_compare(&bytes[..0x90]));
+            read += usize::from(neffld_testkit::fuzz_compare(&bytes));
+            assert!(!neffld_testkit::fuzz_compare(&bytes[..0x90]));
         }
     }
     assert_eq!(read, 10);
@@ -116,20 +116,20 @@ fn tree_target_on_its_seeds() {
         entry(0, b"../escape", b"no"),
     ]
     .concat();
-    assert!(neffld::testkit::fuzz_tree(&[&[0][..], &files].concat()));
+    assert!(neffld_testkit::fuzz_tree(&[&[0][..], &files].concat()));
     let link = entry(2, b"sg00/link.bin", b"def.json");
-    assert!(!neffld::testkit::fuzz_tree(
+    assert!(!neffld_testkit::fuzz_tree(
         &[&[0][..], &files, &link].concat()
     ));
-    assert!(neffld::testkit::fuzz_tree(
+    assert!(neffld_testkit::fuzz_tree(
         &[&[1][..], &files, &link].concat()
     ));
     let looped = entry(2, b"sg00/up", b".");
-    assert!(!neffld::testkit::fuzz_tree(
+    assert!(!neffld_testkit::fuzz_tree(
         &[&[1][..], &files, &looped].concat()
     ));
     let fifo = entry(3, b"sg00/pipe", b"");
-    assert!(!neffld::testkit::fuzz_tree(
+    assert!(!neffld_testkit::fuzz_tree(
         &[&[1][..], &files, &fifo].concat()
     ));
 }
@@ -141,7 +141,7 @@ fn tree_target_on_its_seeds() {
 #[test]
 fn tar_member_named_by_bytes_that_are_not_utf8() {
     let input = data("tar/non_utf8_name.bin");
-    assert_eq!(neffld::testkit::fuzz_tar(&input), Some(2));
+    assert_eq!(neffld_testkit::fuzz_tar(&input), Some(2));
 }
 
 /// Issue 29: the `deployment` target's body on a file that expands past
@@ -151,7 +151,7 @@ fn tar_member_named_by_bytes_that_are_not_utf8() {
 fn deployment_target_refuses_a_wide_file_before_expanding_it() {
     let wide = "[[step]]\nload = \"a.neff\"\ncores = \"0-65535\"\nrepeat = 16\n".repeat(40);
     let t = Instant::now();
-    let e = neffld::testkit::fuzz_deployment(wide.as_bytes()).expect("refused");
+    let e = neffld_testkit::fuzz_deployment(wide.as_bytes()).expect("refused");
     assert!(e.what.contains("NEFFLD_MAX_STEPS"), "{e}");
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 }
@@ -161,7 +161,7 @@ fn deployment_target_refuses_a_wide_file_before_expanding_it() {
 /// inside, 300 bytes, a NUL) write nothing anywhere.
 #[test]
 fn dump_names_target_on_its_seeds() {
-    use neffld::testkit::fuzz_dump_names;
+    use neffld_testkit::fuzz_dump_names;
     assert!(fuzz_dump_names(b"sg00"));
     assert!(fuzz_dump_names("sg\u{e9}\n".as_bytes()));
     assert!(fuzz_dump_names(b"sg\xff"));

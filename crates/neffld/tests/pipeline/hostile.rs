@@ -5,8 +5,8 @@
 use neffld::api::{LoadError, Runtime};
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::Producer;
-use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
+use neffld_testkit::Synth;
 use serde_json::json;
 
 fn sunda() -> RuntimeConfig {

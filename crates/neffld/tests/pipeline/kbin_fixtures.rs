@@ -8,8 +8,8 @@ use neffld::kbin::isa::{self, Addr8};
 use neffld::kbin::Lowering;
 use neffld::manifest::{EngineType, VarKind, VarOf};
 use neffld::parse::{self, ParseOptions};
-use neffld::testkit;
 use neffld::Arch;
+use neffld_testkit as testkit;
 
 fn fixture(name: &str) -> Neff {
     container::open(&testkit::fixture(name), &OpenOptions::default()).unwrap()

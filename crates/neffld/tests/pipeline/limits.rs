@@ -18,9 +18,9 @@ use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLO
 use neffld::container::{ContainerError, OpenOptions};
 use neffld::device::{FaultPlan, Geometry, NullDevice};
 use neffld::parse::{ParseError, ParseOptions};
-use neffld::testkit::beyond_start;
-use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
+use neffld_testkit::beyond_start;
+use neffld_testkit::Synth;
 use serde_json::json;
 
 /// Loads on a fresh runtime; returns the outcome and the wall time, after

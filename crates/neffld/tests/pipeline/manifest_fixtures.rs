@@ -5,8 +5,8 @@ use neffld::container::{self, Neff, OpenOptions};
 use neffld::manifest::engine::DveSlot;
 use neffld::manifest::tensor::tensor_info;
 use neffld::manifest::{self, EngineType, NrtDtype, ParseOptions, TensorUsage, VarKind, VarOf};
-use neffld::testkit;
 use neffld::Arch;
+use neffld_testkit as testkit;
 
 fn fixture(name: &str) -> Neff {
     container::open(&testkit::fixture(name), &OpenOptions::default())

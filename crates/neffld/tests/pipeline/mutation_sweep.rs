@@ -32,9 +32,9 @@ use neffld::container::writer::{gzip, tar_entry, NeffWriter, Producer, TarEntry,
 use neffld::container::{self, OpenOptions, HEADER_LEN};
 use neffld::device::{Geometry, NullDevice};
 use neffld::parse::ParseError;
-use neffld::testkit::beyond_start;
-use neffld::testkit::Synth;
 use neffld::{Arch, NrtStatus};
+use neffld_testkit::beyond_start;
+use neffld_testkit::Synth;
 use serde_json::{json, Value};
 
 /// Statuses a rejected mutant may carry (parse.md §9; stage.md §12, §17).
@@ -1092,7 +1092,7 @@ fn synthetic_families() {
 
 /// Every real fixture, the large ones with the `large` budget.
 fn fixture_bases(small: Budget, large: Budget) -> Vec<(Base, Budget)> {
-    neffld::testkit::real_fixtures()
+    neffld_testkit::real_fixtures()
         .into_iter()
         .map(|(name, bytes)| {
             let budget = if bytes.len() > 256 << 10 {

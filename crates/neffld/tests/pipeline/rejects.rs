@@ -5,8 +5,8 @@
 use neffld::container::writer::Producer;
 use neffld::kbin::isa::{self, encode, Addr8};
 use neffld::parse::{self, ParseOptions};
-use neffld::testkit::{npy_v1, stream, Synth};
 use neffld::Arch;
+use neffld_testkit::{npy_v1, stream, Synth};
 use serde_json::{json, Value};
 
 enum Base {

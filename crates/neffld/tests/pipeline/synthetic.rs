@@ -7,8 +7,8 @@ use neffld::kbin::isa;
 use neffld::manifest::engine::{DmaOp, DveSlot};
 use neffld::manifest::{EngineType, NrtDtype, TensorUsage, VarKind, VarOf};
 use neffld::parse::{self, ParseOptions};
-use neffld::testkit::Synth;
 use neffld::Arch;
+use neffld_testkit::Synth;
 
 fn trn1() -> ParseOptions {
     ParseOptions::new(Arch::Sunda, 1)

@@ -9,15 +9,27 @@
 //! * [`Synth::dynamic_cayman`] — a trn2 LNC-2 NEFF in the style of the 2.23
 //!   producers: `0xD4` records with ADDR8 operands, a `dge-table`, dynamic
 //!   queues, the EVTACCEL reservation and fp8 config, an idle second graph.
+//!
+//! Beside them: the real fixtures and captures vendored under `testdata/`
+//! ([`FIXTURES`], [`CAPTURES`], [`fixture`], [`real_fixtures`]), and the
+//! body of each fuzz target (`fuzz_*`), which the fuzzers and the regression
+//! tests of their findings share.
+//!
+//! This is a crate of its own beside the library, not a module of it, so
+//! the shipped library carries none of it. It depends on `neffld` with the
+//! `testkit` feature, which opens the pipeline's modules; the library's
+//! integration tests, benches and examples, the other crates' tests and the
+//! fuzzers depend on it. The library's unit tests cannot (they are the
+//! library), so what they need of it they have locally.
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::container::writer::{NeffWriter, Producer};
-use crate::container::{self, Neff, OpenOptions};
-use crate::device::Geometry;
-use crate::kbin::isa::{self, encode, Addr8};
+use neffld::container::writer::{NeffWriter, Producer};
+use neffld::container::{self, Neff, OpenOptions};
+use neffld::device::Geometry;
+use neffld::kbin::isa::{self, encode, Addr8};
 
 /// A NEFF's members before writing.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -691,7 +703,7 @@ pub fn any_lnc_cayman(name: &str, tmp: u64, edit: impl FnOnce(&mut Value)) -> Ve
         edit(v);
     });
     let mut h = Producer::V2_21.default_header();
-    h.feature_bits &= !crate::container::header::FEATURE_VNC;
+    h.feature_bits &= !neffld::container::header::FEATURE_VNC;
     h.set_name(name);
     h.uuid = [0; 16];
     let n = name.len().min(16);
@@ -787,13 +799,13 @@ pub const FUZZ_MANIFEST_MEMBERS: [&str; 8] = [
 /// a failure must carry a message and the invalid-input status; a capture
 /// that reads, written again as version 6, must read back equal. Returns the
 /// error of a failed read.
-pub fn fuzz_capture(input: &[u8]) -> Option<crate::capture::CaptureError> {
-    use crate::capture::{self, writer};
+pub fn fuzz_capture(input: &[u8]) -> Option<neffld::capture::CaptureError> {
+    use neffld::capture::{self, writer};
 
     match capture::read(input) {
         Err(e) => {
             assert!(!e.to_string().is_empty());
-            assert_eq!(e.status(), crate::NrtStatus::Invalid);
+            assert_eq!(e.status(), neffld::NrtStatus::Invalid);
             Some(e)
         }
         Ok(mut c) => {
@@ -810,10 +822,10 @@ pub fn fuzz_capture(input: &[u8]) -> Option<crate::capture::CaptureError> {
 /// kept inputs: the input as a deployment file, and each of its lines as
 /// the command line's short forms (LOAD, `--tensor`, `--unload`, `--env`,
 /// a size, a core list). A mistake must name where and what; a file that
-/// parses expands to at most [`crate::plan::deployment::MAX_STEPS`] steps. Returns
+/// parses expands to at most [`neffld::plan::deployment::MAX_STEPS`] steps. Returns
 /// the deployment file's error, if any.
-pub fn fuzz_deployment(input: &[u8]) -> Option<crate::plan::DeploymentError> {
-    use crate::plan::{self, DeploymentError};
+pub fn fuzz_deployment(input: &[u8]) -> Option<neffld::plan::DeploymentError> {
+    use neffld::plan::{self, DeploymentError};
     let check = |e: &DeploymentError| {
         assert!(!e.place.is_empty() && !e.what.is_empty(), "{e:?}");
     };
@@ -869,7 +881,7 @@ pub fn fuzz_deployment(input: &[u8]) -> Option<crate::plan::DeploymentError> {
 /// name (the kelf json's graph name, which the runtime takes as any
 /// label), made into the file names `load --dump` writes
 /// (`<subgraph>_<engine>.bin`) and written by the dump's policy
-/// ([`crate::tree::plain_name`], [`crate::tree::Dest::write_plain`]) into
+/// ([`neffld::tree::plain_name`], [`neffld::tree::Dest::write_plain`]) into
 /// a destination beside a folder that must stay empty. Checks: a name the
 /// policy passes is one file in the destination itself, holding the bytes
 /// written; a refused name writes nothing; nothing is ever written outside
@@ -877,7 +889,7 @@ pub fn fuzz_deployment(input: &[u8]) -> Option<crate::plan::DeploymentError> {
 pub fn fuzz_dump_names(input: &[u8]) -> bool {
     use std::os::unix::ffi::OsStrExt;
 
-    use crate::tree::{plain_name, Dest};
+    use neffld::tree::{plain_name, Dest};
 
     let scratch = std::env::temp_dir().join(format!("neffld-fuzz-dump-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
@@ -920,8 +932,8 @@ pub fn fuzz_dump_names(input: &[u8]) -> bool {
 /// itself (runtime-owned, except the shared scratchpad pages, which the
 /// models on a core bring and take): with no model loaded and no load in
 /// progress, a runtime that leaks nothing leaves none.
-pub fn beyond_start(dev: &crate::device::Device) -> Vec<crate::device::LiveAlloc> {
-    use crate::device::{MemUsage, Owner};
+pub fn beyond_start(dev: &neffld::device::Device) -> Vec<neffld::device::LiveAlloc> {
+    use neffld::device::{MemUsage, Owner};
     dev.live_allocations()
         .into_iter()
         .filter(|a| a.owner != Owner::Runtime || a.usage == MemUsage::Scratchpad)
@@ -932,18 +944,18 @@ pub fn beyond_start(dev: &crate::device::Device) -> Vec<crate::device::LiveAlloc
 ///
 /// The first byte is a flag byte (bit 0: trn1 instead of trn2; bit 1: verify
 /// the payload hash; bit 2: allow legacy NEFFs; bits 3 to 5: the runtime
-/// line, one of [`crate::line::RuntimeLine::ALL`]), the rest is the NEFF. It
+/// line, one of [`neffld::line::RuntimeLine::ALL`]), the rest is the NEFF. It
 /// loads on a `NullDevice` with a small inflate ceiling and the staged-model
 /// validator on, unloads, and checks that the device and the registry are
 /// empty either way. Returns the status of a failed load, `None` when the
 /// input loaded (or is empty).
-pub fn fuzz_load(input: &[u8]) -> Option<crate::NrtStatus> {
+pub fn fuzz_load(input: &[u8]) -> Option<neffld::NrtStatus> {
     use std::sync::Arc;
 
-    use crate::api::{LoadError, Runtime};
-    use crate::config::{DeviceKind, RuntimeConfig};
-    use crate::device::NullDevice;
-    use crate::Arch;
+    use neffld::api::{LoadError, Runtime};
+    use neffld::config::{DeviceKind, RuntimeConfig};
+    use neffld::device::NullDevice;
+    use neffld::Arch;
 
     /// Keeps each execution bounded in memory.
     const MAX_INFLATED: u64 = 8 << 20;
@@ -957,7 +969,7 @@ pub fn fuzz_load(input: &[u8]) -> Option<crate::NrtStatus> {
     let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
     let cfg = RuntimeConfig {
         arch,
-        runtime: Some(crate::line::RuntimeLine::ALL[usize::from(flag >> 3) & 7]),
+        runtime: Some(neffld::line::RuntimeLine::ALL[usize::from(flag >> 3) & 7]),
         device: DeviceKind::Null,
         validate_hash: flag & 2 != 0,
         allow_legacy_neff: flag & 4 != 0,
@@ -994,10 +1006,10 @@ pub fn fuzz_compare(input: &[u8]) -> bool {
     use std::collections::BTreeMap;
     use std::sync::OnceLock;
 
-    use crate::line::RACING_ENGINES;
-    use crate::manifest::engine::EngineType;
-    use crate::report::compare::{compare, neff_streams, AddressMatch};
-    use crate::report::staged::StagedCore;
+    use neffld::line::RACING_ENGINES;
+    use neffld::manifest::engine::EngineType;
+    use neffld::report::compare::{compare, neff_streams, AddressMatch};
+    use neffld::report::staged::StagedCore;
 
     type Streams = BTreeMap<(String, EngineType), Vec<u8>>;
     static OURS: OnceLock<(Vec<StagedCore>, Streams)> = OnceLock::new();
@@ -1005,13 +1017,13 @@ pub fn fuzz_compare(input: &[u8]) -> bool {
         let stem = "kfusion__fused_attention__fused";
         let neff = fixture(&format!("{stem}.neff"));
         let cap = std::fs::read(format!("{CAPTURES}/{stem}.ntff")).expect("the capture");
-        let cap = crate::capture::read(&cap).expect("a real capture reads");
+        let cap = neffld::capture::read(&cap).expect("a real capture reads");
         let (_, ours) =
-            crate::report::compare::load_and_compare(&neff, &cap).expect("the pair compares");
+            neffld::report::compare::load_and_compare(&neff, &cap).expect("the pair compares");
         let opened = container::open(&neff, &OpenOptions::default()).expect("opens");
-        let parsed = crate::parse::parse(
+        let parsed = neffld::parse::parse(
             &opened,
-            &crate::manifest::ParseOptions::new(crate::Arch::Cayman, 2),
+            &neffld::manifest::ParseOptions::new(neffld::Arch::Cayman, 2),
         )
         .expect("parses");
         let streams = neff_streams(&opened, &parsed)
@@ -1020,7 +1032,7 @@ pub fn fuzz_compare(input: &[u8]) -> bool {
             .collect();
         (ours.cores, streams)
     });
-    let Ok(capture) = crate::capture::read(input) else {
+    let Ok(capture) = neffld::capture::read(input) else {
         return false;
     };
     let borrowed = streams.iter().map(|(k, v)| (k.clone(), &v[..])).collect();
@@ -1042,7 +1054,7 @@ pub fn fuzz_compare(input: &[u8]) -> bool {
 
 /// The `tree` fuzz target's body: a directory tree described by the input
 /// (files, directories, symbolic links, FIFOs) packed by the one
-/// file-system policy ([`crate::tree`]), written as a NEFF, read back and
+/// file-system policy ([`neffld::tree`]), written as a NEFF, read back and
 /// extracted; then every name of the input extracted as it is into a
 /// destination holding a link to a directory outside it.
 ///
@@ -1058,7 +1070,7 @@ pub fn fuzz_tree(input: &[u8]) -> bool {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
 
-    use crate::tree::{read_tree, Dest};
+    use neffld::tree::{read_tree, Dest};
 
     let Some((&flag, mut rest)) = input.split_first() else {
         return false;
@@ -1199,7 +1211,7 @@ pub fn fuzz_tree(input: &[u8]) -> bool {
 /// its text when that is its name (UTF-8). Returns the member count of a
 /// tar that walks.
 pub fn fuzz_tar(input: &[u8]) -> Option<usize> {
-    let a = crate::container::Archive::from_tar(input.to_vec()).ok()?;
+    let a = neffld::container::Archive::from_tar(input.to_vec()).ok()?;
     for m in a.members() {
         let body = a.body(m);
         assert_eq!(
