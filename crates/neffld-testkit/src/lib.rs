@@ -259,7 +259,7 @@ impl Synth {
 
     /// A trn1 single-graph NEFF with static DMA (see the module doc).
     ///
-    /// IO: input `a` f16 [128,64] and output `out` f16 [128,64] (16 KiB each);
+    /// IO: input `a` f16 `[128,64]` and output `out` f16 `[128,64]` (16 KiB each);
     /// a 16 KiB fp16 weight `identity_1`; two overlapping 4 KiB virtual spill
     /// vars (local scratchpad extent 6 KiB). Queues `qSPIO0`/`qPoolIO0` (in)
     /// and `qSPSpillReload0`/`qPoolSpillReload0` (data); five blocks, each
@@ -477,7 +477,7 @@ impl Synth {
 
     /// A trn2 LNC-2 NEFF with dynamic DMA (see the module doc).
     ///
-    /// IO: inputs `q`, `k` and output `o`, all f32 [4,16] (256 B). sg00 has
+    /// IO: inputs `q`, `k` and output `o`, all f32 `[4,16]` (256 B). sg00 has
     /// a 256-byte f32 weight `w`, a 512-byte virtual `v`, `DGETable0` with
     /// list `[2, 1, 3]` (k, q, o: first-use order), and `0xD4` records using
     /// both ADDR8 modes. sg01 is idle.
