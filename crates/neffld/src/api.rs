@@ -854,20 +854,24 @@ impl Runtime {
         let mut warnings = parsed.model.warnings().to_vec();
         warnings.extend(parsed.neff.archive().warnings().iter().cloned());
         warnings.extend(staged.iter().flat_map(|i| i.plan.warnings.iter().cloned()));
+        if parsed.neff.archive().get("hlo_stats.json").is_none() {
+            tracing::debug!("Unable to find hlo_stats.json in the NEFF");
+        }
         let loaded = LoadedModel {
             name: name.clone(),
             uuid: header.uuid,
             vnc: lcore,
             device: nd as u32,
             tensors: parsed.model.tensor_info(),
+            #[cfg(any(test, feature = "testkit"))]
             gid,
             h_model,
+            #[cfg(any(test, feature = "testkit"))]
             mac_count: mac_count(&parsed.neff),
             cores: Vec::new(),
             warnings,
             cache_role: entry.role,
             timings,
-            exec_timeout_s: self.config.exec_timeout_s,
             _name: named,
         };
         // The commit point: the model takes over the staged cores and the claim.
@@ -988,16 +992,13 @@ struct ParseInput<'a> {
     known: Option<u128>,
 }
 
-/// `HloMacCount` of `hlo_stats.json`, 0 (with the reference's warning) when absent.
+/// `HloMacCount` of `hlo_stats.json`, 0 when absent: the metric it feeds
+/// is not reported, so only the tests read it.
+#[cfg(any(test, feature = "testkit"))]
 fn mac_count(neff: &Neff) -> u64 {
-    match neff.archive().get("hlo_stats.json") {
-        Some(b) => serde_json::from_slice::<serde_json::Value>(b)
-            .ok()
-            .and_then(|v| v.get("HloMacCount").and_then(serde_json::Value::as_u64))
-            .unwrap_or(0),
-        None => {
-            tracing::debug!("Unable to find hlo_stats.json in the NEFF");
-            0
-        }
-    }
+    neff.archive()
+        .get("hlo_stats.json")
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+        .and_then(|v| v.get("HloMacCount").and_then(serde_json::Value::as_u64))
+        .unwrap_or(0)
 }

@@ -15,6 +15,7 @@ pub const HEADER_LEN: usize = 0x400;
 /// Feature bits the reference runtime refuses on NEFF major 2 (bits 27..62).
 pub const FEATURE_TRAP_MASK: u64 = 0x7FFF_FFFF_F800_0000;
 /// The supported set the runtime prints in the feature-trap message (bits 0..26).
+#[cfg(test)]
 pub const FEATURE_SUPPORTED: u64 = 0x7FF_FFFF;
 /// `neff_feature_vnc`: the NEFF was compiled for a multi-core logical core.
 pub const FEATURE_VNC: u64 = 0x400;

@@ -87,6 +87,7 @@ pub enum TarFormat {
     /// POSIX ustar: magic `ustar\0`, version `00`.
     Ustar,
     /// GNU: magic `ustar  \0`.
+    #[cfg(any(test, feature = "testkit"))]
     Gnu,
     /// Version 7: no magic, no owner names.
     V7,
@@ -154,6 +155,7 @@ fn put_str(field: &mut [u8], s: impl AsRef<[u8]>) {
 
 /// A tar of exactly these entries, then the end marker: no ordering, no
 /// pax records added, so a test can give the reader any dialect.
+#[cfg(any(test, feature = "testkit"))]
 pub fn tar_of(entries: &[TarEntry]) -> Vec<u8> {
     let mut out: Vec<u8> = entries.iter().flat_map(tar_entry).collect();
     out.extend_from_slice(&[0u8; 1024]);
@@ -182,6 +184,7 @@ pub fn tar_entry(e: &TarEntry) -> Vec<u8> {
             h[257..263].copy_from_slice(b"ustar\0");
             h[263..265].copy_from_slice(b"00");
         }
+        #[cfg(any(test, feature = "testkit"))]
         TarFormat::Gnu => h[257..265].copy_from_slice(b"ustar  \0"),
         TarFormat::V7 => {}
     }
@@ -251,6 +254,7 @@ pub fn gzip_with_mtime(data: &[u8], level: u32, mtime: u32) -> Vec<u8> {
 }
 
 /// gzip with the default build-time MTIME.
+#[cfg(any(test, feature = "testkit"))]
 pub fn gzip(data: &[u8], level: u32) -> Vec<u8> {
     gzip_with_mtime(data, level, DEFAULT_GZIP_MTIME)
 }

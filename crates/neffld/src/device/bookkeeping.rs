@@ -137,6 +137,7 @@ impl Bookkeeping {
     }
 
     /// The allocation holding `[pa, pa + len)` and the offset of `pa` in it.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn resolve(&self, pa: Pa, len: usize) -> Result<(MemHandle, u64), DeviceError> {
         let not_mapped = || DeviceError::Invalid {
             reason: format!("{len} bytes at {pa} are not inside one live allocation"),
@@ -154,6 +155,7 @@ impl Bookkeeping {
         }
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn live_count(&self) -> usize {
         self.live.len()
     }

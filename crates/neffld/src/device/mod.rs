@@ -40,11 +40,15 @@ use crate::ids::{LCore, PCore, Pa};
 use crate::shared::SharedBytes;
 use crate::status::NrtStatus;
 
-pub use alloc::{Place, Pool, PoolFree, StartTaken, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
-pub use fault::{FaultOp, FaultPlan};
+#[cfg(any(test, feature = "testkit"))]
+pub use alloc::SMALL_POOL_BYTES;
+pub use alloc::{Place, Pool, PoolFree, StartTaken};
+pub use fault::FaultOp;
+#[cfg(any(test, feature = "testkit"))]
+pub use fault::FaultPlan;
 pub use geometry::{Geometry, CARVEOUT, GRANULE};
 pub use ledger::{
-    Charge, ChargeRows, Ledger, MemCategory, MemLocation, MemUsage, Owner, Rows, VncMemoryStats,
+    ChargeRows, Ledger, MemCategory, MemLocation, MemUsage, Owner, Rows, VncMemoryStats,
 };
 pub use null::NullStorage;
 pub use observe::Observer;
@@ -262,6 +266,7 @@ impl<S: Storage + ?Sized> Device<S> {
     }
 
     /// The backend (a test reads a [`SimStorage`]'s page counts from it).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn storage(&self) -> &S {
         &self.storage
     }
@@ -437,6 +442,7 @@ impl<S: Storage + ?Sized> Device<S> {
     /// Reads `out.len()` bytes at device address `pa`; the range must lie in
     /// one live allocation. This is how tests check what a relocated
     /// instruction or descriptor points at.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn read_pa(&self, pa: Pa, out: &mut [u8]) -> Result<(), DeviceError> {
         let (handle, offset) = self.books().resolve(pa, out.len())?;
         self.storage.read(handle, offset, out)
@@ -459,6 +465,7 @@ impl<S: Storage + ?Sized> Device<S> {
     }
 
     /// Number of live allocations.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn live_count(&self) -> usize {
         self.books().live_count()
     }
@@ -486,11 +493,13 @@ impl<S: Storage + ?Sized> Device<S> {
 
     /// Arms a fault plan; counting restarts now. `FaultPlan::default()`
     /// disarms.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn set_fault_plan(&self, plan: FaultPlan) {
         self.books().faults.arm(plan);
     }
 
     /// The plan currently armed.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn fault_plan(&self) -> FaultPlan {
         self.books().faults.plan()
     }
@@ -501,14 +510,9 @@ impl<S: Storage + ?Sized> Device<S> {
     }
 
     /// The address of a core's event register `id`.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn event_addr(&self, core: PCore, id: u32) -> Result<Pa, DeviceError> {
         self.geometry.event_addr(core, id)
-    }
-
-    /// Whether `align` is honoured by the backend itself. When false the
-    /// loader must over-allocate and offset (§6.8).
-    pub fn supports_aligned_alloc(&self) -> bool {
-        self.storage.aligns()
     }
 
     /// What `nrt_get_vnc_memory_stats` reports for a logical core.

@@ -70,10 +70,4 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// firmware carve-out and what the runtime held before it started
     /// allocating.
     fn capacity(&self, channel: u32) -> u64;
-
-    /// Whether the backend honours `align` itself; when false the loader
-    /// must over-allocate and offset (§6.8). The simulated backends align.
-    fn aligns(&self) -> bool {
-        true
-    }
 }

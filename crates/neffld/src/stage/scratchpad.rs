@@ -122,20 +122,24 @@ impl Scratchpad {
     }
 
     /// Pages in the table.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.pages.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.pages.is_empty()
     }
 
     /// References of page `i` (tests and diagnostics).
+    #[cfg(test)]
     pub fn refs(&self, i: usize) -> Option<u32> {
         self.pages.get(i).map(|p| p.refs)
     }
 
     /// Device address of page `i` (tests and diagnostics).
+    #[cfg(test)]
     pub fn page_pa(&self, i: usize) -> Option<u64> {
         self.pages.get(i).map(Page::pa)
     }
