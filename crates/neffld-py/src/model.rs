@@ -330,8 +330,8 @@ impl Model {
 /// device: `arch` is "trn1", "trn2" or "trn3" (default: the architecture
 /// `NEFFLD_ARCH` or `NEFFLD_INSTANCE` names, else the NEFF's own target;
 /// a NEFF for another architecture is refused unless
-/// `NEURON_RT_ALLOW_LEGACY_NEFF=1`), `device` is "sim" (keeps every byte) or "null" (keeps no
-/// bytes), `start_core` the logical core (-1: the first free one),
+/// `NEURON_RT_ALLOW_LEGACY_NEFF=1`), `device` is "sim" (keeps every
+/// byte) or "null" (keeps no bytes), `start_core` the logical core (-1: the first free one),
 /// `runtime` the runtime line to reproduce ("2.23" … "2.34", or a version
 /// such as "2.27.23"; default: `NEFFLD_RUNTIME`, else 2.34, the runtime
 /// users run). The runtime's

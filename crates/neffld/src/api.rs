@@ -46,7 +46,6 @@ use crate::stage::validate::{self, Finding};
 use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
 use crate::NrtStatus;
 
-/// Why a call failed: the layer's own error, or a guard of this layer.
 /// The first gate of `nrt_load` (stage.md §2.3), before the runtime's state:
 /// `vnc_count` is deprecated, and only -1 (or the 0 and 1 old callers
 /// pass) is taken.
@@ -58,6 +57,7 @@ pub fn check_vnc_count(vnc_count: i32) -> Result<(), LoadError> {
     }
 }
 
+/// Why a call failed: the layer's own error, or a guard of this layer.
 #[derive(Debug, Error)]
 pub enum LoadError {
     #[error("NRT already closed")]

@@ -100,8 +100,8 @@ fn settings(d: &Deployment) -> Result<Settings, PlanError> {
     })?)
 }
 
-/// A planner's own use of a configuration: a device without storage, no
-/// images kept, every file's parse retained.
+/// A planner's own use of a configuration: no images kept, every file's
+/// parse retained.
 fn tune(mut config: RuntimeConfig, files: usize) -> RuntimeConfig {
     config.retain_images = false;
     config.cache_retain = files.max(1);
