@@ -1283,3 +1283,38 @@ fn an_architecture_named_by_the_environment_gives_one_verdict_everywhere() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(json(&out)["arch"], "trn2");
 }
+
+/// `pack` reads a tree as a load of its target reads it: a trn2 tree of
+/// two subgraphs (one per physical core of a logical core of size 2, as
+/// its `def.json` members say) packs without a warning that it does not
+/// load, and the NEFF it writes verifies.
+#[test]
+fn a_tree_of_two_subgraphs_packs_without_a_false_warning() {
+    let dir = scratch("pack-two");
+    let f = fixture("kfusion__fused_attention__fused.neff");
+    let tree = dir.join("tree");
+    let out = neffld(&["extract", f.to_str().unwrap(), "-o", tree.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let defs = std::fs::read_dir(&tree)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("def.json").is_file())
+        .count();
+    assert_eq!(defs, 2, "the fixture has two subgraphs");
+    let packed = dir.join("p.neff");
+    let out = neffld(&[
+        "pack",
+        "--json",
+        tree.to_str().unwrap(),
+        "-o",
+        packed.to_str().unwrap(),
+    ]);
+    let v = json(&out);
+    assert_eq!(v["status_code"], 0, "{v}");
+    assert_eq!(v["warnings"], json!([]), "{v}");
+    let v = json(&neffld(&["verify", "--json", packed.to_str().unwrap()]));
+    assert_eq!(v["status_code"], 0, "{v}");
+}
