@@ -546,6 +546,25 @@ pub(crate) fn config_failure(e: &ConfigError) -> Failure {
     }
 }
 
+/// `--start-core`: -1 leaves the core to the runtime, a core below it is
+/// none.
+fn start_core(n: i32, rt: &Runtime) -> Result<Option<u32>, Failure> {
+    match n {
+        -1 => Ok(None),
+        n => u32::try_from(n)
+            .map(Some)
+            .map_err(|_| bad_start_core(n.into(), rt.visible_vnc_count())),
+    }
+}
+
+fn bad_start_core(n: i64, visible: u32) -> Failure {
+    Failure::usage(format!(
+        "--start-core {n}: the device has {} (0 to {}), or -1 for the first free one",
+        units::count(visible, "visible logical core"),
+        visible.saturating_sub(1)
+    ))
+}
+
 pub(crate) fn load_failure(e: &LoadError) -> Failure {
     Failure {
         stage: e.stage(),
@@ -664,17 +683,13 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     bar.set_message("loading");
     bar.set_position(bytes.len() as u64 / 2);
     let loaded = match opened {
-        Ok(neff) => rt.load_opened(bytes, neff, a.start_core, 1),
+        Ok(neff) => rt.load_opened(bytes, neff, start_core(a.start_core, &rt)?),
         Err(e) => Err(LoadError::Container(e)),
     };
     bar.finish_and_clear();
     // The core the runtime refused is the one the command line named.
     if let Err(LoadError::BadVnc { vnc, visible }) = &loaded {
-        return Err(Failure::usage(format!(
-            "--start-core {vnc}: the device has {} (0 to {}), or -1 for the first free one",
-            units::count(*visible, "visible logical core"),
-            visible.saturating_sub(1)
-        )));
+        return Err(bad_start_core(i64::from(*vnc), *visible));
     }
     let (outcome, described) = match loaded {
         Err(e) => (Err(load_failure(&e)), None),

@@ -54,7 +54,9 @@ pub(crate) struct LoadRequest {
 /// must be NULL or writable.
 pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtResult {
     let api = req.api;
-    if neffld::api::check_vnc_count(req.vnc_count).is_err() {
+    // `vnc_count` is deprecated (stage.md §2.2): -1, and the 0 and 1 old
+    // callers pass, mean one logical core; the library has no such argument.
+    if !matches!(req.vnc_count, -1..=1) {
         error!("vnc_count is deprecated. only use -1.");
         return Err(NRT_STATUS::NRT_INVALID);
     }
@@ -71,9 +73,13 @@ pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtRe
     // SAFETY: non-NULL, `size` readable bytes per this function's contract,
     // and `size` fits an isize.
     let bytes = unsafe { std::slice::from_raw_parts(req.neff_bytes.cast::<u8>(), req.size) };
+    // A core below -1 is refused here, before the header is read (the
+    // reference reads the header first; either way `NRT_INVALID` unless the
+    // header is bad too).
+    let vnc = status::vnc_arg(api, req.vnc, &rt)?;
     let loaded = match req.collectives {
-        None => rt.load(bytes, req.vnc, req.vnc_count),
-        Some((id, count)) => rt.load_collectives(bytes, req.vnc, req.vnc_count, id, count),
+        None => rt.load(bytes, vnc),
+        Some((id, count)) => rt.load_collectives(bytes, vnc, id, count),
     };
     let model = loaded.map_err(|e| status::load_error(api, &e))?;
     info!(

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, CStr};
 
-use neffld::api::LoadError;
+use neffld::api::{LoadError, Runtime};
 use neffld::error::DeviceError;
 use neffld::NrtStatus;
 use tracing::error;
@@ -50,6 +50,25 @@ pub(crate) fn load_error(api: &str, e: &LoadError) -> NRT_STATUS {
     let status = from_core(e.status());
     error!("{api}: {e}");
     status
+}
+
+/// `nrt_load`'s logical core: -1 is any free one (`None`, the library's
+/// form); another negative one is refused ([`bad_vnc`]).
+pub(crate) fn vnc_arg(api: &str, vnc: i32, rt: &Runtime) -> Result<Option<u32>, NRT_STATUS> {
+    match vnc {
+        -1 => Ok(None),
+        v => u32::try_from(v).map(Some).map_err(|_| bad_vnc(api, v, rt)),
+    }
+}
+
+/// A negative logical core, which the library's `u32` cannot carry: logged
+/// and refused as the runtime refuses a core past the visible ones.
+pub(crate) fn bad_vnc(api: &str, vnc: i32, rt: &Runtime) -> NRT_STATUS {
+    error!(
+        "{api}: Invalid vnc {vnc}, visible vncs: {}",
+        rt.visible_vnc_count()
+    );
+    NRT_STATUS::NRT_INVALID
 }
 
 /// Logs a failed device operation and returns its status.

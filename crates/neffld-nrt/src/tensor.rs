@@ -15,7 +15,6 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use neffld::api::DeviceTensor;
-use neffld::api::LoadError;
 use tracing::{debug, error, warn};
 
 use crate::abi::nrt::{
@@ -248,12 +247,11 @@ pub(crate) unsafe fn allocate(
     // SAFETY: forwarded from this function's contract.
     let name = unsafe { name_of(name, "tensor") };
     let storage = if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_DEVICE as u32 {
-        let t = u32::try_from(vnc)
-            .map_err(|_| LoadError::BadVnc {
-                vnc,
-                visible: rt.visible_vnc_count(),
-            })
-            .and_then(|v| rt.allocate_tensor(v, size as u64, &name))
+        // A negative core (-1 too: a tensor has no "any") is refused as a
+        // core past the visible ones is.
+        let vnc = u32::try_from(vnc).map_err(|_| status::bad_vnc(API, vnc, &rt))?;
+        let t = rt
+            .allocate_tensor(vnc, size as u64, &name)
             .map_err(|e| status::load_error(API, &e))?;
         Storage::Device(t)
     } else if placement == nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_HOST as u32 {

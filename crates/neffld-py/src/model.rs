@@ -159,7 +159,7 @@ fn run_load(
     let config = settings.for_neff(opened.as_ref().ok());
     let rt = Runtime::new(config)?;
     let handle = match opened {
-        Ok(neff) => rt.load_opened(bytes, neff, start_core, 1)?,
+        Ok(neff) => rt.load_opened(bytes, neff, u32::try_from(start_core).ok())?,
         Err(e) => return Err(LoadError::Container(e).into()),
     };
     let cores = StagedView::of(&rt, &handle)?.cores;

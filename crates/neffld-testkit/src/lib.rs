@@ -978,7 +978,7 @@ pub fn fuzz_load(input: &[u8]) -> Option<neffld::NrtStatus> {
         ..RuntimeConfig::default()
     };
     let rt = Runtime::with_device(cfg, dev.clone()).expect("runtime");
-    let status = match rt.load(neff, -1, 1) {
+    let status = match rt.load(neff, None) {
         Ok(m) => {
             assert_eq!(rt.loaded_models(), 1);
             rt.unload(&m).expect("unload of a loaded model");

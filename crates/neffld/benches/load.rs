@@ -265,9 +265,9 @@ fn python_baseline(script: &Path, file: &Path) -> Option<Duration> {
     v.get(v.len() / 2).map(|&s| Duration::from_secs_f64(s))
 }
 
-fn load_unload(rt: &Runtime, bytes: &[u8], vnc: i32) -> Duration {
+fn load_unload(rt: &Runtime, bytes: &[u8], vnc: Option<u32>) -> Duration {
     timed(|| {
-        let m = rt.load(bytes, vnc, -1).expect("load");
+        let m = rt.load(bytes, vnc).expect("load");
         rt.unload(&m).expect("unload");
     })
 }
@@ -364,7 +364,7 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
         let bytes = bytes.clone();
         cases.push(case(
             &[&format!("{short} load+unload ({label})")],
-            move || vec![load_unload(&rt, &bytes, -1)],
+            move || vec![load_unload(&rt, &bytes, None)],
         ));
     }
     {
@@ -396,14 +396,14 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
                             for i in 0..8 {
                                 let (rt, bytes) = (&rt, &bytes);
                                 s.spawn(move || {
-                                    let m = rt.load(bytes, i % 4, -1).expect("load");
+                                    let m = rt.load(bytes, Some(i % 4)).expect("load");
                                     rt.unload(&m).expect("unload");
                                 });
                             }
                         });
                     } else {
                         for i in 0..8 {
-                            let m = rt.load(&bytes, i % 4, -1).expect("load");
+                            let m = rt.load(&bytes, Some(i % 4)).expect("load");
                             rt.unload(&m).expect("unload");
                         }
                     }

@@ -253,7 +253,7 @@ fn main() {
         let before = status_kib("VmRSS");
         reset_peak();
         let t = Instant::now();
-        let outcome = match rt.load(&bytes, -1, 1) {
+        let outcome = match rt.load(&bytes, None) {
             Ok(m) => {
                 let r = rt.unload(&m).map(|()| "loaded and unloaded".to_string());
                 r.unwrap_or_else(|e| format!("unload failed: {e}"))

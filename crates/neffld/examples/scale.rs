@@ -117,7 +117,7 @@ fn load(path: &str, kind: &str, sg: u32) {
     .expect("open");
     let s1 = t.elapsed();
     let inflated = neff.archive().decoded_len() as u64;
-    let m = rt.load_opened(bytes, neff, -1, -1).expect("load");
+    let m = rt.load_opened(bytes, neff, None).expect("load");
     let total = t.elapsed();
     let timings = rt.with_model(&m, |lm| lm.timings).expect("model");
     let t = Instant::now();

@@ -2,8 +2,10 @@
 //! `nrt_get_model_tensor_info` and `nrt_close` do, as a Rust [`Runtime`].
 //!
 //! Every entry point checks the runtime state first; `load` then applies the
-//! guard of stage.md §2 in the reference order (vnc_count, state, header
-//! preflight, LNC gate, logical-core claim) before the pipeline runs.
+//! guard of stage.md §2 in the reference order (state, header preflight, LNC
+//! gate, logical-core claim) before the pipeline runs. The C signature's
+//! deprecated `vnc_count` and its `-1` for "any core" are the C library's
+//! (`neffld-nrt`): here the core is an `Option`.
 //!
 //! A load is a transaction: the logical-core claim is a `Claim` guard and
 //! everything staged on the device the [`CoreImage`]s that own it, both released
@@ -46,26 +48,13 @@ use crate::stage::validate::{self, Finding};
 use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
 use crate::NrtStatus;
 
-/// The first gate of `nrt_load` (stage.md §2.3), before the runtime's state:
-/// `vnc_count` is deprecated, and only -1 (or the 0 and 1 old callers
-/// pass) is taken.
-pub fn check_vnc_count(vnc_count: i32) -> Result<(), LoadError> {
-    if matches!(vnc_count, -1..=1) {
-        Ok(())
-    } else {
-        Err(LoadError::VncCount(vnc_count))
-    }
-}
-
 /// Why a call failed: the layer's own error, or a guard of this layer.
 #[derive(Debug, Error)]
 pub enum LoadError {
     #[error("NRT already closed")]
     Closed,
-    #[error("vnc_count is deprecated. only use -1. (got {0})")]
-    VncCount(i32),
     #[error("Invalid vnc {vnc}, visible vncs: {visible}")]
-    BadVnc { vnc: i32, visible: u32 },
+    BadVnc { vnc: u32, visible: u32 },
     #[error("No free logical NeuronCore to load {0}")]
     NoFreeVnc(String),
     #[error("Failed to find model: {h_nn} belongs to runtime {model}, not to this runtime ({runtime})", h_nn = .h_nn.0)]
@@ -99,9 +88,7 @@ impl LoadError {
     pub fn status(&self) -> NrtStatus {
         match self {
             LoadError::Closed => NrtStatus::Closed,
-            LoadError::VncCount(_) | LoadError::BadVnc { .. } | LoadError::Collectives(_) => {
-                NrtStatus::Invalid
-            }
+            LoadError::BadVnc { .. } | LoadError::Collectives(_) => NrtStatus::Invalid,
             LoadError::NoFreeVnc(_) => NrtStatus::LoadNotEnoughNc,
             LoadError::ForeignModel { .. } => NrtStatus::InvalidHandle,
             LoadError::Panicked(_) => NrtStatus::Failure,
@@ -186,7 +173,33 @@ struct Chip {
 
 /// An initialised runtime: the devices of an instance, their logical cores
 /// (numbered across the devices, as the runtime numbers them), the model
-/// table.
+/// table. What `nrt_init` starts and every front end loads through, so the
+/// command, a C program and a Python script meet the same gates.
+///
+/// A load, configured as every front end configures one: what the user
+/// asked and the environment first ([`Settings::resolve`], here neither),
+/// then what the NEFF itself declares ([`Settings::for_neff`]).
+///
+/// ```
+/// use neffld::api::Runtime;
+/// use neffld::settings::{Asked, Settings};
+///
+/// let bytes = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.neff"));
+/// let settings = Settings::resolve(&Asked::default(), |_| None)?;
+/// let neff = neffld::neff::open(bytes, &settings.open_options())?;
+/// let rt = Runtime::new(settings.for_neff(Some(&neff)))?;
+/// assert_eq!(rt.config().arch, neffld::Arch::Sunda); // the demo is a trn1 NEFF
+///
+/// // The container is opened once: `load_opened` does not inflate it again.
+/// let model = rt.load_opened(bytes, neff, None)?;
+/// let summary = rt.summary(&model)?;
+/// assert_eq!((summary.name.as_str(), summary.pcores.len()), ("demo", 1));
+/// rt.unload(&model)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// [`Settings::resolve`]: crate::settings::Settings::resolve
+/// [`Settings::for_neff`]: crate::settings::Settings::for_neff
 pub struct Runtime {
     config: RuntimeConfig,
     chips: Vec<Chip>,
@@ -499,10 +512,10 @@ impl Runtime {
         &self,
         neff: &Fingerprinted<'_>,
         opened: Option<Neff>,
-        vnc: i32,
+        core: Option<u32>,
     ) -> Result<Model, LoadError> {
         let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.print);
-        self.load_with_gid(neff.bytes, vnc, 1, None, opened, known)
+        self.load_with_gid(neff.bytes, core, None, opened, known)
     }
 
     /// `nrt_tensor_allocate` with device placement: `size` bytes of
@@ -547,7 +560,7 @@ impl Runtime {
     fn chip_of(&self, lcore: LCore) -> Result<(usize, &Chip, LCore), LoadError> {
         let nd = (lcore.0 / self.lcores_per_chip) as usize;
         let chip = self.chips.get(nd).ok_or(LoadError::BadVnc {
-            vnc: lcore.0 as i32,
+            vnc: lcore.0,
             visible: self.visible_vnc_count(),
         })?;
         Ok((nd, chip, LCore(lcore.0 % self.lcores_per_chip)))
@@ -581,7 +594,7 @@ impl Runtime {
         fn vnc_location(&self, vnc: u32) -> Result<(u32, &Arc<Device>, LCore), LoadError> {
             self.guard()?;
             let lcore = *self.visible.get(vnc as usize).ok_or(LoadError::BadVnc {
-                vnc: vnc as i32,
+                vnc,
                 visible: self.visible_vnc_count(),
             })?;
             let (nd, chip, local) = self.chip_of(LCore(lcore))?;
@@ -651,23 +664,22 @@ impl Runtime {
         self.lcores_per_chip * self.chips.len() as u32
     }
 
-    /// Claims a logical core: the first unused one for -1, else the given
-    /// index (an explicit core may be shared by several models).
-    fn claim(&self, vnc: i32, name: &str) -> Result<Claim<'_>, LoadError> {
+    /// Claims a logical core: the given visible index (an explicit core
+    /// may be shared by several models), else the first unused one.
+    fn claim(&self, core: Option<u32>, name: &str) -> Result<Claim<'_>, LoadError> {
         let mut usage = lock(&self.vnc_usage);
-        let idx = if vnc == -1 {
-            usage
+        let idx = match core {
+            None => usage
                 .iter()
                 .position(|&u| u == 0)
-                .ok_or_else(|| LoadError::NoFreeVnc(name.to_string()))?
-        } else {
-            usize::try_from(vnc)
+                .ok_or_else(|| LoadError::NoFreeVnc(name.to_string()))?,
+            Some(vnc) => usize::try_from(vnc)
                 .ok()
                 .filter(|&v| v < usage.len())
                 .ok_or(LoadError::BadVnc {
                     vnc,
                     visible: usage.len() as u32,
-                })?
+                })?,
         };
         usage[idx] += 1;
         Ok(Claim {
@@ -677,9 +689,14 @@ impl Runtime {
         })
     }
 
-    /// `nrt_load`: loads a NEFF on logical core `vnc` (-1: the first free).
-    pub fn load(&self, bytes: &[u8], vnc: i32, vnc_count: i32) -> Result<Model, LoadError> {
-        self.load_with_gid(bytes, vnc, vnc_count, None, None, None)
+    /// `nrt_load`: loads a NEFF on the visible logical core `core`, or on
+    /// the first one no model claims (`None`). The model stays loaded,
+    /// holding its core and device memory, until [`Runtime::unload`] or
+    /// [`Runtime::close`].
+    ///
+    /// [`Runtime`]'s own documentation shows a whole load.
+    pub fn load(&self, bytes: &[u8], core: Option<u32>) -> Result<Model, LoadError> {
+        self.load_with_gid(bytes, core, None, None, None)
     }
 
     /// As [`Runtime::load`], for a caller that already opened the container
@@ -692,10 +709,9 @@ impl Runtime {
         &self,
         bytes: &[u8],
         neff: Neff,
-        vnc: i32,
-        vnc_count: i32,
+        core: Option<u32>,
     ) -> Result<Model, LoadError> {
-        self.load_with_gid(bytes, vnc, vnc_count, None, Some(neff), None)
+        self.load_with_gid(bytes, core, None, Some(neff), None)
     }
 
     /// `nrt_load_collectives`: as `load`, recording the global device id
@@ -705,12 +721,10 @@ impl Runtime {
     pub fn load_collectives(
         &self,
         bytes: &[u8],
-        vnc: i32,
-        vnc_count: i32,
+        core: Option<u32>,
         device_id: u32,
         device_count: u32,
     ) -> Result<Model, LoadError> {
-        check_vnc_count(vnc_count)?;
         self.guard()?;
         if self.config.root_comm_id.is_none() {
             return Err(LoadError::Collectives(
@@ -722,7 +736,7 @@ impl Runtime {
                 "device id {device_id} is not below the device count {device_count}"
             )));
         }
-        self.load_with_gid(bytes, vnc, vnc_count, Some(device_id), None, None)
+        self.load_with_gid(bytes, core, Some(device_id), None, None)
     }
 
     /// The load boundary: a panic anywhere in the load has already been
@@ -731,19 +745,17 @@ impl Runtime {
     fn load_with_gid(
         &self,
         bytes: &[u8],
-        vnc: i32,
-        vnc_count: i32,
+        core: Option<u32>,
         gid: Option<u32>,
         opened: Option<Neff>,
         known: Option<u128>,
     ) -> Result<Model, LoadError> {
         let load = || {
             let t0 = Instant::now();
-            check_vnc_count(vnc_count)?;
             let _open = self.enter()?;
             let header = NeffHeader::parse(bytes)?;
             header.check_lnc(self.config.lnc_size(), self.config.arch)?;
-            let claim = self.claim(vnc, &header.name_str())?;
+            let claim = self.claim(core, &header.name_str())?;
             let guard_time = t0.elapsed();
             let parse = ParseInput {
                 bytes,

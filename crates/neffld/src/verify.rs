@@ -58,7 +58,7 @@ pub(crate) fn verify_opened(
     let lnc = config.lnc_size();
     let arch = config.arch;
     let rt = Runtime::new(config)?;
-    let model = rt.load_opened(bytes, neff, -1, 1)?;
+    let model = rt.load_opened(bytes, neff, None)?;
     let report = rt.with_model(&model, |m| VerifyReport {
         arch,
         lnc,

@@ -122,7 +122,7 @@ fn a_dma_expansion_costs_the_rings_it_describes() {
     };
     let rt = Runtime::new(config).unwrap();
     let before = reset_peak();
-    let m = rt.load(&neff, -1, -1).unwrap();
+    let m = rt.load(&neff, None).unwrap();
     let rings: usize = rt
         .with_model(&m, |lm| {
             lm.cores
@@ -153,11 +153,11 @@ fn the_simulated_device_holds_what_is_written_and_returns_it() {
     let rt = Runtime::with_device(RuntimeConfig::default(), sim.clone() as Arc<Device>).unwrap();
     // One load and unload first, so that what stays for the process
     // (thread pools, lazily built tables) is counted before, not after.
-    let m = rt.load(&neff, 0, -1).unwrap();
+    let m = rt.load(&neff, Some(0)).unwrap();
     rt.unload(&m).unwrap();
     let held = || live() + sim.stored_pages() * 4096;
     let before = held();
-    let models: Vec<_> = (0..16).map(|_| rt.load(&neff, 0, -1).unwrap()).collect();
+    let models: Vec<_> = (0..16).map(|_| rt.load(&neff, Some(0)).unwrap()).collect();
     let written: usize = rt
         .with_model(&models[0], |lm| {
             lm.cores

@@ -171,8 +171,7 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
         return none;
     };
     watch.record();
-    let arg = i32::try_from(vnc).unwrap_or(i32::MAX);
-    let Ok(model) = exec.rt.load_fingerprinted(&exec.prints[i], None, arg) else {
+    let Ok(model) = exec.rt.load_fingerprinted(&exec.prints[i], None, Some(vnc)) else {
         watch.recorded();
         return none;
     };

@@ -518,9 +518,8 @@ impl<'s> Exec<'s> {
         vnc: Option<u32>,
         io_tensors: bool,
     ) -> (Option<u32>, Result<(), StepFailure>) {
-        let arg = vnc.map_or(-1, |v| i32::try_from(v).unwrap_or(i32::MAX));
         let opened = self.session.take_opened(i);
-        let model = match self.rt.load_fingerprinted(&self.prints[i], opened, arg) {
+        let model = match self.rt.load_fingerprinted(&self.prints[i], opened, vnc) {
             Ok(m) => m,
             Err(e) => return (vnc, Err(load_failure(&self.config, e))),
         };

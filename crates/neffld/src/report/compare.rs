@@ -484,7 +484,7 @@ pub fn load_and_compare(
         .map_err(LoadError::from)?;
     let streams = neff_streams(&opened, &parsed);
     let rt = Runtime::new(config)?;
-    let model = rt.load(neff, vnc as i32, 1)?;
+    let model = rt.load(neff, Some(vnc))?;
     let ours = StagedView::of(&rt, &model);
     rt.unload(&model)?;
     let ours = ours?;

@@ -195,7 +195,7 @@ fn check(stem: &str) {
         ..RuntimeConfig::default()
     })
     .unwrap();
-    let model = rt.load(&neff, 2, 1).unwrap();
+    let model = rt.load(&neff, Some(2)).unwrap();
     let stats = neffld::report::MemoryStats::of_vnc(&rt, 2).unwrap();
     for (c, s) in stats.cores.iter().zip(&ours.cores) {
         assert_eq!(u64::from(c.pcore.0), u64::from(s.pcore));

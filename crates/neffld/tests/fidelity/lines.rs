@@ -39,7 +39,7 @@ fn slot(img: &StagedImage, i: u32) -> &[u8] {
 
 /// Loads `bytes` on a fresh runtime of `arch` under `line` on logical core
 /// `vnc`, and returns its staged view.
-fn load(bytes: &[u8], arch: Arch, line: RuntimeLine, vnc: i32) -> Vec<StagedCore> {
+fn load(bytes: &[u8], arch: Arch, line: RuntimeLine, vnc: u32) -> Vec<StagedCore> {
     let rt = Runtime::new(RuntimeConfig {
         arch,
         runtime: Some(line),
@@ -48,7 +48,7 @@ fn load(bytes: &[u8], arch: Arch, line: RuntimeLine, vnc: i32) -> Vec<StagedCore
     })
     .unwrap();
     let m = rt
-        .load(bytes, vnc, 1)
+        .load(bytes, Some(vnc))
         .unwrap_or_else(|e| panic!("{line}: {e}"));
     let v = StagedView::of(&rt, &m).unwrap().cores;
     rt.unload(&m).unwrap();
@@ -609,7 +609,7 @@ fn unknown_runtime_slots_are_filler_and_reported() {
     // Generated slots per engine (pe, act, pool, dve, sp). static_sunda:
     // pool and sp own a data queue (14 + 2) and an IO queue (13 + 1).
     let queues = 14 + 2 + 13 + 1;
-    type Case = (Vec<u8>, Arch, RuntimeLine, i32, Vec<[u32; 5]>);
+    type Case = (Vec<u8>, Arch, RuntimeLine, u32, Vec<[u32; 5]>);
     let cases: [Case; 4] = [
         // 2.23: no table blocks, a branch everywhere.
         (
@@ -843,7 +843,7 @@ fn every_neff_loads_under_every_line() {
     ));
     for (name, bytes, arch) in &neffs {
         for line in RuntimeLine::ALL {
-            for core in load(bytes, *arch, line, -1) {
+            for core in load(bytes, *arch, line, 0) {
                 for img in &core.images {
                     let slots = img.preamble_slots + img.main_slots + img.postamble_slots;
                     assert_eq!(slots as usize * 64, img.bytes.len(), "{name} {line}");

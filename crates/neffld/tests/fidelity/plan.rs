@@ -163,7 +163,7 @@ fn a_noisy_neighbour_is_refused_as_the_runtime_reports_it_and_lnc2_lets_it_throu
     let rt = Runtime::with_devices(config.clone(), vec![dev.clone()]).unwrap();
     let mut held = Vec::new();
     for (f, vnc) in [(&dense, 0), (&dense, 0), (&small, 2)] {
-        let m = rt.load(&std::fs::read(f).unwrap(), vnc, 1).unwrap();
+        let m = rt.load(&std::fs::read(f).unwrap(), Some(vnc)).unwrap();
         for t in rt.tensor_info(&m).unwrap() {
             held.push(rt.allocate_tensor(vnc as u32, t.size, &t.name).unwrap());
         }
@@ -443,7 +443,7 @@ fn loads_that_do_not_retain_images_hold_no_copy_of_them() {
             ..RuntimeConfig::default()
         })
         .unwrap();
-        let m = rt.load(&neff, 0, -1).unwrap();
+        let m = rt.load(&neff, Some(0)).unwrap();
         let (images, rings, slots) = rt
             .with_model(&m, |lm| {
                 let sum = |f: &dyn Fn(&neffld::stage::CoreImage) -> usize| {

@@ -45,7 +45,7 @@ fn race(rt: &Arc<Runtime>, bytes: &Arc<Vec<u8>>, iteration: usize) -> Raced {
                 let mut out = Raced::default();
                 start.wait();
                 while out.loaded.len() < LOADS_PER_LOADER {
-                    match rt.load(&bytes, (i % visible) as i32, 1) {
+                    match rt.load(&bytes, Some((i % visible) as u32)) {
                         Ok(m) => {
                             first.fetch_add(1, Ordering::SeqCst);
                             out.loaded.push(m);
@@ -104,7 +104,7 @@ fn loads_racing_close_then_reinit_leave_nothing_and_stale_handles_are_refused() 
         let rt2 = Runtime::new(config()).unwrap();
         let visible = rt2.visible_vnc_count() as usize;
         let fresh: Vec<Model> = (0..FRESH_LOADS)
-            .map(|i| rt2.load(&bytes, (i % visible) as i32, 1).unwrap())
+            .map(|i| rt2.load(&bytes, Some((i % visible) as u32)).unwrap())
             .collect();
         for stale in &r.loaded {
             // A handle that names one of the new runtime's models by H_NN.

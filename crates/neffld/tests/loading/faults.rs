@@ -83,7 +83,7 @@ fn sweep(
     };
     // A clean load: how many allocations it holds.
     let m = rt
-        .load(bytes, -1, 1)
+        .load(bytes, None)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(m.vnc.0, 0, "{name}");
     if let Some(role) = expect_role {
@@ -116,7 +116,7 @@ fn sweep(
                 Fire::Panic => plan(k).panicking(),
             };
             dev.set_fault_plan(plan);
-            let loaded = catch_unwind(AssertUnwindSafe(|| rt.load(bytes, -1, 1)));
+            let loaded = catch_unwind(AssertUnwindSafe(|| rt.load(bytes, None)));
             let Ok(loaded) = loaded else {
                 dev.set_fault_plan(FaultPlan::default());
                 check_clean(&format!("{op} {k} (the panic escaped the load)"));
@@ -163,20 +163,20 @@ fn with_holder<R>(
     rt: &Arc<Runtime>,
     dev: &Arc<GateDevice>,
     bytes: &[u8],
-    holder_vnc: i32,
+    holder_vnc: u32,
     holder_cores: std::ops::Range<u32>,
     f: impl FnOnce() -> R,
 ) -> R {
     dev.gate.close(holder_cores);
     let holder = {
         let (rt, bytes) = (rt.clone(), bytes.to_vec());
-        std::thread::spawn(move || rt.load(&bytes, holder_vnc, 1))
+        std::thread::spawn(move || rt.load(&bytes, Some(holder_vnc)))
     };
     dev.gate.wait_parked(1);
     let r = f();
     dev.gate.open();
     let m = holder.join().unwrap().unwrap();
-    assert_eq!(m.vnc.0 as i32, holder_vnc);
+    assert_eq!(m.vnc.0, holder_vnc);
     rt.unload(&m).unwrap();
     assert!(!dev.gate.timed_out());
     r
@@ -257,7 +257,7 @@ fn a_16_subgraph_neff_rolls_back_from_every_failure() {
             Geometry::custom(Arch::Cayman, 16, 8, 4 << 30).unwrap(),
             Some(16),
         );
-        let m = rt.load(&bytes, -1, 1).unwrap();
+        let m = rt.load(&bytes, None).unwrap();
         rt.with_model(&m, |lm| {
             let cores: Vec<u32> = lm.cores.iter().map(|c| c.pcore().0).collect();
             assert_eq!(cores, (0..16).collect::<Vec<_>>());
@@ -294,7 +294,7 @@ fn a_256_subgraph_load_stages_and_a_failure_on_core_200_rolls_back_all_others() 
     let empty = dev.ledger();
     let s = Synth::dynamic_cayman_n(256);
     let bytes = write_with_lnc(&s, 256, true);
-    let m = rt.load(&bytes, -1, 1).unwrap_or_else(|e| panic!("{e}"));
+    let m = rt.load(&bytes, None).unwrap_or_else(|e| panic!("{e}"));
     rt.with_model(&m, |lm| {
         assert_eq!(lm.cores.len(), 256);
         for (i, c) in lm.cores.iter().enumerate() {
@@ -319,7 +319,7 @@ fn a_256_subgraph_load_stages_and_a_failure_on_core_200_rolls_back_all_others() 
 
     for (what, bytes) in [("plan", &bytes), ("core build", &no_weight)] {
         dev.set_fault_plan(FaultPlan::alloc_on_core(PCore(200)));
-        let e = rt.load(bytes, -1, 1).unwrap_err();
+        let e = rt.load(bytes, None).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Resource, "{what}: {e}");
         assert!(e.to_string().contains("sg200"), "{what}: {e}");
         println!("{what}: {e}");
@@ -333,7 +333,7 @@ fn a_256_subgraph_load_stages_and_a_failure_on_core_200_rolls_back_all_others() 
         assert_eq!(rt.loaded_models(), 0);
         dev.set_fault_plan(FaultPlan::default());
         let m = rt
-            .load(bytes, -1, 1)
+            .load(bytes, None)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         rt.unload(&m).unwrap();
         assert_eq!(beyond_start(&*dev).len(), 0);

@@ -41,7 +41,7 @@ fn logical_cores_are_numbered_across_the_devices() {
     let (rt, devices) = instance(2, None);
     assert_eq!(rt.total_vnc_count(), 8);
     assert_eq!(rt.visible_vnc_count(), 8);
-    let m = rt.load(&fixture("matmul_small.neff"), 5, 1).unwrap();
+    let m = rt.load(&fixture("matmul_small.neff"), Some(5)).unwrap();
     let (nd, dev) = rt.device_of(&m).unwrap();
     assert_eq!(nd, 1);
     assert!(Arc::ptr_eq(dev, &devices[1]));
@@ -84,8 +84,8 @@ fn logical_cores_are_numbered_across_the_devices() {
 fn visible_cores_reach_the_second_device() {
     let (rt, devices) = instance(2, Some(vec![4, 6]));
     assert_eq!(rt.visible_vnc_count(), 2);
-    let a = rt.load(&fixture("matmul_small.neff"), -1, 1).unwrap();
-    let b = rt.load(&fixture("matmul_small.neff"), -1, 1).unwrap();
+    let a = rt.load(&fixture("matmul_small.neff"), None).unwrap();
+    let b = rt.load(&fixture("matmul_small.neff"), None).unwrap();
     assert_eq!((a.vnc.0, b.vnc.0), (4, 6));
     assert_eq!(rt.device_of(&b).unwrap().0, 1);
     let (nd, dev, core) = rt.placement_of_vnc(1).unwrap();

@@ -57,7 +57,7 @@ fn sixteen_concurrent_loads_of_one_neff_parse_it_once() {
                 let (rt, bytes, start) = (rt.clone(), bytes.clone(), start.clone());
                 std::thread::spawn(move || {
                     start.wait();
-                    rt.load(&bytes, -1, 1)
+                    rt.load(&bytes, None)
                 })
             })
             .collect();
@@ -114,7 +114,7 @@ fn concurrent_loads_with_a_failing_parse_neither_deadlock_nor_leak() {
         let empty = dev.ledger();
         let rt = Arc::new(rt);
         // The injected failure, alone.
-        let injected = rt.load(&neffs[3], 0, 1).unwrap_err();
+        let injected = rt.load(&neffs[3], Some(0)).unwrap_err();
         assert_eq!(injected.status(), NrtStatus::Invalid, "{injected}");
         let message = injected.to_string();
         assert!(message.contains("alignment"), "{message}");
@@ -127,7 +127,7 @@ fn concurrent_loads_with_a_failing_parse_neither_deadlock_nor_leak() {
                     std::thread::spawn(move || {
                         start.wait();
                         let which = (i + round) % 4;
-                        (which, rt.load(&neffs[which], (i % 4) as i32, 1))
+                        (which, rt.load(&neffs[which], Some((i % 4) as u32)))
                     })
                 })
                 .collect();
@@ -166,7 +166,7 @@ fn concurrent_loads_with_a_failing_parse_neither_deadlock_nor_leak() {
         // when no slot is busy, and every NEFF gets parsed afresh.
         for (i, bytes) in neffs.iter().enumerate().take(3) {
             let before = rt.parse_count();
-            let m = rt.load(bytes, 0, 1).unwrap();
+            let m = rt.load(bytes, Some(0)).unwrap();
             assert_eq!(
                 rt.with_model(&m, |lm| lm.cache_role).unwrap(),
                 Role::Creator,
@@ -189,7 +189,7 @@ fn cycles(rt: &Runtime, dev: &Device, bytes: &[u8], n: usize, label: &str) -> (u
     let t = Instant::now();
     for i in 0..n {
         let m = rt
-            .load(bytes, 0, 1)
+            .load(bytes, Some(0))
             .unwrap_or_else(|e| panic!("{label} cycle {i}: {e}"));
         rt.unload(&m).unwrap();
         assert_eq!(beyond_start(dev).len(), 0, "{label} cycle {i}");
@@ -230,7 +230,7 @@ fn a_thousand_load_unload_cycles_leave_nothing_behind() {
     dev.gate.close(6..8);
     let holder = {
         let (rt, bytes) = (rt.clone(), bytes.clone());
-        std::thread::spawn(move || rt.load(&bytes, 3, 1))
+        std::thread::spawn(move || rt.load(&bytes, Some(3)))
     };
     dev.gate.wait_parked(1);
     cycles(&rt, &dev, &bytes, 1000, "parse cached");
@@ -251,7 +251,7 @@ fn a_thousand_load_unload_cycles_leave_nothing_behind() {
 fn unload_of_unknown_or_already_unloaded_handles() {
     let (rt, dev) = runtime(Arch::Cayman);
     let bytes = fixture("matmul_small.neff");
-    let m = rt.load(&bytes, -1, 1).unwrap();
+    let m = rt.load(&bytes, None).unwrap();
     let stranger = Model {
         runtime: m.runtime,
         h_nn: HNn(m.h_nn.0 + 1000),
@@ -271,7 +271,7 @@ fn unload_of_unknown_or_already_unloaded_handles() {
     assert_eq!(rt.loaded_models(), 1);
     assert!(rt.with_model(&m, |lm| lm.cores.len()).unwrap() == 2);
     assert_eq!(
-        rt.load(&bytes, -1, 1).map(|n| n.vnc.0).ok(),
+        rt.load(&bytes, None).map(|n| n.vnc.0).ok(),
         Some(1),
         "core 0 still claimed"
     );
@@ -296,7 +296,7 @@ fn unload_of_unknown_or_already_unloaded_handles() {
 fn unload_waits_for_a_held_reference() {
     let (rt, dev) = runtime(Arch::Cayman);
     let rt = Arc::new(rt);
-    let m = rt.load(&fixture("matmul_small.neff"), -1, 1).unwrap();
+    let m = rt.load(&fixture("matmul_small.neff"), None).unwrap();
     let inside = Arc::new(Barrier::new(2));
     let released = Arc::new(AtomicBool::new(false));
     let holder = {

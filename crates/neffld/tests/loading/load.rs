@@ -32,7 +32,7 @@ fn every_fixture_loads_validates_and_unloads_cleanly() {
     let (rt, dev) = runtime(Arch::Cayman);
     for (name, bytes) in real_fixtures() {
         let m = rt
-            .load(&bytes, -1, 1)
+            .load(&bytes, None)
             .unwrap_or_else(|e| panic!("{name}: {e} [{}]", e.status()));
         let cores = rt
             .with_model(&m, |lm| {
@@ -55,7 +55,7 @@ fn every_fixture_loads_validates_and_unloads_cleanly() {
 #[test]
 fn matmul_small_tensor_info_is_what_nkipy_binds() {
     let (rt, _dev) = runtime(Arch::Cayman);
-    let m = rt.load(&fixture("matmul_small.neff"), -1, 1).unwrap();
+    let m = rt.load(&fixture("matmul_small.neff"), None).unwrap();
     let t = rt.tensor_info(&m).unwrap();
     let summary: Vec<(&str, TensorUsage, u64, u32, Vec<u32>)> = t
         .iter()
@@ -87,7 +87,7 @@ fn matmul_small_tensor_info_is_what_nkipy_binds() {
 fn weights_and_images_are_readable_at_their_device_addresses() {
     let (rt, dev) = runtime(Arch::Cayman);
     let bytes = fixture("matmul_small.neff");
-    let m = rt.load(&bytes, -1, 1).unwrap();
+    let m = rt.load(&bytes, None).unwrap();
     rt.with_model(&m, |lm| {
         for (k, core) in lm.cores.iter().enumerate() {
             // var 4 is the fp16 identity constant: 1.0 (0x3C00) on the diagonal.
@@ -126,7 +126,7 @@ fn weights_and_images_are_readable_at_their_device_addresses() {
 #[test]
 fn matmul_large_stages_its_scratchpad_without_allocating_the_4gib_input() {
     let (rt, dev) = runtime(Arch::Cayman);
-    let m = rt.load(&fixture("matmul_large.neff"), -1, 1).unwrap();
+    let m = rt.load(&fixture("matmul_large.neff"), None).unwrap();
     rt.with_model(&m, |lm| {
         for core in &lm.cores {
             let scratch = core
@@ -163,7 +163,7 @@ fn every_injected_allocation_or_write_failure_rolls_back_completely() {
     let (rt, dev) = runtime(Arch::Cayman);
     let bytes = fixture("matmul_small.neff");
     // Count the operations of one clean load.
-    let m = rt.load(&bytes, -1, 1).unwrap();
+    let m = rt.load(&bytes, None).unwrap();
     let allocs = beyond_start(&*dev).len() as u64;
     rt.unload(&m).unwrap();
     assert!(allocs > 10);
@@ -172,7 +172,7 @@ fn every_injected_allocation_or_write_failure_rolls_back_completely() {
             fail_alloc_at: Some(k),
             ..FaultPlan::default()
         });
-        let e = rt.load(&bytes, -1, 1).unwrap_err();
+        let e = rt.load(&bytes, None).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Resource, "alloc {k}: {e}");
         assert_eq!(
             beyond_start(&*dev).len(),
@@ -187,13 +187,13 @@ fn every_injected_allocation_or_write_failure_rolls_back_completely() {
             fail_write_at: Some(k),
             ..FaultPlan::default()
         });
-        let e = rt.load(&bytes, -1, 1).unwrap_err();
+        let e = rt.load(&bytes, None).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Failure, "write {k}: {e}");
         assert_eq!(beyond_start(&*dev).len(), 0, "write {k}");
     }
     dev.set_fault_plan(FaultPlan::default());
     // The logical core was released every time: a load still gets core 0.
-    let m = rt.load(&bytes, -1, 1).unwrap();
+    let m = rt.load(&bytes, None).unwrap();
     assert_eq!(m.vnc.0, 0);
     rt.unload(&m).unwrap();
 }
@@ -203,27 +203,23 @@ fn guard_statuses() {
     let (rt, _dev) = runtime(Arch::Cayman);
     let bytes = fixture("matmul_small.neff");
     assert_eq!(
-        rt.load(&bytes, -1, 2).unwrap_err().status(),
+        rt.load(&bytes[..100], None).unwrap_err().status(),
         NrtStatus::Invalid
     );
     assert_eq!(
-        rt.load(&bytes[..100], -1, 1).unwrap_err().status(),
-        NrtStatus::Invalid
-    );
-    assert_eq!(
-        rt.load(&bytes, 99, 1).unwrap_err().status(),
+        rt.load(&bytes, Some(99)).unwrap_err().status(),
         NrtStatus::Invalid
     );
     // Every logical core taken → the next -1 load has no core.
     let models: Vec<_> = (0..rt.visible_vnc_count())
-        .map(|_| rt.load(&bytes, -1, 1).unwrap())
+        .map(|_| rt.load(&bytes, None).unwrap())
         .collect();
     assert_eq!(
-        rt.load(&bytes, -1, 1).unwrap_err().status(),
+        rt.load(&bytes, None).unwrap_err().status(),
         NrtStatus::LoadNotEnoughNc
     );
     // An explicit core may be shared.
-    let shared = rt.load(&bytes, 0, 1).unwrap();
+    let shared = rt.load(&bytes, Some(0)).unwrap();
     assert_eq!(shared.vnc.0, 0);
     rt.unload(&shared).unwrap();
     assert_eq!(
@@ -236,7 +232,7 @@ fn guard_statuses() {
     }
     rt.close();
     assert_eq!(
-        rt.load(&bytes, -1, 1).unwrap_err().status(),
+        rt.load(&bytes, None).unwrap_err().status(),
         NrtStatus::Closed
     );
 }
@@ -244,7 +240,7 @@ fn guard_statuses() {
 #[test]
 fn a_trn2_neff_on_a_trn1_runtime_fails_the_lnc_gate() {
     let (rt, dev) = runtime(Arch::Sunda);
-    let e = rt.load(&fixture("matmul_small.neff"), -1, 1).unwrap_err();
+    let e = rt.load(&fixture("matmul_small.neff"), None).unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid);
     // trn1 takes LNC 1 only: no advice to configure it for 2.
     let text = e.to_string();
@@ -257,7 +253,7 @@ fn a_trn2_neff_on_a_trn1_runtime_fails_the_lnc_gate() {
 fn a_trn1_neff_on_a_trn2_runtime_fails_the_arch_gate() {
     let (rt, dev) = runtime(Arch::Cayman);
     let bytes = Synth::static_sunda().write(Producer::V2_18);
-    let e = rt.load(&bytes, -1, 1).unwrap_err();
+    let e = rt.load(&bytes, None).unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid);
     assert!(
         e.to_string()
@@ -278,7 +274,7 @@ fn static_dma_neffs_load_on_trn1_in_every_producer_family() {
         let (rt, dev) = runtime(Arch::Sunda);
         let bytes = Synth::static_sunda().write(p);
         let m = rt
-            .load(&bytes, -1, 1)
+            .load(&bytes, None)
             .unwrap_or_else(|e| panic!("{p:?}: {e}"));
         rt.with_model(&m, |lm| {
             assert_eq!(lm.cores.len(), 1);
@@ -359,7 +355,7 @@ fn static_dma_neffs_load_on_trn1_in_every_producer_family() {
 fn dynamic_dma_neff_loads_on_trn2_with_an_idle_second_graph() {
     let (rt, dev) = runtime(Arch::Cayman);
     let bytes = Synth::dynamic_cayman().write(Producer::V2_21);
-    let m = rt.load(&bytes, -1, 1).unwrap();
+    let m = rt.load(&bytes, None).unwrap();
     rt.with_model(&m, |lm| {
         assert_eq!(lm.cores.len(), 2);
         let io: usize = lm.cores[0]
@@ -379,7 +375,7 @@ fn dynamic_dma_neff_loads_on_trn2_with_an_idle_second_graph() {
 fn collectives_loads_need_the_root_communicator_and_record_the_global_id() {
     let bytes = fixture("matmul_small.neff");
     let (rt, _dev) = runtime(Arch::Cayman);
-    let e = rt.load_collectives(&bytes, -1, 1, 0, 2).unwrap_err();
+    let e = rt.load_collectives(&bytes, None, 0, 2).unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid);
     assert!(e.to_string().contains("NEURON_RT_ROOT_COMM_ID"), "{e}");
     let dev = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
@@ -389,12 +385,12 @@ fn collectives_loads_need_the_root_communicator_and_record_the_global_id() {
     };
     let rt = Runtime::with_device(cfg, dev.clone()).unwrap();
     assert_eq!(
-        rt.load_collectives(&bytes, -1, 1, 2, 2)
+        rt.load_collectives(&bytes, None, 2, 2)
             .unwrap_err()
             .status(),
         NrtStatus::Invalid
     );
-    let m = rt.load_collectives(&bytes, -1, 1, 1, 2).unwrap();
+    let m = rt.load_collectives(&bytes, None, 1, 2).unwrap();
     assert_eq!(m.gid, Some(1));
     assert_eq!(rt.with_model(&m, |lm| lm.gid).unwrap(), Some(1));
     rt.unload(&m).unwrap();
@@ -414,7 +410,7 @@ fn an_opened_container_is_held_to_its_bytes_and_the_runtimes_options() {
         .expect("a second fixture");
     let rt = Runtime::new(RuntimeConfig::default()).unwrap();
     let foreign = container::open(&other, &OpenOptions::default()).unwrap();
-    let e = rt.load_opened(&small, foreign, -1, 1).unwrap_err();
+    let e = rt.load_opened(&small, foreign, None).unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
     assert!(e.to_string().contains("not theirs"), "{e}");
     assert_eq!(rt.loaded_models(), 0);
@@ -429,10 +425,10 @@ fn an_opened_container_is_held_to_its_bytes_and_the_runtimes_options() {
     })
     .unwrap();
     let unchecked = container::open(&bad, &OpenOptions::default()).unwrap();
-    let e = checking.load_opened(&bad, unchecked, -1, 1).unwrap_err();
+    let e = checking.load_opened(&bad, unchecked, None).unwrap_err();
     assert!(e.to_string().contains("mismatch"), "{e}");
     assert_eq!(e.status(), NrtStatus::Invalid);
     let fine = container::open(&small, &OpenOptions::default()).unwrap();
-    let model = checking.load_opened(&small, fine, -1, 1).unwrap();
+    let model = checking.load_opened(&small, fine, None).unwrap();
     checking.unload(&model).unwrap();
 }

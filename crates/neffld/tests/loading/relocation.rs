@@ -66,7 +66,7 @@ fn relocation_counts_per_core_and_engine() {
         let (rt, _dev) = runtime(arch);
         let lnc = if arch == Arch::Sunda { 1 } else { 2 };
         let (neff, parsed) = parse(&bytes, arch, lnc);
-        let m = rt.load(&bytes, 0, 1).unwrap();
+        let m = rt.load(&bytes, Some(0)).unwrap();
         println!("\n{name}");
         println!(
             "  {:<5} {:<4} {:>7} {:>6} {:>4} {:>4} {:>4} {:>4} {:>4}",

@@ -43,7 +43,7 @@ fn replicas_on_eight_cores_parse_once_with_retention_and_eight_times_without() {
         for core in 0..8 {
             // Each replica is unloaded before the next: only retention can
             // carry the parse from one to the next.
-            let m = rt.load(&bytes, core, 1).unwrap();
+            let m = rt.load(&bytes, Some(core)).unwrap();
             let (role, tensors) = rt
                 .with_model(&m, |lm| (lm.cache_role, lm.tensors.clone()))
                 .unwrap();
@@ -75,7 +75,7 @@ fn two_neffs_alternating_through_one_retained_slot_never_share() {
         .into_iter()
         .enumerate()
     {
-        let m = rt.load(bytes, -1, 1).unwrap();
+        let m = rt.load(bytes, None).unwrap();
         let tensors = rt.with_model(&m, |lm| lm.tensors.clone()).unwrap();
         assert_eq!((m.name.clone(), m.uuid, tensors), want.clone(), "load {i}");
         rt.unload(&m).unwrap();
@@ -106,7 +106,7 @@ fn concurrent_loads_unloads_and_evictions_keep_every_model_its_own() {
             s.spawn(move || {
                 for i in 0..12usize {
                     let f = (t * 5 + i * (t + 1)) % files.len();
-                    let m = rt.load(&files[f], -1, 1).unwrap();
+                    let m = rt.load(&files[f], None).unwrap();
                     let tensors = rt.with_model(&m, |lm| lm.tensors.clone()).unwrap();
                     assert_eq!((m.name.clone(), m.uuid, tensors), wants[f].clone());
                     rt.unload(&m).unwrap();

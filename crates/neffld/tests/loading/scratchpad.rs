@@ -137,13 +137,13 @@ fn the_documented_example_with_512_mib_pages() {
     let rt = runtime(&[PAGED]);
     let (a, b) = (neff("neff_a", NEFF_A), neff("neff_b", NEFF_B));
     let page = 512 * MIB;
-    let ma = rt.load(&a, 0, -1).unwrap();
+    let ma = rt.load(&a, Some(0)).unwrap();
     assert_eq!(
         columns(&rt),
         (3 * page, GIB, vec![GIB]),
         "A alone: 1.5 GiB of pages"
     );
-    let mb = rt.load(&b, 0, -1).unwrap();
+    let mb = rt.load(&b, Some(0)).unwrap();
     // The documentation's figures, and its rules applied to the variables.
     assert_eq!(
         columns(&rt),
@@ -176,7 +176,7 @@ fn the_documented_example_with_512_mib_pages() {
 
     rt.unload(&mb).unwrap();
     assert_eq!(columns(&rt), (3 * page, GIB, vec![GIB]), "back to A's need");
-    let mb = rt.load(&b, 0, -1).unwrap();
+    let mb = rt.load(&b, Some(0)).unwrap();
     assert_eq!(columns(&rt).0, 4 * page);
     rt.unload(&ma).unwrap();
     assert_eq!(
@@ -198,8 +198,8 @@ fn the_documented_example_with_512_mib_pages() {
 #[test]
 fn the_documented_example_with_2_gib_pages() {
     let rt = runtime(&[PAGED, ("NEURON_SCRATCHPAD_PAGE_SIZE", "2048")]);
-    let ma = rt.load(&neff("neff_a", NEFF_A), 0, -1).unwrap();
-    let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
+    let ma = rt.load(&neff("neff_a", NEFF_A), Some(0)).unwrap();
+    let mb = rt.load(&neff("neff_b", NEFF_B), Some(0)).unwrap();
     assert_eq!(columns(&rt), (2 * GIB, 0, vec![0, 0]));
     let (shared, private) = documented(&[NEFF_A, NEFF_B], 2 * GIB);
     assert_eq!(columns(&rt), (shared, 0, private));
@@ -223,8 +223,8 @@ fn the_documented_example_with_2_gib_pages() {
 fn each_line_holds_the_documented_example_its_own_way() {
     let both = |env: &[(&str, &str)]| {
         let rt = runtime(env);
-        let ma = rt.load(&neff("neff_a", NEFF_A), 0, -1).unwrap();
-        let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
+        let ma = rt.load(&neff("neff_a", NEFF_A), Some(0)).unwrap();
+        let mb = rt.load(&neff("neff_b", NEFF_B), Some(0)).unwrap();
         let (shared, private, _) = columns(&rt);
         let row = table_row(&rt, "\\_NC 0");
         rt.unload(&mb).unwrap();
@@ -262,7 +262,7 @@ fn the_contiguous_mode_grows_one_region_in_place() {
 
     // Something right under the region: it cannot grow for B.
     let squat = squat_under(&rt, low_a);
-    let e = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap_err();
+    let e = rt.load(&neff("neff_b", NEFF_B), Some(0)).unwrap_err();
     assert_eq!(e.status(), neffld::NrtStatus::Resource, "{e}");
     let free = device(&rt).free_bytes(0);
     assert!(free > 8 * GIB, "refused with {free} bytes free elsewhere");
@@ -286,7 +286,7 @@ fn the_experimental_contiguous_mode_of_older_lines_caps_its_region() {
     let page = 64 * MIB;
     let (low_a, top, ma) = grow_a_region_for_a_then_b(&rt);
     let squat = squat_under(&rt, low_a);
-    let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
+    let mb = rt.load(&neff("neff_b", NEFF_B), Some(0)).unwrap();
     assert_eq!(region(&pages(&rt)), (low_a, top));
     assert_eq!(columns(&rt), (24 * page, 1536 * MIB, vec![0, 1536 * MIB]));
     assert_eq!(scratchpad_pa(placement(&rt, &mb, VAR1)), low_a);
@@ -345,11 +345,11 @@ fn squat_under(rt: &Runtime, low: u64) -> neffld::device::Allocation {
 /// and A's model.
 fn grow_a_region_for_a_then_b(rt: &Runtime) -> (u64, u64, Model) {
     let page = 64 * MIB;
-    let ma = rt.load(&neff("neff_a", NEFF_A), 0, -1).unwrap();
+    let ma = rt.load(&neff("neff_a", NEFF_A), Some(0)).unwrap();
     // 1.5 GiB: 24 pages.
     let (low_a, top) = region(&pages(rt));
     assert_eq!(top - low_a, 24 * page);
-    let mb = rt.load(&neff("neff_b", NEFF_B), 0, -1).unwrap();
+    let mb = rt.load(&neff("neff_b", NEFF_B), Some(0)).unwrap();
     // 1.6 GiB (1,636 MiB): 26 pages, the region grown downward in place.
     let (low_b, top_b) = region(&pages(rt));
     assert_eq!((top_b, top - low_b), (top, 26 * page));

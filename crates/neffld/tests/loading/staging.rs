@@ -28,7 +28,7 @@ fn every_fixture_stages_subgraph_i_on_physical_core_2l_plus_i() {
         let mut models = Vec::new();
         for vnc in [0u32, 1, 3] {
             let m = rt
-                .load(&bytes, vnc as i32, 1)
+                .load(&bytes, Some(vnc))
                 .unwrap_or_else(|e| panic!("{name} on vnc {vnc}: {e} [{}]", e.status()));
             assert_eq!(m.vnc.0, vnc, "{name}");
             rt.with_model(&m, |lm| {
@@ -77,8 +77,8 @@ fn every_fixture_stages_subgraph_i_on_physical_core_2l_plus_i() {
 fn a_writer_built_trn1_neff_stages_on_each_trn1_core() {
     let (rt, dev) = runtime(Arch::Sunda);
     let bytes = Synth::static_sunda().write(Producer::V2_18);
-    let a = rt.load(&bytes, 0, 1).unwrap();
-    let b = rt.load(&bytes, 1, 1).unwrap();
+    let a = rt.load(&bytes, Some(0)).unwrap();
+    let b = rt.load(&bytes, Some(1)).unwrap();
     for (m, core) in [(&a, 0u32), (&b, 1)] {
         rt.with_model(m, |lm| {
             assert_eq!(lm.cores.len(), 1);
@@ -99,7 +99,7 @@ fn a_writer_built_trn1_neff_stages_on_each_trn1_core() {
 fn a_one_subgraph_neff_on_an_lnc2_core_uses_tpbs_0_only() {
     let (rt, dev) = runtime(Arch::Cayman);
     let bytes = write_with_lnc(&Synth::dynamic_cayman_n(1), 2, true);
-    let m = rt.load(&bytes, 2, 1).unwrap();
+    let m = rt.load(&bytes, Some(2)).unwrap();
     rt.with_model(&m, |lm| {
         assert_eq!(lm.cores.len(), 1);
         assert_eq!(lm.cores[0].pcore(), PCore(4));
@@ -115,7 +115,7 @@ fn a_one_subgraph_neff_on_an_lnc2_core_uses_tpbs_0_only() {
 fn a_trn2_neff_on_trn1_fails_with_invalid() {
     let (rt, dev) = runtime(Arch::Sunda);
     let bytes = write_with_lnc(&Synth::dynamic_cayman(), 2, false);
-    let e = rt.load(&bytes, -1, 1).unwrap_err();
+    let e = rt.load(&bytes, None).unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
     assert_eq!(e.status().code(), 2);
     assert!(
@@ -127,8 +127,8 @@ fn a_trn2_neff_on_trn1_fails_with_invalid() {
     assert_eq!(rt.loaded_models(), 0);
     // The claim was released: both trn1 cores are still free.
     let ok = Synth::static_sunda().write(Producer::V2_18);
-    let a = rt.load(&ok, -1, 1).unwrap();
-    let b = rt.load(&ok, -1, 1).unwrap();
+    let a = rt.load(&ok, None).unwrap();
+    let b = rt.load(&ok, None).unwrap();
     assert_eq!((a.vnc.0, b.vnc.0), (0, 1));
 }
 
@@ -141,13 +141,13 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
     let geometry = Geometry::custom(Arch::Cayman, 1, 1, 1 << 30).unwrap();
     let (rt, dev) = runtime_on(geometry, Some(1));
     let bytes = write_with_lnc(&Synth::dynamic_cayman(), 2, false);
-    let e = rt.load(&bytes, -1, 1).unwrap_err();
+    let e = rt.load(&bytes, None).unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
     assert!(e.to_string().contains("2 subgraphs"), "{e}");
     assert_eq!(beyond_start(&*dev).len(), 0);
     // Declared LNC 2 on an LNC-1 runtime: the LNC gate.
     let declared = write_with_lnc(&Synth::dynamic_cayman(), 2, true);
-    let e = rt.load(&declared, -1, 1).unwrap_err();
+    let e = rt.load(&declared, None).unwrap_err();
     assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
 
     // The staging check itself: two kbins, one physical core.
@@ -204,7 +204,7 @@ fn every_fixture_reads_back_weights_images_and_rings() {
     for (name, bytes) in all_fixtures() {
         let (rt, dev) = runtime(Arch::Cayman);
         let (neff, parsed) = parse(&bytes, Arch::Cayman, 2);
-        let m = rt.load(&bytes, 1, 1).unwrap();
+        let m = rt.load(&bytes, Some(1)).unwrap();
         let (mut files, mut images, mut rings) = (0, 0, 0);
         rt.with_model(&m, |lm| {
             for (core, kbin) in lm.cores.iter().zip(&parsed.kbins) {
@@ -368,7 +368,7 @@ fn a_large_weight_reads_back_from_the_payload_the_device_keeps() {
     let (neff, parsed) = parse(&bytes, Arch::Cayman, 1);
     let (rt, dev) = runtime_on(Geometry::for_arch(Arch::Cayman), Some(1));
     let pages_before = dev.stored_pages();
-    let m = rt.load(&bytes, 0, 1).unwrap();
+    let m = rt.load(&bytes, Some(0)).unwrap();
     let kbin = &parsed.kbins[0];
     let (var, weight) = kbin
         .vars()

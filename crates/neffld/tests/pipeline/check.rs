@@ -25,7 +25,7 @@ fn staged(
 ) {
     let (rt, _dev) = runtime(arch);
     let (_neff, parsed) = parse(bytes, arch, lnc);
-    let model = rt.load(bytes, -1, 1).expect("loads");
+    let model = rt.load(bytes, None).expect("loads");
     rt.with_model(&model, |lm| {
         f(&**rt.devices().next().unwrap(), &parsed.kbins, lm)
     })
@@ -267,7 +267,7 @@ fn two_dge_tables_fail_the_parse_with_one_rule() {
         "{e}"
     );
     let (rt, dev) = runtime(Arch::Cayman);
-    let l = rt.load(&bytes, -1, 1).unwrap_err();
+    let l = rt.load(&bytes, None).unwrap_err();
     let v = neffld::verify(
         &bytes,
         &neffld::settings::Settings::neff_own(neffld::config::RuntimeConfig::default()),
@@ -340,7 +340,7 @@ fn an_operand_on_a_zero_size_variable_fails_the_parse_as_the_load() {
     );
     let bytes = s.write(neffld::container::writer::Producer::V2_21);
     let (rt, dev) = runtime(Arch::Cayman);
-    let l = rt.load(&bytes, -1, 1).unwrap_err();
+    let l = rt.load(&bytes, None).unwrap_err();
     let v = neffld::verify(
         &bytes,
         &neffld::settings::Settings::neff_own(neffld::config::RuntimeConfig::default()),

@@ -130,7 +130,7 @@ fn a_large_payload_decodes_the_same_and_is_released() {
         ..RuntimeConfig::default()
     };
     let rt = Runtime::new(config).unwrap();
-    let model = rt.load_opened(map.bytes(), n, -1, 1).unwrap();
+    let model = rt.load_opened(map.bytes(), n, None).unwrap();
     assert_eq!(map.resident_bytes(), Some(before));
     rt.unload(&model).unwrap();
     // The members are the writer's: the weights read back whole.

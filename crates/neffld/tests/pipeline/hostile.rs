@@ -19,7 +19,7 @@ fn sunda() -> RuntimeConfig {
 /// Loads `s` (a trn1 NEFF) on a fresh trn1 runtime of `config`.
 fn load(s: &Synth, config: RuntimeConfig) -> Result<(), LoadError> {
     let rt = Runtime::new(config).unwrap();
-    let m = rt.load(&s.write(Producer::V2_18), -1, -1)?;
+    let m = rt.load(&s.write(Producer::V2_18), None)?;
     rt.unload(&m).unwrap();
     Ok(())
 }

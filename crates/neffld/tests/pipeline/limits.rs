@@ -35,7 +35,7 @@ fn load(arch: Arch, max_inflated: Option<u64>, bytes: &[u8]) -> (Result<(), Load
     };
     let rt = Runtime::with_device(cfg, dev.clone()).unwrap();
     let t = Instant::now();
-    let r = rt.load(bytes, -1, 1).map(|m| rt.unload(&m).unwrap());
+    let r = rt.load(bytes, None).map(|m| rt.unload(&m).unwrap());
     let dt = t.elapsed();
     assert_eq!(beyond_start(&*dev).len(), 0, "{:?}", dev.live_allocations());
     assert_eq!(rt.loaded_models(), 0);
@@ -375,7 +375,7 @@ fn bad_dma_patterns_are_refused_by_the_kbin_build_before_staging() {
         };
         let rt = Runtime::with_device(cfg, dev.clone()).unwrap();
         dev.set_fault_plan(FaultPlan::alloc(1).panicking());
-        let e = rt.load(&bytes, -1, 1).unwrap_err();
+        let e = rt.load(&bytes, None).unwrap_err();
         assert_eq!(e.status(), status, "{what}: {e}");
         assert_eq!(e.to_string(), message, "{what}");
         assert_eq!(beyond_start(&*dev).len(), 0, "{what}");

@@ -883,7 +883,7 @@ fn run(base: &Base, m: &Mutant, rigs: &mut [Option<Rig>; 2], watch: &Watch, tall
         Ordering::SeqCst,
     );
     let t = Instant::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| match rig.rt.load(&m.bytes, -1, 1) {
+    let outcome = catch_unwind(AssertUnwindSafe(|| match rig.rt.load(&m.bytes, None) {
         Ok(model) => rig
             .rt
             .unload(&model)
@@ -1154,7 +1154,7 @@ fn default_load(bytes: &[u8], validate_hash: bool) -> NrtStatus {
     let arch = neffld::parse::declared_arch(&neff).unwrap_or(Arch::Cayman);
     let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
     let rt = Runtime::with_device(RuntimeConfig { arch, ..config }, dev.clone()).expect("runtime");
-    let status = match rt.load_opened(bytes, neff, -1, 1) {
+    let status = match rt.load_opened(bytes, neff, None) {
         Ok(model) => {
             rt.unload(&model).expect("unload");
             NrtStatus::Success
