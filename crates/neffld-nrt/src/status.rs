@@ -4,7 +4,7 @@
 use std::ffi::{c_char, CStr};
 
 use neffld::api::{LoadError, Runtime};
-use neffld::error::DeviceError;
+use neffld::error::PipelineError;
 use neffld::NrtStatus;
 use tracing::error;
 
@@ -72,7 +72,7 @@ pub(crate) fn bad_vnc(api: &str, vnc: i32, rt: &Runtime) -> NRT_STATUS {
 }
 
 /// Logs a failed device operation and returns its status.
-pub(crate) fn device_error(api: &str, e: &DeviceError) -> NRT_STATUS {
+pub(crate) fn device_error(api: &str, e: &PipelineError) -> NRT_STATUS {
     let status = from_core(e.status());
     error!("{api}: {e}");
     status

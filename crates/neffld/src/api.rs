@@ -70,15 +70,9 @@ pub enum LoadError {
     #[error(transparent)]
     Container(#[from] ContainerError),
     #[error(transparent)]
-    Device(#[from] DeviceError),
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-    #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
-    Parse(#[from] ParseError),
-    #[error(transparent)]
-    Stage(#[from] StageError),
+    Pipeline(#[from] PipelineError),
     #[error("the staged model failed validation: {}", .0.iter().map(|f| format!("{}: {}", f.subgraph, f.what)).collect::<Vec<_>>().join("; "))]
     Validation(Vec<Finding>),
 }
@@ -93,11 +87,8 @@ impl LoadError {
             LoadError::ForeignModel { .. } => NrtStatus::InvalidHandle,
             LoadError::Panicked(_) => NrtStatus::Failure,
             LoadError::Container(e) => e.status(),
-            LoadError::Device(e) => e.status(),
-            LoadError::Registry(e) => e.status(),
             LoadError::Config(e) => e.status(),
-            LoadError::Parse(e) => e.status(),
-            LoadError::Stage(e) => e.status(),
+            LoadError::Pipeline(e) => e.status(),
             LoadError::Validation(_) => NrtStatus::Failure,
         }
     }
@@ -106,14 +97,114 @@ impl LoadError {
     pub fn stage(&self) -> &'static str {
         match self {
             LoadError::Container(_) => "container",
-            LoadError::Parse(_) => "parse",
-            LoadError::Stage(_) => "stage",
+            LoadError::Pipeline(e) => e.stage(),
             LoadError::Validation(_) => "validate",
-            LoadError::Device(_) => "device",
-            LoadError::Registry(_) => "registry",
             LoadError::Config(_) => "config",
             _ => "guard",
         }
+    }
+}
+
+/// A refusal from inside the pipeline: the manifests and kernel records
+/// (S2–S3), staging and relocation (S4–S5), the simulated device, or the
+/// model table. The message names what and where and [`status`] is what
+/// `nrt_load` returns; the case behind it is the pipeline's own (its cases
+/// follow the reference runtime's lines and change with them), so it is
+/// not matched on — [`stage`] says which part of the pipeline refused.
+///
+/// [`status`]: PipelineError::status
+/// [`stage`]: PipelineError::stage
+#[derive(Debug, Error)]
+#[error(transparent)]
+pub struct PipelineError(Cause);
+
+#[cfg(feature = "testkit")]
+pub use cause::Cause;
+#[cfg(not(feature = "testkit"))]
+use cause::Cause;
+
+mod cause {
+    use super::{DeviceError, Error, ParseError, RegistryError, StageError};
+
+    /// What is behind a [`PipelineError`](super::PipelineError): the layer's
+    /// own error. Nameable by the project's tests only (the `testkit` feature).
+    #[derive(Debug, Error)]
+    pub enum Cause {
+        /// S2–S3.
+        #[error(transparent)]
+        Parse(ParseError),
+        /// S4–S5.
+        #[error(transparent)]
+        Stage(StageError),
+        /// The device refused an allocation or a copy.
+        #[error(transparent)]
+        Device(DeviceError),
+        /// The model table refused a registration or an unload.
+        #[error(transparent)]
+        Registry(RegistryError),
+    }
+}
+
+impl PipelineError {
+    /// The `NRT_STATUS` a C caller sees.
+    pub fn status(&self) -> NrtStatus {
+        match &self.0 {
+            Cause::Parse(e) => e.status(),
+            Cause::Stage(e) => e.status(),
+            Cause::Device(e) => e.status(),
+            Cause::Registry(e) => e.status(),
+        }
+    }
+
+    /// The part of the pipeline that refused, as tools name it ("parse",
+    /// "stage", "device", "registry"), for a report's `stage` field.
+    pub fn stage(&self) -> &'static str {
+        match &self.0 {
+            Cause::Parse(_) => "parse",
+            Cause::Stage(_) => "stage",
+            Cause::Device(_) => "device",
+            Cause::Registry(_) => "registry",
+        }
+    }
+
+    /// The layer's own error, for tests that check which case refused.
+    #[cfg(feature = "testkit")]
+    pub fn cause(&self) -> &Cause {
+        &self.0
+    }
+}
+
+/// The layer errors a [`PipelineError`] wraps. Not `From` impls on the
+/// public types: an impl would make the layer's error reachable from
+/// outside (`unnameable_types`), so the pipeline converts with
+/// [`LoadError::pipeline`] (`map_err`) instead of `?`.
+macro_rules! cause_from {
+    ($($err:ident => $case:ident),* $(,)?) => {$(
+        impl From<$err> for Cause {
+            fn from(e: $err) -> Cause {
+                Cause::$case(e)
+            }
+        }
+    )*};
+}
+
+cause_from!(
+    ParseError => Parse,
+    StageError => Stage,
+    DeviceError => Device,
+    RegistryError => Registry,
+);
+
+impl PipelineError {
+    pub(crate) fn new(cause: impl Into<Cause>) -> PipelineError {
+        PipelineError(cause.into())
+    }
+}
+
+impl LoadError {
+    /// A layer's error as the load's.
+    pub(crate) fn pipeline(cause: impl Into<Cause>) -> LoadError {
+        LoadError::Pipeline(PipelineError::new(cause))
     }
 }
 
@@ -325,12 +416,25 @@ impl DeviceTensor {
         self.alloc.allocation().pa.0
     }
 
-    pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), DeviceError> {
-        self.alloc.device().read(self.alloc.handle(), offset, out)
+    /// `nrt_tensor_read`: the tensor's bytes from `offset` into `out`,
+    /// refused when they do not lie inside the tensor or the device keeps
+    /// no bytes (the accounting-only device).
+    pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), PipelineError> {
+        Ok(self
+            .alloc
+            .device()
+            .read(self.alloc.handle(), offset, out)
+            .map_err(PipelineError::new)?)
     }
 
-    pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.alloc.device().write(self.alloc.handle(), offset, data)
+    /// `nrt_tensor_write`: `data` into the tensor at `offset`, refused
+    /// when it does not lie inside the tensor.
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), PipelineError> {
+        Ok(self
+            .alloc
+            .device()
+            .write(self.alloc.handle(), offset, data)
+            .map_err(PipelineError::new)?)
     }
 }
 
@@ -443,12 +547,12 @@ impl Runtime {
             parses: Parses,
         ) -> Result<Runtime, LoadError> {
             let Some(first) = devices.first() else {
-                return Err(LoadError::Device(DeviceError::Invalid {
+                return Err(LoadError::pipeline(DeviceError::Invalid {
                     reason: "an instance needs at least one device".into(),
                 }));
             };
             if let Some(other) = devices.iter().find(|d| d.geometry() != first.geometry()) {
-                return Err(LoadError::Device(DeviceError::Invalid {
+                return Err(LoadError::pipeline(DeviceError::Invalid {
                     reason: format!(
                         "the devices of one instance have one geometry: {:?} differs from {:?}",
                         other.geometry(),
@@ -475,7 +579,7 @@ impl Runtime {
                         device,
                     })
                 })
-                .collect::<Result<Vec<Chip>, DeviceError>>()?;
+                .collect::<Result<Vec<Chip>, DeviceError>>().map_err(LoadError::pipeline)?;
             Ok(Runtime {
                 vnc_usage: Mutex::new(vec![0; visible.len()]),
                 visible,
@@ -529,7 +633,10 @@ impl Runtime {
     ) -> Result<DeviceTensor, LoadError> {
         self.guard()?;
         let (nd, device, core) = self.placement_of_vnc(vnc)?;
-        let hbm = device.geometry().hbm_of(core)?;
+        let hbm = device
+            .geometry()
+            .hbm_of(core)
+            .map_err(LoadError::pipeline)?;
         let req = AllocReq {
             size,
             align: 0,
@@ -540,7 +647,7 @@ impl Runtime {
             hint: name,
         };
         Ok(DeviceTensor {
-            alloc: Owned::new(device, req)?,
+            alloc: Owned::new(device, req).map_err(LoadError::pipeline)?,
             vnc,
             device: nd,
             core,
@@ -582,7 +689,7 @@ impl Runtime {
             let (nd, device, local) = self.vnc_location(vnc)?;
             let first = device
                 .geometry()
-                .pcores_of(local, self.config.lnc_size())?
+                .pcores_of(local, self.config.lnc_size()).map_err(LoadError::pipeline)?
                 .start;
             Ok((nd, device, PCore(first)))
         }
@@ -815,7 +922,7 @@ impl Runtime {
                 };
                 timings.container = t.elapsed();
                 let t = Instant::now();
-                let model = parse::parse(&neff, &popts)?;
+                let model = parse::parse(&neff, &popts).map_err(LoadError::pipeline)?;
                 timings.parse = t.elapsed();
                 Ok(Parsed { neff, model })
             },
@@ -830,7 +937,8 @@ impl Runtime {
         let pcores: Vec<PCore> = chip
             .device
             .geometry()
-            .pcores_of(local, lnc)?
+            .pcores_of(local, lnc)
+            .map_err(LoadError::pipeline)?
             .map(PCore)
             .collect();
         let h_model = self.registry.new_h_model();
@@ -851,7 +959,8 @@ impl Runtime {
             &pcores,
             h_model,
             sopts,
-        )?;
+        )
+        .map_err(LoadError::pipeline)?;
         timings.stage = t.elapsed();
         timings.relocate = staged.iter().map(|i| i.reloc_time).sum();
         if self.config.check {
@@ -913,7 +1022,7 @@ impl Runtime {
             // so `f` may call into the runtime again.
             let m = {
                 let _open = self.enter_for(model)?;
-                self.registry.acquire(model.h_nn)?
+                self.registry.acquire(model.h_nn).map_err(LoadError::pipeline)?
             };
             Ok(f(&m.model))
         }
@@ -930,7 +1039,7 @@ impl Runtime {
     /// logical-core claim.
     fn unload_handle(&self, h: HNn) -> Result<(), LoadError> {
         tracing::info!("Unloading {}", h.0);
-        let model = self.registry.remove(h)?.model;
+        let model = self.registry.remove(h).map_err(LoadError::pipeline)?.model;
         drop(model.cores);
         if let Some(i) = self.visible.iter().position(|&v| v == model.vnc.0) {
             unclaim(&self.vnc_usage, i);
@@ -956,7 +1065,13 @@ impl Runtime {
     /// `nrt_get_model_tensor_info`: all inputs in name order, then all outputs.
     pub fn tensor_info(&self, model: &Model) -> Result<Vec<TensorInfo>, LoadError> {
         let _open = self.enter_for(model)?;
-        Ok(self.registry.acquire(model.h_nn)?.model.tensors.clone())
+        Ok(self
+            .registry
+            .acquire(model.h_nn)
+            .map_err(LoadError::pipeline)?
+            .model
+            .tensors
+            .clone())
     }
 
     /// How many parses (S1–S3) this runtime has run; loads that reused a

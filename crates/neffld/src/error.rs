@@ -1,18 +1,12 @@
-//! Every error a load can end with, one enum per layer, nameable so that a
-//! caller can match on the layer's cases; [`LoadError`] holds them all, and
-//! each gives its NRT status.
+//! Every error a load can end with, and its NRT status. [`LoadError`]'s
+//! variants are what a caller can act on (the runtime closed, no free
+//! core, a core that is not there, a container or a setting refused, the
+//! staged model's findings); what the pipeline's inner layers refuse is one
+//! opaque [`PipelineError`] with a status and a message, since their cases
+//! are the pipeline's own and change with it.
 
-pub use crate::api::LoadError;
+pub use crate::api::{LoadError, PipelineError};
 pub use crate::config::ConfigError;
 pub use crate::container::{ContainerError, FileKind, HashAlgorithm};
-pub use crate::device::{CopyOp, DeviceError, FaultOp, MemHandle, StartTaken};
 pub use crate::fallible::HostOom;
-pub use crate::kbin::KbinError;
-pub use crate::manifest::ManifestError;
-pub use crate::parse::ParseError;
-pub use crate::registry::RegistryError;
-pub use crate::relocate::ipmap::IpMapError;
-pub use crate::relocate::RelocError;
-pub use crate::stage::scratchpad::ReserveError;
 pub use crate::stage::validate::Finding;
-pub use crate::stage::{ScratchpadNeed, StageError};

@@ -44,9 +44,11 @@ pub const SB_APERTURE_BASE: u64 = 1 << 48;
 pub const SB_APERTURE_STRIDE: u64 = 0x10_0000_0000;
 
 /// Largest core count [`Geometry::custom`] accepts.
+#[cfg(any(test, feature = "testkit"))]
 pub const MAX_CORES: u32 = 256;
 
 /// Largest channel count [`Geometry::custom`] accepts.
+#[cfg(any(test, feature = "testkit"))]
 pub const MAX_CHANNELS: u32 = 64;
 
 /// The shape of one device.
@@ -87,6 +89,7 @@ impl Geometry {
     ///
     /// Channels larger than 64 GiB get a base stride rounded up to a multiple
     /// of 64 GiB, so channel bases stay aligned the way real ones are.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn custom(
         arch: Arch,
         cores: u32,
@@ -166,23 +169,27 @@ impl Geometry {
         self.cores / self.hbm_channels
     }
 
-    /// The HBM channel a physical core allocates from.
-    pub fn hbm_of(&self, core: PCore) -> Result<u32, DeviceError> {
-        self.check_core(core)?;
-        Ok(core.0 / self.cores_per_hbm())
+    testkit_pub! {
+        /// The HBM channel a physical core allocates from.
+        fn hbm_of(&self, core: PCore) -> Result<u32, DeviceError> {
+            self.check_core(core)?;
+            Ok(core.0 / self.cores_per_hbm())
+        }
     }
 
-    /// The first byte of a channel's window (the carve-out starts here).
-    pub fn channel_base(&self, channel: u32) -> Result<Pa, DeviceError> {
-        if channel >= self.hbm_channels {
-            return Err(DeviceError::Invalid {
-                reason: format!(
-                    "HBM channel {channel} out of range (device has {})",
-                    self.hbm_channels
-                ),
-            });
+    testkit_pub! {
+        /// The first byte of a channel's window (the carve-out starts here).
+        fn channel_base(&self, channel: u32) -> Result<Pa, DeviceError> {
+            if channel >= self.hbm_channels {
+                return Err(DeviceError::Invalid {
+                    reason: format!(
+                        "HBM channel {channel} out of range (device has {})",
+                        self.hbm_channels
+                    ),
+                });
+            }
+            Ok(Pa(u64::from(channel) * self.channel_stride))
         }
-        Ok(Pa(u64::from(channel) * self.channel_stride))
     }
 
     /// Logical-core size when nothing is configured: sunda is forced to 1,
@@ -217,24 +224,26 @@ impl Geometry {
         }
     }
 
-    /// Physical cores of logical core `lcore` at LNC size `lnc`
-    /// (`[L*s .. L*s+s-1]`, §5.1), after checking the size is usable here.
-    pub fn pcores_of(&self, lcore: LCore, lnc: u32) -> Result<std::ops::Range<u32>, DeviceError> {
-        if !self.takes_lnc(lnc) {
-            return Err(DeviceError::Invalid {
-                reason: format!(
-                    "LNC size {lnc}: this device takes logical-core size {}",
-                    self.lnc_sizes_text()
-                ),
-            });
+    testkit_pub! {
+        /// Physical cores of logical core `lcore` at LNC size `lnc`
+        /// (`[L*s .. L*s+s-1]`, §5.1), after checking the size is usable here.
+        fn pcores_of(&self, lcore: LCore, lnc: u32) -> Result<std::ops::Range<u32>, DeviceError> {
+            if !self.takes_lnc(lnc) {
+                return Err(DeviceError::Invalid {
+                    reason: format!(
+                        "LNC size {lnc}: this device takes logical-core size {}",
+                        self.lnc_sizes_text()
+                    ),
+                });
+            }
+            let visible = self.cores / lnc;
+            if lcore.0 >= visible {
+                return Err(DeviceError::Invalid {
+                    reason: format!("Invalid vnc {}, visible vncs: {visible}", lcore.0),
+                });
+            }
+            Ok(lcore.0 * lnc..lcore.0 * lnc + lnc)
         }
-        let visible = self.cores / lnc;
-        if lcore.0 >= visible {
-            return Err(DeviceError::Invalid {
-                reason: format!("Invalid vnc {}, visible vncs: {visible}", lcore.0),
-            });
-        }
-        Ok(lcore.0 * lnc..lcore.0 * lnc + lnc)
     }
 
     /// Bytes of state buffer each partition really has (the rest of the
@@ -247,10 +256,12 @@ impl Geometry {
         }
     }
 
-    /// The state-buffer AXI base of a core (the address of an `SB` variable).
-    pub fn sb_base(&self, core: PCore) -> Result<Pa, DeviceError> {
-        self.check_core(core)?;
-        Ok(Pa(SB_APERTURE_BASE + u64::from(core.0) * SB_APERTURE_STRIDE))
+    testkit_pub! {
+        /// The state-buffer AXI base of a core (the address of an `SB` variable).
+        fn sb_base(&self, core: PCore) -> Result<Pa, DeviceError> {
+            self.check_core(core)?;
+            Ok(Pa(SB_APERTURE_BASE + u64::from(core.0) * SB_APERTURE_STRIDE))
+        }
     }
 
     /// Offset of event register 0 from the state-buffer base.
@@ -262,6 +273,7 @@ impl Geometry {
     }
 
     /// The address of event register `id` of a core.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn event_addr(&self, core: PCore, id: u32) -> Result<Pa, DeviceError> {
         let base = self.sb_base(core)?;
         Ok(Pa(base.0 + self.event_offset() + 4 * u64::from(id)))

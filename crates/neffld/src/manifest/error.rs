@@ -207,12 +207,6 @@ pub enum ManifestError {
         queue: String,
         count: usize,
     },
-    #[error("Invalid DMA queue {queue} in {member}: {detail}")]
-    InvalidQueue {
-        member: String,
-        queue: String,
-        detail: String,
-    },
 
     // ---- DMA blocks (rows 47–48d) -----------------------------------------
     #[error("Unknown dma operation: {op} (block {queue}/{id} in {member})")]
@@ -343,18 +337,12 @@ pub enum ManifestError {
         var_size: u64,
     },
 
-    // ---- host resources ----------------------------------------------------
-    #[error("Failed to allocate memory for {what} ({bytes} bytes)")]
-    Alloc { what: String, bytes: u64 },
 }
 
 impl ManifestError {
-    /// Every manifest reject is `NRT_INVALID` except a host allocation
-    /// failure, which is `NRT_RESOURCE` (parse.md §9, our decision).
+    /// Every manifest reject is `NRT_INVALID` (parse.md §9); the host
+    /// running out of memory is `HostOom`'s, not a manifest's.
     pub fn status(&self) -> NrtStatus {
-        match self {
-            ManifestError::Alloc { .. } => NrtStatus::Resource,
-            _ => NrtStatus::Invalid,
-        }
+        NrtStatus::Invalid
     }
 }

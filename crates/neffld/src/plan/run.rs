@@ -581,7 +581,8 @@ impl<'s> Exec<'s> {
                 place: Place::Kernel,
                 hint: &hint,
             };
-            self.profile_buffers.push(Owned::new(&dev, req)?);
+            self.profile_buffers
+                .push(Owned::new(&dev, req).map_err(LoadError::pipeline)?);
         }
         Ok(())
     }

@@ -11,6 +11,7 @@
 //! so the mapping is exact across untouched runs between patches. Indices
 //! are 0-based record numbers (a record is 64 bytes).
 
+#[cfg(any(test, feature = "testkit"))]
 use thiserror::Error;
 
 /// Record size of every engine stream.
@@ -97,6 +98,8 @@ impl ImageLayout {
     }
 }
 
+/// Why a device address has no NEFF offset (the tests' reverse mapping).
+#[cfg(any(test, feature = "testkit"))]
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum IpMapError {
     #[error("device_ip {0:#x} is out of bounds of main and function buffer")]

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
+use crate::api::PipelineError;
 use crate::api::{LoadError, Runtime};
 use crate::config::{DeviceKind, RuntimeConfig};
 use crate::container::{self, Neff, OpenOptions};
-use crate::device::DeviceError;
 use crate::line::RuntimeLine;
 use crate::manifest::engine::EngineType;
 use crate::parse::{self, ParsedModel};
@@ -399,7 +399,7 @@ pub enum CompareError {
     #[error(transparent)]
     Load(#[from] LoadError),
     #[error("reading the staged images back: {0}")]
-    Device(#[from] DeviceError),
+    Device(PipelineError),
     #[error("the capture is of another NEFF: it names {capture_name:?} with uuid {capture_uuid}, this NEFF is {neff_name:?} with uuid {neff_uuid}")]
     OtherNeff {
         capture_name: String,
@@ -481,7 +481,7 @@ pub fn load_and_compare(
         });
     }
     let parsed = parse::parse(&opened, &crate::manifest::ParseOptions::new(arch, lnc))
-        .map_err(LoadError::from)?;
+        .map_err(LoadError::pipeline)?;
     let streams = neff_streams(&opened, &parsed);
     let rt = Runtime::new(config)?;
     let model = rt.load(neff, Some(vnc))?;

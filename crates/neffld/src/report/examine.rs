@@ -378,7 +378,9 @@ impl Examination {
         let passed: &[Gate] = match &outcome {
             Ok(_) if config.check => &[Gate::Parse, Gate::Stage, Gate::Validate],
             Ok(_) => &[Gate::Parse, Gate::Stage],
-            Err(LoadError::Stage(_) | LoadError::Device(_)) => &[Gate::Parse],
+            Err(LoadError::Pipeline(e)) if matches!(e.stage(), "stage" | "device") => {
+                &[Gate::Parse]
+            }
             Err(LoadError::Validation(_)) => &[Gate::Parse, Gate::Stage],
             Err(_) => &[],
         };
@@ -484,7 +486,7 @@ impl Examination {
 
     /// S2 and S3 with the NEFF's own options, for [`Examination::contents`].
     fn parse(&mut self, neff: &Neff) -> Result<(), LoadError> {
-        let parsed = parse::parse(neff, &own_parse_options(neff))?;
+        let parsed = parse::parse(neff, &own_parse_options(neff)).map_err(LoadError::pipeline)?;
         let contents = Contents::of(&parsed);
         self.warn(&contents.warnings);
         self.contents = Some(contents);

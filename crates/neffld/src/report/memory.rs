@@ -188,7 +188,7 @@ impl MemoryStats {
     /// `nrt_get_vnc_memory_stats` for visible logical core `vnc` of `rt`.
     pub fn of_vnc(rt: &Runtime, vnc: u32) -> Result<MemoryStats, LoadError> {
         let (_, device, lcore) = rt.vnc_location(vnc)?;
-        Ok(MemoryStats::of(device, lcore, rt.config().lnc_size())?)
+        Ok(MemoryStats::of(device, lcore, rt.config().lnc_size()).map_err(LoadError::pipeline)?)
     }
 
     testkit_pub! {
@@ -432,7 +432,7 @@ impl MemoryReport {
     /// The report of device `ND nd` of `rt`, now.
     pub fn of_device(rt: &Runtime, nd: u32) -> Result<MemoryReport, LoadError> {
         let device = rt.devices().nth(nd as usize).ok_or_else(|| {
-            LoadError::Device(DeviceError::Invalid {
+            LoadError::pipeline(DeviceError::Invalid {
                 reason: format!("the instance has no device {nd}"),
             })
         })?;

@@ -38,7 +38,7 @@ impl Weight {
 /// Every weight of `neff` once, by first declaration, as a load under
 /// `config` reads the manifests.
 pub fn weights(neff: &Neff, config: &RuntimeConfig) -> Result<Vec<Weight>, LoadError> {
-    let model = parse::parse(neff, &config.parse_options())?;
+    let model = parse::parse(neff, &config.parse_options()).map_err(LoadError::pipeline)?;
     let mut out: Vec<Weight> = Vec::new();
     for kbin in &model.kbins {
         for var in kbin.vars().iter() {

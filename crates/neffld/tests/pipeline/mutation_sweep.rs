@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use neffld::api::{LoadError, Runtime};
+use neffld::api::{Cause, LoadError, Runtime};
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::{gzip, tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::container::{self, OpenOptions, HEADER_LEN};
@@ -832,12 +832,12 @@ struct Tally {
 fn stage_of(e: &LoadError) -> &'static str {
     match e {
         LoadError::Container(_) => "container",
-        LoadError::Parse(ParseError::Manifest(_)) => "manifest",
-        LoadError::Parse(ParseError::Kbin(_)) => "kbin",
-        LoadError::Stage(_) => "stage",
-        LoadError::Device(_) => "device",
+        LoadError::Pipeline(e) => match e.cause() {
+            Cause::Parse(ParseError::Manifest(_)) => "manifest",
+            Cause::Parse(ParseError::Kbin(_)) => "kbin",
+            _ => e.stage(),
+        },
         LoadError::Validation(_) => "validation",
-        LoadError::Registry(_) => "registry",
         LoadError::Config(_) => "config",
         _ => "api",
     }
