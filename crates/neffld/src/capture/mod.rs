@@ -11,7 +11,12 @@
 //! It depends on nothing of the pipeline: the wire format and its records.
 
 mod ntff;
+// The protobuf wire format: this module's own, and the project's tests'
+// (the `testkit` feature); what users read is a [`Capture`].
+#[cfg(feature = "testkit")]
 pub mod wire;
+#[cfg(not(feature = "testkit"))]
+mod wire;
 pub mod writer;
 
 use std::borrow::Cow;

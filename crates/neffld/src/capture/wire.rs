@@ -202,7 +202,8 @@ impl<'a> Iterator for Fields<'a> {
     }
 }
 
-/// Bytes a varint of `v` takes.
+/// Bytes a varint of `v` takes (the tests check the writer against it).
+#[cfg(any(test, feature = "testkit"))]
 pub fn varint_len(mut v: u64) -> usize {
     let mut n = 1;
     while v >= 0x80 {
