@@ -316,50 +316,35 @@ pub struct Runtime {
 /// ([`Runtime::with_parses`]): a planner that plans a deployment again
 /// under another setting parses each NEFF once.
 #[derive(Clone)]
-pub struct Parses {
+pub(crate) struct Parses {
     cache: Arc<ParseCache<Parsed>>,
     count: Arc<AtomicU64>,
 }
 
 /// A NEFF's bytes with their fingerprint under one parse cache, taken once
-/// ([`Runtime::fingerprinted`]): a retained parse is matched to bytes by that
+/// (`Parses::fingerprint_of`): a retained parse is matched to bytes by that
 /// fingerprint, which otherwise costs a pass over the file at every load.
 /// The borrow keeps the bytes from changing while it lives.
-pub struct Fingerprinted<'a> {
+pub(crate) struct Fingerprinted<'a> {
     bytes: &'a [u8],
     print: u128,
     cache: Arc<ParseCache<Parsed>>,
 }
 
-impl Fingerprinted<'_> {
-    pub fn bytes(&self) -> &[u8] {
-        self.bytes
-    }
-}
-
 impl Parses {
     /// A parse cache of its own, with `config`'s policy.
-    pub fn new(config: &RuntimeConfig) -> Parses {
+    pub(crate) fn new(config: &RuntimeConfig) -> Parses {
         Parses {
             cache: Arc::new(ParseCache::new(config.cache_policy())),
             count: Arc::new(AtomicU64::new(0)),
         }
     }
 
-    /// `bytes` fingerprinted once for [`Runtime::load_fingerprinted`] on
-    /// every runtime that shares these parses.
-    pub fn fingerprinted<'a>(&self, bytes: &'a [u8]) -> Fingerprinted<'a> {
-        Fingerprinted {
-            bytes,
-            print: self.cache.fingerprint_of(bytes),
-            cache: Arc::clone(&self.cache),
-        }
-    }
-
-    /// The fingerprint [`Parses::fingerprinted`] takes, alone: for a caller
-    /// that holds the same bytes in another buffer by then (a file mapped
-    /// again so its pages are released as it is parsed).
-    pub fn fingerprint_of(&self, bytes: &[u8]) -> u128 {
+    /// The fingerprint of `bytes` under this cache, taken once for every
+    /// later load of the same bytes ([`Parses::fingerprinted_as`]), which
+    /// may be read from another buffer by then (a file mapped again so its
+    /// pages are released as it is parsed).
+    pub(crate) fn fingerprint_of(&self, bytes: &[u8]) -> u128 {
         self.cache.fingerprint_of(bytes)
     }
 
@@ -374,7 +359,7 @@ impl Parses {
     }
 
     /// Parses run (S1–S3) by every runtime sharing them.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }
 }
@@ -538,81 +523,72 @@ impl Runtime {
         }
     }
 
-    testkit_pub! {
-        /// As [`Runtime::with_devices`], sharing the parses of another runtime
-        /// ([`Runtime::parses`]; its cache policy stays).
-        fn with_parses(
-            config: RuntimeConfig,
-            devices: Vec<Arc<Device>>,
-            parses: Parses,
-        ) -> Result<Runtime, LoadError> {
-            let Some(first) = devices.first() else {
-                return Err(LoadError::pipeline(DeviceError::Invalid {
-                    reason: "an instance needs at least one device".into(),
-                }));
-            };
-            if let Some(other) = devices.iter().find(|d| d.geometry() != first.geometry()) {
-                return Err(LoadError::pipeline(DeviceError::Invalid {
-                    reason: format!(
-                        "the devices of one instance have one geometry: {:?} differs from {:?}",
-                        other.geometry(),
-                        first.geometry()
-                    ),
-                }));
-            }
-            let cores = first.geometry().cores();
-            let visible = config.logical_cores(first.geometry(), devices.len() as u32)?;
-            let lcores_per_chip = cores / config.lnc_size();
-            let scratchpad = config.scratchpad_mode();
-            if config.contiguous_scratchpad_asked() && !scratchpad.contiguous {
-                tracing::info!("Contiguous Scratchpad feature is disabled on LNC 1");
-            }
-            for w in config.start_warnings() {
-                tracing::warn!("{w}");
-            }
-            let chips = devices
-                .into_iter()
-                .map(|device| {
-                    Ok(Chip {
-                        _start: start(&device, &config)?,
-                        cores: Arc::new(Cores::new(cores, scratchpad)),
-                        device,
-                    })
-                })
-                .collect::<Result<Vec<Chip>, DeviceError>>().map_err(LoadError::pipeline)?;
-            Ok(Runtime {
-                vnc_usage: Mutex::new(vec![0; visible.len()]),
-                visible,
-                cache: parses.cache,
-                parses: parses.count,
-                config,
-                chips,
-                lcores_per_chip,
-                generation: RuntimeGen(GENERATIONS.fetch_add(1, Ordering::Relaxed)),
-                state: RwLock::new(RtState::Init),
-                registry: Registry::default(),
-                names: Arc::default(),
-            })
+    /// As [`Runtime::with_devices`], sharing the parses of another runtime
+    /// (its cache policy stays).
+    pub(crate) fn with_parses(
+        config: RuntimeConfig,
+        devices: Vec<Arc<Device>>,
+        parses: Parses,
+    ) -> Result<Runtime, LoadError> {
+        let Some(first) = devices.first() else {
+            return Err(LoadError::pipeline(DeviceError::Invalid {
+                reason: "an instance needs at least one device".into(),
+            }));
+        };
+        if let Some(other) = devices.iter().find(|d| d.geometry() != first.geometry()) {
+            return Err(LoadError::pipeline(DeviceError::Invalid {
+                reason: format!(
+                    "the devices of one instance have one geometry: {:?} differs from {:?}",
+                    other.geometry(),
+                    first.geometry()
+                ),
+            }));
         }
+        let cores = first.geometry().cores();
+        let visible = config.logical_cores(first.geometry(), devices.len() as u32)?;
+        let lcores_per_chip = cores / config.lnc_size();
+        let scratchpad = config.scratchpad_mode();
+        if config.contiguous_scratchpad_asked() && !scratchpad.contiguous {
+            tracing::info!("Contiguous Scratchpad feature is disabled on LNC 1");
+        }
+        for w in config.start_warnings() {
+            tracing::warn!("{w}");
+        }
+        let chips = devices
+            .into_iter()
+            .map(|device| {
+                Ok(Chip {
+                    _start: start(&device, &config)?,
+                    cores: Arc::new(Cores::new(cores, scratchpad)),
+                    device,
+                })
+            })
+            .collect::<Result<Vec<Chip>, DeviceError>>()
+            .map_err(LoadError::pipeline)?;
+        Ok(Runtime {
+            vnc_usage: Mutex::new(vec![0; visible.len()]),
+            visible,
+            cache: parses.cache,
+            parses: parses.count,
+            config,
+            chips,
+            lcores_per_chip,
+            generation: RuntimeGen(GENERATIONS.fetch_add(1, Ordering::Relaxed)),
+            state: RwLock::new(RtState::Init),
+            registry: Registry::default(),
+            names: Arc::default(),
+        })
     }
 
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
     }
 
-    /// This runtime's parse cache, for [`Runtime::with_parses`].
-    pub fn parses(&self) -> Parses {
-        Parses {
-            cache: Arc::clone(&self.cache),
-            count: Arc::clone(&self.parses),
-        }
-    }
-
     /// [`Runtime::load`] (or [`Runtime::load_opened`], with `opened`) of
     /// bytes fingerprinted before: a retained parse of them is reused
     /// without reading the file again. A fingerprint taken under another
     /// runtime's cache is not used.
-    pub fn load_fingerprinted(
+    pub(crate) fn load_fingerprinted(
         &self,
         neff: &Fingerprinted<'_>,
         opened: Option<Neff>,

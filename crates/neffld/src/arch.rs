@@ -10,7 +10,7 @@ use std::str::FromStr;
 /// (docs/reference/stage.md §6.1): what a NEFF's `state-buffer` variable
 /// spans (it has no `size` of its own) and what the device's geometry maps.
 /// It lives here, below both, so the two cannot disagree.
-pub const SB_WINDOW: u64 = 32 << 20;
+pub(crate) const SB_WINDOW: u64 = 32 << 20;
 
 /// A NeuronCore architecture. The discriminants are the runtime's enum values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

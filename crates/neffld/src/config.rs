@@ -157,7 +157,7 @@ pub struct RuntimeConfig {
 
 /// The profiler buffers the runtime lets a user size, and the variable
 /// that sizes each (in MiB).
-pub const PROFILE_BUFFERS: [(&str, &str); 5] = [
+pub(crate) const PROFILE_BUFFERS: [(&str, &str); 5] = [
     ("EVENT", "NEURON_RT_PROFILE_BUF_EVENT_MB"),
     ("DMA", "NEURON_RT_PROFILE_BUF_DMA_MB"),
     ("THROTTLE", "NEURON_RT_PROFILE_BUF_THROTTLE_MB"),
@@ -274,7 +274,7 @@ pub fn max_steps(lookup: impl Fn(&str) -> Option<String>) -> Result<usize, Confi
 /// The ceiling on a NEFF read from a stream (standard input, a pipe, a
 /// device): `NEFFLD_MAX_NEFF_SIZE` as `lookup` gives it, else
 /// [`crate::container::stream::MAX_STREAM_NEFF`].
-pub fn max_stream_neff(lookup: impl Fn(&str) -> Option<String>) -> Result<u64, ConfigError> {
+pub(crate) fn max_stream_neff(lookup: impl Fn(&str) -> Option<String>) -> Result<u64, ConfigError> {
     match lookup("NEFFLD_MAX_NEFF_SIZE") {
         Some(v) => parse_num("NEFFLD_MAX_NEFF_SIZE", &v),
         None => Ok(crate::container::stream::MAX_STREAM_NEFF),
@@ -282,7 +282,7 @@ pub fn max_stream_neff(lookup: impl Fn(&str) -> Option<String>) -> Result<u64, C
 }
 
 /// `"0-3,6"` → `[0, 1, 2, 3, 6]` (sorted, deduplicated).
-pub fn parse_core_list(var: &'static str, v: &str) -> Result<Vec<u32>, ConfigError> {
+pub(crate) fn parse_core_list(var: &'static str, v: &str) -> Result<Vec<u32>, ConfigError> {
     let bad = |reason: &str| ConfigError {
         var,
         value: v.into(),

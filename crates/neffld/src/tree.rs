@@ -327,13 +327,13 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Longest member path `extract` creates, in bytes (Linux's `PATH_MAX`).
-pub const MAX_PATH: usize = 4096;
+pub(crate) const MAX_PATH: usize = 4096;
 
 /// Most components of a member path `extract` creates.
-pub const MAX_DEPTH: usize = 256;
+pub(crate) const MAX_DEPTH: usize = 256;
 
 /// Longest file name (one component) a Linux file system takes.
-pub const MAX_NAME: usize = 255;
+pub(crate) const MAX_NAME: usize = 255;
 
 /// Whether `name` is one plain file name that stays in the directory it is
 /// created in: not empty, not `.` or `..`, no `/` or NUL, at most

@@ -31,9 +31,9 @@ pub use ntff::read;
 pub use wire::WireError;
 
 /// Where the metadata message starts in every version.
-pub const METADATA_OFFSET: usize = 0x80;
+pub(crate) const METADATA_OFFSET: usize = 0x80;
 /// The NTFF versions this reader knows.
-pub const VERSIONS: [u8; 3] = [4, 5, 6];
+pub(crate) const VERSIONS: [u8; 3] = [4, 5, 6];
 
 /// Why a capture could not be read. Every variant names where.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -188,9 +188,9 @@ pub const MEMORY_ROWS: [(&str, &str); 22] = [
 ];
 
 /// Rows in the oldest runtimes (2.23): one `dma rings` row at id 18.
-pub const OLD_ROW_COUNT: usize = 19;
+pub(crate) const OLD_ROW_COUNT: usize = 19;
 /// The single DMA row of [`OLD_ROW_COUNT`]-row captures.
-pub const OLD_DMA_ROW: (&str, &str) = ("dma rings", "DMA Rings");
+pub(crate) const OLD_DMA_ROW: (&str, &str) = ("dma rings", "DMA Rings");
 
 /// The profiler's name for a runtime row name.
 pub fn usage_type(name: &str) -> Option<&'static str> {

@@ -20,7 +20,7 @@ pub const CARVEOUT: u64 = 16 << 20;
 /// per HBM stack). Custom geometries with larger channels use a multiple.
 pub const CHANNEL_STRIDE: u64 = 0x10_0000_0000;
 
-pub use crate::arch::SB_WINDOW;
+pub(crate) use crate::arch::SB_WINDOW;
 
 /// State-buffer partitions per core.
 #[cfg(test)]

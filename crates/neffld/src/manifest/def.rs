@@ -222,7 +222,7 @@ impl VarOf {
     }
 }
 
-pub use crate::arch::SB_WINDOW;
+pub(crate) use crate::arch::SB_WINDOW;
 
 /// Bytes of the slot a pointer var is staged as.
 pub const POINTER_SLOT: u64 = 8;

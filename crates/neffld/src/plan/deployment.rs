@@ -534,7 +534,7 @@ struct RawStep {
 /// Largest deployment file read, in bytes: a deployment is a few lines
 /// per step, and a file of this size already names more steps than
 /// [`MAX_STEPS`].
-pub const MAX_DEPLOYMENT_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_DEPLOYMENT_BYTES: u64 = 16 << 20;
 
 /// The text of the deployment file at `path`: a regular file (a link to
 /// one is followed) of at most [`MAX_DEPLOYMENT_BYTES`], UTF-8. A device,

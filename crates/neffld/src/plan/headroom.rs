@@ -29,7 +29,7 @@ use super::deployment::Deployment;
 use super::run::{allocate, largest_fitting, Exec};
 
 /// Copies counted at most (a further copy beyond it is not tried).
-pub const COPY_LIMIT: u32 = 256;
+pub(crate) const COPY_LIMIT: u32 = 256;
 
 /// How many more copies of one NEFF fit on a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

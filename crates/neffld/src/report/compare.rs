@@ -145,7 +145,7 @@ impl RowComparison {
 }
 
 /// Rows that depend on who ran the model, not on the model.
-pub const UNCOUNTED_ROWS: [&str; 2] = ["profiler buffers", "tensor"];
+pub(crate) const UNCOUNTED_ROWS: [&str; 2] = ["profiler buffers", "tensor"];
 
 /// One subgraph, both sides.
 #[derive(Clone, Debug, PartialEq, Eq)]
