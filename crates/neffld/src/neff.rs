@@ -1,7 +1,25 @@
 //! The NEFF file as a whole, for tools that read one, write one or take one
 //! apart (`pack`, `extract`, and every command that takes a path): the
-//! container's deliberate surface. How the gates run stays inside
-//! [`crate::container`]; what they found is [`crate::report::examine`].
+//! container's deliberate surface. How the gates run stays inside the
+//! pipeline; what they found is [`crate::report::examine`].
+//!
+//! Opening runs the container's gates (header, digest, the payload's
+//! inflate and archive) and hands out its members, borrowed from one
+//! inflated buffer:
+//!
+//! ```
+//! use neffld::neff::{open, OpenOptions};
+//!
+//! let bytes = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.neff"));
+//! let neff = open(bytes, &OpenOptions::default())?;
+//! assert_eq!(neff.header().name_str(), "demo");
+//! let kelf = neff.archive().get("kelf-0.json").expect("the manifest chain's root");
+//! assert!(kelf.starts_with(b"{"));
+//! for (name, body) in neff.archive().iter() {
+//!     println!("{name}: {} bytes", body.len());
+//! }
+//! # Ok::<(), neffld::neff::ContainerError>(())
+//! ```
 
 use std::fs::File;
 use std::io::Read;

@@ -34,6 +34,22 @@ pub struct VerifyReport {
 /// Runs every gate of a load of `bytes` under `settings`: the architecture
 /// a flag or the environment named, else the NEFF's own
 /// ([`Settings::for_neff`]); the device is replaced by one without storage.
+/// What `neffld verify` and Python's `verify` answer: would this NEFF load,
+/// and how, without keeping a byte of it on a device.
+///
+/// ```
+/// use neffld::settings::{Asked, Settings};
+///
+/// let bytes = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.neff"));
+/// let settings = Settings::resolve(&Asked::default(), |_| None)?;
+/// let report = neffld::verify(bytes, &settings)?;
+/// assert_eq!((report.arch, report.subgraphs), (neffld::Arch::Sunda, 1));
+///
+/// // A NEFF cut short is refused with the status `nrt_load` would return.
+/// let err = neffld::verify(&bytes[..100], &settings).unwrap_err();
+/// assert_eq!(err.status(), neffld::NrtStatus::Invalid);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn verify(bytes: &[u8], settings: &Settings) -> Result<VerifyReport, LoadError> {
     let neff = container::open(bytes, &settings.open_options())?;
     let config = settings.for_neff(Some(&neff));

@@ -15,6 +15,22 @@ use super::{
 use crate::manifest::engine::EngineType;
 
 /// Reads a capture, borrowing image bytes from `bytes`.
+///
+/// ```
+/// let path = concat!(
+///     env!("CARGO_MANIFEST_DIR"),
+///     "/../../testdata/captures/kfusion__baseline_attention__baseline.ntff"
+/// );
+/// let bytes = std::fs::read(path)?;
+/// let capture = neffld::capture::read(&bytes)?;
+/// assert_eq!(capture.arch(), Some(neffld::Arch::Cayman)); // a trn2 capture
+/// for sg in &capture.subgraphs {
+///     // Each subgraph ran on one physical core; its engines' images are
+///     // at the device addresses the runtime chose.
+///     assert!(!sg.images.is_empty(), "{} on core {}", sg.name, sg.pcore);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
     if bytes.len() < METADATA_OFFSET {
         return Err(CaptureError::TooShort { len: bytes.len() });

@@ -260,6 +260,28 @@ impl Plan {
 
 /// Plans `deployment`: every step in order on a simulated instance, the
 /// headroom where it stopped, and advice judged by planning again.
+/// What `neffld plan` and Python's `plan` answer: does this mix of NEFFs
+/// and tensors fit the instance, and if not, where it stops and why. The
+/// process environment's runtime variables apply, as they would to a
+/// runtime.
+///
+/// ```
+/// use std::path::Path;
+/// use neffld::plan::{deployment::parse_toml, plan};
+///
+/// let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+/// let toml = r#"
+///     instance = "trn1.2xlarge"
+///     [[step]]
+///     load = "demo.neff"
+///     cores = "0-1"
+/// "#;
+/// let deployment = parse_toml(toml, "deploy.toml", &examples)?;
+/// let p = plan(&deployment)?;
+/// assert!(p.fits());
+/// assert_eq!(p.steps.len(), 2); // one step per core of the range
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
     let session = run::Session::open(deployment)?;
     let prints = session.prints();

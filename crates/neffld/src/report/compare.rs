@@ -447,6 +447,20 @@ pub fn capture_line(capture: &Capture<'_>) -> RuntimeLine {
 /// Loads `neff` on a fresh simulated runtime of the capture's architecture
 /// and runtime line ([`capture_line`]), on the capture's logical core, and
 /// compares; unloads before returning. Also returns neffld's staged view.
+/// What `neffld compare` answers: does neffld stage a NEFF as the real
+/// runtime did, image by image and memory row by memory row.
+///
+/// ```
+/// use neffld::report::compare::load_and_compare;
+///
+/// let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata");
+/// let neff = std::fs::read(format!("{data}/fixtures/kfusion__baseline_attention__baseline.neff"))?;
+/// let ntff = std::fs::read(format!("{data}/captures/kfusion__baseline_attention__baseline.ntff"))?;
+/// let capture = neffld::capture::read(&ntff)?;
+/// let (comparison, _ours) = load_and_compare(&neff, &capture)?;
+/// assert!(comparison.cores.iter().all(|c| c.agrees()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn load_and_compare(
     neff: &[u8],
     capture: &Capture<'_>,

@@ -298,6 +298,20 @@ impl Examination {
 
     /// The gates up to the archive, and the manifests when `opts.contents`;
     /// no device.
+    /// What `neffld inspect` shows: the header, the archive and, with
+    /// `contents`, the manifests' tensors and subgraphs.
+    ///
+    /// ```
+    /// use neffld::report::{Examination, ExamineOptions};
+    ///
+    /// let bytes = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.neff"));
+    /// let opts = ExamineOptions { contents: true, ..ExamineOptions::default() };
+    /// let x = Examination::of(bytes, &opts);
+    /// assert!(x.passed(), "{:?}", x.problem());
+    /// assert_eq!(x.declared_arch, Some(neffld::Arch::Sunda));
+    /// let contents = x.contents.expect("parsed");
+    /// assert_eq!(contents.subgraphs.len(), 1);
+    /// ```
     pub fn of(bytes: &[u8], opts: &ExamineOptions) -> Examination {
         let mut x = Examination::new(bytes);
         if let Some(neff) = x.open(bytes, opts) {
