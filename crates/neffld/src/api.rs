@@ -51,28 +51,53 @@ use crate::NrtStatus;
 /// Why a call failed: the layer's own error, or a guard of this layer.
 #[derive(Debug, Error)]
 pub enum LoadError {
+    /// The runtime was closed (`NRT_CLOSED`): a load racing a close, or a
+    /// call after it.
     #[error("NRT already closed")]
     Closed,
+    /// The core asked for is not one this process may use
+    /// (`NEURON_RT_VISIBLE_CORES`); a front end names its own flag.
     #[error("Invalid vnc {vnc}, visible vncs: {visible}")]
-    BadVnc { vnc: u32, visible: u32 },
+    BadVnc {
+        /// The visible index asked for.
+        vnc: u32,
+        /// How many logical cores are visible (valid: `0..visible`).
+        visible: u32,
+    },
+    /// Every visible core holds a model and none was named
+    /// (`NRT_LOAD_NOT_ENOUGH_NC`); the NEFF's name.
     #[error("No free logical NeuronCore to load {0}")]
     NoFreeVnc(String),
+    /// A model handle of another runtime (one closed before a re-init):
+    /// `NRT_INVALID_HANDLE`, never a model of this one.
     #[error("Failed to find model: {h_nn} belongs to runtime {model}, not to this runtime ({runtime})", h_nn = .h_nn.0)]
     ForeignModel {
+        /// The handle given.
         h_nn: HNn,
+        /// The runtime that gave it out.
         model: RuntimeGen,
+        /// This runtime.
         runtime: RuntimeGen,
     },
+    /// A bug: the load panicked, and its guards released everything it had
+    /// staged, so the runtime stays usable (`NRT_FAILURE`).
     #[error("the load panicked ({0}); everything it had staged was released")]
     Panicked(String),
+    /// `nrt_load_collectives` without a root communicator, or with a
+    /// device id outside the device count.
     #[error("nrt_load_collectives: {0}")]
     Collectives(String),
+    /// The container's gates (S1) refused the bytes.
     #[error(transparent)]
     Container(#[from] ContainerError),
+    /// A runtime variable or setting that cannot be honoured.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The manifests, staging, the device or the model table refused.
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
+    /// The staged model broke an invariant the validator checks
+    /// (`NEFFLD_CHECK`): a bug of neffld's, never of the NEFF.
     #[error("the staged model failed validation: {}", .0.iter().map(|f| format!("{}: {}", f.subgraph, f.what)).collect::<Vec<_>>().join("; "))]
     Validation(Vec<Finding>),
 }
@@ -217,9 +242,13 @@ pub use crate::manifest::{NrtDtype, TensorInfo, TensorUsage};
 pub struct Model {
     /// The runtime that loaded it; every other runtime refuses the handle.
     pub runtime: RuntimeGen,
+    /// Its registry handle, what the runtime's logs name.
     pub h_nn: HNn,
+    /// The logical core of the instance it claims.
     pub vnc: LCore,
+    /// The NEFF's name, from its header.
     pub name: String,
+    /// The NEFF's UUID, from its header (what the parse cache keys on).
     pub uuid: [u8; 16],
     /// Global device id of a collectives load.
     pub gid: Option<u32>,
@@ -228,7 +257,9 @@ pub struct Model {
 /// A loaded model as [`Runtime::summary`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelSummary {
+    /// The NEFF's name, from its header.
     pub name: String,
+    /// The NEFF's UUID, from its header.
     pub uuid: [u8; 16],
     /// The logical core of the instance it claims.
     pub vnc: LCore,
@@ -580,6 +611,7 @@ impl Runtime {
         })
     }
 
+    /// The configuration the runtime started with, settings resolved.
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
     }

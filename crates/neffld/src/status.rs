@@ -11,33 +11,61 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum NrtStatus {
+    /// The call did what it was asked.
     Success = 0,
+    /// A failure with no more specific code (a bug, a panic caught at the boundary).
     Failure = 1,
+    /// Bad input: a malformed NEFF, an argument out of range, a refused setting.
     Invalid = 2,
+    /// A model or tensor handle that is not live, or belongs to another runtime.
     InvalidHandle = 3,
+    /// Device memory (or another device resource) ran out.
     Resource = 4,
+    /// An execution did not finish in time (execution is not simulated).
     Timeout = 5,
+    /// The hardware reported an error (not simulated).
     HwError = 6,
+    /// An execution queue was full (not simulated).
     QueueFull = 7,
+    /// No logical core was free for a load that named none.
     LoadNotEnoughNc = 9,
+    /// The NEFF's format version is not one the runtime line reads.
     UnsupportedNeffVersion = 10,
+    /// The host ran out of memory.
     FailHostMemAlloc = 11,
+    /// A call before `nrt_init`.
     Uninitialized = 13,
+    /// A call after `nrt_close`, or a load that raced it.
     Closed = 14,
+    /// An execution queue was empty (not simulated).
     QueueEmpty = 15,
+    /// An execution unit failed unrecoverably (not simulated).
     ExecUnitUnrecoverable = 101,
+    /// An execution's inputs were bad (not simulated).
     ExecBadInput = 1002,
+    /// An execution completed with numerical errors (not simulated).
     ExecCompletedWithNumErr = 1003,
+    /// An execution completed with errors (not simulated).
     ExecCompletedWithErr = 1004,
+    /// The core was busy with another execution (not simulated).
     ExecNcBusy = 1005,
+    /// An execution accessed memory out of bounds (not simulated).
     ExecOob = 1006,
+    /// A collectives operation is still pending (not simulated).
     CollPending = 1100,
+    /// A collectives hardware error during execution (not simulated).
     ExecHwErrCollectives = 1200,
+    /// An uncorrectable HBM error during execution (not simulated).
     ExecHwErrHbmUe = 1201,
+    /// An uncorrectable core error during execution (not simulated).
     ExecHwErrNcUe = 1202,
+    /// A DMA abort during execution (not simulated).
     ExecHwErrDmaAbort = 1203,
+    /// A software notification queue overflowed (not simulated).
     ExecSwNqOverflow = 1204,
+    /// A repairable HBM error during execution (not simulated).
     ExecHwErrRepairableHbmUe = 1205,
+    /// The network proxy failed (not simulated).
     NetworkProxyFailure = 1206,
 }
 
