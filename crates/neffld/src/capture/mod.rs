@@ -38,39 +38,83 @@ pub(crate) const VERSIONS: [u8; 3] = [4, 5, 6];
 /// Why a capture could not be read. Every variant names where.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum CaptureError {
+    /// Fewer bytes than the fixed header: not a capture, or cut short.
     #[error("capture is {len} bytes, shorter than the {METADATA_OFFSET:#x}-byte header")]
-    TooShort { len: usize },
+    TooShort {
+        /// The file's length.
+        len: usize,
+    },
+    /// A version byte this reader does not know.
     #[error("NTFF version {version} is not supported (expected 4, 5 or 6)")]
-    UnsupportedVersion { version: u8 },
+    UnsupportedVersion {
+        /// The version byte.
+        version: u8,
+    },
     #[error(
         "metadata message of {len} bytes at 0x80 runs past the end of the {file_len}-byte capture"
     )]
-    MetadataOverrun { len: u64, file_len: usize },
+    /// The metadata message's length runs past the file.
+    MetadataOverrun {
+        /// Its declared length.
+        len: u64,
+        /// The file's length.
+        file_len: usize,
+    },
+    /// A protobuf field that does not decode.
     #[error("{path}: {source}")]
     Wire {
+        /// The field's path in the message.
         path: String,
+        /// What is wrong with its encoding.
         #[source]
         source: WireError,
     },
+    /// A field of the wrong wire type.
     #[error("{path} at offset {at:#x}: expected {expected}")]
     FieldType {
+        /// The field's path in the message.
         path: String,
+        /// Its byte offset in the file.
         at: usize,
+        /// The wire type the field must have.
         expected: &'static str,
     },
+    /// An engine index that is none of the five engines.
     #[error("{path} at offset {at:#x}: engine index {value} is not 0..=4")]
-    BadEngine { path: String, at: usize, value: u64 },
+    BadEngine {
+        /// The field's path in the message.
+        path: String,
+        /// Its byte offset in the file.
+        at: usize,
+        /// The index found.
+        value: u64,
+    },
+    /// An image whose bytes lie outside the data area.
     #[error("{path}: image of {size} bytes at data offset {offset} runs past the {data_len}-byte data area")]
     ImageOutOfBounds {
+        /// The image's path in the message.
         path: String,
+        /// Its offset in the data area.
         offset: u64,
+        /// Its size.
         size: u64,
+        /// The data area's size.
         data_len: usize,
     },
+    /// An image with no bytes anywhere.
     #[error("{path}: image has neither inline bytes (field 3) nor a data-area size (field 8)")]
-    ImageMissing { path: String },
+    ImageMissing {
+        /// The image's path in the message.
+        path: String,
+    },
+    /// A capture that this writer cannot express in the version asked for.
     #[error("cannot write version {version}: {why}")]
-    Unwritable { version: u8, why: String },
+    Unwritable {
+        /// The version asked for.
+        version: u8,
+        /// What does not fit it.
+        why: String,
+    },
 }
 
 impl CaptureError {
@@ -83,9 +127,13 @@ impl CaptureError {
 /// A runtime, driver or collectives version (fields 1, 2, 3, 5).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Version {
+    /// Major version.
     pub major: u64,
+    /// Minor version: with the major, what picks neffld's runtime line.
     pub minor: u64,
+    /// Patch version.
     pub patch: u64,
+    /// The build's git hash, when recorded.
     pub git_hash: Option<String>,
 }
 
@@ -100,6 +148,7 @@ impl fmt::Display for Version {
 /// carries all 16 bytes for sure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CaptureUuid {
+    /// All 16 bytes (field 4.5 of v6, or a C string without a zero byte).
     Full([u8; 16]),
     /// The bytes before the first zero: the uuid's first bytes, not all.
     Prefix(Vec<u8>),
@@ -114,6 +163,7 @@ impl CaptureUuid {
         }
     }
 
+    /// The whole uuid, when the capture has all of it.
     pub fn full(&self) -> Option<&[u8; 16]> {
         match self {
             CaptureUuid::Full(u) => Some(u),
@@ -125,9 +175,11 @@ impl CaptureUuid {
 /// One engine's instruction image as the runtime loaded it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Image<'a> {
+    /// The engine whose stream this is.
     pub engine: EngineType,
     /// The device address, tag bits included, as the runtime wrote it.
     pub address: u64,
+    /// The image as loaded: the NEFF's records after the runtime's rewriting.
     pub bytes: Cow<'a, [u8]>,
 }
 
@@ -150,6 +202,7 @@ pub struct MemRow {
     /// The runtime's own name (`pe`, `act table`, …): field 3, or the name at
     /// `id` in the runtime's order.
     pub name: String,
+    /// Bytes charged.
     pub bytes: u64,
 }
 
@@ -218,8 +271,11 @@ pub struct Subgraph<'a> {
     pub device: u64,
     /// The physical core (`nc`).
     pub pcore: u64,
+    /// Every engine's instruction image.
     pub images: Vec<Image<'a>>,
+    /// The runtime's memory accounting for this core, row by row.
     pub memory: Vec<MemRow>,
+    /// How long the subgraph ran, in picoseconds, when recorded.
     pub duration_ps: Option<u64>,
 }
 
@@ -243,17 +299,23 @@ pub struct Capture<'a> {
     pub version: u8,
     /// Field 1: the NEFF's file name as the runtime saw it (v4: `file.neff`).
     pub neff_name: String,
+    /// The NEFF's uuid, as far as the capture holds it.
     pub uuid: CaptureUuid,
     /// Field 5 as written: 1 trn1, 2 trn2.
     pub arch_code: u64,
+    /// The runtime that loaded it: what picks the line to compare under.
     pub runtime: Option<Version>,
+    /// The driver's version.
     pub driver: Option<Version>,
+    /// The collectives library's version.
     pub collectives: Option<Version>,
+    /// The instance type (`trn1.2xlarge`), when recorded.
     pub instance_type: Option<String>,
     /// Field 17 (v6).
     pub instance_id: Option<String>,
     /// Field 7, Unix seconds (v4).
     pub capture_time: Option<u64>,
+    /// What ran, one entry per subgraph.
     pub subgraphs: Vec<Subgraph<'a>>,
 }
 

@@ -35,91 +35,192 @@ use release::{ReadFront, Reader};
 /// reference runtime's wording where one is known (parse.md §9 rows 3–18).
 #[derive(Clone, Debug, Error)]
 pub enum ContainerError {
+    /// Fewer bytes than a header: often not a NEFF at all (the kind says what it looks like).
     #[error("Invalid number of NEFF bytes received {size:#x}: the file is {}, and a NEFF is at least 1024 bytes (its header){kind}", crate::text::count(*size, "byte"))]
-    TooShort { size: u64, kind: FileKind },
-    #[error("Invalid NEFF file size hdr sz: {header_size:#x}, file sz: {file_size:#x}: header_size (offset 0x8) is {header_size} bytes, not less than the file's {file_size} bytes{kind}")]
-    HeaderSize {
-        header_size: u64,
-        file_size: u64,
+    TooShort {
+        /// Bytes.
+        size: u64,
+        /// What the bytes look like instead, for the message.
         kind: FileKind,
     },
+    /// The header's own size field is not below the file's size.
+    #[error("Invalid NEFF file size hdr sz: {header_size:#x}, file sz: {file_size:#x}: header_size (offset 0x8) is {header_size} bytes, not less than the file's {file_size} bytes{kind}")]
+    HeaderSize {
+        /// The header's size field.
+        header_size: u64,
+        /// The file's size.
+        file_size: u64,
+        /// What the bytes look like instead, for the message.
+        kind: FileKind,
+    },
+    /// The NEFF was compiled for another logical-core size than the runtime runs (`NEURON_LOGICAL_NC_CONFIG`).
     #[error("Mismatch detected between Runtime configuration and NEFF. Runtime currently configured with `NEURON_LOGICAL_NC_CONFIG={runtime_lnc}` but NEFF {name} was compiled with `--lnc={neff_lnc}`. To resolve, either recompile the NEFF with `--lnc={runtime_lnc}` or re-run with `NEURON_LOGICAL_NC_CONFIG={neff_lnc}`.")]
     LncMismatch {
+        /// The name involved (the NEFF's, or the member's).
         name: String,
+        /// The runtime's logical-core size.
         runtime_lnc: u32,
+        /// The NEFF's declared logical-core size.
         neff_lnc: u32,
     },
+    /// The NEFF's logical-core size is not one the chip takes at all.
     #[error("NEFF {name} declares logical-core size {neff_lnc} (header vnc_size {neff_lnc}), which {} cannot take ({} takes logical-core size {sizes}); {why}", arch.instance(), arch.instance())]
     LncForeign {
+        /// The name involved (the NEFF's, or the member's).
         name: String,
+        /// The NEFF's declared logical-core size.
         neff_lnc: u32,
+        /// The chip.
         arch: crate::Arch,
+        /// The sizes the chip takes.
         sizes: String,
+        /// What to do about it.
         why: String,
     },
+    /// A format version no runtime line reads (`NRT_UNSUPPORTED_NEFF_VERSION`).
     #[error("NEFF version: {major}.{minor} is not supported, accepted version range: 0.x-2.x (header offset 0x18)")]
-    UnsupportedVersion { major: u64, minor: u64 },
+    UnsupportedVersion {
+        /// Major version from the header.
+        major: u64,
+        /// Minor version from the header.
+        minor: u64,
+    },
+    /// Feature bits of a newer compiler than the runtime line knows.
     #[error("This NEFF (version: 2.{minor}, features: {offending:#x}) has been compiled by a newer version of Neuron compiler. Features supported by this Neuron Runtime: 0x7ffffff. Please update the aws-neuronx-runtime-lib package to the latest version.")]
-    UnsupportedFeatures { minor: u64, offending: u64 },
+    UnsupportedFeatures {
+        /// Minor version from the header.
+        minor: u64,
+        /// The feature bits not known.
+        offending: u64,
+    },
+    /// The header's payload size is more than the bytes that follow it.
     #[error("Invalid NEFF data size({data_size:#x} vs {available:#x}): data_size (header offset 0x10) is {data_size} bytes, but only {available} bytes follow the header")]
-    DataSize { data_size: u64, available: u64 },
-    #[error("Unsupported NEFF packager: {pkg_version} (header offset 0x0; expected 1 or 2)")]
-    UnsupportedPackager { pkg_version: u64 },
-    #[error("Empty NEFF payload cannot be verified (data_size is 0)")]
-    EmptyPayload,
-    #[error("{} mismatch! header holds {stored}, payload digest is {computed} (neither plain nor word-swapped order matches)", algorithm.name())]
-    HashMismatch {
-        algorithm: HashAlgorithm,
-        stored: String,
-        computed: String,
-    },
-    #[error("failure while reading NEFF metadata: gzip member {member} at payload offset {offset:#x}: {detail}")]
-    Gzip {
-        member: u32,
-        offset: u64,
-        detail: String,
-    },
-    #[error("Inflated NEFF payload exceeds the limit of {limit} bytes")]
-    InflateLimit { limit: u64 },
-    #[error("failure while reading NEFF metadata: tar header at offset {offset:#x} has a bad checksum (stored {stored}, computed {computed})")]
-    TarChecksum {
-        offset: u64,
-        stored: u64,
-        computed: u64,
-    },
-    #[error("failure while reading NEFF metadata: truncated tar archive at offset {offset:#x}: {detail}")]
-    TarTruncated { offset: u64, detail: String },
-    #[error("failure while reading NEFF metadata: tar header at offset {offset:#x}: bad {field} field: {detail}")]
-    TarField {
-        offset: u64,
-        field: &'static str,
-        detail: String,
-    },
-    #[error("failure while reading NEFF metadata: member {name:?} (header at offset {offset:#x}) runs past the end of the archive: size {size}, {available} bytes left")]
-    MemberPastEnd {
-        name: String,
-        offset: u64,
-        size: u64,
+    DataSize {
+        /// The header's payload size.
+        data_size: u64,
+        /// Bytes actually there.
         available: u64,
     },
+    /// A packager version other than 1 or 2.
+    #[error("Unsupported NEFF packager: {pkg_version} (header offset 0x0; expected 1 or 2)")]
+    UnsupportedPackager {
+        /// The header's packager version.
+        pkg_version: u64,
+    },
+    /// No payload to digest or inflate.
+    #[error("Empty NEFF payload cannot be verified (data_size is 0)")]
+    EmptyPayload,
+    /// The payload's digest is not the one the header stores (checked when asked).
+    #[error("{} mismatch! header holds {stored}, payload digest is {computed} (neither plain nor word-swapped order matches)", algorithm.name())]
+    HashMismatch {
+        /// The digest the header names.
+        algorithm: HashAlgorithm,
+        /// The value stored.
+        stored: String,
+        /// The value computed.
+        computed: String,
+    },
+    /// The payload does not inflate.
+    #[error("failure while reading NEFF metadata: gzip member {member} at payload offset {offset:#x}: {detail}")]
+    Gzip {
+        /// Which gzip member (0-based).
+        member: u32,
+        /// Byte offset where it was found.
+        offset: u64,
+        /// What is wrong there.
+        detail: String,
+    },
+    /// The payload inflates past the ceiling (a gzip bomb, or `NEFFLD_MAX_INFLATED` too low).
+    #[error("Inflated NEFF payload exceeds the limit of {limit} bytes")]
+    InflateLimit {
+        /// The ceiling.
+        limit: u64,
+    },
+    /// A tar header's checksum is wrong.
+    #[error("failure while reading NEFF metadata: tar header at offset {offset:#x} has a bad checksum (stored {stored}, computed {computed})")]
+    TarChecksum {
+        /// Byte offset where it was found.
+        offset: u64,
+        /// The value stored.
+        stored: u64,
+        /// The value computed.
+        computed: u64,
+    },
+    /// The archive ends inside an entry.
+    #[error("failure while reading NEFF metadata: truncated tar archive at offset {offset:#x}: {detail}")]
+    TarTruncated {
+        /// Byte offset where it was found.
+        offset: u64,
+        /// What is wrong there.
+        detail: String,
+    },
+    /// A tar header's numeric or text field does not parse.
+    #[error("failure while reading NEFF metadata: tar header at offset {offset:#x}: bad {field} field: {detail}")]
+    TarField {
+        /// Byte offset where it was found.
+        offset: u64,
+        /// The tar header field's name.
+        field: &'static str,
+        /// What is wrong there.
+        detail: String,
+    },
+    /// A member's size runs past the end of the archive.
+    #[error("failure while reading NEFF metadata: member {name:?} (header at offset {offset:#x}) runs past the end of the archive: size {size}, {available} bytes left")]
+    MemberPastEnd {
+        /// The name involved (the NEFF's, or the member's).
+        name: String,
+        /// Byte offset where it was found.
+        offset: u64,
+        /// Bytes.
+        size: u64,
+        /// Bytes actually there.
+        available: u64,
+    },
+    /// A pax extended header does not parse.
     #[error("failure while reading NEFF metadata: pax header at offset {offset:#x}: {detail}")]
-    BadPax { offset: u64, detail: String },
+    BadPax {
+        /// Byte offset where it was found.
+        offset: u64,
+        /// What is wrong there.
+        detail: String,
+    },
+    /// A tar entry without a name.
     #[error(
         "failure while reading NEFF metadata: tar entry at offset {offset:#x} has an empty name"
     )]
-    EmptyMemberName { offset: u64 },
+    EmptyMemberName {
+        /// Byte offset where it was found.
+        offset: u64,
+    },
+    /// A tar entry kind or feature the runtime does not read (a link, a sparse file).
     #[error("failure while reading NEFF metadata: member {name:?} at offset {offset:#x}: {what} is not supported")]
     Unsupported {
+        /// The name involved (the NEFF's, or the member's).
         name: String,
+        /// Byte offset where it was found.
         offset: u64,
+        /// What it was for, or what is not supported.
         what: String,
     },
+    /// The host could not hold what the NEFF asks for (`NRT_FAIL_HOST_MEM_ALLOC`).
     #[error("fail to allocate memory({size}) for {what}")]
-    OutOfMemory { what: String, size: u64 },
+    OutOfMemory {
+        /// What it was for, or what is not supported.
+        what: String,
+        /// Bytes.
+        size: u64,
+    },
+    /// A caller handed in a container opened from other bytes than the ones it loads.
     #[error("the opened NEFF handed in beside its bytes is not theirs: its header differs")]
     NotTheseBytes,
+    /// More archive entries than the ceiling (`NEFFLD_MAX_MEMBERS`).
     #[error("the NEFF payload has more than {limit} tar entries (the one at offset {offset:#x} is past the ceiling; NEFFLD_MAX_MEMBERS raises it)")]
-    TooManyMembers { limit: u64, offset: u64 },
+    TooManyMembers {
+        /// The ceiling.
+        limit: u64,
+        /// Byte offset where it was found.
+        offset: u64,
+    },
 }
 
 impl ContainerError {

@@ -15,27 +15,49 @@ use crate::ids::{HModel, LCore, PCore};
 /// `dma_mem_usage_type_t`: why a piece of device memory exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MemUsage {
+    /// Anything the runtime does not classify.
     Generic = 0,
+    /// The PE (tensor) engine's instruction stream.
     InstrPe = 1,
+    /// The activation engine's instruction stream.
     InstrAct = 2,
+    /// The pool engine's instruction stream.
     InstrPool = 3,
+    /// A model's input and output tensors.
     Io = 4,
+    /// Spilled state-buffer data kept in HBM.
     DramSpill = 5,
+    /// A NEFF's constants (weights).
     Weight = 6,
+    /// Notification (semaphore and event) queues.
     Notification = 7,
+    /// The activation engine's function tables.
     ActTable = 8,
+    /// The vector engine's instruction stream.
     InstrDve = 9,
+    /// The SP engine's instruction stream.
     InstrSp = 10,
+    /// The shared scratchpad of a logical core's models.
     Scratchpad = 11,
+    /// A client's tensors (`nrt_tensor_allocate`).
     Tensor = 12,
+    /// Microcode libraries.
     UcodeLib = 13,
+    /// The pool engine's standard I/O buffer.
     PoolStdio = 14,
+    /// Collective-communication buffers.
     Cc = 15,
+    /// A model's own, unshared scratchpad.
     ScratchpadNotShared = 16,
+    /// Cross-device collective buffers.
     XtCc = 17,
+    /// DMA descriptor rings.
     DmaRing = 18,
+    /// DMA descriptor rings of spill traffic.
     DmaRingSpill = 19,
+    /// DMA descriptor rings of input and output.
     DmaRingIo = 20,
+    /// DMA descriptor rings of collectives.
     DmaRingCollectives = 21,
 }
 
@@ -43,32 +65,54 @@ pub enum MemUsage {
 /// The value 20 (`MAX`) means "invalid for this location" and has no variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MemCategory {
+    /// Host memory of no known category.
     UnknownHost = 0,
+    /// Instruction streams in host memory.
     CodeHost = 1,
+    /// Tensors in host memory.
     TensorsHost = 2,
+    /// Constants in host memory.
     ConstantsHost = 3,
+    /// Other host memory.
     MiscHost = 4,
+    /// Core-device bookkeeping in host memory.
     NcdevHost = 5,
+    /// Notification queues in host memory.
     NotificationHost = 6,
+    /// Device memory of no known category.
     UnknownDevice = 7,
+    /// Instruction streams in HBM.
     CodeDevice = 8,
+    /// Tensors in HBM.
     TensorsDevice = 9,
+    /// Constants (weights) in HBM.
     ConstantsDevice = 10,
+    /// The shared scratchpad in HBM.
     ScratchpadDevice = 11,
+    /// Other HBM.
     MiscDevice = 12,
+    /// Core-device bookkeeping in HBM.
     NcdevDevice = 13,
+    /// Collectives buffers in HBM.
     CollectivesDevice = 14,
+    /// Unshared scratchpads in HBM.
     ScratchpadNonsharedDevice = 15,
+    /// Notification queues in HBM.
     NotificationDevice = 16,
+    /// DMA rings in host memory.
     DmaRingsHost = 17,
+    /// DMA rings in HBM.
     DmaRingsDevice = 18,
+    /// The contiguous scratchpad (2.33 on) in HBM.
     ContiguousScratchpadDevice = 19,
 }
 
 /// Where an allocation lives (`dma_mem_location_t` without INVALID).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemLocation {
+    /// Host memory the device reaches over DMA.
     Host,
+    /// The device's HBM.
     Device,
 }
 
@@ -115,6 +159,7 @@ impl MemUsage {
         MemUsage::DmaRingCollectives,
     ];
 
+    /// Its position in [`MemUsage::ALL`], for tables indexed by usage.
     pub fn index(self) -> usize {
         self as usize
     }
@@ -197,6 +242,7 @@ impl MemCategory {
         self as u8
     }
 
+    /// The category the kernel was told, from its code (`None`: not one).
     pub fn from_code(code: u8) -> Option<MemCategory> {
         MemCategory::ALL.get(usize::from(code)).copied()
     }

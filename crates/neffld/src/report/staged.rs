@@ -35,21 +35,28 @@ use super::align::{align, Fate, Records};
 /// What a load's relocation did to one image's NEFF records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Patches {
+    /// Slots the runtime inserted (a pseudo-instruction lowered to several).
     pub insert: u32,
+    /// Records rewritten in place (an address filled in).
     pub modify: u32,
+    /// Records dropped (a pseudo-instruction with no device form).
     pub delete: u32,
 }
 
 /// One engine's image as staged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedImage {
+    /// The engine whose stream this is.
     pub engine: EngineType,
     /// The device address of slot 0, as the runtime writes it.
     pub address: u64,
     /// The final image bytes.
     pub bytes: Vec<u8>,
+    /// Slots of the runtime's own code before the NEFF's records.
     pub preamble_slots: u32,
+    /// Slots of the NEFF's records, as relocated.
     pub main_slots: u32,
+    /// Slots of the runtime's own code after them.
     pub postamble_slots: u32,
     /// Where each of the NEFF's records went, from the relocation's patches.
     pub records: Records,
@@ -93,9 +100,13 @@ impl StagedImage {
 /// A static DMA queue's ring as staged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedRing {
+    /// The DMA queue's name in the NEFF.
     pub queue: String,
+    /// The ring's device address, as the runtime writes it.
     pub address: u64,
+    /// Bytes of the ring.
     pub bytes: u64,
+    /// DMA blocks it carries.
     pub blocks: u32,
     /// Descriptor pairs (TX and RX) the blocks use.
     pub descriptor_pairs: u64,
@@ -116,8 +127,11 @@ impl StagedRing {
 /// GPSIMD libraries).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedTable {
+    /// What the table is (`act table`, a GPSIMD library's name, …).
     pub what: String,
+    /// Its device address, as the runtime writes it.
     pub address: u64,
+    /// Its size.
     pub bytes: u64,
 }
 
@@ -126,10 +140,15 @@ pub struct StagedTable {
 /// are 0 there).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedRow {
+    /// The runtime's name for the row (`pe`, `act table`, …).
     pub name: String,
+    /// The profiler's usage type for it.
     pub usage_type: String,
+    /// Bytes charged in all.
     pub bytes: u64,
+    /// Of those, the runtime's own (what it takes when it starts).
     pub runtime: u64,
+    /// Of those, the model's.
     pub model: u64,
 }
 
@@ -147,29 +166,41 @@ impl StagedRow {
 /// One variable where it landed; no address for IO and host variables.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedVar {
+    /// Its id in the subgraph's `def.json`.
     pub var_id: u32,
+    /// Its name in `def.json`.
     pub name: String,
     /// The NEFF's type (`file`, `virtual`, ...).
     pub kind: &'static str,
     /// Where the plan put it: `state-buffer`, `hbm`, `scratchpad`, `io`
     /// (bound at every execution) or `host`.
     pub placement: &'static str,
+    /// Its device address, when it has one on the device.
     pub address: Option<u64>,
+    /// Its size in bytes, when the NEFF gives one.
     pub size: Option<u64>,
 }
 
 /// One subgraph staged on one physical core.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedCore {
+    /// The physical core it is on.
     pub pcore: u32,
+    /// The HBM channel that core uses.
     pub hbm: u32,
+    /// The subgraph's name (`sg00`, …).
     pub subgraph: String,
+    /// Scratchpad pages it uses.
     pub scratchpad_pages: u32,
+    /// Every engine's instruction image.
     pub images: Vec<StagedImage>,
+    /// Its static DMA rings.
     pub rings: Vec<StagedRing>,
+    /// The tables copied for it.
     pub tables: Vec<StagedTable>,
     /// Every row of the runtime's list, in its order.
     pub memory: Vec<StagedRow>,
+    /// Where each variable landed.
     pub variables: Vec<StagedVar>,
 }
 
@@ -194,6 +225,7 @@ impl StagedCore {
             + self.rings.iter().map(|r| r.io_templates).sum::<u64>()
     }
 
+    /// The image of `engine`, if it has one.
     pub fn image(&self, engine: EngineType) -> Option<&StagedImage> {
         self.images.iter().find(|i| i.engine == engine)
     }
@@ -202,11 +234,17 @@ impl StagedCore {
 /// Everything a load staged, on the device (`ND n`) it is on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagedView {
+    /// The NEFF's name.
     pub name: String,
+    /// The NEFF's uuid.
     pub uuid: [u8; 16],
+    /// The chip it was staged for.
     pub arch: Arch,
+    /// The runtime line whose rules staged it.
     pub line: RuntimeLine,
+    /// The device (`ND n`) it is on.
     pub device: u32,
+    /// One entry per subgraph, each on its physical core.
     pub cores: Vec<StagedCore>,
 }
 
