@@ -52,13 +52,18 @@ pub use solve::{SolveAnswer, Solved};
 /// runtime refuses, which is the plan's answer ([`Plan::refusal`]).
 #[derive(Debug, Error)]
 pub enum PlanError {
+    /// The deployment is not one the planner can run as written.
     #[error(transparent)]
     Deployment(#[from] DeploymentError),
+    /// A file of the deployment could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// Why not.
         source: std::io::Error,
     },
+    /// A runtime variable of the deployment or the environment is refused.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The runtime could not start on the instance.
@@ -81,8 +86,11 @@ impl PlanError {
 /// runtime's message and status.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepFailure {
+    /// The part of the load that refused (`container`, `parse`, `stage`, …).
     pub stage: &'static str,
+    /// The status the runtime would return.
     pub status: NrtStatus,
+    /// The runtime's message.
     pub message: String,
     /// Not the runtime's refusal but one of neffld's own ceilings (the
     /// inflated payload, the archive's member count): the setting that
@@ -93,13 +101,16 @@ pub struct StepFailure {
 /// One step as it ran.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepReport {
+    /// The step, as the deployment wrote it (one core of it).
     pub step: Step,
     /// The visible logical core it ran on (a load on "the next free core"
     /// gets the one the runtime chose; `None` if it found none).
     pub vnc: Option<u32>,
     /// The device (`ND n`) and the physical cores of that logical core.
     pub device: Option<u32>,
+    /// The physical cores of that logical core.
     pub pcores: Vec<u32>,
+    /// Whether it went through.
     pub outcome: Result<(), StepFailure>,
     /// Bytes the allocators of the whole instance hold after the step.
     pub held_after: u64,
@@ -114,6 +125,7 @@ pub struct StepReport {
 pub struct PlanRefusal {
     /// Index of the step in [`Plan::steps`].
     pub step: usize,
+    /// The device (`ND n`) the refusal was on.
     pub device: u32,
     /// The refused request.
     pub request: Refusal,
@@ -176,11 +188,17 @@ pub(crate) fn gap_sentence(pools: &[PoolFree], asked: Option<u64>) -> String {
 /// the runtime prints it) and the file it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NeffRecord {
+    /// Its id in the usage tables (`H_MODEL`).
     pub id: HModel,
+    /// Its name, as the runtime prints it.
     pub name: String,
+    /// The file it was loaded from.
     pub file: PathBuf,
+    /// The device (`ND n`) it is on.
     pub device: u32,
+    /// The visible logical core it claims.
     pub vnc: u32,
+    /// The physical cores of that logical core.
     pub pcores: Vec<u32>,
 }
 
@@ -188,22 +206,34 @@ pub struct NeffRecord {
 /// inputs and outputs (`io_of` the load's id).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorRecord {
+    /// The tensor's name (a load's own are named after the load's tensor).
     pub name: String,
+    /// Bytes.
     pub size: u64,
+    /// The visible logical core it is allocated for.
     pub vnc: u32,
+    /// The device (`ND n`) it is on.
     pub device: u32,
+    /// The physical core it is charged to.
     pub pcore: u32,
+    /// That core's HBM channel.
     pub hbm: u32,
+    /// The load whose input or output it is, if it is one.
     pub io_of: Option<HModel>,
 }
 
 /// What planning a deployment found.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The instance planned on (`None`: one chip of the first NEFF's own architecture).
     pub instance: Option<&'static Instance>,
+    /// The chip.
     pub arch: Arch,
+    /// Chips (devices) of the instance.
     pub chips: u32,
+    /// The logical-core size.
     pub lnc: u32,
+    /// The runtime line planned under.
     pub line: RuntimeLine,
     /// Shared scratchpad page size in bytes: the step of the contiguous
     /// region (64 MiB) when `contiguous_scratchpad`.
@@ -211,6 +241,7 @@ pub struct Plan {
     /// Each core's shared scratchpad is one contiguous region (2.33 on, by
     /// default), where `NEURON_SCRATCHPAD_PAGE_SIZE` does not apply.
     pub contiguous_scratchpad: bool,
+    /// Each load's inputs and outputs were allocated on its core.
     pub io_tensors: bool,
     /// Steps of the deployment (each load, tensor, unload, free on one core).
     pub planned: usize,
@@ -228,6 +259,7 @@ pub struct Plan {
     pub tensors: Vec<TensorRecord>,
     /// Per logical core the deployment uses.
     pub headroom: Vec<Headroom>,
+    /// Changes that would make a plan that does not fit fit, each tried.
     pub advice: Vec<Advice>,
     /// For a plan that does not fit when no advice makes it fit: says so,
     /// with what was considered.

@@ -48,13 +48,21 @@ testkit_pub! {
 /// One side of an image comparison (as `compare --json` writes it).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ImageSide {
+    /// The image's device address.
     pub address: u64,
+    /// Its size.
     pub bytes: u64,
+    /// Slots of the runtime's code before the NEFF's records.
     pub preamble_slots: u32,
+    /// Slots of the NEFF's records.
     pub main_slots: u32,
+    /// Slots of the runtime's code after them.
     pub postamble_slots: u32,
+    /// NEFF records kept as they were.
     pub kept: u32,
+    /// NEFF records rewritten.
     pub rewritten: u32,
+    /// NEFF records deleted.
     pub deleted: u32,
 }
 
@@ -82,14 +90,18 @@ pub enum AddressMatch {
     /// engine, and that image has this one's: the runtime's race between
     /// the two cores ([`RACING_ENGINES`]), not a disagreement.
     Raced,
+    /// At another address: a disagreement.
     Differs,
 }
 
 /// One engine of one core, both sides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageComparison {
+    /// The engine compared.
     pub engine: EngineType,
+    /// neffld's image, if it staged one.
     pub ours: Option<ImageSide>,
+    /// The capture's image, if it holds one.
     pub capture: Option<ImageSide>,
     /// The addresses of the two sides.
     pub address: AddressMatch,
@@ -100,6 +112,7 @@ pub struct ImageComparison {
     /// 8-byte words of the records both sides rewrote, and how many of them
     /// hold the same bytes.
     pub rewritten_words: u32,
+    /// Of those, the words that hold the same bytes.
     pub rewritten_words_equal: u32,
     /// Slots of our image's runtime code that are filler, not the runtime's
     /// bytes (unknown for the load's line).
@@ -131,7 +144,9 @@ impl ImageComparison {
 pub struct RowComparison {
     /// The profiler's name.
     pub usage_type: String,
+    /// neffld's bytes, if it has the row.
     pub ours: Option<u64>,
+    /// The capture's bytes, if it has the row.
     pub capture: Option<u64>,
     /// False for rows that are not the model's (Profiler Buffers, Tensors):
     /// shown, never counted against agreement.
@@ -139,6 +154,7 @@ pub struct RowComparison {
 }
 
 impl RowComparison {
+    /// The same bytes on both sides (or the row absent from both).
     pub fn equal(&self) -> bool {
         self.ours == self.capture
     }
@@ -150,14 +166,20 @@ pub(crate) const UNCOUNTED_ROWS: [&str; 2] = ["profiler buffers", "tensor"];
 /// One subgraph, both sides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreComparison {
+    /// The subgraph's name, what the sides are matched by.
     pub subgraph: String,
+    /// The physical core neffld staged it on.
     pub pcore_ours: Option<u32>,
+    /// The physical core it ran on in the capture.
     pub pcore_capture: Option<u64>,
+    /// Every engine's image, both sides.
     pub images: Vec<ImageComparison>,
+    /// Every memory row, both sides.
     pub memory: Vec<RowComparison>,
 }
 
 impl CoreComparison {
+    /// Same core, every image agreeing and every counted row equal.
     pub fn agrees(&self) -> bool {
         self.pcore_ours.map(u64::from) == self.pcore_capture
             && self.images.iter().all(ImageComparison::agrees)
@@ -171,6 +193,7 @@ pub struct Comparison {
     /// The runtime line neffld loaded under (the capture's, when it names
     /// one neffld knows).
     pub line: RuntimeLine,
+    /// One entry per subgraph of either side.
     pub cores: Vec<CoreComparison>,
 }
 
@@ -192,6 +215,7 @@ pub struct Tally {
     /// Counted memory rows (not Profiler Buffers or Tensors) and how many
     /// are equal.
     pub rows: u32,
+    /// Of those, the rows that are equal.
     pub rows_equal: u32,
 }
 
@@ -392,24 +416,39 @@ fn compare_rows(ours: Option<&StagedCore>, theirs: Option<&Subgraph<'_>>) -> Vec
 /// Why a NEFF could not be loaded to be compared with a capture.
 #[derive(Debug, Error)]
 pub enum CompareError {
+    /// The capture names a chip neffld does not model.
     #[error("capture names architecture code {0}, which neffld does not know (1 trn1, 2 trn2)")]
     UnknownArch(u64),
+    /// The capture's cores are not one logical core neffld can load on.
     #[error("capture's physical cores {pcores:?} are not one logical core of size {lnc}")]
-    Cores { pcores: Vec<u64>, lnc: u32 },
+    Cores {
+        /// The capture's physical cores.
+        pcores: Vec<u64>,
+        /// The logical-core size.
+        lnc: u32,
+    },
+    /// The NEFF did not load.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The staged images could not be read back.
     #[error("reading the staged images back: {0}")]
     Device(PipelineError),
+    /// The capture is of another NEFF (name or uuid differ).
     #[error("the capture is of another NEFF: it names {capture_name:?} with uuid {capture_uuid}, this NEFF is {neff_name:?} with uuid {neff_uuid}")]
     OtherNeff {
+        /// The NEFF name the capture holds.
         capture_name: String,
+        /// The uuid the capture holds (hex).
         capture_uuid: String,
+        /// This NEFF's name.
         neff_name: String,
+        /// This NEFF's uuid (hex).
         neff_uuid: String,
     },
 }
 
 impl CompareError {
+    /// The `NRT_STATUS` a C caller would see.
     pub fn status(&self) -> NrtStatus {
         match self {
             CompareError::Load(e) => e.status(),
