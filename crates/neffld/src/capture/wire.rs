@@ -13,23 +13,44 @@ use thiserror::Error;
 /// of the buffer the outermost walk was given a base for).
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum WireError {
+    /// The buffer ends inside a varint.
     #[error("truncated varint at offset {at:#x}")]
-    TruncatedVarint { at: usize },
+    TruncatedVarint {
+        /// Where the varint starts.
+        at: usize,
+    },
+    /// A varint of more than ten bytes.
     #[error("varint at offset {at:#x} is longer than 64 bits")]
-    VarintOverflow { at: usize },
+    VarintOverflow {
+        /// Where the varint starts.
+        at: usize,
+    },
+    /// A field numbered 0, which protobuf does not allow.
     #[error("field number 0 at offset {at:#x}")]
-    ZeroField { at: usize },
+    ZeroField {
+        /// Where the field's key starts.
+        at: usize,
+    },
+    /// A wire type protobuf does not define (or a group).
     #[error("field {field} at offset {at:#x} has wire type {wire_type}, not 0, 1, 2 or 5")]
     BadWireType {
+        /// Where the field's key starts.
         at: usize,
+        /// The field number.
         field: u64,
+        /// The wire type found.
         wire_type: u8,
     },
+    /// A field whose length runs past the message.
     #[error("field {field} at offset {at:#x} needs {need} bytes, {left} left")]
     Overrun {
+        /// Where the field's key starts.
         at: usize,
+        /// The field number.
         field: u64,
+        /// Bytes it declares.
         need: u64,
+        /// Bytes left in the message.
         left: usize,
     },
 }

@@ -6,21 +6,37 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum NrtDtype {
+    /// A type the runtime does not name (FP8/FP4 strings, `float64`): bound by size alone.
     Unknown = 0,
+    /// `uint64`.
     Uint64 = 1,
+    /// `int8`.
     Int8 = 2,
+    /// `uint8`.
     Uint8 = 3,
+    /// `int16`.
     Int16 = 4,
+    /// `uint16`.
     Uint16 = 5,
+    /// `bfloat16`.
     Bfloat16 = 6,
+    /// `float16`.
     Float16 = 7,
+    /// `int32`.
     Int32 = 8,
+    /// `uint32`.
     Uint32 = 9,
+    /// `float32`.
     Float32 = 10,
+    /// `fp32r`: float32 rounded as the engines round it.
     Fp32r = 11,
+    /// `int64`.
     Int64 = 12,
+    /// 8-bit float with a 3-bit exponent.
     Fp8E3 = 13,
+    /// 8-bit float with a 4-bit exponent.
     Fp8E4 = 14,
+    /// 8-bit float with a 5-bit exponent.
     Fp8E5 = 15,
 }
 

@@ -26,12 +26,14 @@ pub struct Deployment {
     /// Where `lnc` was given (the flag, or the file and line), for the
     /// mistake of a size the chip does not take.
     pub lnc_origin: Option<String>,
+    /// The runtime line (`None`: the environment's, else the newest).
     pub runtime: Option<RuntimeLine>,
     /// Runtime variables, applied in order over the defaults.
     pub env: Vec<(String, String)>,
     /// Allocate each load's input and output tensors on its logical core
     /// as frameworks do.
     pub io_tensors: bool,
+    /// What to do, in order.
     pub steps: Vec<Step>,
     /// What to solve for beside the deployment (`--solve`).
     pub solve: Option<Solve>,
@@ -46,13 +48,35 @@ pub struct Deployment {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
     /// Load a NEFF on a visible logical core (`None`: the first free one).
-    Load { file: PathBuf, vnc: Option<u32> },
+    Load {
+        /// The NEFF.
+        file: PathBuf,
+        /// The core (`None`: the first free one).
+        vnc: Option<u32>,
+    },
     /// Allocate a named device tensor for a logical core.
-    Tensor { name: String, size: u64, vnc: u32 },
+    Tensor {
+        /// The tensor's name, what a later free names.
+        name: String,
+        /// Bytes.
+        size: u64,
+        /// The logical core.
+        vnc: u32,
+    },
     /// Unload the latest load of a NEFF still on a logical core.
-    Unload { file: PathBuf, vnc: u32 },
+    Unload {
+        /// The NEFF, as its load named it.
+        file: PathBuf,
+        /// The logical core.
+        vnc: u32,
+    },
     /// Free the named tensor of a logical core.
-    Free { name: String, vnc: u32 },
+    Free {
+        /// The tensor's name.
+        name: String,
+        /// The logical core.
+        vnc: u32,
+    },
 }
 
 impl Deployment {
@@ -248,7 +272,9 @@ impl fmt::Display for Step {
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[error("{place}: {what}")]
 pub struct DeploymentError {
+    /// Where: the argument, or the file and line.
     pub place: String,
+    /// What is wrong there.
     pub what: String,
 }
 
@@ -591,6 +617,7 @@ pub struct StepBudget {
 }
 
 impl StepBudget {
+    /// A budget of `max` steps, none used.
     pub fn new(max: usize) -> StepBudget {
         StepBudget { max, used: 0 }
     }
@@ -833,11 +860,18 @@ fn toml_step(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Solve {
     /// The largest tensor `name` that fits on every listed core at once.
-    Tensor { name: String, cores: Vec<u32> },
+    Tensor {
+        /// The tensor's name.
+        name: String,
+        /// The visible logical cores it must fit on.
+        cores: Vec<u32>,
+    },
     /// How many more loads of `file` fit: on the listed cores in order, or
     /// (`None`) each on the next free logical core.
     Ranks {
+        /// The NEFF.
         file: PathBuf,
+        /// The visible logical cores, in order (`None`: the next free ones).
         cores: Option<Vec<u32>>,
     },
 }

@@ -48,6 +48,7 @@ pub enum Gate {
 }
 
 impl Gate {
+    /// The gate's name in reports (`container`, `parse`, …).
     pub fn name(self) -> &'static str {
         match self {
             Gate::Container => "container",
@@ -61,9 +62,11 @@ impl Gate {
 /// What the digest comparison found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DigestResult {
+    /// The digest matched, in the form given.
     Matched(DigestForm),
     /// An empty payload has nothing to compare.
     Skipped,
+    /// The digest does not match.
     Mismatch,
 }
 
@@ -83,9 +86,11 @@ impl DigestResult {
 pub struct Integrity {
     /// Whether a mismatch fails the file.
     pub required: bool,
+    /// The digest the header's packager version names.
     pub algorithm: HashAlgorithm,
     /// The payload's digest in hex, in the form it matched.
     pub digest: String,
+    /// What the comparison found.
     pub result: DigestResult,
 }
 
@@ -131,6 +136,7 @@ fn hex(b: &[u8]) -> String {
 pub struct EngineContents {
     /// The engine's key ("pe", "act", ...).
     pub engine: &'static str,
+    /// Instruction records of its stream.
     pub records: u64,
     /// Records by opcode.
     pub opcodes: BTreeMap<u8, u64>,
@@ -139,24 +145,30 @@ pub struct EngineContents {
 /// One DMA queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueContents {
+    /// The queue's name in the NEFF.
     pub queue: String,
     /// The engine that owns it.
     pub owner: &'static str,
     /// "static", "dynamic", ... as the KBIN names the queue's kind.
     pub kind: String,
+    /// DMA blocks the queue carries.
     pub blocks: usize,
+    /// Descriptors of those blocks.
     pub descriptors: usize,
 }
 
 /// One subgraph's KBIN.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubgraphContents {
+    /// The subgraph's name (`sg00`, …).
     pub name: String,
     /// No engine has a record to run.
     pub idle: bool,
+    /// Each engine's program.
     pub engines: Vec<EngineContents>,
     /// Variables by type name ("virtual", "file", ...).
     pub variables: BTreeMap<&'static str, u64>,
+    /// Its DMA queues.
     pub queues: Vec<QueueContents>,
     /// The larger of the local and shared scratchpad sizes.
     pub scratchpad_bytes: u64,
@@ -168,10 +180,13 @@ pub struct SubgraphContents {
 pub struct Contents {
     /// The compiler's target name.
     pub target: String,
+    /// The chip the target names.
     pub arch: Arch,
     /// Inputs and outputs in declaration order.
     pub inputs: Vec<IoTensor>,
+    /// Outputs in declaration order.
     pub outputs: Vec<IoTensor>,
+    /// Each subgraph's KBIN.
     pub subgraphs: Vec<SubgraphContents>,
     /// The parse's own warnings.
     pub warnings: Vec<String>,
@@ -292,6 +307,7 @@ impl Examination {
         self.problems.first()
     }
 
+    /// No problem found: the NEFF passes every gate run.
     pub fn passed(&self) -> bool {
         self.problems.is_empty()
     }

@@ -37,6 +37,7 @@ fn requested(rows: &ChargeRows) -> Rows {
 /// The memory of one physical core in the profiler's 22 rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreMemory {
+    /// The physical core.
     pub pcore: PCore,
     /// Held by the runtime itself: what it took when it started, and the
     /// shared scratchpad pages of the core's models.
@@ -125,12 +126,16 @@ pub enum RowKey {
 /// models did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReportRow {
+    /// Which row.
     pub key: RowKey,
+    /// Bytes the runtime holds for itself in it.
     pub runtime: u64,
+    /// Bytes the models hold in it.
     pub model: u64,
 }
 
 impl ReportRow {
+    /// Both parts: the row's total.
     pub fn bytes(&self) -> u64 {
         self.runtime + self.model
     }
@@ -181,6 +186,7 @@ pub struct MemoryStats {
     pub used: u64,
     /// HBM visible to the logical core.
     pub limit: u64,
+    /// Each physical core of the logical core.
     pub cores: Vec<CoreMemory>,
 }
 
@@ -214,22 +220,36 @@ impl MemoryStats {
 /// the runtime reports them to a person.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Column {
+    /// Instruction streams and the runtime's code for them.
     ModelCode,
+    /// Weights and other constants.
     ModelConstants,
+    /// Input, output and client tensors.
     Tensors,
+    /// The scratchpad the logical core's models share.
     SharedScratchpad,
+    /// Scratchpads of one model alone.
     Scratchpad,
+    /// What the runtime holds for itself.
     Runtime,
+    /// DMA rings of inputs and outputs.
     DmaRingsIo,
+    /// DMA rings of spill traffic.
     DmaRingsSpill,
+    /// DMA rings of collectives.
     DmaRingsCollectives,
+    /// The runtime's own DMA rings.
     DmaRingsRuntime,
+    /// Collectives buffers.
     Collectives,
+    /// Cross-device collectives buffers.
     XtCc,
+    /// The profiler's buffers.
     ProfilerBuffers,
 }
 
 impl Column {
+    /// How many columns the table has.
     pub const COUNT: usize = 13;
 
     /// The columns in the table's order.
@@ -345,6 +365,7 @@ impl Usage {
         u
     }
 
+    /// Bytes in column `c`.
     pub fn get(&self, c: Column) -> u64 {
         self.0[c as usize]
     }
@@ -387,6 +408,7 @@ pub fn human_size(bytes: u64) -> String {
 /// Memory of one HBM of a device and the cores that allocate from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HbmMemory {
+    /// The HBM's index on the device.
     pub hbm: u32,
     /// The HBM's size.
     pub size: u64,
@@ -401,6 +423,7 @@ pub struct HbmMemory {
     /// What the allocator holds on it now, in 4 KiB granules: what an
     /// allocation is refused against.
     pub held: u64,
+    /// The cores that allocate from it.
     pub cores: Vec<CoreMemory>,
 }
 
@@ -425,6 +448,7 @@ impl HbmMemory {
 pub struct MemoryReport {
     /// The device index the runtime prints (`ND 0`).
     pub device: u32,
+    /// Its HBMs, in index order.
     pub hbms: Vec<HbmMemory>,
 }
 
@@ -557,10 +581,13 @@ impl MemoryReport {
 /// An allocation the device refused for want of room.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
+    /// Bytes asked for.
     pub size: u64,
     /// 0 for none.
     pub align: u64,
+    /// What the allocation was for.
     pub usage: MemUsage,
+    /// The physical core it was charged to.
     pub core: PCore,
 }
 
