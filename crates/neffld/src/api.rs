@@ -436,21 +436,19 @@ impl DeviceTensor {
     /// refused when they do not lie inside the tensor or the device keeps
     /// no bytes (the accounting-only device).
     pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), PipelineError> {
-        Ok(self
-            .alloc
+        self.alloc
             .device()
             .read(self.alloc.handle(), offset, out)
-            .map_err(PipelineError::new)?)
+            .map_err(PipelineError::new)
     }
 
     /// `nrt_tensor_write`: `data` into the tensor at `offset`, refused
     /// when it does not lie inside the tensor.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), PipelineError> {
-        Ok(self
-            .alloc
+        self.alloc
             .device()
             .write(self.alloc.handle(), offset, data)
-            .map_err(PipelineError::new)?)
+            .map_err(PipelineError::new)
     }
 }
 

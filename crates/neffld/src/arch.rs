@@ -24,6 +24,7 @@ pub enum Arch {
 }
 
 impl Arch {
+    /// Every chip neffld models, oldest first.
     pub const ALL: [Arch; 3] = [Arch::Sunda, Arch::Cayman, Arch::Mariana];
 
     /// The runtime's numeric id (printed as `v%u` in the arch-gate message).

@@ -12,15 +12,21 @@ use crate::line::RuntimeLine;
 use crate::stage::ScratchpadMode;
 use crate::Arch;
 
+/// A runtime variable (or a setting standing for one) whose value cannot be
+/// honoured: the variable, the value and why, which the message quotes.
 #[derive(Debug, Error, PartialEq, Eq)]
 #[error("invalid value {value:?} for {var}: {reason}")]
 pub struct ConfigError {
+    /// The variable (`NEURON_RT_VISIBLE_CORES`, …).
     pub var: &'static str,
+    /// The value given.
     pub value: String,
+    /// Why it is refused.
     pub reason: String,
 }
 
 impl ConfigError {
+    /// Always `NRT_INVALID`, as the runtime's own start refuses a bad variable.
     pub fn status(&self) -> crate::NrtStatus {
         crate::NrtStatus::Invalid
     }
@@ -30,7 +36,9 @@ impl ConfigError {
 /// value that listed them, which messages quote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreList {
+    /// The variable that listed them.
     pub var: &'static str,
+    /// Its value as given.
     pub value: String,
     /// Sorted, without duplicates.
     pub cores: Vec<u32>,
@@ -85,6 +93,7 @@ pub struct RuntimeConfig {
     /// `2.27` or a version such as `2.27.23`); `None` = the newest line,
     /// the one users run ([`RuntimeLine::NEWEST`]).
     pub runtime: Option<RuntimeLine>,
+    /// The simulated device: one that keeps the bytes, or one that only accounts.
     pub device: DeviceKind,
     /// Logical-core size; `None` = the architecture's default (sunda: 1, else 2).
     pub lnc: Option<u32>,

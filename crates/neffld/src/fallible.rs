@@ -12,7 +12,9 @@ use crate::NrtStatus;
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[error("cannot allocate {bytes} bytes of host memory for {what}")]
 pub struct HostOom {
+    /// What the memory was for.
     pub what: &'static str,
+    /// Bytes asked for.
     pub bytes: u64,
 }
 

@@ -20,6 +20,7 @@ pub struct Instance {
     pub size: &'static str,
     /// The chip's name in the SDK's pages (`Trainium2`).
     pub chip: &'static str,
+    /// The chip, as neffld models it.
     pub arch: Arch,
     /// Chips (devices) of the instance.
     pub chips: u32,

@@ -19,6 +19,9 @@
 // A public function that returns a type of a private module leaks the
 // pipeline: the lint names it.
 #![warn(unnameable_types)]
+// Every item of the surface says what it is for. The pipeline's modules,
+// public only to the project's own tests (`testkit`), are not the surface.
+#![deny(missing_docs)]
 
 /// Declares the pipeline's modules: visible to this crate only, and to the
 /// project's own tests, benches and fuzzers through the `testkit` feature
@@ -29,6 +32,7 @@
 macro_rules! internal {
     ($($name:ident),* $(,)?) => {$(
         #[cfg(feature = "testkit")]
+        #[allow(missing_docs)]
         pub mod $name;
         #[cfg(not(feature = "testkit"))]
         pub(crate) mod $name;

@@ -51,7 +51,9 @@ pub fn read_neff(r: &mut dyn std::io::Read) -> std::io::Result<Vec<u8>> {
 /// that cannot be mapped are read — a stream only as far as its header says
 /// ([`read_neff`]), so an endless one is refused at once.
 pub enum Source {
+    /// Read into memory: standard input, a stream, or a file that cannot be mapped.
     Read(Vec<u8>),
+    /// A regular file, mapped.
     Mapped(MappedFile),
 }
 
@@ -71,6 +73,7 @@ impl Source {
         read_open(f).map(Source::Read)
     }
 
+    /// The NEFF's bytes, however they were got.
     pub fn bytes(&self) -> &[u8] {
         match self {
             Source::Read(b) => b,

@@ -130,7 +130,9 @@ fn joined(path: &[u8], name: &[u8]) -> Vec<u8> {
 /// what was wrong with it.
 #[derive(Debug)]
 pub struct TreeError {
+    /// The entry's path below the root, as bytes (a name need not be UTF-8).
     pub path: Vec<u8>,
+    /// What was wrong with it.
     pub what: String,
     /// The entry is of a kind the policy refuses (as opposed to an I/O
     /// failure reading it).

@@ -14,6 +14,7 @@ mod ntff;
 // The protobuf wire format: this module's own, and the project's tests'
 // (the `testkit` feature); what users read is a [`Capture`].
 #[cfg(feature = "testkit")]
+#[allow(missing_docs)]
 pub mod wire;
 #[cfg(not(feature = "testkit"))]
 mod wire;

@@ -187,6 +187,7 @@ impl Archive {
         self.index.get(name.as_bytes()).map(|&i| &self.members[i])
     }
 
+    /// A member of that name is in the archive.
     pub fn contains(&self, name: &str) -> bool {
         self.index.contains_key(name.as_bytes())
     }
@@ -206,19 +207,22 @@ impl Archive {
         self.members.iter().map(|m| (m.name.as_str(), self.body(m)))
     }
 
+    /// Members in the archive.
     pub fn len(&self) -> usize {
         self.members.len()
     }
 
+    /// No members at all.
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
     }
 
-    /// Size of the decoded buffer (the inflated tar).
+    /// Which archive this is, for a device that keeps references into it.
     pub(crate) fn id(&self) -> ArchiveId {
         self.id
     }
 
+    /// Size of the decoded buffer (the inflated tar).
     pub fn decoded_len(&self) -> usize {
         self.data.len()
     }
@@ -234,6 +238,7 @@ impl Archive {
         &self.data
     }
 
+    /// How the payload was stored (`None`: a raw tar).
     pub fn encoding(&self) -> Option<Encoding> {
         self.encoding
     }

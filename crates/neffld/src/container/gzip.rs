@@ -20,8 +20,11 @@ pub enum Encoding {
     /// gzip: number of members decoded, bytes after the last member, and
     /// whether any of them was non-zero (real producers pad with zeros).
     Gzip {
+        /// Gzip members decoded.
         members: u32,
+        /// Bytes after the last member.
         trailing: u64,
+        /// Whether any of them is not zero.
         nonzero_trailing: bool,
     },
     /// A raw tar (the pkg 1 form).

@@ -91,6 +91,7 @@ pub struct NeffHeader {
     pub header_size: u64,
     /// Bytes of the payload window at 0x400 (compressed stream plus padding).
     pub data_size: u64,
+    /// The format's major version: 0 to 2 are read.
     pub version_major: u64,
     /// Printed, never gated.
     pub version_minor: u64,
@@ -104,8 +105,11 @@ pub struct NeffHeader {
     pub uuid: [u8; 16],
     /// NUL-terminated model name (may be unterminated).
     pub name: [u8; 256],
+    /// Cores the compiler asked for (`nc_count`), printed.
     pub requested_tpb_count: u32,
+    /// Per-node core counts the compiler wrote, printed.
     pub tpb_per_node: [u8; 64],
+    /// Feature bits: a bit newer than the runtime line knows refuses the NEFF.
     pub feature_bits: u64,
     /// LNC size the NEFF was compiled for (`--lnc`).
     pub vnc_size: u32,
@@ -289,6 +293,7 @@ impl NeffHeader {
         Ok(())
     }
 
+    /// Sets the model name, cut to 255 bytes so a NUL always ends it.
     pub fn set_name(&mut self, name: &str) {
         self.name = [0; 256];
         let n = name.len().min(255);

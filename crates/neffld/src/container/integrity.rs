@@ -15,7 +15,9 @@ use super::ContainerError;
 /// Which algorithm the package version selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HashAlgorithm {
+    /// MD5, packager version 2.
     Md5,
+    /// SHA-256, packager version 1.
     Sha256,
 }
 
@@ -37,6 +39,7 @@ impl HashAlgorithm {
         }
     }
 
+    /// Its name in messages (`MD5`, `SHA256`).
     pub fn name(self) -> &'static str {
         match self {
             HashAlgorithm::Md5 => "MD5",
@@ -55,6 +58,7 @@ pub enum DigestForm {
 }
 
 impl DigestForm {
+    /// Its name in reports (`plain`, `word-swapped`).
     pub fn name(self) -> &'static str {
         match self {
             DigestForm::Plain => "plain",
@@ -66,7 +70,9 @@ impl DigestForm {
 /// What verification found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verified {
+    /// The digest compared.
     pub algorithm: HashAlgorithm,
+    /// The byte order it matched in.
     pub form: DigestForm,
 }
 

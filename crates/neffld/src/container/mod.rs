@@ -266,6 +266,7 @@ pub struct Neff {
 }
 
 impl Neff {
+    /// The header, as its gates read it.
     pub fn header(&self) -> &NeffHeader {
         &self.header
     }
@@ -291,6 +292,7 @@ impl Neff {
         }
     }
 
+    /// The payload's members, inflated once and borrowed from there.
     pub fn archive(&self) -> &Archive {
         &self.archive
     }

@@ -7,12 +7,19 @@ use std::fmt;
 /// The kind of file a non-NEFF buffer looks like.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
+    /// No bytes at all.
     Empty,
+    /// A gzip stream (a NEFF's payload without its header?).
     Gzip,
+    /// A tar archive (an extracted NEFF repacked without a header?).
     Tar,
+    /// A zip archive.
     Zip,
+    /// An ELF object (a compiled kernel, not a NEFF).
     Elf,
+    /// JSON (a manifest on its own).
     Json,
+    /// Plain text.
     Text,
     /// Nothing recognisable (or a damaged NEFF).
     Unknown,

@@ -16,6 +16,7 @@ const BLOCK: usize = 512;
 /// What kind of tar entry a member came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemberKind {
+    /// A regular file: the only kind with a body.
     Regular,
     /// Links, devices, fifos: stored as empty members, never followed.
     Special(u8),
@@ -49,6 +50,7 @@ pub struct Member {
     pub range: Range<usize>,
     /// Offset of the member's tar header in the decoded buffer.
     pub header_offset: usize,
+    /// What kind of entry it was.
     pub kind: MemberKind,
 }
 

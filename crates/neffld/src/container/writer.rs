@@ -35,6 +35,7 @@ pub enum Producer {
 }
 
 impl Producer {
+    /// Every producer family, oldest first.
     pub const ALL: [Producer; 4] = [
         Producer::V2_0_99229,
         Producer::V2_18,
@@ -262,9 +263,11 @@ pub fn gzip(data: &[u8], level: u32) -> Vec<u8> {
 /// Writes NEFFs in one producer family's format.
 #[derive(Clone, Debug)]
 pub struct NeffWriter {
+    /// The family whose format is written.
     pub producer: Producer,
     /// Header template; `pkg_version`, `data_size` and `hash` are filled in.
     pub header: NeffHeader,
+    /// The gzip header's mtime (pkg 2).
     pub gzip_mtime: u32,
     /// Member mtime for the 2.0.99229 family (the others write 0).
     pub member_mtime: u64,
@@ -273,6 +276,7 @@ pub struct NeffWriter {
 }
 
 impl NeffWriter {
+    /// A writer of `producer`'s format with its usual header.
     pub fn new(producer: Producer) -> NeffWriter {
         NeffWriter {
             producer,

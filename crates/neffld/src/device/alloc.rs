@@ -58,7 +58,9 @@ pub enum Place {
 /// Which pool of a channel a block came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pool {
+    /// The channel's main pool.
     Main,
+    /// The pool of small blocks.
     Small,
 }
 
@@ -67,9 +69,11 @@ pub enum Pool {
 /// pools and, within each, between ranges; a request takes one range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolFree {
+    /// Which pool.
     pub pool: Pool,
     /// Bytes the pool can hand out in all.
     pub capacity: u64,
+    /// Bytes free in it now.
     pub free: u64,
     /// The longest free range: the largest request the pool can take.
     pub longest: u64,

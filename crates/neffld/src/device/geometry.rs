@@ -141,6 +141,7 @@ impl Geometry {
         }
     }
 
+    /// The chip it is a device of.
     pub fn arch(&self) -> Arch {
         self.arch
     }
@@ -150,6 +151,7 @@ impl Geometry {
         self.cores
     }
 
+    /// HBM channels on the device.
     pub fn hbm_channels(&self) -> u32 {
         self.hbm_channels
     }

@@ -45,17 +45,26 @@ pub use v2_30::QueueShape;
 /// from the newest captured line of the chip ([`RuntimeLine::captured`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RuntimeLine {
+    /// Runtime 2.23, the oldest captured line.
     V2_23,
+    /// Runtime 2.25, captured.
     V2_25,
+    /// Runtime 2.27, captured.
     V2_27,
+    /// Runtime 2.30, the newest captured line.
     V2_30,
+    /// Runtime 2.31 (from its documentation; the rest from 2.30).
     V2_31,
+    /// Runtime 2.32 (from its documentation; the rest from 2.30).
     V2_32,
+    /// Runtime 2.33, which brought the contiguous scratchpad.
     V2_33,
+    /// Runtime 2.34, the newest: the default.
     V2_34,
 }
 
 impl RuntimeLine {
+    /// Every line, oldest first.
     pub const ALL: [RuntimeLine; 8] = [
         RuntimeLine::V2_23,
         RuntimeLine::V2_25,

@@ -5,14 +5,20 @@
 /// `al_hal_tpb_eng_type`: the fixed engine order PE, ACT, POOL, DVE, SP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EngineType {
+    /// The PE (tensor) engine.
     Pe = 0,
+    /// The activation engine.
     Act = 1,
+    /// The pool engine.
     Pool = 2,
+    /// The vector engine (DVE).
     Dve = 3,
+    /// The SP engine.
     Sp = 4,
 }
 
 impl EngineType {
+    /// Every engine, in the hardware's order.
     pub const ALL: [EngineType; 5] = [
         EngineType::Pe,
         EngineType::Act,
@@ -32,10 +38,12 @@ impl EngineType {
         }
     }
 
+    /// The engine a def.json key names (`pe`, `act`, …).
     pub fn from_key(s: &str) -> Option<EngineType> {
         EngineType::ALL.into_iter().find(|e| e.key() == s)
     }
 
+    /// Its position in the hardware's order (and in [`EngineType::ALL`]).
     pub fn index(self) -> usize {
         self as usize
     }

@@ -18,10 +18,13 @@ pub const MAX_IO_DIMS: usize = 32;
 /// One input or output tensor as neff.json declares it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IoTensor {
+    /// The tensor's name.
     pub name: String,
     /// The `dltype` string as written.
     pub dtype_name: String,
+    /// The runtime's type for it (`Unknown` for a name it does not know).
     pub dtype: NrtDtype,
+    /// Its dimensions, outermost first.
     pub shape: Vec<u32>,
     /// `product(shape) × elem_size`, bytes.
     pub size: u64,

@@ -8,7 +8,9 @@ use super::{Manifest, ManifestError, VarKind, VarOf};
 /// `nrt_tensor_usage_t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TensorUsage {
+    /// Bound before an execution.
     Input = 0,
+    /// Filled by an execution.
     Output = 1,
 }
 
@@ -25,11 +27,15 @@ impl TensorUsage {
 /// One record of `nrt_tensor_info_array_t`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorInfo {
+    /// The tensor's name, what a client binds it by.
     pub name: String,
+    /// Input or output.
     pub usage: TensorUsage,
     /// Bytes.
     pub size: u64,
+    /// Its element type.
     pub dtype: NrtDtype,
+    /// Its dimensions, outermost first.
     pub shape: Vec<u32>,
 }
 

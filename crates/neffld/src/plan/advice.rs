@@ -32,7 +32,10 @@ use super::PlanError;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdviceKind {
     /// `NEURON_SCRATCHPAD_PAGE_SIZE` in MiB.
-    ScratchpadPage { mib: u64 },
+    ScratchpadPage {
+        /// The page size to set.
+        mib: u64,
+    },
     /// `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0`: scratchpad pages anywhere in
     /// the HBM instead of one region that must grow in place.
     PagedScratchpad,
@@ -41,14 +44,21 @@ pub enum AdviceKind {
     /// The same steps on other logical cores: `moves` maps each moved
     /// core to its new one (cores that shared an HBM spread over HBMs the
     /// deployment leaves unused).
-    Placement { moves: Vec<(u32, u32)> },
+    Placement {
+        /// (from, to) visible logical cores.
+        moves: Vec<(u32, u32)>,
+    },
     /// The deployment without this NEFF.
-    Without { file: PathBuf },
+    Without {
+        /// The NEFF to leave out.
+        file: PathBuf,
+    },
 }
 
 /// One piece of advice with what planning again with it showed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Advice {
+    /// The change.
     pub kind: AdviceKind,
     /// The change as a user makes it (a flag or a variable).
     pub change: String,

@@ -34,6 +34,7 @@ pub(crate) const COPY_LIMIT: u32 = 256;
 /// How many more copies of one NEFF fit on a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Copies {
+    /// Copies that fit.
     pub count: u32,
     /// Counting stopped at [`COPY_LIMIT`]: at least `count` fit.
     pub at_least: bool,
@@ -44,10 +45,13 @@ pub struct Copies {
 pub struct Headroom {
     /// The visible logical core, its device and physical cores.
     pub vnc: u32,
+    /// The device (`ND n`) it is on.
     pub device: u32,
+    /// Its physical cores.
     pub pcores: Vec<u32>,
     /// The HBM a tensor of the core goes to, and the bytes it has free.
     pub hbm: u32,
+    /// Bytes free on that HBM.
     pub hbm_free: u64,
     /// The largest further tensor `nrt_tensor_allocate` accepts here.
     pub largest_tensor: u64,

@@ -28,13 +28,20 @@ pub enum SolveAnswer {
     /// Further loads that go through, of `tried` (`tried`: the listed
     /// cores, or every logical core of the instance for "the next free
     /// core").
-    Ranks { count: u32, tried: u32 },
+    Ranks {
+        /// Loads that went through.
+        count: u32,
+        /// Loads tried.
+        tried: u32,
+    },
 }
 
 /// A question with its answer, or why there is none.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Solved {
+    /// The question.
     pub solve: Solve,
+    /// Its answer, or why the planner could not answer it.
     pub answer: Result<SolveAnswer, String>,
 }
 

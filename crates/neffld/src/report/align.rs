@@ -19,6 +19,7 @@ pub enum Fate {
 /// The fate of each NEFF record of one engine, in NEFF order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Records {
+    /// One fate per record, in NEFF order.
     pub fates: Vec<Fate>,
 }
 
@@ -27,14 +28,17 @@ impl Records {
         self.fates.iter().filter(|x| f(x)).count() as u32
     }
 
+    /// Records kept as they were.
     pub fn kept(&self) -> u32 {
         self.count(|f| matches!(f, Fate::Kept(_)))
     }
 
+    /// Records rewritten in place.
     pub fn rewritten(&self) -> u32 {
         self.count(|f| matches!(f, Fate::Rewritten(_)))
     }
 
+    /// Records the runtime dropped.
     pub fn deleted(&self) -> u32 {
         self.count(|f| matches!(f, Fate::Deleted))
     }
@@ -43,9 +47,13 @@ impl Records {
 /// An image split into the runtime's code and the NEFF's records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Aligned {
+    /// Slots of the runtime's code before the records.
     pub preamble_slots: u32,
+    /// Slots the records take.
     pub main_slots: u32,
+    /// Slots of the runtime's code after them.
     pub postamble_slots: u32,
+    /// What became of each record.
     pub records: Records,
 }
 

@@ -20,9 +20,13 @@ use crate::report::MemoryReport;
 /// An allocation request the device refused for want of room.
 #[derive(Clone, Debug)]
 pub struct Refused {
+    /// The physical core it was for.
     pub core: PCore,
+    /// What it was for, as the runtime names it (a variable, `scratchpad`, a tensor).
     pub hint: String,
+    /// Bytes asked for.
     pub size: u64,
+    /// Its usage type.
     pub usage: MemUsage,
     /// The device's memory when it refused.
     pub memory: MemoryReport,
@@ -31,13 +35,19 @@ pub struct Refused {
 /// One allocation a load placed, addressed as the runtime addresses it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placed {
+    /// The physical core it is charged to.
     pub core: PCore,
+    /// The HBM channel it is on.
     pub hbm: u32,
+    /// Whose it is: the runtime's, a model's or the client's.
     pub owner: crate::device::Owner,
+    /// Its usage type.
     pub usage: MemUsage,
+    /// What it holds, as the runtime names it.
     pub name: String,
     /// The runtime's form of the address ([`Geometry::runtime_address`]).
     pub address: u64,
+    /// Bytes asked for.
     pub size: u64,
     /// Bytes the allocator charged (the size rounded to its granule).
     pub charged: u64,

@@ -40,7 +40,9 @@ use super::plan::{CorePlan, Placement};
 /// One problem found in a staged model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
+    /// The subgraph it is in.
     pub subgraph: String,
+    /// What is wrong, and where.
     pub what: String,
 }
 
