@@ -165,7 +165,7 @@ fn a_noisy_neighbour_is_refused_as_the_runtime_reports_it_and_lnc2_lets_it_throu
     for (f, vnc) in [(&dense, 0), (&dense, 0), (&small, 2)] {
         let m = rt.load(&std::fs::read(f).unwrap(), Some(vnc)).unwrap();
         for t in rt.tensor_info(&m).unwrap() {
-            held.push(rt.allocate_tensor(vnc as u32, t.size, &t.name).unwrap());
+            held.push(rt.allocate_tensor(vnc, t.size, &t.name).unwrap());
         }
     }
     let (main, small_pool) = largest_free(&dev, 0, config.line());
