@@ -13,7 +13,8 @@
 //! options, [`config`]), [`report`] (what the gates found, the staged view
 //! of a load, the memory report), [`neff`] (reading, writing and taking a
 //! NEFF apart), [`capture`] (profiler captures), [`plan`] and [`instance`]
-//! (deployments), [`error`] (one error enum per layer), typed [`ids`].
+//! (deployments), [`error`] (what a load can end with, and its status),
+//! typed [`ids`].
 //! Nothing public hands out a pipeline type: `unnameable_types` below
 //! turns any such leak into a warning, which CI denies.
 // A public function that returns a type of a private module leaks the
