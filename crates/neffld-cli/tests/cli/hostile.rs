@@ -151,6 +151,11 @@ fn usage_errors_name_the_argument_and_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("--start-core 99") && t.contains("0 to 1"), "{t}");
+    // Below -1 (the first free core) names no core either.
+    let out = neffld(&["load", "--start-core", "-5", d.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("--start-core -5") && t.contains("0 to 1"), "{t}");
 }
 
 /// One payload byte flipped where the gzip stream does not reach (its zero
