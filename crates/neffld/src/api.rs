@@ -195,6 +195,9 @@ pub struct Runtime {
     cache: Arc<ParseCache<Parsed>>,
     /// Parses run (S1–S3), for tests of the cache and for diagnostics.
     parses: Arc<AtomicU64>,
+    /// Earlier stagings, replayed by later loads of the same parse on the
+    /// same cores ([`RuntimeConfig::replays`]).
+    recipes: Option<stage::Recipes>,
 }
 
 /// A runtime's parse cache, handed to another runtime over other devices
@@ -452,7 +455,9 @@ impl Runtime {
                     })
                 })
                 .collect::<Result<Vec<Chip>, DeviceError>>()?;
+            let replays = config.replays() && chips.iter().all(|c| !c.device.keeps_writes());
             Ok(Runtime {
+                recipes: replays.then(stage::Recipes::default),
                 vnc_usage: Mutex::new(vec![0; visible.len()]),
                 visible,
                 cache: parses.cache,
@@ -824,15 +829,27 @@ impl Runtime {
         };
         let kbins = &parsed.model.kbins;
         let t = Instant::now();
-        let mut staged = stage::stage(
-            &chip.device,
-            &chip.cores,
-            kbins,
-            parsed.neff.archive(),
-            &pcores,
-            h_model,
-            sopts,
-        )?;
+        let mut staged = match &self.recipes {
+            Some(recipes) => recipes.stage(
+                &parsed,
+                &chip.device,
+                &chip.cores,
+                kbins,
+                parsed.neff.archive(),
+                &pcores,
+                h_model,
+                sopts,
+            )?,
+            None => stage::stage(
+                &chip.device,
+                &chip.cores,
+                kbins,
+                parsed.neff.archive(),
+                &pcores,
+                h_model,
+                sopts,
+            )?,
+        };
         timings.stage = t.elapsed();
         timings.relocate = staged.iter().map(|i| i.reloc_time).sum();
         if self.config.check {

@@ -90,6 +90,13 @@ pub(crate) fn configure(d: &Deployment, files: usize) -> Result<RuntimeConfig, P
     config.runtime = d.runtime.or(config.runtime);
     config.device = DeviceKind::Null;
     config.retain_images = false;
+    // A NEFF staged once on a set of cores is replayed there by every
+    // further load (`NEFFLD_REPLAY=0` stages each); cores are built one
+    // after another, as the replay's recording is (the devices copy
+    // nothing, so threads would buy nothing, and the plan does not depend
+    // on their timing).
+    config.replay = Some(config.replay.unwrap_or(true));
+    config.fanout_min_bytes = u64::MAX;
     config.cache_retain = files.max(1);
     config.cache_retain_bytes = u64::MAX;
     Ok(config)
