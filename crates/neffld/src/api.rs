@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::cache::ParseCache;
+use crate::cache::{Known, ParseCache};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader};
 use crate::device::{
@@ -215,7 +215,7 @@ pub struct Parses {
 /// The borrow keeps the bytes from changing while it lives.
 pub struct Fingerprinted<'a> {
     bytes: &'a [u8],
-    print: u128,
+    known: Known,
     cache: Arc<ParseCache<Parsed>>,
 }
 
@@ -237,11 +237,7 @@ impl Parses {
     /// `bytes` fingerprinted once for [`Runtime::load_fingerprinted`] on
     /// every runtime that shares these parses.
     pub fn fingerprinted<'a>(&self, bytes: &'a [u8]) -> Fingerprinted<'a> {
-        Fingerprinted {
-            bytes,
-            print: self.cache.fingerprint_of(bytes),
-            cache: Arc::clone(&self.cache),
-        }
+        self.fingerprinted_as(bytes, self.cache.fingerprint_of(bytes))
     }
 
     /// The fingerprint [`Parses::fingerprinted`] takes, alone: for a caller
@@ -256,7 +252,10 @@ impl Parses {
     pub(crate) fn fingerprinted_as<'a>(&self, bytes: &'a [u8], print: u128) -> Fingerprinted<'a> {
         Fingerprinted {
             bytes,
-            print,
+            known: Known {
+                print,
+                sample: self.cache.sample_of(bytes),
+            },
             cache: Arc::clone(&self.cache),
         }
     }
@@ -495,7 +494,7 @@ impl Runtime {
         opened: Option<Neff>,
         vnc: i32,
     ) -> Result<Model, LoadError> {
-        let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.print);
+        let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.known);
         self.load_with_gid(neff.bytes, vnc, 1, None, opened, known)
     }
 
@@ -731,7 +730,7 @@ impl Runtime {
         vnc_count: i32,
         gid: Option<u32>,
         opened: Option<Neff>,
-        known: Option<u128>,
+        known: Option<Known>,
     ) -> Result<Model, LoadError> {
         let load = || {
             let t0 = Instant::now();
@@ -999,7 +998,7 @@ impl Runtime {
 struct ParseInput<'a> {
     bytes: &'a [u8],
     opened: Option<Neff>,
-    known: Option<u128>,
+    known: Option<Known>,
 }
 
 /// `HloMacCount` of `hlo_stats.json`, 0 when absent: the metric it feeds

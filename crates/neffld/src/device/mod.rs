@@ -296,6 +296,14 @@ impl<S: Storage + ?Sized> Device<S> {
         }
     }
 
+    fn wanted_refusals(&self) -> bool {
+        self.observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|o| o.wants_refusals())
+    }
+
     fn observed(&self) -> bool {
         !self
             .observers
@@ -347,7 +355,7 @@ impl<S: Storage + ?Sized> Device<S> {
             Ok(block) => block,
             Err(AllocFailure::Invalid(reason)) => return Err(DeviceError::Invalid { reason }),
             Err(AllocFailure::NoMem) => {
-                if self.observed() && !tape::quiet() {
+                if !tape::quiet() && self.wanted_refusals() {
                     *at_refusal = Some(books.ledger.clone());
                 }
                 return Err(DeviceError::NoMem {
@@ -476,6 +484,17 @@ impl<S: Storage + ?Sized> Device<S> {
     #[cfg(any(test, feature = "testkit"))]
     pub fn live_count(&self) -> usize {
         self.books().live_count()
+    }
+
+    /// Each live allocation of HBM `channel`, in handle order: its first
+    /// address, the bytes charged and its core (what the allocator's
+    /// layout is, without copying every allocation's name).
+    pub fn channel_blocks(&self, channel: u32) -> Vec<(Pa, u64, PCore)> {
+        self.books()
+            .channel_blocks(channel)
+            .into_iter()
+            .map(|(pa, charged, core)| (Pa(pa), charged, core))
+            .collect()
     }
 
     /// Every live allocation, in handle (allocation) order.

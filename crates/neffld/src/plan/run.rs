@@ -329,6 +329,11 @@ impl Watch {
 }
 
 impl Observer for Watch {
+    fn wants_refusals(&self) -> bool {
+        let s = self.state();
+        s.armed && s.refused.is_none()
+    }
+
     fn refused(&self, req: &AllocReq<'_>, _error: &DeviceError, ledger: &Ledger) {
         let mut s = self.state();
         if !s.armed || s.refused.is_some() {
