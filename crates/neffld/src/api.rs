@@ -46,6 +46,17 @@ use crate::stage::validate::{self, Finding};
 use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
 use crate::NrtStatus;
 
+/// The first gate of `nrt_load` (stage.md §2.3), before the runtime's state:
+/// `vnc_count` is deprecated, and only -1 (or the 0 and 1 old callers
+/// pass) is taken.
+pub fn check_vnc_count(vnc_count: i32) -> Result<(), LoadError> {
+    if matches!(vnc_count, -1..=1) {
+        Ok(())
+    } else {
+        Err(LoadError::VncCount(vnc_count))
+    }
+}
+
 /// Why a call failed: the layer's own error, or a guard of this layer.
 #[derive(Debug, Error)]
 pub enum LoadError {
@@ -703,9 +714,7 @@ impl Runtime {
         device_id: u32,
         device_count: u32,
     ) -> Result<Model, LoadError> {
-        if !matches!(vnc_count, -1..=1) {
-            return Err(LoadError::VncCount(vnc_count));
-        }
+        check_vnc_count(vnc_count)?;
         self.guard()?;
         if self.config.root_comm_id.is_none() {
             return Err(LoadError::Collectives(
@@ -734,9 +743,7 @@ impl Runtime {
     ) -> Result<Model, LoadError> {
         let load = || {
             let t0 = Instant::now();
-            if !matches!(vnc_count, -1..=1) {
-                return Err(LoadError::VncCount(vnc_count));
-            }
+            check_vnc_count(vnc_count)?;
             let _open = self.enter()?;
             let header = NeffHeader::parse(bytes)?;
             header.check_lnc(self.config.lnc_size(), self.config.arch)?;

@@ -45,6 +45,31 @@ pub enum DeviceKind {
     Null,
 }
 
+impl DeviceKind {
+    /// The name users give it (`NEFFLD_DEVICE`, `--device`, Python's
+    /// `device=`) and reports show: "sim" or "null".
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Sim => "sim",
+            DeviceKind::Null => "null",
+        }
+    }
+}
+
+/// Parses [`DeviceKind::name`].
+impl std::str::FromStr for DeviceKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<DeviceKind, String> {
+        match s {
+            "sim" => Ok(DeviceKind::Sim),
+            "null" => Ok(DeviceKind::Null),
+            _ => Err(format!(
+                "unknown device {s:?} (expected \"sim\" or \"null\")"
+            )),
+        }
+    }
+}
+
 /// Everything a runtime is configured with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuntimeConfig {
@@ -330,17 +355,11 @@ impl RuntimeConfig {
             })?);
         }
         if let Some(v) = lookup("NEFFLD_DEVICE") {
-            self.device = match v.trim() {
-                "sim" => DeviceKind::Sim,
-                "null" => DeviceKind::Null,
-                _ => {
-                    return Err(ConfigError {
-                        var: "NEFFLD_DEVICE",
-                        value: v,
-                        reason: "expected sim or null".into(),
-                    })
-                }
-            };
+            self.device = v.trim().parse().map_err(|_| ConfigError {
+                var: "NEFFLD_DEVICE",
+                value: v.clone(),
+                reason: "expected sim or null".into(),
+            })?;
         }
         for var in ["NEURON_RT_VIRTUAL_CORE_SIZE", "NEURON_LOGICAL_NC_CONFIG"] {
             if let Some(v) = lookup(var) {

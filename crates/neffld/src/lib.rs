@@ -62,9 +62,14 @@ pub mod instance;
 pub mod neff;
 pub mod plan;
 pub mod report;
+pub mod settings;
 pub mod status;
 pub mod text;
 pub mod tree;
+
+/// How neffld names itself where a runtime's version stands (a dump's
+/// `runtime`, `nrt_get_version`'s detail): "neffld" and the version.
+pub const RUNTIME_NAME: &str = concat!("neffld ", env!("CARGO_PKG_VERSION"));
 
 pub use arch::Arch;
 pub use line::{LineProvenance, RuntimeLine};

@@ -1210,3 +1210,111 @@ fn integrity_shows_the_payloads_digest_in_every_outcome() {
         }
     }
 }
+
+/// Issue 27: an architecture named by the environment is the instance's
+/// for every command, as a real runtime's is (parse.md §3, the arch gate):
+/// `load`, `verify` and `plan` give one verdict on a trn2 NEFF under
+/// `NEFFLD_ARCH` — the same exit status, status and error — and a NEFF of
+/// another architecture is refused unless `NEURON_RT_ALLOW_LEGACY_NEFF`.
+#[test]
+fn an_architecture_named_by_the_environment_gives_one_verdict_everywhere() {
+    let f = fixture("matmul_small.neff");
+    let f = f.to_str().unwrap();
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
+            .env_remove("NEFFLD_INSTANCE")
+            .envs(env.iter().copied())
+            .args(args)
+            .arg(f)
+            .output()
+            .expect("run neffld");
+        let v = json(&out);
+        (out.status.code(), v["status"].clone(), v["error"].clone())
+    };
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Env, Option<i32>, &str); 4] = [
+        // The header's vnc_size 2 is refused before the manifests are read:
+        // trn1 takes logical-core size 1 only.
+        (&[("NEFFLD_ARCH", "trn1")], Some(1), "NRT_INVALID"),
+        (&[("NEFFLD_ARCH", "trn3")], Some(1), "NRT_INVALID"),
+        (
+            &[
+                ("NEFFLD_ARCH", "trn3"),
+                ("NEURON_RT_ALLOW_LEGACY_NEFF", "1"),
+            ],
+            Some(0),
+            "NRT_SUCCESS",
+        ),
+        (&[("NEFFLD_ARCH", "trn2")], Some(0), "NRT_SUCCESS"),
+    ];
+    for (env, code, status) in cases {
+        let load = run(env, &["load", "--json", "--quiet", "--device", "null"]);
+        let verify = run(env, &["verify", "--json"]);
+        let plan = run(env, &["plan", "--json"]);
+        assert_eq!(
+            (load.0, &load.1),
+            (code, &json!(status)),
+            "{env:?}: {load:?}"
+        );
+        assert_eq!(load, verify, "{env:?}: load and verify");
+        assert_eq!(load, plan, "{env:?}: load and plan");
+    }
+    // The trn1 refusal names the size trn1 takes; the trn3 one is the
+    // runtime's arch gate, naming both architectures by their ids.
+    let (_, _, e) = run(&[("NEFFLD_ARCH", "trn1")], &["verify", "--json"]);
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("trn1 takes logical-core size 1"), "{msg}");
+    let (_, _, e) = run(&[("NEFFLD_ARCH", "trn3")], &["plan", "--json"]);
+    assert_eq!(e["stage"], "parse");
+    let msg = e["message"].as_str().unwrap();
+    assert!(
+        msg.contains("NEFF arch: v3, instance arch: v4")
+            && msg.contains("NEURON_RT_ALLOW_LEGACY_NEFF=1"),
+        "{msg}"
+    );
+    // A flag still beats the variable.
+    let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
+        .env("NEFFLD_ARCH", "trn3")
+        .args([
+            "load", "--json", "--quiet", "--device", "null", "--arch", "trn2", f,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["arch"], "trn2");
+}
+
+/// `pack` reads a tree as a load of its target reads it: a trn2 tree of
+/// two subgraphs (one per physical core of a logical core of size 2, as
+/// its `def.json` members say) packs without a warning that it does not
+/// load, and the NEFF it writes verifies.
+#[test]
+fn a_tree_of_two_subgraphs_packs_without_a_false_warning() {
+    let dir = scratch("pack-two");
+    let f = fixture("kfusion__fused_attention__fused.neff");
+    let tree = dir.join("tree");
+    let out = neffld(&["extract", f.to_str().unwrap(), "-o", tree.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let defs = std::fs::read_dir(&tree)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("def.json").is_file())
+        .count();
+    assert_eq!(defs, 2, "the fixture has two subgraphs");
+    let packed = dir.join("p.neff");
+    let out = neffld(&[
+        "pack",
+        "--json",
+        tree.to_str().unwrap(),
+        "-o",
+        packed.to_str().unwrap(),
+    ]);
+    let v = json(&out);
+    assert_eq!(v["status_code"], 0, "{v}");
+    assert_eq!(v["warnings"], json!([]), "{v}");
+    let v = json(&neffld(&["verify", "--json", packed.to_str().unwrap()]));
+    assert_eq!(v["status_code"], 0, "{v}");
+}

@@ -330,6 +330,14 @@ impl NeffHeader {
         self.declares_lnc().then_some(self.vnc_size)
     }
 
+    /// Whether `arch`'s cores can take the logical-core size the header
+    /// declares (a header that declares none fits every architecture): a
+    /// header that does not fit its own target is refused by every load.
+    pub fn lnc_fits(&self, arch: Arch) -> bool {
+        self.declared_lnc()
+            .is_none_or(|lnc| arch.lnc_sizes().contains(&lnc))
+    }
+
     /// The LNC gate of parse.md §2.2 1d, for the loader to call with the
     /// runtime's configured logical-core size on `arch`. The reference's
     /// message advises re-running with the NEFF's size; that advice is given

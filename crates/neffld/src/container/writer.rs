@@ -42,6 +42,15 @@ impl Producer {
         Producer::Pkg1,
     ];
 
+    /// The family a compiler for `arch` writes by default: trn1 compilers
+    /// stop at 2.18, later chips' start at 2.21.
+    pub fn for_arch(arch: crate::Arch) -> Producer {
+        match arch {
+            crate::Arch::Sunda => Producer::V2_18,
+            crate::Arch::Cayman | crate::Arch::Mariana => Producer::V2_21,
+        }
+    }
+
     /// A header as this family writes it before the payload fields are
     /// filled in: sunda families are NEFF 1.0 with LNC 1 and no feature
     /// bits; 2.21+ is NEFF 2.0, LNC 2, `0xC00`.

@@ -17,9 +17,9 @@ use crate::device::{
     AllocReq, Device, DeviceError, Geometry, Ledger, MemUsage, Observer, Owned, Owner, Place,
 };
 use crate::ids::{HModel, PCore};
-use crate::parse;
 use crate::registry::ModelNames;
 use crate::report::memory::{LogLine, MemoryReport, Refusal};
+use crate::settings::{Asked, Settings};
 
 use super::deployment::{Deployment, DeploymentError, Solve, Step};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
@@ -77,18 +77,32 @@ pub(crate) struct Session {
 /// defaults, then its instance, LNC and runtime line; the devices keep no
 /// bytes and every distinct NEFF's parse is retained.
 pub(crate) fn configure(d: &Deployment, files: usize) -> Result<RuntimeConfig, PlanError> {
+    Ok(tune(settings(d)?.config().clone(), files))
+}
+
+/// The deployment's settings by the one precedence ([`Settings`]): its
+/// `--instance`, `--lnc` and `--runtime` over its environment.
+fn settings(d: &Deployment) -> Result<Settings, PlanError> {
     let env: BTreeMap<&str, &str> = d
         .env
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let mut config = RuntimeConfig::default().with_env(|k| env.get(k).map(|v| v.to_string()))?;
-    if let Some(i) = d.instance {
-        config = config.on_instance(i);
-    }
-    config.lnc = d.lnc.or(config.lnc);
-    config.runtime = d.runtime.or(config.runtime);
-    config.device = DeviceKind::Null;
+    let asked = Asked {
+        instance: d.instance,
+        lnc: d.lnc,
+        runtime: d.runtime,
+        device: Some(DeviceKind::Null),
+        ..Asked::default()
+    };
+    Ok(Settings::resolve(&asked, |k| {
+        env.get(k).map(|v| v.to_string())
+    })?)
+}
+
+/// A planner's own use of a configuration: no images kept, every file's
+/// parse retained.
+fn tune(mut config: RuntimeConfig, files: usize) -> RuntimeConfig {
     config.retain_images = false;
     // A NEFF staged once on a set of cores is replayed there by every
     // further load (`NEFFLD_REPLAY=0` stages each); cores are built one
@@ -99,7 +113,7 @@ pub(crate) fn configure(d: &Deployment, files: usize) -> Result<RuntimeConfig, P
     config.fanout_min_bytes = u64::MAX;
     config.cache_retain = files.max(1);
     config.cache_retain_bytes = u64::MAX;
-    Ok(config)
+    config
 }
 
 impl Session {
@@ -121,7 +135,9 @@ impl Session {
                 paths.push(file);
             }
         }
-        let mut config = configure(d, paths.len())?;
+        let settings = settings(d)?;
+        let count = paths.len();
+        let config = tune(settings.config().clone(), count);
         let parses = Parses::new(&config);
         let opts = config.open_options();
         let mut files: Vec<NeffFile> = Vec::new();
@@ -159,19 +175,9 @@ impl Session {
                 print,
             });
         }
-        let named = d.instance.is_some()
-            || d.env
-                .iter()
-                .any(|(k, _)| k == "NEFFLD_INSTANCE" || k == "NEFFLD_ARCH");
-        if !named {
-            if let Some(arch) = opened
-                .first()
-                .and_then(|n| n.as_ref())
-                .and_then(parse::declared_arch)
-            {
-                config.arch = arch;
-            }
-        }
+        // With no architecture named, the first NEFF's own.
+        let first = opened.first().and_then(Option::as_ref);
+        let config = tune(settings.for_neff(first), count);
         // The deployment's own mistakes, before any load runs.
         let chip = Geometry::for_arch(config.arch);
         if let Ok(visible) = config.logical_cores(&chip, config.chips.max(1)) {

@@ -268,7 +268,11 @@ fn two_dge_tables_fail_the_parse_with_one_rule() {
     );
     let (rt, dev) = runtime(Arch::Cayman);
     let l = rt.load(&bytes, -1, 1).unwrap_err();
-    let v = neffld::verify(&bytes, &neffld::config::RuntimeConfig::default()).unwrap_err();
+    let v = neffld::verify(
+        &bytes,
+        &neffld::settings::Settings::neff_own(neffld::config::RuntimeConfig::default()),
+    )
+    .unwrap_err();
     assert_eq!(
         (l.status(), v.status()),
         (NrtStatus::Invalid, NrtStatus::Invalid)
@@ -337,7 +341,11 @@ fn an_operand_on_a_zero_size_variable_fails_the_parse_as_the_load() {
     let bytes = s.write(neffld::container::writer::Producer::V2_21);
     let (rt, dev) = runtime(Arch::Cayman);
     let l = rt.load(&bytes, -1, 1).unwrap_err();
-    let v = neffld::verify(&bytes, &neffld::config::RuntimeConfig::default()).unwrap_err();
+    let v = neffld::verify(
+        &bytes,
+        &neffld::settings::Settings::neff_own(neffld::config::RuntimeConfig::default()),
+    )
+    .unwrap_err();
     assert_eq!(l.to_string(), e.to_string());
     assert_eq!(v.to_string(), e.to_string());
     assert_eq!(beyond_start(&*dev).len(), 0);

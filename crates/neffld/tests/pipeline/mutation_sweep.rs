@@ -32,6 +32,7 @@ use neffld::container::writer::{gzip, tar_entry, NeffWriter, Producer, TarEntry,
 use neffld::container::{self, OpenOptions, HEADER_LEN};
 use neffld::device::{Geometry, NullDevice};
 use neffld::parse::ParseError;
+use neffld::settings::Settings;
 use neffld::{Arch, NrtStatus};
 use neffld_testkit::beyond_start;
 use neffld_testkit::Synth;
@@ -1238,7 +1239,7 @@ fn verify_agrees_with_load() {
                 max_inflated: Some(64 << 20),
                 ..RuntimeConfig::default()
             };
-            let verdict = match neffld::verify(&m.bytes, &config) {
+            let verdict = match neffld::verify(&m.bytes, &Settings::neff_own(config)) {
                 Ok(_) => NrtStatus::Success,
                 Err(e) => {
                     if matches!(
