@@ -50,6 +50,20 @@ impl FileBytes {
     }
 }
 
+/// A regular file as the file system knows it: its device and inode, with
+/// its length and modification time (a file rewritten in place between two
+/// of its names being read is then not taken for the same bytes).
+type Inode = (u64, u64, u64, i64, i64);
+
+/// The identity of the regular file `path` names (links followed); `None`
+/// for anything else, which is read to be known.
+fn inode_of(path: &Path) -> Option<Inode> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    m.is_file()
+        .then(|| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+}
+
 /// One distinct NEFF of the deployment.
 pub(crate) struct NeffFile {
     pub path: PathBuf,
@@ -144,7 +158,15 @@ impl Session {
         let mut opened = Vec::new();
         let mut by_path = HashMap::new();
         let mut by_print: HashMap<u128, usize> = HashMap::new();
+        let mut by_inode: HashMap<Inode, usize> = HashMap::new();
         for path in paths {
+            // Another name of a file already read (a link) is that file,
+            // known without reading it again.
+            let inode = inode_of(path);
+            if let Some(&i) = inode.as_ref().and_then(|n| by_inode.get(n)) {
+                by_path.insert(path.clone(), i);
+                continue;
+            }
             // The fingerprint reads every byte; a mapped file is then mapped
             // afresh, so the container's open releases its pages as it
             // reads them, as `neffld load` does, instead of keeping the
@@ -155,6 +177,7 @@ impl Session {
             // same NEFF: loaded, measured and judged as that one.
             if let Some(&i) = by_print.get(&print) {
                 by_path.insert(path.clone(), i);
+                by_inode.extend(inode.map(|n| (n, i)));
                 continue;
             }
             let bytes = if first.mapped().is_some() {
@@ -168,6 +191,7 @@ impl Session {
                 None => container::open(bytes.bytes(), &opts).ok(),
             });
             by_print.insert(print, files.len());
+            by_inode.extend(inode.map(|n| (n, files.len())));
             by_path.insert(path.clone(), files.len());
             files.push(NeffFile {
                 path: path.clone(),
