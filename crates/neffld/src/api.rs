@@ -838,12 +838,14 @@ impl Runtime {
         let mut staged = match &self.recipes {
             Some(recipes) => recipes.stage(
                 &parsed,
-                &chip.device,
-                &chip.cores,
                 kbins,
                 parsed.neff.archive(),
-                &pcores,
-                h_model,
+                stage::replay::Target {
+                    dev: &chip.device,
+                    cores: &chip.cores,
+                    pcores: &pcores,
+                    h_model,
+                },
                 sopts,
             )?,
             None => stage::stage(

@@ -17,12 +17,19 @@ use crate::ids::PCore;
 /// One request that succeeded, owned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Taped {
+    /// As [`AllocReq::size`].
     pub size: u64,
+    /// As [`AllocReq::align`].
     pub align: u64,
+    /// As [`AllocReq::core`].
     pub core: PCore,
+    /// As [`AllocReq::usage`].
     pub usage: MemUsage,
+    /// As [`AllocReq::owner`].
     pub owner: Owner,
+    /// As [`AllocReq::place`].
     pub place: Place,
+    /// As [`AllocReq::hint`], owned.
     pub hint: String,
 }
 

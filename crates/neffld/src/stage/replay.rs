@@ -155,6 +155,20 @@ impl Recipe {
     }
 }
 
+/// Where a load is staged: the device, its cores' states, the load's
+/// physical cores and its `H_MODEL`.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    /// The device of the load's logical core.
+    pub dev: &'a Arc<Device>,
+    /// That device's per-core states (scratchpad page tables, model tables).
+    pub cores: &'a Arc<Cores>,
+    /// The physical cores of the logical core, one per subgraph.
+    pub pcores: &'a [PCore],
+    /// What the load's allocations are charged to.
+    pub h_model: HModel,
+}
+
 /// A recorded staging and the parse it was made from, whose address keys
 /// it: held weakly, the parse may go, but its address cannot be reused by
 /// another while this lives.
@@ -183,22 +197,25 @@ impl Recipes {
         self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// [`stage`] of `kbins` (of `parse`) on `pcores`, or the replay of an
-    /// earlier staging of the same parse on the same cores. A staging made
-    /// here builds its cores on the calling thread (so that the recording
-    /// sees every request, in an order that does not depend on threads).
-    #[allow(clippy::too_many_arguments)]
+    /// [`stage`] of `kbins` (of `parse`) for load `to.h_model` on
+    /// `to.pcores`, or the replay of an earlier staging of the same parse
+    /// on the same cores. A staging made here builds its cores on the
+    /// calling thread (so that the recording sees every request, in an
+    /// order that does not depend on threads).
     pub fn stage<P: Any + Send + Sync>(
         &self,
         parse: &Arc<P>,
-        dev: &Arc<Device>,
-        cores: &Arc<Cores>,
         kbins: &[Kbin],
         archive: &Archive,
-        pcores: &[PCore],
-        h_model: HModel,
+        to: Target<'_>,
         opts: StageOptions,
     ) -> Result<Vec<CoreImage>, StageError> {
+        let Target {
+            dev,
+            cores,
+            pcores,
+            h_model,
+        } = to;
         let key = (Arc::as_ptr(parse) as *const () as usize, pcores.to_vec());
         let known = self.lock().get(&key).map(|k| Arc::clone(&k.recipe));
         if let Some(recipe) = &known {
