@@ -142,7 +142,7 @@ pub struct RuntimeConfig {
     /// (`NEFFLD_REPLAY`): what a planner of many ranks wants, on devices
     /// that keep no bytes. `None` leaves it to the caller (a runtime does
     /// not replay, a plan does); a runtime replays only where nothing can
-    /// tell a replayed load from a staged one ([`RuntimeConfig::replays`]).
+    /// tell a replayed load from a staged one (`RuntimeConfig::replays`).
     pub replay: Option<bool>,
     /// `NEURON_RT_ROOT_COMM_ID` (`host:port` of the root communicator),
     /// required by collectives loads.
