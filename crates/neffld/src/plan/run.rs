@@ -12,11 +12,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::api::{started_device, DeviceTensor, Fingerprinted, LoadError, Model, Parses, Runtime};
 use crate::config::{DeviceKind, RuntimeConfig};
-use crate::container::{self, MappedFile, Neff};
+use crate::container::{self, Neff};
 use crate::device::{
     AllocReq, Device, DeviceError, Geometry, Ledger, MemUsage, Observer, Owned, Owner, Place,
 };
 use crate::ids::{HModel, PCore};
+use crate::neff::Source;
 use crate::registry::ModelNames;
 use crate::report::memory::{LogLine, MemoryReport, Refusal};
 use crate::settings::{Asked, Settings};
@@ -25,29 +26,15 @@ use super::deployment::{Deployment, DeploymentError, Solve, Step};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
 
 /// A NEFF file's bytes, read once for the whole plan through the bounded
-/// reader every command uses ([`crate::neff::Source`]): a regular file
-/// mapped (its pages are the page cache's), anything else — a device, a
-/// pipe — read only as far as its header says, so `/dev/zero` or `yes`
-/// cannot hold the plan forever.
-struct FileBytes(crate::neff::Source);
-
-impl FileBytes {
-    fn read(path: &Path) -> Result<FileBytes, PlanError> {
-        crate::neff::Source::read(Some(path))
-            .map(FileBytes)
-            .map_err(|source| PlanError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-    }
-
-    fn bytes(&self) -> &[u8] {
-        self.0.bytes()
-    }
-
-    fn mapped(&self) -> Option<&MappedFile> {
-        self.0.mapped()
-    }
+/// reader every command uses ([`Source`]): a regular file mapped (its pages
+/// are the page cache's), anything else — a device, a pipe — read only as
+/// far as its header says, so `/dev/zero` or `yes` cannot hold the plan
+/// forever.
+fn read_file(path: &Path) -> Result<Source, PlanError> {
+    Source::read(Some(path)).map_err(|source| PlanError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// A regular file as the file system knows it: its device and inode, with
@@ -67,7 +54,7 @@ fn inode_of(path: &Path) -> Option<Inode> {
 /// One distinct NEFF of the deployment.
 pub(crate) struct NeffFile {
     pub path: PathBuf,
-    bytes: FileBytes,
+    bytes: Source,
     /// The fingerprint of its bytes under the session's parse cache.
     print: u128,
 }
@@ -171,7 +158,7 @@ impl Session {
             // afresh, so the container's open releases its pages as it
             // reads them, as `neffld load` does, instead of keeping the
             // whole file resident beside the inflated payload.
-            let first = FileBytes::read(path)?;
+            let first = read_file(path)?;
             let print = parses.fingerprint_of(first.bytes());
             // Another path to bytes already read (a link, a copy) is the
             // same NEFF: loaded, measured and judged as that one.
@@ -182,7 +169,7 @@ impl Session {
             }
             let bytes = if first.mapped().is_some() {
                 drop(first);
-                FileBytes::read(path)?
+                read_file(path)?
             } else {
                 first
             };
