@@ -269,7 +269,7 @@ pub fn plan_document(
             ..
         }) => {
             a.loads_first = true;
-            plan_cmd::evaluate(&a, matches.subcommand_matches("plan")).map(|(_, doc, _)| doc)
+            plan_cmd::evaluate(&a, matches.subcommand_matches("plan")).map(|(_, _, doc, _)| doc)
         }
         Ok(_) => Err(Failure::usage("not a plan".into())),
         Err(e) => Err(Failure::usage(e.to_string())),
