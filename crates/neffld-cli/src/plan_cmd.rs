@@ -79,10 +79,6 @@ pub struct PlanArgs {
     /// and tensors by category) to this file.
     #[arg(long, value_name = "FILE.html")]
     pub map: Option<PathBuf>,
-    /// The loads run first, then the tensors and unloads in their order
-    /// (Python's `neffld.plan`, whose loads follow `--`); not a flag.
-    #[arg(skip)]
-    pub loads_first: bool,
 }
 
 /// The steps of the command line in the order written: loads, tensors and
@@ -99,8 +95,6 @@ fn command_line_steps(
             .map(|i| i.collect())
             .unwrap_or_else(|| (0..n).collect())
     };
-    // Sorted by (group, position): one group, unless the loads go first.
-    let later = usize::from(a.loads_first);
     let mut ordered: Vec<((usize, usize), Vec<Step>, String)> = Vec::new();
     // Each argument expands to at most 65536 steps, counted against the
     // whole deployment's ceiling before the next is read.
@@ -117,15 +111,15 @@ fn command_line_steps(
     }
     for (i, arg) in at("tensors", a.tensors.len()).into_iter().zip(&a.tensors) {
         let steps = plan::parse_tensor(arg).map_err(usage)?;
-        push((later, i), steps, format!("--tensor '{arg}'"))?;
+        push((0, i), steps, format!("--tensor '{arg}'"))?;
     }
     for (i, arg) in at("unloads", a.unloads.len()).into_iter().zip(&a.unloads) {
         let steps = plan::parse_unload(arg).map_err(usage)?;
-        push((later, i), steps, format!("--unload '{arg}'"))?;
+        push((0, i), steps, format!("--unload '{arg}'"))?;
     }
     for (i, arg) in at("frees", a.frees.len()).into_iter().zip(&a.frees) {
         let steps = plan::parse_free(arg).map_err(usage)?;
-        push((later, i), steps, format!("--free '{arg}'"))?;
+        push((0, i), steps, format!("--free '{arg}'"))?;
     }
     ordered.sort_by_key(|(key, _, _)| *key);
     let mut steps = Vec::new();
@@ -217,30 +211,88 @@ fn plan_failure(e: &PlanError) -> Failure {
     }
 }
 
-/// Plans what the arguments describe: the library's answer and its
-/// `--json` document, the map written when asked for (and the failure to
-/// write it: it costs the map, not the plan).
-pub fn evaluate(
-    a: &PlanArgs,
-    m: Option<&ArgMatches>,
-) -> Result<(Plan, PlanReport, Value, Option<Failure>), Failure> {
-    evaluate_guarded(a, m, false)
+/// A failure to plan `d` as the command reports it: a file that cannot be
+/// read is named where the deployment names it.
+pub fn failure_of(e: &PlanError, d: &Deployment) -> Failure {
+    let mut f = plan_failure(e);
+    if let PlanError::Io { path, .. } = e {
+        let at = d
+            .steps
+            .iter()
+            .position(|s| matches!(s, Step::Load { file, .. } if file == path));
+        if let Some(origin) = at.and_then(|i| d.origins.get(i)).filter(|o| !o.is_empty()) {
+            f.message = format!("{origin}: {}", f.message);
+        }
+    }
+    f
 }
 
-/// [`evaluate`]; with `guard`, a NEFF shortened by another process while
-/// the plan has it mapped ends the command as the I/O failure it is (exit
-/// status 2, the files named, as JSON when asked) instead of a kill by
-/// `SIGBUS` ([`crate::sigbus`]; the command only, never the Python package).
-fn evaluate_guarded(
+/// What the command makes of a plan: the library's report, its `--json`
+/// document, and the map written to `map` when asked for (with the failure
+/// to write it: it costs the map, not the plan).
+pub fn output(p: &Plan, map: Option<&Path>) -> (PlanReport, Value, Option<Failure>) {
+    let failure = p.failed_step().map(|(_, _, f)| Failure {
+        stage: f.stage,
+        status: f.status,
+        message: f.message.clone(),
+    });
+    let report = p.report();
+    let mut doc = document(&report);
+    stamp(&mut doc, "plan", failure.as_ref());
+    let unwritten =
+        map.and_then(|path| write_map(path, &plan_map::render(&report), &mut doc, true));
+    (report, doc, unwritten)
+}
+
+/// The deployment a `neffld plan` command line describes (`args`: the
+/// words after `plan`) and the map it asks for, read by the command's own
+/// parser: what Python's `neffld.plan_argv` plans (an advice's `argv`).
+pub fn command_deployment(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<(Deployment, Option<PathBuf>), Failure> {
+    use clap::{CommandFactory, FromArgMatches};
+    let argv: Vec<std::ffi::OsString> = ["neffld", "plan"]
+        .into_iter()
+        .map(std::ffi::OsString::from)
+        .chain(args)
+        .collect();
+    let usage = |e: clap::Error| {
+        Failure::usage(
+            e.render()
+                .to_string()
+                .trim()
+                .trim_start_matches("error: ")
+                .to_string(),
+        )
+    };
+    let matches = crate::Cli::command()
+        .try_get_matches_from(&argv)
+        .map_err(usage)?;
+    match crate::Cli::from_arg_matches(&matches)
+        .map_err(usage)?
+        .command
+    {
+        crate::Command::Plan(a) => {
+            let d = deployment(&a, matches.subcommand_matches("plan"))?;
+            Ok((d, a.map))
+        }
+        _ => Err(Failure::usage("not a plan".into())),
+    }
+}
+
+/// The command's plan of what the arguments describe; with `guard`, a
+/// NEFF shortened by another process while the plan has it mapped ends the
+/// command as the I/O failure it is (exit status 2, the files named, as
+/// JSON when asked) instead of a kill by `SIGBUS` ([`crate::sigbus`]).
+fn evaluate(
     a: &PlanArgs,
     m: Option<&ArgMatches>,
-    guard: bool,
 ) -> Result<(Plan, PlanReport, Value, Option<Failure>), Failure> {
     let d = deployment(a, m)?;
     if d.steps.is_empty() {
         return Err(Failure::usage("the deployment has no step".into()));
     }
-    let _shortened = guard.then(|| {
+    let _shortened = {
         let mut seen = std::collections::BTreeSet::new();
         let mut files: Vec<String> = Vec::new();
         for s in &d.steps {
@@ -256,39 +308,14 @@ fn evaluate_guarded(
         ));
         let (message, fd) = crate::input::guard_message("plan", &f, a.json);
         crate::sigbus::guard_range(1, usize::MAX, message, fd)
-    });
-    let p = plan::plan(&d).map_err(|e| match &e {
-        // A file that cannot be read is named where the deployment names it.
-        PlanError::Io { path, .. } => {
-            let mut f = plan_failure(&e);
-            let at = d
-                .steps
-                .iter()
-                .position(|s| matches!(s, Step::Load { file, .. } if file == path));
-            if let Some(origin) = at.and_then(|i| d.origins.get(i)).filter(|o| !o.is_empty()) {
-                f.message = format!("{origin}: {}", f.message);
-            }
-            f
-        }
-        _ => plan_failure(&e),
-    })?;
-    let failure = p.failed_step().map(|(_, _, f)| Failure {
-        stage: f.stage,
-        status: f.status,
-        message: f.message.clone(),
-    });
-    let report = p.report();
-    let mut doc = document(&report);
-    stamp(&mut doc, "plan", failure.as_ref());
-    let unwritten = a
-        .map
-        .as_ref()
-        .and_then(|path| write_map(path, &plan_map::render(&report), &mut doc, true));
+    };
+    let p = plan::plan(&d).map_err(|e| failure_of(&e, &d))?;
+    let (report, doc, unwritten) = output(&p, a.map.as_deref());
     Ok((p, report, doc, unwritten))
 }
 
 pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
-    let (p, report, doc, unwritten) = evaluate_guarded(a, m, true)?;
+    let (p, report, doc, unwritten) = evaluate(a, m)?;
     if a.json {
         print_json(&doc);
     } else {
