@@ -4,11 +4,13 @@
 //! seen where it takes room), each core's span marked with its physical and
 //! logical core, split into what the runtime holds, each NEFF (header name
 //! and file) and each tensor, by the runtime's usage-table category; then
-//! the NEFFs with their ranks grouped, the headroom and the advice — drawn
+//! the NEFFs with their ranks grouped (ranks whose allocations are the same
+//! listed once for all of them), the headroom and the advice — drawn
 //! from the library's report of the plan ([`PlanReport`]). Every part is labelled in text as well as
 //! drawn: a segment narrower than 2 px would vanish, so the figures are
 //! listed beside the bars.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use neffld::plan::report::{CoreEntry, HbmEntry, TensorEntry};
@@ -38,6 +40,151 @@ fn esc(s: &str) -> String {
 /// One part of a core's bar: who holds it (a label and a class: runtime,
 /// neff or tensor) and its bytes by column index.
 type Part = (String, &'static str, Vec<(usize, u64)>);
+
+/// A part's bytes in words: the total and each column.
+fn figures(cols: &[(usize, u64)]) -> (u64, String) {
+    let total = cols.iter().map(|c| c.1).sum();
+    let detail: Vec<String> = cols
+        .iter()
+        .map(|(i, b)| format!("{} {}", Column::ALL[*i].name(), units::human(*b)))
+        .collect();
+    (total, detail.join(", "))
+}
+
+/// The parts of physical core `pcore` of device `device`.
+fn core_parts(core: &CoreEntry, device: u32, r: &PlanReport) -> Vec<Part> {
+    let tensors: Vec<&TensorEntry> = r
+        .tensors
+        .iter()
+        .filter(|t| t.device == device && t.pcore == core.pcore)
+        .collect();
+    parts(core, &tensors, r)
+}
+
+/// Ranks with identical allocations: logical cores whose physical cores
+/// hold the same parts (the NEFFs' ids aside), at least one NEFF among
+/// them; listed once for all of them instead of once per core.
+struct Ranks {
+    /// The logical cores, in order.
+    cores: Vec<u32>,
+    /// Their physical cores (`ND`, `nc`).
+    members: Vec<(u32, u32)>,
+    /// Per physical core of one rank, in order: its parts, the NEFFs
+    /// labelled without their ids.
+    parts: Vec<Vec<Part>>,
+}
+
+/// Groups of two ranks or more with identical allocations.
+fn rank_groups(r: &PlanReport) -> Vec<Ranks> {
+    use std::collections::BTreeMap;
+    // Each logical core's physical cores, with their parts.
+    let mut by_core: BTreeMap<u32, Vec<((u32, u32), Vec<Part>)>> = BTreeMap::new();
+    for dev in &r.memory.devices {
+        for hbm in &dev.hbms {
+            for core in &hbm.cores {
+                if let Some(v) = r.logical_core(dev.device, core.pcore) {
+                    let shared: Vec<Part> = core_parts(core, dev.device, r)
+                        .into_iter()
+                        .map(|(label, class, cols)| {
+                            let label = match class {
+                                // `NEFF 12 "name" (file)` → `NEFF "name" (file)`.
+                                "neff" => {
+                                    match label.split_once(' ').and_then(|(_, t)| t.split_once(' '))
+                                    {
+                                        Some((_, rest)) => format!("NEFF {rest}"),
+                                        None => label,
+                                    }
+                                }
+                                _ => label,
+                            };
+                            (label, class, cols)
+                        })
+                        .collect();
+                    by_core
+                        .entry(v)
+                        .or_default()
+                        .push(((dev.device, core.pcore), shared));
+                }
+            }
+        }
+    }
+    let mut groups: Vec<Ranks> = Vec::new();
+    for (v, mut pcores) in by_core {
+        pcores.sort_by_key(|(at, _)| *at);
+        let has_neff = pcores
+            .iter()
+            .any(|(_, parts)| parts.iter().any(|p| p.1 == "neff"));
+        if !has_neff {
+            continue;
+        }
+        let (members, parts): (Vec<(u32, u32)>, Vec<Vec<Part>>) = pcores.into_iter().unzip();
+        match groups.iter_mut().find(|g| g.parts == parts) {
+            Some(g) => {
+                g.cores.push(v);
+                g.members.extend(members);
+            }
+            None => groups.push(Ranks {
+                cores: vec![v],
+                members,
+                parts,
+            }),
+        }
+    }
+    groups.retain(|g| g.cores.len() > 1);
+    groups
+}
+
+/// The ranks with identical allocations, each group once.
+fn ranks_html(groups: &[Ranks]) -> String {
+    if groups.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h2>Ranks with identical allocations</h2>\n<ul class=\"ranks\">\n");
+    for g in groups {
+        let mut neffs: Vec<&str> = Vec::new();
+        for p in g.parts.iter().flatten().filter(|p| p.1 == "neff") {
+            if !neffs.contains(&p.0.as_str()) {
+                neffs.push(&p.0);
+            }
+        }
+        let each: Vec<String> = g
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(k, parts)| {
+                let listed: Vec<String> = parts
+                    .iter()
+                    .filter_map(|(label, _, cols)| {
+                        let (total, detail) = figures(cols);
+                        (total > 0).then(|| format!("{label} · {} ({detail})", units::human(total)))
+                    })
+                    .collect();
+                if g.parts.len() == 1 {
+                    listed.join("; ")
+                } else {
+                    format!(
+                        "physical core {} of {}: {}",
+                        k + 1,
+                        g.parts.len(),
+                        listed.join("; ")
+                    )
+                }
+            })
+            .collect();
+        let members: Vec<String> = g.members.iter().map(|(d, p)| format!("{d}:{p}")).collect();
+        let _ = writeln!(
+            out,
+            "<li class=\"ranks\" data-pcores=\"{}\">{} ×{} ranks on logical cores {}, each: {}</li>",
+            members.join(" "),
+            esc(&neffs.join(" + ")),
+            g.cores.len(),
+            neffld::plan::deployment::core_list(&g.cores),
+            esc(&each.join(" | "))
+        );
+    }
+    out.push_str("</ul>\n");
+    out
+}
 
 /// The file name (without its folder) of a path.
 fn base(path: &str) -> &str {
@@ -78,7 +225,9 @@ fn parts(core: &CoreEntry, tensors: &[&TensorEntry], r: &PlanReport) -> Vec<Part
     out
 }
 
-fn hbm_svg(device: u32, hbm: &HbmEntry, r: &PlanReport) -> String {
+/// One HBM's picture, and the list of what each core on it holds (a core
+/// of a group of identical ranks is listed with its group, `grouped`).
+fn hbm_svg(device: u32, hbm: &HbmEntry, r: &PlanReport, grouped: &HashSet<(u32, u32)>) -> String {
     let size = hbm.size.max(1);
     let scale = (WIDTH - LEFT - RIGHT) / size as f64;
     let mut svg = String::new();
@@ -102,14 +251,10 @@ fn hbm_svg(device: u32, hbm: &HbmEntry, r: &PlanReport) -> String {
             Some(v) => format!("nc{pcore} (core {v})"),
             None => format!("nc{pcore}"),
         };
-        let tensors: Vec<&TensorEntry> = r
-            .tensors
-            .iter()
-            .filter(|t| t.device == device && t.pcore == pcore)
-            .collect();
         let start = x;
-        for (label, class, cols) in parts(core, &tensors, r) {
-            let total: u64 = cols.iter().map(|c| c.1).sum();
+        let listed = !grouped.contains(&(device, pcore));
+        for (label, class, cols) in core_parts(core, device, r) {
+            let (total, detail) = figures(&cols);
             let _ = write!(svg, "<g class=\"{class}\"><title>{}</title>", esc(&label));
             for (i, bytes) in &cols {
                 let w = (*bytes as f64 * scale).max(2.0);
@@ -125,17 +270,13 @@ fn hbm_svg(device: u32, hbm: &HbmEntry, r: &PlanReport) -> String {
                 x = (x + w).min(WIDTH - RIGHT);
             }
             let _ = writeln!(svg, "</g>");
-            if total > 0 {
-                let detail: Vec<String> = cols
-                    .iter()
-                    .map(|(i, b)| format!("{} {}", Column::ALL[*i].name(), units::human(*b)))
-                    .collect();
+            if total > 0 && listed {
                 let _ = writeln!(
                     list,
                     "<li class=\"{class}\">nc{pcore} · {} · {} ({}){}</li>",
                     esc(&label),
                     units::human(total),
-                    esc(&detail.join(", ")),
+                    esc(&detail),
                     vnc.map_or(String::new(), |v| format!(" · logical core {v}"))
                 );
             }
@@ -327,6 +468,9 @@ pub fn render(r: &PlanReport) -> String {
     }
     html.push_str("</p>\n");
     html.push_str(&neffs_html(r));
+    let groups = rank_groups(r);
+    html.push_str(&ranks_html(&groups));
+    let grouped: HashSet<(u32, u32)> = groups.iter().flat_map(|g| g.members.clone()).collect();
     for dev in &r.memory.devices {
         let nd = dev.device;
         let _ = writeln!(
@@ -369,7 +513,7 @@ pub fn render(r: &PlanReport) -> String {
                     units::human(hbm.free)
                 );
             }
-            html.push_str(&hbm_svg(nd, hbm, r));
+            html.push_str(&hbm_svg(nd, hbm, r, &grouped));
         }
         html.push_str("</section>\n");
     }
