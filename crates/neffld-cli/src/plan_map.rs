@@ -74,11 +74,14 @@ struct Ranks {
     parts: Vec<Vec<Part>>,
 }
 
+/// A physical core (`ND`, `nc`) of a logical core, with its parts.
+type CoreParts = ((u32, u32), Vec<Part>);
+
 /// Groups of two ranks or more with identical allocations.
 fn rank_groups(r: &PlanReport) -> Vec<Ranks> {
     use std::collections::BTreeMap;
     // Each logical core's physical cores, with their parts.
-    let mut by_core: BTreeMap<u32, Vec<((u32, u32), Vec<Part>)>> = BTreeMap::new();
+    let mut by_core: BTreeMap<u32, Vec<CoreParts>> = BTreeMap::new();
     for dev in &r.memory.devices {
         for hbm in &dev.hbms {
             for core in &hbm.cores {
