@@ -13,7 +13,7 @@ use libfuzzer_sys::fuzz_target;
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld::container::{Archive, Neff};
 use neffld::parse::{self, ParseOptions};
-use neffld::testkit::{Synth, FUZZ_MANIFEST_MEMBERS as MEMBERS};
+use neffld_testkit::{Synth, FUZZ_MANIFEST_MEMBERS as MEMBERS};
 use neffld::Arch;
 
 /// The zero blocks that end every tar the writer makes.

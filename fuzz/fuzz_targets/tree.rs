@@ -2,11 +2,11 @@
 //! describes (files, directories, symbolic links, FIFOs) and over hostile
 //! member names: special entries refused, names and bytes kept exactly,
 //! nothing written outside the destination. The body is
-//! `neffld::testkit::fuzz_tree`.
+//! `neffld_testkit::fuzz_tree`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    neffld::testkit::fuzz_tree(data);
+    neffld_testkit::fuzz_tree(data);
 });

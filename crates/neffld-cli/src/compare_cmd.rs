@@ -12,85 +12,126 @@ use neffld::capture::{self as ntff};
 use neffld::report::compare::{self, AddressMatch, CompareError, Comparison, ImageSide};
 use neffld::text::escape;
 use neffld::NrtStatus;
-use serde_json::{json, Value};
+use serde::Serialize;
 
-use crate::report::{emit, failed, print_json, stamp, Failure};
+use crate::report::{emit, failed, print_json, Failure, Stamp, Stamped};
 
-fn side_json(s: &Option<ImageSide>) -> Value {
-    match s {
-        None => Value::Null,
-        Some(s) => json!({
-            "address": s.address,
-            "bytes": s.bytes,
-            "preamble_slots": s.preamble_slots,
-            "main_slots": s.main_slots,
-            "postamble_slots": s.postamble_slots,
-            "kept": s.kept,
-            "rewritten": s.rewritten,
-            "deleted": s.deleted,
-        }),
-    }
+/// One engine's image, ours beside the capture's.
+#[derive(Serialize)]
+struct ImageEntry<'a> {
+    engine: &'static str,
+    ours: Option<&'a ImageSide>,
+    capture: Option<&'a ImageSide>,
+    records: u32,
+    same_fate: u32,
+    rewritten_words: u32,
+    rewritten_words_equal: u32,
+    filler_slots: u32,
+    approximate_records: u32,
+    address: &'static str,
+    agrees: bool,
 }
 
-fn to_json(file: &Path, capture: &Path, c: &Comparison) -> Value {
-    let cores: Vec<Value> = c
+/// One memory row, ours beside the capture's.
+#[derive(Serialize)]
+struct RowEntry<'a> {
+    usage_type: &'a str,
+    ours: Option<u64>,
+    capture: Option<u64>,
+    equal: bool,
+    counted: bool,
+}
+
+/// One subgraph's core.
+#[derive(Serialize)]
+struct CoreEntry<'a> {
+    subgraph: &'a str,
+    pcore_ours: Option<u32>,
+    pcore_capture: Option<u64>,
+    agrees: bool,
+    images: Vec<ImageEntry<'a>>,
+    memory: Vec<RowEntry<'a>>,
+}
+
+/// The figures that agree, of those compared.
+#[derive(Serialize)]
+struct SummaryEntry {
+    images: u32,
+    records_equal: u32,
+    sizes_equal: u32,
+    addresses_equal: u32,
+    addresses_raced: u32,
+    memory_rows: u32,
+    memory_rows_equal: u32,
+}
+
+/// The document of `neffld compare` (docs/cli.md).
+#[derive(Serialize)]
+struct CompareDoc<'a> {
+    file: String,
+    capture: String,
+    runtime_line: String,
+    agrees: bool,
+    summary: SummaryEntry,
+    cores: Vec<CoreEntry<'a>>,
+}
+
+fn document<'a>(file: &Path, capture: &Path, c: &'a Comparison) -> CompareDoc<'a> {
+    let cores = c
         .cores
         .iter()
-        .map(|k| {
-            let images: Vec<Value> = k
+        .map(|k| CoreEntry {
+            subgraph: &k.subgraph,
+            pcore_ours: k.pcore_ours,
+            pcore_capture: k.pcore_capture,
+            agrees: k.agrees(),
+            images: k
                 .images
                 .iter()
-                .map(|i| {
-                    json!({
-                        "engine": i.engine.key(),
-                        "ours": side_json(&i.ours),
-                        "capture": side_json(&i.capture),
-                        "records": i.records,
-                        "same_fate": i.same_fate,
-                        "rewritten_words": i.rewritten_words,
-                        "rewritten_words_equal": i.rewritten_words_equal,
-                        "filler_slots": i.filler_slots,
-                        "approximate_records": i.approximate_records,
-                        "address": address_word(i.address),
-                        "agrees": i.agrees(),
-                    })
+                .map(|i| ImageEntry {
+                    engine: i.engine.key(),
+                    ours: i.ours.as_ref(),
+                    capture: i.capture.as_ref(),
+                    records: i.records,
+                    same_fate: i.same_fate,
+                    rewritten_words: i.rewritten_words,
+                    rewritten_words_equal: i.rewritten_words_equal,
+                    filler_slots: i.filler_slots,
+                    approximate_records: i.approximate_records,
+                    address: address_word(i.address),
+                    agrees: i.agrees(),
                 })
-                .collect();
-            let memory: Vec<Value> = k
+                .collect(),
+            memory: k
                 .memory
                 .iter()
-                .map(|r| {
-                    json!({"usage_type": r.usage_type, "ours": r.ours, "capture": r.capture,
-                           "equal": r.equal(), "counted": r.counted})
+                .map(|r| RowEntry {
+                    usage_type: &r.usage_type,
+                    ours: r.ours,
+                    capture: r.capture,
+                    equal: r.equal(),
+                    counted: r.counted,
                 })
-                .collect();
-            json!({
-                "subgraph": k.subgraph,
-                "pcore_ours": k.pcore_ours,
-                "pcore_capture": k.pcore_capture,
-                "agrees": k.agrees(),
-                "images": images,
-                "memory": memory,
-            })
+                .collect(),
         })
         .collect();
     let t = c.tally();
-    json!({
-        "file": file.display().to_string(),
-        "capture": capture.display().to_string(),
-        "runtime_line": c.line.to_string(),
-        "agrees": c.agrees(),
-        "summary": {
-            "images": t.images,
-            "records_equal": t.records_equal,
-            "sizes_equal": t.sizes_equal,
-            "addresses_equal": t.addresses_equal,
-            "addresses_raced": t.addresses_raced,
-            "memory_rows": t.rows,
-            "memory_rows_equal": t.rows_equal,
+    CompareDoc {
+        file: file.display().to_string(),
+        capture: capture.display().to_string(),
+        runtime_line: c.line.to_string(),
+        agrees: c.agrees(),
+        summary: SummaryEntry {
+            images: t.images,
+            records_equal: t.records_equal,
+            sizes_equal: t.sizes_equal,
+            addresses_equal: t.addresses_equal,
+            addresses_raced: t.addresses_raced,
+            memory_rows: t.rows,
+            memory_rows_equal: t.rows_equal,
         },
-        "cores": cores,
-    })
+        cores,
+    }
 }
 
 /// How the two addresses of an image compare, as the report words it.
@@ -261,9 +302,10 @@ pub fn compare(file: &Path, capture: &Path, as_json: bool) -> Result<ExitCode, F
         message: "neffld differs from the capture".into(),
     });
     if as_json {
-        let mut doc = to_json(file, capture, &cmp);
-        stamp(&mut doc, "compare", verdict.as_ref());
-        print_json(&doc);
+        print_json(&Stamped {
+            body: document(file, capture, &cmp),
+            stamp: Stamp::new("compare", verdict.as_ref()),
+        });
     } else {
         emit(&human(&cmp));
     }

@@ -1,20 +1,24 @@
 //! `inspect`, `verify`, `extract` and `pack`: the container-level commands.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
 use neffld::neff::{feature_names, Archive, Encoding, NeffHeader, NeffWriter, Producer};
-use neffld::report::examine::{Contents, Integrity, IoTensor};
+use neffld::report::examine::{Contents, DigestResult, Integrity, IoTensor};
 use neffld::report::{Examination, ExamineOptions};
+use neffld::settings::{Asked, Settings};
 use neffld::text::{escape, escape_bytes};
 use neffld::tree;
 use neffld::{Arch, NrtStatus};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::input;
 use crate::load_cmd::load_failure;
-use crate::report::{emit, failed, hex, print_json, set_status, shown, shown_path, stamp, Failure};
+use crate::report::{
+    emit, failed, hex, print_json, shown, shown_path, Failure, Outcome, Stamp, Stamped,
+};
 use crate::style::Style;
 use crate::units;
 
@@ -25,138 +29,292 @@ fn write_err(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {
     move |e| Failure::io(format!("cannot write {}: {e}", path.display()))
 }
 
-fn header_json(h: &NeffHeader) -> Value {
-    let nodes_used = h
-        .tpb_per_node
-        .iter()
-        .rposition(|&n| n != 0)
-        .map_or(0, |i| i + 1);
-    json!({
-        "pkg_version": h.pkg_version,
-        "header_size": h.header_size,
-        "data_size": h.data_size,
-        "neff_version": format!("{}.{}", h.version_major, h.version_minor),
-        "build_version": h.build_version_str(),
-        "unused_0": h.unused_0,
-        "hash": hex(&h.hash),
-        "uuid": hex(&h.uuid),
-        "name": h.name_str(),
-        "requested_tpb_count": h.requested_tpb_count,
-        "tpb_per_node": &h.tpb_per_node[..nodes_used],
-        "feature_bits": format!("{:#x}", h.feature_bits),
-        "features": feature_names(h.feature_bits),
-        "vnc_size": h.vnc_size,
-    })
+/// The header as `inspect` reports it.
+#[derive(Serialize)]
+struct HeaderDoc {
+    pkg_version: u64,
+    header_size: u64,
+    data_size: u64,
+    neff_version: String,
+    build_version: String,
+    unused_0: u32,
+    hash: String,
+    uuid: String,
+    name: String,
+    requested_tpb_count: u32,
+    tpb_per_node: Vec<u8>,
+    feature_bits: String,
+    features: Vec<String>,
+    vnc_size: u32,
 }
 
-fn archive_json(a: &Archive) -> Value {
-    let (encoding, gzip_members, trailing) = match a.encoding() {
-        Some(Encoding::Gzip {
-            members, trailing, ..
-        }) => ("gzip", members, trailing),
-        _ => ("raw-tar", 0, 0),
-    };
-    let members: Vec<Value> = a
-        .members()
-        .iter()
-        .map(|m| {
-            let mut v = json!({"name": m.name, "size": m.range.len(), "offset": m.range.start});
-            if let Some(raw) = &m.raw_name {
-                // A name that is not UTF-8: its exact bytes beside the text.
-                v["name_bytes"] = json!(hex(raw));
-            }
-            v
-        })
-        .collect();
-    json!({
-        "encoding": encoding,
-        "gzip_members": gzip_members,
-        "trailing_bytes": trailing,
-        "inflated_bytes": a.decoded_len(),
-        "member_count": a.len(),
-        "members": members,
-    })
+impl HeaderDoc {
+    fn of(h: &NeffHeader) -> HeaderDoc {
+        let nodes_used = h
+            .tpb_per_node
+            .iter()
+            .rposition(|&n| n != 0)
+            .map_or(0, |i| i + 1);
+        HeaderDoc {
+            pkg_version: h.pkg_version,
+            header_size: h.header_size,
+            data_size: h.data_size,
+            neff_version: format!("{}.{}", h.version_major, h.version_minor),
+            build_version: h.build_version_str(),
+            unused_0: h.unused_0,
+            hash: hex(&h.hash),
+            uuid: hex(&h.uuid),
+            name: h.name_str(),
+            requested_tpb_count: h.requested_tpb_count,
+            tpb_per_node: h.tpb_per_node[..nodes_used].to_vec(),
+            feature_bits: format!("{:#x}", h.feature_bits),
+            features: feature_names(h.feature_bits),
+            vnc_size: h.vnc_size,
+        }
+    }
 }
 
-fn integrity_json(i: &Integrity) -> Value {
-    json!({
-        "checked": i.required,
-        "algorithm": i.algorithm.name().to_lowercase(),
-        "digest": i.digest,
-        "result": i.result.name(),
-    })
+/// Hex of a member name's exact bytes (a name that is not UTF-8).
+fn hex_bytes<S: serde::Serializer>(raw: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+    match raw {
+        Some(raw) => s.serialize_str(&hex(raw)),
+        None => s.serialize_none(),
+    }
+}
+
+/// One archive member.
+#[derive(Clone, Serialize)]
+struct MemberDoc {
+    name: String,
+    size: usize,
+    offset: usize,
+    /// A name that is not UTF-8: its exact bytes beside the text.
+    #[serde(
+        rename = "name_bytes",
+        serialize_with = "hex_bytes",
+        skip_serializing_if = "Option::is_none"
+    )]
+    raw_name: Option<Vec<u8>>,
+}
+
+/// The archive as `inspect` reports it.
+#[derive(Serialize)]
+struct ArchiveDoc {
+    encoding: &'static str,
+    gzip_members: u32,
+    trailing_bytes: u64,
+    inflated_bytes: usize,
+    member_count: usize,
+    members: Vec<MemberDoc>,
+}
+
+impl ArchiveDoc {
+    fn of(a: &Archive) -> ArchiveDoc {
+        let (encoding, gzip_members, trailing_bytes) = match a.encoding() {
+            Some(Encoding::Gzip {
+                members, trailing, ..
+            }) => ("gzip", members, trailing),
+            _ => ("raw-tar", 0, 0),
+        };
+        ArchiveDoc {
+            encoding,
+            gzip_members,
+            trailing_bytes,
+            inflated_bytes: a.decoded_len(),
+            member_count: a.len(),
+            members: a
+                .members()
+                .iter()
+                .map(|m| MemberDoc {
+                    name: m.name.clone(),
+                    size: m.range.len(),
+                    offset: m.range.start,
+                    raw_name: m.raw_name.as_deref().map(<[u8]>::to_vec),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The payload digest against the header's.
+#[derive(Serialize)]
+struct IntegrityDoc {
+    checked: bool,
+    algorithm: String,
+    digest: String,
+    result: &'static str,
+}
+
+impl IntegrityDoc {
+    fn of(i: &Integrity) -> IntegrityDoc {
+        IntegrityDoc {
+            checked: i.required,
+            algorithm: i.algorithm.name().to_lowercase(),
+            digest: i.digest.clone(),
+            result: i.result.name(),
+        }
+    }
+}
+
+/// One IO tensor, its dtype spelled as the NEFF spells it.
+#[derive(Serialize)]
+struct TensorDoc {
+    name: String,
+    dtype: String,
+    dtype_code: u32,
+    shape: Vec<u32>,
+    size: u64,
+}
+
+/// One engine's program.
+#[derive(Serialize)]
+struct EngineDoc {
+    engine: &'static str,
+    records: u64,
+    /// Records by opcode, `0xNN`.
+    opcodes: BTreeMap<String, u64>,
+}
+
+/// One DMA queue.
+#[derive(Serialize)]
+struct QueueDoc {
+    queue: String,
+    owner: &'static str,
+    #[serde(rename = "type")]
+    kind: String,
+    blocks: usize,
+    descriptors: usize,
+}
+
+/// One subgraph.
+#[derive(Serialize)]
+struct SubgraphDoc {
+    name: String,
+    idle: bool,
+    engines: Vec<EngineDoc>,
+    variables: BTreeMap<&'static str, u64>,
+    queues: Vec<QueueDoc>,
+    scratchpad_bytes: u64,
 }
 
 /// The parse side (S2+S3): target, IO tensors in `neff.json` order (dtype
 /// spelled as the NEFF spells it), and per subgraph its engines (records,
 /// opcode census), variables by type, queues and DMA blocks.
-fn contents_json(c: &Contents, out: &mut Value) {
-    let tensors = |ts: &[IoTensor]| -> Vec<Value> {
-        ts.iter()
-            .map(|t| json!({"name": t.name, "dtype": t.dtype_name, "dtype_code": t.dtype.code(), "shape": t.shape, "size": t.size}))
-            .collect()
-    };
-    let subgraphs: Vec<Value> = c
-        .subgraphs
-        .iter()
-        .map(|k| {
-            let engines: Vec<Value> = k
-                .engines
-                .iter()
-                .map(|e| {
-                    let census: serde_json::Map<String, Value> = e
-                        .opcodes
-                        .iter()
-                        .map(|(op, n)| (format!("{op:#04x}"), json!(n)))
-                        .collect();
-                    json!({"engine": e.engine, "records": e.records, "opcodes": census})
-                })
-                .collect();
-            let queues: Vec<Value> = k
-                .queues
-                .iter()
-                .map(|q| {
-                    json!({"queue": q.queue, "owner": q.owner, "type": q.kind,
-                           "blocks": q.blocks, "descriptors": q.descriptors})
-                })
-                .collect();
-            json!({"name": k.name, "idle": k.idle, "engines": engines, "variables": k.variables,
-                   "queues": queues, "scratchpad_bytes": k.scratchpad_bytes})
-        })
-        .collect();
-    out["target"] = json!(c.target);
-    out["arch"] = json!(c.arch.instance());
-    out["inputs"] = json!(tensors(&c.inputs));
-    out["outputs"] = json!(tensors(&c.outputs));
-    out["subgraphs"] = json!(subgraphs);
+#[derive(Serialize)]
+struct ContentsDoc {
+    target: String,
+    arch: &'static str,
+    inputs: Vec<TensorDoc>,
+    outputs: Vec<TensorDoc>,
+    subgraphs: Vec<SubgraphDoc>,
 }
 
-/// The report of one file, from what the gates found, and its verdict.
-fn examination_json(file: &Path, x: &Examination) -> (Value, Result<(), Failure>) {
-    let mut out = json!({"file": input::display(file), "size": x.size});
-    if let Some(h) = &x.header {
-        out["header"] = header_json(h);
+impl ContentsDoc {
+    fn of(c: &Contents) -> ContentsDoc {
+        let tensors = |ts: &[IoTensor]| -> Vec<TensorDoc> {
+            ts.iter()
+                .map(|t| TensorDoc {
+                    name: t.name.clone(),
+                    dtype: t.dtype_name.clone(),
+                    dtype_code: t.dtype.code(),
+                    shape: t.shape.clone(),
+                    size: t.size,
+                })
+                .collect()
+        };
+        let subgraphs = c
+            .subgraphs
+            .iter()
+            .map(|k| SubgraphDoc {
+                name: k.name.clone(),
+                idle: k.idle,
+                engines: k
+                    .engines
+                    .iter()
+                    .map(|e| EngineDoc {
+                        engine: e.engine,
+                        records: e.records,
+                        opcodes: e
+                            .opcodes
+                            .iter()
+                            .map(|(op, n)| (format!("{op:#04x}"), *n))
+                            .collect(),
+                    })
+                    .collect(),
+                variables: k.variables.clone(),
+                queues: k
+                    .queues
+                    .iter()
+                    .map(|q| QueueDoc {
+                        queue: q.queue.clone(),
+                        owner: q.owner,
+                        kind: q.kind.clone(),
+                        blocks: q.blocks,
+                        descriptors: q.descriptors,
+                    })
+                    .collect(),
+                scratchpad_bytes: k.scratchpad_bytes,
+            })
+            .collect();
+        ContentsDoc {
+            target: c.target.clone(),
+            arch: c.arch.instance(),
+            inputs: tensors(&c.inputs),
+            outputs: tensors(&c.outputs),
+            subgraphs,
+        }
     }
-    if let Some(i) = &x.integrity {
-        out["integrity"] = integrity_json(i);
-    }
-    if let Some(a) = &x.archive {
-        out["archive"] = archive_json(a);
-        out["members"] = out["archive"]["members"].clone();
-    }
-    if let Some(c) = &x.contents {
-        contents_json(c, &mut out);
-    }
-    out["warnings"] = json!(x.warnings);
+}
+
+/// The report of one file (docs/cli.md, `inspect --json`), from what the
+/// gates found.
+#[derive(Serialize)]
+struct FileReport {
+    file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    header: Option<HeaderDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    integrity: Option<IntegrityDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    archive: Option<ArchiveDoc>,
+    /// The archive's members again, at the top level.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    members: Option<Vec<MemberDoc>>,
+    #[serde(flatten)]
+    contents: Option<ContentsDoc>,
+    warnings: Vec<String>,
+    #[serde(flatten)]
+    outcome: Outcome,
+}
+
+/// The report of one file and its verdict.
+fn examination_report(file: &Path, x: &Examination) -> (FileReport, Result<(), Failure>) {
+    let archive = x.archive.as_ref().map(ArchiveDoc::of);
     let outcome = x.problem().map_or(Ok(()), |e| Err(load_failure(e)));
-    set_status(&mut out, outcome.as_ref().err());
-    (out, outcome)
+    let report = FileReport {
+        file: input::display(file),
+        size: Some(x.size),
+        header: x.header.as_ref().map(HeaderDoc::of),
+        integrity: x.integrity.as_ref().map(IntegrityDoc::of),
+        members: archive.as_ref().map(|a| a.members.clone()),
+        archive,
+        contents: x.contents.as_ref().map(ContentsDoc::of),
+        warnings: x.warnings.clone(),
+        outcome: Outcome::of(outcome.as_ref().err()),
+    };
+    (report, outcome)
 }
 
 /// `inspect`'s examination: everything up to the first failure, the
 /// digest computed but not required.
-fn examine(file: &Path, max_inflated: Option<u64>, as_json: bool) -> (Value, Result<(), Failure>) {
-    let limits = match env_limits() {
+fn examine(
+    file: &Path,
+    max_inflated: Option<u64>,
+    as_json: bool,
+) -> (FileReport, Result<(), Failure>) {
+    let limits = match env_limits(max_inflated) {
         Ok(l) => l,
         Err(e) => return unread(file, e),
     };
@@ -164,44 +322,60 @@ fn examine(file: &Path, max_inflated: Option<u64>, as_json: bool) -> (Value, Res
         Ok(source) => {
             let _shortened = source.guard_shortening("inspect", file, as_json);
             let opts = ExamineOptions {
-                inflate_limit: max_inflated.or(limits.inflate_limit),
+                inflate_limit: limits.inflate_limit,
                 max_members: limits.max_members,
                 contents: true,
                 ..ExamineOptions::default()
             };
-            examination_json(file, &Examination::of(source.bytes(), &opts))
+            examination_report(file, &Examination::of(source.bytes(), &opts))
         }
         Err(e) => unread(file, e),
     }
 }
 
-/// The container ceilings of the process environment (`NEFFLD_MAX_INFLATED`,
-/// `NEFFLD_MAX_MEMBERS`): one limit for every command, as a load reads them.
-fn env_limits() -> Result<neffld::neff::OpenOptions, Failure> {
-    neffld::config::RuntimeConfig::from_env()
-        .map(|c| c.open_options())
+/// The container ceilings: `--max-inflated`, else `NEFFLD_MAX_INFLATED`,
+/// and `NEFFLD_MAX_MEMBERS` ([`Settings`]): one limit for every command,
+/// as a load reads them.
+fn env_limits(max_inflated: Option<u64>) -> Result<neffld::neff::OpenOptions, Failure> {
+    let asked = Asked {
+        max_inflated,
+        ..Asked::default()
+    };
+    Settings::from_env(&asked)
+        .map(|s| s.open_options())
         .map_err(|e| load_failure(&e.into()))
 }
 
 /// The report of a file that could not be read.
-fn unread(file: &Path, e: Failure) -> (Value, Result<(), Failure>) {
-    let mut out = json!({"file": input::display(file), "warnings": []});
-    set_status(&mut out, Some(&e));
-    (out, Err(e))
+fn unread(file: &Path, e: Failure) -> (FileReport, Result<(), Failure>) {
+    let report = FileReport {
+        file: input::display(file),
+        size: None,
+        header: None,
+        integrity: None,
+        archive: None,
+        members: None,
+        contents: None,
+        warnings: Vec::new(),
+        outcome: Outcome::of(Some(&e)),
+    };
+    (report, Err(e))
 }
 
 /// `neffld inspect`: everything about one NEFF.
 pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, err: Style) -> CmdResult {
-    let (mut out, outcome) = examine(file, max_inflated, as_json);
+    let (report, outcome) = examine(file, max_inflated, as_json);
     match &outcome {
         Err(f) if f.stage == "io" && !as_json => return Err(f.clone()),
         _ => {}
     }
     if as_json {
-        stamp(&mut out, "inspect", outcome.as_ref().err());
-        print_json(&out);
+        print_json(&Stamped {
+            body: report,
+            stamp: Stamp::new("inspect", outcome.as_ref().err()),
+        });
     } else {
-        print_human(&out);
+        print_human(&report);
         if let Err(f) = &outcome {
             eprintln!("{}", err.fail(&f.human()));
         }
@@ -212,13 +386,31 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, err: Style
     })
 }
 
-/// `neffld verify`: the verdict of [`neffld::verify`] — every gate a default
-/// load of the file on its own architecture runs — with the payload digest
-/// required unless `ignore_hash` (a file that does not match its own digest
-/// is corrupt, even though a load checks the digest only with
-/// `NEURON_RT_VALIDATE_HASH`); with the `inspect` report of each file; one
-/// line per file — an unreadable file is a FAIL line too, and the rest are
-/// still checked — then a summary line (or one JSON document).
+/// The counts of a `verify` run.
+#[derive(Serialize)]
+struct VerifySummary {
+    files: usize,
+    ok: usize,
+    failed: usize,
+    unreadable: usize,
+}
+
+/// The document of `verify --json`: one report per file.
+#[derive(Serialize)]
+struct VerifyDoc {
+    files: Vec<FileReport>,
+    summary: VerifySummary,
+}
+
+/// `neffld verify`: the verdict of [`neffld::verify`] — every gate a load
+/// of the file runs, under the settings a load resolves ([`Settings`]: the
+/// architecture `NEFFLD_ARCH` or `NEFFLD_INSTANCE` names, else the file's
+/// own) — with the payload digest required unless `ignore_hash` (a file
+/// that does not match its own digest is corrupt, even though a load checks
+/// the digest only with `NEURON_RT_VALIDATE_HASH`); with the `inspect`
+/// report of each file; one line per file — an unreadable file is a FAIL
+/// line too, and the rest are still checked — then a summary line (or one
+/// JSON document).
 pub fn verify(
     files: &[std::path::PathBuf],
     as_json: bool,
@@ -226,46 +418,52 @@ pub fn verify(
     ignore_hash: bool,
     style: Style,
 ) -> CmdResult {
-    let mut config = neffld::config::RuntimeConfig::from_env()
-        .map_err(|e| crate::load_cmd::load_failure(&e.into()))?;
-    config.max_inflated = max_inflated.or(config.max_inflated);
-    config.validate_hash = !ignore_hash;
+    let asked = Asked {
+        max_inflated,
+        validate_hash: Some(!ignore_hash),
+        ..Asked::default()
+    };
+    let settings = Settings::from_env(&asked).map_err(|e| load_failure(&e.into()))?;
     let mut all = Vec::with_capacity(files.len());
     let mut first_failure: Option<Failure> = None;
     let (mut failed_gate, mut unreadable) = (0usize, 0usize);
     let mut text = String::new();
     for f in files {
-        let (out, outcome) = match input::source(f) {
+        let (report, outcome) = match input::source(f) {
             Ok(source) => {
                 let _shortened = source.guard_shortening("verify", f, as_json);
-                let x = Examination::verify_file(source.neff(), &config, as_json);
+                let x = Examination::verify_file(source.neff(), &settings, as_json);
                 let subgraphs = x.verdict.as_ref().map_or(0, |v| v.subgraphs);
-                let (out, outcome) = examination_json(f, &x);
-                (out, outcome.map(|()| subgraphs))
+                let (report, outcome) = examination_report(f, &x);
+                (report, outcome.map(|()| subgraphs))
             }
             Err(e) => {
-                let (out, outcome) = unread(f, e);
-                (out, outcome.map(|()| 0))
+                let (report, outcome) = unread(f, e);
+                (report, outcome.map(|()| 0))
             }
         };
-        let name = shown(&out["file"]);
+        let name = shown(&report.file);
         match &outcome {
-            Ok(subgraphs) => text.push_str(&format!(
-                "{}    {name}  ({} {}{}, {}, {})\n",
-                style.ok("ok"),
-                out["integrity"]["algorithm"].as_str().unwrap_or(""),
-                out["integrity"]["result"].as_str().unwrap_or(""),
-                if out["integrity"]["result"] == "mismatch" {
-                    " (ignored)"
-                } else {
-                    ""
-                },
-                units::count(
-                    out["archive"]["member_count"].as_u64().unwrap_or(0),
-                    "member"
-                ),
-                units::count(*subgraphs as u64, "subgraph"),
-            )),
+            Ok(subgraphs) => {
+                let (algorithm, result) = report
+                    .integrity
+                    .as_ref()
+                    .map_or(("", ""), |i| (i.algorithm.as_str(), i.result));
+                text.push_str(&format!(
+                    "{}    {name}  ({algorithm} {result}{}, {}, {})\n",
+                    style.ok("ok"),
+                    if result == DigestResult::Mismatch.name() {
+                        " (ignored)"
+                    } else {
+                        ""
+                    },
+                    units::count(
+                        report.archive.as_ref().map_or(0, |a| a.member_count as u64),
+                        "member"
+                    ),
+                    units::count(*subgraphs as u64, "subgraph"),
+                ))
+            }
             Err(e) => {
                 if e.stage == "io" {
                     unreadable += 1;
@@ -277,7 +475,7 @@ pub fn verify(
                 text.push('\n');
             }
         }
-        all.push(out);
+        all.push(report);
     }
     let ok = files.len() - failed_gate - unreadable;
     let summary = format!(
@@ -285,12 +483,18 @@ pub fn verify(
         units::count(files.len() as u64, "file")
     );
     if as_json {
-        let mut doc = json!({
-            "files": all,
-            "summary": {"files": files.len(), "ok": ok, "failed": failed_gate, "unreadable": unreadable},
+        print_json(&Stamped {
+            body: VerifyDoc {
+                files: all,
+                summary: VerifySummary {
+                    files: files.len(),
+                    ok,
+                    failed: failed_gate,
+                    unreadable,
+                },
+            },
+            stamp: Stamp::new("verify", first_failure.as_ref()),
         });
-        stamp(&mut doc, "verify", first_failure.as_ref());
-        print_json(&doc);
     } else {
         text.push_str(&if ok == files.len() {
             style.ok(&summary)
@@ -309,135 +513,111 @@ pub fn verify(
     })
 }
 
-/// The bytes of [`hex`]'s text.
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-fn print_human(out: &Value) {
+fn print_human(out: &FileReport) {
     use std::fmt::Write as _;
     let str_of = shown;
     let mut t = String::new();
     let _ = writeln!(
         t,
         "file        {}: {}",
-        str_of(&out["file"]),
-        units::bytes(out["size"].as_u64().unwrap_or(0))
+        str_of(&out.file),
+        units::bytes(out.size.unwrap_or(0))
     );
-    let h = &out["header"];
-    if !h.is_null() {
-        let _ = writeln!(t, "name        {}", str_of(&h["name"]));
-        let _ = writeln!(t, "uuid        {}", str_of(&h["uuid"]));
+    if let Some(h) = &out.header {
+        let _ = writeln!(t, "name        {}", str_of(&h.name));
+        let _ = writeln!(t, "uuid        {}", h.uuid);
         let _ = writeln!(
             t,
             "format      NEFF {}, pkg_version {}, payload {}",
-            str_of(&h["neff_version"]),
-            h["pkg_version"],
-            units::bytes(h["data_size"].as_u64().unwrap_or(0))
+            h.neff_version,
+            h.pkg_version,
+            units::bytes(h.data_size)
         );
-        let feats: Vec<&str> = h["features"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
         let _ = writeln!(
             t,
             "features    {} [{}]",
-            str_of(&h["feature_bits"]),
-            feats.join(", ")
+            h.feature_bits,
+            h.features.join(", ")
         );
-        let _ = writeln!(t, "lnc         vnc_size {}", h["vnc_size"]);
+        let _ = writeln!(t, "lnc         vnc_size {}", h.vnc_size);
     }
-    let i = &out["integrity"];
-    if !i.is_null() {
-        let m = match i["result"].as_str() {
-            Some("mismatch") => "does NOT match".to_string(),
-            Some("skipped") => "not compared (empty payload)".to_string(),
-            Some(form) => format!("matches ({form})"),
-            None => "unknown".to_string(),
+    if let Some(i) = &out.integrity {
+        let m = match i.result {
+            "mismatch" => "does NOT match".to_string(),
+            "skipped" => "not compared (empty payload)".to_string(),
+            form => format!("matches ({form})"),
         };
-        let how = if i["checked"] == true {
+        let how = if i.checked {
             "verified"
         } else {
             "computed, not required"
         };
-        let _ = writeln!(t, "integrity   {} {how}: {m}", str_of(&i["algorithm"]));
+        let _ = writeln!(t, "integrity   {} {how}: {m}", i.algorithm);
     }
-    let a = &out["archive"];
-    if !a.is_null() {
+    if let Some(a) = &out.archive {
         let _ = writeln!(
             t,
             "archive     {}, {}, {} inflated",
-            str_of(&a["encoding"]),
-            units::count(a["member_count"].as_u64().unwrap_or(0), "member"),
-            units::bytes(a["inflated_bytes"].as_u64().unwrap_or(0))
+            a.encoding,
+            units::count(a.member_count as u64, "member"),
+            units::bytes(a.inflated_bytes as u64)
         );
-        for m in a["members"].as_array().into_iter().flatten() {
-            let name = match m["name_bytes"].as_str().and_then(unhex) {
-                Some(raw) => escape_bytes(&raw).into_owned(),
-                None => str_of(&m["name"]),
+        for m in &a.members {
+            let name = match &m.raw_name {
+                Some(raw) => escape_bytes(raw).into_owned(),
+                None => str_of(&m.name),
             };
-            let _ = writeln!(t, "  {:>10}  {name}", m["size"].as_u64().unwrap_or(0));
+            let _ = writeln!(t, "  {:>10}  {name}", m.size);
         }
     }
-    if let Some(target) = out["target"].as_str() {
-        let _ = writeln!(
-            t,
-            "target      {} ({})",
-            str_of(&out["arch"]),
-            escape(target)
-        );
-        for (dir, key) in [("input", "inputs"), ("output", "outputs")] {
-            for x in out[key].as_array().into_iter().flatten() {
+    if let Some(c) = &out.contents {
+        let _ = writeln!(t, "target      {} ({})", c.arch, escape(&c.target));
+        for (dir, tensors) in [("input", &c.inputs), ("output", &c.outputs)] {
+            for x in tensors {
+                let shape: Vec<String> = x.shape.iter().map(u32::to_string).collect();
                 let _ = writeln!(
                     t,
                     "  {dir:<6}  {:<24} {:<9} {:<18} {}",
-                    str_of(&x["name"]),
-                    str_of(&x["dtype"]),
-                    x["shape"].to_string(),
-                    units::count(x["size"].as_u64().unwrap_or(0), "byte")
+                    str_of(&x.name),
+                    str_of(&x.dtype),
+                    format!("[{}]", shape.join(",")),
+                    units::count(x.size, "byte")
                 );
             }
         }
-        for sg in out["subgraphs"].as_array().into_iter().flatten() {
-            let engines: Vec<String> = sg["engines"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|e| format!("{} {}", str_of(&e["engine"]), e["records"]))
+        for sg in &c.subgraphs {
+            let engines: Vec<String> = sg
+                .engines
+                .iter()
+                .map(|e| format!("{} {}", e.engine, e.records))
                 .collect();
-            let vars: Vec<String> = sg["variables"]
-                .as_object()
-                .into_iter()
-                .flatten()
+            let vars: Vec<String> = sg
+                .variables
+                .iter()
                 .map(|(k, v)| format!("{v} {k}"))
                 .collect();
-            let idle = if sg["idle"] == true { " (idle)" } else { "" };
+            let idle = if sg.idle { " (idle)" } else { "" };
             let _ = writeln!(
                 t,
                 "subgraph    {}{idle}: records {}; vars {}",
-                str_of(&sg["name"]),
+                str_of(&sg.name),
                 engines.join(", "),
                 vars.join(", ")
             );
-            for q in sg["queues"].as_array().into_iter().flatten() {
+            for q in &sg.queues {
                 let _ = writeln!(
                     t,
                     "  queue {:<20} {:<8} owner {:<5} {}, {}",
-                    str_of(&q["queue"]),
-                    str_of(&q["type"]),
-                    str_of(&q["owner"]),
-                    units::count(q["blocks"].as_u64().unwrap_or(0), "block"),
-                    units::count(q["descriptors"].as_u64().unwrap_or(0), "descriptor")
+                    str_of(&q.queue),
+                    str_of(&q.kind),
+                    q.owner,
+                    units::count(q.blocks as u64, "block"),
+                    units::count(q.descriptors as u64, "descriptor")
                 );
             }
         }
     }
-    for w in out["warnings"].as_array().into_iter().flatten() {
+    for w in &out.warnings {
         let _ = writeln!(t, "warning     {}", str_of(w));
     }
     emit(&t);
@@ -457,6 +637,16 @@ fn abbreviated(name: &str) -> std::borrow::Cow<'_, str> {
     format!("{}… ({} bytes)", &name[..end], name.len()).into()
 }
 
+/// The document of `extract --json`.
+#[derive(Serialize)]
+struct ExtractDoc<'a> {
+    file: String,
+    output: String,
+    /// The members written.
+    members: &'a [String],
+    warnings: &'a [String],
+}
+
 /// `neffld extract`: every member beneath `dir`, by the one file-system
 /// policy ([`tree::Dest`]): a member that cannot be placed is skipped with
 /// a warning, one the destination refuses (a symbolic link in the way, an
@@ -468,12 +658,13 @@ pub fn extract(
     as_json: bool,
     err: Style,
 ) -> CmdResult {
-    let limits = env_limits()?;
+    let limits = env_limits(max_inflated)?;
     let source = input::source(file)?;
     let _shortened = source.guard_shortening("extract", file, as_json);
     let bytes = source.bytes();
+    // The ceilings only: extract is no load, and checks no digest.
     let opts = neffld::neff::OpenOptions {
-        inflate_limit: max_inflated.or(limits.inflate_limit),
+        inflate_limit: limits.inflate_limit,
         max_members: limits.max_members,
         ..Default::default()
     };
@@ -511,10 +702,15 @@ pub fn extract(
     }
     let failure = (!refused.is_empty()).then(|| Failure::io(refused.join("; ")));
     if as_json {
-        let mut doc = json!({"file": input::display(file), "output": dir.display().to_string(),
-                             "members": written, "warnings": warnings});
-        stamp(&mut doc, "extract", failure.as_ref());
-        print_json(&doc);
+        print_json(&Stamped {
+            body: ExtractDoc {
+                file: input::display(file),
+                output: dir.display().to_string(),
+                members: &written,
+                warnings: &warnings,
+            },
+            stamp: Stamp::new("extract", failure.as_ref()),
+        });
     } else {
         for w in &warnings {
             eprintln!("{}", err.warn(&escape(w)));
@@ -608,14 +804,6 @@ pub struct PackOptions<'a> {
     pub json: bool,
 }
 
-/// The family a compiler for `arch` writes: trn1 compilers stop at 2.18.
-fn family_of(arch: Arch) -> Producer {
-    match arch {
-        Arch::Sunda => Producer::V2_18,
-        Arch::Cayman | Arch::Mariana => Producer::V2_21,
-    }
-}
-
 /// What a load would make of the tree: its own target, read through its
 /// manifest chain as a load reads it, and the first fault a default load on
 /// that target meets in its manifests (`None` when it parses).
@@ -636,7 +824,7 @@ fn probe_tree(members: &[(&[u8], &[u8])]) -> (Option<Arch>, Option<String>) {
 /// A header whose declared logical-core size the tree's target cannot take
 /// is refused: `verify` would pass it and every load would reject it.
 fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
-    if h.declares_lnc() && !arch.lnc_sizes().contains(&h.vnc_size) {
+    if !h.lnc_fits(arch) {
         return Err(Failure {
             stage: "pack",
             status: NrtStatus::Invalid,
@@ -649,6 +837,17 @@ fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
         });
     }
     Ok(())
+}
+
+/// The document of `pack --json`.
+#[derive(Serialize)]
+struct PackDoc<'a> {
+    output: String,
+    size: usize,
+    members: usize,
+    /// The tree's own target, when it could be read.
+    target: Option<&'static str>,
+    warnings: &'a [String],
 }
 
 pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResult {
@@ -668,7 +867,7 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
         .iter()
         .map(|(n, b)| (n.as_slice(), b.as_slice()))
         .collect();
-    let limits = env_limits()?;
+    let limits = env_limits(None)?;
     let (arch, fault) = probe_tree(&members);
     let mut warnings: Vec<String> = left_out
         .iter()
@@ -694,7 +893,7 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
     }
     let producer = match (o.producer, arch) {
         (Some(p), _) => p,
-        (None, Some(a)) => family_of(a),
+        (None, Some(a)) => Producer::for_arch(a),
         (None, None) => {
             warnings.push(
                 "the tree's target could not be read (neff.json → kelf json); writing the 2.21 family"
@@ -745,10 +944,16 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
     }
     fs::write(out, &neff).map_err(write_err(out))?;
     if o.json {
-        let mut doc = json!({"output": out.display().to_string(), "size": neff.len(), "members": members.len(),
-                             "target": arch.map(Arch::target_name), "warnings": warnings});
-        stamp(&mut doc, "pack", None);
-        print_json(&doc);
+        print_json(&Stamped {
+            body: PackDoc {
+                output: out.display().to_string(),
+                size: neff.len(),
+                members: members.len(),
+                target: arch.map(Arch::target_name),
+                warnings: &warnings,
+            },
+            stamp: Stamp::new("pack", None),
+        });
     } else {
         for w in &warnings {
             eprintln!("{}", err.warn(&format!("warning: {}", escape(w))));

@@ -10,63 +10,115 @@ use std::path::Path;
 use neffld::report::StagedView;
 use neffld::text::escape;
 use neffld::tree;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// The file an image is written to, relative to the dump directory.
 pub fn image_file(subgraph: &str, engine: &str) -> String {
     format!("{subgraph}_{engine}.bin")
 }
 
+/// One image of `device.json`.
+#[derive(Serialize)]
+struct ImageEntry {
+    engine: &'static str,
+    address: u64,
+    file: String,
+    bytes: usize,
+    preamble_slots: u32,
+    main_slots: u32,
+    postamble_slots: u32,
+    exact: bool,
+    filler_slots: Vec<[u32; 2]>,
+    approximate_records: Vec<u32>,
+}
+
+/// One memory row of `device.json`.
+#[derive(Serialize)]
+struct RowEntry {
+    usage_type: String,
+    bytes: u64,
+}
+
+/// One variable of `device.json`.
+#[derive(Serialize)]
+struct VariableEntry {
+    name: String,
+    kind: &'static str,
+    address: Option<u64>,
+    size: Option<u64>,
+}
+
+/// One core of `device.json`.
+#[derive(Serialize)]
+struct CoreEntry {
+    pcore: u32,
+    subgraph: String,
+    images: Vec<ImageEntry>,
+    memory: Vec<RowEntry>,
+    variables: Vec<VariableEntry>,
+}
+
 /// `device.json` (schema in docs/cli.md).
-pub fn device_json(view: &StagedView) -> Value {
-    let cores: Vec<Value> = view
+#[derive(Serialize)]
+struct DeviceDoc {
+    arch: &'static str,
+    device: u32,
+    runtime: &'static str,
+    runtime_line: String,
+    cores: Vec<CoreEntry>,
+}
+
+/// `device.json` (schema in docs/cli.md).
+fn device_doc(view: &StagedView) -> DeviceDoc {
+    let cores = view
         .cores
         .iter()
-        .map(|c| {
-            let images: Vec<Value> = c
+        .map(|c| CoreEntry {
+            pcore: c.pcore,
+            subgraph: c.subgraph.clone(),
+            images: c
                 .images
                 .iter()
-                .map(|i| {
-                    json!({
-                        "engine": i.engine.key(),
-                        "address": i.address,
-                        "file": image_file(&c.subgraph, i.engine.key()),
-                        "bytes": i.bytes.len(),
-                        "preamble_slots": i.preamble_slots,
-                        "main_slots": i.main_slots,
-                        "postamble_slots": i.postamble_slots,
-                        "exact": i.exact(),
-                        "filler_slots": i.filler.iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(),
-                        "approximate_records": i.approximate,
-                    })
+                .map(|i| ImageEntry {
+                    engine: i.engine.key(),
+                    address: i.address,
+                    file: image_file(&c.subgraph, i.engine.key()),
+                    bytes: i.bytes.len(),
+                    preamble_slots: i.preamble_slots,
+                    main_slots: i.main_slots,
+                    postamble_slots: i.postamble_slots,
+                    exact: i.exact(),
+                    filler_slots: i.filler.iter().map(|r| [r.start, r.end]).collect(),
+                    approximate_records: i.approximate.clone(),
                 })
-                .collect();
-            let memory: Vec<Value> = c
+                .collect(),
+            memory: c
                 .memory
                 .iter()
-                .map(|r| json!({"usage_type": r.usage_type, "bytes": r.bytes}))
-                .collect();
-            let variables: Vec<Value> = c
+                .map(|r| RowEntry {
+                    usage_type: r.usage_type.clone(),
+                    bytes: r.bytes,
+                })
+                .collect(),
+            variables: c
                 .variables
                 .iter()
-                .map(|v| json!({"name": v.name, "kind": v.kind, "address": v.address, "size": v.size}))
-                .collect();
-            json!({
-                "pcore": c.pcore,
-                "subgraph": c.subgraph,
-                "images": images,
-                "memory": memory,
-                "variables": variables,
-            })
+                .map(|v| VariableEntry {
+                    name: v.name.clone(),
+                    kind: v.kind,
+                    address: v.address,
+                    size: v.size,
+                })
+                .collect(),
         })
         .collect();
-    json!({
-        "arch": view.arch.instance(),
-        "device": view.device,
-        "runtime": concat!("neffld ", env!("CARGO_PKG_VERSION")),
-        "runtime_line": view.line.to_string(),
-        "cores": cores,
-    })
+    DeviceDoc {
+        arch: view.arch.instance(),
+        device: view.device,
+        runtime: neffld::RUNTIME_NAME,
+        runtime_line: view.line.to_string(),
+        cores,
+    }
 }
 
 /// Writes `device.json` and every image in `dir` (created if needed), by
@@ -106,8 +158,7 @@ pub fn write(dir: &Path, view: &StagedView) -> Result<(), String> {
     for (name, bytes) in &files {
         dest.write_plain(name.as_bytes(), bytes).map_err(err)?;
     }
-    let text =
-        serde_json::to_string_pretty(&device_json(view)).expect("JSON values always serialise");
+    let text = crate::report::json_text(&device_doc(view));
     dest.write_plain(b"device.json", (text + "\n").as_bytes())
         .map_err(err)
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use neffld::neff::{ContainerError, Neff, OpenOptions};
 
-use crate::report::{failure_document, Failure};
+use crate::report::{failure_document, json_text, Failure};
 use crate::sigbus;
 
 /// Whether the argument names standard input.
@@ -60,7 +60,7 @@ impl Source {
     /// when `json` (see [`sigbus`]), instead of a silent kill.
     pub fn guard_shortening(
         &self,
-        command: &str,
+        command: &'static str,
         path: &Path,
         json: bool,
     ) -> Option<sigbus::Guard> {
@@ -81,10 +81,9 @@ impl Source {
 
 /// What a [`sigbus`] guard writes, and where: the failure as `command`
 /// reports it (one JSON document on stdout when `json`).
-pub fn guard_message(command: &str, f: &Failure, json: bool) -> (String, i32) {
+pub fn guard_message(command: &'static str, f: &Failure, json: bool) -> (String, i32) {
     if json {
-        let doc = serde_json::to_string_pretty(&failure_document(command, f))
-            .expect("JSON values always serialise");
+        let doc = json_text(&failure_document(command, f));
         (format!("{doc}\n"), 1)
     } else {
         (format!("neffld {command}: {}\n", f.human()), 2)

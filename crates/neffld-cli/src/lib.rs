@@ -15,7 +15,6 @@ mod plan_map;
 mod report;
 mod sigbus;
 mod style;
-mod target;
 mod units;
 
 use std::ffi::OsString;
@@ -211,8 +210,7 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> ExitCode {
         ];
         let command = args
             .iter()
-            .map(String::as_str)
-            .find(|a| known.contains(a))
+            .find_map(|a| known.iter().copied().find(|k| k == a))
             .unwrap_or("neffld");
         let msg = e
             .kind()

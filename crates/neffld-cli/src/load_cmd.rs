@@ -5,17 +5,19 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use neffld::api::{LoadError, Runtime, TensorUsage};
-use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::api::{LoadError, Runtime};
+use neffld::config::{ConfigError, DeviceKind};
 use neffld::ids::HModel;
-use neffld::neff::declared_arch;
 use neffld::report::{MemoryReport, Recorder, StagedView};
-use neffld::{Arch, NrtStatus, RuntimeLine};
-use serde_json::{json, Value};
+use neffld::settings::{Asked, Settings};
+use neffld::{Arch, LineProvenance, NrtStatus, RuntimeLine};
+use serde::Serialize;
 
-use crate::report::{emit, exit_after_report, print_json, shown, stamp, write_map, Failure};
+use crate::memory::MemoryDoc;
+use crate::report::{
+    emit, exit_after_report, hex, print_json, shown, unwritten_warning, write_html, Failure, Stamp,
+};
 use crate::style::Style;
-use crate::target::lnc_refusal;
 use crate::{input, map, memory, units};
 
 /// Show a progress bar for files at least this large.
@@ -28,6 +30,16 @@ pub enum DeviceArg {
     Sim,
     /// Keeps no bytes: allocations, bounds and counts only.
     Null,
+}
+
+impl DeviceArg {
+    /// The library's device of this name.
+    pub fn kind(self) -> DeviceKind {
+        match self {
+            DeviceArg::Sim => DeviceKind::Sim,
+            DeviceArg::Null => DeviceKind::Null,
+        }
+    }
 }
 
 fn parse_arch(s: &str) -> Result<Arch, String> {
@@ -109,208 +121,342 @@ fn us(d: Duration) -> u64 {
     d.as_micros() as u64
 }
 
+/// One variable where the load put it.
+#[derive(Serialize)]
+pub struct VariableDoc {
+    pub var_id: u32,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub placement: &'static str,
+    pub address: Option<u64>,
+    pub size: Option<u64>,
+}
+
+/// What relocation did to one image's records.
+#[derive(Serialize)]
+pub struct PatchesDoc {
+    pub insert: u32,
+    pub modify: u32,
+    pub delete: u32,
+}
+
+/// One engine's instruction image.
+#[derive(Serialize)]
+pub struct ImageDoc {
+    pub engine: &'static str,
+    pub address: u64,
+    pub bytes: usize,
+    pub neff_records: u32,
+    pub device_slots: u64,
+    pub patches: PatchesDoc,
+    pub absolute_operands: u32,
+    pub io_templates: u32,
+    pub exact: bool,
+    pub filler_slots: u32,
+    pub approximate_records: usize,
+}
+
+/// One static DMA ring.
+#[derive(Serialize)]
+pub struct RingDoc {
+    pub queue: String,
+    pub address: u64,
+    pub bytes: u64,
+    pub blocks: u32,
+    pub descriptor_pairs: u64,
+    pub capacity: u64,
+    pub io_templates: u64,
+}
+
+/// One table copied to the device.
+#[derive(Serialize)]
+pub struct TableDoc {
+    pub table: String,
+    pub address: u64,
+    pub bytes: u64,
+}
+
+/// One memory row of a core, as the load's runtime lists it.
+#[derive(Serialize)]
+pub struct RowDoc {
+    pub usage_type: String,
+    pub bytes: u64,
+    pub runtime: u64,
+    pub model: u64,
+}
+
+/// Everything the report shows about one physical core.
+#[derive(Serialize)]
+pub struct CoreDoc {
+    pub pcore: u32,
+    pub hbm: u32,
+    pub subgraph: String,
+    pub scratchpad_pages: u32,
+    pub instructions: u64,
+    pub descriptors: u64,
+    pub templates: u64,
+    pub variables: Vec<VariableDoc>,
+    pub images: Vec<ImageDoc>,
+    pub rings: Vec<RingDoc>,
+    pub tables: Vec<TableDoc>,
+    pub memory_rows: Vec<RowDoc>,
+}
+
+/// The loaded model.
+#[derive(Serialize)]
+pub struct ModelDoc {
+    pub name: String,
+    pub uuid: String,
+    pub vnc: u32,
+    pub pcores: Vec<u32>,
+}
+
+/// Each stage's time, in microseconds.
+#[derive(Serialize)]
+pub struct TimingsDoc {
+    pub guard: u64,
+    pub container: u64,
+    pub parse: u64,
+    pub cache_wait: u64,
+    pub stage: u64,
+    pub relocate: u64,
+    pub unload: u64,
+    pub total: u64,
+}
+
+/// One IO tensor as `nrt_get_model_tensor_info` reports it.
+#[derive(Serialize)]
+pub struct TensorDoc {
+    pub name: String,
+    pub usage: &'static str,
+    pub size: u64,
+    pub dtype: &'static str,
+    pub dtype_code: u32,
+    pub shape: Vec<u32>,
+}
+
+/// The document of `neffld load` (docs/cli.md): what the load ran on, what
+/// it placed (when it loaded) and the memory, loaded or not.
+#[derive(Serialize)]
+pub struct LoadDoc {
+    pub file: String,
+    pub size: usize,
+    pub device: &'static str,
+    pub arch: &'static str,
+    pub runtime: String,
+    pub runtime_provenance: LineProvenance,
+    pub checked: bool,
+    pub device_cores: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h_nn: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings_us: Option<TimingsDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tensors: Option<Vec<TensorDoc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<Vec<CoreDoc>>,
+    pub memory: MemoryDoc,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl LoadDoc {
+    /// The cores the load placed (none when it failed).
+    pub fn cores(&self) -> &[CoreDoc] {
+        self.cores.as_deref().unwrap_or_default()
+    }
+}
+
 /// Everything the report shows about each core: the library's staged view.
-fn core_json(view: &StagedView) -> Vec<Value> {
+fn core_docs(view: &StagedView) -> Vec<CoreDoc> {
     view.cores
         .iter()
-        .map(|c| {
-            let vars: Vec<Value> = c
+        .map(|c| CoreDoc {
+            pcore: c.pcore,
+            hbm: c.hbm,
+            subgraph: c.subgraph.clone(),
+            scratchpad_pages: c.scratchpad_pages,
+            instructions: c.instruction_slots(),
+            descriptors: c.descriptors(),
+            templates: c.io_templates(),
+            variables: c
                 .variables
                 .iter()
-                .map(|v| {
-                    json!({"var_id": v.var_id, "name": v.name, "type": v.kind, "placement": v.placement, "address": v.address, "size": v.size})
+                .map(|v| VariableDoc {
+                    var_id: v.var_id,
+                    name: v.name.clone(),
+                    kind: v.kind,
+                    placement: v.placement,
+                    address: v.address,
+                    size: v.size,
                 })
-                .collect();
-            let images: Vec<Value> = c
+                .collect(),
+            images: c
                 .images
                 .iter()
-                .map(|i| {
-                    json!({
-                        "engine": i.engine.key(),
-                        "address": i.address,
-                        "bytes": i.bytes.len(),
-                        "neff_records": i.neff_records(),
-                        "device_slots": i.bytes.len() / 64,
-                        "patches": {"insert": i.patches.insert, "modify": i.patches.modify, "delete": i.patches.delete},
-                        "absolute_operands": i.absolute_operands,
-                        "io_templates": i.io_templates,
-                        "exact": i.exact(),
-                        "filler_slots": i.filler_slots(),
-                        "approximate_records": i.approximate.len(),
-                    })
+                .map(|i| ImageDoc {
+                    engine: i.engine.key(),
+                    address: i.address,
+                    bytes: i.bytes.len(),
+                    neff_records: i.neff_records(),
+                    device_slots: i.slots(),
+                    patches: PatchesDoc {
+                        insert: i.patches.insert,
+                        modify: i.patches.modify,
+                        delete: i.patches.delete,
+                    },
+                    absolute_operands: i.absolute_operands,
+                    io_templates: i.io_templates,
+                    exact: i.exact(),
+                    filler_slots: i.filler_slots(),
+                    approximate_records: i.approximate.len(),
                 })
-                .collect();
-            let rings: Vec<Value> = c
+                .collect(),
+            rings: c
                 .rings
                 .iter()
-                .map(|r| {
-                    json!({"queue": r.queue, "address": r.address, "bytes": r.bytes, "blocks": r.blocks,
-                           "descriptor_pairs": r.descriptor_pairs, "capacity": r.capacity, "io_templates": r.io_templates})
+                .map(|r| RingDoc {
+                    queue: r.queue.clone(),
+                    address: r.address,
+                    bytes: r.bytes,
+                    blocks: r.blocks,
+                    descriptor_pairs: r.descriptor_pairs,
+                    capacity: r.capacity,
+                    io_templates: r.io_templates,
                 })
-                .collect();
-            let tables: Vec<Value> =
-                c.tables.iter().map(|t| json!({"table": t.what, "address": t.address, "bytes": t.bytes})).collect();
-            let memory_rows: Vec<Value> = c
+                .collect(),
+            tables: c
+                .tables
+                .iter()
+                .map(|t| TableDoc {
+                    table: t.what.clone(),
+                    address: t.address,
+                    bytes: t.bytes,
+                })
+                .collect(),
+            memory_rows: c
                 .memory
                 .iter()
-                .map(|r| json!({"usage_type": r.usage_type, "bytes": r.bytes, "runtime": r.runtime, "model": r.model}))
-                .collect();
-            let instructions: u64 = c.images.iter().map(|i| i.bytes.len() as u64 / 64).sum();
-            let descriptors: u64 = c.rings.iter().map(|r| 2 * r.descriptor_pairs).sum();
-            let templates: u64 = c.images.iter().map(|i| u64::from(i.io_templates)).sum::<u64>()
-                + c.rings.iter().map(|r| r.io_templates).sum::<u64>();
-            json!({
-                "pcore": c.pcore,
-                "hbm": c.hbm,
-                "subgraph": c.subgraph,
-                "scratchpad_pages": c.scratchpad_pages,
-                "instructions": instructions,
-                "descriptors": descriptors,
-                "templates": templates,
-                "variables": vars,
-                "images": images,
-                "rings": rings,
-                "tables": tables,
-                "memory_rows": memory_rows,
-            })
+                .map(|r| RowDoc {
+                    usage_type: r.usage_type.clone(),
+                    bytes: r.bytes,
+                    runtime: r.runtime,
+                    model: r.model,
+                })
+                .collect(),
         })
         .collect()
 }
 
-fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> String {
+fn human(out: &LoadDoc, memory_table: &str, no_timings: bool, style: Style) -> String {
     use std::fmt::Write as _;
     let s = shown;
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
     let mut t = String::new();
-    let _ = writeln!(t, "file      {}", s(&out["file"]));
+    let _ = writeln!(t, "file      {}", s(&out.file));
     let _ = writeln!(
         t,
         "device    {} {} ({}), runtime {}",
-        s(&out["device"]),
-        s(&out["arch"]),
-        units::count(n(&out["device_cores"]), "core"),
-        s(&out["runtime"])
+        out.device,
+        out.arch,
+        units::count(u64::from(out.device_cores), "core"),
+        s(&out.runtime)
     );
-    let p = &out["runtime_provenance"];
-    let listed = |v: &Value| {
-        v.as_array()
-            .map(|a| a.iter().map(shown).collect::<Vec<_>>().join("; "))
-            .unwrap_or_default()
-    };
-    if p["carried_over"].as_array().is_some_and(|a| !a.is_empty()) {
-        let documented = listed(&p["documented"]);
+    let p = &out.runtime_provenance;
+    if !p.carried_over.is_empty() {
+        let documented = p.documented.join("; ");
         let _ = writeln!(
             t,
             "          {} has no capture of its own: {}{}'s captures carry over ({})",
-            s(&p["line"]),
+            p.line,
             if documented.is_empty() {
                 String::new()
             } else {
                 format!("as documented, {documented}; ")
             },
-            s(&p["captured_by"]),
-            listed(&p["carried_over"])
+            p.captured_by,
+            p.carried_over.join("; ")
         );
     }
-    let _ = writeln!(
-        t,
-        "status    {} ({})",
-        s(&out["status"]),
-        out["status_code"]
-    );
-    if !out["error"].is_null() {
-        let e = &out["error"];
+    let o = &out.stamp.outcome;
+    let _ = writeln!(t, "status    {} ({})", o.status, o.status_code);
+    if let Some(e) = &o.error {
         let _ = writeln!(
             t,
             "{}",
-            style.fail(&format!(
-                "error     [{}] {}",
-                s(&e["stage"]),
-                s(&e["message"])
-            ))
+            style.fail(&format!("error     [{}] {}", e.stage, s(&e.message)))
         );
     }
-    if out["checked"] == true && out["status_code"] == 0 {
+    if out.checked && o.status_code == 0 {
         let _ = writeln!(
             t,
             "{}",
             style.ok("check     passed: every address written to the device points into an allocation of its core")
         );
     }
-    let m = &out["model"];
-    if !m.is_null() {
-        let pcores: Vec<String> = m["pcores"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|p| format!("nc{p}"))
-            .collect();
-        let _ = writeln!(
-            t,
-            "model     nn{} \"{}\" uuid {}",
-            out["h_nn"],
-            s(&m["name"]),
-            s(&m["uuid"])
-        );
+    if let (Some(m), Some(h_nn)) = (&out.model, out.h_nn) {
+        let pcores: Vec<String> = m.pcores.iter().map(|p| format!("nc{p}")).collect();
+        let _ = writeln!(t, "model     nn{h_nn} \"{}\" uuid {}", s(&m.name), m.uuid);
         let _ = writeln!(
             t,
             "placed    logical core {} -> physical {}",
-            m["vnc"],
+            m.vnc,
             pcores.join(", ")
         );
     }
-    if !out["memory"]["hbm"].as_array().is_none_or(Vec::is_empty) {
-        let _ = writeln!(t, "memory    {}", memory::answer(&out["memory"]));
+    if !out.memory.hbm.is_empty() {
+        let _ = writeln!(t, "memory    {}", memory::answer(&out.memory));
     }
-    if !no_timings && !out["timings_us"].is_null() {
-        let tm = &out["timings_us"];
+    if let Some(tm) = out.timings_us.as_ref().filter(|_| !no_timings) {
         let _ = writeln!(t, "\ntimings");
-        for (label, key) in [
-            ("S0 guard", "guard"),
-            ("S1 container", "container"),
-            ("S2+S3 parse", "parse"),
-            ("S4 stage", "stage"),
-            ("  S5 relocate (in S4)", "relocate"),
-            ("unload", "unload"),
-            ("total", "total"),
+        for (label, micros) in [
+            ("S0 guard", tm.guard),
+            ("S1 container", tm.container),
+            ("S2+S3 parse", tm.parse),
+            ("S4 stage", tm.stage),
+            ("  S5 relocate (in S4)", tm.relocate),
+            ("unload", tm.unload),
+            ("total", tm.total),
         ] {
-            let _ = writeln!(t, "  {label:<22} {:>10.3} ms", n(&tm[key]) as f64 / 1000.0);
+            let _ = writeln!(t, "  {label:<22} {:>10.3} ms", micros as f64 / 1000.0);
         }
     }
-    for c in out["cores"].as_array().into_iter().flatten() {
+    for c in out.cores() {
         let _ = writeln!(
             t,
             "\ncore nc{} (HBM {}, subgraph {}): {}, {}, {}",
-            c["pcore"],
-            c["hbm"],
-            s(&c["subgraph"]),
-            units::count(n(&c["instructions"]), "instruction slot"),
-            units::count(n(&c["descriptors"]), "DMA descriptor"),
-            units::count(n(&c["templates"]), "IO template")
+            c.pcore,
+            c.hbm,
+            s(&c.subgraph),
+            units::count(c.instructions, "instruction slot"),
+            units::count(c.descriptors, "DMA descriptor"),
+            units::count(c.templates, "IO template")
         );
         let _ = writeln!(
             t,
             "  {:>4}  {:<36} {:<13} {:>18} {:>20}  placement",
             "id", "variable", "type", "address", "size"
         );
-        for v in c["variables"].as_array().into_iter().flatten() {
-            let addr = v["address"]
-                .as_u64()
-                .map_or("-".to_string(), |a| format!("{a:#x}"));
-            let size = v["size"]
-                .as_u64()
+        for v in &c.variables {
+            let addr = v.address.map_or("-".to_string(), |a| format!("{a:#x}"));
+            let size = v
+                .size
                 .map_or("-".to_string(), |b| format!("{b} ({})", units::human(b)));
             let _ = writeln!(
                 t,
                 "  {:>4}  {:<36} {:<13} {:>18} {:>20}  {}",
-                n(&v["var_id"]),
-                s(&v["name"]),
-                s(&v["type"]),
+                v.var_id,
+                s(&v.name),
+                s(v.kind),
                 addr,
                 size,
-                match v["placement"].as_str() {
-                    Some("io") => "io (bound at execute)".to_string(),
-                    _ => s(&v["placement"]),
+                match v.placement {
+                    "io" => "io (bound at execute)".to_string(),
+                    other => s(other),
                 }
             );
         }
@@ -328,65 +474,76 @@ fn human(out: &Value, memory_table: &str, no_timings: bool, style: Style) -> Str
             "abs",
             "templates"
         );
-        for e in c["images"].as_array().into_iter().flatten() {
-            let p = &e["patches"];
+        for e in &c.images {
+            let p = &e.patches;
             let _ = writeln!(
                 t,
                 "  {:<6} {:>18} {:>9} {:>8} {:>8} {:>7} {:>6} {:>6} {:>6} {:>10}",
-                s(&e["engine"]),
-                format!("{:#x}", n(&e["address"])),
-                n(&e["bytes"]),
-                n(&e["neff_records"]),
-                n(&e["device_slots"]),
-                n(&p["insert"]),
-                n(&p["modify"]),
-                n(&p["delete"]),
-                n(&e["absolute_operands"]),
-                n(&e["io_templates"])
+                e.engine,
+                format!("{:#x}", e.address),
+                e.bytes,
+                e.neff_records,
+                e.device_slots,
+                p.insert,
+                p.modify,
+                p.delete,
+                e.absolute_operands,
+                e.io_templates
             );
         }
-        for r in c["rings"].as_array().into_iter().flatten() {
+        for r in &c.rings {
             let _ = writeln!(
                 t,
                 "  ring {:<20} {:>18} {}, {} (capacity {}), {}",
-                s(&r["queue"]),
-                format!("{:#x}", n(&r["address"])),
-                units::count(n(&r["blocks"]), "block"),
-                units::count(n(&r["descriptor_pairs"]), "descriptor pair"),
-                n(&r["capacity"]),
-                units::count(n(&r["io_templates"]), "IO template")
+                s(&r.queue),
+                format!("{:#x}", r.address),
+                units::count(u64::from(r.blocks), "block"),
+                units::count(r.descriptor_pairs, "descriptor pair"),
+                r.capacity,
+                units::count(r.io_templates, "IO template")
             );
         }
-        for tb in c["tables"].as_array().into_iter().flatten() {
+        for tb in &c.tables {
             let _ = writeln!(
                 t,
                 "  table {:<26} {:>18} {}",
-                s(&tb["table"]),
-                format!("{:#x}", n(&tb["address"])),
-                units::count(n(&tb["bytes"]), "byte")
+                s(&tb.table),
+                format!("{:#x}", tb.address),
+                units::count(tb.bytes, "byte")
             );
         }
     }
     t.push_str(memory_table);
-    if let Some(ts) = out["tensors"].as_array().filter(|a| !a.is_empty()) {
+    if let Some(ts) = out.tensors.as_ref().filter(|a| !a.is_empty()) {
         let _ = writeln!(t, "\ntensors");
         for x in ts {
+            let shape: Vec<String> = x.shape.iter().map(u32::to_string).collect();
             let _ = writeln!(
                 t,
-                "  {:<6} {:<24} {:>10}  {:<9} (nrt {:>2})  shape {}",
-                s(&x["usage"]),
-                s(&x["name"]),
-                units::human(n(&x["size"])),
-                s(&x["dtype"]),
-                x["dtype_code"],
-                x["shape"]
+                "  {:<6} {:<24} {:>10}  {:<9} (nrt {})  shape [{}]",
+                x.usage,
+                s(&x.name),
+                units::human(x.size),
+                x.dtype,
+                x.dtype_code,
+                shape.join(",")
             );
         }
     }
-    for w in out["warnings"].as_array().into_iter().flatten() {
+    for w in out.warnings.iter().flatten() {
         let _ = writeln!(t, "{}", style.warn(&format!("warning   {}", s(w))));
     }
     t
+}
+
+/// A variable's value the runtime refuses: a usage problem (exit 2), named
+/// for its variable.
+pub(crate) fn config_failure(e: &ConfigError) -> Failure {
+    Failure {
+        stage: "config",
+        status: e.status(),
+        message: e.to_string(),
+    }
 }
 
 pub(crate) fn load_failure(e: &LoadError) -> Failure {
@@ -399,7 +556,12 @@ pub(crate) fn load_failure(e: &LoadError) -> Failure {
 
 /// What a loaded model shows before it is unloaded.
 struct Loaded {
-    cores: Vec<Value>,
+    h_nn: u32,
+    model: ModelDoc,
+    timings: TimingsDoc,
+    tensors: Vec<TensorDoc>,
+    warnings: Vec<String>,
+    cores: Vec<CoreDoc>,
     /// The device's memory with the model loaded, and the model's id there.
     memory: MemoryReport,
     h_model: HModel,
@@ -409,23 +571,29 @@ struct Loaded {
 fn describe_model(
     rt: &Runtime,
     model: &neffld::api::Model,
-    out: &mut Value,
     s1: Duration,
     t_total: Instant,
     dump: Option<&Path>,
 ) -> Result<Loaded, Failure> {
     let memory = MemoryReport::of_model(rt, model).map_err(|e| load_failure(&e))?;
     let view = StagedView::of(rt, model).map_err(|e| load_failure(&e))?;
-    let cores = core_json(&view);
+    let cores = core_docs(&view);
     let pcores: Vec<u32> = view.cores.iter().map(|c| c.pcore).collect();
     let summary = rt.summary(model).map_err(|e| load_failure(&e))?;
     let (mut timings, warnings, h_model) = (summary.timings, summary.warnings, summary.h_model);
     timings.container = s1;
-    let tensors: Vec<Value> = rt
+    let tensors = rt
         .tensor_info(model)
         .map_err(|e| load_failure(&e))?
-        .iter()
-        .map(|t| json!({"name": t.name, "usage": if t.usage == TensorUsage::Input { "input" } else { "output" }, "size": t.size, "dtype": t.dtype.name(), "dtype_code": t.dtype.code(), "shape": t.shape}))
+        .into_iter()
+        .map(|t| TensorDoc {
+            usage: t.usage.name(),
+            size: t.size,
+            dtype: t.dtype.name(),
+            dtype_code: t.dtype.code(),
+            name: t.name,
+            shape: t.shape,
+        })
         .collect();
     let tu = Instant::now();
     let unloaded = rt.unload(model);
@@ -433,27 +601,26 @@ fn describe_model(
     if let Some(dir) = dump {
         crate::dump::write(dir, &view).map_err(Failure::io)?;
     }
-    out["h_nn"] = json!(model.h_nn.0);
-    out["model"] = json!({
-        "name": model.name,
-        "uuid": model.uuid.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-        "vnc": model.vnc.0,
-        "pcores": pcores,
-    });
-    out["timings_us"] = json!({
-        "guard": us(timings.guard),
-        "container": us(timings.container),
-        "parse": us(timings.parse),
-        "cache_wait": us(timings.cache_wait),
-        "stage": us(timings.stage),
-        "relocate": us(timings.relocate),
-        "unload": us(unload_time),
-        "total": us(t_total.elapsed()),
-    });
-    out["tensors"] = json!(tensors);
-    out["warnings"] = json!(warnings);
-    out["cores"] = json!(cores);
     Ok(Loaded {
+        h_nn: model.h_nn.0,
+        model: ModelDoc {
+            name: model.name.clone(),
+            uuid: hex(&model.uuid),
+            vnc: model.vnc.0,
+            pcores,
+        },
+        timings: TimingsDoc {
+            guard: us(timings.guard),
+            container: us(timings.container),
+            parse: us(timings.parse),
+            cache_wait: us(timings.cache_wait),
+            stage: us(timings.stage),
+            relocate: us(timings.relocate),
+            unload: us(unload_time),
+            total: us(t_total.elapsed()),
+        },
+        tensors,
+        warnings,
         cores,
         memory,
         h_model,
@@ -466,50 +633,32 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
     let source = input::source(&a.file)?;
     let bytes = source.bytes();
     let _shortened = source.guard_shortening("load", &a.file, a.json);
-    let config_err = |e: neffld::config::ConfigError| Failure {
-        stage: "config",
-        status: e.status(),
-        message: e.to_string(),
+    let asked = Asked {
+        arch: a.arch,
+        lnc: a.lnc,
+        runtime: a.runtime,
+        device: Some(a.device.kind()),
+        validate_hash: a.validate_hash.then_some(true),
+        check: a.check.then_some(true),
+        allow_legacy_neff: a.allow_legacy_neff.then_some(true),
+        max_inflated: a.max_inflated,
+        ..Asked::default()
     };
-    let mut config = RuntimeConfig::from_env().map_err(config_err)?;
-    config.device = match a.device {
-        DeviceArg::Sim => DeviceKind::Sim,
-        DeviceArg::Null => DeviceKind::Null,
-    };
-    config.check |= a.check;
-    config.validate_hash |= a.validate_hash;
-    config.allow_legacy_neff |= a.allow_legacy_neff;
-    config.lnc = a.lnc.or(config.lnc);
-    config.runtime = a.runtime.or(config.runtime);
-    config.max_inflated = a.max_inflated.or(config.max_inflated);
-    // One load per process: the cache need not fingerprint the whole file.
-    config.one_load_at_a_time = true;
-    let mut out = json!({"file": input::display(&a.file), "size": bytes.len(), "device": match a.device {
-        DeviceArg::Sim => "sim",
-        DeviceArg::Null => "null",
-    }});
+    let settings = Settings::from_env(&asked).map_err(|e| config_failure(&e))?;
 
     // S1 here, so the NEFF's own target can choose the device without a second inflate.
     let t1 = Instant::now();
-    let opened = source.open(&config.open_options());
+    let opened = source.open(&settings.open_options());
     let s1 = t1.elapsed();
-    // An instance named by NEFFLD_INSTANCE decides the architecture as
-    // --arch does; the load runs on one chip of it.
-    config.arch = a
-        .arch
-        .or(config.instance.map(|i| i.arch))
-        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
-        .unwrap_or(Arch::Cayman);
-    if let Some(why) = a.lnc.and_then(|l| lnc_refusal(config.arch, l, "--lnc")) {
-        return Err(Failure::usage(why));
+    let mut config = settings.for_neff(opened.as_ref().ok());
+    if let Err(e) = settings.check_lnc(&config) {
+        return Err(Failure::usage(format!("--lnc {e}")));
     }
-    out["arch"] = json!(config.arch.instance());
-    out["runtime"] = json!(config.line().to_string());
-    out["runtime_provenance"] = json!(config.line().provenance(config.arch));
-    out["checked"] = json!(config.check);
-    let geometry = neffld::instance::Geometry::for_arch(config.arch);
+    // One load per process: the cache need not fingerprint the whole file.
+    config.one_load_at_a_time = true;
+    let (arch, line, checked, device) = (config.arch, config.line(), config.check, config.device);
+    let geometry = neffld::instance::Geometry::for_arch(arch);
     let (rt, recorder) = Recorder::runtime(config).map_err(|e| load_failure(&e))?;
-    out["device_cores"] = json!(geometry.cores());
 
     let bar = progress(bytes.len() as u64, a.quiet);
     bar.set_message("loading");
@@ -527,59 +676,80 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
             visible.saturating_sub(1)
         )));
     }
-    let mut cores = Vec::new();
-    let name = out["model"]["name"].clone();
-    let mut loaded_memory = None;
-    let outcome = match loaded {
-        Err(e) => Err(load_failure(&e)),
+    let (outcome, described) = match loaded {
+        Err(e) => (Err(load_failure(&e)), None),
         Ok(model) => {
             recorder.freeze();
-            let d = describe_model(&rt, &model, &mut out, s1, t_total, a.dump.as_deref())?;
-            cores = d.cores;
-            loaded_memory = Some((d.memory, d.h_model, model.name.clone()));
-            d.unloaded.map_err(|e| Failure {
+            let d = describe_model(&rt, &model, s1, t_total, a.dump.as_deref())?;
+            let unloaded = d.unloaded.as_ref().map_err(|e| Failure {
                 stage: "unload",
                 status: e.status(),
                 message: e.to_string(),
-            })
+            });
+            (unloaded.copied(), Some(d))
         }
     };
     let (placed, refused) = recorder.snapshot();
     // The memory as the loaded model held it, or as the refusal found it.
-    let (report, named) = match (loaded_memory, &refused) {
-        (Some((report, h, n)), _) => (report, Some((h, n))),
+    let (report, named) = match (&described, &refused) {
+        (Some(d), _) => (d.memory.clone(), Some((d.h_model, d.model.name.clone()))),
         (None, Some(r)) => (r.memory.clone(), None),
         (None, None) => (
             MemoryReport::of_device(&rt, 0).map_err(|e| load_failure(&e))?,
             None,
         ),
     };
-    let _ = name;
     let name_of = |h: HModel| {
         named
             .as_ref()
             .filter(|(id, _)| *id == h)
             .map(|(_, n)| n.clone())
     };
-    out["memory"] = memory::report(&report, &name_of, &placed, refused.as_ref());
+    let memory = memory::report(&report, &name_of, &placed, refused.as_ref());
     let outcome = outcome.map_err(|mut f| {
         if f.status == NrtStatus::Resource {
-            if let Some(why) = memory::refusal_sentence(&out["memory"]) {
+            if let Some(why) = memory::refusal_sentence(&memory) {
                 f.message = format!("{}: {why}", f.message);
             }
         }
         f
     });
-    stamp(&mut out, "load", outcome.as_ref().err());
-    let unwritten = a
-        .map
-        .as_ref()
-        .and_then(|path| write_map(path, &map::render(&out, &cores), &mut out, a.json));
+    let mut doc = LoadDoc {
+        file: input::display(&a.file),
+        size: bytes.len(),
+        device: device.name(),
+        arch: arch.instance(),
+        runtime: line.to_string(),
+        runtime_provenance: line.provenance(arch),
+        checked,
+        device_cores: geometry.cores(),
+        h_nn: None,
+        model: None,
+        timings_us: None,
+        tensors: None,
+        warnings: None,
+        cores: None,
+        memory,
+        stamp: Stamp::new("load", outcome.as_ref().err()),
+    };
+    if let Some(d) = described {
+        doc.h_nn = Some(d.h_nn);
+        doc.model = Some(d.model);
+        doc.timings_us = Some(d.timings);
+        doc.tensors = Some(d.tensors);
+        doc.warnings = Some(d.warnings);
+        doc.cores = Some(d.cores);
+    }
+    let unwritten = a.map.as_ref().and_then(|path| {
+        let f = write_html(path, &map::render(&doc))?;
+        unwritten_warning(&mut doc.warnings, &f, a.json);
+        Some(f)
+    });
     if a.json {
-        print_json(&out);
+        print_json(&doc);
     } else {
-        let table = memory::human(&report, &out["memory"], refused.as_ref());
-        emit(&human(&out, &table, a.no_timings, style));
+        let table = memory::human(&report, &doc.memory, refused.as_ref());
+        emit(&human(&doc, &table, a.no_timings, style));
     }
     Ok(exit_after_report(
         "load",

@@ -14,8 +14,8 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
+use crate::load_cmd::{CoreDoc, LoadDoc, VariableDoc};
+use crate::memory::{AllocationDoc, HbmDoc, RefusedDoc};
 use crate::{memory, units};
 
 const WIDTH: f64 = 1260.0;
@@ -162,15 +162,14 @@ impl Row<'_> {
 }
 
 /// Variables of `cores` with a device address inside `[lo, lo + size)` on `pcore`.
-fn variables_in(cores: &[Value], pcore: u64, lo: u64, size: u64) -> Vec<&Value> {
+fn variables_in(cores: &[CoreDoc], pcore: u32, lo: u64, size: u64) -> Vec<&VariableDoc> {
     cores
         .iter()
-        .filter(|c| c["pcore"].as_u64() == Some(pcore))
-        .flat_map(|c| c["variables"].as_array().into_iter().flatten())
+        .filter(|c| c.pcore == pcore)
+        .flat_map(|c| &c.variables)
         .filter(|v| {
-            matches!(v["placement"].as_str(), Some("hbm" | "scratchpad"))
-                && v["address"]
-                    .as_u64()
+            matches!(v.placement, "hbm" | "scratchpad")
+                && v.address
                     .is_some_and(|a| a >= lo && a < lo.saturating_add(size))
         })
         .collect()
@@ -179,41 +178,39 @@ fn variables_in(cores: &[Value], pcore: u64, lo: u64, size: u64) -> Vec<&Value> 
 /// Splits address-sorted allocations where a gap is wider than an eighth of
 /// the whole allocated span, so each axis stays linear yet neighbours of a
 /// few KiB are not crushed by a distant GiB-sized block.
-fn clusters<'a>(sorted: &[&'a Value]) -> Vec<Vec<&'a Value>> {
-    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
-    let lo = sorted.iter().map(|a| n(a, "address")).min().unwrap_or(0);
+fn clusters<'a>(sorted: &[&'a AllocationDoc]) -> Vec<Vec<&'a AllocationDoc>> {
+    let lo = sorted.iter().map(|a| a.address).min().unwrap_or(0);
     let hi = sorted
         .iter()
-        .map(|a| n(a, "address").saturating_add(n(a, "size")))
+        .map(|a| a.address.saturating_add(a.size))
         .max()
         .unwrap_or(0);
     let wide = (hi - lo) / 8;
-    let mut out: Vec<Vec<&Value>> = Vec::new();
+    let mut out: Vec<Vec<&AllocationDoc>> = Vec::new();
     let mut end = 0u64;
     for &a in sorted {
         match out.last_mut() {
-            Some(group) if n(a, "address") <= end.saturating_add(wide) => group.push(a),
+            Some(group) if a.address <= end.saturating_add(wide) => group.push(a),
             _ => out.push(vec![a]),
         }
-        end = end.max(n(a, "address").saturating_add(n(a, "size")));
+        end = end.max(a.address.saturating_add(a.size));
     }
     out
 }
 
 /// The picture of one HBM.
 fn hbm_svg(
-    hbm: &Value,
-    allocations: &[&Value],
-    cores: &[Value],
-    refused: &Value,
+    hbm: &HbmDoc,
+    allocations: &[&AllocationDoc],
+    cores: &[CoreDoc],
+    refused: Option<&RefusedDoc>,
     colors: &Colors,
 ) -> String {
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
     // The axis starts after the firmware carve-out, at the runtime's
     // address of the first allocatable byte.
-    let base = n(&hbm["base"]);
-    let total = n(&hbm["allocatable"]);
-    let used = n(&hbm["used"]);
+    let base = hbm.base;
+    let total = hbm.allocatable;
+    let used = hbm.used;
     let mut svg = String::new();
     let mut y = 18.0;
     // 1. The whole HBM.
@@ -223,18 +220,18 @@ fn hbm_svg(
         y,
         &format!(
             "whole HBM {}: {} used",
-            hbm["hbm"],
+            hbm.hbm,
             units::used_of(used, total)
         ),
     );
     for a in allocations {
-        let (x, w) = whole.bar(n(&a["address"]), n(&a["size"]));
+        let (x, w) = whole.bar(a.address, a.size);
         let _ = writeln!(
             svg,
             "<rect x=\"{x:.1}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"14\" fill=\"{}\"><title>{}</title></rect>",
             y + 2.0,
-            colors.of(a["category"].as_str().unwrap_or("")),
-            esc(a["name"].as_str().unwrap_or(""))
+            colors.of(a.category),
+            esc(&a.name)
         );
     }
     y += 30.0;
@@ -244,10 +241,10 @@ fn hbm_svg(
     } else {
         // 2. Every allocation, on one linear axis per cluster of neighbours.
         for group in clusters(allocations) {
-            let lo = group.iter().map(|a| n(&a["address"])).min().unwrap_or(base);
+            let lo = group.iter().map(|a| a.address).min().unwrap_or(base);
             let hi = group
                 .iter()
-                .map(|a| n(&a["address"]).saturating_add(n(&a["size"])))
+                .map(|a| a.address.saturating_add(a.size))
                 .max()
                 .unwrap_or(lo + 1);
             let span = Axis::new(lo, hi);
@@ -259,18 +256,17 @@ fn hbm_svg(
             for a in &group {
                 let label = format!(
                     "nc{} {} {} · {} @ {:#x}",
-                    a["pcore"],
-                    a["category"].as_str().unwrap_or(""),
-                    a["name"].as_str().unwrap_or(""),
-                    units::human(n(&a["size"])),
-                    n(&a["address"])
+                    a.pcore,
+                    a.category,
+                    a.name,
+                    units::human(a.size),
+                    a.address
                 );
-                let fill = colors.of(a["category"].as_str().unwrap_or(""));
                 Row {
                     label: &label,
-                    addr: n(&a["address"]),
-                    size: n(&a["size"]),
-                    fill,
+                    addr: a.address,
+                    size: a.size,
+                    fill: colors.of(a.category),
                     class: "alloc",
                 }
                 .draw(&mut svg, y, span);
@@ -280,20 +276,20 @@ fn hbm_svg(
         }
         // 3. Variables inside each allocation, on a zoom of their extent.
         for a in allocations {
-            let vars = variables_in(cores, n(&a["pcore"]), n(&a["address"]), n(&a["size"]));
-            let nested: Vec<&&Value> = vars
-                .iter()
-                .filter(|v| {
-                    !(n(&v["address"]) == n(&a["address"]) && n(&v["size"]) == n(&a["size"]))
-                })
+            let vars = variables_in(cores, a.pcore, a.address, a.size);
+            let at = |v: &VariableDoc| v.address.unwrap_or(0);
+            let size = |v: &VariableDoc| v.size.unwrap_or(0);
+            let nested: Vec<&VariableDoc> = vars
+                .into_iter()
+                .filter(|v| !(at(v) == a.address && size(v) == a.size))
                 .collect();
             if nested.is_empty() {
                 continue;
             }
-            let vlo = nested.iter().map(|v| n(&v["address"])).min().unwrap_or(0);
+            let vlo = nested.iter().map(|v| at(v)).min().unwrap_or(0);
             let vhi = nested
                 .iter()
-                .map(|v| n(&v["address"]).saturating_add(n(&v["size"])))
+                .map(|v| at(v).saturating_add(size(v)))
                 .max()
                 .unwrap_or(vlo + 1);
             let zoom = Axis::new(vlo, vhi);
@@ -302,22 +298,21 @@ fn hbm_svg(
                 y,
                 &format!(
                     "variables in nc{} {} (zoom {vlo:#x} – {vhi:#x}; overlapping bars share bytes)",
-                    a["pcore"],
-                    a["name"].as_str().unwrap_or("")
+                    a.pcore, a.name
                 ),
             );
             for v in nested {
                 let label = format!(
                     "var {} ({}) · {} @ {:#x}",
-                    v["name"].as_str().unwrap_or(""),
-                    v["type"].as_str().unwrap_or(""),
-                    units::human(n(&v["size"])),
-                    n(&v["address"])
+                    v.name,
+                    v.kind,
+                    units::human(size(v)),
+                    at(v)
                 );
                 Row {
                     label: &label,
-                    addr: n(&v["address"]),
-                    size: n(&v["size"]),
+                    addr: at(v),
+                    size: size(v),
                     fill: "#868e96",
                     class: "var",
                 }
@@ -327,15 +322,15 @@ fn hbm_svg(
             y += 18.0;
         }
     }
-    if refused["hbm"] == hbm["hbm"] {
+    if let Some(r) = refused.filter(|r| r.hbm == Some(hbm.hbm)) {
         let _ = writeln!(
             svg,
             "<text x=\"4\" y=\"{y:.0}\" class=\"refused\">did not fit: nc{} {} {} needs {}, {} free</text>",
-            refused["pcore"],
-            esc(refused["category"].as_str().unwrap_or("")),
-            esc(refused["name"].as_str().unwrap_or("")),
-            units::human(n(&refused["size"])),
-            units::human(n(&hbm["free"]))
+            r.pcore,
+            esc(r.category),
+            esc(&r.name),
+            units::human(r.size),
+            units::human(hbm.free)
         );
         y += 20.0;
     }
@@ -345,11 +340,10 @@ fn hbm_svg(
     )
 }
 
-/// The whole page from `load --json`'s document and its per-core details
-/// (empty when the load failed).
-pub fn render(out: &Value, cores: &[Value]) -> String {
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
-    let memory = &out["memory"];
+/// The whole page from `load`'s report (its cores empty when the load
+/// failed).
+pub fn render(out: &LoadDoc) -> String {
+    let memory = &out.memory;
     let mut html = String::from(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>neffld memory map</title>\n<style>\
          body{font-family:sans-serif;margin:16px} svg{display:block;margin-bottom:12px}\
@@ -359,32 +353,26 @@ pub fn render(out: &Value, cores: &[Value]) -> String {
          .fail{color:#c92a2a}\
          </style></head><body>\n",
     );
+    let outcome = &out.stamp.outcome;
     let _ = writeln!(
         html,
         "<h1>{}</h1>\n<p>a simulated {} device ({} backend) — model \"{}\" — status <b>{}</b></p>",
-        esc(&s(&out["file"])),
-        esc(&s(&out["arch"])),
-        esc(&s(&out["device"])),
-        esc(out["model"]["name"].as_str().unwrap_or("(not loaded)")),
-        esc(&s(&out["status"]))
+        esc(&out.file),
+        esc(out.arch),
+        esc(out.device),
+        esc(out.model.as_ref().map_or("(not loaded)", |m| &m.name)),
+        esc(outcome.status)
     );
-    if !out["error"].is_null() {
+    if let Some(e) = &outcome.error {
         let _ = writeln!(
             html,
             "<p class=\"fail\">{} failed: {} — the map shows what was placed before the failure.</p>",
-            esc(&s(&out["error"]["stage"])),
-            esc(&s(&out["error"]["message"]))
+            esc(e.stage),
+            esc(&e.message)
         );
     }
-    let allocations: Vec<&Value> = memory["allocations"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .collect();
-    let mut cats: Vec<&str> = allocations
-        .iter()
-        .filter_map(|a| a["category"].as_str())
-        .collect();
+    let allocations: Vec<&AllocationDoc> = memory.allocations.iter().collect();
+    let mut cats: Vec<&str> = allocations.iter().map(|a| a.category).collect();
     cats.sort_unstable();
     cats.dedup();
     let colors = Colors(cats.iter().map(|c| c.to_string()).collect());
@@ -398,23 +386,20 @@ pub fn render(out: &Value, cores: &[Value]) -> String {
         );
     }
     html.push_str("<span style=\"background:#868e96\">variable</span></p>\n");
-    for h in memory["hbm"].as_array().into_iter().flatten() {
-        let ch = h["hbm"].as_u64().unwrap_or(0);
-        let mut mine: Vec<&Value> = allocations
+    for h in &memory.hbm {
+        let mut mine: Vec<&AllocationDoc> = allocations
             .iter()
             .copied()
-            .filter(|a| a["hbm"].as_u64() == Some(ch))
+            .filter(|a| a.hbm == h.hbm)
             .collect();
-        mine.sort_by_key(|a| (a["address"].as_u64(), a["pcore"].as_u64()));
+        mine.sort_by_key(|a| (a.address, a.pcore));
         let _ = writeln!(
             html,
-            "<h2>HBM {ch} — cores {} — {}</h2>\n{}",
+            "<h2>HBM {} — cores {} — {}</h2>\n{}",
+            h.hbm,
             memory::sharing(h),
-            esc(&units::used_of(
-                h["used"].as_u64().unwrap_or(0),
-                h["size"].as_u64().unwrap_or(0)
-            )),
-            hbm_svg(h, &mine, cores, &memory["refused"], &colors)
+            esc(&units::used_of(h.used, h.size)),
+            hbm_svg(h, &mine, out.cores(), memory.refused.as_ref(), &colors)
         );
     }
     html.push_str("</body></html>\n");

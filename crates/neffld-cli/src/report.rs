@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use neffld::text::escape;
 use neffld::NrtStatus;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::style::Style;
 
@@ -51,13 +51,13 @@ impl Failure {
     }
 
     /// The one error object of the contract.
-    pub fn json(&self) -> Value {
-        json!({
-            "stage": self.stage,
-            "status_code": self.status.code(),
-            "status": self.status.as_str(),
-            "message": self.message,
-        })
+    pub fn object(&self) -> ErrorObject {
+        ErrorObject {
+            stage: self.stage,
+            status_code: self.status.code(),
+            status: self.status.as_str(),
+            message: self.message.clone(),
+        }
     }
 
     /// The failure as one line for a person (the message escaped: it may
@@ -71,31 +71,80 @@ impl Failure {
     }
 }
 
-/// Stamps the contract's common keys on a command's document.
-pub fn stamp(doc: &mut Value, command: &str, outcome: Option<&Failure>) {
-    doc["schema_version"] = json!(SCHEMA_VERSION);
-    doc["command"] = json!(command);
-    set_status(doc, outcome);
+/// The one error object of the contract.
+#[derive(Clone, Debug, Serialize)]
+pub struct ErrorObject {
+    pub stage: &'static str,
+    pub status_code: u32,
+    pub status: &'static str,
+    pub message: String,
 }
 
 /// `status`, `status_code` and `error` of one document (or one file's entry).
-pub fn set_status(doc: &mut Value, outcome: Option<&Failure>) {
-    let status = outcome.map_or(NrtStatus::Success, |f| f.status);
-    doc["status"] = json!(status.as_str());
-    doc["status_code"] = json!(status.code());
-    doc["error"] = outcome.map_or(Value::Null, Failure::json);
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    pub status: &'static str,
+    pub status_code: u32,
+    pub error: Option<ErrorObject>,
+}
+
+impl Outcome {
+    /// Success, or the failure's status and error object.
+    pub fn of(outcome: Option<&Failure>) -> Outcome {
+        let status = outcome.map_or(NrtStatus::Success, |f| f.status);
+        Outcome {
+            status: status.as_str(),
+            status_code: status.code(),
+            error: outcome.map(Failure::object),
+        }
+    }
+}
+
+/// The contract's common keys of a command's document.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stamp {
+    pub schema_version: u64,
+    pub command: &'static str,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+impl Stamp {
+    /// The keys of `command`'s document, whose outcome is `outcome`.
+    pub fn new(command: &'static str, outcome: Option<&Failure>) -> Stamp {
+        Stamp {
+            schema_version: SCHEMA_VERSION,
+            command,
+            outcome: Outcome::of(outcome),
+        }
+    }
+}
+
+/// A command's document: its own keys and the contract's.
+#[derive(Serialize)]
+pub struct Stamped<T> {
+    #[serde(flatten)]
+    pub body: T,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+/// Stamps the contract's common keys on a document built as a JSON tree.
+pub fn stamp(doc: &mut serde_json::Value, command: &'static str, outcome: Option<&Failure>) {
+    let keys = serde_json::to_value(Stamp::new(command, outcome)).expect("keys serialise");
+    if let (Some(doc), serde_json::Value::Object(keys)) = (doc.as_object_mut(), keys) {
+        doc.extend(keys);
+    }
 }
 
 /// The whole document of a command that failed before it had anything else to say.
-pub fn failure_document(command: &str, f: &Failure) -> Value {
-    let mut doc = json!({});
-    stamp(&mut doc, command, Some(f));
-    doc
+pub fn failure_document(command: &'static str, f: &Failure) -> Stamp {
+    Stamp::new(command, Some(f))
 }
 
 /// Prints a failure the way the command's output mode asks: the JSON
 /// document on stdout, or a coloured line on stderr.
-pub fn report_failure(command: &str, f: &Failure, as_json: bool, style: Style) {
+pub fn report_failure(command: &'static str, f: &Failure, as_json: bool, style: Style) {
     if as_json {
         print_json(&failure_document(command, f));
     } else {
@@ -106,29 +155,47 @@ pub fn report_failure(command: &str, f: &Failure, as_json: bool, style: Style) {
 /// Writes the HTML map a report asked for. A map that cannot be written
 /// costs the map, not the report: the failure is returned for the caller to
 /// tell after the report (and to set the exit status), and a JSON document
-/// lists it among its warnings.
+/// lists it among its warnings ([`unwritten_warning`]).
+pub fn write_html(path: &std::path::Path, html: &str) -> Option<Failure> {
+    let e = std::fs::write(path, html).err()?;
+    Some(Failure::io(format!(
+        "cannot write the map {}: {e}",
+        path.display()
+    )))
+}
+
+/// [`write_html`] for a document built as a JSON tree.
 pub fn write_map(
     path: &std::path::Path,
     html: &str,
-    doc: &mut Value,
+    doc: &mut serde_json::Value,
     json: bool,
 ) -> Option<Failure> {
-    let e = std::fs::write(path, html).err()?;
-    let f = Failure::io(format!("cannot write the map {}: {e}", path.display()));
+    let f = write_html(path, html)?;
     if json {
         match doc["warnings"].as_array_mut() {
-            Some(w) => w.push(json!(f.message)),
-            None => doc["warnings"] = json!([f.message]),
+            Some(w) => w.push(f.message.clone().into()),
+            None => doc["warnings"] = vec![f.message.clone()].into(),
         }
     }
     Some(f)
+}
+
+/// Adds an unwritten map's failure to a JSON document's warnings (created
+/// when the document had none).
+pub fn unwritten_warning(warnings: &mut Option<Vec<String>>, f: &Failure, json: bool) {
+    if json {
+        warnings
+            .get_or_insert_with(Vec::new)
+            .push(f.message.clone());
+    }
 }
 
 /// The exit status of a command that printed its report: an unwritten map
 /// ([`write_map`]) is told after the report and exits as an I/O failure,
 /// else the report's own outcome decides.
 pub fn exit_after_report(
-    command: &str,
+    command: &'static str,
     unwritten: Option<Failure>,
     ok: bool,
     json: bool,
@@ -155,8 +222,8 @@ pub fn failed() -> ExitCode {
 /// or the file system may hold control characters, so every human rendering
 /// reads a report's strings through this ([`neffld::text::escape`]); JSON
 /// keeps them exact.
-pub fn shown(v: &Value) -> String {
-    escape(v.as_str().unwrap_or("")).into_owned()
+pub fn shown(s: &str) -> String {
+    escape(s).into_owned()
 }
 
 /// A path as a person sees it (see [`shown`]).
@@ -174,9 +241,14 @@ pub fn emit(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-pub fn print_json(v: &Value) {
-    emit(&format!(
-        "{}\n",
-        serde_json::to_string_pretty(v).expect("JSON values always serialise")
-    ));
+/// Prints a document, its keys in order at every level (the order the
+/// contract has always printed them in, whatever the fields' order).
+pub fn print_json(doc: &impl Serialize) {
+    emit(&format!("{}\n", json_text(doc)));
+}
+
+/// A document as `--json` prints it.
+pub fn json_text(doc: &impl Serialize) -> String {
+    let tree = serde_json::to_value(doc).expect("reports serialise");
+    serde_json::to_string_pretty(&tree).expect("JSON trees serialise")
 }

@@ -114,7 +114,7 @@ mod tests {
         if std::env::var_os(CHILD).is_none() {
             return;
         }
-        let mut f = neffld::testkit::scratch_file("sigbus");
+        let mut f = neffld_testkit::scratch_file("sigbus");
         f.write_all(&vec![7u8; 16 << 12]).unwrap();
         let map = MappedFile::map(&f).unwrap();
         let _guard = guard(map.bytes(), "the file shrank\n".into(), 2);

@@ -54,7 +54,7 @@ pub(crate) struct LoadRequest {
 /// must be NULL or writable.
 pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtResult {
     let api = req.api;
-    if !matches!(req.vnc_count, -1..=1) {
+    if neffld::api::check_vnc_count(req.vnc_count).is_err() {
         error!("vnc_count is deprecated. only use -1.");
         return Err(NRT_STATUS::NRT_INVALID);
     }

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use neffld::api::Runtime;
 use neffld::config::RuntimeConfig;
+use neffld::settings::{Asked, Settings};
 use tracing::{error, info};
 
 use crate::abi::nrt::NrtFrameworkArg;
@@ -63,13 +64,21 @@ pub(crate) fn is_current(rt: &Arc<Runtime>) -> bool {
     matches!(&*phase(), Phase::Init(cur) if Arc::ptr_eq(cur, rt))
 }
 
+/// The settings of the process environment ([`Settings`]): a runtime
+/// starts before any NEFF, so its architecture is the one `NEFFLD_ARCH` or
+/// `NEFFLD_INSTANCE` names, else trn2, and a NEFF of another one meets the
+/// arch gate, as under libnrt.
+fn from_env() -> Result<RuntimeConfig, neffld::config::ConfigError> {
+    Settings::from_env(&Asked::default()).map(|s| s.for_neff(None))
+}
+
 /// The initialised runtime's configuration, else the one the environment
 /// gives (for the calls allowed before `nrt_init`).
 pub(crate) fn config() -> Result<RuntimeConfig, NRT_STATUS> {
     if let Phase::Init(rt) = &*phase() {
         return Ok(rt.config().clone());
     }
-    RuntimeConfig::from_env().map_err(|e| {
+    from_env().map_err(|e| {
         error!("{e}");
         crate::status::from_core(e.status())
     })
@@ -91,7 +100,7 @@ pub(crate) unsafe fn init(
     }
     // SAFETY: forwarded from this function's contract.
     let (fw, fal) = unsafe { (lossy(fw_version), lossy(fal_version)) };
-    let config = RuntimeConfig::from_env().map_err(|e| {
+    let config = from_env().map_err(|e| {
         error!("nrt_init: {e}");
         crate::status::from_core(e.status())
     })?;

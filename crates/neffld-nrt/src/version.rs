@@ -18,10 +18,9 @@ fn current() -> nrt_version_t {
         rt_detail: [0; RT_VERSION_DETAIL_LEN],
         git_hash: [0; GIT_HASH_LEN],
     };
-    let detail = concat!(
-        "neffld ",
-        env!("CARGO_PKG_VERSION"),
-        " (libnrt API on a simulated device)"
+    let detail = format!(
+        "{} (libnrt API on a simulated device)",
+        neffld::RUNTIME_NAME
     );
     for (dst, &b) in v
         .rt_detail

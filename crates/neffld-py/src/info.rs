@@ -66,7 +66,7 @@ impl Tensor {
         };
         Tensor {
             name: t.name.clone(),
-            usage: usage_name(usage),
+            usage: TensorUsage::name(usage),
             dtype,
             size: t.size,
             shape_: t.shape.clone(),
@@ -77,18 +77,11 @@ impl Tensor {
     pub fn from_info(t: &TensorInfo) -> Tensor {
         Tensor {
             name: t.name.clone(),
-            usage: usage_name(t.usage),
+            usage: TensorUsage::name(t.usage),
             dtype: numpy_name(t.dtype).to_string(),
             size: t.size,
             shape_: t.shape.clone(),
         }
-    }
-}
-
-fn usage_name(u: TensorUsage) -> &'static str {
-    match u {
-        TensorUsage::Input => "input",
-        _ => "output",
     }
 }
 

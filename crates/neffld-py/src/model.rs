@@ -11,10 +11,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use neffld::api::{self, LoadError, Runtime, Timings};
-use neffld::config::{DeviceKind, RuntimeConfig};
-use neffld::neff::declared_arch;
+use neffld::config::DeviceKind;
 use neffld::report::staged::StagedCore;
 use neffld::report::StagedView;
+use neffld::settings::{Asked, Settings};
 use neffld::{Arch, RuntimeLine};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -131,13 +131,7 @@ struct Loaded {
 }
 
 fn device_kind(name: &str) -> FResult<DeviceKind> {
-    match name {
-        "sim" => Ok(DeviceKind::Sim),
-        "null" => Ok(DeviceKind::Null),
-        _ => Err(Failure::input(format!(
-            "unknown device {name:?} (expected \"sim\" or \"null\")"
-        ))),
-    }
+    name.parse().map_err(Failure::input)
 }
 
 fn run_load(
@@ -147,21 +141,22 @@ fn run_load(
     kind: DeviceKind,
     start_core: i32,
 ) -> FResult<Loaded> {
-    let mut config =
-        RuntimeConfig::from_env().map_err(|e| Failure::new("config", e.status(), e.to_string()))?;
-    config.device = kind;
-    config.runtime = runtime.or(config.runtime);
-    // S1 once, here: the NEFF's own target picks the device when no arch is given.
+    let asked = Asked {
+        arch,
+        runtime,
+        device: Some(kind),
+        follow_neff_lnc: true,
+        ..Asked::default()
+    };
+    let settings = Settings::from_env(&asked)
+        .map_err(|e| Failure::new("config", e.status(), e.to_string()))?;
+    // S1 once, here: the NEFF's own target picks the device when nothing
+    // names an architecture, and its declared logical-core size the size
+    // when NEURON_LOGICAL_NC_CONFIG does not.
     let t1 = Instant::now();
-    let opened = neffld::neff::open(bytes, &config.open_options());
+    let opened = neffld::neff::open(bytes, &settings.open_options());
     let s1 = t1.elapsed();
-    config.arch = arch
-        .or_else(|| opened.as_ref().ok().and_then(declared_arch))
-        .unwrap_or(Arch::Cayman);
-    // Likewise the logical-core size, unless NEURON_LOGICAL_NC_CONFIG sets it.
-    if config.lnc.is_none() {
-        config.lnc = opened.as_ref().ok().and_then(|n| n.header().declared_lnc());
-    }
+    let config = settings.for_neff(opened.as_ref().ok());
     let rt = Runtime::new(config)?;
     let handle = match opened {
         Ok(neff) => rt.load_opened(bytes, neff, start_core, 1)?,
@@ -332,9 +327,11 @@ impl Model {
 /// load(path_or_bytes, arch=None, device="sim", start_core=-1, runtime=None) -> Model
 ///
 /// Loads a NEFF the way `nrt_load` does (S0–S5) onto a fresh simulated
-/// device: `arch` is "trn1", "trn2" or "trn3" (default: the NEFF's own
-/// target), `device` is "sim" (keeps every byte) or "null" (keeps no
-/// bytes), `start_core` the logical core (-1: the first free one),
+/// device: `arch` is "trn1", "trn2" or "trn3" (default: the architecture
+/// `NEFFLD_ARCH` or `NEFFLD_INSTANCE` names, else the NEFF's own target;
+/// a NEFF for another architecture is refused unless
+/// `NEURON_RT_ALLOW_LEGACY_NEFF=1`), `device` is "sim" (keeps every
+/// byte) or "null" (keeps no bytes), `start_core` the logical core (-1: the first free one),
 /// `runtime` the runtime line to reproduce ("2.23" … "2.34", or a version
 /// such as "2.27.23"; default: `NEFFLD_RUNTIME`, else 2.34, the runtime
 /// users run). The runtime's

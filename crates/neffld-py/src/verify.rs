@@ -5,14 +5,13 @@
 //! digest mismatch and the staged model's validation findings are collected
 //! and the run goes on.
 
-use neffld::config::RuntimeConfig;
 use neffld::error::LoadError;
-use neffld::neff::NeffHeader;
 use neffld::report::{Examination, ExamineOptions};
+use neffld::settings::{Asked, Settings};
 use neffld::NrtStatus;
 use pyo3::prelude::*;
 
-use crate::error::{raise, Failure};
+use crate::error::{raise, FResult, Failure};
 use crate::source;
 
 /// One thing wrong with a NEFF.
@@ -95,24 +94,29 @@ impl VerifyReport {
 }
 
 /// The gates on `bytes`, the hash required; with `stage`, the verdict of
-/// a load on a device without storage of the NEFF's own target and
-/// logical-core size, its staged model validated.
-fn examine(bytes: &[u8], stage: bool) -> Examination {
+/// a load on a device without storage, its staged model validated, under
+/// the settings a load resolves ([`Settings`]: the architecture
+/// `NEFFLD_ARCH` or `NEFFLD_INSTANCE` names, else the NEFF's own target;
+/// its declared logical-core size unless `NEURON_LOGICAL_NC_CONFIG` sets
+/// one). A variable whose value the runtime refuses is an error.
+fn examine(bytes: &[u8], stage: bool) -> FResult<Examination> {
     if !stage {
         let opts = ExamineOptions {
             require_hash: true,
             contents: true,
             ..ExamineOptions::default()
         };
-        return Examination::of(bytes, &opts);
+        return Ok(Examination::of(bytes, &opts));
     }
-    let config = RuntimeConfig {
-        lnc: NeffHeader::parse(bytes).ok().and_then(|h| h.declared_lnc()),
-        check: true,
-        validate_hash: true,
-        ..RuntimeConfig::default()
+    let asked = Asked {
+        check: Some(true),
+        validate_hash: Some(true),
+        follow_neff_lnc: true,
+        ..Asked::default()
     };
-    Examination::verify(bytes, &config, false)
+    let settings = Settings::from_env(&asked)
+        .map_err(|e| Failure::new("config", e.status(), e.to_string()))?;
+    Ok(Examination::verify(bytes, &settings, false))
 }
 
 /// Each problem as Python sees it: a validation failure is one problem per
@@ -138,9 +142,11 @@ fn problems(x: Examination) -> Vec<Failure> {
 ///
 /// Runs every gate on a NEFF, the payload hash required: the container
 /// (header, digest, inflate, tar), the manifests and KBIN, and — with
-/// `stage` — a load on a simulated device of the NEFF's own target with the
-/// staged model validated. Returns the verdict and every problem found;
-/// raises NeffError only when the input cannot be read at all.
+/// `stage` — a load on a simulated device with the staged model validated:
+/// of the architecture `NEFFLD_ARCH` or `NEFFLD_INSTANCE` names, else of
+/// the NEFF's own target, as `load` resolves it. Returns the verdict and
+/// every problem found; raises NeffError only when the input cannot be
+/// read at all or a variable's value is refused.
 #[pyfunction]
 #[pyo3(signature = (path_or_bytes, stage=true))]
 pub fn verify(
@@ -149,7 +155,7 @@ pub fn verify(
     stage: bool,
 ) -> PyResult<VerifyReport> {
     let (bytes, _) = raise(py, source::read(path_or_bytes))?;
-    let x = py.detach(|| examine(&bytes, stage));
+    let x = raise(py, py.detach(|| examine(&bytes, stage)))?;
     let (hash_algorithm, hash_result) = x.integrity.as_ref().map_or_else(Default::default, |i| {
         (
             i.algorithm.name().to_lowercase(),

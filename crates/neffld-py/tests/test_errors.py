@@ -88,6 +88,43 @@ def test_the_runtimes_environment_applies(monkeypatch):
     assert "NEURON_LOGICAL_NC_CONFIG" in err.message
 
 
+def test_an_architecture_named_by_the_environment_is_the_instances(monkeypatch):
+    # NEFFLD_ARCH names the instance's architecture for load and verify
+    # alike, as for the command's load, verify and plan: a trn2 NEFF on a
+    # trn3 instance meets the runtime's arch gate (parse.md §3), naming
+    # both architectures by their ids, unless legacy NEFFs are allowed.
+    monkeypatch.setenv("NEFFLD_ARCH", "trn3")
+    err = raises(neffld.load, SMALL)
+    assert (err.status, err.stage) == (2, "parse")
+    assert "NEFF arch: v3, instance arch: v4" in err.message
+    report = neffld.verify(SMALL)
+    assert not report.ok and report.status == 2
+    assert [(p.stage, p.message) for p in report.problems] == [(err.stage, err.message)]
+    # On trn1 the header's logical-core size 2 is refused first, by both.
+    monkeypatch.setenv("NEFFLD_ARCH", "trn1")
+    err = raises(neffld.load, SMALL)
+    assert (err.status, err.stage) == (2, "container")
+    assert "trn1 takes logical-core size 1" in err.message
+    assert [p.message for p in neffld.verify(SMALL).problems] == [err.message]
+    # Allowed, the trn2 NEFF loads on the trn3 device; an argument still
+    # beats the variable.
+    monkeypatch.setenv("NEFFLD_ARCH", "trn3")
+    monkeypatch.setenv("NEURON_RT_ALLOW_LEGACY_NEFF", "1")
+    assert neffld.verify(SMALL).ok
+    with neffld.load(SMALL, device="null") as m:
+        assert m.arch == "trn3"
+    monkeypatch.delenv("NEURON_RT_ALLOW_LEGACY_NEFF")
+    with neffld.load(SMALL, arch="trn2", device="null") as m:
+        assert m.arch == "trn2"
+
+
+def test_a_variable_verify_cannot_read_raises(monkeypatch):
+    monkeypatch.setenv("NEFFLD_ARCH", "trn9")
+    err = raises(neffld.verify, SMALL)
+    assert (err.status, err.stage) == (2, "config")
+    assert "NEFFLD_ARCH" in err.message
+
+
 def test_names_from_the_neff_are_escaped_in_the_text_and_exact_in_message(small_bytes, monkeypatch):
     # The LNC gate names the model: a forged header name must not forge a
     # line or repaint a terminal when the exception is printed.

@@ -20,8 +20,8 @@ use neffld::device::{Device, Geometry, NullDevice, Observer, SimDevice, Storage,
 use neffld::ids::{HModel, PCore};
 use neffld::parse::{self, ParseOptions};
 use neffld::stage::{self, Cores, ScratchpadMode, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
-use neffld::testkit::{lnc_writer, Synth};
 use neffld::Arch;
+use neffld_testkit::{lnc_writer, Synth};
 
 /// A device whose writes are timed by an observer.
 ///
@@ -132,7 +132,7 @@ fn timed(mut f: impl FnMut()) -> Duration {
 
 /// A fixture's path: under `NEFFLD_FIXTURES` when set, else the vendored fixtures.
 fn fixture_path(name: &str) -> PathBuf {
-    let dir = std::env::var("NEFFLD_FIXTURES").unwrap_or_else(|_| neffld::testkit::FIXTURES.into());
+    let dir = std::env::var("NEFFLD_FIXTURES").unwrap_or_else(|_| neffld_testkit::FIXTURES.into());
     Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(name)
 }
 

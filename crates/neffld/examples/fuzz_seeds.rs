@@ -13,7 +13,7 @@
 //! rows), with no flag byte; `compare` seeds are the same captures. `tree`
 //! seeds describe a synthetic NEFF's members as a tree (a flag byte, then
 //! for each entry a kind, a name and its bytes, see
-//! `neffld::testkit::fuzz_tree`), with a link, a loop and a FIFO added.
+//! `neffld_testkit::fuzz_tree`), with a link, a loop and a FIFO added.
 //! `deployment` seeds are deployment files (the documented example, one
 //! that expands past the step ceiling) and short forms; `dump_names` seeds
 //! are graph names, plain and hostile (`../../x`, an absolute path, 300
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use neffld::capture;
 use neffld::container::writer::Producer;
-use neffld::testkit::{Synth, CAPTURES, FIXTURES, FUZZ_MANIFEST_MEMBERS as MEMBERS};
+use neffld_testkit::{Synth, CAPTURES, FIXTURES, FUZZ_MANIFEST_MEMBERS as MEMBERS};
 
 fn put(dir: &Path, name: &str, flag: u8, bytes: &[u8]) -> std::io::Result<()> {
     let mut out = Vec::with_capacity(bytes.len() + 1);

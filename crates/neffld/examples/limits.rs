@@ -28,9 +28,9 @@ use neffld::api::Runtime;
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::device::{Geometry, NullDevice};
-use neffld::testkit::beyond_start;
-use neffld::testkit::Synth;
 use neffld::Arch;
+use neffld_testkit::beyond_start;
+use neffld_testkit::Synth;
 use serde_json::json;
 
 /// A field of `/proc/self/status`, in KiB.

@@ -19,8 +19,8 @@ use neffld::device::{Device, Geometry, NullDevice, SimDevice};
 use neffld::ids::{HModel, PCore};
 use neffld::parse::{self, ParseOptions};
 use neffld::stage::{self, Cores, ScratchpadMode, StageOptions};
-use neffld::testkit::{lnc_writer, Synth};
 use neffld::Arch;
+use neffld_testkit::{lnc_writer, Synth};
 
 /// A field of /proc/self/status, in bytes.
 fn status_kib(field: &str) -> u64 {
@@ -52,8 +52,8 @@ fn main() {
             let mut synth = Synth::cayman_weights(sg as usize, per);
             if mode == "gen-random" {
                 // Incompressible weights: the file is as large as the payload.
-                let noise = neffld::testkit::noise(per as usize);
-                let npy = neffld::testkit::npy_v1("<f4", &[per / 4], &noise);
+                let noise = neffld_testkit::noise(per as usize);
+                let npy = neffld_testkit::npy_v1("<f4", &[per / 4], &noise);
                 for g in 0..sg {
                     synth.set(&format!("sg{g:02}/value_sg0000_w_CRSM.npy"), npy.clone());
                 }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::cache::ParseCache;
+use crate::cache::{Known, ParseCache};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader};
 use crate::device::{
@@ -45,6 +45,17 @@ use crate::registry::{ModelNames, Registry, RegistryError};
 use crate::stage::validate::{self, Finding};
 use crate::stage::{self, CoreImage, Cores, StageError, StageOptions};
 use crate::NrtStatus;
+
+/// The first gate of `nrt_load` (stage.md §2.3), before the runtime's state:
+/// `vnc_count` is deprecated, and only -1 (or the 0 and 1 old callers
+/// pass) is taken.
+pub fn check_vnc_count(vnc_count: i32) -> Result<(), LoadError> {
+    if matches!(vnc_count, -1..=1) {
+        Ok(())
+    } else {
+        Err(LoadError::VncCount(vnc_count))
+    }
+}
 
 /// Why a call failed: the layer's own error, or a guard of this layer.
 #[derive(Debug, Error)]
@@ -195,6 +206,9 @@ pub struct Runtime {
     cache: Arc<ParseCache<Parsed>>,
     /// Parses run (S1–S3), for tests of the cache and for diagnostics.
     parses: Arc<AtomicU64>,
+    /// Earlier stagings, replayed by later loads of the same parse on the
+    /// same cores ([`RuntimeConfig::replays`]).
+    recipes: Option<stage::Recipes>,
 }
 
 /// A runtime's parse cache, handed to another runtime over other devices
@@ -212,7 +226,7 @@ pub struct Parses {
 /// The borrow keeps the bytes from changing while it lives.
 pub struct Fingerprinted<'a> {
     bytes: &'a [u8],
-    print: u128,
+    known: Known,
     cache: Arc<ParseCache<Parsed>>,
 }
 
@@ -234,11 +248,7 @@ impl Parses {
     /// `bytes` fingerprinted once for [`Runtime::load_fingerprinted`] on
     /// every runtime that shares these parses.
     pub fn fingerprinted<'a>(&self, bytes: &'a [u8]) -> Fingerprinted<'a> {
-        Fingerprinted {
-            bytes,
-            print: self.cache.fingerprint_of(bytes),
-            cache: Arc::clone(&self.cache),
-        }
+        self.fingerprinted_as(bytes, self.cache.fingerprint_of(bytes))
     }
 
     /// The fingerprint [`Parses::fingerprinted`] takes, alone: for a caller
@@ -253,7 +263,10 @@ impl Parses {
     pub(crate) fn fingerprinted_as<'a>(&self, bytes: &'a [u8], print: u128) -> Fingerprinted<'a> {
         Fingerprinted {
             bytes,
-            print,
+            known: Known {
+                print,
+                sample: self.cache.sample_of(bytes),
+            },
             cache: Arc::clone(&self.cache),
         }
     }
@@ -452,7 +465,9 @@ impl Runtime {
                     })
                 })
                 .collect::<Result<Vec<Chip>, DeviceError>>()?;
+            let replays = config.replays() && chips.iter().all(|c| !c.device.keeps_writes());
             Ok(Runtime {
+                recipes: replays.then(stage::Recipes::default),
                 vnc_usage: Mutex::new(vec![0; visible.len()]),
                 visible,
                 cache: parses.cache,
@@ -490,7 +505,7 @@ impl Runtime {
         opened: Option<Neff>,
         vnc: i32,
     ) -> Result<Model, LoadError> {
-        let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.print);
+        let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.known);
         self.load_with_gid(neff.bytes, vnc, 1, None, opened, known)
     }
 
@@ -699,9 +714,7 @@ impl Runtime {
         device_id: u32,
         device_count: u32,
     ) -> Result<Model, LoadError> {
-        if !matches!(vnc_count, -1..=1) {
-            return Err(LoadError::VncCount(vnc_count));
-        }
+        check_vnc_count(vnc_count)?;
         self.guard()?;
         if self.config.root_comm_id.is_none() {
             return Err(LoadError::Collectives(
@@ -726,13 +739,11 @@ impl Runtime {
         vnc_count: i32,
         gid: Option<u32>,
         opened: Option<Neff>,
-        known: Option<u128>,
+        known: Option<Known>,
     ) -> Result<Model, LoadError> {
         let load = || {
             let t0 = Instant::now();
-            if !matches!(vnc_count, -1..=1) {
-                return Err(LoadError::VncCount(vnc_count));
-            }
+            check_vnc_count(vnc_count)?;
             let _open = self.enter()?;
             let header = NeffHeader::parse(bytes)?;
             header.check_lnc(self.config.lnc_size(), self.config.arch)?;
@@ -824,15 +835,29 @@ impl Runtime {
         };
         let kbins = &parsed.model.kbins;
         let t = Instant::now();
-        let mut staged = stage::stage(
-            &chip.device,
-            &chip.cores,
-            kbins,
-            parsed.neff.archive(),
-            &pcores,
-            h_model,
-            sopts,
-        )?;
+        let mut staged = match &self.recipes {
+            Some(recipes) => recipes.stage(
+                &parsed,
+                kbins,
+                parsed.neff.archive(),
+                stage::replay::Target {
+                    dev: &chip.device,
+                    cores: &chip.cores,
+                    pcores: &pcores,
+                    h_model,
+                },
+                sopts,
+            )?,
+            None => stage::stage(
+                &chip.device,
+                &chip.cores,
+                kbins,
+                parsed.neff.archive(),
+                &pcores,
+                h_model,
+                sopts,
+            )?,
+        };
         timings.stage = t.elapsed();
         timings.relocate = staged.iter().map(|i| i.reloc_time).sum();
         if self.config.check {
@@ -847,20 +872,24 @@ impl Runtime {
         let mut warnings = parsed.model.warnings().to_vec();
         warnings.extend(parsed.neff.archive().warnings().iter().cloned());
         warnings.extend(staged.iter().flat_map(|i| i.plan.warnings.iter().cloned()));
+        if parsed.neff.archive().get("hlo_stats.json").is_none() {
+            tracing::debug!("Unable to find hlo_stats.json in the NEFF");
+        }
         let loaded = LoadedModel {
             name: name.clone(),
             uuid: header.uuid,
             vnc: lcore,
             device: nd as u32,
             tensors: parsed.model.tensor_info(),
+            #[cfg(any(test, feature = "testkit"))]
             gid,
             h_model,
+            #[cfg(any(test, feature = "testkit"))]
             mac_count: mac_count(&parsed.neff),
             cores: Vec::new(),
             warnings,
             cache_role: entry.role,
             timings,
-            exec_timeout_s: self.config.exec_timeout_s,
             _name: named,
         };
         // The commit point: the model takes over the staged cores and the claim.
@@ -978,19 +1007,16 @@ impl Runtime {
 struct ParseInput<'a> {
     bytes: &'a [u8],
     opened: Option<Neff>,
-    known: Option<u128>,
+    known: Option<Known>,
 }
 
-/// `HloMacCount` of `hlo_stats.json`, 0 (with the reference's warning) when absent.
+/// `HloMacCount` of `hlo_stats.json`, 0 when absent: the metric it feeds
+/// is not reported, so only the tests read it.
+#[cfg(any(test, feature = "testkit"))]
 fn mac_count(neff: &Neff) -> u64 {
-    match neff.archive().get("hlo_stats.json") {
-        Some(b) => serde_json::from_slice::<serde_json::Value>(b)
-            .ok()
-            .and_then(|v| v.get("HloMacCount").and_then(serde_json::Value::as_u64))
-            .unwrap_or(0),
-        None => {
-            tracing::debug!("Unable to find hlo_stats.json in the NEFF");
-            0
-        }
-    }
+    neff.archive()
+        .get("hlo_stats.json")
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+        .and_then(|v| v.get("HloMacCount").and_then(serde_json::Value::as_u64))
+        .unwrap_or(0)
 }

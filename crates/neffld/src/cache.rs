@@ -204,17 +204,28 @@ impl<T: HostBytes> Drop for Creating<'_, T> {
     }
 }
 
-/// The outcome of [`ParseCache::get_or_parse`].
+/// What a caller knows of a buffer from fingerprinting it once
+/// ([`ParseCache::fingerprint_of`], [`ParseCache::sample_of`]): a load of
+/// it then reads none of it to find its parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Known {
+    pub print: u128,
+    pub sample: u128,
+}
+
+/// The outcome of [`ParseCache::get_or_parse_known`].
 pub struct Entry<'c, T: HostBytes, E> {
     pub role: Role,
     pub result: Result<Arc<T>, E>,
-    /// Hold this for as long as the product is in use by the load.
-    pub hold: CacheRef<'c, T>,
+    /// Kept for its drop: the slot stays the load's while the product is in
+    /// use.
+    pub _hold: CacheRef<'c, T>,
 }
 
 impl<T: HostBytes> ParseCache<T> {
     /// A cache with `slots` concurrent NEFFs (1 = the reference behaviour)
     /// and no retention.
+    #[cfg(test)]
     pub fn with_slots(slots: usize) -> ParseCache<T> {
         ParseCache::new(CachePolicy {
             slots,
@@ -245,6 +256,7 @@ impl<T: HostBytes> ParseCache<T> {
         }
     }
 
+    #[cfg(test)]
     pub fn policy(&self) -> CachePolicy {
         self.policy
     }
@@ -261,8 +273,13 @@ impl<T: HostBytes> ParseCache<T> {
         CacheKey {
             uuid,
             len: bytes.len() as u64,
-            sample: fingerprint(&crate::container::sample::gather(bytes), &self.seed),
+            sample: self.sample_of(bytes),
         }
+    }
+
+    /// The keyed fingerprint of the few KiB of `bytes` a key samples.
+    pub fn sample_of(&self, bytes: &[u8]) -> u128 {
+        fingerprint(&crate::container::sample::gather(bytes), &self.seed)
     }
 
     /// Loaders holding the slot of `key` (for tests).
@@ -272,11 +289,13 @@ impl<T: HostBytes> ParseCache<T> {
     }
 
     /// Slots currently in use, i.e. held by a load (for tests and diagnostics).
+    #[cfg(test)]
     pub fn busy_slots(&self) -> usize {
         self.lock().slots.values().filter(|s| s.refs > 0).count()
     }
 
     /// Parses kept by retention with no load holding them.
+    #[cfg(test)]
     pub fn retained(&self) -> usize {
         self.lock().slots.values().filter(|s| s.refs == 0).count()
     }
@@ -335,8 +354,8 @@ impl<T: HostBytes> ParseCache<T> {
         fingerprint(bytes, &self.seed)
     }
 
-    /// Joins the rendezvous for the NEFF in `bytes`, running `parse` if this
-    /// loader has to. `bytes` must stay the same file for the whole call.
+    /// [`ParseCache::get_or_parse_known`] without a fingerprint taken before.
+    #[cfg(test)]
     pub fn get_or_parse<E>(
         &self,
         uuid: [u8; 16],
@@ -346,17 +365,27 @@ impl<T: HostBytes> ParseCache<T> {
         self.get_or_parse_known(uuid, bytes, None, parse)
     }
 
-    /// [`ParseCache::get_or_parse`] for bytes whose full fingerprint the
-    /// caller took before ([`ParseCache::fingerprint_of`]), so that matching
-    /// them to a parse does not read them again.
+    /// Joins the rendezvous for the NEFF in `bytes`, running `parse` if this
+    /// loader has to. `bytes` must stay the same file for the whole call;
+    /// `known` is the full fingerprint of them if the caller took it before
+    /// ([`ParseCache::fingerprint_of`]), so that matching them to a parse
+    /// does not read them again.
     pub fn get_or_parse_known<E>(
         &self,
         uuid: [u8; 16],
         bytes: &[u8],
-        known: Option<u128>,
+        known: Option<Known>,
         parse: impl FnOnce() -> Result<T, E>,
     ) -> Entry<'_, T, E> {
-        let key = self.key(uuid, bytes);
+        let key = match known {
+            Some(k) => CacheKey {
+                uuid,
+                len: bytes.len() as u64,
+                sample: k.sample,
+            },
+            None => self.key(uuid, bytes),
+        };
+        let known = known.map(|k| k.print);
         let role = self.join(key, bytes, known);
         let hold = CacheRef {
             cache: self,
@@ -376,7 +405,7 @@ impl<T: HostBytes> ParseCache<T> {
                 Entry {
                     role,
                     result: Ok(product),
-                    hold,
+                    _hold: hold,
                 }
             }
             Joined::Create => {
@@ -393,7 +422,7 @@ impl<T: HostBytes> ParseCache<T> {
                 Entry {
                     role: Role::Creator,
                     result,
-                    hold,
+                    _hold: hold,
                 }
             }
             Joined::Failed | Joined::Alone => {
@@ -407,7 +436,7 @@ impl<T: HostBytes> ParseCache<T> {
                 Entry {
                     role,
                     result: parse().map(Arc::new),
-                    hold,
+                    _hold: hold,
                 }
             }
         }

@@ -45,6 +45,31 @@ pub enum DeviceKind {
     Null,
 }
 
+impl DeviceKind {
+    /// The name users give it (`NEFFLD_DEVICE`, `--device`, Python's
+    /// `device=`) and reports show: "sim" or "null".
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Sim => "sim",
+            DeviceKind::Null => "null",
+        }
+    }
+}
+
+/// Parses [`DeviceKind::name`].
+impl std::str::FromStr for DeviceKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<DeviceKind, String> {
+        match s {
+            "sim" => Ok(DeviceKind::Sim),
+            "null" => Ok(DeviceKind::Null),
+            _ => Err(format!(
+                "unknown device {s:?} (expected \"sim\" or \"null\")"
+            )),
+        }
+    }
+}
+
 /// Everything a runtime is configured with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuntimeConfig {
@@ -112,6 +137,13 @@ pub struct RuntimeConfig {
     /// copy at least this many bytes (`NEFFLD_FANOUT_MIN_BYTES`; 0 = always,
     /// as the reference does).
     pub fanout_min_bytes: u64,
+    /// A load of a NEFF already staged on the same physical cores makes
+    /// that staging's device requests again instead of staging anew
+    /// (`NEFFLD_REPLAY`): what a planner of many ranks wants, on devices
+    /// that keep no bytes. `None` leaves it to the caller (a runtime does
+    /// not replay, a plan does); a runtime replays only where nothing can
+    /// tell a replayed load from a staged one (`RuntimeConfig::replays`).
+    pub replay: Option<bool>,
     /// `NEURON_RT_ROOT_COMM_ID` (`host:port` of the root communicator),
     /// required by collectives loads.
     pub root_comm_id: Option<String>,
@@ -171,6 +203,7 @@ pub const VARIABLES: &[&str] = &[
     "NEFFLD_CACHE_RETAIN",
     "NEFFLD_CACHE_RETAIN_BYTES",
     "NEFFLD_FANOUT_MIN_BYTES",
+    "NEFFLD_REPLAY",
     "NEURON_RT_PROFILE_BUF_EVENT_MB",
     "NEURON_RT_PROFILE_BUF_DMA_MB",
     "NEURON_RT_PROFILE_BUF_THROTTLE_MB",
@@ -204,6 +237,7 @@ impl Default for RuntimeConfig {
             check: false,
             retain_images: true,
             fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
+            replay: None,
             root_comm_id: None,
             profile_buffers: Vec::new(),
             implicit_async: None,
@@ -321,17 +355,11 @@ impl RuntimeConfig {
             })?);
         }
         if let Some(v) = lookup("NEFFLD_DEVICE") {
-            self.device = match v.trim() {
-                "sim" => DeviceKind::Sim,
-                "null" => DeviceKind::Null,
-                _ => {
-                    return Err(ConfigError {
-                        var: "NEFFLD_DEVICE",
-                        value: v,
-                        reason: "expected sim or null".into(),
-                    })
-                }
-            };
+            self.device = v.trim().parse().map_err(|_| ConfigError {
+                var: "NEFFLD_DEVICE",
+                value: v.clone(),
+                reason: "expected sim or null".into(),
+            })?;
         }
         for var in ["NEURON_RT_VIRTUAL_CORE_SIZE", "NEURON_LOGICAL_NC_CONFIG"] {
             if let Some(v) = lookup(var) {
@@ -419,6 +447,9 @@ impl RuntimeConfig {
         }
         if let Some(v) = lookup("NEFFLD_FANOUT_MIN_BYTES") {
             self.fanout_min_bytes = parse_num("NEFFLD_FANOUT_MIN_BYTES", &v)?;
+        }
+        if let Some(v) = lookup("NEFFLD_REPLAY") {
+            self.replay = Some(parse_bool("NEFFLD_REPLAY", &v)?);
         }
         for (kind, var) in PROFILE_BUFFERS {
             if let Some(v) = lookup(var) {
@@ -595,6 +626,18 @@ impl RuntimeConfig {
             Arch::Sunda => 1,
             _ => self.lnc.unwrap_or(2),
         }
+    }
+
+    /// Whether a runtime under this configuration replays loads: asked
+    /// for, on devices that keep no bytes (the replay writes none), with
+    /// no check of the staged model and no staged images kept (a replayed
+    /// load keeps only its allocations, not where each variable, ring and
+    /// image landed).
+    pub(crate) fn replays(&self) -> bool {
+        self.replay == Some(true)
+            && self.device == DeviceKind::Null
+            && !self.check
+            && !self.retain_images
     }
 
     /// How a load under this configuration reads the manifests (S2, S3).

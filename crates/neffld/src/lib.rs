@@ -20,17 +20,17 @@
 // pipeline: the lint names it.
 #![warn(unnameable_types)]
 
-/// Declares the pipeline's modules: visible to this crate only, and to its
-/// own tests, benches and fuzzers through the `testkit` feature. What the
-/// front ends and users need is the deliberate surface below.
+/// Declares the pipeline's modules: visible to this crate only, and to the
+/// project's own tests, benches and fuzzers through the `testkit` feature
+/// (which the `neffld-testkit` crate turns on for them). What the front
+/// ends and users need is the deliberate surface below. An item of these
+/// modules that only the tests use is behind `cfg(test)` or the feature,
+/// so the shipped build has no dead code to hide.
 macro_rules! internal {
     ($($name:ident),* $(,)?) => {$(
         #[cfg(feature = "testkit")]
         pub mod $name;
-        // What only the tests reach is linted by the testkit build, where
-        // these modules are public.
         #[cfg(not(feature = "testkit"))]
-        #[allow(dead_code, unused_imports)]
         pub(crate) mod $name;
     )*};
 }
@@ -62,11 +62,14 @@ pub mod instance;
 pub mod neff;
 pub mod plan;
 pub mod report;
+pub mod settings;
 pub mod status;
-#[cfg(any(test, feature = "testkit"))]
-pub mod testkit;
 pub mod text;
 pub mod tree;
+
+/// How neffld names itself where a runtime's version stands (a dump's
+/// `runtime`, `nrt_get_version`'s detail): "neffld" and the version.
+pub const RUNTIME_NAME: &str = concat!("neffld ", env!("CARGO_PKG_VERSION"));
 
 pub use arch::Arch;
 pub use line::{LineProvenance, RuntimeLine};

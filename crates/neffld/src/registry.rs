@@ -45,7 +45,6 @@ impl RegistryError {
 /// A registered model: its handle, state and payload.
 #[derive(Debug)]
 pub struct Registered<M> {
-    pub h_nn: HNn,
     state: AtomicU32,
     pub model: M,
 }
@@ -56,6 +55,7 @@ impl<M> Registered<M> {
     }
 
     /// Sets the state word (tests use it to exercise the unload guard).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn set_state(&self, state: u32) {
         self.state.store(state, Ordering::Release);
     }
@@ -157,7 +157,6 @@ impl<M> Registry<M> {
         t.models.insert(
             h,
             Arc::new(Registered {
-                h_nn: h,
                 state: AtomicU32::new(STATE_READY),
                 model,
             }),
@@ -223,6 +222,7 @@ impl<M> Registry<M> {
         self.read().models.len()
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -270,14 +270,6 @@ impl Drop for NameEntry {
     fn drop(&mut self) {
         self.names.lock().remove(&self.h);
     }
-}
-
-/// The 64-bit fold of a uuid used for traces and metrics. No source gives
-/// the reference formula; ours is the XOR of the little-endian halves.
-pub fn fold_uuid(uuid: &[u8; 16]) -> u64 {
-    let lo = u64::from_le_bytes(uuid[..8].try_into().expect("8 bytes"));
-    let hi = u64::from_le_bytes(uuid[8..].try_into().expect("8 bytes"));
-    lo ^ hi
 }
 
 #[cfg(test)]
@@ -347,13 +339,5 @@ mod tests {
         assert_eq!(names.get(HModel(4)).as_deref(), Some("b"));
         drop(b);
         assert!(names.lock().is_empty());
-    }
-
-    #[test]
-    fn uuid_fold() {
-        let mut u = [0u8; 16];
-        u[0] = 1;
-        u[8] = 3;
-        assert_eq!(fold_uuid(&u), 2);
     }
 }

@@ -1,11 +1,11 @@
-//! `verify`: the verdict a default load of a NEFF on its own architecture
-//! would give, without a device to keep.
+//! `verify`: the verdict a load of a NEFF would give, without a device to
+//! keep.
 //!
 //! A verdict that is computed by a second set of checks drifts from the
 //! load's (a header whose `vnc_size` the runtime cannot serve passed an
 //! earlier `verify` and failed every load). So `verify` has no checks of its
-//! own: it opens the container as a load does, picks the architecture the
-//! NEFF declares, and runs [`Runtime::load_opened`] on a throwaway runtime
+//! own: it opens the container as a load does, resolves the settings as a
+//! load does ([`Settings`]), and runs [`Runtime::load_opened`] on a throwaway runtime
 //! whose device keeps no bytes ([`DeviceKind::Null`]) — the S0 header and
 //! LNC gates, the parse, and the staging with the same memory geometry —
 //! then unloads. What a load can reject, `verify` rejects, with the same
@@ -14,13 +14,14 @@
 use crate::api::{LoadError, Runtime};
 use crate::config::{DeviceKind, RuntimeConfig};
 use crate::container::{self, Neff};
-use crate::parse::declared_arch;
+use crate::settings::Settings;
 use crate::Arch;
 
 /// What a NEFF that passed `verify` would load as.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifyReport {
-    /// The architecture the load ran for: the NEFF's own target.
+    /// The architecture the load ran for: the one named by a flag or the
+    /// environment, else the NEFF's own target.
     pub arch: Arch,
     /// The logical-core size the load ran with.
     pub lnc: u32,
@@ -30,31 +31,29 @@ pub struct VerifyReport {
     pub warnings: Vec<String>,
 }
 
-/// Runs every gate of a default load of `bytes`. `config` supplies the
-/// load's settings (hash check, inflate ceiling, LNC size, legacy-NEFF
-/// permission); its `arch` is used only when the NEFF does not say which
-/// architecture it was built for, and its device is replaced by one without
-/// storage.
-pub fn verify(bytes: &[u8], config: &RuntimeConfig) -> Result<VerifyReport, LoadError> {
-    let neff = container::open(bytes, &config.open_options())?;
+/// Runs every gate of a load of `bytes` under `settings`: the architecture
+/// a flag or the environment named, else the NEFF's own
+/// ([`Settings::for_neff`]); the device is replaced by one without storage.
+pub fn verify(bytes: &[u8], settings: &Settings) -> Result<VerifyReport, LoadError> {
+    let neff = container::open(bytes, &settings.open_options())?;
+    let config = settings.for_neff(Some(&neff));
     verify_opened(bytes, neff, config)
 }
 
-/// [`verify`] of `bytes` already opened with `config`'s
-/// [`RuntimeConfig::open_options`]
-/// (so a caller that also reports on the container opens it once).
-pub fn verify_opened(
+/// [`verify`] of `bytes` already opened, under `config` already resolved
+/// for it ([`Settings::for_neff`]), so a caller that also reports on the
+/// container opens it once.
+pub(crate) fn verify_opened(
     bytes: &[u8],
     neff: Neff,
-    config: &RuntimeConfig,
+    config: RuntimeConfig,
 ) -> Result<VerifyReport, LoadError> {
     let config = RuntimeConfig {
-        arch: declared_arch(&neff).unwrap_or(config.arch),
         device: DeviceKind::Null,
         // The runtime is this call's own and makes one load: no later load
         // can reuse its parse, so the file is not fingerprinted for one.
         one_load_at_a_time: true,
-        ..config.clone()
+        ..config
     };
     let lnc = config.lnc_size();
     let arch = config.arch;

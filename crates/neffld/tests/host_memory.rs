@@ -14,8 +14,8 @@ use neffld::api::Runtime;
 use neffld::config::{DeviceKind, RuntimeConfig};
 use neffld::container::writer::Producer;
 use neffld::device::{Device, Geometry, SimDevice};
-use neffld::testkit::{fixture, Synth};
 use neffld::Arch;
+use neffld_testkit::{fixture, Synth};
 use serde_json::json;
 
 struct Counting;

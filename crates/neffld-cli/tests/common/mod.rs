@@ -32,9 +32,14 @@ pub fn json(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-/// A fresh directory of this test process's.
+/// A fresh directory of this test process's, one per call: the tests of a
+/// harness share its process, so the process id alone does not set two
+/// tests' directories apart.
 pub fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("neffld-cli-{tag}-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let pid = std::process::id();
+    let d = std::env::temp_dir().join(format!("neffld-cli-{tag}-{pid}-{call}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -213,8 +213,10 @@ def inspect(path_or_bytes: PathOrBytes) -> NeffInfo:
     and KBIN gates (hash not required). Raises NeffError."""
 
 def verify(path_or_bytes: PathOrBytes, stage: bool = True) -> VerifyReport:
-    """Every gate, hash required, every problem found. Raises NeffError only
-    when the input cannot be read."""
+    """Every gate, hash required, every problem found; with `stage`, a load
+    on the architecture NEFFLD_ARCH or NEFFLD_INSTANCE names, else the
+    NEFF's own target, as `load` resolves it. Raises NeffError only when
+    the input cannot be read or a variable's value is refused."""
 
 def load(
     path_or_bytes: PathOrBytes,
@@ -224,7 +226,9 @@ def load(
     runtime: Optional[str] = None,
 ) -> Model:
     """Loads the NEFF (nrt_load, S0-S5) onto a fresh simulated device of
-    `arch` (default: the NEFF's target), reproducing runtime line `runtime`
+    `arch` (default: the architecture NEFFLD_ARCH or NEFFLD_INSTANCE names,
+    else the NEFF's target; a NEFF for another architecture is refused
+    unless NEURON_RT_ALLOW_LEGACY_NEFF=1), reproducing runtime line `runtime`
     ("2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34" or a
     version such as "2.27.23"; default: NEFFLD_RUNTIME, else 2.34, the
     runtime users run). The runtime's

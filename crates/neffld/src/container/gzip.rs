@@ -31,6 +31,7 @@ pub enum Encoding {
 /// The decoder the loader uses, alone: inflates a gzip payload window (as
 /// [`Archive::decode`] does before walking the tar). Benchmarks measure the
 /// loader against it.
+#[cfg(any(test, feature = "testkit"))]
 pub fn inflate_payload(
     window: &[u8],
     limit: u64,
@@ -404,12 +405,29 @@ mod tests {
     use super::*;
     use crate::container::writer::{tar_of, TarEntry};
 
+    /// The real fixtures' bytes, by name (what the testkit crate's
+    /// `real_fixtures` reads; a unit test of the library cannot use it).
+    fn real_fixtures() -> Vec<(String, Vec<u8>)> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/fixtures");
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{dir}: {e}"))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+            .map(|p| {
+                let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                (p.file_name().unwrap().to_string_lossy().into(), bytes)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
     /// Both decoders produce the same bytes and the same account of the
     /// window on every real fixture.
     #[cfg(feature = "libdeflate")]
     #[test]
     fn the_fast_and_streaming_paths_agree_on_the_fixtures() {
-        let all = crate::testkit::real_fixtures();
+        let all = real_fixtures();
         let mut seen = 0;
         for (name, bytes) in all {
             if bytes.len() < 1024 {
@@ -475,7 +493,7 @@ mod tests {
     #[test]
     fn the_released_stream_agrees_with_the_one_shot_decoder() {
         use crate::container::writer::gzip;
-        let mut cases: Vec<(String, Vec<u8>, u64)> = crate::testkit::real_fixtures()
+        let mut cases: Vec<(String, Vec<u8>, u64)> = real_fixtures()
             .into_iter()
             .filter(|(_, b)| b.len() > 1024)
             .map(|(n, b)| (n.to_string(), b[1024..].to_vec(), 1 << 30))

@@ -15,6 +15,7 @@ pub const HEADER_LEN: usize = 0x400;
 /// Feature bits the reference runtime refuses on NEFF major 2 (bits 27..62).
 pub const FEATURE_TRAP_MASK: u64 = 0x7FFF_FFFF_F800_0000;
 /// The supported set the runtime prints in the feature-trap message (bits 0..26).
+#[cfg(test)]
 pub const FEATURE_SUPPORTED: u64 = 0x7FF_FFFF;
 /// `neff_feature_vnc`: the NEFF was compiled for a multi-core logical core.
 pub const FEATURE_VNC: u64 = 0x400;
@@ -327,6 +328,14 @@ impl NeffHeader {
     /// one: the size a runtime must be configured with to load it.
     pub fn declared_lnc(&self) -> Option<u32> {
         self.declares_lnc().then_some(self.vnc_size)
+    }
+
+    /// Whether `arch`'s cores can take the logical-core size the header
+    /// declares (a header that declares none fits every architecture): a
+    /// header that does not fit its own target is refused by every load.
+    pub fn lnc_fits(&self, arch: Arch) -> bool {
+        self.declared_lnc()
+            .is_none_or(|lnc| arch.lnc_sizes().contains(&lnc))
     }
 
     /// The LNC gate of parse.md §2.2 1d, for the loader to call with the

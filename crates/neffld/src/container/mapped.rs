@@ -140,7 +140,16 @@ mod tests {
 
     #[test]
     fn released_pages_read_back_the_file_and_the_key_sample_stays() {
-        let mut f = crate::testkit::scratch_file("mapped");
+        // A file of our own, unlinked at once: gone when closed.
+        let path = std::env::temp_dir().join(format!("neffld-mapped-{}", std::process::id()));
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
         let len = 200 * RELEASE_ALIGN + 123;
         let body: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
         f.write_all(&body).unwrap();

@@ -18,7 +18,9 @@ pub mod writer;
 use thiserror::Error;
 
 pub use archive::Archive;
-pub use gzip::{Encoding, STREAM_MIN};
+pub use gzip::Encoding;
+#[cfg(any(test, feature = "testkit"))]
+pub use gzip::STREAM_MIN;
 pub use header::{NeffHeader, HEADER_LEN};
 pub use integrity::{DigestForm, HashAlgorithm, Verified};
 pub use mapped::MappedFile;
@@ -248,7 +250,7 @@ pub fn open(bytes: &[u8], opts: &OpenOptions) -> Result<Neff, ContainerError> {
 }
 
 /// As [`open`], for a mapped file whose pages are released as the decoder
-/// and the digest pass them: a payload of [`STREAM_MIN`] bytes or more is
+/// and the digest pass them: a payload of [`STREAM_MIN`](gzip::STREAM_MIN) bytes or more is
 /// inflated as a stream, so the compressed window does not stay resident
 /// next to the inflated one. The bytes read are the same, and so are the
 /// result and every error.

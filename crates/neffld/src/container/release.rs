@@ -63,6 +63,7 @@ impl<'a> ReadFront<'a> {
     }
 
     /// Everything below this offset has been handed to the release function.
+    #[cfg(test)]
     pub fn released(&self) -> usize {
         self.released.load(Ordering::Acquire)
     }

@@ -42,6 +42,15 @@ impl Producer {
         Producer::Pkg1,
     ];
 
+    /// The family a compiler for `arch` writes by default: trn1 compilers
+    /// stop at 2.18, later chips' start at 2.21.
+    pub fn for_arch(arch: crate::Arch) -> Producer {
+        match arch {
+            crate::Arch::Sunda => Producer::V2_18,
+            crate::Arch::Cayman | crate::Arch::Mariana => Producer::V2_21,
+        }
+    }
+
     /// A header as this family writes it before the payload fields are
     /// filled in: sunda families are NEFF 1.0 with LNC 1 and no feature
     /// bits; 2.21+ is NEFF 2.0, LNC 2, `0xC00`.
@@ -78,6 +87,7 @@ pub enum TarFormat {
     /// POSIX ustar: magic `ustar\0`, version `00`.
     Ustar,
     /// GNU: magic `ustar  \0`.
+    #[cfg(any(test, feature = "testkit"))]
     Gnu,
     /// Version 7: no magic, no owner names.
     V7,
@@ -145,6 +155,7 @@ fn put_str(field: &mut [u8], s: impl AsRef<[u8]>) {
 
 /// A tar of exactly these entries, then the end marker: no ordering, no
 /// pax records added, so a test can give the reader any dialect.
+#[cfg(any(test, feature = "testkit"))]
 pub fn tar_of(entries: &[TarEntry]) -> Vec<u8> {
     let mut out: Vec<u8> = entries.iter().flat_map(tar_entry).collect();
     out.extend_from_slice(&[0u8; 1024]);
@@ -173,6 +184,7 @@ pub fn tar_entry(e: &TarEntry) -> Vec<u8> {
             h[257..263].copy_from_slice(b"ustar\0");
             h[263..265].copy_from_slice(b"00");
         }
+        #[cfg(any(test, feature = "testkit"))]
         TarFormat::Gnu => h[257..265].copy_from_slice(b"ustar  \0"),
         TarFormat::V7 => {}
     }
@@ -242,6 +254,7 @@ pub fn gzip_with_mtime(data: &[u8], level: u32, mtime: u32) -> Vec<u8> {
 }
 
 /// gzip with the default build-time MTIME.
+#[cfg(any(test, feature = "testkit"))]
 pub fn gzip(data: &[u8], level: u32) -> Vec<u8> {
     gzip_with_mtime(data, level, DEFAULT_GZIP_MTIME)
 }

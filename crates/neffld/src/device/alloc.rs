@@ -277,6 +277,7 @@ pub struct HbmAllocator {
 }
 
 impl HbmAllocator {
+    #[cfg(test)]
     pub fn new(geometry: &Geometry) -> HbmAllocator {
         HbmAllocator::with_small_pool_taken(geometry, 0)
     }
@@ -284,6 +285,7 @@ impl HbmAllocator {
     /// An allocator whose small pools each begin `taken` bytes (rounded up
     /// to the granule, at most the whole pool) above their start: what a
     /// started runtime has already allocated for itself there.
+    #[cfg(test)]
     pub fn with_small_pool_taken(geometry: &Geometry, taken: u64) -> HbmAllocator {
         HbmAllocator::started(
             geometry,
@@ -439,6 +441,7 @@ impl HbmAllocator {
     }
 
     /// Address range `[start, end)` of one pool (for tests and reports).
+    #[cfg(test)]
     pub fn pool_range(&self, channel: u32, pool: Pool) -> Option<(u64, u64)> {
         self.channels
             .get(channel as usize)
@@ -447,6 +450,7 @@ impl HbmAllocator {
     }
 
     /// Number of disjoint free ranges of a channel (a fragmentation measure).
+    #[cfg(test)]
     pub fn free_ranges(&self, channel: u32) -> usize {
         self.channels.get(channel as usize).map_or(0, |h| {
             h.main.free.len() + h.small.as_ref().map_or(0, |s| s.free.len())
@@ -456,6 +460,7 @@ impl HbmAllocator {
     /// The longest free range of one pool of a channel (0 when it has no
     /// such pool or nothing free): no single request larger than this fits
     /// there, whatever the pool's free bytes add up to.
+    #[cfg(test)]
     pub fn longest_free(&self, channel: u32, pool: Pool) -> u64 {
         self.channels
             .get(channel as usize)
@@ -480,6 +485,7 @@ impl HbmAllocator {
     }
 
     /// Free bytes of one pool of a channel.
+    #[cfg(test)]
     pub fn pool_free_bytes(&self, channel: u32, pool: Pool) -> u64 {
         self.channels
             .get(channel as usize)

@@ -29,6 +29,7 @@ pub(super) struct Bookkeeping {
     pub faults: FaultState,
     live: BTreeMap<MemHandle, Live>,
     /// Live allocations by first address, to resolve a PA to its allocation.
+    #[cfg(any(test, feature = "testkit"))]
     by_pa: BTreeMap<u64, MemHandle>,
     next_handle: u64,
 }
@@ -40,6 +41,7 @@ impl Bookkeeping {
             ledger: Ledger::with_limits(limits),
             faults: FaultState::default(),
             live: BTreeMap::new(),
+            #[cfg(any(test, feature = "testkit"))]
             by_pa: BTreeMap::new(),
             next_handle: 1,
         }
@@ -63,6 +65,7 @@ impl Bookkeeping {
             block.charged,
             req.size,
         );
+        #[cfg(any(test, feature = "testkit"))]
         self.by_pa.insert(block.pa, handle);
         self.live.insert(
             handle,
@@ -98,6 +101,7 @@ impl Bookkeeping {
             .live
             .remove(&handle)
             .ok_or(DeviceError::UnknownHandle { handle })?;
+        #[cfg(any(test, feature = "testkit"))]
         self.by_pa.remove(&live.block.pa);
         self.ledger.discharge(
             live.core,
@@ -137,6 +141,7 @@ impl Bookkeeping {
     }
 
     /// The allocation holding `[pa, pa + len)` and the offset of `pa` in it.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn resolve(&self, pa: Pa, len: usize) -> Result<(MemHandle, u64), DeviceError> {
         let not_mapped = || DeviceError::Invalid {
             reason: format!("{len} bytes at {pa} are not inside one live allocation"),
@@ -154,10 +159,22 @@ impl Bookkeeping {
         }
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn live_count(&self) -> usize {
         self.live.len()
     }
 
+    /// Each live allocation of HBM `channel`: first address, bytes
+    /// charged, core.
+    pub fn channel_blocks(&self, channel: u32) -> Vec<(u64, u64, PCore)> {
+        self.live
+            .values()
+            .filter(|l| l.block.channel == channel)
+            .map(|l| (l.block.pa, l.block.charged, l.core))
+            .collect()
+    }
+
+    /// In handle (allocation) order.
     pub fn live_allocations(&self) -> Vec<LiveAlloc> {
         self.live
             .iter()

@@ -39,6 +39,7 @@ pub struct FaultPlan {
 
 impl FaultPlan {
     /// A plan failing only the k-th allocation.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn alloc(k: u64) -> FaultPlan {
         FaultPlan {
             fail_alloc_at: Some(k),
@@ -47,6 +48,7 @@ impl FaultPlan {
     }
 
     /// A plan failing only the k-th write.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn write(k: u64) -> FaultPlan {
         FaultPlan {
             fail_write_at: Some(k),
@@ -55,6 +57,7 @@ impl FaultPlan {
     }
 
     /// The same plan, firing its faults as panics.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn panicking(self) -> FaultPlan {
         FaultPlan {
             panic: true,
@@ -63,6 +66,7 @@ impl FaultPlan {
     }
 
     /// A plan failing only the first allocation on `core`.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn alloc_on_core(core: PCore) -> FaultPlan {
         FaultPlan {
             fail_alloc_on_core: Some(core),
@@ -99,6 +103,7 @@ pub(crate) struct FaultState {
 
 impl FaultState {
     /// Arms `plan` and restarts both counters.
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn arm(&mut self, plan: FaultPlan) {
         *self = FaultState {
             plan,
@@ -108,6 +113,7 @@ impl FaultState {
         };
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn plan(&self) -> FaultPlan {
         self.plan
     }

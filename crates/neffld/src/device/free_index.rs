@@ -84,6 +84,7 @@ impl Default for RangeIndex {
 }
 
 impl RangeIndex {
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.count
     }

@@ -23,9 +23,11 @@ pub const CHANNEL_STRIDE: u64 = 0x10_0000_0000;
 pub use crate::arch::SB_WINDOW;
 
 /// State-buffer partitions per core.
+#[cfg(test)]
 pub const SB_PARTITIONS: u32 = 128;
 
 /// AXI address distance between two state-buffer partitions.
+#[cfg(test)]
 pub const SB_PARTITION_STRIDE: u64 = 1 << 18;
 
 /// Where the simulated state-buffer apertures start.

@@ -262,6 +262,7 @@ pub struct Ledger {
 impl Ledger {
     /// An empty ledger for this geometry. A channel's limit is its usable
     /// size (what remains after the firmware carve-out).
+    #[cfg(test)]
     pub fn new(geometry: &Geometry) -> Ledger {
         let channels = geometry.hbm_channels() as usize;
         Ledger::with_limits(vec![geometry.usable_bytes_per_channel(); channels])
@@ -326,6 +327,7 @@ impl Ledger {
     }
 
     /// One `(core, usage)` cell over every owner.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn cell(&self, core: PCore, usage: MemUsage) -> Charge {
         self.owners(core).fold(Charge::default(), |acc, owner| {
             let c = self.rows_of(core, owner)[usage.index()];
@@ -337,12 +339,14 @@ impl Ledger {
     }
 
     /// Bytes charged to one `(core, usage)` cell; 0 for an unknown core.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn used(&self, core: PCore, usage: MemUsage) -> u64 {
         self.cell(core, usage).charged
     }
 
     /// Bytes requested by live allocations of one `(core, usage)` cell (the
     /// runtime's memory report counts these); 0 for an unknown core.
+    #[cfg(test)]
     pub fn requested(&self, core: PCore, usage: MemUsage) -> u64 {
         self.cell(core, usage).requested
     }
@@ -372,6 +376,7 @@ impl Ledger {
     }
 
     /// Bytes of one core charged under a kernel device category.
+    #[cfg(test)]
     pub fn core_category_total(&self, core: PCore, category: MemCategory) -> u64 {
         MemUsage::ALL
             .iter()

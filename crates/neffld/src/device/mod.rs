@@ -28,6 +28,7 @@ pub mod observe;
 pub mod owned;
 pub mod sim;
 pub mod storage;
+pub mod tape;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
@@ -40,11 +41,15 @@ use crate::ids::{LCore, PCore, Pa};
 use crate::shared::SharedBytes;
 use crate::status::NrtStatus;
 
-pub use alloc::{Place, Pool, PoolFree, StartTaken, SMALL_POOL_BYTES, SMALL_REQUEST_MAX};
-pub use fault::{FaultOp, FaultPlan};
+#[cfg(any(test, feature = "testkit"))]
+pub use alloc::SMALL_POOL_BYTES;
+pub use alloc::{Place, Pool, PoolFree, StartTaken};
+pub use fault::FaultOp;
+#[cfg(any(test, feature = "testkit"))]
+pub use fault::FaultPlan;
 pub use geometry::{Geometry, CARVEOUT, GRANULE};
 pub use ledger::{
-    Charge, ChargeRows, Ledger, MemCategory, MemLocation, MemUsage, Owner, Rows, VncMemoryStats,
+    ChargeRows, Ledger, MemCategory, MemLocation, MemUsage, Owner, Rows, VncMemoryStats,
 };
 pub use null::NullStorage;
 pub use observe::Observer;
@@ -262,6 +267,7 @@ impl<S: Storage + ?Sized> Device<S> {
     }
 
     /// The backend (a test reads a [`SimStorage`]'s page counts from it).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn storage(&self) -> &S {
         &self.storage
     }
@@ -290,6 +296,14 @@ impl<S: Storage + ?Sized> Device<S> {
         }
     }
 
+    fn wanted_refusals(&self) -> bool {
+        self.observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|o| o.wants_refusals())
+    }
+
     fn observed(&self) -> bool {
         !self
             .observers
@@ -304,8 +318,15 @@ impl<S: Storage + ?Sized> Device<S> {
         self.each_observer(|o| o.allocating(&req));
         let mut at_refusal = None;
         let result = self.alloc_unobserved(&req, &mut at_refusal);
-        if let (Err(e), Some(ledger)) = (&result, &at_refusal) {
-            self.each_observer(|o| o.refused(&req, e, ledger));
+        match &result {
+            Ok(_) => tape::note(&req),
+            // A replay's refusal is not the load's (`tape::quietly`).
+            Err(_) if tape::quiet() => return result,
+            Err(e) => {
+                if let Some(ledger) = &at_refusal {
+                    self.each_observer(|o| o.refused(&req, e, ledger));
+                }
+            }
         }
         self.each_observer(|o| o.allocated(&req, result.as_ref()));
         result
@@ -334,7 +355,7 @@ impl<S: Storage + ?Sized> Device<S> {
             Ok(block) => block,
             Err(AllocFailure::Invalid(reason)) => return Err(DeviceError::Invalid { reason }),
             Err(AllocFailure::NoMem) => {
-                if self.observed() {
+                if !tape::quiet() && self.wanted_refusals() {
                     *at_refusal = Some(books.ledger.clone());
                 }
                 return Err(DeviceError::NoMem {
@@ -437,6 +458,7 @@ impl<S: Storage + ?Sized> Device<S> {
     /// Reads `out.len()` bytes at device address `pa`; the range must lie in
     /// one live allocation. This is how tests check what a relocated
     /// instruction or descriptor points at.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn read_pa(&self, pa: Pa, out: &mut [u8]) -> Result<(), DeviceError> {
         let (handle, offset) = self.books().resolve(pa, out.len())?;
         self.storage.read(handle, offset, out)
@@ -459,8 +481,20 @@ impl<S: Storage + ?Sized> Device<S> {
     }
 
     /// Number of live allocations.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn live_count(&self) -> usize {
         self.books().live_count()
+    }
+
+    /// Each live allocation of HBM `channel`, in handle order: its first
+    /// address, the bytes charged and its core (what the allocator's
+    /// layout is, without copying every allocation's name).
+    pub fn channel_blocks(&self, channel: u32) -> Vec<(Pa, u64, PCore)> {
+        self.books()
+            .channel_blocks(channel)
+            .into_iter()
+            .map(|(pa, charged, core)| (Pa(pa), charged, core))
+            .collect()
     }
 
     /// Every live allocation, in handle (allocation) order.
@@ -478,6 +512,12 @@ impl<S: Storage + ?Sized> Device<S> {
         self.storage.free_bytes(channel)
     }
 
+    /// Whether what is written to the device can be told afterwards
+    /// ([`Storage::keeps_writes`]).
+    pub fn keeps_writes(&self) -> bool {
+        self.storage.keeps_writes()
+    }
+
     /// Bytes an HBM channel can hand out in all: its size less the firmware
     /// carve-out and what the runtime holds back.
     pub fn capacity(&self, channel: u32) -> u64 {
@@ -486,11 +526,13 @@ impl<S: Storage + ?Sized> Device<S> {
 
     /// Arms a fault plan; counting restarts now. `FaultPlan::default()`
     /// disarms.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn set_fault_plan(&self, plan: FaultPlan) {
         self.books().faults.arm(plan);
     }
 
     /// The plan currently armed.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn fault_plan(&self) -> FaultPlan {
         self.books().faults.plan()
     }
@@ -501,14 +543,9 @@ impl<S: Storage + ?Sized> Device<S> {
     }
 
     /// The address of a core's event register `id`.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn event_addr(&self, core: PCore, id: u32) -> Result<Pa, DeviceError> {
         self.geometry.event_addr(core, id)
-    }
-
-    /// Whether `align` is honoured by the backend itself. When false the
-    /// loader must over-allocate and offset (§6.8).
-    pub fn supports_aligned_alloc(&self) -> bool {
-        self.storage.aligns()
     }
 
     /// What `nrt_get_vnc_memory_stats` reports for a logical core.

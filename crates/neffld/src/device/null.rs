@@ -102,11 +102,13 @@ impl NullStorage {
 
 impl NullDevice {
     /// A device that counts writes but keeps no checksum of them.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn new(geometry: Geometry) -> NullDevice {
         NullDevice::make(geometry, StartTaken::default(), false)
     }
 
     /// A device that also keeps a checksum of everything written.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn with_checksum(geometry: Geometry) -> NullDevice {
         NullDevice::make(geometry, StartTaken::default(), true)
     }
@@ -123,16 +125,19 @@ impl NullDevice {
 
     /// The running checksum of everything written (0 before any write);
     /// `None` unless the device was made [`NullDevice::with_checksum`].
+    #[cfg(any(test, feature = "testkit"))]
     pub fn checksum(&self) -> Option<u64> {
         self.storage().counts().checksum
     }
 
     /// Total bytes accepted by successful writes.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn bytes_written(&self) -> u64 {
         self.storage().counts().bytes_written
     }
 
     /// Number of successful writes.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn writes(&self) -> u64 {
         self.storage().counts().writes
     }
@@ -181,6 +186,12 @@ impl Storage for NullStorage {
 
     fn free_bytes(&self, channel: u32) -> u64 {
         self.heap().free_bytes(channel)
+    }
+
+    /// Only the checksum, when kept, tells writes apart (the counts are
+    /// diagnostics).
+    fn keeps_writes(&self) -> bool {
+        self.counts().checksum.is_some()
     }
 
     fn capacity(&self, channel: u32) -> u64 {

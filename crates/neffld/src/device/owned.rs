@@ -64,15 +64,11 @@ impl AllocSet {
         Ok(a)
     }
 
-    /// The allocations held, in allocation order.
-    pub fn allocations(&self) -> &[Allocation] {
-        &self.held
-    }
-
     pub fn len(&self) -> usize {
         self.held.len()
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_empty(&self) -> bool {
         self.held.is_empty()
     }

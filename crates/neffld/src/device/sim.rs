@@ -134,6 +134,7 @@ impl Pages {
     }
 
     /// 4 KiB pages holding bytes.
+    #[cfg(any(test, feature = "testkit"))]
     fn stored(&self) -> usize {
         match self {
             Pages::Empty { .. } => 0,
@@ -322,6 +323,7 @@ impl SimStorage {
     }
 
     /// Number of 4 KiB pages currently holding bytes, over all allocations.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn stored_pages(&self) -> usize {
         self.lock()
             .stores
@@ -332,6 +334,7 @@ impl SimStorage {
 
     /// Of [`SimStorage::stored_pages`], those held by reference to a
     /// loader's buffer rather than copied.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn shared_pages(&self) -> usize {
         self.lock()
             .stores
@@ -360,6 +363,7 @@ impl SimStorage {
 
 impl SimDevice {
     /// A simulated device of `geometry` that keeps every written byte.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn new(geometry: Geometry) -> SimDevice {
         SimDevice::as_started(geometry, StartTaken::default())
     }
@@ -373,11 +377,13 @@ impl SimDevice {
     }
 
     /// Number of 4 KiB pages currently holding bytes.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn stored_pages(&self) -> usize {
         self.storage().stored_pages()
     }
 
     /// Pages held by reference to a loader's buffer.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn shared_pages(&self) -> usize {
         self.storage().shared_pages()
     }

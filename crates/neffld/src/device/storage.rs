@@ -66,14 +66,15 @@ pub trait Storage: Send + Sync + fmt::Debug {
         Vec::new()
     }
 
+    /// Whether what is written can be told afterwards (bytes kept, or a
+    /// checksum of them): a load that writes nothing is then not the same
+    /// as one that writes.
+    fn keeps_writes(&self) -> bool {
+        true
+    }
+
     /// Bytes a channel can hand out in all, free or not: its size less the
     /// firmware carve-out and what the runtime held before it started
     /// allocating.
     fn capacity(&self, channel: u32) -> u64;
-
-    /// Whether the backend honours `align` itself; when false the loader
-    /// must over-allocate and offset (§6.8). The simulated backends align.
-    fn aligns(&self) -> bool {
-        true
-    }
 }

@@ -11,7 +11,7 @@ use super::KbinError;
 use crate::container::Archive;
 use crate::ids::VarId;
 use crate::manifest::def::{
-    DmaQueue, Fp8Config, QueueKind, ReplicaGroups, SbCarveout, UcodeLib, VarOf,
+    DmaQueue, Fp8Config, QueueKind, SbCarveout, UcodeLib, VarOf,
 };
 use crate::manifest::engine::{ActSet, DmaBlock, EngineType};
 use crate::manifest::{Blob, Manifest, Subgraph};
@@ -34,6 +34,7 @@ impl EngineProgram {
     }
 
     /// The stream; `None` is the empty placeholder.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn instr(&self) -> Option<&Blob> {
         self.instr.as_ref()
     }
@@ -131,6 +132,7 @@ impl DmaRing {
     }
 
     /// The block's completion semaphore: its own, else the queue-set rule.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn semaphore(&self, block: &DmaBlock) -> Option<u64> {
         block.semaphore.or_else(|| {
             let set = &self.queue.semaphore_set;
@@ -155,11 +157,8 @@ pub struct Kbin {
     num_inputs: u32,
     num_outputs: u32,
     act_sets: Vec<ActSet>,
-    act_semaphore: Option<u64>,
     dve_tables: [Option<Blob>; 5],
     sb_carveouts: Vec<SbCarveout>,
-    replica_groups: ReplicaGroups,
-    src_target_pairs: Vec<serde_json::Value>,
     ucode_libs: Vec<UcodeLib>,
     default_ucode_lib_requested: bool,
     fp8: Option<Fp8Config>,
@@ -173,10 +172,12 @@ impl Kbin {
     }
 
     /// Position in `graphs[]` (= relative subgraph id in the logical core).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn index(&self) -> usize {
         self.index
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn target(&self) -> Arch {
         self.target
     }
@@ -186,6 +187,7 @@ impl Kbin {
         &self.engines
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn engine(&self, ty: EngineType) -> &EngineProgram {
         &self.engines[ty.index()]
     }
@@ -199,20 +201,18 @@ impl Kbin {
         &self.vars
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn num_inputs(&self) -> u32 {
         self.num_inputs
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn num_outputs(&self) -> u32 {
         self.num_outputs
     }
 
     pub fn act_sets(&self) -> &[ActSet] {
         &self.act_sets
-    }
-
-    pub fn act_semaphore(&self) -> Option<u64> {
-        self.act_semaphore
     }
 
     /// Indexed by `DveSlot`: opcode, control_fast, control_slow, datapath, control (sunda).
@@ -222,30 +222,26 @@ impl Kbin {
 
     /// The Event-Accel reservations, already held to their contract by the
     /// manifest layer (stage.md §7 step 3).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn sb_carveouts(&self) -> &[SbCarveout] {
         &self.sb_carveouts
-    }
-
-    pub fn replica_groups(&self) -> &ReplicaGroups {
-        &self.replica_groups
-    }
-
-    pub fn src_target_pairs(&self) -> &[serde_json::Value] {
-        &self.src_target_pairs
     }
 
     pub fn ucode_libs(&self) -> &[UcodeLib] {
         &self.ucode_libs
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn default_ucode_lib_requested(&self) -> bool {
         self.default_ucode_lib_requested
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn fp8(&self) -> Option<Fp8Config> {
         self.fp8
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn cc_num_streams(&self) -> u64 {
         self.cc_num_streams
     }
@@ -390,11 +386,8 @@ fn build_one(
         num_inputs: sg.def.num_inputs,
         num_outputs: sg.def.num_outputs,
         act_sets: sg.engines.act_sets.clone(),
-        act_semaphore: sg.engines.act_semaphore,
         dve_tables: sg.engines.dve_tables.clone(),
         sb_carveouts: sg.def.sb_carveouts.clone(),
-        replica_groups: sg.def.replica_groups.clone(),
-        src_target_pairs: sg.def.src_target_pairs.clone(),
         ucode_libs: sg.def.ucode_libs.clone(),
         default_ucode_lib_requested: sg.def.default_ucode_lib_requested,
         fp8: sg.def.fp8,

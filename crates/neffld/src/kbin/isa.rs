@@ -9,7 +9,9 @@ pub const RECORD_LEN: usize = 64;
 
 pub const OP_SET_ORDERING_MODE: u8 = 0xB1;
 pub const OP_PSEUDO_BRANCH_LABEL: u8 = 0xCC;
+#[cfg(any(test, feature = "testkit"))]
 pub const OP_EVENT_SEMAPHORE: u8 = 0xA0;
+#[cfg(any(test, feature = "testkit"))]
 pub const OP_NOP: u8 = 0xA4;
 pub const OP_PSEUDO_DMATRIGGER: u8 = 0xC1;
 pub const OP_PSEUDO_DMA_DIRECT2D: u8 = 0xD4;
@@ -30,7 +32,6 @@ pub fn is_pseudo(op: u8) -> bool {
 /// ADDR8 operand modes (byte 7).
 pub const ADDR8_STATIC_VAR: u8 = 0x10;
 pub const ADDR8_DGE_INDEX: u8 = 0x20;
-pub const ADDR8_DGE_REGISTER: u8 = 0x28;
 
 /// Byte offsets of the source and destination ADDR8 operands in `0xD4`.
 pub const D4_SRC: usize = 16;
@@ -77,6 +78,7 @@ impl Addr8 {
         })
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn encode(&self) -> [u8; 8] {
         let o = self.offset.to_le_bytes();
         let i = self.id.to_le_bytes();
@@ -116,6 +118,7 @@ pub fn trigger(record: &[u8]) -> Option<DmaTrigger> {
 }
 
 /// Builders for tests and tooling: records with the layouts above.
+#[cfg(any(test, feature = "testkit"))]
 pub mod encode {
     use super::*;
 

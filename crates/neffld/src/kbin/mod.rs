@@ -20,10 +20,9 @@ pub mod vars;
 
 use thiserror::Error;
 
-pub use build::{build, DmaRing, EngineProgram, Kbin, SbSides};
+pub use build::{build, DmaRing, EngineProgram, Kbin};
 pub use pattern::RingCounts;
 pub use reloc::{BlockRef, Lowering, Operand, Relocation};
-pub use vars::{RemoteBinding, ScratchpadSizes, VarTable};
 
 use crate::NrtStatus;
 

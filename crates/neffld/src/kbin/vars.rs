@@ -6,7 +6,9 @@ use super::isa::{Addr8, ADDR8_DGE_INDEX, ADDR8_STATIC_VAR};
 use super::reloc::Operand;
 use super::KbinError;
 use crate::ids::VarId;
-use crate::manifest::def::{Backing, VarKind, VarOf, Vars};
+#[cfg(any(test, feature = "testkit"))]
+use crate::manifest::def::VarKind;
+use crate::manifest::def::{Backing, VarOf, Vars};
 
 /// Scratchpad need per backing area: `max(backing_variable_off + size)` over
 /// the virtual vars of that area, 0 when there are none. Ranges may overlap
@@ -73,6 +75,7 @@ impl VarTable {
         &self.remote_bindings
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn count(&self, kind: VarKind) -> usize {
         self.iter().filter(|v| v.of.kind() == kind).count()
     }

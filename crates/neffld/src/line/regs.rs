@@ -35,10 +35,7 @@ pub const OP_WRITE: u8 = 0xA5;
 /// the four values in words 4 to 7.
 pub const OP_WRITE4: u8 = 0xAB;
 
-/// The runtime's branch; the final one keeps its offset at bytes 48..52.
-pub const OP_BRANCH: u8 = 0xA9;
-
-/// Where a branch keeps its 32-bit slot offset (in bytes).
+/// Where the runtime's branch (0xA9) keeps its 32-bit slot offset (in bytes).
 pub const BRANCH_OFFSET: usize = 48;
 
 /// The queue index of the runtime's own queues (the table loads).
@@ -374,6 +371,7 @@ pub fn filler(line: Captured, engine: EngineType, postamble: bool, slot: u32) ->
 }
 
 /// True for a slot [`filler`] made.
+#[cfg(any(test, feature = "testkit"))]
 pub fn is_filler(slot: &[u8]) -> bool {
     slot.starts_with(&FILLER_MAGIC)
 }

@@ -80,6 +80,7 @@ impl VarKind {
 
     /// `kbin_mr_type`: SB 1, BUFFER 3, TMP_BUF 4, INPUT 5, OUTPUT 6, PTR 7,
     /// VIRTUAL_TMP_BUF 8, LIST 9, PTR_TABLE 10, REMOTE 11.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn mr_type(self) -> u32 {
         match self {
             VarKind::StateBuffer => 1,
@@ -274,6 +275,7 @@ impl Vars {
     pub fn len(&self) -> usize {
         self.vars.len()
     }
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_empty(&self) -> bool {
         self.vars.is_empty()
     }
@@ -298,6 +300,7 @@ pub enum QueueKind {
 
 impl QueueKind {
     /// `kbin_dma_ring_type`.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn ring_type(self) -> u32 {
         match self {
             QueueKind::In => 7,

@@ -1,6 +1,6 @@
-//! The two dtype numberings the manifests use (parse.md §6). They are
-//! independent: an I/O tensor's `nrt_dtype_t` and a def.json `kbin_dtype`
-//! share names but not numbers, so each has its own type and no conversion.
+//! The dtype numbering of the I/O tensors (parse.md §6). A def.json
+//! `kbin_dtype` shares its names but not its numbers; the loader reads no
+//! def.json dtype, so that numbering has no type here.
 
 /// `nrt_dtype_t` of the public `nrt.h`: what `nrt_get_model_tensor_info` reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -89,87 +89,6 @@ impl NrtDtype {
     }
 }
 
-/// `kbin_dtype`: the def.json numbering (var `dtype`, descriptor `*_dtype`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
-pub enum KbinDtype {
-    Fp8E3 = 1,
-    Fp8E4 = 2,
-    Fp8E5 = 3,
-    Fp16 = 4,
-    Fp32 = 5,
-    Fp32r = 6,
-    Bf16 = 7,
-    Uint8 = 8,
-    Uint16 = 9,
-    Uint32 = 10,
-    Uint64 = 11,
-    Int8 = 12,
-    Int16 = 13,
-    Int32 = 14,
-    Int64 = 15,
-}
-
-impl KbinDtype {
-    /// The 19-entry def.json string map (§6.2). Packed `_x4` formats become
-    /// unsigned containers of the packed width; there is no plain `float8_e5m2`.
-    pub fn from_def_str(s: &str) -> Option<KbinDtype> {
-        Some(match s {
-            "float8e3" => KbinDtype::Fp8E3,
-            "float8e4" | "float8_e4m3fn" => KbinDtype::Fp8E4,
-            "float8e5" => KbinDtype::Fp8E5,
-            "float16" => KbinDtype::Fp16,
-            "float32" => KbinDtype::Fp32,
-            "float32r" => KbinDtype::Fp32r,
-            "bfloat16" => KbinDtype::Bf16,
-            "uint8" => KbinDtype::Uint8,
-            "uint16" | "float4_e2m1fn_x4" => KbinDtype::Uint16,
-            "uint32" | "float8_e4m3fn_x4" | "float8_e5m2_x4" => KbinDtype::Uint32,
-            "uint64" => KbinDtype::Uint64,
-            "int8" => KbinDtype::Int8,
-            "int16" => KbinDtype::Int16,
-            "int32" => KbinDtype::Int32,
-            "int64" => KbinDtype::Int64,
-            _ => return None,
-        })
-    }
-
-    pub fn code(self) -> u32 {
-        self as u32
-    }
-
-    /// The SDMA/ISA dtype code the instruction encodings use.
-    pub fn isa_code(self) -> u8 {
-        match self {
-            KbinDtype::Fp8E3 => 13,
-            KbinDtype::Fp8E4 => 14,
-            KbinDtype::Fp8E5 => 15,
-            KbinDtype::Fp16 => 7,
-            KbinDtype::Fp32 => 10,
-            KbinDtype::Fp32r => 11,
-            KbinDtype::Bf16 => 6,
-            KbinDtype::Uint8 => 3,
-            KbinDtype::Uint16 => 5,
-            KbinDtype::Uint32 => 9,
-            KbinDtype::Uint64 => 1,
-            KbinDtype::Int8 => 2,
-            KbinDtype::Int16 => 4,
-            KbinDtype::Int32 => 8,
-            KbinDtype::Int64 => 12,
-        }
-    }
-
-    /// Bytes per element, through the SDMA code (§6.2 size table).
-    pub fn elem_size(self) -> u64 {
-        match self.isa_code() {
-            1 | 12 => 8,
-            2 | 3 | 13 | 14 | 15 => 1,
-            4..=7 => 2,
-            _ => 4,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,21 +119,5 @@ mod tests {
         ] {
             assert_eq!(NrtDtype::from_io_str(n).map(NrtDtype::name), Some(n));
         }
-    }
-
-    #[test]
-    fn def_map_and_isa_codes() {
-        assert_eq!(KbinDtype::from_def_str("float16"), Some(KbinDtype::Fp16));
-        assert_eq!(KbinDtype::Fp16.isa_code(), 7);
-        assert_eq!(KbinDtype::Fp32.isa_code(), 10);
-        assert_eq!(
-            KbinDtype::from_def_str("float8_e5m2_x4"),
-            Some(KbinDtype::Uint32)
-        );
-        assert_eq!(KbinDtype::from_def_str("float8_e5m2"), None);
-        assert_eq!(KbinDtype::Fp32.elem_size(), 4);
-        assert_eq!(KbinDtype::Int64.elem_size(), 8);
-        assert_eq!(KbinDtype::Bf16.elem_size(), 2);
-        assert_eq!(KbinDtype::Int8.elem_size(), 1);
     }
 }

@@ -18,9 +18,11 @@ pub mod tensor;
 
 use std::ops::Range;
 
-pub use def::{Def, DmaQueue, Var, VarKind, VarOf, Vars};
-pub use dtype::{KbinDtype, NrtDtype};
-pub use engine::{EngineType, Engines};
+pub use def::{Def, VarKind, VarOf};
+pub use dtype::NrtDtype;
+#[cfg(any(test, feature = "testkit"))]
+pub use engine::EngineType;
+pub use engine::Engines;
 pub use error::ManifestError;
 pub use kelf::{GraphRef, Kelf};
 pub use neff_json::{IoMaps, IoTensor, NeffJson};
@@ -92,6 +94,7 @@ impl Blob {
         self.range.len()
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_empty(&self) -> bool {
         self.range.is_empty()
     }

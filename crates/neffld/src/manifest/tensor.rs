@@ -12,6 +12,16 @@ pub enum TensorUsage {
     Output = 1,
 }
 
+impl TensorUsage {
+    /// "input" or "output", as reports and Python name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TensorUsage::Input => "input",
+            TensorUsage::Output => "output",
+        }
+    }
+}
+
 /// One record of `nrt_tensor_info_array_t`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorInfo {

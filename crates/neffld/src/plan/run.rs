@@ -17,9 +17,9 @@ use crate::device::{
     AllocReq, Device, DeviceError, Geometry, Ledger, MemUsage, Observer, Owned, Owner, Place,
 };
 use crate::ids::{HModel, PCore};
-use crate::parse;
 use crate::registry::ModelNames;
 use crate::report::memory::{LogLine, MemoryReport, Refusal};
+use crate::settings::{Asked, Settings};
 
 use super::deployment::{Deployment, DeploymentError, Solve, Step};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
@@ -50,6 +50,20 @@ impl FileBytes {
     }
 }
 
+/// A regular file as the file system knows it: its device and inode, with
+/// its length and modification time (a file rewritten in place between two
+/// of its names being read is then not taken for the same bytes).
+type Inode = (u64, u64, u64, i64, i64);
+
+/// The identity of the regular file `path` names (links followed); `None`
+/// for anything else, which is read to be known.
+fn inode_of(path: &Path) -> Option<Inode> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    m.is_file()
+        .then(|| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+}
+
 /// One distinct NEFF of the deployment.
 pub(crate) struct NeffFile {
     pub path: PathBuf,
@@ -77,22 +91,43 @@ pub(crate) struct Session {
 /// defaults, then its instance, LNC and runtime line; the devices keep no
 /// bytes and every distinct NEFF's parse is retained.
 pub(crate) fn configure(d: &Deployment, files: usize) -> Result<RuntimeConfig, PlanError> {
+    Ok(tune(settings(d)?.config().clone(), files))
+}
+
+/// The deployment's settings by the one precedence ([`Settings`]): its
+/// `--instance`, `--lnc` and `--runtime` over its environment.
+fn settings(d: &Deployment) -> Result<Settings, PlanError> {
     let env: BTreeMap<&str, &str> = d
         .env
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let mut config = RuntimeConfig::default().with_env(|k| env.get(k).map(|v| v.to_string()))?;
-    if let Some(i) = d.instance {
-        config = config.on_instance(i);
-    }
-    config.lnc = d.lnc.or(config.lnc);
-    config.runtime = d.runtime.or(config.runtime);
-    config.device = DeviceKind::Null;
+    let asked = Asked {
+        instance: d.instance,
+        lnc: d.lnc,
+        runtime: d.runtime,
+        device: Some(DeviceKind::Null),
+        ..Asked::default()
+    };
+    Ok(Settings::resolve(&asked, |k| {
+        env.get(k).map(|v| v.to_string())
+    })?)
+}
+
+/// A planner's own use of a configuration: no images kept, every file's
+/// parse retained.
+fn tune(mut config: RuntimeConfig, files: usize) -> RuntimeConfig {
     config.retain_images = false;
+    // A NEFF staged once on a set of cores is replayed there by every
+    // further load (`NEFFLD_REPLAY=0` stages each); cores are built one
+    // after another, as the replay's recording is (the devices copy
+    // nothing, so threads would buy nothing, and the plan does not depend
+    // on their timing).
+    config.replay = Some(config.replay.unwrap_or(true));
+    config.fanout_min_bytes = u64::MAX;
     config.cache_retain = files.max(1);
     config.cache_retain_bytes = u64::MAX;
-    Ok(config)
+    config
 }
 
 impl Session {
@@ -114,14 +149,24 @@ impl Session {
                 paths.push(file);
             }
         }
-        let mut config = configure(d, paths.len())?;
+        let settings = settings(d)?;
+        let count = paths.len();
+        let config = tune(settings.config().clone(), count);
         let parses = Parses::new(&config);
         let opts = config.open_options();
         let mut files: Vec<NeffFile> = Vec::new();
         let mut opened = Vec::new();
         let mut by_path = HashMap::new();
         let mut by_print: HashMap<u128, usize> = HashMap::new();
+        let mut by_inode: HashMap<Inode, usize> = HashMap::new();
         for path in paths {
+            // Another name of a file already read (a link) is that file,
+            // known without reading it again.
+            let inode = inode_of(path);
+            if let Some(&i) = inode.as_ref().and_then(|n| by_inode.get(n)) {
+                by_path.insert(path.clone(), i);
+                continue;
+            }
             // The fingerprint reads every byte; a mapped file is then mapped
             // afresh, so the container's open releases its pages as it
             // reads them, as `neffld load` does, instead of keeping the
@@ -132,6 +177,7 @@ impl Session {
             // same NEFF: loaded, measured and judged as that one.
             if let Some(&i) = by_print.get(&print) {
                 by_path.insert(path.clone(), i);
+                by_inode.extend(inode.map(|n| (n, i)));
                 continue;
             }
             let bytes = if first.mapped().is_some() {
@@ -145,6 +191,7 @@ impl Session {
                 None => container::open(bytes.bytes(), &opts).ok(),
             });
             by_print.insert(print, files.len());
+            by_inode.extend(inode.map(|n| (n, files.len())));
             by_path.insert(path.clone(), files.len());
             files.push(NeffFile {
                 path: path.clone(),
@@ -152,19 +199,9 @@ impl Session {
                 print,
             });
         }
-        let named = d.instance.is_some()
-            || d.env
-                .iter()
-                .any(|(k, _)| k == "NEFFLD_INSTANCE" || k == "NEFFLD_ARCH");
-        if !named {
-            if let Some(arch) = opened
-                .first()
-                .and_then(|n| n.as_ref())
-                .and_then(parse::declared_arch)
-            {
-                config.arch = arch;
-            }
-        }
+        // With no architecture named, the first NEFF's own.
+        let first = opened.first().and_then(Option::as_ref);
+        let config = tune(settings.for_neff(first), count);
         // The deployment's own mistakes, before any load runs.
         let chip = Geometry::for_arch(config.arch);
         if let Ok(visible) = config.logical_cores(&chip, config.chips.max(1)) {
@@ -322,6 +359,11 @@ impl Watch {
 }
 
 impl Observer for Watch {
+    fn wants_refusals(&self) -> bool {
+        let s = self.state();
+        s.armed && s.refused.is_none()
+    }
+
     fn refused(&self, req: &AllocReq<'_>, _error: &DeviceError, ledger: &Ledger) {
         let mut s = self.state();
         if !s.armed || s.refused.is_some() {

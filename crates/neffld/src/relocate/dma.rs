@@ -23,10 +23,8 @@ use crate::shared::SharedSlice;
 pub const DESC_BYTES: u64 = 16;
 
 pub mod len_ctrl {
-    pub const META: u32 = 1 << 23;
     pub const FIRST: u32 = 1 << 26;
     pub const LAST: u32 = 1 << 27;
-    pub const INT_EN: u32 = 1 << 28;
     /// Strong-ordered write (RX, v3 and later): the barrier on cayman/mariana.
     pub const SOW: u32 = 1 << 29;
     /// Data memory barrier: the barrier on sunda.
@@ -121,6 +119,7 @@ impl Descriptor {
     }
 
     /// Bytes moved (the 16-bit field, 0 meaning 65536).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn len(&self) -> u64 {
         match self.len_ctrl & 0xFFFF {
             0 => MAX_DESC_LEN,
@@ -128,6 +127,7 @@ impl Descriptor {
         }
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_empty(&self) -> bool {
         false
     }
@@ -239,6 +239,7 @@ impl RingImage {
     }
 
     /// TX descriptors then RX descriptors, decoded (tests).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn descriptors(&self) -> (Vec<Descriptor>, Vec<Descriptor>) {
         let all: Vec<Descriptor> = self.iter().collect();
         let (tx, rx) = all.split_at(self.capacity.min(all.len()));
@@ -384,10 +385,12 @@ impl RingBuilder {
     }
 
     /// Descriptor pairs written so far.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.tx
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.tx == 0
     }

@@ -35,7 +35,9 @@ use crate::fallible;
 use crate::ids::VarId;
 use crate::kbin::isa::{D4_DST, D4_SRC, OP_PSEUDO_DMA_DIRECT2D};
 use crate::kbin::{BlockRef, Lowering, Operand, Relocation};
-use crate::line::{regs, RingBases, RuntimeCode, Trigger, IMAGE_ALIGN};
+#[cfg(any(test, feature = "testkit"))]
+use crate::line::IMAGE_ALIGN;
+use crate::line::{regs, RingBases, RuntimeCode, Trigger};
 use crate::shared::SharedSlice;
 
 /// The device opcode a lowered `0xD4` carries: every rewritten `0xD4` of
@@ -90,6 +92,7 @@ pub struct EngineImage {
 impl EngineImage {
     /// Device alignment of an image: one 32 KiB slot, whatever its size
     /// ([`IMAGE_ALIGN`]; the captures correct stage.md §6.8).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn alignment(&self) -> u64 {
         IMAGE_ALIGN
     }

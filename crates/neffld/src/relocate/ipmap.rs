@@ -34,6 +34,7 @@ pub enum Section {
     Preamble = 0,
     Postamble = 1,
     Main = 2,
+    #[cfg(any(test, feature = "testkit"))]
     Function = 3,
 }
 
@@ -125,6 +126,7 @@ impl PatchList {
 
     /// NEFF record index of device slot `slot` of `section` (slot counted
     /// from the section start); `None` for a synthesized slot.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn device_to_neff(&self, section: Section, slot: u64) -> Option<u64> {
         let (mut dev, mut neff) = (0u64, 0u64);
         for p in self.of(section) {
@@ -149,6 +151,7 @@ impl PatchList {
 
     /// Device slot of NEFF record `index` of `section`; `None` when the record
     /// was deleted.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn neff_to_device(&self, section: Section, index: u64) -> Option<u64> {
         let (mut dev, mut neff) = (0u64, 0u64);
         for p in self.of(section) {
@@ -175,6 +178,7 @@ impl PatchList {
     /// MAIN and FUNCTION range is `OutOfBounds`, whatever the layout holds.
     /// A FUNCTION address also needs the MAIN mapping, so one in a layout
     /// without MAIN is `NoSection(MAIN)`.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn device_ip_to_neff(
         &self,
         layout: &ImageLayout,
@@ -206,6 +210,7 @@ impl PatchList {
 
     /// The device address of NEFF record `index` of `section`. A record that
     /// would lie past the end of the address space is `OutOfBounds(u64::MAX)`.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn neff_to_device_ip(
         &self,
         layout: &ImageLayout,

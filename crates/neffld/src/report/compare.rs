@@ -45,8 +45,8 @@ testkit_pub! {
     }
 }
 
-/// One side of an image comparison.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One side of an image comparison (as `compare --json` writes it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ImageSide {
     pub address: u64,
     pub bytes: u64,

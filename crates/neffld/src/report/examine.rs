@@ -16,6 +16,7 @@ use crate::container::integrity::{self, DigestForm, HashAlgorithm, Verified};
 use crate::container::{self, payload_window, Archive, ContainerError, Neff, NeffHeader};
 pub use crate::manifest::IoTensor;
 use crate::parse::{self, ParseOptions, ParsedModel};
+use crate::settings::{Asked, Settings};
 use crate::verify::{verify_opened, VerifyReport};
 use crate::Arch;
 
@@ -230,21 +231,18 @@ impl Contents {
 }
 
 /// The options the manifests are read with when no device is involved:
-/// the NEFF's own target, and its logical-core size when that target takes
-/// it, else the target's default (as a default load on it would).
+/// the settings of no flag and no environment ([`Settings::for_neff`]),
+/// so the NEFF's own target and its declared logical-core size when that
+/// target takes it (as a default load on it would).
 pub(crate) fn own_parse_options(neff: &Neff) -> ParseOptions {
-    let arch = parse::declared_arch(neff).unwrap_or(Arch::Cayman);
-    let declared = neff.header().vnc_size;
-    let lnc = if arch.lnc_sizes().contains(&declared) {
-        declared
-    } else {
-        RuntimeConfig {
-            arch,
-            ..RuntimeConfig::default()
-        }
-        .lnc_size()
+    let own = Asked {
+        follow_neff_lnc: true,
+        ..Asked::default()
     };
-    ParseOptions::new(arch, lnc)
+    let settings =
+        Settings::resolve(&own, |_| None).expect("no variable is set, so none is refused");
+    let config = settings.for_neff(Some(neff));
+    ParseOptions::new(config.arch, config.lnc_size())
 }
 
 /// What the gates found in one NEFF, in gate order.
@@ -314,31 +312,38 @@ impl Examination {
     }
 
     /// `verify`: the examination of [`Examination::of`] (the manifests only
-    /// when `contents`), then the verdict of a default load of the NEFF on
-    /// its own architecture under `config` ([`crate::verify`]), with the
-    /// digest required as `config.validate_hash` says. The container is
+    /// when `contents`), then the verdict of a load of the NEFF under
+    /// `settings` ([`crate::verify`]: the architecture a flag or the
+    /// environment named, else the NEFF's own), with the digest required as
+    /// the settings' `validate_hash` says. The container is
     /// opened once and that one open serves the report and the load; the
     /// report's parse runs beside the load, on a second core.
-    pub fn verify(bytes: &[u8], config: &RuntimeConfig, contents: bool) -> Examination {
-        Examination::verify_source(bytes, |opts| container::open(bytes, opts), config, contents)
+    pub fn verify(bytes: &[u8], settings: &Settings, contents: bool) -> Examination {
+        Examination::verify_source(
+            bytes,
+            |opts| container::open(bytes, opts),
+            settings,
+            contents,
+        )
     }
 
     /// [`Examination::verify`] of a file read as a load reads it (a mapped
     /// file's pages are released as they are inflated).
     pub fn verify_file(
         source: &crate::neff::Source,
-        config: &RuntimeConfig,
+        settings: &Settings,
         contents: bool,
     ) -> Examination {
-        Examination::verify_source(source.bytes(), |opts| source.open(opts), config, contents)
+        Examination::verify_source(source.bytes(), |opts| source.open(opts), settings, contents)
     }
 
     fn verify_source(
         bytes: &[u8],
         open: impl FnOnce(&container::OpenOptions) -> Result<Neff, ContainerError>,
-        config: &RuntimeConfig,
+        settings: &Settings,
         contents: bool,
     ) -> Examination {
+        let config = settings.config();
         let opts = ExamineOptions {
             require_hash: config.validate_hash,
             inflate_limit: config.max_inflated,
@@ -354,7 +359,7 @@ impl Examination {
         // else it would find.
         let config = RuntimeConfig {
             validate_hash: false,
-            ..config.clone()
+            ..settings.for_neff(Some(&neff))
         };
         let outcome = if contents {
             let copy = neff.clone();
@@ -362,13 +367,13 @@ impl Examination {
                 // A report part the manifests cannot give is left out: the
                 // verdict is the load's.
                 let side = sc.spawn(|| x.parse(&copy).ok());
-                let outcome = verify_opened(bytes, neff, &config);
+                let outcome = verify_opened(bytes, neff, config.clone());
                 side.join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 outcome
             })
         } else {
-            verify_opened(bytes, neff, &config)
+            verify_opened(bytes, neff, config.clone())
         };
         let passed: &[Gate] = match &outcome {
             Ok(_) if config.check => &[Gate::Parse, Gate::Stage, Gate::Validate],

@@ -83,6 +83,11 @@ impl StagedImage {
     pub fn neff_records(&self) -> u32 {
         self.records.fates.len() as u32
     }
+
+    /// The image's instruction slots: one 64-byte record each.
+    pub fn slots(&self) -> u64 {
+        self.bytes.len() as u64 / crate::kbin::isa::RECORD_LEN as u64
+    }
 }
 
 /// A static DMA queue's ring as staged.
@@ -98,6 +103,13 @@ pub struct StagedRing {
     pub capacity: u64,
     /// Descriptors bound to an input or output at execution.
     pub io_templates: u64,
+}
+
+impl StagedRing {
+    /// The descriptors the blocks use: a TX and an RX one per pair.
+    pub fn descriptors(&self) -> u64 {
+        2 * self.descriptor_pairs
+    }
 }
 
 /// A table copied to the device (activation and DVE tables, their rings,
@@ -162,6 +174,26 @@ pub struct StagedCore {
 }
 
 impl StagedCore {
+    /// Instruction slots of every image of the core.
+    pub fn instruction_slots(&self) -> u64 {
+        self.images.iter().map(StagedImage::slots).sum()
+    }
+
+    /// DMA descriptors of every ring of the core.
+    pub fn descriptors(&self) -> u64 {
+        self.rings.iter().map(StagedRing::descriptors).sum()
+    }
+
+    /// Operands and descriptors bound to an input or output at execution,
+    /// in the images and the rings together.
+    pub fn io_templates(&self) -> u64 {
+        self.images
+            .iter()
+            .map(|i| u64::from(i.io_templates))
+            .sum::<u64>()
+            + self.rings.iter().map(|r| r.io_templates).sum::<u64>()
+    }
+
     pub fn image(&self, engine: EngineType) -> Option<&StagedImage> {
         self.images.iter().find(|i| i.engine == engine)
     }

@@ -136,11 +136,6 @@ impl CoreImage {
         self.entry = Some(TableEntry::enter(cores, self.pcore(), self.h_model)?);
         Ok(())
     }
-
-    /// Whether the image is in its core's model table.
-    pub fn in_model_table(&self) -> bool {
-        self.entry.is_some()
-    }
 }
 
 impl Drop for CoreImage {

@@ -11,6 +11,7 @@
 pub mod core;
 pub mod fanout;
 pub mod plan;
+pub mod replay;
 pub mod scratchpad;
 pub mod txn;
 pub mod validate;
@@ -25,11 +26,15 @@ use crate::ids::{HModel, PCore};
 use crate::relocate::RelocError;
 use crate::NrtStatus;
 
-pub use self::core::{CoreImage, PlacedImage, PlacedRing, PlacedTable};
-pub use fanout::{bulk_bytes, panic_message, stage, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
-pub use plan::{CorePlan, Placement};
-pub use scratchpad::{ScratchClaim, Scratchpad, ScratchpadMode};
-pub use txn::TableEntry;
+pub use self::core::CoreImage;
+#[cfg(any(test, feature = "testkit"))]
+pub use self::core::PlacedImage;
+#[cfg(any(test, feature = "testkit"))]
+pub use fanout::bulk_bytes;
+pub use fanout::{panic_message, stage, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
+pub use plan::Placement;
+pub use replay::Recipes;
+pub use scratchpad::{Scratchpad, ScratchpadMode};
 
 /// Whose scratchpad could not be had, for a refusal of its pages: the
 /// subgraph and core, what it needs in which pages, and the virtual
@@ -141,13 +146,5 @@ impl Cores {
         self.cores[core.0 as usize]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn len(&self) -> usize {
-        self.cores.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.cores.is_empty()
     }
 }

@@ -122,20 +122,24 @@ impl Scratchpad {
     }
 
     /// Pages in the table.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.pages.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.pages.is_empty()
     }
 
     /// References of page `i` (tests and diagnostics).
+    #[cfg(test)]
     pub fn refs(&self, i: usize) -> Option<u32> {
         self.pages.get(i).map(|p| p.refs)
     }
 
     /// Device address of page `i` (tests and diagnostics).
+    #[cfg(test)]
     pub fn page_pa(&self, i: usize) -> Option<u64> {
         self.pages.get(i).map(Page::pa)
     }
@@ -250,6 +254,8 @@ pub enum ReserveError {
 pub struct ScratchClaim {
     cores: Arc<Cores>,
     core: PCore,
+    /// Bytes of arena asked for.
+    bytes: u64,
     pages: u32,
 }
 
@@ -266,6 +272,7 @@ impl ScratchClaim {
         Ok(ScratchClaim {
             cores: Arc::clone(cores),
             core,
+            bytes,
             pages,
         })
     }
@@ -273,6 +280,11 @@ impl ScratchClaim {
     /// Pages referenced.
     pub fn pages(&self) -> u32 {
         self.pages
+    }
+
+    /// Bytes of arena the claim was taken for.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 }
 

@@ -16,11 +16,11 @@ use neffld::device::{
 };
 use neffld::ids::PCore;
 use neffld::parse::{self, ParseOptions, ParsedModel};
-pub use neffld::testkit::beyond_start;
-use neffld::testkit::{lnc_writer, neff_json, real_fixtures, Synth};
 use neffld::Arch;
+pub use neffld_testkit::beyond_start;
+use neffld_testkit::{lnc_writer, neff_json, real_fixtures, Synth};
 
-pub use neffld::testkit::fixture;
+pub use neffld_testkit::fixture;
 
 /// Every `.neff` in the shared fixtures, by name.
 pub fn all_fixtures() -> Vec<(String, Vec<u8>)> {

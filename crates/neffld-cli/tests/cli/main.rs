@@ -1,0 +1,10 @@
+//! The `neffld` command run as a user runs it: every subcommand, its exit codes, its JSON schema and hostile inputs.
+
+mod capture_cli;
+mod cli;
+#[path = "../common/mod.rs"]
+mod common;
+mod hostile;
+mod large_file;
+mod plan_cli;
+mod schema;

@@ -1,0 +1,791 @@
+//! `neffld plan` end to end: the same deployment from the command line and
+//! from a deployment file, the order the command line gives, the runtime's
+//! own refusal lines and the advice in the human report, mistakes that name
+//! what and where (exit 2), the instance from `NEFFLD_INSTANCE`, and the map.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use neffld_testkit::any_lnc_cayman;
+use serde_json::Value;
+
+const GIB: u64 = 1 << 30;
+
+fn neffld(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_neffld"));
+    c.args(args);
+    for v in neffld::config::VARIABLES {
+        c.env_remove(v);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run neffld")
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("neffld-plan-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write_neff(dir: &Path, name: &str, tmp: u64) -> String {
+    let p = dir.join(format!("{name}.neff"));
+    std::fs::write(&p, any_lnc_cayman(name, tmp, |_| {})).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// The steps of a `plan --json` document as (kind, file name or tensor
+/// name, core).
+fn steps(doc: &Value) -> Vec<(String, String, u64)> {
+    doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let what = s["file"]
+                .as_str()
+                .map(|f| {
+                    Path::new(f)
+                        .file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .or_else(|| s["name"].as_str().map(str::to_string))
+                .unwrap();
+            (
+                s["kind"].as_str().unwrap().to_string(),
+                what,
+                s["core"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The noisy neighbour of the runtime's documentation, from the command
+/// line: refused with the runtime's own three lines, and the advice says
+/// LNC 2 with the figure a re-plan found.
+#[test]
+fn the_noisy_neighbour_is_reported_as_the_runtime_would_with_its_advice() {
+    let dir = scratch("noisy");
+    let dense = write_neff(&dir, "dense", 10 * GIB);
+    let args = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{dense}@0,0"),
+        "--tensor",
+        "kv=4GiB@1",
+    ];
+    let out = neffld(&args, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "fits      no: step 3 of 3 (tensor kv (4.0 GiB) on core 1) refused",
+        "ERROR  TDRV:print_lnc_hbm_details                   LNC size is 1. Neuron Cores using this HBM: NC 0 and NC 1",
+        "ERROR  TDRV:log_dev_mem                             Failed to allocate 4.000GB (alignment: none, usage: tensors) on ND 0:NC 1",
+        "ERROR  TDRV:log_dev_mem_usage_table                 Displaying Current Memory Utilization:",
+        "  - --lnc 2 (NEURON_LOGICAL_NC_CONFIG=2): at LNC 1, NC 0 and NC 1 share HBM 0 of ND 0",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    let doc = json(&neffld(&[&args[..], &["--json"]].concat(), &[]));
+    assert_eq!(doc["fits"], false);
+    assert_eq!(doc["error"]["status"], "NRT_RESOURCE");
+    let advice = &doc["advice"][0];
+    assert_eq!(
+        (advice["kind"].as_str(), advice["fits"].as_bool()),
+        (Some("lnc"), Some(true))
+    );
+    // What the tensor then has: its own HBM at LNC 2, less the runtime's
+    // and nothing else of the deployment's 20 GiB.
+    let free_after = advice["unblocked"]["free_after"].as_u64().unwrap();
+    assert!(
+        free_after > 19 * GIB && free_after < 24 * GIB - 4 * GIB,
+        "{free_after}"
+    );
+}
+
+/// A deployment file gives what the same command line gives, and flags
+/// given beside it apply over it.
+#[test]
+fn a_deployment_file_plans_what_the_command_line_plans() {
+    let dir = scratch("toml");
+    let a = write_neff(&dir, "a", GIB);
+    let b = write_neff(&dir, "b", 2 * GIB);
+    let toml = dir.join("deploy.toml");
+    std::fs::write(
+        &toml,
+        "instance = \"trn2.3xlarge\"\nlnc = 1\n\n[env]\nNEURON_SCRATCHPAD_PAGE_SIZE = 1024\n\n\
+         [[step]]\nload = \"a.neff\"\ncores = \"0-1\"\n\n[[step]]\ntensor = \"kv\"\nsize = \"1GiB\"\ncores = 0\n\n\
+         [[step]]\nload = \"b.neff\"\ncores = [2]\n\n[[step]]\nunload = \"a.neff\"\ncores = 1\n",
+    )
+    .unwrap();
+    let from_file = json(&neffld(&["plan", "--json", toml.to_str().unwrap()], &[]));
+    let from_args = json(&neffld(
+        &[
+            "plan",
+            "--json",
+            "--instance",
+            "trn2.3xlarge",
+            "--lnc",
+            "1",
+            "--env",
+            "NEURON_SCRATCHPAD_PAGE_SIZE=1024",
+            &format!("{a}@0-1"),
+            "--tensor",
+            "kv=1GiB@0",
+            &format!("{b}@2"),
+            "--unload",
+            &format!("{a}@1"),
+        ],
+        &[],
+    ));
+    let expected = [
+        ("load", "a.neff", 0),
+        ("load", "a.neff", 1),
+        ("tensor", "kv", 0),
+        ("load", "b.neff", 2),
+        ("unload", "a.neff", 1),
+    ]
+    .map(|(k, w, c)| (k.to_string(), w.to_string(), c));
+    assert_eq!(steps(&from_args), expected, "command-line order");
+    assert_eq!(steps(&from_file), expected);
+    assert_eq!(from_file["scratchpad_page"], 1 << 30);
+    for key in ["fits", "memory", "headroom", "scratchpad_page", "instance"] {
+        let strip = |v: &Value| v.to_string().replace(&*dir.to_string_lossy(), "");
+        assert_eq!(strip(&from_file[key]), strip(&from_args[key]), "{key}");
+    }
+    // A flag beside the file applies over it.
+    let lnc2 = json(&neffld(
+        &["plan", "--json", "--lnc", "2", toml.to_str().unwrap()],
+        &[],
+    ));
+    assert_eq!(lnc2["instance"]["lnc"], 2);
+    let no_io = json(&neffld(
+        &["plan", "--json", "--no-io-tensors", toml.to_str().unwrap()],
+        &[],
+    ));
+    let tensors: Vec<&str> = no_io["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tensors, ["kv"], "only the named tensor without IO tensors");
+}
+
+/// The project's example NEFF (trn1).
+fn demo() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.neff").to_string()
+}
+
+/// Every mistake exits 2 and names what and where.
+#[test]
+fn mistakes_name_what_and_where() {
+    let dir = scratch("bad");
+    let a = write_neff(&dir, "a", 0);
+    let toml = dir.join("bad.toml");
+    std::fs::write(
+        &toml,
+        "[[step]]\nload = \"a.neff\"\n\n[[step]]\ntensor = \"kv\"\ncores = 0\n",
+    )
+    .unwrap();
+    let cases: [(Vec<String>, &str); 8] = [
+        (
+            vec![toml.to_str().unwrap().into()],
+            "bad.toml line 4 (step 2): a tensor step needs size",
+        ),
+        (vec![format!("{a}@2-1")], "the range 2-1 runs backwards"),
+        (
+            vec![a.clone(), "--tensor".into(), "kv=1QB@0".into()],
+            "--tensor 'kv=1QB@0': '1QB' has an unknown unit",
+        ),
+        (
+            vec![a.clone(), "--env".into(), "NEURON_BOGUS=1".into()],
+            "NEURON_BOGUS is not a variable",
+        ),
+        (
+            vec![a.clone(), "--instance".into(), "trn7.large".into()],
+            "unknown instance type 'trn7.large'",
+        ),
+        (
+            vec![a.clone(), "--unload".into(), format!("{a}@5")],
+            "@5': logical core 5 is not on this instance",
+        ),
+        (
+            vec![dir.join("none.neff").to_str().unwrap().into()],
+            "cannot read",
+        ),
+        (
+            vec![demo(), "--lnc".into(), "2".into()],
+            "lnc: trn1 cores take logical-core size [1], not 2",
+        ),
+    ];
+    for (args, what) in cases {
+        let mut all = vec!["plan".to_string()];
+        all.extend(args);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = neffld(&refs, &[]);
+        assert_eq!(out.status.code(), Some(2), "{all:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(what), "{all:?}: {err}");
+    }
+}
+
+/// `NEFFLD_INSTANCE` picks the instance when no flag does; the map shows
+/// every chip and HBM, and every NEFF and tensor with a label.
+#[test]
+fn the_instance_comes_from_the_environment_and_the_map_shows_all_of_it() {
+    let dir = scratch("map");
+    let a = write_neff(&dir, "alpha", GIB);
+    let map = dir.join("map.html");
+    let doc = json(&neffld(
+        &[
+            "plan",
+            "--json",
+            &format!("{a}@0,5"),
+            "--tensor",
+            "cache=64MiB@3",
+            "--map",
+            map.to_str().unwrap(),
+        ],
+        &[("NEFFLD_INSTANCE", "trn2.48xlarge")],
+    ));
+    assert_eq!(doc["instance"]["name"], "trn2.48xlarge");
+    assert_eq!(doc["instance"]["logical_cores"], 64);
+    assert_eq!(doc["neffs"][1]["device"], 1, "logical core 5 is on ND 1");
+    let html = std::fs::read_to_string(&map).unwrap();
+    assert_eq!(html.matches("<section class=\"chip\">").count(), 16);
+    assert_eq!(html.matches("<svg class=\"hbm\"").count(), 64);
+    // The two ranks of alpha hold the same: listed once for both, naming
+    // their physical cores (trn2 at LNC 2: logical core 0 is nc0 and nc1
+    // of ND 0, logical core 5 nc2 and nc3 of ND 1), not once per core.
+    let group = html
+        .lines()
+        .find(|l| l.starts_with("<li class=\"ranks\""))
+        .expect("a line for the identical ranks");
+    assert!(
+        group.starts_with(
+            "<li class=\"ranks\" data-pcores=\"0:0 0:1 1:2 1:3\">NEFF &quot;alpha&quot; (alpha.neff) ×2 ranks on logical cores 0,5, each: "
+        ),
+        "{group}"
+    );
+    assert!(!html.contains("<li class=\"neff\">"), "ranks listed once");
+    for t in doc["tensors"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        if t["io_of"].is_null() {
+            assert!(
+                html.contains(&format!(
+                    "<li class=\"tensor\">nc{} · tensor {name}",
+                    t["pcore"]
+                )),
+                "{t}"
+            );
+        } else {
+            assert!(group.contains(&format!("tensor {name} · ")), "{t}");
+        }
+    }
+    // Ranks that differ keep a line per core.
+    let b = write_neff(&dir, "beta", 2 * GIB);
+    let doc = json(&neffld(
+        &[
+            "plan",
+            "--json",
+            &format!("{a}@0"),
+            &format!("{b}@5"),
+            "--map",
+            map.to_str().unwrap(),
+        ],
+        &[("NEFFLD_INSTANCE", "trn2.48xlarge")],
+    ));
+    let html = std::fs::read_to_string(&map).unwrap();
+    assert!(!html.contains("<li class=\"ranks\""));
+    for (n, name) in doc["neffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["alpha", "beta"])
+    {
+        assert!(
+            html.contains(&format!(
+                "<li class=\"neff\">nc{} · NEFF {} &quot;{name}&quot;",
+                n["pcores"][0], n["id"]
+            )),
+            "{n}"
+        );
+    }
+}
+
+/// A `--map` that cannot be written costs the map, not the plan: the whole
+/// report is printed (with one step counted in the singular), the failure
+/// named after it, and the exit status is 2; `--json` keeps the plan and
+/// lists the failure among its warnings.
+#[test]
+fn an_unwritable_map_keeps_the_plan() {
+    let bad = "/nonexistent-dir/plan.html";
+    let d = demo();
+    let out = neffld(&["plan", &d, "--map", bad], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("fits      yes: all 1 step\n"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains(bad));
+    let out = neffld(&["plan", "--json", &d, "--map", bad], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out);
+    assert_eq!(doc["fits"], true, "{doc}");
+    assert_eq!(doc["planned_steps"], 1);
+    assert!(doc["warnings"].to_string().contains(bad), "{doc}");
+}
+
+/// Re-plans every advice item's `argv` (as given, without the leading
+/// `neffld`) and checks the plan's `fits` is the item's.
+fn advice_replans_as_said(doc: &Value) {
+    for a in doc["advice"].as_array().unwrap() {
+        let argv: Vec<&str> = a["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert_eq!(&argv[..2], ["neffld", "plan"], "{a}");
+        let mut args = argv[1..].to_vec();
+        args.push("--json");
+        let out = neffld(&args, &[]);
+        let again = json(&out);
+        assert_eq!(again["fits"], a["fits"], "{}: {a}", argv.join(" "));
+        assert_eq!(
+            out.status.code(),
+            Some(if a["fits"] == true { 0 } else { 1 }),
+            "{}",
+            argv.join(" ")
+        );
+    }
+}
+
+/// trn2.3xlarge at LNC 1: NC 0 and NC 1 share HBM 0, so a NEFF on cores 0
+/// and 1 with an 11 GiB tensor each does not fit in its 24 GiB; on cores 0
+/// and 2 (HBMs 0 and 1) it does. The advice proposes that placement, its
+/// command line plans and fits, and the headroom names the shared HBM.
+#[test]
+fn ranks_on_a_shared_hbm_are_offered_a_placement_that_fits() {
+    let dir = scratch("placement");
+    let a = write_neff(&dir, "rank", 512 << 20);
+    let args = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{a}@0,1"),
+        "--tensor",
+        "kv=11GiB@0,1",
+        "--json",
+    ];
+    let out = neffld(&args, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    assert_eq!(doc["fits"], false);
+    // Independent: the same on cores 0 and 2 fits.
+    let spread = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{a}@0,2"),
+        "--tensor",
+        "kv=11GiB@0,2",
+        "--json",
+    ];
+    assert_eq!(json(&neffld(&spread, &[]))["fits"], true);
+    let placed: Vec<&Value> = doc["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "placement")
+        .collect();
+    assert_eq!(placed.len(), 1, "{}", doc["advice"]);
+    assert_eq!(placed[0]["fits"], true);
+    assert_eq!(placed[0]["moves"][0]["from"], 1);
+    assert_ne!(placed[0]["moves"][0]["to"], 1);
+    assert!(doc["no_fix"].is_null());
+    advice_replans_as_said(&doc);
+    // The human report gives the command line and says it fits.
+    let text = neffld(&args[..args.len() - 1], &[]);
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        t.contains("fits: yes; run: neffld plan --instance trn2.3xlarge --lnc 1"),
+        "{t}"
+    );
+}
+
+/// The noisy neighbour's advice (LNC 2) re-plans as said; a plan nothing
+/// rescues says so plainly.
+#[test]
+fn advice_command_lines_replan_to_their_verdict_and_hopeless_plans_say_so() {
+    let dir = scratch("argv");
+    let dense = write_neff(&dir, "dense", 10 * GIB);
+    let light = write_neff(&dir, "light", 64 << 20);
+    let args = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{dense}@0"),
+        &format!("{dense}@0"),
+        "--tensor",
+        "kv=4GiB@1",
+        "--json",
+    ];
+    let doc = json(&neffld(&args, &[]));
+    assert_eq!(doc["fits"], false);
+    assert!(!doc["advice"].as_array().unwrap().is_empty());
+    advice_replans_as_said(&doc);
+    // A tensor larger than any HBM: nothing helps, and the report says so.
+    let hopeless = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--lnc",
+        "1",
+        &format!("{light}@0"),
+        &format!("{dense}@1"),
+        "--tensor",
+        "kv=30GiB@2",
+        "--json",
+    ];
+    let doc = json(&neffld(&hopeless, &[]));
+    assert_eq!(doc["fits"], false);
+    assert!(doc["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a["fits"] == false));
+    assert!(doc["no_fix"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("nothing considered makes the plan fit")));
+    advice_replans_as_said(&doc);
+}
+
+/// A plan of tensors only, and `--free` on the command line.
+#[test]
+fn tensors_alone_and_frees_plan_from_the_command_line() {
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--tensor",
+            "a=20GiB@0",
+            "--free",
+            "a@0",
+            "--tensor",
+            "b=20GiB@0",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(
+        steps(&doc),
+        [
+            ("tensor".into(), "a".into(), 0),
+            ("free".into(), "a".into(), 0),
+            ("tensor".into(), "b".into(), 0)
+        ]
+    );
+    // Without the free, two 20 GiB tensors do not fit in one 24 GiB HBM.
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--tensor",
+            "a=20GiB@0",
+            "--tensor",
+            "b=20GiB@0",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// Mistakes in core lists and steps are usage errors found before anything
+/// is planned (exit 2, no step run), naming the argument or the file and
+/// line.
+#[test]
+fn core_lists_and_unloads_of_nothing_are_usage_errors_before_work() {
+    let dir = scratch("usage");
+    let a = write_neff(&dir, "u", 0);
+    let cases: Vec<(Vec<String>, String, &str)> = vec![
+        (
+            vec![
+                "--instance".into(),
+                "trn1.32xlarge".into(),
+                format!("{a}@0-40"),
+            ],
+            format!("LOAD '{a}@0-40'"),
+            "logical core 32 is not on this instance",
+        ),
+        (vec![format!("{a}@x")], format!("LOAD '{a}@x'"), "'x'"),
+        (vec![format!("{a}@")], format!("LOAD '{a}@'"), "no cores"),
+        (
+            vec![format!("{a}@0"), "--unload".into(), format!("{a}@1")],
+            format!("--unload '{a}@1'"),
+            "nothing loads",
+        ),
+        (
+            vec!["--free".into(), "kv@0".into()],
+            "--free 'kv@0'".into(),
+            "no tensor kv",
+        ),
+    ];
+    for (args, place, what) in cases {
+        let mut all = vec![
+            "plan".to_string(),
+            "--instance".into(),
+            "trn2.3xlarge".into(),
+        ];
+        if args[0] == "--instance" {
+            all.truncate(1);
+        }
+        all.extend(args);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = neffld(&refs, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {err}");
+        assert!(err.contains(&place) && err.contains(what), "{all:?}: {err}");
+        assert!(out.stdout.is_empty(), "nothing planned: {all:?}");
+    }
+    let toml = dir.join("d.toml");
+    std::fs::write(
+        &toml,
+        "instance = \"trn2.3xlarge\"\n[[step]]\nload = \"u.neff\"\ncores = 0\n\n[[step]]\nunload = \"u.neff\"\ncores = 2\n",
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 6 (step 2)") && err.contains("nothing loads"),
+        "{err}"
+    );
+    std::fs::write(
+        &toml,
+        "instance = \"trn1.2xlarge\"\nlnc = 2\n[[step]]\nload = \"u.neff\"\n",
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("d.toml line 2: trn1 cores take"), "{err}");
+    std::fs::write(&toml, "[[step]]\nload = \"u.neff\"\ncores = []\n").unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 3") && err.contains("no logical core"),
+        "{err}"
+    );
+}
+
+/// neffld's own inflate ceiling is reported as neffld's, with the flag that
+/// raises it (and raising it lets the load through); a NEFF of another chip
+/// is named against the instance's chip and the compiler's target flag.
+#[test]
+fn neffld_limits_are_neffld_s_and_a_foreign_chip_names_the_target() {
+    let dir = scratch("limits");
+    let a = write_neff(&dir, "lim", 0);
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--max-inflated",
+            "1000",
+            &a,
+            "--json",
+        ],
+        &[],
+    );
+    let doc = json(&out);
+    assert_eq!(doc["fits"], false);
+    let err = &doc["steps"][0]["error"];
+    assert_eq!(err["stage"], "neffld", "{err}");
+    assert!(err["own_limit"]
+        .as_str()
+        .unwrap()
+        .contains("--max-inflated"));
+    assert!(err["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("not the runtime's refusal"));
+    let text = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--max-inflated",
+            "1000",
+            &a,
+        ],
+        &[],
+    );
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        t.contains("stopped by neffld's own limit") && !t.contains("refused ["),
+        "{t}"
+    );
+    let raised = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--max-inflated",
+            "1000000000",
+            &a,
+        ],
+        &[],
+    );
+    assert_eq!(raised.status.code(), Some(0));
+
+    let lnc2 = dir.join("lnc2.neff");
+    std::fs::write(&lnc2, neffld_testkit::fixture("matmul_small.neff")).unwrap();
+    let doc = json(&neffld(
+        &[
+            "plan",
+            "--instance",
+            "inf2.xlarge",
+            lnc2.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    ));
+    let m = doc["steps"][0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(m.contains("Inferentia2 of inf2.xlarge"), "{m}");
+    assert!(m.contains("--target=inf2"), "{m}");
+    assert!(!m.contains("trn1"), "{m}");
+}
+
+/// A deployment file naming a NEFF that does not exist: the error names the
+/// file and line of the step.
+#[test]
+fn a_missing_neff_is_named_by_its_deployment_line() {
+    let dir = scratch("missing");
+    let toml = dir.join("d.toml");
+    std::fs::write(
+        &toml,
+        "instance = \"trn2.3xlarge\"\n\n[[step]]\nload = \"nowhere.neff\"\ncores = 0\n",
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 3 (step 1): cannot read") && err.contains("nowhere.neff"),
+        "{err}"
+    );
+}
+
+/// matmul_large on one logical core of a trn2.3xlarge (two physical cores
+/// of HBM 0): its Shared Scratchpad is each subgraph's need — the largest
+/// `backing_variable_off + size` of its virtual variables, read here from
+/// the NEFF's own def.json files — rounded up to the line's page: 64 MiB
+/// steps of the contiguous region by default (2.34), 512 MiB pages on 2.30
+/// or with `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0`.
+#[test]
+fn the_shared_scratchpad_follows_the_line() {
+    let neff =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/fixtures/matmul_large.neff");
+    let neff = neff.to_str().unwrap();
+    let dir = scratch("contiguous");
+    let tree = dir.join("tree");
+    let out = neffld(&["extract", neff, "-o", tree.to_str().unwrap()], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let needs: Vec<u64> = ["sg00", "sg01"]
+        .iter()
+        .map(|sg| {
+            let def: Value =
+                serde_json::from_slice(&std::fs::read(tree.join(sg).join("def.json")).unwrap())
+                    .unwrap();
+            def["var"]
+                .as_object()
+                .unwrap()
+                .values()
+                .filter(|v| v["type"] == "virtual")
+                .map(|v| v["backing_variable_off"].as_u64().unwrap() + v["size"].as_u64().unwrap())
+                .max()
+                .unwrap()
+        })
+        .collect();
+    let held = |page: u64| -> u64 { needs.iter().map(|n| n.div_ceil(page) * page).sum() };
+    let shared = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["plan", "--json", "--instance", "trn2.3xlarge"];
+        all.extend_from_slice(args);
+        let at = format!("{neff}@0");
+        all.push(&at);
+        let doc = json(&neffld(&all, env));
+        assert_eq!(doc["fits"], true, "{doc}");
+        let hbm = &doc["memory"]["devices"][0]["hbms"][0]["columns"];
+        (
+            doc["runtime"].as_str().unwrap().to_string(),
+            hbm["shared scratchpad"].as_u64().unwrap(),
+            hbm["scratchpad"].as_u64().unwrap(),
+        )
+    };
+    let contiguous = held(64 << 20);
+    assert_eq!(contiguous, 128 << 20, "two 64 MiB steps");
+    assert_eq!(shared(&[], &[]), ("2.34".into(), contiguous, 0));
+    let paged = held(512 << 20);
+    assert_eq!(paged, GIB, "two 512 MiB pages");
+    assert_eq!(shared(&["--runtime", "2.30"], &[]).1, paged);
+    assert_eq!(
+        shared(&["--env", "NEURON_RT_CONTIGUOUS_SCRATCHPAD=0"], &[]).1,
+        paged
+    );
+    assert_eq!(
+        shared(&[], &[("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "0")]).1,
+        paged
+    );
+    let bad = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--env",
+            "NEURON_RT_CONTIGUOUS_SCRATCHPAD=maybe",
+            &format!("{neff}@0"),
+        ],
+        &[],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        e.contains("NEURON_RT_CONTIGUOUS_SCRATCHPAD") && e.contains("0/1"),
+        "{e}"
+    );
+}

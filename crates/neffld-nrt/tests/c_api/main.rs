@@ -1,0 +1,13 @@
+//! libnrt's C API as clients call it: the exported functions, the shipped headers against the SDK's ABI, C and C++ clients. The runtime's state is process-wide, so a test that initialises it runs alone in a child process (`process`).
+
+mod abi;
+mod abi_probe;
+mod c_smoke;
+mod close_race;
+mod exports;
+mod instance;
+mod memory_log;
+mod process;
+mod uninit;
+mod virtual_placement;
+mod visible_cores;

@@ -1,0 +1,722 @@
+//! The planner on whole deployments: the first refusal as the runtime
+//! reports it, headroom found by allocating, and advice judged by planning
+//! again — each figure checked against a computation of this file's own
+//! (the free ranges of the allocator, read from its live allocations; the
+//! sizes the NEFFs declare; the runtime's documented log lines).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use neffld::api::{started_device, Runtime};
+use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::device::{Device, CARVEOUT, SMALL_POOL_BYTES};
+use neffld::instance::Instance;
+use neffld::line::RuntimeLine;
+use neffld::memory::start_plan;
+use neffld::plan::{self, AdviceKind, Deployment, PlanError, Step};
+use neffld::report::Column;
+use neffld::Arch;
+use neffld_testkit::{any_lnc_cayman, lnc_writer, Synth};
+use serde_json::json;
+
+const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
+
+/// [`any_lnc_cayman`] written to `dir`.
+fn neff_with(
+    dir: &Path,
+    name: &str,
+    tmp: u64,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> PathBuf {
+    let path = dir.join(format!("{name}.neff"));
+    std::fs::write(&path, any_lnc_cayman(name, tmp, edit)).unwrap();
+    path
+}
+
+fn neff(dir: &Path, name: &str, tmp: u64) -> PathBuf {
+    neff_with(dir, name, tmp, |_| {})
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("neffld-plan-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn load(file: &Path, vnc: u32) -> Step {
+    Step::Load {
+        file: file.to_path_buf(),
+        vnc: Some(vnc),
+    }
+}
+
+fn trn2_3xl(lnc: u32, steps: Vec<Step>) -> Deployment {
+    Deployment {
+        instance: Some(Instance::named("trn2.3xlarge").unwrap()),
+        lnc: Some(lnc),
+        io_tensors: true,
+        steps,
+        ..Deployment::default()
+    }
+}
+
+/// The free ranges of each pool of HBM `channel`, read from the device's
+/// live allocations: (largest in the main pool, largest in the small pool).
+fn largest_free(dev: &Device, channel: u32, line: RuntimeLine) -> (u64, u64) {
+    let g = dev.geometry();
+    let base = g.channel_base(channel).unwrap().0;
+    let end = base + g.hbm_bytes_per_channel();
+    let held = start_plan(g, g.arch(), line.captured(g.arch())).held;
+    let split = end - SMALL_POOL_BYTES;
+    let pools = [
+        (
+            base + CARVEOUT + held.main_pool.next_multiple_of(4096),
+            split,
+        ),
+        (split + held.small_pool.next_multiple_of(4096), end),
+    ];
+    let mut blocks: Vec<(u64, u64)> = dev
+        .live_allocations()
+        .iter()
+        .filter(|a| a.channel == channel)
+        .map(|a| (a.pa.0, a.pa.0 + a.charged))
+        .collect();
+    blocks.sort_unstable();
+    let gap = |(lo, hi): (u64, u64)| {
+        let mut at = lo;
+        let mut best = 0;
+        for &(s, e) in blocks.iter().filter(|b| b.0 >= lo && b.1 <= hi) {
+            best = best.max(s.saturating_sub(at));
+            at = at.max(e);
+        }
+        best.max(hi.saturating_sub(at))
+    };
+    (gap(pools[0]), gap(pools[1]))
+}
+
+/// The noisy neighbour of the runtime's own documentation: at LNC 1 on a
+/// trn2.3xlarge, NC 0 and NC 1 share HBM 0; two loads on NC 0 leave too
+/// little for a 4 GiB tensor on NC 1.
+#[test]
+fn a_noisy_neighbour_is_refused_as_the_runtime_reports_it_and_lnc2_lets_it_through() {
+    let dir = tmpdir("noisy");
+    let dense = neff(&dir, "dense", 10 * GIB);
+    let small = neff(&dir, "small", GIB);
+    let d = trn2_3xl(
+        1,
+        vec![
+            load(&dense, 0),
+            load(&dense, 0),
+            load(&small, 2),
+            Step::Tensor {
+                name: "kv".into(),
+                size: 4 * GIB,
+                vnc: 1,
+            },
+        ],
+    );
+    let p = plan::plan(&d).unwrap();
+    assert!(!p.fits());
+    let (i, step, failure) = p.failed_step().unwrap();
+    assert_eq!(
+        (i, step.vnc, step.pcores.as_slice()),
+        (3, Some(1), &[1][..])
+    );
+    assert_eq!(failure.status.code(), 4, "NRT_RESOURCE");
+    let r = p.refusal.as_ref().unwrap();
+    assert_eq!(r.step, 3);
+    // The runtime's own lines (its documentation shows the same three).
+    assert_eq!(
+        r.log[0],
+        (
+            "print_lnc_hbm_details",
+            "LNC size is 1. Neuron Cores using this HBM: NC 0 and NC 1".to_string()
+        )
+    );
+    assert_eq!(
+        r.log[1].1,
+        "Failed to allocate 4.000GB (alignment: none, usage: tensors) on ND 0:NC 1"
+    );
+    assert!(r.log[2].1.contains("\\_NEFF 1    |"), "{}", r.log[2].1);
+    assert!(
+        r.log[2]
+            .1
+            .trim_end()
+            .ends_with("1: \"dense\"\n2: \"dense\""),
+        "{}",
+        r.log[2].1
+    );
+    // Two private buffers of 10 GiB in NC 0's row.
+    let hbm0 = &r.memory.hbms[0];
+    assert_eq!(hbm0.cores[0].usage().get(Column::Scratchpad), 20 * GIB);
+
+    // The same state, built here by hand, and its free ranges.
+    let mut config = RuntimeConfig {
+        arch: Arch::Cayman,
+        lnc: Some(1),
+        device: DeviceKind::Null,
+        ..RuntimeConfig::default()
+    };
+    config = config.on_instance(Instance::named("trn2.3xlarge").unwrap());
+    let dev: Arc<Device> = started_device(&config);
+    let rt = Runtime::with_devices(config.clone(), vec![dev.clone()]).unwrap();
+    let mut held = Vec::new();
+    for (f, vnc) in [(&dense, 0), (&dense, 0), (&small, 2)] {
+        let m = rt.load(&std::fs::read(f).unwrap(), vnc, 1).unwrap();
+        for t in rt.tensor_info(&m).unwrap() {
+            held.push(rt.allocate_tensor(vnc as u32, t.size, &t.name).unwrap());
+        }
+    }
+    let (main, small_pool) = largest_free(&dev, 0, config.line());
+    let h1 = p.headroom.iter().find(|h| h.vnc == 1).unwrap();
+    assert_eq!(h1.hbm, 0);
+    assert_eq!(h1.largest_tensor, main.max(small_pool));
+    assert!(h1.largest_tensor < 4 * GIB);
+    assert!(rt.allocate_tensor(1, h1.largest_tensor, "x").is_ok());
+    assert!(rt
+        .allocate_tensor(1, h1.largest_tensor + 4096, "x")
+        .is_err());
+    // A copy of `small` needs its 1 GiB buffer in one free range (the
+    // small pool is 1 GiB, partly taken, so it is the main pool's); on NC 1,
+    // which has no scratchpad page yet, the first copy also brings the
+    // shared page its 512-byte arena needs, from the same range first.
+    let copies = |h: &plan::Headroom, f: &Path| h.copies.iter().find(|c| c.0 == f).unwrap().1;
+    assert_eq!(
+        u64::from(copies(h1, &small).count),
+        (main - p.scratchpad_page) / GIB
+    );
+    assert_eq!(copies(h1, &dense).count, 0, "10 GiB do not fit in {main}");
+    let h2 = p.headroom.iter().find(|h| h.vnc == 2).unwrap();
+    let (main2, _) = largest_free(&dev, 1, config.line());
+    assert_eq!(u64::from(copies(h2, &small).count), main2 / GIB);
+    assert_eq!(u64::from(copies(h2, &dense).count), main2 / (10 * GIB));
+
+    // Advice: LNC 2 gives NC 0's load an HBM of its own pair of cores and
+    // the tensor another HBM.
+    let lnc = p
+        .advice
+        .iter()
+        .find(|a| a.kind == AdviceKind::Lnc2)
+        .unwrap();
+    assert!(lnc.fits);
+    assert_eq!(lnc.completed, (3, 4));
+    let (step, before, after) = lnc.unblocked.unwrap();
+    assert_eq!(step, 3);
+    assert_eq!(before, hbm0.free());
+    assert!(
+        after > 12 * GIB,
+        "HBM 1 at LNC 2 has only the small load: {after}"
+    );
+    assert!(
+        lnc.reason.contains("NC 0 and NC 1 share HBM 0"),
+        "{}",
+        lnc.reason
+    );
+    // The tmp-bufs are private scratchpad no page size removes.
+    assert!(p
+        .advice
+        .iter()
+        .all(|a| !matches!(a.kind, AdviceKind::ScratchpadPage { .. })));
+}
+
+/// A scratchpad variable larger than the page gets a private allocation
+/// while the shared pages are still sized for it; with 1 GiB pages it
+/// fits one shared page: 1 GiB less (the doc's rule, computed here).
+#[test]
+fn a_page_size_that_removes_private_scratchpad_is_found_by_planning_again() {
+    let dir = tmpdir("pages");
+    let f = neff_with(&dir, "spill", 0, |v| {
+        v["var"]["v_sg0000"]["size"] = json!(GIB);
+    });
+    // The paged scratchpad of the lines before 2.33.
+    let d = Deployment {
+        runtime: Some(RuntimeLine::V2_30),
+        ..trn2_3xl(2, vec![load(&f, 0)])
+    };
+    let p = plan::plan(&d).unwrap();
+    assert!(p.fits());
+    let core = &p.devices[0].hbms[0].cores[0];
+    let u = core.usage();
+    // 512 MiB pages: 1 GiB private, and the shared arena of 1 GiB in two pages.
+    assert_eq!(u.get(Column::Scratchpad), GIB);
+    assert_eq!(u.get(Column::SharedScratchpad), GIB);
+    let a = p
+        .advice
+        .iter()
+        .find(|a| matches!(a.kind, AdviceKind::ScratchpadPage { .. }))
+        .unwrap();
+    assert_eq!(a.kind, AdviceKind::ScratchpadPage { mib: 1024 });
+    assert_eq!(
+        a.saves(),
+        i128::from(GIB),
+        "one 1 GiB page, no private copy"
+    );
+    assert!(a.fits);
+    assert_eq!(a.change, "--env NEURON_SCRATCHPAD_PAGE_SIZE=1024");
+}
+
+/// The NEFF with the most memory is named, and what the deployment holds
+/// without it is planned: its buffer and everything else it brought.
+#[test]
+fn the_dominant_neff_is_named_with_what_it_costs() {
+    let dir = tmpdir("dominant");
+    let big = neff(&dir, "big", 3 * GIB);
+    let little = neff(&dir, "little", 64 * MIB);
+    let d = Deployment {
+        runtime: Some(RuntimeLine::V2_30),
+        ..trn2_3xl(2, vec![load(&big, 0), load(&little, 1), load(&big, 2)])
+    };
+    let p = plan::plan(&d).unwrap();
+    assert!(p.fits());
+    let a = p
+        .advice
+        .iter()
+        .find(|a| matches!(a.kind, AdviceKind::Without { .. }))
+        .unwrap();
+    assert_eq!(a.kind, AdviceKind::Without { file: big.clone() });
+    // Two loads of 3 GiB buffers, their code, rings, tables and IO tensors
+    // (under a MiB each); the shared scratchpad pages of their cores go too.
+    let saved = a.saves();
+    let pages = 2 * i128::from(p.scratchpad_page);
+    assert!(saved >= i128::from(6 * GIB) + pages, "{saved}");
+    assert!(
+        saved < i128::from(6 * GIB) + pages + i128::from(2 * MIB),
+        "{saved}"
+    );
+    assert!(
+        a.reason.starts_with(&format!("{} holds 9", big.display())),
+        "{}",
+        a.reason
+    );
+}
+
+/// 64 logical cores of a trn2.48xlarge load one NEFF: it is read and parsed
+/// once, every load lands on the device of its logical core, and the
+/// planned IO tensors sit beside it.
+#[test]
+fn ranks_of_one_neff_over_a_whole_instance_parse_once() {
+    let dir = tmpdir("ranks");
+    let path = dir.join("rank.neff");
+    std::fs::write(
+        &path,
+        lnc_writer(2).write(&Synth::dynamic_cayman_n(2).member_list()),
+    )
+    .unwrap();
+    let steps = plan::parse_load(&format!("{}@0-63", path.display())).unwrap();
+    assert_eq!(steps.len(), 64);
+    let d = Deployment {
+        instance: Some(Instance::named("trn2.48xlarge").unwrap()),
+        io_tensors: true,
+        steps,
+        ..Deployment::default()
+    };
+    let p = plan::plan(&d).unwrap();
+    assert!(p.fits(), "{:?}", p.failed_step());
+    assert_eq!(p.parses, 1);
+    assert_eq!((p.chips, p.lnc, p.devices.len()), (16, 2, 16));
+    for (i, n) in p.neffs.iter().enumerate() {
+        assert_eq!(n.vnc, i as u32);
+        assert_eq!(
+            n.device,
+            i as u32 / 4,
+            "4 logical cores per trn2 chip at LNC 2"
+        );
+        assert_eq!(n.pcores, [(i as u32 % 4) * 2, (i as u32 % 4) * 2 + 1]);
+    }
+    // q, k and o: three float32 tensors of 4x16 per load.
+    assert_eq!(p.tensors.len(), 3 * 64);
+    assert!(p
+        .tensors
+        .iter()
+        .all(|t| t.size == 256 && t.device == t.vnc / 4));
+    assert_eq!(p.headroom.len(), 64);
+}
+
+/// Unloads and frees run in order; naming what is not there is the
+/// deployment's mistake, not a refusal.
+#[test]
+fn unloads_and_frees_release_what_they_name() {
+    let dir = tmpdir("unload");
+    let f = neff(&dir, "u", GIB);
+    let d = trn2_3xl(
+        2,
+        vec![
+            load(&f, 0),
+            Step::Tensor {
+                name: "kv".into(),
+                size: GIB,
+                vnc: 0,
+            },
+            Step::Unload {
+                file: f.clone(),
+                vnc: 0,
+            },
+            Step::Free {
+                name: "kv".into(),
+                vnc: 0,
+            },
+        ],
+    );
+    let p = plan::plan(&d).unwrap();
+    assert!(p.fits());
+    assert!(p.steps[1].held_after >= p.steps[0].held_after + GIB);
+    assert!(p.steps[2].held_after + GIB <= p.steps[1].held_after);
+    assert_eq!(p.steps[3].held_after + GIB, p.steps[2].held_after);
+    assert!(p.neffs.is_empty() && p.tensors.is_empty());
+    let mut bad = d.clone();
+    bad.steps.push(Step::Unload {
+        file: f.clone(),
+        vnc: 0,
+    });
+    match plan::plan(&bad) {
+        // Found before anything is planned, naming the step.
+        Err(PlanError::Deployment(e)) => {
+            assert_eq!(e.place, "step 5", "{e}");
+            assert!(e.what.contains("nothing loads"), "{e}");
+            assert!(e.what.contains("on core 0"), "{e}");
+        }
+        other => panic!("{:?}", other.map(|p| p.fits())),
+    }
+}
+
+/// Profiler buffers sized by the deployment's variables are held on every
+/// physical core a load uses, in the Profiler Buffers column.
+#[test]
+fn profile_buffers_are_held_per_core() {
+    let dir = tmpdir("profile");
+    let f = neff(&dir, "p", 0);
+    let mut d = trn2_3xl(2, vec![load(&f, 1)]);
+    d.env
+        .push(("NEURON_RT_PROFILE_BUF_DMA_MB".into(), "64".into()));
+    d.env
+        .push(("NEURON_RT_PROFILE_BUF_EVENT_MB".into(), "32".into()));
+    let p = plan::plan(&d).unwrap();
+    let hbm1 = &p.devices[0].hbms[1];
+    for c in &hbm1.cores {
+        assert_eq!(
+            c.usage().get(Column::ProfilerBuffers),
+            96 * MIB,
+            "{:?}",
+            c.pcore
+        );
+    }
+    assert_eq!(p.devices[0].hbms[0].usage().get(Column::ProfilerBuffers), 0);
+}
+
+/// A load refused part-way is in the runtime's table with what it had
+/// placed, and the mapping names it too.
+#[test]
+fn a_refused_load_is_named_in_the_refusal() {
+    let dir = tmpdir("refused-load");
+    let dense = neff(&dir, "dense", 10 * GIB);
+    let p = plan::plan(&trn2_3xl(
+        1,
+        vec![load(&dense, 0), load(&dense, 0), load(&dense, 0)],
+    ))
+    .unwrap();
+    let r = p.refusal.as_ref().unwrap();
+    assert_eq!(r.step, 2);
+    assert_eq!(r.what, "big", "the third load's private buffer");
+    let table = &r.log.last().unwrap().1;
+    assert!(
+        table
+            .trim_end()
+            .ends_with("1: \"dense\"\n2: \"dense\"\n3: \"dense\""),
+        "{table}"
+    );
+    assert_eq!(p.neffs.len(), 2, "the refused load rolled back");
+}
+
+/// A planner's loads keep no host copy of their images and rings: on a
+/// device that keeps no bytes those copies were most of what a loaded model
+/// held on the host (4 MiB of matmul_large's), so a plan of 64 ranks held
+/// 64 times one load. The device and its ledger see the same load either way.
+#[test]
+fn loads_that_do_not_retain_images_hold_no_copy_of_them() {
+    let neff = neffld_testkit::fixture("matmul_large.neff");
+    let mut seen = Vec::new();
+    for retain_images in [true, false] {
+        let rt = Runtime::new(RuntimeConfig {
+            device: DeviceKind::Null,
+            retain_images,
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let m = rt.load(&neff, 0, -1).unwrap();
+        let (images, rings, slots) = rt
+            .with_model(&m, |lm| {
+                let sum = |f: &dyn Fn(&neffld::stage::CoreImage) -> usize| {
+                    lm.cores.iter().map(f).sum::<usize>()
+                };
+                (
+                    sum(&|c| c.engines.iter().map(|e| e.image.bytes.len()).sum()),
+                    sum(&|c| c.rings.iter().map(|r| r.image.bytes.len()).sum()),
+                    sum(&|c| {
+                        c.engines
+                            .iter()
+                            .flat_map(|e| &e.image.layout.sections)
+                            .map(|s| s.slots as usize)
+                            .sum()
+                    }),
+                )
+            })
+            .unwrap();
+        if retain_images {
+            assert_eq!(images, slots * 64, "the images are kept whole");
+            assert!(images > 1 << 20, "{images}");
+        } else {
+            assert_eq!((images, rings), (0, 0), "no copy kept");
+        }
+        let stats = neffld::report::MemoryStats::of_vnc(&rt, 0).unwrap();
+        seen.push((slots, stats.used, stats.cores.len()));
+        rt.unload(&m).unwrap();
+    }
+    assert_eq!(seen[0], seen[1], "where everything landed is the same");
+}
+
+/// The contiguous scratchpad's fragmentation, as the device-memory
+/// documentation describes it: a tensor fills the HBM right up to the
+/// region, a tensor below it is freed, and a NEFF that needs more
+/// scratchpad is refused (the region cannot grow in place) though the
+/// freed bytes would hold it. The advice is the documentation's own,
+/// `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0`, judged by planning again: with
+/// pages of the same 64 MiB anywhere, every step fits.
+#[test]
+fn a_region_that_cannot_grow_is_advised_the_paged_scratchpad() {
+    let dir = tmpdir("fragment");
+    let spill = |mib: u64| {
+        move |d: &mut serde_json::Value| {
+            d["var"]["v_sg0000"]["size"] = json!(mib * MIB);
+        }
+    };
+    let a = neff_with(&dir, "small_spill", 0, spill(8));
+    let b = neff_with(&dir, "large_spill", 0, spill(150));
+    let env = vec![("NEURON_SCRATCHPAD_PAGE_SIZE".to_string(), "64".to_string())];
+    let tensor = |name: &str, size: u64| Step::Tensor {
+        name: name.into(),
+        size,
+        vnc: 0,
+    };
+    let free = |name: &str| Step::Free {
+        name: name.into(),
+        vnc: 0,
+    };
+    let below = tensor("below", 2 * GIB);
+    // What is left between `below` and A's one-page region: the largest
+    // further tensor.
+    let first = Deployment {
+        env: env.clone(),
+        ..trn2_3xl(2, vec![below.clone(), load(&a, 0)])
+    };
+    let p = plan::plan(&first).unwrap();
+    assert_eq!(p.line, RuntimeLine::V2_34);
+    let gap = p.headroom[0].largest_tensor;
+    let d = Deployment {
+        env,
+        ..trn2_3xl(
+            2,
+            vec![
+                below,
+                load(&a, 0),
+                tensor("fill", gap),
+                free("below"),
+                load(&b, 0),
+            ],
+        )
+    };
+    let p = plan::plan(&d).unwrap();
+    assert!(!p.fits());
+    let r = p.refusal.as_ref().unwrap();
+    assert_eq!(r.step, 4, "the second load is refused: {r:?}");
+    assert_eq!(r.request.usage, neffld::device::MemUsage::Scratchpad);
+    assert_eq!(r.request.size, 64 * MIB, "one more step of the region");
+    let free_then = r.memory.hbm_of(r.request.core).unwrap().free();
+    assert!(free_then > GIB, "refused with {free_then} bytes free");
+    let a = p
+        .advice
+        .iter()
+        .find(|a| matches!(a.kind, AdviceKind::PagedScratchpad))
+        .unwrap_or_else(|| panic!("{:?}", p.advice));
+    assert!(a.fits, "{a:?}");
+    assert_eq!(a.change, "--env NEURON_RT_CONTIGUOUS_SCRATCHPAD=0");
+    // The same plan, paged, by hand.
+    let mut paged = d.clone();
+    paged
+        .env
+        .push(("NEURON_RT_CONTIGUOUS_SCRATCHPAD".into(), "0".into()));
+    assert!(plan::plan(&paged).unwrap().fits());
+}
+
+/// Two paths to the same bytes (a copy and a link) are one NEFF: read and
+/// parsed once, measured once in the headroom, and never advised against as
+/// if the other path were a different model; each load still keeps the
+/// path it was named by, and an unload names that path.
+#[test]
+fn paths_to_the_same_bytes_are_one_neff() {
+    let dir = tmpdir("same-bytes");
+    let a = neff(&dir, "same", 64 * MIB);
+    let copy = dir.join("copy.neff");
+    std::fs::copy(&a, &copy).unwrap();
+    let link = dir.join("link.neff");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    let other = neff(&dir, "other", 32 * MIB);
+    let steps = vec![
+        load(&a, 0),
+        load(&copy, 1),
+        load(&link, 2),
+        load(&other, 3),
+        Step::Unload {
+            file: copy.clone(),
+            vnc: 1,
+        },
+    ];
+    let p = plan::plan(&trn2_3xl(1, steps)).unwrap();
+    assert!(p.fits(), "{:?}", p.failed_step());
+    assert_eq!(p.parses, 2, "two distinct NEFFs");
+    let files: Vec<_> = p.neffs.iter().map(|n| n.file.clone()).collect();
+    assert_eq!(files, [a.clone(), link.clone(), other.clone()]);
+    for h in &p.headroom {
+        let named: Vec<_> = h.copies.iter().map(|(f, _)| f.clone()).collect();
+        assert_eq!(named, [a.clone(), other.clone()], "core {}", h.vnc);
+    }
+    for adv in &p.advice {
+        if let AdviceKind::Without { file } = &adv.kind {
+            assert!(file == &a || file == &other, "{file:?}");
+        }
+    }
+}
+
+/// `--solve kv@CORES`: the answer S is checked by planning again, as a user
+/// would, with the tensor appended: S on every core fits, one granule more
+/// is refused. Ranks of a NEFF: the count is checked against the plans of
+/// one more and one fewer appended load.
+#[test]
+fn a_solved_size_fits_and_one_granule_more_does_not() {
+    let dir = tmpdir("solve");
+    let a = neff(&dir, "solve-a", 512 * MIB);
+    let base = vec![load(&a, 0), load(&a, 1), load(&a, 2)];
+    let mut d = trn2_3xl(1, base.clone());
+    d.solve = Some(plan::Solve::Tensor {
+        name: "kv".into(),
+        cores: vec![0, 1, 2],
+    });
+    let p = plan::plan(&d).unwrap();
+    assert!(p.fits());
+    let Some(Ok(plan::SolveAnswer::Bytes(s))) = p.solve.as_ref().map(|s| s.answer.clone()) else {
+        panic!("{:?}", p.solve)
+    };
+    assert_eq!(s % 4096, 0);
+    let with = |size: u64| {
+        let mut steps = base.clone();
+        steps.extend(plan::parse_tensor(&format!("kv={size}@0,1,2")).unwrap());
+        plan::plan(&trn2_3xl(1, steps)).unwrap().fits()
+    };
+    assert!(with(s), "S = {s} must fit on every core");
+    assert!(!with(s + 4096), "S + 4 KiB must be refused");
+    // Cores 0 and 1 share HBM 0 at LNC 1: S is under half of it.
+    assert!(s < 12 * GIB, "{s}");
+
+    // Ranks: how many more loads on cores 3..=7 in order.
+    let mut d = trn2_3xl(1, base.clone());
+    d.solve = Some(plan::Solve::Ranks {
+        file: a.clone(),
+        cores: Some(vec![3, 4, 5, 6, 7]),
+    });
+    let p = plan::plan(&d).unwrap();
+    let Some(Ok(plan::SolveAnswer::Ranks { count, tried })) =
+        p.solve.as_ref().map(|s| s.answer.clone())
+    else {
+        panic!("{:?}", p.solve)
+    };
+    assert_eq!(tried, 5);
+    let fits_with = |n: u32| {
+        let mut steps = base.clone();
+        steps.extend((3..3 + n).map(|v| load(&a, v)));
+        plan::plan(&trn2_3xl(1, steps)).unwrap().fits()
+    };
+    assert!(fits_with(count));
+    if count < tried {
+        assert!(!fits_with(count + 1));
+    }
+}
+
+/// A tensor refused with more bytes free on its HBM than it asks: the
+/// refusal's pools add up to the runtime's free figure, no pool's longest
+/// range holds the request, and the plan says why in words.
+#[test]
+fn a_refusal_with_more_free_than_asked_says_why() {
+    let dir = tmpdir("gap");
+    let a = neff(&dir, "gap", 512 * MIB);
+    let mut steps = vec![load(&a, 0)];
+    steps.extend(plan::parse_tensor("kv=22GiB@1").unwrap());
+    let p = plan::plan(&trn2_3xl(1, steps)).unwrap();
+    assert!(!p.fits());
+    let r = p.refusal.as_ref().unwrap();
+    let free: u64 = r.pools.iter().map(|x| x.free).sum();
+    let (_, _, f) = p.failed_step().unwrap();
+    assert!(
+        f.message.contains(&format!("has {free} bytes free")),
+        "{}",
+        f.message
+    );
+    assert!(free >= 22 * GIB, "the case: more free than asked ({free})");
+    assert!(r.pools.iter().all(|x| x.longest < 22 * GIB));
+    assert_eq!(r.pools.len(), 2, "main and small pool");
+    let why = r.explain().expect("explained");
+    assert!(why.contains("one contiguous block"), "{why}");
+    assert!(why.contains("small pool"), "{why}");
+    // Headroom: its largest tensor is the longest range of the HBM's pools,
+    // under the HBM's free bytes, and says why.
+    let h = &p.headroom[0];
+    assert_eq!(
+        h.largest_tensor,
+        h.pools.iter().map(|x| x.longest).max().unwrap()
+    );
+    assert!(h.largest_tensor < h.hbm_free);
+    assert!(h.explain().is_some());
+}
+
+/// A refused plan with private scratchpad: the page-size advice names the
+/// private scratchpad the usage table shows where the plan stopped (1 GiB,
+/// computed from the NEFF's one 1 GiB variable), not that figure added to
+/// the refusal's snapshot of the same memory.
+#[test]
+fn the_scratchpad_figure_of_a_refused_plan_is_the_tables() {
+    let dir = tmpdir("pages-refused");
+    let f = neff_with(&dir, "spill2", 0, |v| {
+        v["var"]["v_sg0000"]["size"] = json!(GIB);
+    });
+    let mut steps = vec![load(&f, 0)];
+    steps.extend(plan::parse_tensor("kv=30GiB@0").unwrap());
+    let d = Deployment {
+        runtime: Some(RuntimeLine::V2_30),
+        ..trn2_3xl(2, steps)
+    };
+    let p = plan::plan(&d).unwrap();
+    assert!(!p.fits());
+    let table: u64 = p
+        .devices
+        .iter()
+        .flat_map(|m| &m.hbms)
+        .map(|h| h.usage().get(Column::Scratchpad))
+        .sum();
+    assert_eq!(table, GIB);
+    if let Some(a) = p
+        .advice
+        .iter()
+        .find(|a| matches!(a.kind, AdviceKind::ScratchpadPage { .. }))
+    {
+        let want = format!(
+            "{} of scratchpad variables",
+            neffld::report::memory::human_size(GIB)
+        );
+        assert!(a.reason.starts_with(&want), "{}", a.reason);
+        assert!(!a.fits, "a 30 GiB tensor never fits a 24 GiB HBM");
+        assert!(a.reason.contains("still does not fit"), "{}", a.reason);
+    } else {
+        panic!("page-size advice expected: {:?}", p.advice);
+    }
+    assert!(p.no_fix.is_some());
+}
