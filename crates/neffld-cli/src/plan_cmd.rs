@@ -95,10 +95,10 @@ fn command_line_steps(
             .map(|i| i.collect())
             .unwrap_or_else(|| (0..n).collect())
     };
-    let mut ordered: Vec<((usize, usize), Vec<Step>, String)> = Vec::new();
+    let mut ordered: Vec<(usize, Vec<Step>, String)> = Vec::new();
     // Each argument expands to at most 65536 steps, counted against the
     // whole deployment's ceiling before the next is read.
-    let mut push = |key: (usize, usize), steps: Vec<Step>, place: String| -> Result<(), Failure> {
+    let mut push = |key: usize, steps: Vec<Step>, place: String| -> Result<(), Failure> {
         budget.take(steps.len(), place.clone()).map_err(usage)?;
         ordered.push((key, steps, place));
         Ok(())
@@ -106,20 +106,20 @@ fn command_line_steps(
     if with_loads {
         for (i, arg) in at("loads", a.loads.len()).into_iter().zip(&a.loads) {
             let steps = plan::parse_load(arg).map_err(usage)?;
-            push((0, i), steps, format!("LOAD '{arg}'"))?;
+            push(i, steps, format!("LOAD '{arg}'"))?;
         }
     }
     for (i, arg) in at("tensors", a.tensors.len()).into_iter().zip(&a.tensors) {
         let steps = plan::parse_tensor(arg).map_err(usage)?;
-        push((0, i), steps, format!("--tensor '{arg}'"))?;
+        push(i, steps, format!("--tensor '{arg}'"))?;
     }
     for (i, arg) in at("unloads", a.unloads.len()).into_iter().zip(&a.unloads) {
         let steps = plan::parse_unload(arg).map_err(usage)?;
-        push((0, i), steps, format!("--unload '{arg}'"))?;
+        push(i, steps, format!("--unload '{arg}'"))?;
     }
     for (i, arg) in at("frees", a.frees.len()).into_iter().zip(&a.frees) {
         let steps = plan::parse_free(arg).map_err(usage)?;
-        push((0, i), steps, format!("--free '{arg}'"))?;
+        push(i, steps, format!("--free '{arg}'"))?;
     }
     ordered.sort_by_key(|(key, _, _)| *key);
     let mut steps = Vec::new();

@@ -111,9 +111,6 @@ pub struct StepEntry {
     pub error: Option<StepError>,
     /// Bytes the allocators of the whole instance hold after the step.
     pub held_after: u64,
-    /// The step as the deployment wrote it.
-    #[serde(skip)]
-    pub step: PlanStep,
 }
 
 /// Why a step was refused.
@@ -502,7 +499,6 @@ fn step(index: usize, s: &super::StepReport) -> StepEntry {
             own_limit: f.own_limit,
         }),
         held_after: s.held_after,
-        step: s.step.clone(),
     }
 }
 
