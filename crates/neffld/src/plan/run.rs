@@ -470,9 +470,9 @@ impl<'s> Exec<'s> {
 
     /// The physical cores and device of a visible logical core.
     pub fn placement(&self, vnc: u32) -> Result<(u32, Vec<u32>), LoadError> {
-        let (nd, _, first) = self.rt.placement_of_vnc(vnc)?;
-        let lnc = self.config.lnc_size();
-        Ok((nd, (first.0..first.0 + lnc).collect()))
+        let (nd, device, local) = self.rt.vnc_location(vnc)?;
+        let pcores = device.geometry().pcores_of(local, self.config.lnc_size())?;
+        Ok((nd, pcores.collect()))
     }
 
     pub(super) fn step(&mut self, step: &Step, io_tensors: bool) -> Result<StepReport, PlanError> {
