@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::ArgMatches;
-use neffld::config::VARIABLES;
 use neffld::instance::Instance;
 use neffld::plan::{self, Deployment, Plan, PlanError, PlanReport, Solve, SolveAnswer, Step};
 use neffld::report::MemoryReport;
@@ -135,19 +134,11 @@ fn command_line_steps(
 /// flags over it, or the LOADs; the process's runtime variables first.
 fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failure> {
     let usage = |e: plan::DeploymentError| Failure::usage(e.to_string());
-    let file = match a.loads.as_slice() {
-        [one] if one.ends_with(".toml") => Some(Path::new(one)),
-        many if many.iter().any(|l| l.ends_with(".toml")) => {
-            return Err(Failure::usage(
-                "a deployment file is given alone: put its loads in it".into(),
-            ))
-        }
-        _ => None,
-    };
+    let file = plan::deployment_file(&a.loads).map_err(|e| Failure::usage(e.into()))?;
     let max_steps = neffld::config::max_steps(|k| std::env::var(k).ok())
         .map_err(|e| Failure::usage(e.to_string()))?;
     let mut budget = plan::StepBudget::new(max_steps);
-    let mut d = match file {
+    let d = match file {
         Some(path) => {
             let text = plan::read_deployment(path)
                 .map_err(|e| Failure::io(format!("cannot read {}: {e}", path.display())))?;
@@ -171,32 +162,32 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
             }
         }
     };
-    let mut env: Vec<(String, String)> = VARIABLES
-        .iter()
-        .filter_map(|&k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
-    env.append(&mut d.env);
-    if let Some(b) = a.max_inflated {
-        env.push(("NEFFLD_MAX_INFLATED".into(), b.to_string()));
-    }
-    for e in &a.env {
-        env.push(plan::parse_env(e).map_err(usage)?);
-    }
-    d.env = env;
-    if let Some(i) = &a.instance {
-        d.instance =
-            Some(Instance::named(i).map_err(|e| Failure::usage(format!("--instance: {e}")))?);
-    }
-    if a.lnc.is_some() {
-        d.lnc = a.lnc;
-        d.lnc_origin = Some("--lnc".into());
-    }
-    d.runtime = a.runtime.or(d.runtime);
-    if let Some(q) = &a.solve {
-        d.solve = Some(plan::parse_solve(q).map_err(usage)?);
-    }
-    d.io_tensors &= !a.no_io_tensors;
-    Ok(d)
+    // In the order the mistakes were always reported: variables, instance, question.
+    let overrides = plan::Overrides {
+        env: a
+            .env
+            .iter()
+            .map(|e| plan::parse_env(e))
+            .collect::<Result<_, _>>()
+            .map_err(usage)?,
+        instance: match &a.instance {
+            Some(i) => {
+                Some(Instance::named(i).map_err(|e| Failure::usage(format!("--instance: {e}")))?)
+            }
+            None => None,
+        },
+        lnc: a.lnc.map(|l| (l, "--lnc".to_string())),
+        runtime: a.runtime,
+        max_inflated: a.max_inflated,
+        solve: a
+            .solve
+            .as_deref()
+            .map(plan::parse_solve)
+            .transpose()
+            .map_err(usage)?,
+        io_tensors: !a.no_io_tensors,
+    };
+    Ok(d.overridden(overrides, |k| std::env::var(k).ok()))
 }
 
 fn plan_failure(e: &PlanError) -> Failure {

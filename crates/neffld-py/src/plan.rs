@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 
-use neffld::config::VARIABLES;
 use neffld::instance::Instance;
 use neffld::plan::report as r;
 use neffld::plan::{self as lib, Deployment, PlanReport, StepBudget};
@@ -43,15 +42,7 @@ fn deployment(a: &Args) -> FResult<Deployment> {
     let budget_err = |e: neffld::config::ConfigError| usage(e);
     let mut budget =
         StepBudget::new(neffld::config::max_steps(|k| std::env::var(k).ok()).map_err(budget_err)?);
-    let file = match a.loads.as_slice() {
-        [one] if one.ends_with(".toml") => Some(Path::new(one)),
-        many if many.iter().any(|l| l.ends_with(".toml")) => {
-            return Err(usage(
-                "a deployment file is given alone: put its loads in it",
-            ))
-        }
-        _ => None,
-    };
+    let file = lib::deployment_file(&a.loads).map_err(usage)?;
     let mut d = match file {
         Some(path) => {
             let text = lib::read_deployment(path).map_err(|e| {
@@ -109,35 +100,37 @@ fn deployment(a: &Args) -> FResult<Deployment> {
             &mut d,
         )?;
     }
-    let mut env: Vec<(String, String)> = VARIABLES
-        .iter()
-        .filter_map(|&k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
-    env.append(&mut d.env);
-    if let Some(b) = a.max_inflated {
-        env.push(("NEFFLD_MAX_INFLATED".into(), b.to_string()));
-    }
-    for (k, v) in &a.env {
-        env.push(lib::parse_env(&format!("{k}={v}")).map_err(usage)?);
-    }
-    d.env = env;
-    if let Some(i) = &a.instance {
-        d.instance = Some(Instance::named(i).map_err(|e| usage(format!("instance: {e}")))?);
-    }
-    if a.lnc.is_some() {
-        d.lnc = a.lnc;
-        d.lnc_origin = Some("lnc".into());
-    }
-    if let Some(l) = &a.runtime {
-        d.runtime = Some(
-            l.parse::<RuntimeLine>()
-                .map_err(|e| usage(format!("runtime: {e}")))?,
-        );
-    }
-    if let Some(q) = &a.solve {
-        d.solve = Some(lib::parse_solve(q).map_err(usage)?);
-    }
-    d.io_tensors &= a.io_tensors;
+    // In the order the mistakes are reported: variables, instance, line,
+    // question.
+    let overrides = lib::Overrides {
+        env: a
+            .env
+            .iter()
+            .map(|(k, v)| lib::parse_env(&format!("{k}={v}")))
+            .collect::<Result<_, _>>()
+            .map_err(usage)?,
+        instance: match &a.instance {
+            Some(i) => Some(Instance::named(i).map_err(|e| usage(format!("instance: {e}")))?),
+            None => None,
+        },
+        runtime: match &a.runtime {
+            Some(l) => Some(
+                l.parse::<RuntimeLine>()
+                    .map_err(|e| usage(format!("runtime: {e}")))?,
+            ),
+            None => None,
+        },
+        solve: a
+            .solve
+            .as_deref()
+            .map(lib::parse_solve)
+            .transpose()
+            .map_err(usage)?,
+        lnc: a.lnc.map(|l| (l, "lnc".to_string())),
+        max_inflated: a.max_inflated,
+        io_tensors: a.io_tensors,
+    };
+    let d = d.overridden(overrides, |k| std::env::var(k).ok());
     if d.steps.is_empty() {
         return Err(usage("the deployment has no step"));
     }

@@ -20,6 +20,7 @@ pub mod advice;
 pub mod deployment;
 mod execute;
 pub mod headroom;
+mod overrides;
 pub mod report;
 mod run;
 pub mod solve;
@@ -47,6 +48,7 @@ pub use deployment::{
     Step, StepBudget,
 };
 pub use headroom::{Copies, Headroom};
+pub use overrides::{deployment_file, Overrides};
 pub use report::PlanReport;
 pub use solve::{SolveAnswer, Solved};
 
