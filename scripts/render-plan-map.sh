@@ -4,7 +4,8 @@
 # and one picture per HBM of the instance (each HBM once, every core that
 # uses it marked on it with its logical core), a labelled line for every
 # NEFF of every core (header name and file) and every tensor the JSON report
-# lists, the NEFFs with their ranks grouped, the headroom and the advice,
+# lists (ranks with identical allocations on one line naming their cores),
+# the NEFFs with their ranks grouped, the headroom and the advice,
 # labels at least 10 px.
 #   scripts/render-plan-map.sh OUT.png PLAN-ARGS...   (needs Debian's chromium and python3)
 # Exits non-zero when a check fails. A plan with a refused step still writes
@@ -42,16 +43,24 @@ assert dom.count('<section class="chip">') == len(devices), "one section per chi
 hbms = sum(len(d["hbms"]) for d in devices)
 assert dom.count('<svg class="hbm"') == hbms, "one picture per HBM"
 items = re.findall(r'<li class="(neff|tensor|runtime)">([^<]*)</li>', dom)
+# Ranks with identical allocations: one line for the group, naming its
+# physical cores (ND:nc) in data-pcores.
+ranks = [(set(m.split()), t) for m, t in
+         re.findall(r'<li class="ranks" data-pcores="([^"]*)">([^<]*)</li>', dom)]
+def grouped(device, pcore, what):
+    return any("%d:%d" % (device, pcore) in m and what in t for m, t in ranks)
 for d in devices:
     for h in d["hbms"]:
         assert "ND %d HBM %d" % (d["device"], h["hbm"]) in dom, "no heading for HBM %d" % h["hbm"]
         for c in h["cores"]:
             for n in c["neffs"]:
                 want = 'nc%d · NEFF %d "%s"' % (c["pcore"], n["id"], n["name"])
-                assert any(k == "neff" and t.startswith(want) for k, t in items), "no line for " + want
+                assert any(k == "neff" and t.startswith(want) for k, t in items) or \
+                    grouped(d["device"], c["pcore"], 'NEFF "%s"' % n["name"]), "no line for " + want
 for t in report["tensors"]:
     want = "nc%d · tensor %s" % (t["pcore"], t["name"])
-    assert any(k == "tensor" and x.startswith(want) for k, x in items), "no line for " + want
+    assert any(k == "tensor" and x.startswith(want) for k, x in items) or \
+        grouped(t["device"], t["pcore"], "tensor %s" % t["name"]), "no line for " + want
 for d in devices:
     for h in d["hbms"]:
         marks = re.findall(r"ND %d HBM %d — cores ([^—]*) —" % (d["device"], h["hbm"]), dom)
@@ -72,7 +81,7 @@ if report.get("no_fix"):
     assert report["no_fix"] in dom, "no fix shown"
 sizes = re.findall(r"font:(\d+)px", dom)
 assert sizes and min(int(s) for s in sizes) >= 10, "labels smaller than 10 px"
-print("plan map ok: %d chip(s), %d HBM picture(s), %d NEFF and tensor line(s), fits %s"
-      % (len(devices), hbms, len([i for i in items if i[0] != "runtime"]), report["fits"]))
+print("plan map ok: %d chip(s), %d HBM picture(s), %d NEFF and tensor line(s), %d line(s) of identical ranks, fits %s"
+      % (len(devices), hbms, len([i for i in items if i[0] != "runtime"]), len(ranks), report["fits"]))
 PY
 echo "wrote $png"

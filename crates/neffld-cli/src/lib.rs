@@ -240,39 +240,9 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> ExitCode {
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
-/// The `plan --json` document of `neffld plan ARGS...` (`args` are what
-/// follows `plan`), without printing it: what Python's `neffld.plan` returns.
-/// The loads run first, then the tensors and unloads in their order, so the
-/// loads may follow `--` (where nothing is read as an option).
-pub fn plan_document(
-    args: impl IntoIterator<Item = OsString>,
-) -> Result<serde_json::Value, Failure> {
-    let argv: Vec<OsString> = ["neffld", "plan"]
-        .into_iter()
-        .map(OsString::from)
-        .chain(args)
-        .collect();
-    let matches = Cli::command().try_get_matches_from(&argv).map_err(|e| {
-        Failure::usage(
-            e.render()
-                .to_string()
-                .trim()
-                .trim_start_matches("error: ")
-                .to_string(),
-        )
-    })?;
-    match Cli::from_arg_matches(&matches) {
-        Ok(Cli {
-            command: Command::Plan(mut a),
-            ..
-        }) => {
-            a.loads_first = true;
-            plan_cmd::evaluate(&a, matches.subcommand_matches("plan")).map(|(_, doc, _)| doc)
-        }
-        Ok(_) => Err(Failure::usage("not a plan".into())),
-        Err(e) => Err(Failure::usage(e.to_string())),
-    }
-}
+pub use plan_cmd::{
+    command_deployment as plan_command, failure_of as plan_failure, output as plan_output,
+};
 
 /// The exit status an [`ExitCode`] of [`main`] stands for.
 pub fn exit_status(code: ExitCode) -> u8 {

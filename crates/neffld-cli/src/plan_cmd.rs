@@ -6,14 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::ArgMatches;
-use neffld::config::VARIABLES;
 use neffld::instance::Instance;
-use neffld::plan::{self, AdviceKind, Deployment, Plan, PlanError, Solve, SolveAnswer, Step};
-use neffld::report::{Column, MemoryReport, Usage};
+use neffld::plan::{self, Deployment, Plan, PlanError, PlanReport, Solve, SolveAnswer, Step};
+use neffld::report::MemoryReport;
 use neffld::text::count;
 use neffld::NrtStatus;
 use neffld::RuntimeLine;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::load_cmd::parse_runtime;
 use crate::report::{emit, exit_after_report, print_json, stamp, write_map, Failure};
@@ -79,10 +78,6 @@ pub struct PlanArgs {
     /// and tensors by category) to this file.
     #[arg(long, value_name = "FILE.html")]
     pub map: Option<PathBuf>,
-    /// The loads run first, then the tensors and unloads in their order
-    /// (Python's `neffld.plan`, whose loads follow `--`); not a flag.
-    #[arg(skip)]
-    pub loads_first: bool,
 }
 
 /// The steps of the command line in the order written: loads, tensors and
@@ -99,12 +94,10 @@ fn command_line_steps(
             .map(|i| i.collect())
             .unwrap_or_else(|| (0..n).collect())
     };
-    // Sorted by (group, position): one group, unless the loads go first.
-    let later = usize::from(a.loads_first);
-    let mut ordered: Vec<((usize, usize), Vec<Step>, String)> = Vec::new();
+    let mut ordered: Vec<(usize, Vec<Step>, String)> = Vec::new();
     // Each argument expands to at most 65536 steps, counted against the
     // whole deployment's ceiling before the next is read.
-    let mut push = |key: (usize, usize), steps: Vec<Step>, place: String| -> Result<(), Failure> {
+    let mut push = |key: usize, steps: Vec<Step>, place: String| -> Result<(), Failure> {
         budget.take(steps.len(), place.clone()).map_err(usage)?;
         ordered.push((key, steps, place));
         Ok(())
@@ -112,20 +105,20 @@ fn command_line_steps(
     if with_loads {
         for (i, arg) in at("loads", a.loads.len()).into_iter().zip(&a.loads) {
             let steps = plan::parse_load(arg).map_err(usage)?;
-            push((0, i), steps, format!("LOAD '{arg}'"))?;
+            push(i, steps, format!("LOAD '{arg}'"))?;
         }
     }
     for (i, arg) in at("tensors", a.tensors.len()).into_iter().zip(&a.tensors) {
         let steps = plan::parse_tensor(arg).map_err(usage)?;
-        push((later, i), steps, format!("--tensor '{arg}'"))?;
+        push(i, steps, format!("--tensor '{arg}'"))?;
     }
     for (i, arg) in at("unloads", a.unloads.len()).into_iter().zip(&a.unloads) {
         let steps = plan::parse_unload(arg).map_err(usage)?;
-        push((later, i), steps, format!("--unload '{arg}'"))?;
+        push(i, steps, format!("--unload '{arg}'"))?;
     }
     for (i, arg) in at("frees", a.frees.len()).into_iter().zip(&a.frees) {
         let steps = plan::parse_free(arg).map_err(usage)?;
-        push((later, i), steps, format!("--free '{arg}'"))?;
+        push(i, steps, format!("--free '{arg}'"))?;
     }
     ordered.sort_by_key(|(key, _, _)| *key);
     let mut steps = Vec::new();
@@ -141,19 +134,11 @@ fn command_line_steps(
 /// flags over it, or the LOADs; the process's runtime variables first.
 fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failure> {
     let usage = |e: plan::DeploymentError| Failure::usage(e.to_string());
-    let file = match a.loads.as_slice() {
-        [one] if one.ends_with(".toml") => Some(Path::new(one)),
-        many if many.iter().any(|l| l.ends_with(".toml")) => {
-            return Err(Failure::usage(
-                "a deployment file is given alone: put its loads in it".into(),
-            ))
-        }
-        _ => None,
-    };
+    let file = plan::deployment_file(&a.loads).map_err(|e| Failure::usage(e.into()))?;
     let max_steps = neffld::config::max_steps(|k| std::env::var(k).ok())
         .map_err(|e| Failure::usage(e.to_string()))?;
     let mut budget = plan::StepBudget::new(max_steps);
-    let mut d = match file {
+    let d = match file {
         Some(path) => {
             let text = plan::read_deployment(path)
                 .map_err(|e| Failure::io(format!("cannot read {}: {e}", path.display())))?;
@@ -177,32 +162,32 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
             }
         }
     };
-    let mut env: Vec<(String, String)> = VARIABLES
-        .iter()
-        .filter_map(|&k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
-    env.append(&mut d.env);
-    if let Some(b) = a.max_inflated {
-        env.push(("NEFFLD_MAX_INFLATED".into(), b.to_string()));
-    }
-    for e in &a.env {
-        env.push(plan::parse_env(e).map_err(usage)?);
-    }
-    d.env = env;
-    if let Some(i) = &a.instance {
-        d.instance =
-            Some(Instance::named(i).map_err(|e| Failure::usage(format!("--instance: {e}")))?);
-    }
-    if a.lnc.is_some() {
-        d.lnc = a.lnc;
-        d.lnc_origin = Some("--lnc".into());
-    }
-    d.runtime = a.runtime.or(d.runtime);
-    if let Some(q) = &a.solve {
-        d.solve = Some(plan::parse_solve(q).map_err(usage)?);
-    }
-    d.io_tensors &= !a.no_io_tensors;
-    Ok(d)
+    // In the order the mistakes were always reported: variables, instance, question.
+    let overrides = plan::Overrides {
+        env: a
+            .env
+            .iter()
+            .map(|e| plan::parse_env(e))
+            .collect::<Result<_, _>>()
+            .map_err(usage)?,
+        instance: match &a.instance {
+            Some(i) => {
+                Some(Instance::named(i).map_err(|e| Failure::usage(format!("--instance: {e}")))?)
+            }
+            None => None,
+        },
+        lnc: a.lnc.map(|l| (l, "--lnc".to_string())),
+        runtime: a.runtime,
+        max_inflated: a.max_inflated,
+        solve: a
+            .solve
+            .as_deref()
+            .map(plan::parse_solve)
+            .transpose()
+            .map_err(usage)?,
+        io_tensors: !a.no_io_tensors,
+    };
+    Ok(d.overridden(overrides, |k| std::env::var(k).ok()))
 }
 
 fn plan_failure(e: &PlanError) -> Failure {
@@ -217,30 +202,88 @@ fn plan_failure(e: &PlanError) -> Failure {
     }
 }
 
-/// Plans what the arguments describe: the library's answer and its
-/// `--json` document, the map written when asked for (and the failure to
-/// write it: it costs the map, not the plan).
-pub fn evaluate(
-    a: &PlanArgs,
-    m: Option<&ArgMatches>,
-) -> Result<(Plan, Value, Option<Failure>), Failure> {
-    evaluate_guarded(a, m, false)
+/// A failure to plan `d` as the command reports it: a file that cannot be
+/// read is named where the deployment names it.
+pub fn failure_of(e: &PlanError, d: &Deployment) -> Failure {
+    let mut f = plan_failure(e);
+    if let PlanError::Io { path, .. } = e {
+        let at = d
+            .steps
+            .iter()
+            .position(|s| matches!(s, Step::Load { file, .. } if file == path));
+        if let Some(origin) = at.and_then(|i| d.origins.get(i)).filter(|o| !o.is_empty()) {
+            f.message = format!("{origin}: {}", f.message);
+        }
+    }
+    f
 }
 
-/// [`evaluate`]; with `guard`, a NEFF shortened by another process while
-/// the plan has it mapped ends the command as the I/O failure it is (exit
-/// status 2, the files named, as JSON when asked) instead of a kill by
-/// `SIGBUS` ([`crate::sigbus`]; the command only, never the Python package).
-fn evaluate_guarded(
+/// What the command makes of a plan: the library's report, its `--json`
+/// document, and the map written to `map` when asked for (with the failure
+/// to write it: it costs the map, not the plan).
+pub fn output(p: &Plan, map: Option<&Path>) -> (PlanReport, Value, Option<Failure>) {
+    let failure = p.failed_step().map(|(_, _, f)| Failure {
+        stage: f.stage,
+        status: f.status,
+        message: f.message.clone(),
+    });
+    let report = p.report();
+    let mut doc = document(&report);
+    stamp(&mut doc, "plan", failure.as_ref());
+    let unwritten =
+        map.and_then(|path| write_map(path, &plan_map::render(&report), &mut doc, true));
+    (report, doc, unwritten)
+}
+
+/// The deployment a `neffld plan` command line describes (`args`: the
+/// words after `plan`) and the map it asks for, read by the command's own
+/// parser: what Python's `neffld.plan_argv` plans (an advice's `argv`).
+pub fn command_deployment(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<(Deployment, Option<PathBuf>), Failure> {
+    use clap::{CommandFactory, FromArgMatches};
+    let argv: Vec<std::ffi::OsString> = ["neffld", "plan"]
+        .into_iter()
+        .map(std::ffi::OsString::from)
+        .chain(args)
+        .collect();
+    let usage = |e: clap::Error| {
+        Failure::usage(
+            e.render()
+                .to_string()
+                .trim()
+                .trim_start_matches("error: ")
+                .to_string(),
+        )
+    };
+    let matches = crate::Cli::command()
+        .try_get_matches_from(&argv)
+        .map_err(usage)?;
+    match crate::Cli::from_arg_matches(&matches)
+        .map_err(usage)?
+        .command
+    {
+        crate::Command::Plan(a) => {
+            let d = deployment(&a, matches.subcommand_matches("plan"))?;
+            Ok((d, a.map))
+        }
+        _ => Err(Failure::usage("not a plan".into())),
+    }
+}
+
+/// The command's plan of what the arguments describe; with `guard`, a
+/// NEFF shortened by another process while the plan has it mapped ends the
+/// command as the I/O failure it is (exit status 2, the files named, as
+/// JSON when asked) instead of a kill by `SIGBUS` ([`crate::sigbus`]).
+fn evaluate(
     a: &PlanArgs,
     m: Option<&ArgMatches>,
-    guard: bool,
-) -> Result<(Plan, Value, Option<Failure>), Failure> {
+) -> Result<(Plan, PlanReport, Value, Option<Failure>), Failure> {
     let d = deployment(a, m)?;
     if d.steps.is_empty() {
         return Err(Failure::usage("the deployment has no step".into()));
     }
-    let _shortened = guard.then(|| {
+    let _shortened = {
         let mut seen = std::collections::BTreeSet::new();
         let mut files: Vec<String> = Vec::new();
         for s in &d.steps {
@@ -256,42 +299,18 @@ fn evaluate_guarded(
         ));
         let (message, fd) = crate::input::guard_message("plan", &f, a.json);
         crate::sigbus::guard_range(1, usize::MAX, message, fd)
-    });
-    let p = plan::plan(&d).map_err(|e| match &e {
-        // A file that cannot be read is named where the deployment names it.
-        PlanError::Io { path, .. } => {
-            let mut f = plan_failure(&e);
-            let at = d
-                .steps
-                .iter()
-                .position(|s| matches!(s, Step::Load { file, .. } if file == path));
-            if let Some(origin) = at.and_then(|i| d.origins.get(i)).filter(|o| !o.is_empty()) {
-                f.message = format!("{origin}: {}", f.message);
-            }
-            f
-        }
-        _ => plan_failure(&e),
-    })?;
-    let failure = p.failed_step().map(|(_, _, f)| Failure {
-        stage: f.stage,
-        status: f.status,
-        message: f.message.clone(),
-    });
-    let mut doc = document(&p);
-    stamp(&mut doc, "plan", failure.as_ref());
-    let unwritten = a
-        .map
-        .as_ref()
-        .and_then(|path| write_map(path, &plan_map::render(&doc), &mut doc, true));
-    Ok((p, doc, unwritten))
+    };
+    let p = plan::plan(&d).map_err(|e| failure_of(&e, &d))?;
+    let (report, doc, unwritten) = output(&p, a.map.as_deref());
+    Ok((p, report, doc, unwritten))
 }
 
 pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
-    let (p, doc, unwritten) = evaluate_guarded(a, m, true)?;
+    let (p, report, doc, unwritten) = evaluate(a, m)?;
     if a.json {
         print_json(&doc);
     } else {
-        emit(&human(&p, &doc, style));
+        emit(&human(&p, &report, style));
     }
     Ok(exit_after_report(
         "plan",
@@ -302,209 +321,10 @@ pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCod
     ))
 }
 
-fn columns(u: &Usage) -> Value {
-    let m: Map<String, Value> = Column::ALL
-        .iter()
-        .map(|&c| (c.name().to_string(), json!(u.get(c))))
-        .collect();
-    Value::Object(m)
-}
-
-fn step_json(i: usize, s: &plan::StepReport) -> Value {
-    let (kind, file, name, size) = match &s.step {
-        Step::Load { file, .. } => ("load", Some(file), None, None),
-        Step::Tensor { name, size, .. } => ("tensor", None, Some(name), Some(*size)),
-        Step::Unload { file, .. } => ("unload", Some(file), None, None),
-        Step::Free { name, .. } => ("free", None, Some(name), None),
-    };
-    let error = s.outcome.as_ref().err().map_or(Value::Null, |f| {
-        json!({"stage": f.stage, "status": f.status.as_str(), "status_code": f.status.code(), "message": f.message, "own_limit": f.own_limit})
-    });
-    json!({
-        "index": i,
-        "kind": kind,
-        "file": file.map(|f| f.display().to_string()),
-        "name": name,
-        "size": size,
-        "core": s.vnc,
-        "device": s.device,
-        "pcores": s.pcores,
-        "status": if s.outcome.is_ok() { "ok" } else { "refused" },
-        "error": error,
-        "held_after": s.held_after,
-    })
-}
-
-fn memory_json(p: &Plan, devices: &[MemoryReport]) -> Value {
-    let by_id: std::collections::HashMap<_, _> = p.neffs.iter().map(|n| (n.id, n)).collect();
-    let file_of = |id| by_id.get(&id).copied();
-    let devices: Vec<Value> = devices
-        .iter()
-        .map(|m| {
-            let hbms: Vec<Value> = m
-                .hbms
-                .iter()
-                .map(|h| {
-                    let u = h.usage();
-                    let cores: Vec<Value> = h
-                        .cores
-                        .iter()
-                        .map(|c| {
-                            let neffs: Vec<Value> = c
-                                .models
-                                .iter()
-                                .map(|(id, rows)| {
-                                    let u = Usage::of(rows);
-                                    let rec = file_of(*id);
-                                    json!({"id": id.0, "name": rec.map(|r| r.name.clone()),
-                                           "file": rec.map(|r| r.file.display().to_string()),
-                                           "total": u.neff_total(), "columns": columns(&u)})
-                                })
-                                .collect();
-                            let cu = c.usage();
-                            json!({"pcore": c.pcore.0, "used": cu.total(), "columns": columns(&cu), "neffs": neffs})
-                        })
-                        .collect();
-                    json!({"hbm": h.hbm, "size": h.size, "capacity": h.capacity, "held": h.held,
-                           "free": h.free(), "used": u.total(), "columns": columns(&u), "cores": cores})
-                })
-                .collect();
-            json!({"device": m.device, "hbms": hbms})
-        })
-        .collect();
-    json!({ "devices": devices })
-}
-
-/// The `plan --json` document (docs/cli.md) without the common keys.
-fn document(p: &Plan) -> Value {
-    let g = neffld::instance::Geometry::for_arch(p.arch);
-    let refusal = p.refusal.as_ref().map_or(Value::Null, |r| {
-        let hbm = r.memory.hbm_of(r.request.core).map(|h| h.hbm);
-        json!({
-            "step": r.step,
-            "device": r.device,
-            "pcore": r.request.core.0,
-            "hbm": hbm,
-            "size": r.request.size,
-            "alignment": r.request.align,
-            "usage": Column::of(r.request.usage).name(),
-            "category": r.request.usage.name(),
-            "what": r.what,
-            "explain": r.explain(),
-            "pools": pools_json(&r.pools),
-            "log": r.log.iter().map(|(f, m)| json!({"function": f, "message": m})).collect::<Vec<_>>(),
-            "memory": memory_json(p, std::slice::from_ref(&r.memory)),
-        })
-    });
-    let headroom: Vec<Value> = p
-        .headroom
-        .iter()
-        .map(|h| {
-            json!({"core": h.vnc, "device": h.device, "pcores": h.pcores, "hbm": h.hbm,
-                   "hbm_free": h.hbm_free, "largest_tensor": h.largest_tensor, "shared_with": h.shared_with,
-                   "pools": pools_json(&h.pools), "explain": h.explain(),
-                   "copies": h.copies.iter().map(|(f, c)| json!({"file": f.display().to_string(), "count": c.count, "at_least": c.at_least})).collect::<Vec<_>>()})
-        })
-        .collect();
-    let advice: Vec<Value> = p
-        .advice
-        .iter()
-        .map(|a| {
-            let kind = match &a.kind {
-                AdviceKind::ScratchpadPage { .. } => "scratchpad_page",
-                AdviceKind::PagedScratchpad => "paged_scratchpad",
-                AdviceKind::Lnc2 => "lnc",
-                AdviceKind::Placement { .. } => "placement",
-                AdviceKind::Without { .. } => "without_neff",
-            };
-            let moves = match &a.kind {
-                AdviceKind::Placement { moves } => {
-                    json!(moves.iter().map(|(f, t)| json!({"from": f, "to": t})).collect::<Vec<_>>())
-                }
-                _ => Value::Null,
-            };
-            json!({
-                "kind": kind,
-                "change": a.change,
-                "argv": a.argv,
-                "moves": moves,
-                "reason": a.reason,
-                "fits": a.fits,
-                "completed_before": a.completed.0,
-                "completed_after": a.completed.1,
-                "held_before": a.held.0,
-                "held_after": a.held.1,
-                "saves": i64::try_from(a.saves()).unwrap_or(i64::MAX),
-                "fullest_hbm_before": a.fullest_hbm.0,
-                "fullest_hbm_after": a.fullest_hbm.1,
-                "unblocked": a.unblocked.map_or(Value::Null, |(s, b, f)| json!({"step": s, "free_before": b, "free_after": f})),
-            })
-        })
-        .collect();
-    json!({
-        "fits": p.fits(),
-        "instance": {
-            "name": p.instance.map(|i| i.name),
-            "chip": p.instance.map(|i| i.chip),
-            "arch": p.arch.instance(),
-            "chips": p.chips,
-            "cores_per_chip": g.cores(),
-            "hbms_per_chip": g.hbm_channels(),
-            "hbm_size": g.hbm_bytes_per_channel(),
-            "lnc": p.lnc,
-            "logical_cores": p.chips * g.cores() / p.lnc.max(1),
-        },
-        "runtime": p.line.to_string(),
-        "scratchpad_page": p.scratchpad_page,
-        "contiguous_scratchpad": p.contiguous_scratchpad,
-        "io_tensors": p.io_tensors,
-        "planned_steps": p.planned,
-        "parses": p.parses,
-        "steps": p.steps.iter().enumerate().map(|(i, s)| step_json(i, s)).collect::<Vec<_>>(),
-        "refusal": refusal,
-        "memory": memory_json(p, &p.devices),
-        "neffs": p.neffs.iter().map(|n| json!({"id": n.id.0, "name": n.name, "file": n.file.display().to_string(), "device": n.device, "core": n.vnc, "pcores": n.pcores})).collect::<Vec<_>>(),
-        "tensors": p.tensors.iter().map(|t| json!({"name": t.name, "size": t.size, "core": t.vnc, "device": t.device, "pcore": t.pcore, "hbm": t.hbm, "io_of": t.io_of.map(|h| h.0)})).collect::<Vec<_>>(),
-        "headroom": headroom,
-        "advice": advice,
-        "no_fix": p.no_fix,
-        "solve": solve_json(p),
-    })
-}
-
-fn pools_json(pools: &[plan::PoolFree]) -> Value {
-    json!(pools
-        .iter()
-        .map(|p| json!({
-            "pool": match p.pool { plan::Pool::Main => "main", plan::Pool::Small => "small" },
-            "capacity": p.capacity,
-            "free": p.free,
-            "longest": p.longest,
-        }))
-        .collect::<Vec<_>>())
-}
-
-/// `solve`: the question and its answer (null without `--solve`).
-fn solve_json(p: &Plan) -> Value {
-    let Some(s) = &p.solve else {
-        return Value::Null;
-    };
-    let (kind, name, file, cores) = match &s.solve {
-        Solve::Tensor { name, cores } => ("tensor", Some(name.clone()), None, Some(cores.clone())),
-        Solve::Ranks { file, cores } => (
-            "ranks",
-            None,
-            Some(file.display().to_string()),
-            cores.clone(),
-        ),
-    };
-    let (bytes, ranks, tried, why) = match &s.answer {
-        Ok(SolveAnswer::Bytes(b)) => (Some(*b), None, None, None),
-        Ok(SolveAnswer::Ranks { count, tried }) => (None, Some(*count), Some(*tried), None),
-        Err(e) => (None, None, None, Some(e.clone())),
-    };
-    json!({"kind": kind, "query": s.solve.to_string(), "name": name, "file": file, "cores": cores,
-           "bytes": bytes, "ranks": ranks, "tried": tried, "unanswered": why})
+/// The `plan --json` document (docs/cli.md): the library's report
+/// without the common keys.
+pub fn document(r: &PlanReport) -> Value {
+    serde_json::to_value(r).expect("a plan report always serialises")
 }
 
 /// The solve line of the human report.
@@ -546,21 +366,21 @@ fn shown(m: &MemoryReport) -> impl Iterator<Item = &neffld::report::HbmMemory> {
         .filter(|h| h.cores.iter().any(|c| c.model.iter().any(|&b| b > 0)))
 }
 
-fn human(p: &Plan, doc: &Value, style: Style) -> String {
+fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
     use std::fmt::Write as _;
     let mut t = String::new();
-    let i = &doc["instance"];
+    let i = &r.instance;
     let _ = writeln!(
         t,
         "plan      {}: {} chip{} of {} cores and {} HBMs of {}; LNC {} ({} logical cores); runtime {}; {}",
         p.instance.map_or(format!("one {} chip", p.arch.instance()), |i| i.name.to_string()),
         p.chips,
         if p.chips == 1 { "" } else { "s" },
-        i["cores_per_chip"],
-        i["hbms_per_chip"],
-        units::human(i["hbm_size"].as_u64().unwrap_or(0)),
+        i.cores_per_chip,
+        i.hbms_per_chip,
+        units::human(i.hbm_size),
         p.lnc,
-        i["logical_cores"],
+        i.logical_cores,
         p.line,
         if p.contiguous_scratchpad {
             format!(

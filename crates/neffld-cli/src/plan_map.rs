@@ -4,15 +4,18 @@
 //! seen where it takes room), each core's span marked with its physical and
 //! logical core, split into what the runtime holds, each NEFF (header name
 //! and file) and each tensor, by the runtime's usage-table category; then
-//! the NEFFs with their ranks grouped, the headroom and the advice — drawn
-//! from `plan --json`'s document. Every part is labelled in text as well as
+//! the NEFFs with their ranks grouped (ranks whose allocations are the same
+//! listed once for all of them), the headroom and the advice — drawn
+//! from the library's report of the plan ([`PlanReport`]). Every part is labelled in text as well as
 //! drawn: a segment narrower than 2 px would vanish, so the figures are
 //! listed beside the bars.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
+use neffld::plan::report::{CoreEntry, HbmEntry, TensorEntry};
+use neffld::plan::PlanReport;
 use neffld::report::Column;
-use serde_json::Value;
 
 use crate::units;
 
@@ -34,91 +37,201 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn n(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
-}
-
 /// One part of a core's bar: who holds it (a label and a class: runtime,
 /// neff or tensor) and its bytes by column index.
 type Part = (String, &'static str, Vec<(usize, u64)>);
+
+/// A part's bytes in words: the total and each column.
+fn figures(cols: &[(usize, u64)]) -> (u64, String) {
+    let total = cols.iter().map(|c| c.1).sum();
+    let detail: Vec<String> = cols
+        .iter()
+        .map(|(i, b)| format!("{} {}", Column::ALL[*i].name(), units::human(*b)))
+        .collect();
+    (total, detail.join(", "))
+}
+
+/// The parts of physical core `pcore` of device `device`.
+fn core_parts(core: &CoreEntry, device: u32, r: &PlanReport) -> Vec<Part> {
+    let tensors: Vec<&TensorEntry> = r
+        .tensors
+        .iter()
+        .filter(|t| t.device == device && t.pcore == core.pcore)
+        .collect();
+    parts(core, &tensors, r)
+}
+
+/// Ranks with identical allocations: logical cores whose physical cores
+/// hold the same parts (the NEFFs' ids aside), at least one NEFF among
+/// them; listed once for all of them instead of once per core.
+struct Ranks {
+    /// The logical cores, in order.
+    cores: Vec<u32>,
+    /// Their physical cores (`ND`, `nc`).
+    members: Vec<(u32, u32)>,
+    /// Per physical core of one rank, in order: its parts, the NEFFs
+    /// labelled without their ids.
+    parts: Vec<Vec<Part>>,
+}
+
+/// A physical core (`ND`, `nc`) of a logical core, with its parts.
+type CoreParts = ((u32, u32), Vec<Part>);
+
+/// Groups of two ranks or more with identical allocations.
+fn rank_groups(r: &PlanReport) -> Vec<Ranks> {
+    use std::collections::BTreeMap;
+    // Each logical core's physical cores, with their parts.
+    let mut by_core: BTreeMap<u32, Vec<CoreParts>> = BTreeMap::new();
+    for dev in &r.memory.devices {
+        for hbm in &dev.hbms {
+            for core in &hbm.cores {
+                if let Some(v) = r.logical_core(dev.device, core.pcore) {
+                    let shared: Vec<Part> = core_parts(core, dev.device, r)
+                        .into_iter()
+                        .map(|(label, class, cols)| {
+                            let label = match class {
+                                // `NEFF 12 "name" (file)` → `NEFF "name" (file)`.
+                                "neff" => {
+                                    match label.split_once(' ').and_then(|(_, t)| t.split_once(' '))
+                                    {
+                                        Some((_, rest)) => format!("NEFF {rest}"),
+                                        None => label,
+                                    }
+                                }
+                                _ => label,
+                            };
+                            (label, class, cols)
+                        })
+                        .collect();
+                    by_core
+                        .entry(v)
+                        .or_default()
+                        .push(((dev.device, core.pcore), shared));
+                }
+            }
+        }
+    }
+    let mut groups: Vec<Ranks> = Vec::new();
+    for (v, mut pcores) in by_core {
+        pcores.sort_by_key(|(at, _)| *at);
+        let has_neff = pcores
+            .iter()
+            .any(|(_, parts)| parts.iter().any(|p| p.1 == "neff"));
+        if !has_neff {
+            continue;
+        }
+        let (members, parts): (Vec<(u32, u32)>, Vec<Vec<Part>>) = pcores.into_iter().unzip();
+        match groups.iter_mut().find(|g| g.parts == parts) {
+            Some(g) => {
+                g.cores.push(v);
+                g.members.extend(members);
+            }
+            None => groups.push(Ranks {
+                cores: vec![v],
+                members,
+                parts,
+            }),
+        }
+    }
+    groups.retain(|g| g.cores.len() > 1);
+    groups
+}
+
+/// The ranks with identical allocations, each group once.
+fn ranks_html(groups: &[Ranks]) -> String {
+    if groups.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h2>Ranks with identical allocations</h2>\n<ul class=\"ranks\">\n");
+    for g in groups {
+        let mut neffs: Vec<&str> = Vec::new();
+        for p in g.parts.iter().flatten().filter(|p| p.1 == "neff") {
+            if !neffs.contains(&p.0.as_str()) {
+                neffs.push(&p.0);
+            }
+        }
+        let each: Vec<String> = g
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(k, parts)| {
+                let listed: Vec<String> = parts
+                    .iter()
+                    .filter_map(|(label, _, cols)| {
+                        let (total, detail) = figures(cols);
+                        (total > 0).then(|| format!("{label} · {} ({detail})", units::human(total)))
+                    })
+                    .collect();
+                if g.parts.len() == 1 {
+                    listed.join("; ")
+                } else {
+                    format!(
+                        "physical core {} of {}: {}",
+                        k + 1,
+                        g.parts.len(),
+                        listed.join("; ")
+                    )
+                }
+            })
+            .collect();
+        let members: Vec<String> = g.members.iter().map(|(d, p)| format!("{d}:{p}")).collect();
+        let _ = writeln!(
+            out,
+            "<li class=\"ranks\" data-pcores=\"{}\">{} ×{} ranks on logical cores {}, each: {}</li>",
+            members.join(" "),
+            esc(&neffs.join(" + ")),
+            g.cores.len(),
+            neffld::plan::deployment::core_list(&g.cores),
+            esc(&each.join(" | "))
+        );
+    }
+    out.push_str("</ul>\n");
+    out
+}
 
 /// The file name (without its folder) of a path.
 fn base(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// The logical core of a physical core (`ND device`, `pcore`), from the
-/// steps that ran on it.
-fn logical(doc: &Value, device: u64, pcore: u64) -> Option<u64> {
-    doc["steps"].as_array()?.iter().find_map(|s| {
-        let on = s["device"].as_u64() == Some(device)
-            && s["pcores"]
-                .as_array()
-                .is_some_and(|p| p.iter().any(|x| x.as_u64() == Some(pcore)));
-        on.then(|| s["core"].as_u64()).flatten()
-    })
-}
-
 /// The parts of one core's bar.
-fn parts(core: &Value, tensors: &[&Value], doc: &Value) -> Vec<Part> {
-    let cols = |c: &Value| -> Vec<(usize, u64)> {
+fn parts(core: &CoreEntry, tensors: &[&TensorEntry], r: &PlanReport) -> Vec<Part> {
+    let cols = |u: &neffld::report::Usage| -> Vec<(usize, u64)> {
         Column::ALL
             .iter()
             .enumerate()
-            .map(|(i, col)| (i, n(&c[col.name()])))
+            .map(|(i, &col)| (i, u.get(col)))
             .filter(|&(_, b)| b > 0)
             .collect()
     };
-    let mut out = Vec::new();
-    // What the core's models and tensors do not hold is the runtime's.
-    let mut runtime: Vec<(usize, u64)> = Column::ALL
-        .iter()
-        .enumerate()
-        .map(|(i, col)| {
-            let all = n(&core["columns"][col.name()]);
-            let neffs: u64 = core["neffs"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|x| n(&x["columns"][col.name()]))
-                .sum();
-            let client: u64 = if *col == Column::Tensors {
-                tensors.iter().map(|t| n(&t["size"])).sum()
-            } else {
-                0
-            };
-            (i, all.saturating_sub(neffs + client))
-        })
-        .collect();
-    runtime.retain(|&(_, b)| b > 0);
-    out.push(("runtime".to_string(), "runtime", runtime));
-    for x in core["neffs"].as_array().into_iter().flatten() {
-        let file = doc["neffs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|r| r["id"] == x["id"])
-            .and_then(|r| r["file"].as_str())
-            .map_or(String::new(), |f| format!(" ({})", base(f)));
+    let mut out = vec![("runtime".to_string(), "runtime", cols(&core.runtime))];
+    for x in &core.neffs {
+        let file = r
+            .neffs
+            .iter()
+            .find(|n| n.id == x.id)
+            .map_or(String::new(), |n| format!(" ({})", base(&n.file)));
         let label = format!(
             "NEFF {} \"{}\"{file}",
-            x["id"],
-            x["name"].as_str().unwrap_or("")
+            x.id,
+            x.name.as_deref().unwrap_or("")
         );
-        out.push((label, "neff", cols(&x["columns"])));
+        out.push((label, "neff", cols(&x.columns)));
     }
     for t in tensors {
         out.push((
-            format!("tensor {}", t["name"].as_str().unwrap_or("")),
+            format!("tensor {}", t.name),
             "tensor",
-            vec![(Column::Tensors as usize, n(&t["size"]))],
+            vec![(Column::Tensors as usize, t.size)],
         ));
     }
     out
 }
 
-fn hbm_svg(device: u64, hbm: &Value, doc: &Value) -> String {
-    let size = n(&hbm["size"]).max(1);
+/// One HBM's picture, and the list of what each core on it holds (a core
+/// of a group of identical ranks is listed with its group, `grouped`).
+fn hbm_svg(device: u32, hbm: &HbmEntry, r: &PlanReport, grouped: &HashSet<(u32, u32)>) -> String {
+    let size = hbm.size.max(1);
     let scale = (WIDTH - LEFT - RIGHT) / size as f64;
     let mut svg = String::new();
     let mut list = String::new();
@@ -129,27 +242,22 @@ fn hbm_svg(device: u64, hbm: &Value, doc: &Value) -> String {
         "<text x=\"4\" y=\"{:.0}\" class=\"core\">HBM {}</text>\
          <rect x=\"{LEFT}\" y=\"{y:.0}\" width=\"{:.1}\" height=\"{BAR}\" class=\"free\"/>",
         y + BAR - 5.0,
-        hbm["hbm"],
+        hbm.hbm,
         WIDTH - LEFT - RIGHT
     );
     let mut x = LEFT;
     let mut marks = String::new();
-    for core in hbm["cores"].as_array().into_iter().flatten() {
-        let pcore = n(&core["pcore"]);
-        let vnc = logical(doc, device, pcore);
+    for core in &hbm.cores {
+        let pcore = core.pcore;
+        let vnc = r.logical_core(device, pcore);
         let who = match vnc {
             Some(v) => format!("nc{pcore} (core {v})"),
             None => format!("nc{pcore}"),
         };
-        let tensors: Vec<&Value> = doc["tensors"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|t| n(&t["device"]) == device && n(&t["pcore"]) == pcore)
-            .collect();
         let start = x;
-        for (label, class, cols) in parts(core, &tensors, doc) {
-            let total: u64 = cols.iter().map(|c| c.1).sum();
+        let listed = !grouped.contains(&(device, pcore));
+        for (label, class, cols) in core_parts(core, device, r) {
+            let (total, detail) = figures(&cols);
             let _ = write!(svg, "<g class=\"{class}\"><title>{}</title>", esc(&label));
             for (i, bytes) in &cols {
                 let w = (*bytes as f64 * scale).max(2.0);
@@ -165,17 +273,13 @@ fn hbm_svg(device: u64, hbm: &Value, doc: &Value) -> String {
                 x = (x + w).min(WIDTH - RIGHT);
             }
             let _ = writeln!(svg, "</g>");
-            if total > 0 {
-                let detail: Vec<String> = cols
-                    .iter()
-                    .map(|(i, b)| format!("{} {}", Column::ALL[*i].name(), units::human(*b)))
-                    .collect();
+            if total > 0 && listed {
                 let _ = writeln!(
                     list,
                     "<li class=\"{class}\">nc{pcore} · {} · {} ({}){}</li>",
                     esc(&label),
                     units::human(total),
-                    esc(&detail.join(", ")),
+                    esc(&detail),
                     vnc.map_or(String::new(), |v| format!(" · logical core {v}"))
                 );
             }
@@ -203,15 +307,12 @@ fn hbm_svg(device: u64, hbm: &Value, doc: &Value) -> String {
 
 /// The NEFFs loaded, ranks of one file grouped: file, header name, how many
 /// loads on which logical cores.
-fn neffs_html(doc: &Value) -> String {
-    let mut groups: Vec<(String, String, Vec<u32>)> = Vec::new();
-    for r in doc["neffs"].as_array().into_iter().flatten() {
-        let file = r["file"].as_str().unwrap_or("").to_string();
-        let name = r["name"].as_str().unwrap_or("").to_string();
-        let core = r["core"].as_u64().unwrap_or(0) as u32;
-        match groups.iter_mut().find(|g| g.0 == file && g.1 == name) {
-            Some(g) => g.2.push(core),
-            None => groups.push((file, name, vec![core])),
+fn neffs_html(r: &PlanReport) -> String {
+    let mut groups: Vec<(&str, &str, Vec<u32>)> = Vec::new();
+    for n in &r.neffs {
+        match groups.iter_mut().find(|g| g.0 == n.file && g.1 == n.name) {
+            Some(g) => g.2.push(n.core),
+            None => groups.push((&n.file, &n.name, vec![n.core])),
         }
     }
     if groups.is_empty() {
@@ -222,8 +323,8 @@ fn neffs_html(doc: &Value) -> String {
         let _ = writeln!(
             out,
             "<li>{} (\"{}\") × {} on logical core{} {}</li>",
-            esc(base(&file)),
-            esc(&name),
+            esc(base(file)),
+            esc(name),
             cores.len(),
             if cores.len() == 1 { "" } else { "s" },
             neffld::plan::deployment::core_list(&cores)
@@ -234,49 +335,45 @@ fn neffs_html(doc: &Value) -> String {
 }
 
 /// Headroom, cores with the same figures grouped; solve; advice.
-fn answers_html(doc: &Value) -> String {
+fn answers_html(r: &PlanReport) -> String {
     let mut out = String::new();
-    let rows = doc["headroom"].as_array().cloned().unwrap_or_default();
-    if !rows.is_empty() {
+    if !r.headroom.is_empty() {
         out.push_str("<h2>Headroom</h2>\n<ul class=\"headroom\">\n");
         let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
-        for h in &rows {
-            let shared = h["shared_with"].as_array().cloned().unwrap_or_default();
-            let core = h["core"].as_u64().unwrap_or(0);
-            if shared.iter().any(|o| o.as_u64().is_some_and(|o| o < core)) {
+        for h in &r.headroom {
+            if h.shared_with.iter().any(|&o| o < h.core) {
                 continue;
             }
-            let copies: Vec<String> = h["copies"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let copies: Vec<String> = h
+                .copies
+                .iter()
                 .map(|c| {
                     format!(
                         "{}{} more of {}",
-                        if c["at_least"] == true { "≥" } else { "" },
-                        c["count"],
-                        base(c["file"].as_str().unwrap_or(""))
+                        if c.at_least { "≥" } else { "" },
+                        c.count,
+                        base(&c.file)
                     )
                 })
                 .collect();
             let text = format!(
                 "HBM {}{}: {} free, largest tensor {}{}",
-                h["hbm"],
-                if shared.is_empty() {
+                h.hbm,
+                if h.shared_with.is_empty() {
                     String::new()
                 } else {
                     " (shared by these cores, counted once)".to_string()
                 },
-                units::human(n(&h["hbm_free"])),
-                units::human_floor(n(&h["largest_tensor"])),
+                units::human(h.hbm_free),
+                units::human_floor(h.largest_tensor),
                 if copies.is_empty() {
                     String::new()
                 } else {
                     format!("; {}", copies.join(", "))
                 }
             );
-            let mut cores = vec![core as u32];
-            cores.extend(shared.iter().filter_map(|o| o.as_u64()).map(|o| o as u32));
+            let mut cores = vec![h.core];
+            cores.extend(&h.shared_with);
             match groups.iter_mut().find(|g| g.0 == text) {
                 Some(g) => g.1.extend(cores),
                 None => groups.push((text, cores)),
@@ -294,42 +391,37 @@ fn answers_html(doc: &Value) -> String {
         }
         out.push_str("</ul>\n");
     }
-    let solve = &doc["solve"];
-    if !solve.is_null() {
-        let answer = if let Some(b) = solve["bytes"].as_u64() {
+    if let Some(solve) = &r.solve {
+        let answer = if let Some(b) = solve.bytes {
             format!("at most {b} bytes ({}) on each core", units::human_floor(b))
-        } else if let Some(r) = solve["ranks"].as_u64() {
-            format!("{r} more of {} tried", solve["tried"])
+        } else if let Some(n) = solve.ranks {
+            format!(
+                "{n} more of {} tried",
+                solve.tried.map_or("null".to_string(), |t| t.to_string())
+            )
         } else {
-            format!("no answer: {}", solve["unanswered"].as_str().unwrap_or(""))
+            format!("no answer: {}", solve.unanswered.as_deref().unwrap_or(""))
         };
         let _ = writeln!(
             out,
             "<h2>Solve</h2>\n<p>{}: {}</p>",
-            esc(solve["query"].as_str().unwrap_or("")),
+            esc(&solve.query),
             esc(&answer)
         );
     }
-    let advice = doc["advice"].as_array().cloned().unwrap_or_default();
-    if !advice.is_empty() || !doc["no_fix"].is_null() {
+    if !r.advice.is_empty() || r.no_fix.is_some() {
         out.push_str("<h2>Advice</h2>\n<ul class=\"advice\">\n");
-        for a in &advice {
-            let argv: Vec<&str> = a["argv"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|w| w.as_str())
-                .collect();
+        for a in &r.advice {
             let _ = writeln!(
                 out,
                 "<li>{} — {} (fits: {})<br><code>{}</code></li>",
-                esc(a["change"].as_str().unwrap_or("")),
-                esc(a["reason"].as_str().unwrap_or("")),
-                if a["fits"] == true { "yes" } else { "no" },
-                esc(&argv.join(" "))
+                esc(&a.change),
+                esc(&a.reason),
+                if a.fits { "yes" } else { "no" },
+                esc(&a.argv.join(" "))
             );
         }
-        if let Some(n) = doc["no_fix"].as_str() {
+        if let Some(n) = &r.no_fix {
             let _ = writeln!(out, "<li class=\"fail\">{}</li>", esc(n));
         }
         out.push_str("</ul>\n");
@@ -337,10 +429,9 @@ fn answers_html(doc: &Value) -> String {
     out
 }
 
-/// The whole page from `plan --json`'s document.
-pub fn render(doc: &Value) -> String {
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
-    let inst = &doc["instance"];
+/// The whole page from the library's report of the plan.
+pub fn render(r: &PlanReport) -> String {
+    let inst = &r.instance;
     let mut html = String::from(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>neffld plan</title>\n<style>\
          body{font-family:sans-serif;margin:16px} svg{display:block;margin:4px 0}\
@@ -353,25 +444,21 @@ pub fn render(doc: &Value) -> String {
     let _ = writeln!(
         html,
         "<h1>neffld plan: {}</h1>\n<p>{} chip{} ({} cores, {} HBMs each), LNC {}, runtime {} — {}</p>",
-        esc(inst["name"].as_str().unwrap_or(inst["arch"].as_str().unwrap_or(""))),
-        inst["chips"],
-        if n(&inst["chips"]) == 1 { "" } else { "s" },
-        inst["cores_per_chip"],
-        inst["hbms_per_chip"],
-        inst["lnc"],
-        esc(&s(&doc["runtime"])),
-        if doc["fits"] == true {
+        esc(inst.name.unwrap_or(inst.arch)),
+        inst.chips,
+        if inst.chips == 1 { "" } else { "s" },
+        inst.cores_per_chip,
+        inst.hbms_per_chip,
+        inst.lnc,
+        esc(&r.runtime.to_string()),
+        if r.fits {
             "every step fits".to_string()
         } else {
             "a step was refused".to_string()
         }
     );
-    if !doc["error"].is_null() {
-        let _ = writeln!(
-            html,
-            "<p class=\"fail\">{}</p>",
-            esc(&s(&doc["error"]["message"]))
-        );
+    if let Some(e) = r.failed_step().and_then(|s| s.error.as_ref()) {
+        let _ = writeln!(html, "<p class=\"fail\">{}</p>", esc(&e.message));
     }
     html.push_str("<p class=\"legend\">");
     for (i, c) in Column::ALL.iter().enumerate() {
@@ -383,24 +470,24 @@ pub fn render(doc: &Value) -> String {
         );
     }
     html.push_str("</p>\n");
-    html.push_str(&neffs_html(doc));
-    for dev in doc["memory"]["devices"].as_array().into_iter().flatten() {
-        let nd = n(&dev["device"]);
+    html.push_str(&neffs_html(r));
+    let groups = rank_groups(r);
+    html.push_str(&ranks_html(&groups));
+    let grouped: HashSet<(u32, u32)> = groups.iter().flat_map(|g| g.members.clone()).collect();
+    for dev in &r.memory.devices {
+        let nd = dev.device;
         let _ = writeln!(
             html,
             "<section class=\"chip\"><h2>ND {nd}{}</h2>",
-            inst["chip"]
-                .as_str()
-                .map_or(String::new(), |c| format!(" ({c})"))
+            inst.chip.map_or(String::new(), |c| format!(" ({c})"))
         );
-        for hbm in dev["hbms"].as_array().into_iter().flatten() {
-            let cores: Vec<String> = hbm["cores"]
-                .as_array()
-                .into_iter()
-                .flatten()
+        for hbm in &dev.hbms {
+            let cores: Vec<String> = hbm
+                .cores
+                .iter()
                 .map(|c| {
-                    let p = n(&c["pcore"]);
-                    match logical(doc, nd, p) {
+                    let p = c.pcore;
+                    match r.logical_core(nd, p) {
                         Some(v) => format!("nc{p} (logical core {v})"),
                         None => format!("nc{p}"),
                     }
@@ -409,28 +496,31 @@ pub fn render(doc: &Value) -> String {
             let _ = writeln!(
                 html,
                 "<h3>ND {nd} HBM {} — cores {} — {} used, {} free</h3>",
-                hbm["hbm"],
+                hbm.hbm,
                 cores.join(", "),
-                esc(&units::used_of(n(&hbm["used"]), n(&hbm["size"]))),
-                units::human(n(&hbm["free"]))
+                esc(&units::used_of(hbm.used, hbm.size)),
+                units::human(hbm.free)
             );
-            let r = &doc["refusal"];
-            if r["device"].as_u64() == Some(nd) && r["hbm"] == hbm["hbm"] {
+            if let Some(f) = r
+                .refusal
+                .as_ref()
+                .filter(|f| f.device == nd && f.hbm == Some(hbm.hbm))
+            {
                 let _ = writeln!(
                     html,
                     "<p class=\"fail\">did not fit: nc{} {} {} needs {}, {} free</p>",
-                    r["pcore"],
-                    esc(r["usage"].as_str().unwrap_or("")),
-                    esc(r["what"].as_str().unwrap_or("")),
-                    units::human(n(&r["size"])),
-                    units::human(n(&hbm["free"]))
+                    f.pcore,
+                    esc(f.usage),
+                    esc(&f.what),
+                    units::human(f.size),
+                    units::human(hbm.free)
                 );
             }
-            html.push_str(&hbm_svg(nd, hbm, doc));
+            html.push_str(&hbm_svg(nd, hbm, r, &grouped));
         }
         html.push_str("</section>\n");
     }
-    html.push_str(&answers_html(doc));
+    html.push_str(&answers_html(r));
     html.push_str("</body></html>\n");
     html
 }

@@ -10,6 +10,7 @@ mod compare;
 mod error;
 mod info;
 mod model;
+mod plan;
 mod source;
 mod verify;
 mod weight;
@@ -19,7 +20,7 @@ use pyo3::prelude::*;
 #[pymodule]
 mod _neffld {
     #[pymodule_export]
-    use crate::cli::{_main, _plan};
+    use crate::cli::_main;
     #[pymodule_export]
     use crate::compare::{compare, Comparison, CoreComparison, ImageComparison, RowComparison};
     #[pymodule_export]
@@ -28,6 +29,11 @@ mod _neffld {
     use crate::info::{inspect, NeffInfo, Tensor};
     #[pymodule_export]
     use crate::model::{load, Core, Model, Variable};
+    #[pymodule_export]
+    use crate::plan::{
+        _plan, _plan_argv, Advice, Copies, Headroom, LogLine, Plan, PlanInstance, PlanNeff,
+        PlanRefusal, PlanStep, PlanTensor, Pool, Solve, StepError,
+    };
     #[pymodule_export]
     use crate::verify::{verify, Problem, VerifyReport};
     #[pymodule_export]

@@ -15,29 +15,42 @@ from conftest import SMALL
 GIB = 1 << 30
 
 
-def test_plan_returns_the_json_document_of_the_command():
-    doc = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge")
-    assert doc["command"] == "plan" and doc["fits"] is True
-    assert doc["instance"]["name"] == "trn2.3xlarge"
-    assert [s["core"] for s in doc["steps"]] == [0, 1, 2, 3]
-    assert doc["parses"] == 1, "four ranks of one NEFF parse once"
-    assert len(doc["headroom"]) == 4
+def test_plan_returns_objects_over_the_report():
+    p = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge")
+    assert isinstance(p, neffld.Plan) and p.fits is True
+    assert p.instance.name == "trn2.3xlarge" and p.instance.lnc == 2
+    # trn2: 8 physical cores per chip, one chip, LNC 2.
+    assert p.instance.logical_cores == 4
+    assert [s.core for s in p.steps] == [0, 1, 2, 3]
+    assert [s.status for s in p.steps] == ["ok"] * 4
+    assert all(s.kind == "load" and s.error is None for s in p.steps)
+    assert p.parses == 1, "four ranks of one NEFF parse once"
+    assert len(p.headroom) == 4 and p.refusal is None and p.solve is None
     # Each rank's IO tensors sit on its own logical core's first physical core.
-    for t in doc["tensors"]:
-        assert t["pcore"] == 2 * t["core"]
+    assert p.tensors
+    for t in p.tensors:
+        assert t.pcore == 2 * t.core
+    doc = p.to_dict()
+    assert doc["command"] == "plan" and doc["fits"] is True
+    assert json.loads(p.json) == doc and p.memory == doc["memory"]
 
 
 def test_a_refused_step_is_the_answer_and_a_mistake_raises():
     # A trn2 HBM has 24 GiB: a 30 GiB tensor never fits.
-    doc = neffld.plan(f"{SMALL}@0", instance="trn2.3xlarge", tensors=["kv=30GiB@0"])
-    assert doc["fits"] is False
-    assert doc["error"]["status"] == "NRT_RESOURCE"
-    lines = [l["message"] for l in doc["refusal"]["log"]]
+    p = neffld.plan(f"{SMALL}@0", instance="trn2.3xlarge", tensors=["kv=30GiB@0"])
+    assert p.fits is False
+    assert [s.status for s in p.steps] == ["ok", "refused"]
+    refused = p.steps[-1]
+    assert refused.kind == "tensor" and refused.name == "kv" and refused.size == 30 * GIB
+    assert refused.error.status_name == "NRT_RESOURCE" and refused.error.own_limit is None
+    assert p.to_dict()["error"]["status"] == "NRT_RESOURCE"
+    assert p.refusal.step == 1 and p.refusal.size == 30 * GIB
+    lines = [l.message for l in p.refusal.log]
     assert lines[0] == "LNC size is 2. Neuron Cores using this HBM: NC 0 and NC 1"
     assert lines[1] == (
         "Failed to allocate 30.000GB (alignment: none, usage: tensors) on ND 0:NC 0"
     )
-    assert doc["headroom"][0]["largest_tensor"] < 24 * GIB
+    assert p.headroom[0].largest_tensor < 24 * GIB
     with pytest.raises(neffld.NeffError) as e:
         neffld.plan(SMALL, tensors=["kv=2XB@0"])
     assert e.value.status_name == "NRT_INVALID" and "'2XB'" in e.value.message
@@ -59,7 +72,7 @@ def test_the_neffld_command_is_on_path_with_every_subcommand():
         assert h.returncode == 0 and "Exit status:" in h.stdout, sub
     out = run(exe, "plan", "--json", "--instance", "trn2.3xlarge", f"{SMALL}@0")
     assert out.returncode == 0
-    assert json.loads(out.stdout) == neffld.plan(f"{SMALL}@0", instance="trn2.3xlarge")
+    assert json.loads(out.stdout) == neffld.plan(f"{SMALL}@0", instance="trn2.3xlarge").to_dict()
     bad = run(exe, "plan", "--tensor", "kv=1QB@0", str(SMALL))
     assert bad.returncode == 2 and "'1QB' has an unknown unit" in bad.stderr
     refused = run(exe, "load", "--json", "--quiet", "--arch", "trn1", str(SMALL))
@@ -83,9 +96,28 @@ def test_a_load_is_always_a_file_name(tmp_path, monkeypatch):
         neffld.plan("--map=victim.txt", f"{SMALL}@0")
     assert "--map=victim.txt" in str(e.value)
     assert victim.read_text() == "keep"
+    # Nor does a load named like an option write a file that did not exist.
+    for load in ["--map=new.html", "--map", "--json", "--help"]:
+        with pytest.raises(neffld.NeffError) as e:
+            neffld.plan(load, f"{SMALL}@0")
+        assert e.value.stage == "io" and load in e.value.message, load
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["victim.txt"]
     # Tensors still run after the loads.
-    doc = neffld.plan(f"{SMALL}@0", tensors=["kv=1GiB@0"], instance="trn2.3xlarge")
-    assert [s["kind"] for s in doc["steps"]] == ["load", "tensor"]
+    p = neffld.plan(f"{SMALL}@0", tensors=["kv=1GiB@0"], instance="trn2.3xlarge")
+    assert [s.kind for s in p.steps] == ["load", "tensor"]
+
+
+def test_a_string_where_a_list_is_expected_is_a_type_error():
+    # A lone string used to be read letter by letter.
+    for kw in ["tensors", "unloads", "frees"]:
+        with pytest.raises(TypeError, match=kw):
+            neffld.plan(f"{SMALL}@0", **{kw: "kv=1GiB@0"})
+    with pytest.raises(TypeError, match="env"):
+        neffld.plan(f"{SMALL}@0", env=["NEURON_RT_VISIBLE_CORES=0"])
+    with pytest.raises(TypeError, match="tensors"):
+        neffld.plan(f"{SMALL}@0", tensors=[4096])
+    with pytest.raises(TypeError, match="argv"):
+        neffld.plan_argv("neffld plan x.neff")
 
 
 def test_out_of_range_arguments_name_the_value_and_the_rule():
@@ -97,27 +129,29 @@ def test_out_of_range_arguments_name_the_value_and_the_rule():
 
 
 def test_solve_gives_a_size_that_fits_and_one_granule_more_does_not():
-    doc = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", solve="kv@0-3")
-    s = doc["solve"]
-    assert s["kind"] == "tensor" and s["name"] == "kv" and s["cores"] == [0, 1, 2, 3]
-    size = s["bytes"]
+    p = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", solve="kv@0-3")
+    s = p.solve
+    assert s.kind == "tensor" and s.name == "kv" and s.cores == [0, 1, 2, 3]
+    assert s.ranks is None and s.unanswered is None
+    size = s.bytes
     assert size % 4096 == 0 and 0 < size < 24 * GIB
     fits = neffld.plan(
         f"{SMALL}@0-3", instance="trn2.3xlarge", tensors=[f"kv={size}@0-3"]
     )
-    assert fits["fits"] is True
+    assert fits.fits is True
     over = neffld.plan(
         f"{SMALL}@0-3", instance="trn2.3xlarge", tensors=[f"kv={size + 4096}@0-3"]
     )
-    assert over["fits"] is False
+    assert over.fits is False
 
 
 def test_each_advice_argv_plans_to_its_fits():
     # Two 11 GiB tensors on cores 0 and 1 at LNC 1 share HBM 0 (24 GiB):
     # refused, with advice (LNC 2, a placement) whose command lines fit.
-    doc = neffld.plan(instance="trn2.3xlarge", lnc=1, tensors=["kv=11GiB@0,1", "w=2GiB@0,1"])
-    assert doc["fits"] is False
-    assert doc["advice"], doc
-    for a in doc["advice"]:
-        assert a["argv"][:2] == ["neffld", "plan"]
-        assert neffld.plan_argv(a["argv"])["fits"] is a["fits"], a["argv"]
+    p = neffld.plan(instance="trn2.3xlarge", lnc=1, tensors=["kv=11GiB@0,1", "w=2GiB@0,1"])
+    assert p.fits is False
+    assert p.advice, p.to_dict()
+    assert p.to_dict()["advice"][0]["argv"] == p.advice[0].argv
+    for a in p.advice:
+        assert a.argv[:2] == ["neffld", "plan"]
+        assert neffld.plan_argv(a.argv).fits is a.fits, a.argv

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::cache::ParseCache;
+use crate::cache::{Known, ParseCache};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader};
 use crate::device::{
@@ -341,6 +341,9 @@ pub struct Runtime {
     cache: Arc<ParseCache<Parsed>>,
     /// Parses run (S1–S3), for tests of the cache and for diagnostics.
     parses: Arc<AtomicU64>,
+    /// Earlier stagings, replayed by later loads of the same parse on the
+    /// same cores ([`RuntimeConfig::replays`]).
+    recipes: Option<stage::Recipes>,
 }
 
 /// A runtime's parse cache, handed to another runtime over other devices
@@ -358,7 +361,7 @@ pub(crate) struct Parses {
 /// The borrow keeps the bytes from changing while it lives.
 pub(crate) struct Fingerprinted<'a> {
     bytes: &'a [u8],
-    print: u128,
+    known: Known,
     cache: Arc<ParseCache<Parsed>>,
 }
 
@@ -384,7 +387,10 @@ impl Parses {
     pub(crate) fn fingerprinted_as<'a>(&self, bytes: &'a [u8], print: u128) -> Fingerprinted<'a> {
         Fingerprinted {
             bytes,
-            print,
+            known: Known {
+                print,
+                sample: self.cache.sample_of(bytes),
+            },
             cache: Arc::clone(&self.cache),
         }
     }
@@ -594,7 +600,9 @@ impl Runtime {
             })
             .collect::<Result<Vec<Chip>, DeviceError>>()
             .map_err(LoadError::pipeline)?;
+        let replays = config.replays() && chips.iter().all(|c| !c.device.keeps_writes());
         Ok(Runtime {
+            recipes: replays.then(stage::Recipes::default),
             vnc_usage: Mutex::new(vec![0; visible.len()]),
             visible,
             cache: parses.cache,
@@ -624,7 +632,7 @@ impl Runtime {
         opened: Option<Neff>,
         core: Option<u32>,
     ) -> Result<Model, LoadError> {
-        let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.print);
+        let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.known);
         self.load_with_gid(neff.bytes, core, None, opened, known)
     }
 
@@ -861,7 +869,7 @@ impl Runtime {
         core: Option<u32>,
         gid: Option<u32>,
         opened: Option<Neff>,
-        known: Option<u128>,
+        known: Option<Known>,
     ) -> Result<Model, LoadError> {
         let load = || {
             let t0 = Instant::now();
@@ -957,16 +965,32 @@ impl Runtime {
         };
         let kbins = &parsed.model.kbins;
         let t = Instant::now();
-        let mut staged = stage::stage(
-            &chip.device,
-            &chip.cores,
-            kbins,
-            parsed.neff.archive(),
-            &pcores,
-            h_model,
-            sopts,
-        )
-        .map_err(LoadError::pipeline)?;
+        let mut staged = match &self.recipes {
+            Some(recipes) => recipes
+                .stage(
+                    &parsed,
+                    kbins,
+                    parsed.neff.archive(),
+                    stage::replay::Target {
+                        dev: &chip.device,
+                        cores: &chip.cores,
+                        pcores: &pcores,
+                        h_model,
+                    },
+                    sopts,
+                )
+                .map_err(LoadError::pipeline)?,
+            None => stage::stage(
+                &chip.device,
+                &chip.cores,
+                kbins,
+                parsed.neff.archive(),
+                &pcores,
+                h_model,
+                sopts,
+            )
+            .map_err(LoadError::pipeline)?,
+        };
         timings.stage = t.elapsed();
         timings.relocate = staged.iter().map(|i| i.reloc_time).sum();
         if self.config.check {
@@ -1122,7 +1146,7 @@ impl Runtime {
 struct ParseInput<'a> {
     bytes: &'a [u8],
     opened: Option<Neff>,
-    known: Option<u128>,
+    known: Option<Known>,
 }
 
 /// `HloMacCount` of `hlo_stats.json`, 0 when absent: the metric it feeds

@@ -204,6 +204,15 @@ impl<T: HostBytes> Drop for Creating<'_, T> {
     }
 }
 
+/// What a caller knows of a buffer from fingerprinting it once
+/// ([`ParseCache::fingerprint_of`], [`ParseCache::sample_of`]): a load of
+/// it then reads none of it to find its parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Known {
+    pub print: u128,
+    pub sample: u128,
+}
+
 /// The outcome of [`ParseCache::get_or_parse_known`].
 pub struct Entry<'c, T: HostBytes, E> {
     pub role: Role,
@@ -264,8 +273,13 @@ impl<T: HostBytes> ParseCache<T> {
         CacheKey {
             uuid,
             len: bytes.len() as u64,
-            sample: fingerprint(&crate::container::sample::gather(bytes), &self.seed),
+            sample: self.sample_of(bytes),
         }
+    }
+
+    /// The keyed fingerprint of the few KiB of `bytes` a key samples.
+    pub fn sample_of(&self, bytes: &[u8]) -> u128 {
+        fingerprint(&crate::container::sample::gather(bytes), &self.seed)
     }
 
     /// Loaders holding the slot of `key` (for tests).
@@ -360,10 +374,18 @@ impl<T: HostBytes> ParseCache<T> {
         &self,
         uuid: [u8; 16],
         bytes: &[u8],
-        known: Option<u128>,
+        known: Option<Known>,
         parse: impl FnOnce() -> Result<T, E>,
     ) -> Entry<'_, T, E> {
-        let key = self.key(uuid, bytes);
+        let key = match known {
+            Some(k) => CacheKey {
+                uuid,
+                len: bytes.len() as u64,
+                sample: k.sample,
+            },
+            None => self.key(uuid, bytes),
+        };
+        let known = known.map(|k| k.print);
         let role = self.join(key, bytes, known);
         let hold = CacheRef {
             cache: self,

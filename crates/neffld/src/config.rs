@@ -146,6 +146,13 @@ pub struct RuntimeConfig {
     /// copy at least this many bytes (`NEFFLD_FANOUT_MIN_BYTES`; 0 = always,
     /// as the reference does).
     pub fanout_min_bytes: u64,
+    /// A load of a NEFF already staged on the same physical cores makes
+    /// that staging's device requests again instead of staging anew
+    /// (`NEFFLD_REPLAY`): what a planner of many ranks wants, on devices
+    /// that keep no bytes. `None` leaves it to the caller (a runtime does
+    /// not replay, a plan does); a runtime replays only where nothing can
+    /// tell a replayed load from a staged one (`RuntimeConfig::replays`).
+    pub replay: Option<bool>,
     /// `NEURON_RT_ROOT_COMM_ID` (`host:port` of the root communicator),
     /// required by collectives loads.
     pub root_comm_id: Option<String>,
@@ -205,6 +212,7 @@ pub const VARIABLES: &[&str] = &[
     "NEFFLD_CACHE_RETAIN",
     "NEFFLD_CACHE_RETAIN_BYTES",
     "NEFFLD_FANOUT_MIN_BYTES",
+    "NEFFLD_REPLAY",
     "NEURON_RT_PROFILE_BUF_EVENT_MB",
     "NEURON_RT_PROFILE_BUF_DMA_MB",
     "NEURON_RT_PROFILE_BUF_THROTTLE_MB",
@@ -238,6 +246,7 @@ impl Default for RuntimeConfig {
             check: false,
             retain_images: true,
             fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
+            replay: None,
             root_comm_id: None,
             profile_buffers: Vec::new(),
             implicit_async: None,
@@ -448,6 +457,9 @@ impl RuntimeConfig {
         if let Some(v) = lookup("NEFFLD_FANOUT_MIN_BYTES") {
             self.fanout_min_bytes = parse_num("NEFFLD_FANOUT_MIN_BYTES", &v)?;
         }
+        if let Some(v) = lookup("NEFFLD_REPLAY") {
+            self.replay = Some(parse_bool("NEFFLD_REPLAY", &v)?);
+        }
         for (kind, var) in PROFILE_BUFFERS {
             if let Some(v) = lookup(var) {
                 let mib: u64 = parse_num(var, &v)?;
@@ -623,6 +635,18 @@ impl RuntimeConfig {
             Arch::Sunda => 1,
             _ => self.lnc.unwrap_or(2),
         }
+    }
+
+    /// Whether a runtime under this configuration replays loads: asked
+    /// for, on devices that keep no bytes (the replay writes none), with
+    /// no check of the staged model and no staged images kept (a replayed
+    /// load keeps only its allocations, not where each variable, ring and
+    /// image landed).
+    pub(crate) fn replays(&self) -> bool {
+        self.replay == Some(true)
+            && self.device == DeviceKind::Null
+            && !self.check
+            && !self.retain_images
     }
 
     /// How a load under this configuration reads the manifests (S2, S3).

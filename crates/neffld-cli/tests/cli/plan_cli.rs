@@ -267,23 +267,61 @@ fn the_instance_comes_from_the_environment_and_the_map_shows_all_of_it() {
     let html = std::fs::read_to_string(&map).unwrap();
     assert_eq!(html.matches("<section class=\"chip\">").count(), 16);
     assert_eq!(html.matches("<svg class=\"hbm\"").count(), 64);
-    for n in doc["neffs"].as_array().unwrap() {
+    // The two ranks of alpha hold the same: listed once for both, naming
+    // their physical cores (trn2 at LNC 2: logical core 0 is nc0 and nc1
+    // of ND 0, logical core 5 nc2 and nc3 of ND 1), not once per core.
+    let group = html
+        .lines()
+        .find(|l| l.starts_with("<li class=\"ranks\""))
+        .expect("a line for the identical ranks");
+    assert!(
+        group.starts_with(
+            "<li class=\"ranks\" data-pcores=\"0:0 0:1 1:2 1:3\">NEFF &quot;alpha&quot; (alpha.neff) ×2 ranks on logical cores 0,5, each: "
+        ),
+        "{group}"
+    );
+    assert!(!html.contains("<li class=\"neff\">"), "ranks listed once");
+    for t in doc["tensors"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        if t["io_of"].is_null() {
+            assert!(
+                html.contains(&format!(
+                    "<li class=\"tensor\">nc{} · tensor {name}",
+                    t["pcore"]
+                )),
+                "{t}"
+            );
+        } else {
+            assert!(group.contains(&format!("tensor {name} · ")), "{t}");
+        }
+    }
+    // Ranks that differ keep a line per core.
+    let b = write_neff(&dir, "beta", 2 * GIB);
+    let doc = json(&neffld(
+        &[
+            "plan",
+            "--json",
+            &format!("{a}@0"),
+            &format!("{b}@5"),
+            "--map",
+            map.to_str().unwrap(),
+        ],
+        &[("NEFFLD_INSTANCE", "trn2.48xlarge")],
+    ));
+    let html = std::fs::read_to_string(&map).unwrap();
+    assert!(!html.contains("<li class=\"ranks\""));
+    for (n, name) in doc["neffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["alpha", "beta"])
+    {
         assert!(
             html.contains(&format!(
-                "<li class=\"neff\">nc{} · NEFF {} &quot;alpha&quot;",
+                "<li class=\"neff\">nc{} · NEFF {} &quot;{name}&quot;",
                 n["pcores"][0], n["id"]
             )),
             "{n}"
-        );
-    }
-    for t in doc["tensors"].as_array().unwrap() {
-        assert!(
-            html.contains(&format!(
-                "<li class=\"tensor\">nc{} · tensor {}",
-                t["pcore"],
-                t["name"].as_str().unwrap()
-            )),
-            "{t}"
         );
     }
 }

@@ -10,27 +10,39 @@
     >>> neffld.compare("model.neff", "model.ntff").agrees
     >>> p = neffld.plan("dense.neff@0,0", instance="trn2.3xlarge", lnc=1,
     ...                 tensors=["kv=4GiB@1"])
-    >>> p["fits"], p["refusal"]["log"][1]["message"], p["advice"][0]["change"]
+    >>> p.fits, p.refusal.log[1].message, p.advice[0].change, p.advice[0].fits
 
 Every failure raises :class:`NeffError`, whose ``status`` is the NRT status
 (``NRT_STATUS``) that libnrt returns for the same input.
 """
 
-import json as _json
 import os as _os
-from typing import Any as _Any
+from collections.abc import Mapping as _Mapping
 
-from ._neffld import _plan
+from ._neffld import _plan, _plan_argv
 from ._neffld import (
+    Advice,
     Comparison,
+    Copies,
     Core,
     CoreComparison,
+    Headroom,
     ImageComparison,
+    LogLine,
     Model,
     NeffError,
     NeffInfo,
+    Plan,
+    PlanInstance,
+    PlanNeff,
+    PlanRefusal,
+    PlanStep,
+    PlanTensor,
+    Pool,
     Problem,
     RowComparison,
+    Solve,
+    StepError,
     Tensor,
     Variable,
     VerifyReport,
@@ -43,15 +55,28 @@ from ._neffld import (
 )
 
 __all__ = [
+    "Advice",
     "Comparison",
+    "Copies",
     "Core",
     "CoreComparison",
+    "Headroom",
     "ImageComparison",
+    "LogLine",
     "Model",
     "NeffError",
     "NeffInfo",
+    "Plan",
+    "PlanInstance",
+    "PlanNeff",
+    "PlanRefusal",
+    "PlanStep",
+    "PlanTensor",
+    "Pool",
     "Problem",
     "RowComparison",
+    "Solve",
+    "StepError",
     "Tensor",
     "Variable",
     "VerifyReport",
@@ -66,6 +91,29 @@ __all__ = [
 ]
 
 
+def _words(what, value):
+    """A list of strings (or paths) given for `what`; a lone string is a
+    mistake (it would be read letter by letter)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(
+            f"{what}={value!r}: expected a list of strings, not {type(value).__name__}"
+        )
+    words = []
+    for w in value:
+        if not isinstance(w, (str, _os.PathLike)):
+            raise TypeError(f"{what}: {w!r} is not a string or a path")
+        words.append(_os.fspath(w))
+    return words
+
+
+def _text(what, value):
+    if value is None:
+        return None
+    if not isinstance(value, (str, _os.PathLike)):
+        raise TypeError(f"{what}={value!r}: expected a string")
+    return _os.fspath(value)
+
+
 def plan(
     *loads,
     instance=None,
@@ -74,64 +122,73 @@ def plan(
     env=None,
     tensors=(),
     unloads=(),
+    frees=(),
     io_tensors=True,
     map=None,
     solve=None,
-) -> dict[str, _Any]:
+    max_inflated=None,
+) -> Plan:
     """Plans a deployment on a simulated instance, as `neffld plan` does,
-    and returns the document `neffld plan --json` prints (docs/cli.md).
+    and returns a :class:`Plan` (`to_dict()` gives the document `neffld
+    plan --json` prints, docs/cli.md).
 
-    `loads` are "FILE" or "FILE@CORES" strings (or paths), or one deployment
-    file (*.toml); `tensors` "NAME=SIZE@CORES" and `unloads` "FILE@CORES"
-    run after the loads (interleave them in a deployment file); `env` maps
-    runtime variables to values. A refused step is the answer
-    (`["fits"]` is False), not an exception; a usage or I/O error raises
-    NeffError.
+    `loads` are "FILE" or "FILE@CORES" strings (or paths), or one
+    deployment file (*.toml); a load is always a file, never an option.
+    `tensors` "NAME=SIZE@CORES", `unloads` "FILE@CORES" and `frees`
+    "NAME@CORES" (lists) run after the loads, in that order (interleave them
+    in a deployment file); `env` maps runtime variables to values. A
+    refused step is the answer (`plan.fits` is False), not an exception; a
+    usage or I/O error raises NeffError, an argument of the wrong type
+    TypeError.
 
     `solve` asks for a figure instead of a verdict: "NAME@CORES" gives in
-    `["solve"]["bytes"]` the largest tensor NAME that fits on every listed
+    `plan.solve.bytes` the largest tensor NAME that fits on every listed
     core at once beside the deployment; "FILE.neff[@CORES]" gives in
-    `["solve"]["ranks"]` how many more loads of FILE fit. Each advice item
-    carries `["argv"]`, the whole command line that applies it: give it to
+    `plan.solve.ranks` how many more loads of FILE fit. Each advice item
+    carries `argv`, the whole command line that applies it: give it to
     `plan_argv` to plan it again.
     """
-    # Every option in its `--name=value` form, the loads after `--`: a load
-    # is always a file name, never an option (`'--map=victim.txt'` as a
-    # load used to write the map over victim.txt). Tensors and unloads run
-    # after the loads (the `plan_document` order), wherever they stand.
-    args = []
-    if instance is not None:
-        args.append(f"--instance={instance}")
     if lnc is not None:
-        if isinstance(lnc, bool) or not isinstance(lnc, int) or lnc < 1:
+        if isinstance(lnc, bool) or not isinstance(lnc, int) or not 1 <= lnc < 2**32:
             raise ValueError(f"lnc={lnc!r}: a logical-core size is a positive integer (1 or 2)")
-        args.append(f"--lnc={lnc}")
-    if runtime is not None:
-        args.append(f"--runtime={runtime}")
-    for k, v in (env or {}).items():
-        args.append(f"--env={k}={v}")
-    for t in tensors:
-        args.append(f"--tensor={t}")
-    for u in unloads:
-        args.append(f"--unload={_os.fspath(u)}")
-    if not io_tensors:
-        args.append("--no-io-tensors")
-    if map is not None:
-        args.append(f"--map={_os.fspath(map)}")
-    if solve is not None:
-        args.append(f"--solve={_os.fspath(solve)}")
-    args.append("--")
-    args += [_os.fspath(x) for x in loads]
-    return _json.loads(_plan(args))
+    if max_inflated is not None and (
+        isinstance(max_inflated, bool) or not isinstance(max_inflated, int) or max_inflated < 0
+    ):
+        raise ValueError(f"max_inflated={max_inflated!r}: a number of bytes")
+    if env is None:
+        env = {}
+    if not isinstance(env, _Mapping):
+        raise TypeError(f"env={env!r}: expected a mapping of variable names to values")
+    if not isinstance(io_tensors, bool):
+        raise TypeError(f"io_tensors={io_tensors!r}: expected True or False")
+    pairs = []
+    for k, v in env.items():
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (str, int)):
+            raise TypeError(f"env: {k!r}: {v!r}: a variable name maps to a string or an int")
+        pairs.append((k, str(v)))
+    return _plan(
+        _words("loads", loads),
+        _text("instance", instance),
+        lnc,
+        _text("runtime", runtime),
+        pairs,
+        _words("tensors", tensors),
+        _words("unloads", unloads),
+        _words("frees", frees),
+        io_tensors,
+        _text("map", map),
+        _text("solve", solve),
+        max_inflated,
+    )
 
 
-def plan_argv(argv) -> dict[str, _Any]:
+def plan_argv(argv) -> Plan:
     """Plans a `neffld plan` command line given as a list of words (an
-    advice item's `["argv"]`, with or without the leading "neffld", "plan")
-    and returns its `--json` document."""
-    words = [str(w) for w in argv]
+    advice item's `argv`, with or without the leading "neffld", "plan"),
+    read as the command reads it, and returns its :class:`Plan`."""
+    words = _words("argv", argv)
     if words[:2] == ["neffld", "plan"]:
         words = words[2:]
     elif words[:1] == ["plan"]:
         words = words[1:]
-    return _json.loads(_plan(words))
+    return _plan_argv(words)

@@ -235,6 +235,177 @@ def load(
     environment variables apply; the logical-core size defaults to the
     NEFF's own. Raises NeffError."""
 
+class PlanInstance:
+    """The instance a plan ran on."""
+
+    name: Optional[str]
+    """Instance type (None: one chip of `arch`)."""
+    chip: Optional[str]
+    arch: Literal["trn1", "trn2", "trn3"]
+    chips: int
+    cores_per_chip: int
+    hbms_per_chip: int
+    hbm_size: int
+    lnc: int
+    logical_cores: int
+
+class StepError:
+    """Why a step was refused."""
+
+    stage: str
+    status: int
+    status_name: str
+    message: str
+    own_limit: Optional[str]
+    """neffld's own ceiling rather than the runtime's: the setting that raises it."""
+
+class PlanStep:
+    """One step of a plan as it ran."""
+
+    index: int
+    kind: Literal["load", "tensor", "unload", "free"]
+    file: Optional[str]
+    name: Optional[str]
+    size: Optional[int]
+    core: Optional[int]
+    """The logical core it ran on."""
+    device: Optional[int]
+    pcores: list[int]
+    status: Literal["ok", "refused"]
+    error: Optional[StepError]
+    held_after: int
+
+class LogLine:
+    """One line of the runtime's log."""
+
+    function: str
+    message: str
+
+class Pool:
+    """The free bytes of one allocator pool of an HBM."""
+
+    pool: Literal["main", "small"]
+    capacity: int
+    free: int
+    longest: int
+
+class PlanRefusal:
+    """The first refusal for want of device memory, as the runtime logs it."""
+
+    step: int
+    device: int
+    pcore: int
+    hbm: Optional[int]
+    size: int
+    alignment: int
+    usage: str
+    category: str
+    what: str
+    explain: Optional[str]
+    pools: list[Pool]
+    log: list[LogLine]
+
+class PlanNeff:
+    """A NEFF loaded where the plan stopped."""
+
+    id: int
+    name: str
+    file: str
+    device: int
+    core: int
+    pcores: list[int]
+
+class PlanTensor:
+    """A device tensor held where the plan stopped."""
+
+    name: str
+    size: int
+    core: int
+    device: int
+    pcore: int
+    hbm: int
+    io_of: Optional[int]
+
+class Copies:
+    """How many more copies of one NEFF fit on a core."""
+
+    file: str
+    count: int
+    at_least: bool
+
+class Headroom:
+    """What more fits on one logical core."""
+
+    core: int
+    device: int
+    pcores: list[int]
+    hbm: int
+    hbm_free: int
+    largest_tensor: int
+    shared_with: list[int]
+    pools: list[Pool]
+    explain: Optional[str]
+    copies: list[Copies]
+
+class Advice:
+    """One piece of advice, judged by planning again with it."""
+
+    kind: Literal["scratchpad_page", "paged_scratchpad", "lnc", "placement", "without_neff"]
+    change: str
+    argv: list[str]
+    """The whole `neffld plan` command line that applies it (plan_argv plans it)."""
+    moves: Optional[list[tuple[int, int]]]
+    reason: str
+    fits: bool
+    completed_before: int
+    completed_after: int
+    held_before: int
+    held_after: int
+    saves: int
+    fullest_hbm_before: int
+    fullest_hbm_after: int
+    unblocked: Optional[tuple[int, int, int]]
+    """The refused step it lets through: (step, free before, free after)."""
+
+class Solve:
+    """A question (solve=) and its answer."""
+
+    kind: Literal["tensor", "ranks"]
+    query: str
+    name: Optional[str]
+    file: Optional[str]
+    cores: Optional[list[int]]
+    bytes: Optional[int]
+    ranks: Optional[int]
+    tried: Optional[int]
+    unanswered: Optional[str]
+
+class Plan:
+    """A planned deployment (`neffld plan`)."""
+
+    fits: bool
+    instance: PlanInstance
+    runtime: str
+    scratchpad_page: int
+    contiguous_scratchpad: bool
+    io_tensors: bool
+    planned_steps: int
+    parses: int
+    steps: list[PlanStep]
+    refusal: Optional[PlanRefusal]
+    neffs: list[PlanNeff]
+    tensors: list[PlanTensor]
+    headroom: list[Headroom]
+    advice: list[Advice]
+    no_fix: Optional[str]
+    solve: Optional[Solve]
+    json: str
+    """The document `neffld plan --json` prints."""
+    memory: dict[str, Any]
+    """Every device's memory where the plan stopped, as in the document."""
+    def to_dict(self) -> dict[str, Any]:
+        """The document `neffld plan --json` prints, as a dict."""
+
 def plan(
     *loads: Union[str, os.PathLike[str]],
     instance: Optional[str] = None,
@@ -243,17 +414,20 @@ def plan(
     env: Optional[dict[str, Union[str, int]]] = None,
     tensors: "tuple[str, ...] | list[str]" = (),
     unloads: "tuple[str, ...] | list[str]" = (),
+    frees: "tuple[str, ...] | list[str]" = (),
     io_tensors: bool = True,
     map: Optional[Union[str, os.PathLike[str]]] = None,
     solve: Optional[Union[str, os.PathLike[str]]] = None,
-) -> dict[str, Any]:
+    max_inflated: Optional[int] = None,
+) -> Plan:
     """Plans a deployment on a simulated instance (`neffld plan`): LOADs
-    "FILE" or "FILE@CORES", or one deployment file; returns the document
-    `neffld plan --json` prints (fits, steps, refusal with the runtime's
-    log lines, memory, headroom, advice, each with the argv that applies
-    it; solve: the largest tensor NAME@CORES or further ranks of
-    FILE.neff[@CORES]). Raises NeffError for a usage or I/O error."""
+    "FILE" or "FILE@CORES" (always files, never options), or one deployment
+    file; returns a Plan (fits, steps, refusal with the runtime's log lines,
+    headroom, advice each with the argv that applies it, solve: the largest
+    tensor NAME@CORES or further ranks of FILE.neff[@CORES]). Raises
+    NeffError for a usage or I/O error, TypeError for an argument of the
+    wrong type (a string where a list is expected)."""
 
-def plan_argv(argv: "list[str] | tuple[str, ...]") -> dict[str, Any]:
+def plan_argv(argv: "list[str] | tuple[str, ...]") -> Plan:
     """Plans a `neffld plan` command line (an advice item's argv, with or
-    without the leading "neffld", "plan"); returns its --json document."""
+    without the leading "neffld", "plan"); returns its Plan."""

@@ -29,6 +29,7 @@ pub(super) struct Bookkeeping {
     pub faults: FaultState,
     live: BTreeMap<MemHandle, Live>,
     /// Live allocations by first address, to resolve a PA to its allocation.
+    #[cfg(any(test, feature = "testkit"))]
     by_pa: BTreeMap<u64, MemHandle>,
     next_handle: u64,
 }
@@ -40,6 +41,7 @@ impl Bookkeeping {
             ledger: Ledger::with_limits(limits),
             faults: FaultState::default(),
             live: BTreeMap::new(),
+            #[cfg(any(test, feature = "testkit"))]
             by_pa: BTreeMap::new(),
             next_handle: 1,
         }
@@ -63,6 +65,7 @@ impl Bookkeeping {
             block.charged,
             req.size,
         );
+        #[cfg(any(test, feature = "testkit"))]
         self.by_pa.insert(block.pa, handle);
         self.live.insert(
             handle,
@@ -98,6 +101,7 @@ impl Bookkeeping {
             .live
             .remove(&handle)
             .ok_or(DeviceError::UnknownHandle { handle })?;
+        #[cfg(any(test, feature = "testkit"))]
         self.by_pa.remove(&live.block.pa);
         self.ledger.discharge(
             live.core,
@@ -160,6 +164,17 @@ impl Bookkeeping {
         self.live.len()
     }
 
+    /// Each live allocation of HBM `channel`: first address, bytes
+    /// charged, core.
+    pub fn channel_blocks(&self, channel: u32) -> Vec<(u64, u64, PCore)> {
+        self.live
+            .values()
+            .filter(|l| l.block.channel == channel)
+            .map(|l| (l.block.pa, l.block.charged, l.core))
+            .collect()
+    }
+
+    /// In handle (allocation) order.
     pub fn live_allocations(&self) -> Vec<LiveAlloc> {
         self.live
             .iter()

@@ -28,6 +28,7 @@ pub mod observe;
 pub mod owned;
 pub mod sim;
 pub mod storage;
+pub mod tape;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
@@ -295,6 +296,14 @@ impl<S: Storage + ?Sized> Device<S> {
         }
     }
 
+    fn wanted_refusals(&self) -> bool {
+        self.observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|o| o.wants_refusals())
+    }
+
     fn observed(&self) -> bool {
         !self
             .observers
@@ -309,8 +318,15 @@ impl<S: Storage + ?Sized> Device<S> {
         self.each_observer(|o| o.allocating(&req));
         let mut at_refusal = None;
         let result = self.alloc_unobserved(&req, &mut at_refusal);
-        if let (Err(e), Some(ledger)) = (&result, &at_refusal) {
-            self.each_observer(|o| o.refused(&req, e, ledger));
+        match &result {
+            Ok(_) => tape::note(&req),
+            // A replay's refusal is not the load's (`tape::quietly`).
+            Err(_) if tape::quiet() => return result,
+            Err(e) => {
+                if let Some(ledger) = &at_refusal {
+                    self.each_observer(|o| o.refused(&req, e, ledger));
+                }
+            }
         }
         self.each_observer(|o| o.allocated(&req, result.as_ref()));
         result
@@ -339,7 +355,7 @@ impl<S: Storage + ?Sized> Device<S> {
             Ok(block) => block,
             Err(AllocFailure::Invalid(reason)) => return Err(DeviceError::Invalid { reason }),
             Err(AllocFailure::NoMem) => {
-                if self.observed() {
+                if !tape::quiet() && self.wanted_refusals() {
                     *at_refusal = Some(books.ledger.clone());
                 }
                 return Err(DeviceError::NoMem {
@@ -470,6 +486,17 @@ impl<S: Storage + ?Sized> Device<S> {
         self.books().live_count()
     }
 
+    /// Each live allocation of HBM `channel`, in handle order: its first
+    /// address, the bytes charged and its core (what the allocator's
+    /// layout is, without copying every allocation's name).
+    pub fn channel_blocks(&self, channel: u32) -> Vec<(Pa, u64, PCore)> {
+        self.books()
+            .channel_blocks(channel)
+            .into_iter()
+            .map(|(pa, charged, core)| (Pa(pa), charged, core))
+            .collect()
+    }
+
     /// Every live allocation, in handle (allocation) order.
     pub fn live_allocations(&self) -> Vec<LiveAlloc> {
         self.books().live_allocations()
@@ -483,6 +510,12 @@ impl<S: Storage + ?Sized> Device<S> {
     /// Free bytes left on an HBM channel.
     pub fn free_bytes(&self, channel: u32) -> u64 {
         self.storage.free_bytes(channel)
+    }
+
+    /// Whether what is written to the device can be told afterwards
+    /// ([`Storage::keeps_writes`]).
+    pub fn keeps_writes(&self) -> bool {
+        self.storage.keeps_writes()
     }
 
     /// Bytes an HBM channel can hand out in all: its size less the firmware

@@ -188,6 +188,12 @@ impl Storage for NullStorage {
         self.heap().free_bytes(channel)
     }
 
+    /// Only the checksum, when kept, tells writes apart (the counts are
+    /// diagnostics).
+    fn keeps_writes(&self) -> bool {
+        self.counts().checksum.is_some()
+    }
+
     fn capacity(&self, channel: u32) -> u64 {
         self.heap().capacity(channel)
     }

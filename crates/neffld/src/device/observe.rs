@@ -21,6 +21,14 @@ pub trait Observer: Send + Sync {
     /// report shows). Shown before [`Observer::allocated`].
     fn refused(&self, _req: &AllocReq<'_>, _error: &DeviceError, _ledger: &Ledger) {}
 
+    /// Whether the next refusal is wanted by [`Observer::refused`]: the
+    /// ledger is copied for it only when some observer says yes (a copy of
+    /// a ledger holding thousands of loads is not free, and a planner
+    /// measuring headroom meets refusals by design).
+    fn wants_refusals(&self) -> bool {
+        true
+    }
+
     /// An allocation was attempted, with its outcome.
     fn allocated(&self, _req: &AllocReq<'_>, _result: Result<&Allocation, &DeviceError>) {}
 

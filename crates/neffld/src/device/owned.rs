@@ -64,7 +64,6 @@ impl AllocSet {
         Ok(a)
     }
 
-    #[cfg(any(test, feature = "testkit"))]
     pub fn len(&self) -> usize {
         self.held.len()
     }

@@ -66,6 +66,13 @@ pub trait Storage: Send + Sync + fmt::Debug {
         Vec::new()
     }
 
+    /// Whether what is written can be told afterwards (bytes kept, or a
+    /// checksum of them): a load that writes nothing is then not the same
+    /// as one that writes.
+    fn keeps_writes(&self) -> bool {
+        true
+    }
+
     /// Bytes a channel can hand out in all, free or not: its size less the
     /// firmware carve-out and what the runtime held before it started
     /// allocating.

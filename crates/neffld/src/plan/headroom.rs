@@ -145,10 +145,9 @@ fn layout(dev: &Device, hbm: u32, first: PCore) -> Layout {
     let base = g.channel_base(hbm).map_or(0, |p| p.0);
     let first_of_hbm = hbm * g.cores_per_hbm();
     let mut blocks: Vec<(u64, u64, u32)> = dev
-        .live_allocations()
-        .iter()
-        .filter(|a| a.channel == hbm)
-        .map(|a| (a.pa.0 - base, a.charged, a.core.0 - first_of_hbm))
+        .channel_blocks(hbm)
+        .into_iter()
+        .map(|(pa, charged, core)| (pa.0 - base, charged, core.0 - first_of_hbm))
         .collect();
     blocks.sort_unstable();
     (first.0 - first_of_hbm, blocks)

@@ -20,6 +20,8 @@ pub mod advice;
 pub mod deployment;
 mod execute;
 pub mod headroom;
+mod overrides;
+pub mod report;
 mod run;
 pub mod solve;
 
@@ -46,6 +48,8 @@ pub use deployment::{
     Step, StepBudget,
 };
 pub use headroom::{Copies, Headroom};
+pub use overrides::{deployment_file, Overrides};
+pub use report::PlanReport;
 pub use solve::{SolveAnswer, Solved};
 
 /// Why a deployment could not be planned at all — as opposed to a step the
@@ -233,6 +237,8 @@ pub struct Plan {
     pub chips: u32,
     /// The logical-core size.
     pub lnc: u32,
+    /// Logical cores of the whole instance at that size.
+    pub logical_cores: u32,
     /// The runtime line planned under.
     pub line: RuntimeLine,
     /// Shared scratchpad page size in bytes: the step of the contiguous
@@ -380,6 +386,7 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         arch: session.config.arch,
         chips: session.config.chips,
         lnc: session.config.lnc_size(),
+        logical_cores: session.config.total_vnc_count(),
         line: session.config.line(),
         scratchpad_page: session.config.scratchpad_mode().page,
         contiguous_scratchpad: session.config.scratchpad_mode().contiguous,

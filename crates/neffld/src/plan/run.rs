@@ -12,11 +12,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::api::{started_device, DeviceTensor, Fingerprinted, LoadError, Model, Parses, Runtime};
 use crate::config::{DeviceKind, RuntimeConfig};
-use crate::container::{self, MappedFile, Neff};
+use crate::container::{self, Neff};
 use crate::device::{
     AllocReq, Device, DeviceError, Geometry, Ledger, MemUsage, Observer, Owned, Owner, Place,
 };
 use crate::ids::{HModel, PCore};
+use crate::neff::Source;
 use crate::registry::ModelNames;
 use crate::report::memory::{LogLine, MemoryReport, Refusal};
 use crate::settings::{Asked, Settings};
@@ -25,35 +26,35 @@ use super::deployment::{Deployment, DeploymentError, Solve, Step};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
 
 /// A NEFF file's bytes, read once for the whole plan through the bounded
-/// reader every command uses ([`crate::neff::Source`]): a regular file
-/// mapped (its pages are the page cache's), anything else — a device, a
-/// pipe — read only as far as its header says, so `/dev/zero` or `yes`
-/// cannot hold the plan forever.
-struct FileBytes(crate::neff::Source);
+/// reader every command uses ([`Source`]): a regular file mapped (its pages
+/// are the page cache's), anything else — a device, a pipe — read only as
+/// far as its header says, so `/dev/zero` or `yes` cannot hold the plan
+/// forever.
+fn read_file(path: &Path) -> Result<Source, PlanError> {
+    Source::read(Some(path)).map_err(|source| PlanError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
 
-impl FileBytes {
-    fn read(path: &Path) -> Result<FileBytes, PlanError> {
-        crate::neff::Source::read(Some(path))
-            .map(FileBytes)
-            .map_err(|source| PlanError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-    }
+/// A regular file as the file system knows it: its device and inode, with
+/// its length and modification time (a file rewritten in place between two
+/// of its names being read is then not taken for the same bytes).
+type Inode = (u64, u64, u64, i64, i64);
 
-    fn bytes(&self) -> &[u8] {
-        self.0.bytes()
-    }
-
-    fn mapped(&self) -> Option<&MappedFile> {
-        self.0.mapped()
-    }
+/// The identity of the regular file `path` names (links followed); `None`
+/// for anything else, which is read to be known.
+fn inode_of(path: &Path) -> Option<Inode> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    m.is_file()
+        .then(|| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
 }
 
 /// One distinct NEFF of the deployment.
 pub(crate) struct NeffFile {
     pub path: PathBuf,
-    bytes: FileBytes,
+    bytes: Source,
     /// The fingerprint of its bytes under the session's parse cache.
     print: u128,
 }
@@ -104,6 +105,13 @@ fn settings(d: &Deployment) -> Result<Settings, PlanError> {
 /// parse retained.
 fn tune(mut config: RuntimeConfig, files: usize) -> RuntimeConfig {
     config.retain_images = false;
+    // A NEFF staged once on a set of cores is replayed there by every
+    // further load (`NEFFLD_REPLAY=0` stages each); cores are built one
+    // after another, as the replay's recording is (the devices copy
+    // nothing, so threads would buy nothing, and the plan does not depend
+    // on their timing).
+    config.replay = Some(config.replay.unwrap_or(true));
+    config.fanout_min_bytes = u64::MAX;
     config.cache_retain = files.max(1);
     config.cache_retain_bytes = u64::MAX;
     config
@@ -137,22 +145,31 @@ impl Session {
         let mut opened = Vec::new();
         let mut by_path = HashMap::new();
         let mut by_print: HashMap<u128, usize> = HashMap::new();
+        let mut by_inode: HashMap<Inode, usize> = HashMap::new();
         for path in paths {
+            // Another name of a file already read (a link) is that file,
+            // known without reading it again.
+            let inode = inode_of(path);
+            if let Some(&i) = inode.as_ref().and_then(|n| by_inode.get(n)) {
+                by_path.insert(path.clone(), i);
+                continue;
+            }
             // The fingerprint reads every byte; a mapped file is then mapped
             // afresh, so the container's open releases its pages as it
             // reads them, as `neffld load` does, instead of keeping the
             // whole file resident beside the inflated payload.
-            let first = FileBytes::read(path)?;
+            let first = read_file(path)?;
             let print = parses.fingerprint_of(first.bytes());
             // Another path to bytes already read (a link, a copy) is the
             // same NEFF: loaded, measured and judged as that one.
             if let Some(&i) = by_print.get(&print) {
                 by_path.insert(path.clone(), i);
+                by_inode.extend(inode.map(|n| (n, i)));
                 continue;
             }
             let bytes = if first.mapped().is_some() {
                 drop(first);
-                FileBytes::read(path)?
+                read_file(path)?
             } else {
                 first
             };
@@ -161,6 +178,7 @@ impl Session {
                 None => container::open(bytes.bytes(), &opts).ok(),
             });
             by_print.insert(print, files.len());
+            by_inode.extend(inode.map(|n| (n, files.len())));
             by_path.insert(path.clone(), files.len());
             files.push(NeffFile {
                 path: path.clone(),
@@ -328,6 +346,11 @@ impl Watch {
 }
 
 impl Observer for Watch {
+    fn wants_refusals(&self) -> bool {
+        let s = self.state();
+        s.armed && s.refused.is_none()
+    }
+
     fn refused(&self, req: &AllocReq<'_>, _error: &DeviceError, ledger: &Ledger) {
         let mut s = self.state();
         if !s.armed || s.refused.is_some() {
@@ -447,9 +470,12 @@ impl<'s> Exec<'s> {
 
     /// The physical cores and device of a visible logical core.
     pub fn placement(&self, vnc: u32) -> Result<(u32, Vec<u32>), LoadError> {
-        let (nd, _, first) = self.rt.placement_of_vnc(vnc)?;
-        let lnc = self.config.lnc_size();
-        Ok((nd, (first.0..first.0 + lnc).collect()))
+        let (nd, device, local) = self.rt.vnc_location(vnc)?;
+        let pcores = device
+            .geometry()
+            .pcores_of(local, self.config.lnc_size())
+            .map_err(LoadError::pipeline)?;
+        Ok((nd, pcores.collect()))
     }
 
     pub(super) fn step(&mut self, step: &Step, io_tensors: bool) -> Result<StepReport, PlanError> {

@@ -11,6 +11,7 @@
 pub mod core;
 pub mod fanout;
 pub mod plan;
+pub mod replay;
 pub mod scratchpad;
 pub mod txn;
 pub mod validate;
@@ -32,6 +33,7 @@ pub use self::core::PlacedImage;
 pub use fanout::bulk_bytes;
 pub use fanout::{panic_message, stage, StageOptions, DEFAULT_FANOUT_MIN_BYTES};
 pub use plan::Placement;
+pub use replay::Recipes;
 pub use scratchpad::{Scratchpad, ScratchpadMode};
 
 /// Whose scratchpad could not be had, for a refusal of its pages: the

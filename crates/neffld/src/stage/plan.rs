@@ -333,6 +333,25 @@ impl CorePlan {
     }
 }
 
+impl CorePlan {
+    /// A plan on `pcore` for load `h_model` that places no variable: what a
+    /// replayed load holds ([`super::replay`]), its allocations and
+    /// scratchpad pages without the placements they were made for.
+    pub fn hollow(dev: &Arc<Device>, pcore: PCore, h_model: HModel) -> CorePlan {
+        CorePlan {
+            pcore,
+            h_model,
+            vars: Vec::new(),
+            var_meta: Vec::new(),
+            allocs: AllocSet::new(dev),
+            var_allocs: Vec::new(),
+            scratch: None,
+            local_offset: 0,
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// The virtual variable reaching furthest into the scratchpad the `k`-th
 /// subgraph's core holds (its local arena, and the shared one on the first
 /// core), with its subgraph's name, `backing_variable_off` and size: what

@@ -254,6 +254,8 @@ pub enum ReserveError {
 pub struct ScratchClaim {
     cores: Arc<Cores>,
     core: PCore,
+    /// Bytes of arena asked for.
+    bytes: u64,
     pages: u32,
 }
 
@@ -270,6 +272,7 @@ impl ScratchClaim {
         Ok(ScratchClaim {
             cores: Arc::clone(cores),
             core,
+            bytes,
             pages,
         })
     }
@@ -277,6 +280,11 @@ impl ScratchClaim {
     /// Pages referenced.
     pub fn pages(&self) -> u32 {
         self.pages
+    }
+
+    /// Bytes of arena the claim was taken for.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 }
 

@@ -6,3 +6,4 @@ mod capture_report;
 mod fidelity;
 mod lines;
 mod plan;
+mod plan_replay;

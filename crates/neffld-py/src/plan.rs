@@ -1,0 +1,696 @@
+//! `neffld.plan`: a deployment built from Python's arguments with the
+//! library's own parsers (a load is always a file, never an option), planned
+//! by the library, and returned as objects over its report
+//! ([`neffld::plan::PlanReport`]): `plan.fits`, `plan.steps[i].status`,
+//! `plan.refusal.log`, `plan.advice[i].argv`, ... `to_dict()` gives the
+//! document `neffld plan --json` prints.
+
+use std::path::{Path, PathBuf};
+
+use neffld::instance::Instance;
+use neffld::plan::report as r;
+use neffld::plan::{self as lib, Deployment, PlanReport, StepBudget};
+use neffld::RuntimeLine;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::error::{raise, FResult, Failure};
+
+fn usage(e: impl ToString) -> Failure {
+    Failure::new("usage", neffld::NrtStatus::Invalid, e.to_string())
+}
+
+/// What Python's `neffld.plan` was given.
+pub struct Args {
+    pub loads: Vec<String>,
+    pub instance: Option<String>,
+    pub lnc: Option<u32>,
+    pub runtime: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub tensors: Vec<String>,
+    pub unloads: Vec<String>,
+    pub frees: Vec<String>,
+    pub io_tensors: bool,
+    pub solve: Option<String>,
+    pub max_inflated: Option<u64>,
+}
+
+/// The deployment the arguments describe: a deployment file with the
+/// arguments over it, or the loads; then the tensors, unloads and frees;
+/// the process's runtime variables first, `env` over them.
+fn deployment(a: &Args) -> FResult<Deployment> {
+    let budget_err = |e: neffld::config::ConfigError| usage(e);
+    let mut budget =
+        StepBudget::new(neffld::config::max_steps(|k| std::env::var(k).ok()).map_err(budget_err)?);
+    let file = lib::deployment_file(&a.loads).map_err(usage)?;
+    let mut d = match file {
+        Some(path) => {
+            let text = lib::read_deployment(path).map_err(|e| {
+                Failure::new(
+                    "io",
+                    neffld::NrtStatus::Failure,
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?;
+            let base = path.parent().unwrap_or(Path::new("."));
+            let mut d =
+                lib::parse_toml_within(&text, &path.display().to_string(), base, &mut budget)
+                    .map_err(usage)?;
+            d.origins.resize(d.steps.len(), String::new());
+            d
+        }
+        None => Deployment {
+            io_tensors: true,
+            ..Deployment::default()
+        },
+    };
+    let mut add = |steps: Vec<lib::Step>, place: String, d: &mut Deployment| -> FResult<()> {
+        budget.take(steps.len(), place.clone()).map_err(usage)?;
+        d.origins.extend(std::iter::repeat_n(place, steps.len()));
+        d.steps.extend(steps);
+        Ok(())
+    };
+    if file.is_none() {
+        for l in &a.loads {
+            add(
+                lib::parse_load(l).map_err(usage)?,
+                format!("load '{l}'"),
+                &mut d,
+            )?;
+        }
+    }
+    for t in &a.tensors {
+        add(
+            lib::parse_tensor(t).map_err(usage)?,
+            format!("tensors '{t}'"),
+            &mut d,
+        )?;
+    }
+    for u in &a.unloads {
+        add(
+            lib::parse_unload(u).map_err(usage)?,
+            format!("unloads '{u}'"),
+            &mut d,
+        )?;
+    }
+    for f in &a.frees {
+        add(
+            lib::parse_free(f).map_err(usage)?,
+            format!("frees '{f}'"),
+            &mut d,
+        )?;
+    }
+    // In the order the mistakes are reported: variables, instance, line,
+    // question.
+    let overrides = lib::Overrides {
+        env: a
+            .env
+            .iter()
+            .map(|(k, v)| lib::parse_env(&format!("{k}={v}")))
+            .collect::<Result<_, _>>()
+            .map_err(usage)?,
+        instance: match &a.instance {
+            Some(i) => Some(Instance::named(i).map_err(|e| usage(format!("instance: {e}")))?),
+            None => None,
+        },
+        runtime: match &a.runtime {
+            Some(l) => Some(
+                l.parse::<RuntimeLine>()
+                    .map_err(|e| usage(format!("runtime: {e}")))?,
+            ),
+            None => None,
+        },
+        solve: a
+            .solve
+            .as_deref()
+            .map(lib::parse_solve)
+            .transpose()
+            .map_err(usage)?,
+        lnc: a.lnc.map(|l| (l, "lnc".to_string())),
+        max_inflated: a.max_inflated,
+        io_tensors: a.io_tensors,
+    };
+    let d = d.overridden(overrides, |k| std::env::var(k).ok());
+    if d.steps.is_empty() {
+        return Err(usage("the deployment has no step"));
+    }
+    Ok(d)
+}
+
+/// Plans `d` and writes the map when asked: the report and the `--json`
+/// document.
+fn answer(d: &Deployment, map: Option<&Path>) -> FResult<(PlanReport, String)> {
+    let p = lib::plan(d).map_err(|e| {
+        let f = neffld_cli::plan_failure(&e, d);
+        Failure::new(f.stage, f.status, f.message)
+    })?;
+    let (report, doc, _unwritten) = neffld_cli::plan_output(&p, map);
+    Ok((report, doc.to_string()))
+}
+
+/// Plans a deployment described by Python's arguments (see `neffld.plan`).
+#[pyfunction]
+#[pyo3(signature = (loads, instance, lnc, runtime, env, tensors, unloads, frees, io_tensors, map, solve, max_inflated))]
+#[allow(clippy::too_many_arguments)]
+pub fn _plan(
+    py: Python<'_>,
+    loads: Vec<String>,
+    instance: Option<String>,
+    lnc: Option<u32>,
+    runtime: Option<String>,
+    env: Vec<(String, String)>,
+    tensors: Vec<String>,
+    unloads: Vec<String>,
+    frees: Vec<String>,
+    io_tensors: bool,
+    map: Option<PathBuf>,
+    solve: Option<String>,
+    max_inflated: Option<u64>,
+) -> PyResult<Plan> {
+    let a = Args {
+        loads,
+        instance,
+        lnc,
+        runtime,
+        env,
+        tensors,
+        unloads,
+        frees,
+        io_tensors,
+        solve,
+        max_inflated,
+    };
+    let out = py.detach(|| deployment(&a).and_then(|d| answer(&d, map.as_deref())));
+    let (report, json) = raise(py, out)?;
+    Plan::new(py, &report, json)
+}
+
+/// Plans a `neffld plan` command line (an advice's `argv`, the words after
+/// `plan`), read by the command's own parser.
+#[pyfunction]
+pub fn _plan_argv(py: Python<'_>, args: Vec<String>) -> PyResult<Plan> {
+    let out = py.detach(|| {
+        let (d, map) = neffld_cli::plan_command(args.into_iter().map(Into::into))
+            .map_err(|f| Failure::new(f.stage, f.status, f.message))?;
+        if d.steps.is_empty() {
+            return Err(usage("the deployment has no step"));
+        }
+        answer(&d, map.as_deref())
+    });
+    let (report, json) = raise(py, out)?;
+    Plan::new(py, &report, json)
+}
+
+/// The instance a plan ran on.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct PlanInstance {
+    /// Instance type (None: one chip of `arch`).
+    pub name: Option<&'static str>,
+    pub chip: Option<&'static str>,
+    pub arch: &'static str,
+    pub chips: u32,
+    pub cores_per_chip: u32,
+    pub hbms_per_chip: u32,
+    pub hbm_size: u64,
+    pub lnc: u32,
+    pub logical_cores: u32,
+}
+
+/// Why a step was refused.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct StepError {
+    pub stage: &'static str,
+    pub status: u32,
+    pub status_name: &'static str,
+    pub message: String,
+    /// neffld's own ceiling, not the runtime's: the setting that raises it.
+    pub own_limit: Option<&'static str>,
+}
+
+/// One step of a plan as it ran.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct PlanStep {
+    pub index: usize,
+    /// "load", "tensor", "unload" or "free".
+    pub kind: &'static str,
+    pub file: Option<String>,
+    pub name: Option<String>,
+    pub size: Option<u64>,
+    /// The logical core it ran on.
+    pub core: Option<u32>,
+    pub device: Option<u32>,
+    pub pcores: Vec<u32>,
+    /// "ok" or "refused".
+    pub status: &'static str,
+    pub error: Option<Py<StepError>>,
+    pub held_after: u64,
+}
+
+#[pymethods]
+impl PlanStep {
+    fn __repr__(&self) -> String {
+        format!(
+            "PlanStep({} {} on core {}: {})",
+            self.kind,
+            self.file.as_deref().or(self.name.as_deref()).unwrap_or(""),
+            self.core.map_or("?".into(), |c| c.to_string()),
+            self.status
+        )
+    }
+}
+
+/// One line of the runtime's log.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct LogLine {
+    pub function: &'static str,
+    pub message: String,
+}
+
+/// The free bytes of one allocator pool of an HBM.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Pool {
+    /// "main" or "small".
+    pub pool: &'static str,
+    pub capacity: u64,
+    pub free: u64,
+    pub longest: u64,
+}
+
+/// The first refusal for want of device memory, as the runtime logs it.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct PlanRefusal {
+    pub step: usize,
+    pub device: u32,
+    pub pcore: u32,
+    pub hbm: Option<u32>,
+    pub size: u64,
+    pub alignment: u64,
+    pub usage: &'static str,
+    pub category: &'static str,
+    pub what: String,
+    pub explain: Option<String>,
+    pub pools: Vec<Py<Pool>>,
+    pub log: Vec<Py<LogLine>>,
+}
+
+/// A NEFF loaded where the plan stopped.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct PlanNeff {
+    pub id: u32,
+    pub name: String,
+    pub file: String,
+    pub device: u32,
+    pub core: u32,
+    pub pcores: Vec<u32>,
+}
+
+/// A device tensor held where the plan stopped.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct PlanTensor {
+    pub name: String,
+    pub size: u64,
+    pub core: u32,
+    pub device: u32,
+    pub pcore: u32,
+    pub hbm: u32,
+    /// The load whose input or output it is (None: a named tensor).
+    pub io_of: Option<u32>,
+}
+
+/// How many more copies of one NEFF fit on a core.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Copies {
+    pub file: String,
+    pub count: u32,
+    pub at_least: bool,
+}
+
+/// What more fits on one logical core.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Headroom {
+    pub core: u32,
+    pub device: u32,
+    pub pcores: Vec<u32>,
+    pub hbm: u32,
+    pub hbm_free: u64,
+    pub largest_tensor: u64,
+    pub shared_with: Vec<u32>,
+    pub pools: Vec<Py<Pool>>,
+    pub explain: Option<String>,
+    pub copies: Vec<Py<Copies>>,
+}
+
+/// One piece of advice, judged by planning again with it.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Advice {
+    /// "scratchpad_page", "paged_scratchpad", "lnc", "placement" or
+    /// "without_neff".
+    pub kind: &'static str,
+    pub change: String,
+    /// The whole `neffld plan` command line that applies it
+    /// (`neffld.plan_argv(advice.argv)` plans it).
+    pub argv: Vec<String>,
+    /// A placement's moves, (from, to) logical cores.
+    pub moves: Option<Vec<(u32, u32)>>,
+    pub reason: String,
+    pub fits: bool,
+    pub completed_before: usize,
+    pub completed_after: usize,
+    pub held_before: u64,
+    pub held_after: u64,
+    pub saves: i64,
+    pub fullest_hbm_before: u64,
+    pub fullest_hbm_after: u64,
+    /// The refused step it lets through: (step, free before, free after).
+    pub unblocked: Option<(usize, u64, u64)>,
+}
+
+#[pymethods]
+impl Advice {
+    fn __repr__(&self) -> String {
+        format!("Advice({}: fits {})", self.change, self.fits)
+    }
+}
+
+/// A question (`solve=`) and its answer.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Solve {
+    /// "tensor" or "ranks".
+    pub kind: &'static str,
+    pub query: String,
+    pub name: Option<String>,
+    pub file: Option<String>,
+    pub cores: Option<Vec<u32>>,
+    /// The largest tensor that fits on every listed core at once.
+    pub bytes: Option<u64>,
+    /// Further loads that fit, of `tried`.
+    pub ranks: Option<u32>,
+    pub tried: Option<u32>,
+    /// Why there is no answer.
+    pub unanswered: Option<String>,
+}
+
+/// A planned deployment.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Plan {
+    /// Every step ran.
+    pub fits: bool,
+    pub instance: Py<PlanInstance>,
+    pub runtime: String,
+    pub scratchpad_page: u64,
+    pub contiguous_scratchpad: bool,
+    pub io_tensors: bool,
+    pub planned_steps: usize,
+    pub parses: u64,
+    pub steps: Vec<Py<PlanStep>>,
+    pub refusal: Option<Py<PlanRefusal>>,
+    pub neffs: Vec<Py<PlanNeff>>,
+    pub tensors: Vec<Py<PlanTensor>>,
+    pub headroom: Vec<Py<Headroom>>,
+    pub advice: Vec<Py<Advice>>,
+    pub no_fix: Option<String>,
+    pub solve: Option<Py<Solve>>,
+    /// The document `neffld plan --json` prints, as text.
+    pub json: String,
+}
+
+fn pools(py: Python<'_>, p: &[r::PoolEntry]) -> PyResult<Vec<Py<Pool>>> {
+    p.iter()
+        .map(|p| {
+            Py::new(
+                py,
+                Pool {
+                    pool: p.pool,
+                    capacity: p.capacity,
+                    free: p.free,
+                    longest: p.longest,
+                },
+            )
+        })
+        .collect()
+}
+
+impl Plan {
+    fn new(py: Python<'_>, r: &PlanReport, json: String) -> PyResult<Plan> {
+        let i = &r.instance;
+        let steps = r
+            .steps
+            .iter()
+            .map(|s| {
+                let error = s
+                    .error
+                    .as_ref()
+                    .map(|e| {
+                        Py::new(
+                            py,
+                            StepError {
+                                stage: e.stage,
+                                status: e.status_code,
+                                status_name: e.status,
+                                message: e.message.clone(),
+                                own_limit: e.own_limit,
+                            },
+                        )
+                    })
+                    .transpose()?;
+                Py::new(
+                    py,
+                    PlanStep {
+                        index: s.index,
+                        kind: s.kind,
+                        file: s.file.clone(),
+                        name: s.name.clone(),
+                        size: s.size,
+                        core: s.core,
+                        device: s.device,
+                        pcores: s.pcores.clone(),
+                        status: s.status,
+                        error,
+                        held_after: s.held_after,
+                    },
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        let refusal = r
+            .refusal
+            .as_ref()
+            .map(|f| -> PyResult<_> {
+                let log = f
+                    .log
+                    .iter()
+                    .map(|l| {
+                        Py::new(
+                            py,
+                            LogLine {
+                                function: l.function,
+                                message: l.message.clone(),
+                            },
+                        )
+                    })
+                    .collect::<PyResult<_>>()?;
+                Py::new(
+                    py,
+                    PlanRefusal {
+                        step: f.step,
+                        device: f.device,
+                        pcore: f.pcore,
+                        hbm: f.hbm,
+                        size: f.size,
+                        alignment: f.alignment,
+                        usage: f.usage,
+                        category: f.category,
+                        what: f.what.clone(),
+                        explain: f.explain.clone(),
+                        pools: pools(py, &f.pools)?,
+                        log,
+                    },
+                )
+            })
+            .transpose()?;
+        let neffs = r
+            .neffs
+            .iter()
+            .map(|n| {
+                Py::new(
+                    py,
+                    PlanNeff {
+                        id: n.id,
+                        name: n.name.clone(),
+                        file: n.file.clone(),
+                        device: n.device,
+                        core: n.core,
+                        pcores: n.pcores.clone(),
+                    },
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        let tensors = r
+            .tensors
+            .iter()
+            .map(|t| {
+                Py::new(
+                    py,
+                    PlanTensor {
+                        name: t.name.clone(),
+                        size: t.size,
+                        core: t.core,
+                        device: t.device,
+                        pcore: t.pcore,
+                        hbm: t.hbm,
+                        io_of: t.io_of,
+                    },
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        let headroom = r
+            .headroom
+            .iter()
+            .map(|h| {
+                let copies = h
+                    .copies
+                    .iter()
+                    .map(|c| {
+                        Py::new(
+                            py,
+                            Copies {
+                                file: c.file.clone(),
+                                count: c.count,
+                                at_least: c.at_least,
+                            },
+                        )
+                    })
+                    .collect::<PyResult<_>>()?;
+                Py::new(
+                    py,
+                    Headroom {
+                        core: h.core,
+                        device: h.device,
+                        pcores: h.pcores.clone(),
+                        hbm: h.hbm,
+                        hbm_free: h.hbm_free,
+                        largest_tensor: h.largest_tensor,
+                        shared_with: h.shared_with.clone(),
+                        pools: pools(py, &h.pools)?,
+                        explain: h.explain.clone(),
+                        copies,
+                    },
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        let advice = r
+            .advice
+            .iter()
+            .map(|a| {
+                Py::new(
+                    py,
+                    Advice {
+                        kind: a.kind,
+                        change: a.change.clone(),
+                        argv: a.argv.clone(),
+                        moves: a
+                            .moves
+                            .as_ref()
+                            .map(|m| m.iter().map(|m| (m.from, m.to)).collect()),
+                        reason: a.reason.clone(),
+                        fits: a.fits,
+                        completed_before: a.completed_before,
+                        completed_after: a.completed_after,
+                        held_before: a.held_before,
+                        held_after: a.held_after,
+                        saves: a.saves,
+                        fullest_hbm_before: a.fullest_hbm_before,
+                        fullest_hbm_after: a.fullest_hbm_after,
+                        unblocked: a
+                            .unblocked
+                            .as_ref()
+                            .map(|u| (u.step, u.free_before, u.free_after)),
+                    },
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        let solve = r
+            .solve
+            .as_ref()
+            .map(|s| {
+                Py::new(
+                    py,
+                    Solve {
+                        kind: s.kind,
+                        query: s.query.clone(),
+                        name: s.name.clone(),
+                        file: s.file.clone(),
+                        cores: s.cores.clone(),
+                        bytes: s.bytes,
+                        ranks: s.ranks,
+                        tried: s.tried,
+                        unanswered: s.unanswered.clone(),
+                    },
+                )
+            })
+            .transpose()?;
+        Ok(Plan {
+            fits: r.fits,
+            instance: Py::new(
+                py,
+                PlanInstance {
+                    name: i.name,
+                    chip: i.chip,
+                    arch: i.arch,
+                    chips: i.chips,
+                    cores_per_chip: i.cores_per_chip,
+                    hbms_per_chip: i.hbms_per_chip,
+                    hbm_size: i.hbm_size,
+                    lnc: i.lnc,
+                    logical_cores: i.logical_cores,
+                },
+            )?,
+            runtime: r.runtime.to_string(),
+            scratchpad_page: r.scratchpad_page,
+            contiguous_scratchpad: r.contiguous_scratchpad,
+            io_tensors: r.io_tensors,
+            planned_steps: r.planned_steps,
+            parses: r.parses,
+            steps,
+            refusal,
+            neffs,
+            tensors,
+            headroom,
+            advice,
+            no_fix: r.no_fix.clone(),
+            solve,
+            json,
+        })
+    }
+}
+
+#[pymethods]
+impl Plan {
+    /// The document `neffld plan --json` prints, as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        py.import("json")?
+            .call_method1("loads", (&self.json,))?
+            .cast_into::<PyDict>()
+            .map_err(Into::into)
+    }
+
+    /// Every device's memory where the plan stopped (`to_dict()["memory"]`).
+    #[getter]
+    fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self
+            .to_dict(py)?
+            .get_item("memory")?
+            .unwrap_or_else(|| py.None().into_bound(py)))
+    }
+
+    fn __repr__(&self) -> String {
+        let failed = self
+            .steps
+            .iter()
+            .find(|s| s.get().error.is_some())
+            .map(|s| s.get().index + 1);
+        match failed {
+            None => format!("Plan(fits: all {} steps)", self.planned_steps),
+            Some(n) => format!("Plan(does not fit: step {n} of {})", self.planned_steps),
+        }
+    }
+}
