@@ -35,11 +35,12 @@ use super::align::{align, Fate, Records};
 /// What a load's relocation did to one image's NEFF records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Patches {
-    /// Slots the runtime inserted (a pseudo-instruction lowered to several).
+    /// Insert patches: device slots with no NEFF record (the runtime's code,
+    /// or the extra slots of a pseudo-instruction that expanded).
     pub insert: u32,
-    /// Records rewritten in place (an address filled in).
+    /// Modify patches: a NEFF record rewritten into device slots.
     pub modify: u32,
-    /// Records dropped (a pseudo-instruction with no device form).
+    /// Delete patches: NEFF records absent from the device image.
     pub delete: u32,
 }
 
