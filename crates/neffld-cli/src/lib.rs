@@ -8,6 +8,7 @@ mod container_cmds;
 mod dump;
 mod input;
 mod load_cmd;
+mod load_doc;
 mod map;
 mod memory;
 mod plan_cmd;

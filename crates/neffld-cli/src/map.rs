@@ -14,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use crate::load_cmd::{CoreDoc, LoadDoc, VariableDoc};
+use crate::load_doc::{CoreDoc, LoadDoc, VariableDoc};
 use crate::memory::{AllocationDoc, HbmDoc, RefusedDoc};
 use crate::{memory, units};
 

@@ -1,0 +1,242 @@
+//! The document of `neffld load` (docs/cli.md): typed, serialised for
+//! `--json`, and read field by field by the human report (`load_cmd`) and
+//! the HTML map (`map`), which therefore both import it and not each other.
+
+use neffld::report::StagedView;
+use neffld::LineProvenance;
+use serde::Serialize;
+
+use crate::memory::MemoryDoc;
+use crate::report::Stamp;
+
+/// One variable where the load put it.
+#[derive(Serialize)]
+pub struct VariableDoc {
+    pub var_id: u32,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub placement: &'static str,
+    pub address: Option<u64>,
+    pub size: Option<u64>,
+}
+
+/// What relocation did to one image's records.
+#[derive(Serialize)]
+pub struct PatchesDoc {
+    pub insert: u32,
+    pub modify: u32,
+    pub delete: u32,
+}
+
+/// One engine's instruction image.
+#[derive(Serialize)]
+pub struct ImageDoc {
+    pub engine: &'static str,
+    pub address: u64,
+    pub bytes: usize,
+    pub neff_records: u32,
+    pub device_slots: u64,
+    pub patches: PatchesDoc,
+    pub absolute_operands: u32,
+    pub io_templates: u32,
+    pub exact: bool,
+    pub filler_slots: u32,
+    pub approximate_records: usize,
+}
+
+/// One static DMA ring.
+#[derive(Serialize)]
+pub struct RingDoc {
+    pub queue: String,
+    pub address: u64,
+    pub bytes: u64,
+    pub blocks: u32,
+    pub descriptor_pairs: u64,
+    pub capacity: u64,
+    pub io_templates: u64,
+}
+
+/// One table copied to the device.
+#[derive(Serialize)]
+pub struct TableDoc {
+    pub table: String,
+    pub address: u64,
+    pub bytes: u64,
+}
+
+/// One memory row of a core, as the load's runtime lists it.
+#[derive(Serialize)]
+pub struct RowDoc {
+    pub usage_type: String,
+    pub bytes: u64,
+    pub runtime: u64,
+    pub model: u64,
+}
+
+/// Everything the report shows about one physical core.
+#[derive(Serialize)]
+pub struct CoreDoc {
+    pub pcore: u32,
+    pub hbm: u32,
+    pub subgraph: String,
+    pub scratchpad_pages: u32,
+    pub instructions: u64,
+    pub descriptors: u64,
+    pub templates: u64,
+    pub variables: Vec<VariableDoc>,
+    pub images: Vec<ImageDoc>,
+    pub rings: Vec<RingDoc>,
+    pub tables: Vec<TableDoc>,
+    pub memory_rows: Vec<RowDoc>,
+}
+
+/// The loaded model.
+#[derive(Serialize)]
+pub struct ModelDoc {
+    pub name: String,
+    pub uuid: String,
+    pub vnc: u32,
+    pub pcores: Vec<u32>,
+}
+
+/// Each stage's time, in microseconds.
+#[derive(Serialize)]
+pub struct TimingsDoc {
+    pub guard: u64,
+    pub container: u64,
+    pub parse: u64,
+    pub cache_wait: u64,
+    pub stage: u64,
+    pub relocate: u64,
+    pub unload: u64,
+    pub total: u64,
+}
+
+/// One IO tensor as `nrt_get_model_tensor_info` reports it.
+#[derive(Serialize)]
+pub struct TensorDoc {
+    pub name: String,
+    pub usage: &'static str,
+    pub size: u64,
+    pub dtype: &'static str,
+    pub dtype_code: u32,
+    pub shape: Vec<u32>,
+}
+
+/// The document of `neffld load` (docs/cli.md): what the load ran on, what
+/// it placed (when it loaded) and the memory, loaded or not.
+#[derive(Serialize)]
+pub struct LoadDoc {
+    pub file: String,
+    pub size: usize,
+    pub device: &'static str,
+    pub arch: &'static str,
+    pub runtime: String,
+    pub runtime_provenance: LineProvenance,
+    pub checked: bool,
+    pub device_cores: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h_nn: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings_us: Option<TimingsDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tensors: Option<Vec<TensorDoc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<Vec<CoreDoc>>,
+    pub memory: MemoryDoc,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl LoadDoc {
+    /// The cores the load placed (none when it failed).
+    pub fn cores(&self) -> &[CoreDoc] {
+        self.cores.as_deref().unwrap_or_default()
+    }
+}
+
+/// Everything the report shows about each core: the library's staged view.
+pub fn core_docs(view: &StagedView) -> Vec<CoreDoc> {
+    view.cores
+        .iter()
+        .map(|c| CoreDoc {
+            pcore: c.pcore,
+            hbm: c.hbm,
+            subgraph: c.subgraph.clone(),
+            scratchpad_pages: c.scratchpad_pages,
+            instructions: c.instruction_slots(),
+            descriptors: c.descriptors(),
+            templates: c.io_templates(),
+            variables: c
+                .variables
+                .iter()
+                .map(|v| VariableDoc {
+                    var_id: v.var_id,
+                    name: v.name.clone(),
+                    kind: v.kind,
+                    placement: v.placement,
+                    address: v.address,
+                    size: v.size,
+                })
+                .collect(),
+            images: c
+                .images
+                .iter()
+                .map(|i| ImageDoc {
+                    engine: i.engine.key(),
+                    address: i.address,
+                    bytes: i.bytes.len(),
+                    neff_records: i.neff_records(),
+                    device_slots: i.slots(),
+                    patches: PatchesDoc {
+                        insert: i.patches.insert,
+                        modify: i.patches.modify,
+                        delete: i.patches.delete,
+                    },
+                    absolute_operands: i.absolute_operands,
+                    io_templates: i.io_templates,
+                    exact: i.exact(),
+                    filler_slots: i.filler_slots(),
+                    approximate_records: i.approximate.len(),
+                })
+                .collect(),
+            rings: c
+                .rings
+                .iter()
+                .map(|r| RingDoc {
+                    queue: r.queue.clone(),
+                    address: r.address,
+                    bytes: r.bytes,
+                    blocks: r.blocks,
+                    descriptor_pairs: r.descriptor_pairs,
+                    capacity: r.capacity,
+                    io_templates: r.io_templates,
+                })
+                .collect(),
+            tables: c
+                .tables
+                .iter()
+                .map(|t| TableDoc {
+                    table: t.what.clone(),
+                    address: t.address,
+                    bytes: t.bytes,
+                })
+                .collect(),
+            memory_rows: c
+                .memory
+                .iter()
+                .map(|r| RowDoc {
+                    usage_type: r.usage_type.clone(),
+                    bytes: r.bytes,
+                    runtime: r.runtime,
+                    model: r.model,
+                })
+                .collect(),
+        })
+        .collect()
+}
