@@ -138,13 +138,18 @@ fn deployment(a: &Args) -> FResult<Deployment> {
 }
 
 /// Plans `d` and writes the map when asked: the report and the `--json`
-/// document.
+/// document. A map that cannot be written is the I/O error the caller
+/// asked for a file and did not get (the command exits as one, after its
+/// report).
 fn answer(d: &Deployment, map: Option<&Path>) -> FResult<(PlanReport, String)> {
     let p = lib::plan(d).map_err(|e| {
         let f = neffld_cli::plan_failure(&e, d);
         Failure::new(f.stage, f.status, f.message)
     })?;
-    let (report, doc, _unwritten) = neffld_cli::plan_output(&p, map);
+    let (report, doc, unwritten) = neffld_cli::plan_output(&p, map);
+    if let Some(f) = unwritten {
+        return Err(Failure::new(f.stage, f.status, f.message));
+    }
     Ok((report, doc.to_string()))
 }
 

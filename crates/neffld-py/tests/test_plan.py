@@ -107,6 +107,18 @@ def test_a_load_is_always_a_file_name(tmp_path, monkeypatch):
     assert [s.kind for s in p.steps] == ["load", "tensor"]
 
 
+def test_a_map_that_cannot_be_written_raises(tmp_path):
+    # The caller asked for a file: not getting it is an I/O error, not a
+    # plan that silently lacks its map.
+    where = tmp_path / "missing-dir" / "plan.html"
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan(f"{SMALL}@0", map=where)
+    assert e.value.stage == "io" and str(where) in e.value.message
+    written = tmp_path / "plan.html"
+    neffld.plan(f"{SMALL}@0", map=written)
+    assert written.read_text().startswith("<!DOCTYPE html>")
+
+
 def test_a_string_where_a_list_is_expected_is_a_type_error():
     # A lone string used to be read letter by letter.
     for kw in ["tensors", "unloads", "frees"]:

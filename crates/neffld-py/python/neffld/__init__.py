@@ -138,8 +138,8 @@ def plan(
     "NAME@CORES" (lists) run after the loads, in that order (interleave them
     in a deployment file); `env` maps runtime variables to values. A
     refused step is the answer (`plan.fits` is False), not an exception; a
-    usage or I/O error raises NeffError, an argument of the wrong type
-    TypeError.
+    usage or I/O error raises NeffError (a `map` file that cannot be
+    written included), an argument of the wrong type TypeError.
 
     `solve` asks for a figure instead of a verdict: "NAME@CORES" gives in
     `plan.solve.bytes` the largest tensor NAME that fits on every listed

@@ -425,7 +425,8 @@ def plan(
     file; returns a Plan (fits, steps, refusal with the runtime's log lines,
     headroom, advice each with the argv that applies it, solve: the largest
     tensor NAME@CORES or further ranks of FILE.neff[@CORES]). Raises
-    NeffError for a usage or I/O error, TypeError for an argument of the
+    NeffError for a usage or I/O error (a map that cannot be written
+    included), TypeError for an argument of the
     wrong type (a string where a list is expected)."""
 
 def plan_argv(argv: "list[str] | tuple[str, ...]") -> Plan:
