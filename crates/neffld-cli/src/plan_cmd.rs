@@ -12,10 +12,12 @@ use neffld::report::MemoryReport;
 use neffld::text::count;
 use neffld::NrtStatus;
 use neffld::RuntimeLine;
-use serde_json::Value;
+use serde::Serialize;
 
 use crate::load_cmd::parse_runtime;
-use crate::report::{emit, exit_after_report, print_json, stamp, write_map, Failure};
+use crate::report::{
+    emit, exit_after_report, print_json, unwritten_warning, write_html, Failure, Stamp,
+};
 use crate::style::Style;
 use crate::{plan_map, units};
 
@@ -218,21 +220,47 @@ pub fn failure_of(e: &PlanError, d: &Deployment) -> Failure {
     f
 }
 
-/// What the command makes of a plan: the library's report, its `--json`
-/// document, and the map written to `map` when asked for (with the failure
-/// to write it: it costs the map, not the plan).
-pub fn output(p: &Plan, map: Option<&Path>) -> (PlanReport, Value, Option<Failure>) {
+/// The `plan --json` document (docs/cli.md): the library's report, an
+/// unwritten map among the warnings, and the contract's keys.
+#[derive(Serialize)]
+pub struct PlanDoc {
+    #[serde(flatten)]
+    pub report: PlanReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl PlanDoc {
+    /// The document on one line, its keys sorted as `--json` prints them
+    /// (Python's `Plan.json`).
+    pub fn json_line(&self) -> String {
+        serde_json::to_value(self)
+            .expect("a plan document serialises")
+            .to_string()
+    }
+}
+
+/// What the command makes of a plan: its `--json` document, and the map
+/// written to `map` when asked for (with the failure to write it: it costs
+/// the map, not the plan).
+pub fn output(p: &Plan, map: Option<&Path>) -> (PlanDoc, Option<Failure>) {
     let failure = p.failed_step().map(|(_, _, f)| Failure {
         stage: f.stage,
         status: f.status,
         message: f.message.clone(),
     });
-    let report = p.report();
-    let mut doc = document(&report);
-    stamp(&mut doc, "plan", failure.as_ref());
-    let unwritten =
-        map.and_then(|path| write_map(path, &plan_map::render(&report), &mut doc, true));
-    (report, doc, unwritten)
+    let mut doc = PlanDoc {
+        report: p.report(),
+        warnings: None,
+        stamp: Stamp::new("plan", failure.as_ref()),
+    };
+    let unwritten = map.and_then(|path| write_html(path, &plan_map::render(&doc.report)));
+    if let Some(f) = &unwritten {
+        unwritten_warning(&mut doc.warnings, f, true);
+    }
+    (doc, unwritten)
 }
 
 /// The deployment a `neffld plan` command line describes (`args`: the
@@ -278,7 +306,7 @@ pub fn command_deployment(
 fn evaluate(
     a: &PlanArgs,
     m: Option<&ArgMatches>,
-) -> Result<(Plan, PlanReport, Value, Option<Failure>), Failure> {
+) -> Result<(Plan, PlanDoc, Option<Failure>), Failure> {
     let d = deployment(a, m)?;
     if d.steps.is_empty() {
         return Err(Failure::usage("the deployment has no step".into()));
@@ -301,16 +329,16 @@ fn evaluate(
         crate::sigbus::guard_range(1, usize::MAX, message, fd)
     };
     let p = plan::plan(&d).map_err(|e| failure_of(&e, &d))?;
-    let (report, doc, unwritten) = output(&p, a.map.as_deref());
-    Ok((p, report, doc, unwritten))
+    let (doc, unwritten) = output(&p, a.map.as_deref());
+    Ok((p, doc, unwritten))
 }
 
 pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
-    let (p, report, doc, unwritten) = evaluate(a, m)?;
+    let (p, doc, unwritten) = evaluate(a, m)?;
     if a.json {
         print_json(&doc);
     } else {
-        emit(&human(&p, &report, style));
+        emit(&human(&p, &doc.report, style));
     }
     Ok(exit_after_report(
         "plan",
@@ -319,12 +347,6 @@ pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCod
         a.json,
         style,
     ))
-}
-
-/// The `plan --json` document (docs/cli.md): the library's report
-/// without the common keys.
-pub fn document(r: &PlanReport) -> Value {
-    serde_json::to_value(r).expect("a plan report always serialises")
 }
 
 /// The solve line of the human report.

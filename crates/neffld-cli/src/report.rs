@@ -129,14 +129,6 @@ pub struct Stamped<T> {
     pub stamp: Stamp,
 }
 
-/// Stamps the contract's common keys on a document built as a JSON tree.
-pub fn stamp(doc: &mut serde_json::Value, command: &'static str, outcome: Option<&Failure>) {
-    let keys = serde_json::to_value(Stamp::new(command, outcome)).expect("keys serialise");
-    if let (Some(doc), serde_json::Value::Object(keys)) = (doc.as_object_mut(), keys) {
-        doc.extend(keys);
-    }
-}
-
 /// The whole document of a command that failed before it had anything else to say.
 pub fn failure_document(command: &'static str, f: &Failure) -> Stamp {
     Stamp::new(command, Some(f))
@@ -164,23 +156,6 @@ pub fn write_html(path: &std::path::Path, html: &str) -> Option<Failure> {
     )))
 }
 
-/// [`write_html`] for a document built as a JSON tree.
-pub fn write_map(
-    path: &std::path::Path,
-    html: &str,
-    doc: &mut serde_json::Value,
-    json: bool,
-) -> Option<Failure> {
-    let f = write_html(path, html)?;
-    if json {
-        match doc["warnings"].as_array_mut() {
-            Some(w) => w.push(f.message.clone().into()),
-            None => doc["warnings"] = vec![f.message.clone()].into(),
-        }
-    }
-    Some(f)
-}
-
 /// Adds an unwritten map's failure to a JSON document's warnings (created
 /// when the document had none).
 pub fn unwritten_warning(warnings: &mut Option<Vec<String>>, f: &Failure, json: bool) {
@@ -192,7 +167,7 @@ pub fn unwritten_warning(warnings: &mut Option<Vec<String>>, f: &Failure, json: 
 }
 
 /// The exit status of a command that printed its report: an unwritten map
-/// ([`write_map`]) is told after the report and exits as an I/O failure,
+/// ([`write_html`]) is told after the report and exits as an I/O failure,
 /// else the report's own outcome decides.
 pub fn exit_after_report(
     command: &'static str,

@@ -146,11 +146,12 @@ fn answer(d: &Deployment, map: Option<&Path>) -> FResult<(PlanReport, String)> {
         let f = neffld_cli::plan_failure(&e, d);
         Failure::new(f.stage, f.status, f.message)
     })?;
-    let (report, doc, unwritten) = neffld_cli::plan_output(&p, map);
+    let (doc, unwritten) = neffld_cli::plan_output(&p, map);
     if let Some(f) = unwritten {
         return Err(Failure::new(f.stage, f.status, f.message));
     }
-    Ok((report, doc.to_string()))
+    let json = doc.json_line();
+    Ok((doc.report, json))
 }
 
 /// Plans a deployment described by Python's arguments (see `neffld.plan`).
