@@ -483,18 +483,12 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
             let _ = writeln!(t, "why       {why}");
         }
     }
-    let _ = writeln!(t, "\nsteps");
-    let _ = writeln!(
-        t,
-        "  {:>5}  {:<48} {:>5} {:>4}  {:<12} result",
-        "#", "step", "core", "ND", "cores"
-    );
-    for (n, s) in p.steps.iter().enumerate() {
+    // Consecutive steps that read alike (the ranks of one NEFF on one
+    // core) are one line: the JSON keeps every step.
+    let rows = runs(p.steps.iter().map(|s| {
         let cores: Vec<String> = s.pcores.iter().map(|c| format!("nc{c}")).collect();
-        let _ = writeln!(
-            t,
-            "  {:>5}  {:<48} {:>5} {:>4}  {:<12} {}",
-            n + 1,
+        format!(
+            "{:<48} {:>5} {:>4}  {:<12} {}",
             step_text(&s.step),
             s.vnc.map_or("-".into(), |v| v.to_string()),
             s.device.map_or("-".into(), |v| v.to_string()),
@@ -504,7 +498,24 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
                 Err(f) if f.own_limit.is_some() => "neffld's own limit".to_string(),
                 Err(f) => format!("refused [{}]", f.status),
             }
-        );
+        )
+    }));
+    let numbers: Vec<String> = rows
+        .iter()
+        .map(|&(first, n, _)| match n {
+            1 => (first + 1).to_string(),
+            _ => format!("{}-{}", first + 1, first + n),
+        })
+        .collect();
+    let w = numbers.iter().map(String::len).max().unwrap_or(0).max(5);
+    let _ = writeln!(t, "\nsteps");
+    let _ = writeln!(
+        t,
+        "  {:>w$}  {:<48} {:>5} {:>4}  {:<12} result",
+        "#", "step", "core", "ND", "cores"
+    );
+    for (number, (_, _, row)) in numbers.iter().zip(&rows) {
+        let _ = writeln!(t, "  {number:>w$}  {row}");
     }
     if p.steps.len() < p.planned {
         let _ = writeln!(
@@ -516,7 +527,7 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
     let tables: Vec<String> = p
         .devices
         .iter()
-        .flat_map(|m| shown(m).map(move |h| m.usage_table(h)))
+        .flat_map(|m| shown(m).map(move |h| m.usage_table_grouped(h)))
         .collect();
     if !tables.is_empty() {
         let _ = writeln!(
@@ -527,8 +538,21 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
             t.push_str(&table);
         }
         let _ = writeln!(t, "NEFF id to name mapping:");
-        for n in &p.neffs {
-            let _ = writeln!(t, "{}: \"{}\" ({})", n.id.0, n.name, n.file.display());
+        // Consecutive ids of one file are one line: a run's ids less their
+        // positions are one number.
+        let names = runs(
+            p.neffs
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (i64::from(n.id.0) - i as i64, &n.name, &n.file)),
+        );
+        for (first, count, (_, name, file)) in names {
+            let id = p.neffs[first].id.0;
+            let ids = match count {
+                1 => id.to_string(),
+                _ => format!("{id}-{}", id + count as u32 - 1),
+            };
+            let _ = writeln!(t, "{ids}: \"{name}\" ({})", file.display());
         }
     }
     if !p.headroom.is_empty() {
@@ -628,6 +652,19 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
         let _ = writeln!(t, "\n{}", style.fail(&format!("no fix    {n}")));
     }
     t
+}
+
+/// Consecutive equal items once each: the index of a run's first, how
+/// many it holds, and the item.
+fn runs<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<(usize, usize, T)> {
+    let mut out: Vec<(usize, usize, T)> = Vec::new();
+    for (i, x) in items.into_iter().enumerate() {
+        match out.last_mut() {
+            Some((_, n, last)) if *last == x => *n += 1,
+            _ => out.push((i, 1, x)),
+        }
+    }
+    out
 }
 
 /// A command line as a POSIX shell reads it back: words of plain

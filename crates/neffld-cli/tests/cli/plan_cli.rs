@@ -789,3 +789,65 @@ fn the_shared_scratchpad_follows_the_line() {
         "{e}"
     );
 }
+
+/// Ranks of one NEFF read as one line of the human report — their steps,
+/// their rows of the usage table and their ids — while the JSON keeps
+/// every step and the runtime's own log (the refusal) every row.
+#[test]
+fn alike_steps_rows_and_ids_are_one_line_for_a_reader() {
+    let demo = demo();
+    let rank = format!("{demo}@0");
+    let args = [
+        "plan",
+        "--instance",
+        "trn1.2xlarge",
+        &rank,
+        &rank,
+        &rank,
+        "--tensor",
+        "big=40GiB@0",
+    ];
+    let out = neffld(&args, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let doc = json(&neffld(&[&args[..], &["--json"]].concat(), &[]));
+    let kinds: Vec<String> = steps(&doc).into_iter().map(|s| s.0).collect();
+    assert_eq!(kinds, ["load", "load", "load", "tensor"]);
+    let section = |title: &str| -> Vec<&str> {
+        text.split("\n\n")
+            .find(|s| s.starts_with(title))
+            .unwrap_or_else(|| panic!("no {title}: {text}"))
+            .lines()
+            .collect()
+    };
+    // The three loads read alike: one line numbered by their range; the
+    // refused tensor its own.
+    let steps = section("steps");
+    assert_eq!(steps.len(), 4, "{steps:?}");
+    assert!(steps[2].trim_start().starts_with("1-3  load "), "{steps:?}");
+    assert!(steps[2].trim_end().ends_with(" ok"), "{steps:?}");
+    assert!(
+        steps[3].trim_start().starts_with("4  tensor big"),
+        "{steps:?}"
+    );
+    assert!(steps[3].contains("refused [NRT_RESOURCE"), "{steps:?}");
+    // Where the plan stopped: NEFF 1's row, then one line for 2 and 3, and
+    // one line of ids.
+    let table = section("memory where the plan stopped");
+    let neff_rows: Vec<&&str> = table.iter().filter(|l| l.contains("\\_NEFF")).collect();
+    assert_eq!(neff_rows.len(), 2, "{table:?}");
+    assert!(neff_rows[0].starts_with("  \\_NEFF 1 "), "{table:?}");
+    assert_eq!(*neff_rows[1], "  \\_NEFF 2-3: each as NEFF 1");
+    assert!(
+        table.contains(&format!("1-3: \"demo\" ({demo})").as_str()),
+        "{table:?}"
+    );
+    // The runtime's log lists each NEFF, as the runtime does.
+    let logged = text
+        .lines()
+        .skip_while(|l| !l.starts_with("the refusal"))
+        .take_while(|l| !l.starts_with("steps"))
+        .filter(|l| l.contains("\\_NEFF"))
+        .count();
+    assert_eq!(logged, 3, "{text}");
+}

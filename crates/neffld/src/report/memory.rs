@@ -524,6 +524,18 @@ impl MemoryReport {
     /// under each core, each NEFF with memory there. Columns a NEFF has no
     /// figure in read `n/a`.
     pub fn usage_table(&self, hbm: &HbmMemory) -> String {
+        self.table(hbm, false)
+    }
+
+    /// [`MemoryReport::usage_table`] for a reader of many loads: a run of
+    /// NEFFs of one core whose rows would read alike (ranks of one NEFF)
+    /// is its first row and one line naming the others, not a row each.
+    /// Not the runtime's text: its log lists every NEFF.
+    pub fn usage_table_grouped(&self, hbm: &HbmMemory) -> String {
+        self.table(hbm, true)
+    }
+
+    fn table(&self, hbm: &HbmMemory, group: bool) -> String {
         let mut t = String::new();
         let (mut top, mut bottom) = (" ".repeat(LABEL_WIDTH), " ".repeat(LABEL_WIDTH));
         top.push_str("|          ");
@@ -565,13 +577,25 @@ impl MemoryReport {
                 &core.usage(),
                 false,
             );
-            for (h, rows) in &core.models {
-                line(
-                    &mut t,
-                    &format!("  \\_NEFF {}", h.0),
-                    &Usage::of(rows),
-                    true,
-                );
+            let mut models = core.models.iter().peekable();
+            while let Some((h, rows)) = models.next() {
+                let usage = Usage::of(rows);
+                line(&mut t, &format!("  \\_NEFF {}", h.0), &usage, true);
+                let mut alike: Vec<HModel> = Vec::new();
+                while let Some((next, _)) = models.next_if(|(_, r)| group && Usage::of(r) == usage)
+                {
+                    alike.push(*next);
+                }
+                if let [one] = alike[..] {
+                    line(&mut t, &format!("  \\_NEFF {}", one.0), &usage, true);
+                } else if let (Some(first), Some(last)) = (alike.first(), alike.last()) {
+                    let ids = if last.0 - first.0 + 1 == alike.len() as u32 {
+                        format!("{}-{}", first.0, last.0)
+                    } else {
+                        format!("{}, ... {} ({} NEFFs)", first.0, last.0, alike.len())
+                    };
+                    let _ = writeln!(t, "  \\_NEFF {ids}: each as NEFF {}", h.0);
+                }
             }
         }
         t
@@ -965,6 +989,64 @@ mod tests {
                         \x20       * dma rings runtime: 4.000KB\n\
                         \x20       * collectives: 0.000B";
         assert_eq!(breakdown, expected);
+    }
+
+    /// The grouped table keeps the first of a run of alike NEFF rows and
+    /// names the others in one line (a range when their ids follow one
+    /// another); a row that differs, or a lone alike one, is its own row;
+    /// the runtime's table keeps every row.
+    #[test]
+    fn alike_neff_rows_are_grouped_only_for_a_reader() {
+        let mut neff = [0u64; MemUsage::COUNT];
+        neff[MemUsage::Weight.index()] = 24_576;
+        let mut other = neff;
+        other[MemUsage::Weight.index()] = 8_192;
+        let ids = |ids: &[(u32, Rows)]| -> Vec<(HModel, Rows)> {
+            ids.iter().map(|&(h, r)| (HModel(h), r)).collect()
+        };
+        let core = |pcore, models| CoreMemory {
+            pcore: PCore(pcore),
+            runtime: [0; MemUsage::COUNT],
+            model: [0; MemUsage::COUNT],
+            models,
+        };
+        let report = MemoryReport {
+            device: 0,
+            hbms: vec![HbmMemory {
+                hbm: 0,
+                size: 24 << 30,
+                base: 0,
+                allocatable: 24 << 30,
+                capacity: 24 << 30,
+                held: 0,
+                cores: vec![
+                    core(
+                        0,
+                        ids(&[(1, neff), (2, neff), (3, neff), (4, other), (5, other)]),
+                    ),
+                    core(1, ids(&[(6, neff), (8, neff), (9, neff), (11, neff)])),
+                ],
+            }],
+        };
+        let neffs = |table: &str| -> Vec<String> {
+            table
+                .lines()
+                .filter(|l| l.contains("\\_NEFF"))
+                .map(|l| l.split('|').next().unwrap().trim_end().to_string())
+                .collect()
+        };
+        assert_eq!(
+            neffs(&report.usage_table_grouped(&report.hbms[0])),
+            [
+                "  \\_NEFF 1",
+                "  \\_NEFF 2-3: each as NEFF 1",
+                "  \\_NEFF 4",
+                "  \\_NEFF 5",
+                "  \\_NEFF 6",
+                "  \\_NEFF 8, ... 11 (3 NEFFs): each as NEFF 6",
+            ]
+        );
+        assert_eq!(neffs(&report.usage_table(&report.hbms[0])).len(), 9);
     }
 
     /// Every usage type lands in exactly one column, and the columns the
