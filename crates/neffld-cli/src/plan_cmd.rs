@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::ArgMatches;
 use neffld::instance::Instance;
+use neffld::plan::deployment::core_list;
 use neffld::plan::{self, Deployment, Plan, PlanError, PlanReport, Solve, SolveAnswer, Step};
 use neffld::report::MemoryReport;
 use neffld::text::count;
@@ -483,23 +484,47 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
             let _ = writeln!(t, "why       {why}");
         }
     }
-    // Consecutive steps that read alike (the ranks of one NEFF on one
-    // core) are one line: the JSON keeps every step.
+    // Consecutive steps of one file or tensor with one result (the ranks
+    // of one NEFF) are one line, their cores listed together: the JSON
+    // keeps every step.
     let rows = runs(p.steps.iter().map(|s| {
-        let cores: Vec<String> = s.pcores.iter().map(|c| format!("nc{c}")).collect();
-        format!(
-            "{:<48} {:>5} {:>4}  {:<12} {}",
-            step_text(&s.step),
-            s.vnc.map_or("-".into(), |v| v.to_string()),
-            s.device.map_or("-".into(), |v| v.to_string()),
-            cores.join(","),
-            match &s.outcome {
-                Ok(()) => "ok".to_string(),
-                Err(f) if f.own_limit.is_some() => "neffld's own limit".to_string(),
-                Err(f) => format!("refused [{}]", f.status),
-            }
-        )
+        let result = match &s.outcome {
+            Ok(()) => "ok".to_string(),
+            Err(f) if f.own_limit.is_some() => "neffld's own limit".to_string(),
+            Err(f) => format!("refused [{}]", f.status),
+        };
+        (step_text(&s.step), result)
     }));
+    let list = |mut v: Vec<u32>| {
+        v.sort_unstable();
+        v.dedup();
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            core_list(&v)
+        }
+    };
+    let rows: Vec<(usize, usize, String)> = rows
+        .into_iter()
+        .map(|(first, n, (text, result))| {
+            let run = &p.steps[first..first + n];
+            // One step's physical cores as they are; a run's, short.
+            let pcores = if run.iter().all(|s| s.pcores == run[0].pcores) {
+                let cores: Vec<String> = run[0].pcores.iter().map(|c| format!("nc{c}")).collect();
+                cores.join(",")
+            } else {
+                let all = list(run.iter().flat_map(|s| s.pcores.iter().copied()).collect());
+                format!("nc{}", all.replace(',', ",nc").replace('-', "-nc"))
+            };
+            let row = format!(
+                "{text:<48} {:>5} {:>4}  {:<12} {result}",
+                list(run.iter().filter_map(|s| s.vnc).collect()),
+                list(run.iter().filter_map(|s| s.device).collect()),
+                pcores,
+            );
+            (first, n, row)
+        })
+        .collect();
     let numbers: Vec<String> = rows
         .iter()
         .map(|&(first, n, _)| match n {

@@ -790,9 +790,10 @@ fn the_shared_scratchpad_follows_the_line() {
     );
 }
 
-/// Ranks of one NEFF read as one line of the human report — their steps,
-/// their rows of the usage table and their ids — while the JSON keeps
-/// every step and the runtime's own log (the refusal) every row.
+/// Ranks of one NEFF read as one line of the human report — their steps
+/// (over one core or many), their rows of the usage table and their ids —
+/// while the JSON keeps every step and the runtime's own log (the
+/// refusal) every row.
 #[test]
 fn alike_steps_rows_and_ids_are_one_line_for_a_reader() {
     let demo = demo();
@@ -850,4 +851,29 @@ fn alike_steps_rows_and_ids_are_one_line_for_a_reader() {
         .filter(|l| l.contains("\\_NEFF"))
         .count();
     assert_eq!(logged, 3, "{text}");
+    // Ranks over several cores: one line listing them. A trn1.32xlarge is
+    // 16 chips of 2 cores at LNC 1: cores 0-3 and 6 are chips 0, 1 and 3,
+    // each chip's cores 0 and 1.
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn1.32xlarge",
+            &format!("{demo}@0-3,6"),
+            &rank,
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let ranks: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(" load "))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        ranks,
+        [format!("1-6 load {demo} 0-3,6 0-1,3 nc0-nc1 ok")],
+        "{text}"
+    );
 }
