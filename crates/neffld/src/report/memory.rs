@@ -589,7 +589,10 @@ impl MemoryReport {
                 if let [one] = alike[..] {
                     line(&mut t, &format!("  \\_NEFF {}", one.0), &usage, true);
                 } else if let (Some(first), Some(last)) = (alike.first(), alike.last()) {
-                    let ids = if last.0 - first.0 + 1 == alike.len() as u32 {
+                    let follow = alike
+                        .windows(2)
+                        .all(|w| w[0].0.checked_add(1) == Some(w[1].0));
+                    let ids = if follow {
                         format!("{}-{}", first.0, last.0)
                     } else {
                         format!("{}, ... {} ({} NEFFs)", first.0, last.0, alike.len())
