@@ -495,15 +495,6 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
         };
         (step_text(&s.step), result)
     }));
-    let list = |mut v: Vec<u32>| {
-        v.sort_unstable();
-        v.dedup();
-        if v.is_empty() {
-            "-".to_string()
-        } else {
-            core_list(&v)
-        }
-    };
     let rows: Vec<(usize, usize, String)> = rows
         .into_iter()
         .map(|(first, n, (text, result))| {
@@ -513,13 +504,13 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
                 let cores: Vec<String> = run[0].pcores.iter().map(|c| format!("nc{c}")).collect();
                 cores.join(",")
             } else {
-                let all = list(run.iter().flat_map(|s| s.pcores.iter().copied()).collect());
+                let all = short_list(run.iter().flat_map(|s| s.pcores.iter().copied()).collect());
                 format!("nc{}", all.replace(',', ",nc").replace('-', "-nc"))
             };
             let row = format!(
                 "{text:<48} {:>5} {:>4}  {:<12} {result}",
-                list(run.iter().filter_map(|s| s.vnc).collect()),
-                list(run.iter().filter_map(|s| s.device).collect()),
+                short_list(run.iter().filter_map(|s| s.vnc).collect()),
+                short_list(run.iter().filter_map(|s| s.device).collect()),
                 pcores,
             );
             (first, n, row)
@@ -549,18 +540,35 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
             count((p.planned - p.steps.len()) as u64, "further step")
         );
     }
-    let tables: Vec<String> = p
-        .devices
-        .iter()
-        .flat_map(|m| shown(m).map(move |h| m.usage_table_grouped(h)))
-        .collect();
-    if !tables.is_empty() {
+    // HBMs whose tables differ only in their labels (the HBMs of ranks
+    // of one NEFF) are the first one's table and one line.
+    let hbms = runs_by(
+        p.devices.iter().flat_map(|m| shown(m).map(move |h| (m, h))),
+        |(_, a), (_, b)| a.reads_as(b),
+    );
+    if !hbms.is_empty() {
         let _ = writeln!(
             t,
             "\nmemory where the plan stopped (the runtime's usage table; MB and GB are MiB and GiB)"
         );
-        for table in tables {
-            t.push_str(&table);
+        let all: Vec<(u32, u32)> = p
+            .devices
+            .iter()
+            .flat_map(|m| shown(m).map(move |h| (m.device, h.hbm)))
+            .collect();
+        for (first, n, (m, h)) in hbms {
+            t.push_str(&m.usage_table_grouped(h));
+            if n > 1 {
+                let name = |(nd, hbm): (u32, u32)| format!("ND {nd} HBM {hbm}");
+                let _ = writeln!(
+                    t,
+                    "the next {} HBMs in use, {} to {}: each as {}",
+                    n - 1,
+                    name(all[first + 1]),
+                    name(all[first + n - 1]),
+                    name(all[first])
+                );
+            }
         }
         let _ = writeln!(t, "NEFF id to name mapping:");
         // Consecutive ids of one file are one line: a run's ids less their
@@ -604,7 +612,35 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
             "largest tensor",
             files.join(", ")
         );
-        for h in &p.headroom {
+        // Consecutive cores of HBMs of their own with the same figures
+        // (ranks of one NEFF) are one line, the figures each core's.
+        let figures = |h: &&neffld::plan::Headroom| {
+            let copies: Vec<_> = h.copies.iter().map(|(_, c)| *c).collect();
+            (h.hbm_free, h.largest_tensor, copies)
+        };
+        let rows = runs_by(&p.headroom, |a, b| {
+            a.shared_with.is_empty() && b.shared_with.is_empty() && figures(a) == figures(b)
+        });
+        for (first, n, h) in rows {
+            if n > 1 {
+                let run = &p.headroom[first..first + n];
+                let copies: Vec<String> = h
+                    .copies
+                    .iter()
+                    .map(|(_, c)| format!("{}{}", if c.at_least { "≥" } else { "" }, c.count))
+                    .collect();
+                let _ = writeln!(
+                    t,
+                    "  {:>5} {:>4} {:>4} {:>12} {:>15}   {}   (each of {n} cores)",
+                    short_list(run.iter().map(|h| h.vnc).collect()),
+                    short_list(run.iter().map(|h| h.device).collect()),
+                    short_list(run.iter().map(|h| h.hbm).collect()),
+                    units::human_floor(h.hbm_free),
+                    units::human_floor(h.largest_tensor),
+                    copies.join(", ")
+                );
+                continue;
+            }
             // An HBM shared by several cores of the list is one HBM: its
             // figures once, on its first core.
             let first = h.shared_with.iter().copied().filter(|&o| o < h.vnc).min();
@@ -682,14 +718,34 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
 /// Consecutive equal items once each: the index of a run's first, how
 /// many it holds, and the item.
 fn runs<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<(usize, usize, T)> {
+    runs_by(items, |a, b| a == b)
+}
+
+/// [`runs`] of the items `alike` takes for one another (each compared with
+/// its run's first).
+fn runs_by<T>(
+    items: impl IntoIterator<Item = T>,
+    alike: impl Fn(&T, &T) -> bool,
+) -> Vec<(usize, usize, T)> {
     let mut out: Vec<(usize, usize, T)> = Vec::new();
     for (i, x) in items.into_iter().enumerate() {
         match out.last_mut() {
-            Some((_, n, last)) if *last == x => *n += 1,
+            Some((_, n, first)) if alike(first, &x) => *n += 1,
             _ => out.push((i, 1, x)),
         }
     }
     out
+}
+
+/// Numbers as a short sorted list (`0-63`, `0-1,3`), `-` for none.
+fn short_list(mut v: Vec<u32>) -> String {
+    v.sort_unstable();
+    v.dedup();
+    if v.is_empty() {
+        "-".to_string()
+    } else {
+        core_list(&v)
+    }
 }
 
 /// A command line as a POSIX shell reads it back: words of plain

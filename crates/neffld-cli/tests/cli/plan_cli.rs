@@ -814,13 +814,7 @@ fn alike_steps_rows_and_ids_are_one_line_for_a_reader() {
     let doc = json(&neffld(&[&args[..], &["--json"]].concat(), &[]));
     let kinds: Vec<String> = steps(&doc).into_iter().map(|s| s.0).collect();
     assert_eq!(kinds, ["load", "load", "load", "tensor"]);
-    let section = |title: &str| -> Vec<&str> {
-        text.split("\n\n")
-            .find(|s| s.starts_with(title))
-            .unwrap_or_else(|| panic!("no {title}: {text}"))
-            .lines()
-            .collect()
-    };
+    let section = |title: &str| section_of(&text, title);
     // The three loads read alike: one line numbered by their range; the
     // refused tensor its own.
     let steps = section("steps");
@@ -876,4 +870,30 @@ fn alike_steps_rows_and_ids_are_one_line_for_a_reader() {
         [format!("1-6 load {demo} 0-3,6 0-1,3 nc0-nc1 ok")],
         "{text}"
     );
+    // Core 0 holds two of them, so its HBM's table and headroom are its
+    // own; the HBMs of cores 1, 2, 3 and 6 hold one each and read alike.
+    assert!(
+        text.contains("\nthe next 3 HBMs in use, ND 1 HBM 0 to ND 3 HBM 0: each as ND 0 HBM 1\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("\nND ").count(), 2, "{text}");
+    let headroom = section_of(&text, "headroom");
+    let rows: Vec<String> = headroom[2..]
+        .iter()
+        .take_while(|l| !l.trim_start().starts_with("core "))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{headroom:?}");
+    assert!(rows[0].starts_with("0 0 0 "), "{headroom:?}");
+    assert!(rows[1].starts_with("1-3,6 0-1,3 0-1 "), "{headroom:?}");
+    assert!(rows[1].ends_with("(each of 4 cores)"), "{headroom:?}");
+}
+
+/// The lines of the report's section that begins with `title`.
+fn section_of<'t>(text: &'t str, title: &str) -> Vec<&'t str> {
+    text.split("\n\n")
+        .find(|s| s.starts_with(title))
+        .unwrap_or_else(|| panic!("no {title}: {text}"))
+        .lines()
+        .collect()
 }

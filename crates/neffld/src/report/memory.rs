@@ -428,6 +428,28 @@ pub struct HbmMemory {
 }
 
 impl HbmMemory {
+    /// Whether `other` holds what this HBM holds but for which HBM, cores
+    /// and NEFFs it is: the same sizes, its cores in the same order with
+    /// the same figures, each with its NEFFs' figures in the same order
+    /// (an HBM of the next ranks of one NEFF). Their usage tables differ
+    /// only in their labels.
+    pub fn reads_as(&self, other: &HbmMemory) -> bool {
+        let sizes = |h: &HbmMemory| (h.size, h.allocatable, h.capacity, h.held, h.cores.len());
+        let alike = |a: &CoreMemory, b: &CoreMemory| {
+            (a.runtime, a.model, a.models.len()) == (b.runtime, b.model, b.models.len())
+                && a.models
+                    .iter()
+                    .zip(&b.models)
+                    .all(|((_, x), (_, y))| x == y)
+        };
+        sizes(self) == sizes(other)
+            && self
+                .cores
+                .iter()
+                .zip(&other.cores)
+                .all(|(a, b)| alike(a, b))
+    }
+
     /// Requested bytes of every core of the HBM.
     pub fn usage(&self) -> Usage {
         let mut u = Usage::default();
@@ -997,9 +1019,10 @@ mod tests {
     /// The grouped table keeps the first of a run of alike NEFF rows and
     /// names the others in one line (a range when their ids follow one
     /// another); a row that differs, or a lone alike one, is its own row;
-    /// the runtime's table keeps every row.
+    /// the runtime's table keeps every row. An HBM reads as another when
+    /// only its labels differ.
     #[test]
-    fn alike_neff_rows_are_grouped_only_for_a_reader() {
+    fn alike_neff_rows_and_hbms_are_grouped_only_for_a_reader() {
         let mut neff = [0u64; MemUsage::COUNT];
         neff[MemUsage::Weight.index()] = 24_576;
         let mut other = neff;
@@ -1050,6 +1073,38 @@ mod tests {
             ]
         );
         assert_eq!(neffs(&report.usage_table(&report.hbms[0])).len(), 9);
+        // Another HBM of other cores and NEFFs with the same figures reads
+        // as this one; another figure anywhere, and it does not.
+        let hbm = &report.hbms[0];
+        let relabel = |h: &HbmMemory, shift: u32| HbmMemory {
+            hbm: h.hbm + 1,
+            cores: h
+                .cores
+                .iter()
+                .map(|c| CoreMemory {
+                    pcore: PCore(c.pcore.0 + shift),
+                    models: ids(&c
+                        .models
+                        .iter()
+                        .map(|(m, r)| (m.0 + shift, *r))
+                        .collect::<Vec<_>>()),
+                    ..c.clone()
+                })
+                .collect(),
+            ..h.clone()
+        };
+        assert!(hbm.reads_as(&relabel(hbm, 2)));
+        let held = HbmMemory {
+            held: hbm.held + 4096,
+            ..relabel(hbm, 2)
+        };
+        assert!(!hbm.reads_as(&held));
+        let mut row = relabel(hbm, 2);
+        row.cores[1].models[3].1 = other;
+        assert!(!hbm.reads_as(&row));
+        let mut fewer = relabel(hbm, 2);
+        fewer.cores[1].models.pop();
+        assert!(!hbm.reads_as(&fewer));
     }
 
     /// Every usage type lands in exactly one column, and the columns the
