@@ -11,6 +11,8 @@ use neffld::manifest::{EngineType, ParseOptions};
 use neffld::{parse, Arch};
 use serde_json::Value;
 
+use crate::common::{scratch, Scratch};
+
 const STEM: &str = "kfusion__baseline_attention__baseline";
 
 fn data(dir: &str, name: &str) -> PathBuf {
@@ -217,7 +219,9 @@ fn dump_is_the_same_on_a_device_that_keeps_no_bytes() {
 
 /// The shipped capture with sg00's pe image moved up one 32 KiB slot: a
 /// disagreement the runtime's race cannot explain.
-fn moved_capture() -> PathBuf {
+/// The capture with its PE image moved, written into a scratch directory
+/// (returned with it, so that it lives as long as the path is used).
+fn moved_capture() -> (Scratch, PathBuf) {
     let bytes = std::fs::read(data("captures", &format!("{STEM}.ntff"))).unwrap();
     let mut c = neffld::capture::read(&bytes).unwrap().into_owned();
     let pe = c.subgraphs[0]
@@ -226,15 +230,16 @@ fn moved_capture() -> PathBuf {
         .find(|i| i.engine == EngineType::Pe)
         .unwrap();
     pe.address += 0x8000;
-    let path = std::env::temp_dir().join(format!("neffld-moved-{}.ntff", std::process::id()));
+    let dir = scratch("moved");
+    let path = dir.join("moved.ntff");
     std::fs::write(&path, neffld::capture::writer::write(&c).unwrap()).unwrap();
-    path
+    (dir, path)
 }
 
 #[test]
 fn compare_reports_each_core_and_engine_and_exits_1_on_disagreement() {
     let neff = data("fixtures", &format!("{STEM}.neff"));
-    let cap = moved_capture();
+    let (_dir, cap) = moved_capture();
     let out = run(&[
         "compare",
         neff.to_str().unwrap(),

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use neffld_testkit::any_lnc_cayman;
+
+use crate::common::scratch;
 use serde_json::Value;
 
 const GIB: u64 = 1 << 30;
@@ -26,13 +28,6 @@ fn neffld(args: &[&str], env: &[(&str, &str)]) -> Output {
 fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("neffld-plan-cli-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn write_neff(dir: &Path, name: &str, tmp: u64) -> String {
