@@ -612,66 +612,99 @@ fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
             "largest tensor",
             files.join(", ")
         );
-        // Consecutive cores of HBMs of their own with the same figures
-        // (ranks of one NEFF) are one line, the figures each core's.
-        let figures = |h: &&neffld::plan::Headroom| {
-            let copies: Vec<_> = h.copies.iter().map(|(_, c)| *c).collect();
-            (h.hbm_free, h.largest_tensor, copies)
-        };
-        let rows = runs_by(&p.headroom, |a, b| {
-            a.shared_with.is_empty() && b.shared_with.is_empty() && figures(a) == figures(b)
-        });
-        for (first, n, h) in rows {
-            if n > 1 {
-                let run = &p.headroom[first..first + n];
-                let copies: Vec<String> = h
-                    .copies
+        // An HBM's rows: its first core's, then those of the cores that
+        // share it (its figures are theirs together, shown once).
+        let sharer =
+            |h: &neffld::plan::Headroom| h.shared_with.iter().copied().filter(|&o| o < h.vnc).min();
+        let mut hbm_rows: Vec<&[neffld::plan::Headroom]> = Vec::new();
+        let mut at = 0;
+        while at < p.headroom.len() {
+            let end = at
+                + 1
+                + p.headroom[at + 1..]
                     .iter()
-                    .map(|(_, c)| format!("{}{}", if c.at_least { "≥" } else { "" }, c.count))
-                    .collect();
-                let _ = writeln!(
-                    t,
-                    "  {:>5} {:>4} {:>4} {:>12} {:>15}   {}   (each of {n} cores)",
-                    short_list(run.iter().map(|h| h.vnc).collect()),
-                    short_list(run.iter().map(|h| h.device).collect()),
-                    short_list(run.iter().map(|h| h.hbm).collect()),
-                    units::human_floor(h.hbm_free),
-                    units::human_floor(h.largest_tensor),
-                    copies.join(", ")
-                );
-                continue;
-            }
-            // An HBM shared by several cores of the list is one HBM: its
-            // figures once, on its first core.
-            let first = h.shared_with.iter().copied().filter(|&o| o < h.vnc).min();
-            let hbm = if h.shared_with.is_empty() {
-                h.hbm.to_string()
-            } else {
-                format!("{}*", h.hbm)
-            };
-            if let Some(first) = first {
-                let _ = writeln!(
-                    t,
-                    "  {:>5} {:>4} {:>4} {:>12} {:>15}   (the HBM of core {first}: its figures are shared, not more)",
-                    h.vnc, h.device, hbm, "", ""
-                );
-                continue;
-            }
-            let copies: Vec<String> = h
+                    .take_while(|h| sharer(h) == Some(p.headroom[at].vnc))
+                    .count();
+            hbm_rows.push(&p.headroom[at..end]);
+            at = end;
+        }
+        let copies = |h: &neffld::plan::Headroom| {
+            let c: Vec<String> = h
                 .copies
                 .iter()
                 .map(|(_, c)| format!("{}{}", if c.at_least { "≥" } else { "" }, c.count))
                 .collect();
-            let _ = writeln!(
-                t,
-                "  {:>5} {:>4} {:>4} {:>12} {:>15}   {}",
-                h.vnc,
-                h.device,
-                hbm,
-                units::human_floor(h.hbm_free),
-                units::human_floor(h.largest_tensor),
-                copies.join(", ")
-            );
+            c.join(", ")
+        };
+        let hbm = |h: &neffld::plan::Headroom| {
+            if h.shared_with.is_empty() {
+                h.hbm.to_string()
+            } else {
+                format!("{}*", h.hbm)
+            }
+        };
+        // Consecutive HBMs with the same figures and as many cores each
+        // (ranks of one NEFF) are one line, the figures each HBM's.
+        let figures = |rows: &&[neffld::plan::Headroom]| {
+            let h = &rows[0];
+            let c: Vec<_> = h.copies.iter().map(|(_, c)| *c).collect();
+            (
+                rows.len(),
+                sharer(h).is_none(),
+                h.hbm_free,
+                h.largest_tensor,
+                c,
+            )
+        };
+        for (first, n, rows) in runs_by(hbm_rows.iter(), |a, b| figures(a) == figures(b)) {
+            let h = &rows[0];
+            if n > 1 {
+                let run: Vec<&neffld::plan::Headroom> = hbm_rows[first..first + n]
+                    .iter()
+                    .flat_map(|r| r.iter())
+                    .collect();
+                let each = match rows.len() {
+                    1 => format!("each of {n} cores"),
+                    k => format!("each of {n} HBMs, {k} cores on each"),
+                };
+                let _ = writeln!(
+                    t,
+                    "  {:>5} {:>4} {:>4} {:>12} {:>15}   {}   ({each})",
+                    short_list(run.iter().map(|h| h.vnc).collect()),
+                    short_list(run.iter().map(|h| h.device).collect()),
+                    short_list(run.iter().map(|h| h.hbm).collect())
+                        + if rows.len() > 1 { "*" } else { "" },
+                    units::human_floor(h.hbm_free),
+                    units::human_floor(h.largest_tensor),
+                    copies(h)
+                );
+                continue;
+            }
+            for h in rows.iter() {
+                match sharer(h) {
+                    // An HBM shared by several cores of the list is one
+                    // HBM: its figures once, on its first core.
+                    Some(first) => {
+                        let _ = writeln!(
+                            t,
+                            "  {:>5} {:>4} {:>4} {:>12} {:>15}   (the HBM of core {first}: its figures are shared, not more)",
+                            h.vnc, h.device, hbm(h), "", ""
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(
+                            t,
+                            "  {:>5} {:>4} {:>4} {:>12} {:>15}   {}",
+                            h.vnc,
+                            h.device,
+                            hbm(h),
+                            units::human_floor(h.hbm_free),
+                            units::human_floor(h.largest_tensor),
+                            copies(h)
+                        );
+                    }
+                }
+            }
         }
         // Why "largest" is under "free", once per distinct explanation.
         let mut said: Vec<String> = Vec::new();

@@ -727,6 +727,45 @@ pub fn noise(len: usize) -> Vec<u8> {
     out
 }
 
+/// A fresh directory of this test process's, one per call (the tests of a
+/// harness share its process, so the process id alone does not set two
+/// apart). Removed when dropped, unless the test is failing: what it wrote
+/// is then left to look at.
+pub struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    /// A new empty directory named after `tag`.
+    pub fn new(tag: &str) -> ScratchDir {
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("neffld-{tag}-{}-{call}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        ScratchDir(d)
+    }
+}
+
+impl std::ops::Deref for ScratchDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for ScratchDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
 /// A new empty file open for reading and writing, already unlinked (it is
 /// gone once closed), for tests that map or truncate a real file.
 pub fn scratch_file(tag: &str) -> std::fs::File {

@@ -892,3 +892,63 @@ fn section_of<'t>(text: &'t str, title: &str) -> Vec<&'t str> {
         .lines()
         .collect()
 }
+
+/// Ranks at LNC 1 on a trn2 share each HBM two cores to one: the headroom
+/// of each HBM is one row with a row per sharing core — and HBMs alike
+/// are one line, which says the figures are each HBM's.
+#[test]
+fn ranks_sharing_hbms_read_as_one_headroom_line() {
+    let dir = scratch("sharing");
+    let rank = write_neff(&dir, "rank", 1 << 20);
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--lnc",
+            "1",
+            &format!("{rank}@0-7"),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // A trn2.3xlarge: 8 cores, 4 HBMs, cores 2k and 2k+1 on HBM k.
+    let headroom = section_of(&text, "headroom");
+    let rows: Vec<String> = headroom[2..]
+        .iter()
+        .filter(|l| !l.trim_start().starts_with("core ") && !l.trim_start().starts_with('*'))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(rows.len(), 1, "{headroom:?}");
+    assert!(rows[0].starts_with("0-7 0 0-3* "), "{headroom:?}");
+    assert!(
+        rows[0].ends_with("(each of 4 HBMs, 2 cores on each)"),
+        "{headroom:?}"
+    );
+    assert!(
+        text.contains("\nthe next 3 HBMs in use, ND 0 HBM 1 to ND 0 HBM 3: each as ND 0 HBM 0\n"),
+        "{text}"
+    );
+    // Two ranks on HBM 0 only: its own rows, the shared one said so.
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--lnc",
+            "1",
+            &format!("{rank}@0-2"),
+        ],
+        &[],
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let headroom = section_of(&text, "headroom");
+    assert!(
+        headroom
+            .iter()
+            .any(|l| l.contains("(the HBM of core 0: its figures are shared, not more)")),
+        "{headroom:?}"
+    );
+    assert!(!text.contains("(each of"), "{text}");
+}

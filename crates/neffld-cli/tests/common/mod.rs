@@ -2,7 +2,7 @@
 //! fixtures and scratch directories.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -32,40 +32,10 @@ pub fn json(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-/// A fresh directory of this test process's, one per call: the tests of a
-/// harness share its process, so the process id alone does not set two
-/// tests' directories apart. Removed when dropped, unless the test is
-/// failing (what it wrote is then left to look at).
+/// A test's directory, removed when the test is done with it.
+pub type Scratch = neffld_testkit::ScratchDir;
+
+/// A fresh directory for one test ([`neffld_testkit::ScratchDir`]).
 pub fn scratch(tag: &str) -> Scratch {
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let pid = std::process::id();
-    let d = std::env::temp_dir().join(format!("neffld-cli-{tag}-{pid}-{call}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    Scratch(d)
-}
-
-/// A test's directory ([`scratch`]).
-pub struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    Scratch::new(&format!("cli-{tag}"))
 }

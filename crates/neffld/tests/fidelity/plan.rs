@@ -38,10 +38,8 @@ fn neff(dir: &Path, name: &str, tmp: u64) -> PathBuf {
     neff_with(dir, name, tmp, |_| {})
 }
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("neffld-plan-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(tag: &str) -> neffld_testkit::ScratchDir {
+    neffld_testkit::ScratchDir::new(&format!("plan-{tag}"))
 }
 
 fn load(file: &Path, vnc: u32) -> Step {

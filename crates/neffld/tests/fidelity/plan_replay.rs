@@ -20,10 +20,8 @@ use serde_json::json;
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("neffld-replay-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(tag: &str) -> neffld_testkit::ScratchDir {
+    neffld_testkit::ScratchDir::new(&format!("replay-{tag}"))
 }
 
 fn load(file: &Path, vnc: u32) -> Step {
