@@ -900,19 +900,16 @@ fn section_of<'t>(text: &'t str, title: &str) -> Vec<&'t str> {
 fn ranks_sharing_hbms_read_as_one_headroom_line() {
     let dir = scratch("sharing");
     let rank = write_neff(&dir, "rank", 1 << 20);
-    let out = neffld(
-        &[
-            "plan",
-            "--instance",
-            "trn2.3xlarge",
-            "--lnc",
-            "1",
-            &format!("{rank}@0-7"),
-        ],
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let plan = |cores: &str| {
+        let at = format!("{rank}@{cores}");
+        let out = neffld(
+            &["plan", "--instance", "trn2.3xlarge", "--lnc", "1", &at],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = plan("0-7");
     // A trn2.3xlarge: 8 cores, 4 HBMs, cores 2k and 2k+1 on HBM k.
     let headroom = section_of(&text, "headroom");
     let rows: Vec<String> = headroom[2..]
@@ -930,19 +927,9 @@ fn ranks_sharing_hbms_read_as_one_headroom_line() {
         text.contains("\nthe next 3 HBMs in use, ND 0 HBM 1 to ND 0 HBM 3: each as ND 0 HBM 0\n"),
         "{text}"
     );
-    // Two ranks on HBM 0 only: its own rows, the shared one said so.
-    let out = neffld(
-        &[
-            "plan",
-            "--instance",
-            "trn2.3xlarge",
-            "--lnc",
-            "1",
-            &format!("{rank}@0-2"),
-        ],
-        &[],
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    // Two ranks on HBM 0 and one on HBM 1: unlike, so a row each, the
+    // sharing core's saying so.
+    let text = plan("0-2");
     let headroom = section_of(&text, "headroom");
     assert!(
         headroom
