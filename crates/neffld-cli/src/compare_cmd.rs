@@ -98,7 +98,7 @@ fn document<'a>(file: &Path, capture: &Path, c: &'a Comparison) -> CompareDoc<'a
                     rewritten_words_equal: i.rewritten_words_equal,
                     filler_slots: i.filler_slots,
                     approximate_records: i.approximate_records,
-                    address: address_word(i.address),
+                    address: i.address.name(),
                     agrees: i.agrees(),
                 })
                 .collect(),
@@ -135,14 +135,6 @@ fn document<'a>(file: &Path, capture: &Path, c: &'a Comparison) -> CompareDoc<'a
 }
 
 /// How the two addresses of an image compare, as the report words it.
-fn address_word(a: AddressMatch) -> &'static str {
-    match a {
-        AddressMatch::Same => "same",
-        AddressMatch::Raced => "raced",
-        AddressMatch::Differs => "differs",
-    }
-}
-
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }

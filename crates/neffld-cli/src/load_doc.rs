@@ -2,6 +2,7 @@
 //! `--json`, and read field by field by the human report (`load_cmd`) and
 //! the HTML map (`map`), which therefore both import it and not each other.
 
+use neffld::report::staged::StagedRing;
 use neffld::report::StagedView;
 use neffld::LineProvenance;
 use serde::Serialize;
@@ -45,18 +46,6 @@ pub struct ImageDoc {
     pub approximate_records: usize,
 }
 
-/// One static DMA ring.
-#[derive(Serialize)]
-pub struct RingDoc {
-    pub queue: String,
-    pub address: u64,
-    pub bytes: u64,
-    pub blocks: u32,
-    pub descriptor_pairs: u64,
-    pub capacity: u64,
-    pub io_templates: u64,
-}
-
 /// One table copied to the device.
 #[derive(Serialize)]
 pub struct TableDoc {
@@ -86,7 +75,7 @@ pub struct CoreDoc {
     pub templates: u64,
     pub variables: Vec<VariableDoc>,
     pub images: Vec<ImageDoc>,
-    pub rings: Vec<RingDoc>,
+    pub rings: Vec<StagedRing>,
     pub tables: Vec<TableDoc>,
     pub memory_rows: Vec<RowDoc>,
 }
@@ -205,19 +194,7 @@ pub fn core_docs(view: &StagedView) -> Vec<CoreDoc> {
                     approximate_records: i.approximate.len(),
                 })
                 .collect(),
-            rings: c
-                .rings
-                .iter()
-                .map(|r| RingDoc {
-                    queue: r.queue.clone(),
-                    address: r.address,
-                    bytes: r.bytes,
-                    blocks: r.blocks,
-                    descriptor_pairs: r.descriptor_pairs,
-                    capacity: r.capacity,
-                    io_templates: r.io_templates,
-                })
-                .collect(),
+            rings: c.rings.clone(),
             tables: c
                 .tables
                 .iter()

@@ -2,7 +2,7 @@
 //! load of the same NEFF — the library's comparison, as Python objects.
 
 use neffld::capture::{self, CaptureError};
-use neffld::report::compare::{self as cmp, AddressMatch, CompareError, ImageSide};
+use neffld::report::compare::{self as cmp, CompareError, ImageSide};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -131,11 +131,7 @@ fn to_py(py: Python<'_>, c: &cmp::Comparison) -> PyResult<Comparison> {
                             rewritten_words_equal: i.rewritten_words_equal,
                             filler_slots: i.filler_slots,
                             approximate_records: i.approximate_records,
-                            address: match i.address {
-                                AddressMatch::Same => "same",
-                                AddressMatch::Raced => "raced",
-                                AddressMatch::Differs => "differs",
-                            },
+                            address: i.address.name(),
                             agrees: i.agrees(),
                         },
                     )

@@ -94,6 +94,17 @@ pub enum AddressMatch {
     Differs,
 }
 
+impl AddressMatch {
+    /// The word reports use for it: `same`, `raced` or `differs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AddressMatch::Same => "same",
+            AddressMatch::Raced => "raced",
+            AddressMatch::Differs => "differs",
+        }
+    }
+}
+
 /// One engine of one core, both sides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageComparison {

@@ -98,8 +98,8 @@ impl StagedImage {
     }
 }
 
-/// A static DMA queue's ring as staged.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A static DMA queue's ring as staged (as `neffld load --json` writes it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct StagedRing {
     /// The DMA queue's name in the NEFF.
     pub queue: String,
