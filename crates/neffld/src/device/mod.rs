@@ -23,6 +23,7 @@ pub mod fault;
 mod free_index;
 pub mod geometry;
 pub mod ledger;
+mod live_table;
 pub mod null;
 pub mod observe;
 pub mod owned;

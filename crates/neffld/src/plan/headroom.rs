@@ -20,6 +20,7 @@
 //! layout.
 
 use std::collections::HashMap;
+use std::ops::Not;
 use std::path::PathBuf;
 
 use crate::device::{AllocSet, Device, Owner, GRANULE};
@@ -82,6 +83,7 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
     let mut vncs: Vec<u32> = exec.steps.iter().filter_map(|s| s.vnc).collect();
     vncs.sort_unstable();
     vncs.dedup();
+    let alone = vncs.len() == 1;
     // Every distinct NEFF the deployment loads, once however many paths
     // name it.
     let files: Vec<usize> = (0..exec.session.files.len()).collect();
@@ -95,8 +97,9 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
             let hbm = dev.geometry().hbm_of(first).ok()?;
             let hbm_free = dev.free_bytes(hbm);
             let pools = dev.pools(hbm);
-            let layout = layout(&dev, hbm, first);
-            let (largest_tensor, copies) = match measured.get(&layout) {
+            // A lone core has no twin to share its measurement with.
+            let layout = alone.not().then(|| layout(&dev, hbm, first));
+            let (largest_tensor, copies) = match layout.as_ref().and_then(|l| measured.get(l)) {
                 Some(m) => m.clone(),
                 None => {
                     let largest = largest_tensor(exec, vnc, dev.capacity(hbm));
@@ -107,7 +110,9 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
                             (exec.session.files[i].path.clone(), c)
                         })
                         .collect();
-                    measured.insert(layout, (largest, copies.clone()));
+                    if let Some(layout) = layout {
+                        measured.insert(layout, (largest, copies.clone()));
+                    }
                     (largest, copies)
                 }
             };
