@@ -11,11 +11,12 @@ use std::sync::Arc;
 use super::fault::FaultState;
 use super::ledger::{Ledger, MemUsage, Owner};
 use super::live_table::LiveTable;
-use super::{AllocReq, Allocation, CopyOp, DeviceError, LiveAlloc, MemHandle};
+use super::ledger::{Charge, ChargeRows};
+use super::{AllocReq, Allocation, BatchReq, CopyOp, DeviceError, LiveAlloc, MemHandle};
 use crate::device::alloc::Block;
 use crate::ids::{PCore, Pa};
 
-/// One live allocation.
+/// One live allocation made alone.
 #[derive(Clone, Debug)]
 pub(super) struct Live {
     pub owner: Owner,
@@ -24,6 +25,91 @@ pub(super) struct Live {
     pub block: Block,
     pub size: u64,
     pub hint: Arc<str>,
+}
+
+/// Allocations made together ([`super::Device::alloc_batch`]): one owner,
+/// consecutive handles, one row, freed together.
+#[derive(Debug)]
+pub(super) struct LiveBatch {
+    pub owner: Owner,
+    pub reqs: Arc<[BatchReq]>,
+    /// One per request, in order.
+    pub blocks: Box<[Block]>,
+}
+
+impl LiveBatch {
+    /// What the batch's requests hold, per core (with its channel) and
+    /// usage: one ledger entry per core instead of one per request.
+    fn charges(&self) -> Vec<(PCore, u32, ChargeRows)> {
+        let mut out: Vec<(PCore, u32, ChargeRows)> = Vec::new();
+        for (r, b) in self.reqs.iter().zip(&self.blocks) {
+            let at = match out.iter().position(|&(c, _, _)| c == r.core) {
+                Some(at) => at,
+                None => {
+                    out.push((r.core, b.channel, [Charge::default(); MemUsage::COUNT]));
+                    out.len() - 1
+                }
+            };
+            let cell = &mut out[at].2[r.usage.index()];
+            cell.charged += b.charged;
+            cell.requested += r.size;
+        }
+        out
+    }
+}
+
+/// A row of the books.
+#[derive(Debug)]
+enum Row {
+    One(Live),
+    Batch(LiveBatch),
+}
+
+/// One allocation of a row, as every view of the books sees it.
+struct Member<'a> {
+    owner: Owner,
+    core: PCore,
+    usage: MemUsage,
+    size: u64,
+    block: Block,
+    hint: &'a str,
+}
+
+impl Row {
+    fn len(&self) -> usize {
+        match self {
+            Row::One(_) => 1,
+            Row::Batch(b) => b.blocks.len(),
+        }
+    }
+
+    /// Allocation `i` of the row (`i` below [`Row::len`]).
+    fn member(&self, i: usize) -> Member<'_> {
+        match self {
+            Row::One(l) => Member {
+                owner: l.owner,
+                core: l.core,
+                usage: l.usage,
+                size: l.size,
+                block: l.block,
+                hint: &l.hint,
+            },
+            Row::Batch(b) => Member {
+                owner: b.owner,
+                core: b.reqs[i].core,
+                usage: b.reqs[i].usage,
+                size: b.reqs[i].size,
+                block: b.blocks[i],
+                hint: &b.reqs[i].hint,
+            },
+        }
+    }
+
+    /// Every allocation of the row with its handle, the row's first
+    /// handle being `first`.
+    fn members(&self, first: MemHandle) -> impl Iterator<Item = (MemHandle, Member<'_>)> {
+        (0..self.len()).map(move |i| (MemHandle(first.0 + i as u64), self.member(i)))
+    }
 }
 
 /// Hints seen lately, shared: a load names the variables the load before
@@ -64,7 +150,7 @@ impl Hints {
 pub(super) struct Bookkeeping {
     pub ledger: Ledger,
     pub faults: FaultState,
-    live: LiveTable<Live>,
+    live: LiveTable<Row>,
     hints: Hints,
     /// Live allocations by first address, to resolve a PA to its allocation.
     #[cfg(any(test, feature = "testkit"))]
@@ -100,14 +186,15 @@ impl Bookkeeping {
             block.charged,
             req.size,
         );
-        let handle = self.live.push(Live {
+        let live = Live {
             owner: req.owner,
             core: req.core,
             usage: req.usage,
             block,
             size: req.size,
             hint: self.hints.share(req.hint),
-        });
+        };
+        let handle = self.live.push(Row::One(live), 1);
         #[cfg(any(test, feature = "testkit"))]
         self.by_pa.insert(block.pa, handle);
         tracing::trace!(
@@ -126,13 +213,51 @@ impl Bookkeeping {
         }
     }
 
-    /// Takes an allocation out of the books and discharges it; the caller
-    /// gives its block back to the backend.
+    /// Enters the blocks the backend placed for `reqs` (one each, in
+    /// order) under as many new consecutive handles, as one row, and
+    /// charges them; returns the first handle.
+    pub fn enter_batch(
+        &mut self,
+        owner: Owner,
+        reqs: &Arc<[BatchReq]>,
+        blocks: Vec<Block>,
+    ) -> MemHandle {
+        let batch = LiveBatch {
+            owner,
+            reqs: Arc::clone(reqs),
+            blocks: blocks.into_boxed_slice(),
+        };
+        for (core, channel, rows) in batch.charges() {
+            self.ledger.charge_rows(core, owner, channel, &rows);
+        }
+        let span = batch.blocks.len() as u32;
+        #[cfg(any(test, feature = "testkit"))]
+        let pas: Vec<u64> = batch.blocks.iter().map(|b| b.pa).collect();
+        let first = self.live.push(Row::Batch(batch), span);
+        #[cfg(any(test, feature = "testkit"))]
+        for (i, pa) in pas.into_iter().enumerate() {
+            self.by_pa.insert(pa, MemHandle(first.0 + i as u64));
+        }
+        first
+    }
+
+    /// Takes an allocation made alone out of the books and discharges it;
+    /// the caller gives its block back to the backend.
     pub fn remove(&mut self, handle: MemHandle) -> Result<Live, DeviceError> {
-        let live = self
-            .live
-            .remove(handle)
-            .ok_or(DeviceError::UnknownHandle { handle })?;
+        match self.live.get(handle) {
+            Some((first, Row::One(_))) if first == handle => {}
+            Some((first, Row::Batch(_))) => {
+                return Err(DeviceError::Invalid {
+                    reason: format!(
+                        "{handle} was allocated in the batch of {first} and is freed with it"
+                    ),
+                })
+            }
+            _ => return Err(DeviceError::UnknownHandle { handle }),
+        }
+        let Some(Row::One(live)) = self.live.remove(handle) else {
+            return Err(DeviceError::UnknownHandle { handle });
+        };
         #[cfg(any(test, feature = "testkit"))]
         self.by_pa.remove(&live.block.pa);
         self.ledger.discharge(
@@ -146,6 +271,31 @@ impl Bookkeeping {
         Ok(live)
     }
 
+    /// Takes the batch whose first handle is `first` out of the books and
+    /// discharges it; the caller gives its blocks back to the backend.
+    pub fn remove_batch(&mut self, first: MemHandle) -> Result<LiveBatch, DeviceError> {
+        if !matches!(self.live.get(first), Some((f, Row::Batch(_))) if f == first) {
+            return Err(DeviceError::UnknownHandle { handle: first });
+        }
+        let Some(Row::Batch(batch)) = self.live.remove(first) else {
+            return Err(DeviceError::UnknownHandle { handle: first });
+        };
+        #[cfg(any(test, feature = "testkit"))]
+        for b in batch.blocks.iter() {
+            self.by_pa.remove(&b.pa);
+        }
+        for (core, channel, rows) in batch.charges() {
+            self.ledger.discharge_rows(core, batch.owner, channel, &rows);
+        }
+        Ok(batch)
+    }
+
+    /// The live allocation `handle`.
+    fn member(&self, handle: MemHandle) -> Option<Member<'_>> {
+        let (first, row) = self.live.get(handle)?;
+        Some(row.member((handle.0 - first.0) as usize))
+    }
+
     /// Checks that `len` bytes at `offset` lie in a live allocation, and
     /// returns its first address.
     pub fn check(
@@ -156,8 +306,7 @@ impl Bookkeeping {
         len: usize,
     ) -> Result<u64, DeviceError> {
         let live = self
-            .live
-            .get(handle)
+            .member(handle)
             .ok_or(DeviceError::UnknownHandle { handle })?;
         let len = len as u64;
         match offset.checked_add(len) {
@@ -183,7 +332,7 @@ impl Bookkeeping {
             .range(..=pa.0)
             .next_back()
             .ok_or_else(not_mapped)?;
-        let live = self.live.get(handle).ok_or_else(not_mapped)?;
+        let live = self.member(handle).ok_or_else(not_mapped)?;
         let offset = pa.0 - start;
         match offset.checked_add(len as u64) {
             Some(end) if end <= live.size => Ok((handle, offset)),
@@ -193,14 +342,18 @@ impl Bookkeeping {
 
     #[cfg(any(test, feature = "testkit"))]
     pub fn live_count(&self) -> usize {
-        self.live.len()
+        self.live.iter().map(|(_, row)| row.len()).sum()
+    }
+
+    /// Every live allocation with its handle, in handle order.
+    fn members(&self) -> impl Iterator<Item = (MemHandle, Member<'_>)> {
+        self.live.iter().flat_map(|(first, row)| row.members(first))
     }
 
     /// Each live allocation of HBM `channel`: first address, bytes
     /// charged, core.
     pub fn channel_blocks(&self, channel: u32) -> Vec<(u64, u64, PCore)> {
-        self.live
-            .iter()
+        self.members()
             .map(|(_, l)| l)
             .filter(|l| l.block.channel == channel)
             .map(|l| (l.block.pa, l.block.charged, l.core))
@@ -209,8 +362,7 @@ impl Bookkeeping {
 
     /// In handle (allocation) order.
     pub fn live_allocations(&self) -> Vec<LiveAlloc> {
-        self.live
-            .iter()
+        self.members()
             .map(|(handle, l)| LiveAlloc {
                 handle,
                 owner: l.owner,

@@ -46,19 +46,27 @@ fn class_of(align: u64) -> usize {
 struct Node {
     start: u64,
     len: u64,
-    /// [`room`] of this range alone, per alignment class.
-    own: [u64; CLASSES],
+    /// [`room`] of this range alone, per alignment class, in [`units`].
+    own: [u32; CLASSES],
     /// Per alignment class, the most [`room`] any range of this node's
-    /// subtree offers (class 0, 4 KiB, is the longest range).
-    max: [u64; CLASSES],
+    /// subtree offers, in 4 KiB units rounded up (class 0, 4 KiB, is the
+    /// longest range). Rounded up, a figure can only overstate, so a
+    /// subtree is never wrongly skipped; the unit keeps a node in about
+    /// one cache line, which the tree's descents pay for at every level.
+    max: [u32; CLASSES],
     prio: u32,
     left: u32,
     right: u32,
 }
 
-/// [`room`] of one range in every class.
-fn own_room(start: u64, len: u64) -> [u64; CLASSES] {
-    std::array::from_fn(|k| room(start, len, FIRST_ALIGN << k))
+/// `bytes` in 4 KiB units, rounded up (saturating).
+fn units(bytes: u64) -> u32 {
+    u32::try_from(bytes.div_ceil(FIRST_ALIGN)).unwrap_or(u32::MAX)
+}
+
+/// [`room`] of one range in every class, in [`units`].
+fn own_room(start: u64, len: u64) -> [u32; CLASSES] {
+    std::array::from_fn(|k| units(room(start, len, FIRST_ALIGN << k)))
 }
 
 /// Disjoint `(start, len)` ranges, keyed by start.
@@ -93,22 +101,27 @@ impl RangeIndex {
         &self.nodes[i as usize]
     }
 
-    fn max_of(&self, i: u32, class: usize) -> u64 {
+    fn max_of(&self, i: u32) -> [u32; CLASSES] {
         if i == NIL {
-            0
+            [0; CLASSES]
         } else {
-            self.node(i).max[class]
+            self.node(i).max
         }
     }
 
-    fn update(&mut self, i: u32) {
+    /// Recomputes node `i`'s figures from its own range and its children;
+    /// whether they changed (when they did not, no ancestor's can have).
+    fn update(&mut self, i: u32) -> bool {
         let n = self.node(i);
-        let (l, r) = (n.left, n.right);
+        let (l, r) = (self.max_of(n.left), self.max_of(n.right));
         let mut m = n.own;
-        for (k, v) in m.iter_mut().enumerate() {
-            *v = (*v).max(self.max_of(l, k)).max(self.max_of(r, k));
+        let mut changed = false;
+        for k in 0..CLASSES {
+            m[k] = m[k].max(l[k]).max(r[k]);
+            changed |= m[k] != n.max[k];
         }
         self.nodes[i as usize].max = m;
+        changed
     }
 
     /// xorshift32: deterministic, so two runs of a plan build the same tree.
@@ -183,40 +196,76 @@ impl RangeIndex {
                 (self.nodes.len() - 1) as u32
             }
         };
-        let (l, r) = self.split(self.root, start);
-        let l = self.merge(l, i);
-        self.root = self.merge(l, r);
+        self.root = self.insert_in(self.root, i);
         self.count += 1;
+    }
+
+    /// Puts node `i` into subtree `t`: down to where its priority ranks
+    /// it (the figures above only grow by its own), where the subtree is
+    /// split around it.
+    fn insert_in(&mut self, t: u32, i: u32) -> u32 {
+        if t == NIL {
+            return i;
+        }
+        let (start, prio, own) = {
+            let n = self.node(i);
+            (n.start, n.prio, n.own)
+        };
+        if prio > self.node(t).prio {
+            let (l, r) = self.split(t, start);
+            let n = &mut self.nodes[i as usize];
+            n.left = l;
+            n.right = r;
+            self.update(i);
+            return i;
+        }
+        let n = &mut self.nodes[t as usize];
+        for k in 0..CLASSES {
+            n.max[k] = n.max[k].max(own[k]);
+        }
+        if start < n.start {
+            let l = self.insert_in(self.node(t).left, i);
+            self.nodes[t as usize].left = l;
+        } else {
+            let r = self.insert_in(self.node(t).right, i);
+            self.nodes[t as usize].right = r;
+        }
+        t
     }
 
     /// Removes the range starting at `start`; its length, if present.
     pub fn remove(&mut self, start: u64) -> Option<u64> {
-        let (root, found) = self.remove_in(self.root, start);
+        let (root, found, _) = self.remove_in(self.root, start);
         self.root = root;
         found
     }
 
-    fn remove_in(&mut self, t: u32, start: u64) -> (u32, Option<u64>) {
+    /// The subtree `t` without the range at `start`, the range's length,
+    /// and whether the subtree's figures changed.
+    fn remove_in(&mut self, t: u32, start: u64) -> (u32, Option<u64>, bool) {
         if t == NIL {
-            return (NIL, None);
+            return (NIL, None, false);
         }
-        let n = self.node(t).clone();
-        if n.start == start {
+        let n = self.node(t);
+        let (n_start, n_len, n_left, n_right, before) = (n.start, n.len, n.left, n.right, n.max);
+        if n_start == start {
             self.spare.push(t);
             self.count -= 1;
-            return (self.merge(n.left, n.right), Some(n.len));
+            let merged = self.merge(n_left, n_right);
+            let after = self.max_of(merged);
+            let changed = (0..CLASSES).any(|k| after[k] != before[k]);
+            return (merged, Some(n_len), changed);
         }
-        let found = if start < n.start {
-            let (l, f) = self.remove_in(n.left, start);
+        let (found, changed) = if start < n_start {
+            let (l, f, c) = self.remove_in(n_left, start);
             self.nodes[t as usize].left = l;
-            f
+            (f, c)
         } else {
-            let (r, f) = self.remove_in(n.right, start);
+            let (r, f, c) = self.remove_in(n_right, start);
             self.nodes[t as usize].right = r;
-            f
+            (f, c)
         };
-        self.update(t);
-        (t, found)
+        (t, found, changed && self.update(t))
     }
 
     /// Gives the range starting at `old` a new start and length in place:
@@ -225,30 +274,28 @@ impl RangeIndex {
     /// which holds when a range shrinks or grows into free space next to
     /// it. `false` when no range starts at `old`.
     pub fn reshape(&mut self, old: u64, start: u64, len: u64) -> bool {
-        self.reshape_in(self.root, old, start, len)
+        self.reshape_in(self.root, old, start, len).is_some()
     }
 
-    fn reshape_in(&mut self, t: u32, old: u64, start: u64, len: u64) -> bool {
+    /// `None` when subtree `t` has no range at `old`, else whether its
+    /// figures changed (an ancestor is recomputed only then).
+    fn reshape_in(&mut self, t: u32, old: u64, start: u64, len: u64) -> Option<bool> {
         if t == NIL {
-            return false;
+            return None;
         }
         let n = self.node(t);
-        let found = if old == n.start {
-            let own = own_room(start, len);
+        let changed = if old == n.start {
             let node = &mut self.nodes[t as usize];
             node.start = start;
             node.len = len;
-            node.own = own;
+            node.own = own_room(start, len);
             true
         } else if old < n.start {
-            self.reshape_in(n.left, old, start, len)
+            self.reshape_in(n.left, old, start, len)?
         } else {
-            self.reshape_in(n.right, old, start, len)
+            self.reshape_in(n.right, old, start, len)?
         };
-        if found {
-            self.update(t);
-        }
-        found
+        Some(changed && self.update(t))
     }
 
     /// The range with the largest start at or below `at`.
@@ -316,7 +363,7 @@ impl RangeIndex {
         from_top: bool,
         accept: &mut impl FnMut(u64, u64) -> bool,
     ) -> Option<(u64, u64)> {
-        if t == NIL || self.node(t).max[class] < size {
+        if t == NIL || self.node(t).max[class] < units(size) {
             return None;
         }
         let n = self.node(t);
@@ -335,9 +382,22 @@ impl RangeIndex {
         self.first_in(far, block, from_top, accept)
     }
 
-    /// The longest range's length (0 when nothing is free).
+    /// The longest range's length (0 when nothing is free): found under
+    /// the nodes whose rounded figure is the root's, the only ones that
+    /// can hold it.
     pub fn longest(&self) -> u64 {
-        self.max_of(self.root, 0)
+        let top = self.max_of(self.root)[0];
+        let mut best = 0;
+        let mut stack = vec![self.root];
+        while let Some(t) = stack.pop() {
+            if t == NIL || self.node(t).max[0] < top {
+                continue;
+            }
+            let n = self.node(t);
+            best = best.max(room(n.start, n.len, FIRST_ALIGN));
+            stack.extend([n.left, n.right]);
+        }
+        best
     }
 
     /// Every range in address order.

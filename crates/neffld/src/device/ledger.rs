@@ -347,6 +347,40 @@ impl Ledger {
         }
     }
 
+    /// [`Ledger::charge`] of every usage of `rows` at once (a batch's
+    /// allocations, one owner and core, on `channel`).
+    pub(crate) fn charge_rows(&mut self, core: PCore, owner: Owner, channel: u32, rows: &ChargeRows) {
+        if rows.iter().all(|c| c.is_zero()) {
+            return;
+        }
+        let cells = self
+            .cells
+            .entry((core, owner))
+            .or_insert([Charge::default(); MemUsage::COUNT]);
+        for (cell, add) in cells.iter_mut().zip(rows) {
+            cell.charged += add.charged;
+            cell.requested += add.requested;
+        }
+        if let Some(used) = self.channel_used.get_mut(channel as usize) {
+            *used += rows.iter().map(|c| c.charged).sum::<u64>();
+        }
+    }
+
+    /// Reverses a [`Ledger::charge_rows`] with the same arguments.
+    pub(crate) fn discharge_rows(
+        &mut self,
+        core: PCore,
+        owner: Owner,
+        channel: u32,
+        rows: &ChargeRows,
+    ) {
+        for (i, c) in rows.iter().enumerate() {
+            if !c.is_zero() {
+                self.discharge(core, owner, channel, MemUsage::ALL[i], c.charged, c.requested);
+            }
+        }
+    }
+
     /// Reverses a [`Ledger::charge`] with the same arguments.
     pub(crate) fn discharge(
         &mut self,

@@ -10,7 +10,8 @@ use super::MemHandle;
 
 #[derive(Debug)]
 pub(super) struct LiveTable<V> {
-    rows: Vec<(MemHandle, Option<V>)>,
+    /// First handle, handles held, value (`None`: a hole).
+    rows: Vec<(MemHandle, u32, Option<V>)>,
     holes: usize,
     next: u64,
 }
@@ -31,43 +32,46 @@ impl<V> LiveTable<V> {
         MemHandle(self.next)
     }
 
-    /// Enters `value` under a new handle.
-    pub fn push(&mut self, value: V) -> MemHandle {
+    /// Enters `value` under `span` new consecutive handles (at least
+    /// one), returning the first.
+    pub fn push(&mut self, value: V, span: u32) -> MemHandle {
         let handle = self.next_handle();
-        self.next += 1;
-        self.rows.push((handle, Some(value)));
+        let span = span.max(1);
+        self.next += u64::from(span);
+        self.rows.push((handle, span, Some(value)));
         handle
     }
 
+    /// The row holding `handle`.
     fn position(&self, handle: MemHandle) -> Option<usize> {
-        self.rows.binary_search_by_key(&handle, |&(h, _)| h).ok()
+        let at = self.rows.partition_point(|&(h, _, _)| h <= handle).checked_sub(1)?;
+        let (first, span, _) = self.rows[at];
+        (handle.0 - first.0 < u64::from(span)).then_some(at)
     }
 
-    pub fn get(&self, handle: MemHandle) -> Option<&V> {
-        self.position(handle).and_then(|i| self.rows[i].1.as_ref())
+    /// The live row holding `handle`: its first handle and its value.
+    pub fn get(&self, handle: MemHandle) -> Option<(MemHandle, &V)> {
+        let (first, _, value) = &self.rows[self.position(handle)?];
+        Some((*first, value.as_ref()?))
     }
 
-    pub fn remove(&mut self, handle: MemHandle) -> Option<V> {
-        let at = self.position(handle)?;
-        let value = self.rows[at].1.take()?;
+    /// Takes out the row whose first handle is `first`.
+    pub fn remove(&mut self, first: MemHandle) -> Option<V> {
+        let at = self.position(first).filter(|&i| self.rows[i].0 == first)?;
+        let value = self.rows[at].2.take()?;
         self.holes += 1;
         if self.holes > 32 && self.holes * 2 > self.rows.len() {
-            self.rows.retain(|(_, v)| v.is_some());
+            self.rows.retain(|(_, _, v)| v.is_some());
             self.holes = 0;
         }
         Some(value)
     }
 
-    /// In handle order.
+    /// Live rows in handle order, each with its first handle.
     pub fn iter(&self) -> impl Iterator<Item = (MemHandle, &V)> {
         self.rows
             .iter()
-            .filter_map(|(h, v)| v.as_ref().map(|v| (*h, v)))
-    }
-
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn len(&self) -> usize {
-        self.rows.len() - self.holes
+            .filter_map(|(h, _, v)| v.as_ref().map(|v| (*h, v)))
     }
 }
 
@@ -86,7 +90,7 @@ mod tests {
             let pick = (seed >> 33) % 5;
             let next = table.next_handle().0;
             if pick < 3 {
-                let h = table.push(next * 10);
+                let h = table.push(next * 10, 1);
                 assert_eq!(h, MemHandle(next));
                 map.insert(h, next * 10);
             } else {
@@ -95,10 +99,27 @@ mod tests {
                 assert_eq!(table.remove(h), None);
             }
             let probe = MemHandle((seed >> 40) % (table.next_handle().0 + 2));
-            assert_eq!(table.get(probe), map.get(&probe));
+            assert_eq!(table.get(probe).map(|(_, v)| v), map.get(&probe));
         }
-        assert_eq!(table.len(), map.len());
-        assert!(table.iter().map(|(h, &v)| (h, v)).eq(map.into_iter()));
-        assert!(table.rows.len() <= 2 * table.len() + 33, "holes are squeezed out");
+        assert!(table.iter().map(|(h, &v)| (h, v)).eq(map.clone().into_iter()));
+        assert!(table.rows.len() <= 2 * map.len() + 33, "holes are squeezed out");
+    }
+
+    #[test]
+    fn a_run_of_handles_is_one_row_taken_out_by_its_first() {
+        let mut table = LiveTable::default();
+        let one = table.push("one", 1);
+        let run = table.push("run", 3);
+        let after = table.push("after", 1);
+        assert_eq!((one.0, run.0, after.0), (1, 2, 5));
+        for h in 2..5 {
+            assert_eq!(table.get(MemHandle(h)), Some((run, &"run")));
+        }
+        assert_eq!(table.remove(MemHandle(3)), None, "only by its first handle");
+        assert_eq!(table.remove(run), Some("run"));
+        assert_eq!(table.get(MemHandle(3)), None);
+        assert_eq!(table.get(after), Some((after, &"after")));
+        assert_eq!(table.get(MemHandle(0)), None);
+        assert_eq!(table.get(MemHandle(6)), None);
     }
 }

@@ -95,6 +95,48 @@ pub struct AllocReq<'a> {
     pub hint: &'a str,
 }
 
+/// One request of a [`Device::alloc_batch`]: an [`AllocReq`] whose owner
+/// is the batch's, its hint shared by every batch that repeats it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchReq {
+    /// As [`AllocReq::size`].
+    pub size: u64,
+    /// As [`AllocReq::align`].
+    pub align: u64,
+    /// As [`AllocReq::core`].
+    pub core: PCore,
+    /// As [`AllocReq::usage`].
+    pub usage: MemUsage,
+    /// As [`AllocReq::place`].
+    pub place: Place,
+    /// As [`AllocReq::hint`].
+    pub hint: Arc<str>,
+}
+
+impl BatchReq {
+    /// The request as [`Device::alloc`] takes it.
+    pub fn request(&self, owner: Owner) -> AllocReq<'_> {
+        AllocReq {
+            size: self.size,
+            align: self.align,
+            core: self.core,
+            usage: self.usage,
+            owner,
+            place: self.place,
+            hint: &self.hint,
+        }
+    }
+}
+
+/// What a [`Device::alloc_batch`] holds: one row of the books (its first
+/// handle) or, while an observer watches each allocation, the allocations
+/// made one by one.
+#[derive(Debug)]
+pub enum Batch {
+    Row(MemHandle),
+    Each(Vec<Allocation>),
+}
+
 /// A successful allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Allocation {
@@ -305,6 +347,14 @@ impl<S: Storage + ?Sized> Device<S> {
             .any(|o| o.wants_refusals())
     }
 
+    fn wanted_allocations(&self) -> bool {
+        self.observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|o| o.wants_allocations())
+    }
+
     fn observed(&self) -> bool {
         !self
             .observers
@@ -331,6 +381,103 @@ impl<S: Storage + ?Sized> Device<S> {
         }
         self.each_observer(|o| o.allocated(&req, result.as_ref()));
         result
+    }
+
+    /// Makes `reqs` in order for `owner`, as [`Device::alloc`] would one
+    /// after another, all or nothing: under one lock, entered and charged
+    /// as one row, so that a planner replaying ten thousand loads keeps ten
+    /// thousand rows, not half a million. The allocator places every
+    /// request as it would alone (the same requests in the same order on
+    /// the same state). While an observer wants each allocation
+    /// ([`Observer::wants_allocations`]) they are made one by one instead,
+    /// and shown as always. On a refusal what was made is given back, and
+    /// observers are shown the refusal with the ledger as the
+    /// request-by-request path would have had it.
+    pub fn alloc_batch(&self, owner: Owner, reqs: &Arc<[BatchReq]>) -> Result<Batch, DeviceError> {
+        if self.wanted_allocations() {
+            let mut made = Vec::with_capacity(reqs.len());
+            for r in reqs.iter() {
+                match self.alloc(r.request(owner)) {
+                    Ok(a) => made.push(a),
+                    Err(e) => {
+                        for a in made.iter().rev() {
+                            // Just made, so known: a failure here is a bug
+                            // the free reports.
+                            let _ = self.free(a.handle);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            return Ok(Batch::Each(made));
+        }
+        let mut books = self.books();
+        let first = books.next_handle();
+        let mut blocks = Vec::with_capacity(reqs.len());
+        let mut refused = None;
+        for (i, r) in reqs.iter().enumerate() {
+            let placed = books.faults.on_alloc(r.core).and_then(|()| {
+                let channel = self.geometry.hbm_of(r.core)?;
+                if r.usage.category(MemLocation::Device).is_none() {
+                    return Err(DeviceError::Invalid {
+                        reason: format!("Invalid mem_usage_type {} for device", r.usage.index()),
+                    });
+                }
+                let handle = MemHandle(first.0 + i as u64);
+                match self
+                    .storage
+                    .allocate(handle, channel, r.size, r.align, r.place)
+                {
+                    Ok(block) => Ok(block),
+                    Err(AllocFailure::Invalid(reason)) => Err(DeviceError::Invalid { reason }),
+                    Err(AllocFailure::NoMem) => Err(DeviceError::NoMem {
+                        size: r.size,
+                        align: r.align,
+                        core: r.core,
+                        channel,
+                        usage: r.usage,
+                        free: self.storage.free_bytes(channel),
+                    }),
+                }
+            });
+            match placed {
+                Ok(block) => blocks.push(block),
+                Err(e) => {
+                    refused = Some((i, e));
+                    break;
+                }
+            }
+        }
+        let Some((at, e)) = refused else {
+            let first = books.enter_batch(owner, reqs, blocks);
+            drop(books);
+            for r in reqs.iter() {
+                tape::note(&r.request(owner));
+            }
+            return Ok(Batch::Row(first));
+        };
+        // The ledger a refusal is shown with holds the requests before it,
+        // as it would have had they been made one by one.
+        let shown = (matches!(e, DeviceError::NoMem { .. })
+            && !tape::quiet()
+            && self.wanted_refusals())
+        .then(|| {
+            let mut ledger = books.ledger.clone();
+            for (r, b) in reqs.iter().zip(&blocks) {
+                ledger.charge(r.core, owner, b.channel, r.usage, b.charged, r.size);
+            }
+            ledger
+        });
+        for (i, b) in blocks.iter().enumerate().rev() {
+            // Just placed, so the backend knows it.
+            let _ = self.storage.release(MemHandle(first.0 + i as u64), b);
+        }
+        drop(books);
+        if let Some(ledger) = shown {
+            let req = reqs[at].request(owner);
+            self.each_observer(|o| o.refused(&req, &e, &ledger));
+        }
+        Err(e)
     }
 
     /// Allocates; when the backend has no room and someone observes the
@@ -393,6 +540,21 @@ impl<S: Storage + ?Sized> Device<S> {
         self.storage
             .release(handle, &live.block)
             .map_err(|reason| DeviceError::Invalid { reason })
+    }
+
+    /// Frees a batch's row ([`Batch::Row`]) and its blocks.
+    pub fn free_batch(&self, first: MemHandle) -> Result<(), DeviceError> {
+        if self.retired.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut books = self.books();
+        let batch = books.remove_batch(first)?;
+        for (i, b) in batch.blocks.iter().enumerate().rev() {
+            self.storage
+                .release(MemHandle(first.0 + i as u64), b)
+                .map_err(|reason| DeviceError::Invalid { reason })?;
+        }
+        Ok(())
     }
 
     /// Copies `data` into an allocation at `offset`.
@@ -609,5 +771,119 @@ mod tests {
         assert!(oob
             .to_string()
             .contains("Copy from buffer to memory failed"));
+    }
+
+    fn batch_of(sizes: &[(u64, u64, MemUsage)]) -> Arc<[BatchReq]> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &(size, align, usage))| BatchReq {
+                size,
+                align,
+                core: PCore(i as u32 % 2),
+                usage,
+                place: Place::Kernel,
+                hint: format!("v{i}").into(),
+            })
+            .collect()
+    }
+
+    /// A mix that leaves aligned gaps behind, so later requests land in
+    /// the gaps of earlier ones.
+    fn mix() -> Arc<[BatchReq]> {
+        batch_of(&[
+            (4096, 32768, MemUsage::Weight),
+            (8192, 0, MemUsage::InstrPe),
+            (100, 32768, MemUsage::DmaRing),
+            (65536, 4096, MemUsage::Weight),
+            (3 << 30, 0, MemUsage::Weight),
+            (4096, 0, MemUsage::Io),
+        ])
+    }
+
+    fn view(dev: &NullDevice) -> (Vec<LiveAlloc>, Ledger, Vec<PoolFree>) {
+        (dev.live_allocations(), dev.ledger(), dev.pools(0))
+    }
+
+    #[test]
+    fn a_batch_lands_and_is_charged_as_its_requests_one_by_one() {
+        let geometry = Geometry::for_arch(crate::Arch::Cayman);
+        let (one, batched) = (NullDevice::new(geometry.clone()), NullDevice::new(geometry));
+        let reqs = mix();
+        let owner = Owner::Model(crate::ids::HModel(3));
+        let mut sets = Vec::new();
+        for _ in 0..5 {
+            for r in reqs.iter() {
+                one.alloc(r.request(owner)).unwrap();
+            }
+            sets.push(batched.alloc_batch(owner, &reqs).unwrap());
+        }
+        assert!(sets.iter().all(|b| matches!(b, Batch::Row(_))));
+        assert_eq!(view(&one), view(&batched));
+        assert_eq!(batched.live_count(), 5 * reqs.len());
+        // A member is read and written as any allocation; it is freed only
+        // with its batch.
+        let Batch::Row(first) = sets[1] else { unreachable!() };
+        let member = MemHandle(first.0 + 3);
+        batched.write(member, 65536 - 4, &[1, 2, 3, 4]).unwrap();
+        assert!(matches!(
+            batched.write(member, 65536 - 3, &[1, 2, 3, 4]),
+            Err(DeviceError::OutOfBounds { .. })
+        ));
+        assert!(matches!(batched.free(member), Err(DeviceError::Invalid { .. })));
+        assert!(matches!(batched.free_batch(member), Err(DeviceError::UnknownHandle { .. })));
+        batched.free_batch(first).unwrap();
+        for r in (0..reqs.len()).rev() {
+            one.free(MemHandle(first.0 + r as u64)).unwrap();
+        }
+        assert_eq!(view(&one), view(&batched));
+        assert!(matches!(batched.free_batch(first), Err(DeviceError::UnknownHandle { .. })));
+    }
+
+    #[derive(Default)]
+    struct Seen {
+        each: bool,
+        refused: Mutex<Vec<(String, u64)>>,
+        allocated: Mutex<usize>,
+    }
+
+    impl Observer for Seen {
+        fn wants_allocations(&self) -> bool {
+            self.each
+        }
+        fn refused(&self, req: &AllocReq<'_>, _e: &DeviceError, ledger: &Ledger) {
+            self.refused.lock().unwrap().push((req.hint.to_string(), ledger.total()));
+        }
+        fn allocated(&self, _req: &AllocReq<'_>, result: Result<&Allocation, &DeviceError>) {
+            *self.allocated.lock().unwrap() += usize::from(result.is_ok());
+        }
+    }
+
+    #[test]
+    fn a_refused_batch_leaves_nothing_and_shows_the_refusal_as_one_by_one() {
+        for each in [false, true] {
+            let dev = NullDevice::new(Geometry::for_arch(crate::Arch::Cayman));
+            let seen = Arc::new(Seen {
+                each,
+                ..Seen::default()
+            });
+            dev.observe(seen.clone());
+            let big = dev.capacity(0);
+            let reqs = batch_of(&[
+                (4096, 0, MemUsage::Weight),
+                (8192, 0, MemUsage::Io),
+                (big, 0, MemUsage::Weight),
+            ]);
+            let before = view(&dev);
+            let e = dev.alloc_batch(Owner::Client, &reqs).unwrap_err();
+            assert!(matches!(e, DeviceError::NoMem { .. }), "{e}");
+            assert_eq!(view(&dev), before, "each={each}");
+            // The ledger the refusal shows holds the two made before it.
+            assert_eq!(*seen.refused.lock().unwrap(), [("v2".to_string(), 12288)]);
+            assert_eq!(*seen.allocated.lock().unwrap(), if each { 2 } else { 0 });
+            let fits = batch_of(&[(4096, 0, MemUsage::Weight)]);
+            let made = dev.alloc_batch(Owner::Client, &fits).unwrap();
+            assert_eq!(matches!(made, Batch::Each(_)), each);
+        }
     }
 }

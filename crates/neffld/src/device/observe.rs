@@ -29,6 +29,14 @@ pub trait Observer: Send + Sync {
         true
     }
 
+    /// Whether each allocation is to be shown ([`Observer::allocating`],
+    /// [`Observer::allocated`], [`Observer::refused`]) now: while none
+    /// wants them, a batch ([`super::Device::alloc_batch`]) is made in one
+    /// step and only a refusal is shown.
+    fn wants_allocations(&self) -> bool {
+        true
+    }
+
     /// An allocation was attempted, with its outcome.
     fn allocated(&self, _req: &AllocReq<'_>, _result: Result<&Allocation, &DeviceError>) {}
 

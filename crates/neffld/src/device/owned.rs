@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use super::{AllocReq, Allocation, Device, DeviceError, MemHandle};
+use super::{AllocReq, Allocation, Batch, BatchReq, Device, DeviceError, MemHandle};
+use crate::device::Owner;
 
 /// One allocation, freed when dropped.
 #[derive(Debug)]
@@ -47,6 +48,9 @@ impl Drop for Owned {
 pub struct AllocSet {
     dev: Arc<Device>,
     held: Vec<Allocation>,
+    /// Batches held as one row each: the row's first handle and its
+    /// allocations.
+    batches: Vec<(MemHandle, usize)>,
 }
 
 impl AllocSet {
@@ -54,7 +58,17 @@ impl AllocSet {
         AllocSet {
             dev: Arc::clone(dev),
             held: Vec::new(),
+            batches: Vec::new(),
         }
+    }
+
+    /// Makes `reqs` at once ([`Device::alloc_batch`]) and keeps them.
+    pub fn alloc_batch(&mut self, owner: Owner, reqs: &Arc<[BatchReq]>) -> Result<(), DeviceError> {
+        match self.dev.alloc_batch(owner, reqs)? {
+            Batch::Row(first) => self.batches.push((first, reqs.len())),
+            Batch::Each(made) => self.held.extend(made),
+        }
+        Ok(())
     }
 
     /// Allocates and keeps the allocation in the set.
@@ -65,12 +79,12 @@ impl AllocSet {
     }
 
     pub fn len(&self) -> usize {
-        self.held.len()
+        self.held.len() + self.batches.iter().map(|&(_, n)| n).sum::<usize>()
     }
 
     #[cfg(any(test, feature = "testkit"))]
     pub fn is_empty(&self) -> bool {
-        self.held.is_empty()
+        self.len() == 0
     }
 
     pub fn device(&self) -> &Arc<Device> {
@@ -79,6 +93,11 @@ impl AllocSet {
 
     /// Frees everything held now (last first); the set stays usable.
     pub fn clear(&mut self) {
+        for (first, _) in self.batches.drain(..).rev() {
+            if let Err(e) = self.dev.free_batch(first) {
+                tracing::warn!("freeing the batch of {first}: {e}");
+            }
+        }
         for a in self.held.drain(..).rev() {
             release(&self.dev, a.handle);
         }
@@ -87,7 +106,10 @@ impl AllocSet {
 
 impl std::fmt::Debug for AllocSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(&self.held).finish()
+        f.debug_struct("AllocSet")
+            .field("held", &self.held)
+            .field("batches", &self.batches)
+            .finish()
     }
 }
 

@@ -346,6 +346,11 @@ impl Watch {
 }
 
 impl Observer for Watch {
+    /// Only a recording reads each allocation.
+    fn wants_allocations(&self) -> bool {
+        self.state().recording.is_some()
+    }
+
     fn wants_refusals(&self) -> bool {
         let s = self.state();
         s.armed && s.refused.is_none()

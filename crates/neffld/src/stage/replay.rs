@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use crate::container::Archive;
 use crate::device::tape::{self, Taped};
-use crate::device::{AllocReq, Device, MemUsage, Owner, Place};
+use crate::device::{BatchReq, Device, MemUsage, Owner};
 use crate::ids::{HModel, PCore};
 use crate::kbin::Kbin;
 
@@ -43,19 +43,6 @@ use super::plan::CorePlan;
 use super::scratchpad::ScratchClaim;
 use super::{Cores, StageError};
 
-/// One request of a recorded staging, its owner and core left to the load
-/// that makes it again.
-#[derive(Debug)]
-struct Request {
-    /// The subgraph (and so the physical core) it is made for.
-    subgraph: usize,
-    size: u64,
-    align: u64,
-    usage: MemUsage,
-    place: Place,
-    hint: Box<str>,
-}
-
 /// What one staging of a NEFF on a set of physical cores asked of its
 /// device, in order.
 #[derive(Debug)]
@@ -63,7 +50,10 @@ pub struct Recipe {
     /// Per subgraph, the scratchpad arena claimed on its core (bytes) and
     /// the pages that claim held; `None` without an arena.
     claims: Vec<Option<(u64, u32)>>,
-    requests: Vec<Request>,
+    /// Every request of the load, in the recorded order, its owner left
+    /// to the load that makes it again (as one batch: the cores of a
+    /// logical core may share an HBM, so the order across them stays).
+    reqs: Arc<[BatchReq]>,
     /// Per subgraph, its plan's warnings.
     warnings: Vec<Vec<String>>,
 }
@@ -75,29 +65,29 @@ impl Recipe {
     /// load and the scratchpad's pages).
     fn of(images: &[CoreImage], taped: Vec<Taped>, pcores: &[PCore], h_model: HModel) -> Option<Recipe> {
         let cores = &pcores[..images.len()];
-        let mut requests = Vec::with_capacity(taped.len());
+        let mut reqs = Vec::new();
         for t in taped {
             match t.owner {
-                Owner::Model(h) if h == h_model => requests.push(Request {
-                    subgraph: cores.iter().position(|&c| c == t.core)?,
+                Owner::Model(h) if h == h_model && cores.contains(&t.core) => reqs.push(BatchReq {
                     size: t.size,
                     align: t.align,
+                    core: t.core,
                     usage: t.usage,
                     place: t.place,
-                    hint: t.hint.into_boxed_str(),
+                    hint: t.hint.into(),
                 }),
                 Owner::Runtime if t.usage == MemUsage::Scratchpad => {}
                 _ => return None,
             }
         }
         let held: usize = images.iter().map(|i| i.allocs.len() + i.plan.allocs.len()).sum();
-        (held == requests.len()).then_some(())?;
+        (held == reqs.len()).then_some(())?;
         Some(Recipe {
             claims: images
                 .iter()
                 .map(|i| i.plan.scratch.as_ref().map(|c| (c.bytes(), c.pages())))
                 .collect(),
-            requests,
+            reqs: reqs.into(),
             warnings: images.iter().map(|i| i.plan.warnings.clone()).collect(),
         })
     }
@@ -133,19 +123,13 @@ impl Recipe {
                     image.plan.scratch = Some(taken);
                 }
             }
-            for r in &self.requests {
-                let image = images.get_mut(r.subgraph)?;
-                let req = AllocReq {
-                    size: r.size,
-                    align: r.align,
-                    core: image.pcore(),
-                    usage: r.usage,
-                    owner: Owner::Model(h_model),
-                    place: r.place,
-                    hint: &r.hint,
-                };
-                image.allocs.alloc(req).ok()?;
-            }
+            // The load's allocations, on all its cores, are held by its
+            // first core's image (freed with it, before the others).
+            images
+                .first_mut()?
+                .allocs
+                .alloc_batch(Owner::Model(h_model), &self.reqs)
+                .ok()?;
             for (image, warnings) in images.iter_mut().zip(&self.warnings) {
                 image.plan.warnings.clone_from(warnings);
                 image.enter_model_table(cores).ok()?;
