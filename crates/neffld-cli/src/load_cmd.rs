@@ -371,14 +371,14 @@ fn describe_model(
     let tensors = rt
         .tensor_info(model)
         .map_err(|e| load_failure(&e))?
-        .into_iter()
+        .iter()
         .map(|t| TensorDoc {
             usage: t.usage.name(),
             size: t.size,
             dtype: t.dtype.name(),
             dtype_code: t.dtype.code(),
-            name: t.name,
-            shape: t.shape,
+            name: t.name.clone(),
+            shape: t.shape.clone(),
         })
         .collect();
     let tu = Instant::now();

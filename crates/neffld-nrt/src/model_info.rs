@@ -132,7 +132,7 @@ pub(crate) unsafe fn get(
         .tensor_info(&model)
         .map_err(|e| status::load_error(API, &e))?;
     let mut entries = Vec::with_capacity(tensors.len());
-    for t in &tensors {
+    for t in tensors.iter() {
         match entry(t) {
             Ok(e) => entries.push(e),
             Err(s) => {

@@ -171,7 +171,7 @@ fn run_load(
         rt,
         handle,
         cores,
-        tensors,
+        tensors: tensors.to_vec(),
         warnings,
         timings,
     })

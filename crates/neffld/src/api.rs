@@ -1093,7 +1093,7 @@ impl Runtime {
     }
 
     /// `nrt_get_model_tensor_info`: all inputs in name order, then all outputs.
-    pub fn tensor_info(&self, model: &Model) -> Result<Vec<TensorInfo>, LoadError> {
+    pub fn tensor_info(&self, model: &Model) -> Result<Arc<[TensorInfo]>, LoadError> {
         let _open = self.enter_for(model)?;
         Ok(self
             .registry

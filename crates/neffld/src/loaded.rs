@@ -55,7 +55,7 @@ pub struct LoadedModel {
     pub vnc: LCore,
     /// The device (`ND n`) its cores are on.
     pub device: u32,
-    pub tensors: Vec<TensorInfo>,
+    pub tensors: std::sync::Arc<[TensorInfo]>,
     #[cfg(any(test, feature = "testkit"))]
     pub gid: Option<u32>,
     pub h_model: HModel,

@@ -33,6 +33,9 @@ impl ParseError {
 pub struct ParsedModel {
     pub manifest: Manifest,
     pub kbins: Vec<Kbin>,
+    /// [`ParsedModel::tensor_info`], made once: every load of the parse
+    /// shares it.
+    tensors: std::sync::Arc<[TensorInfo]>,
 }
 
 impl ParsedModel {
@@ -41,8 +44,8 @@ impl ParsedModel {
     }
 
     /// What `nrt_get_model_tensor_info` reports: inputs then outputs, each in name order.
-    pub fn tensor_info(&self) -> Vec<TensorInfo> {
-        manifest::tensor::tensor_info(self.manifest.io())
+    pub fn tensor_info(&self) -> std::sync::Arc<[TensorInfo]> {
+        self.tensors.clone()
     }
 
     pub fn warnings(&self) -> &[String] {
@@ -54,7 +57,12 @@ impl ParsedModel {
 pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<ParsedModel, ParseError> {
     let manifest = manifest::parse(neff, opts)?;
     let kbins = kbin::build(&manifest, neff.archive())?;
-    Ok(ParsedModel { manifest, kbins })
+    let tensors = manifest::tensor::tensor_info(manifest.io()).into();
+    Ok(ParsedModel {
+        manifest,
+        kbins,
+        tensors,
+    })
 }
 
 /// The architecture the NEFF was compiled for, read through its own

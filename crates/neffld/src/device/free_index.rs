@@ -69,9 +69,132 @@ fn own_room(start: u64, len: u64) -> [u32; CLASSES] {
     std::array::from_fn(|k| units(room(start, len, FIRST_ALIGN << k)))
 }
 
-/// Disjoint `(start, len)` ranges, keyed by start.
-#[derive(Clone, Debug)]
+/// Disjoint `(start, len)` ranges, keyed by start: the highest apart (a
+/// pool's untouched top, where most requests of a growing deployment are
+/// carved: each carve is then two stores, not a descent that recomputes
+/// every figure up to the root), the others in a [`Treap`].
+#[derive(Clone, Debug, Default)]
 pub(super) struct RangeIndex {
+    tree: Treap,
+    /// The highest range; every range of `tree` starts below it.
+    top: Option<(u64, u64)>,
+}
+
+impl RangeIndex {
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.tree.count + usize::from(self.top.is_some())
+    }
+
+    /// Adds a range; its start must not be present.
+    pub fn insert(&mut self, start: u64, len: u64) {
+        match self.top {
+            Some((top, _)) if start < top => self.tree.insert(start, len),
+            _ => {
+                if let Some((s, l)) = self.top.replace((start, len)) {
+                    self.tree.insert(s, l);
+                }
+            }
+        }
+    }
+
+    /// Removes the range starting at `start`; its length, if present.
+    pub fn remove(&mut self, start: u64) -> Option<u64> {
+        match self.top {
+            Some((top, len)) if top == start => {
+                self.top = self.tree.highest_range().and_then(|(s, _)| {
+                    let l = self.tree.remove(s)?;
+                    Some((s, l))
+                });
+                Some(len)
+            }
+            _ => self.tree.remove(start),
+        }
+    }
+
+    /// Gives the range starting at `old` a new start and length in place.
+    /// The new start must keep the order (no other range between `old`
+    /// and `start`), which holds when a range shrinks or grows into free
+    /// space next to it. `false` when no range starts at `old`.
+    pub fn reshape(&mut self, old: u64, start: u64, len: u64) -> bool {
+        match &mut self.top {
+            Some(top) if top.0 == old => {
+                *top = (start, len);
+                true
+            }
+            _ => self.tree.reshape(old, start, len),
+        }
+    }
+
+    /// The range with the largest start at or below `at`.
+    pub fn at_or_before(&self, at: u64) -> Option<(u64, u64)> {
+        match self.top {
+            Some(top) if top.0 <= at => Some(top),
+            _ => self.tree.at_or_before(at),
+        }
+    }
+
+    /// The range with the smallest start above `at`.
+    pub fn after(&self, at: u64) -> Option<(u64, u64)> {
+        self.tree
+            .after(at)
+            .or(self.top.filter(|&(s, _)| s > at))
+    }
+
+    /// The lowest range that holds `size` bytes at a multiple of `align`
+    /// (a power of two) for which `accept` holds; only ranges that can hold
+    /// such a block are offered to `accept`.
+    pub fn lowest(
+        &self,
+        size: u64,
+        align: u64,
+        accept: &mut impl FnMut(u64, u64) -> bool,
+    ) -> Option<(u64, u64)> {
+        self.tree
+            .lowest(size, align, accept)
+            .or_else(|| self.top_holds(size, align, accept))
+    }
+
+    /// The highest range that holds `size` bytes at a multiple of `align`
+    /// for which `accept` holds.
+    pub fn highest(
+        &self,
+        size: u64,
+        align: u64,
+        accept: &mut impl FnMut(u64, u64) -> bool,
+    ) -> Option<(u64, u64)> {
+        self.top_holds(size, align, accept)
+            .or_else(|| self.tree.highest(size, align, accept))
+    }
+
+    fn top_holds(
+        &self,
+        size: u64,
+        align: u64,
+        accept: &mut impl FnMut(u64, u64) -> bool,
+    ) -> Option<(u64, u64)> {
+        self.top
+            .filter(|&(s, l)| room(s, l, align) >= size && accept(s, l))
+    }
+
+    /// The longest range's length (0 when nothing is free).
+    pub fn longest(&self) -> u64 {
+        let top = self.top.map_or(0, |(s, l)| room(s, l, FIRST_ALIGN));
+        top.max(self.tree.longest())
+    }
+
+    /// Every range in address order.
+    #[cfg(test)]
+    pub fn ranges(&self) -> Vec<(u64, u64)> {
+        let mut out = self.tree.ranges();
+        out.extend(self.top);
+        out
+    }
+}
+
+/// The ranges below the highest, as a treap.
+#[derive(Clone, Debug)]
+struct Treap {
     nodes: Vec<Node>,
     spare: Vec<u32>,
     root: u32,
@@ -79,9 +202,9 @@ pub(super) struct RangeIndex {
     seed: u32,
 }
 
-impl Default for RangeIndex {
+impl Default for Treap {
     fn default() -> Self {
-        RangeIndex {
+        Treap {
             nodes: Vec::new(),
             spare: Vec::new(),
             root: NIL,
@@ -91,12 +214,7 @@ impl Default for RangeIndex {
     }
 }
 
-impl RangeIndex {
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
+impl Treap {
     fn node(&self, i: u32) -> &Node {
         &self.nodes[i as usize]
     }
@@ -380,6 +498,11 @@ impl RangeIndex {
             return Some((n.start, n.len));
         }
         self.first_in(far, block, from_top, accept)
+    }
+
+    /// The range with the largest start.
+    fn highest_range(&self) -> Option<(u64, u64)> {
+        self.at_or_before(u64::MAX)
     }
 
     /// The longest range's length (0 when nothing is free): found under

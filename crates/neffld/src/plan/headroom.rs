@@ -186,7 +186,7 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
     let mut io = Vec::new();
     let mut first_fits = true;
     if io_tensors {
-        for t in exec.rt.tensor_info(&model).unwrap_or_default() {
+        for t in exec.rt.tensor_info(&model).unwrap_or_default().iter() {
             match allocate(&exec.rt, &t.name, t.size, vnc, None) {
                 Ok(x) => io.push(x),
                 Err(_) => {

@@ -571,7 +571,7 @@ impl<'s> Exec<'s> {
         let tensors = if io_tensors {
             self.rt.tensor_info(&model).unwrap_or_default()
         } else {
-            Vec::new()
+            Default::default()
         };
         self.loads.push(LiveLoad {
             model,

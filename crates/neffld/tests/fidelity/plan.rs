@@ -162,7 +162,7 @@ fn a_noisy_neighbour_is_refused_as_the_runtime_reports_it_and_lnc2_lets_it_throu
     let mut held = Vec::new();
     for (f, vnc) in [(&dense, 0), (&dense, 0), (&small, 2)] {
         let m = rt.load(&std::fs::read(f).unwrap(), Some(vnc)).unwrap();
-        for t in rt.tensor_info(&m).unwrap() {
+        for t in rt.tensor_info(&m).unwrap().iter() {
             held.push(rt.allocate_tensor(vnc, t.size, &t.name).unwrap());
         }
     }

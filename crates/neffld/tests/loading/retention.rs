@@ -28,7 +28,7 @@ fn retaining(retain: usize) -> (Runtime, Arc<SimDevice>) {
 
 /// What a load of `bytes` must report: its header's name and uuid, and the
 /// tensors of a parse of its own (no cache involved).
-fn expected(bytes: &[u8]) -> (String, [u8; 16], Vec<TensorInfo>) {
+fn expected(bytes: &[u8]) -> (String, [u8; 16], std::sync::Arc<[TensorInfo]>) {
     let h = NeffHeader::parse(bytes).unwrap();
     let (_, model) = parse(bytes, Arch::Cayman, 2);
     (h.name_str(), h.uuid, model.tensor_info())

@@ -141,7 +141,7 @@ fn dynamic_cayman_resolves_addr8_and_keeps_the_idle_graph() {
     assert_eq!(m.kbins[1].vars().count(VarKind::File), 1);
     assert_eq!(m.io().outputs.len(), 1, "two heads, one output");
     assert_eq!(m.io().input_order, ["q", "k"]);
-    let names: Vec<_> = m.tensor_info().into_iter().map(|t| t.name).collect();
+    let names: Vec<_> = m.tensor_info().iter().map(|t| t.name.clone()).collect();
     assert_eq!(names, ["k", "q", "o"], "name order, inputs first");
 }
 
