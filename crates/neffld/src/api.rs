@@ -876,14 +876,15 @@ impl Runtime {
             let _open = self.enter()?;
             let header = NeffHeader::parse(bytes)?;
             header.check_lnc(self.config.lnc_size(), self.config.arch)?;
-            let claim = self.claim(core, &header.name_str())?;
+            let name = header.name_str();
+            let claim = self.claim(core, &name)?;
             let guard_time = t0.elapsed();
             let parse = ParseInput {
                 bytes,
                 opened,
                 known,
             };
-            self.load_claimed(parse, &header, claim, gid, guard_time)
+            self.load_claimed(parse, (&header, name), claim, gid, guard_time)
         };
         catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|p| {
             let e = LoadError::Panicked(stage::panic_message(&*p));
@@ -906,7 +907,7 @@ impl Runtime {
     fn load_claimed(
         &self,
         input: ParseInput<'_>,
-        header: &NeffHeader,
+        (header, name): (&NeffHeader, String),
         claim: Claim<'_>,
         gid: Option<u32>,
         guard_time: Duration,
@@ -956,7 +957,6 @@ impl Runtime {
             .map(PCore)
             .collect();
         let h_model = self.registry.new_h_model();
-        let name = header.name_str();
         let named = self.names.enter(h_model, name.clone());
         let sopts = StageOptions {
             arch: self.config.arch,

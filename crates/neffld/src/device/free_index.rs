@@ -338,8 +338,8 @@ impl Treap {
             return i;
         }
         let n = &mut self.nodes[t as usize];
-        for k in 0..CLASSES {
-            n.max[k] = n.max[k].max(own[k]);
+        for (m, o) in n.max.iter_mut().zip(own) {
+            *m = (*m).max(o);
         }
         if start < n.start {
             let l = self.insert_in(self.node(t).left, i);

@@ -300,7 +300,9 @@ pub type Rows = [u64; MemUsage::COUNT];
 /// of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ledger {
-    cells: BTreeMap<(PCore, Owner), ChargeRows>,
+    /// Boxed: a map node then moves pointers, not 352-byte rows, when a
+    /// load's owner is entered among thousands.
+    cells: BTreeMap<(PCore, Owner), Box<ChargeRows>>,
     channel_used: Vec<u64>,
     channel_limit: Vec<u64>,
 }
@@ -339,7 +341,7 @@ impl Ledger {
         let cell = &mut self
             .cells
             .entry((core, owner))
-            .or_insert([Charge::default(); MemUsage::COUNT])[usage.index()];
+            .or_insert_with(|| Box::new([Charge::default(); MemUsage::COUNT]))[usage.index()];
         cell.charged += charged;
         cell.requested += requested;
         if let Some(used) = self.channel_used.get_mut(channel as usize) {
@@ -356,7 +358,7 @@ impl Ledger {
         let cells = self
             .cells
             .entry((core, owner))
-            .or_insert([Charge::default(); MemUsage::COUNT]);
+            .or_insert_with(|| Box::new([Charge::default(); MemUsage::COUNT]));
         for (cell, add) in cells.iter_mut().zip(rows) {
             cell.charged += add.charged;
             cell.requested += add.requested;
@@ -443,8 +445,7 @@ impl Ledger {
     pub fn rows_of(&self, core: PCore, owner: Owner) -> ChargeRows {
         self.cells
             .get(&(core, owner))
-            .copied()
-            .unwrap_or([Charge::default(); MemUsage::COUNT])
+            .map_or([Charge::default(); MemUsage::COUNT], |rows| **rows)
     }
 
     /// All usages of one core, charged (the ledger's `MAX` column).

@@ -628,8 +628,16 @@ impl<S: Storage + ?Sized> Device<S> {
     }
 
     /// A copy of the usage ledger.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn ledger(&self) -> Ledger {
         self.books().ledger.clone()
+    }
+
+    /// Runs `f` on the usage ledger as it stands, without copying it (a
+    /// ledger of ten thousand loads is not small); the device is locked
+    /// meanwhile, so `f` must not call back into it.
+    pub fn with_ledger<R>(&self, f: impl FnOnce(&Ledger) -> R) -> R {
+        f(&self.books().ledger)
     }
 
     /// Bytes the allocator holds on every channel (4 KiB granules): what

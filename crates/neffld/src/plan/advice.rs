@@ -445,6 +445,10 @@ fn dominant(
     prints: &[Fingerprinted<'_>],
     considered: &mut Vec<String>,
 ) -> Result<Option<Advice>, PlanError> {
+    // One NEFF (by content) is nothing to weigh against another.
+    if session.files.len() < 2 {
+        return Ok(None);
+    }
     // Model bytes per NEFF (by content: paths with the same bytes are one)
     // where the plan stopped.
     let neff_of = |p: &PathBuf| session.file_index(p);

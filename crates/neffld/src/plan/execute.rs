@@ -92,19 +92,20 @@ impl Exec<'_> {
             .enumerate()
             .map(|(nd, d)| MemoryReport::of(nd as u32, d))
             .collect();
-        let mut tensors: Vec<TensorRecord> = self
-            .loads
-            .iter()
-            .flat_map(|l| l.io.iter().map(|(t, _)| t.clone()))
-            .collect();
-        tensors.extend(self.tensors.iter().map(|(t, _)| t.clone()));
         // Everything the run holds is dropped with it: the devices go too,
         // so their allocators need not take each block back.
         for d in self.rt.devices() {
             d.retire();
         }
+        let mut neffs = Vec::with_capacity(self.loads.len());
+        let mut tensors: Vec<TensorRecord> = Vec::new();
+        for l in self.loads {
+            neffs.push(l.record);
+            tensors.extend(l.io.into_iter().map(|(t, _)| t));
+        }
+        tensors.extend(self.tensors.into_iter().map(|(t, _)| t));
         Outcome {
-            neffs: self.loads.iter().map(|l| l.record.clone()).collect(),
+            neffs,
             tensors,
             steps: self.steps,
             refusal,

@@ -23,7 +23,9 @@ use std::collections::HashMap;
 use std::ops::Not;
 use std::path::PathBuf;
 
-use crate::device::{AllocSet, Device, Owner, GRANULE};
+use std::sync::Arc;
+
+use crate::device::{AllocSet, BatchReq, Device, Owner, GRANULE};
 use crate::ids::PCore;
 
 use super::deployment::Deployment;
@@ -196,19 +198,25 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
             }
         }
     }
-    // The load's own requests; the shared scratchpad pages it may have
-    // added are the runtime's and serve every later copy.
-    let requests: Vec<_> = watch
-        .recorded()
-        .into_iter()
-        .filter(|r| r.owner != Owner::Runtime)
-        .collect();
+    // The load's own requests (its tensors' too), in their order, each run
+    // of one owner a batch; the shared scratchpad pages it may have added
+    // are the runtime's and serve every later copy.
+    let mut runs: Vec<(Owner, Vec<BatchReq>)> = Vec::new();
+    for (owner, req) in watch.recorded() {
+        match runs.last_mut() {
+            _ if owner == Owner::Runtime => {}
+            Some((o, reqs)) if *o == owner => reqs.push(req),
+            _ => runs.push((owner, vec![req])),
+        }
+    }
+    let runs: Vec<(Owner, Arc<[BatchReq]>)> =
+        runs.into_iter().map(|(o, r)| (o, r.into())).collect();
     let mut count = u32::from(first_fits);
     let mut held = Vec::new();
     'copies: while first_fits && count < COPY_LIMIT {
         let mut set = AllocSet::new(&dev);
-        for r in &requests {
-            if set.alloc(r.request()).is_err() {
+        for (owner, reqs) in &runs {
+            if set.alloc_batch(*owner, reqs).is_err() {
                 break 'copies;
             }
         }

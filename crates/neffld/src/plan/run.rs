@@ -14,7 +14,8 @@ use crate::api::{started_device, DeviceTensor, Fingerprinted, LoadError, Model, 
 use crate::config::{DeviceKind, RuntimeConfig};
 use crate::container::{self, Neff};
 use crate::device::{
-    AllocReq, Device, DeviceError, Geometry, Ledger, MemUsage, Observer, Owned, Owner, Place,
+    AllocReq, BatchReq, Device, DeviceError, Geometry, Ledger, MemUsage, Observer, Owned, Owner,
+    Place,
 };
 use crate::ids::{HModel, PCore};
 use crate::neff::Source;
@@ -251,44 +252,6 @@ impl Session {
     }
 }
 
-/// An allocation request as an observer saw it, owned.
-#[derive(Clone, Debug)]
-pub(crate) struct Recorded {
-    pub core: PCore,
-    pub size: u64,
-    pub align: u64,
-    pub usage: MemUsage,
-    pub owner: Owner,
-    pub place: Place,
-    pub hint: String,
-}
-
-impl Recorded {
-    fn of(req: &AllocReq<'_>) -> Recorded {
-        Recorded {
-            core: req.core,
-            size: req.size,
-            align: req.align,
-            usage: req.usage,
-            owner: req.owner,
-            place: req.place,
-            hint: req.hint.to_string(),
-        }
-    }
-
-    pub(crate) fn request(&self) -> AllocReq<'_> {
-        AllocReq {
-            size: self.size,
-            align: self.align,
-            core: self.core,
-            usage: self.usage,
-            owner: self.owner,
-            place: self.place,
-            hint: &self.hint,
-        }
-    }
-}
-
 /// A refusal as the watch of its device saw it.
 pub(crate) struct Caught {
     device: u32,
@@ -303,7 +266,8 @@ pub(crate) struct Caught {
 struct WatchState {
     armed: bool,
     refused: Option<Caught>,
-    recording: Option<Vec<Recorded>>,
+    /// Each allocation that succeeded, with its owner.
+    recording: Option<Vec<(Owner, BatchReq)>>,
 }
 
 /// Watches one device (`ND nd`): the first refusal while armed, reported
@@ -340,7 +304,7 @@ impl Watch {
         self.state().recording = Some(Vec::new());
     }
 
-    pub fn recorded(&self) -> Vec<Recorded> {
+    pub fn recorded(&self) -> Vec<(Owner, BatchReq)> {
         self.state().recording.take().unwrap_or_default()
     }
 }
@@ -386,7 +350,17 @@ impl Observer for Watch {
     ) {
         if result.is_ok() {
             if let Some(r) = self.state().recording.as_mut() {
-                r.push(Recorded::of(req));
+                r.push((
+                    req.owner,
+                    BatchReq {
+                        size: req.size,
+                        align: req.align,
+                        core: req.core,
+                        usage: req.usage,
+                        place: req.place,
+                        hint: req.hint.into(),
+                    },
+                ));
             }
         }
     }

@@ -52,7 +52,7 @@ impl CoreMemory {
     testkit_pub! {
         /// The core's memory on `dev` now.
         fn of(dev: &Device, pcore: PCore) -> CoreMemory {
-            CoreMemory::from_ledger(&dev.ledger(), pcore)
+            dev.with_ledger(|ledger| CoreMemory::from_ledger(ledger, pcore))
         }
     }
 
@@ -201,12 +201,12 @@ impl MemoryStats {
         /// The report of logical core `lcore` (of `lnc` physical cores).
         fn of(dev: &Device, lcore: LCore, lnc: u32) -> Result<MemoryStats, DeviceError> {
             let limit = dev.vnc_memory_stats(lcore, lnc)?.limit;
-            let ledger = dev.ledger();
-            let cores: Vec<CoreMemory> = dev
-                .geometry()
-                .pcores_of(lcore, lnc)?
-                .map(|c| CoreMemory::from_ledger(&ledger, PCore(c)))
-                .collect();
+            let pcores = dev.geometry().pcores_of(lcore, lnc)?;
+            let cores: Vec<CoreMemory> = dev.with_ledger(|ledger| {
+                pcores
+                    .map(|c| CoreMemory::from_ledger(ledger, PCore(c)))
+                    .collect()
+            });
             Ok(MemoryStats {
                 used: cores.iter().map(CoreMemory::total).sum(),
                 limit,
@@ -494,7 +494,7 @@ impl MemoryReport {
     testkit_pub! {
         /// The report of `dev`, device `ND nd` of its instance, now.
         fn of(nd: u32, dev: &Device) -> MemoryReport {
-            MemoryReport::from_ledger(nd, dev.geometry(), &dev.ledger())
+            dev.with_ledger(|ledger| MemoryReport::from_ledger(nd, dev.geometry(), ledger))
         }
     }
 
