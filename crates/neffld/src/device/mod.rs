@@ -339,20 +339,20 @@ impl<S: Storage + ?Sized> Device<S> {
         }
     }
 
-    fn wanted_refusals(&self) -> bool {
+    fn any_observer(&self, f: impl Fn(&dyn Observer) -> bool) -> bool {
         self.observers
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .any(|o| o.wants_refusals())
+            .any(|o| f(o.as_ref()))
+    }
+
+    fn wanted_refusals(&self) -> bool {
+        self.any_observer(|o| o.wants_refusals())
     }
 
     fn wanted_allocations(&self) -> bool {
-        self.observers
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .any(|o| o.wants_allocations())
+        self.any_observer(|o| o.wants_allocations())
     }
 
     fn observed(&self) -> bool {
