@@ -13,6 +13,7 @@ mod map;
 mod memory;
 mod plan_cmd;
 mod plan_map;
+mod plan_text;
 mod report;
 mod sigbus;
 mod style;

@@ -939,3 +939,42 @@ fn ranks_sharing_hbms_read_as_one_headroom_line() {
     );
     assert!(!text.contains("(each of"), "{text}");
 }
+
+/// A grouped list of cores longer than its heading widens its column: the
+/// figures after it stay under their headings, in the steps and in the
+/// headroom alike.
+#[test]
+fn grouped_columns_stay_under_their_headings() {
+    let cores = "0-5,8,10-20,30";
+    let at = format!("{}@{cores}", demo());
+    let out = neffld(&["plan", "--instance", "trn1.32xlarge", &at], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Where `word` ends in `line` (its first whole-word occurrence).
+    let end_of = |line: &str, word: &str| {
+        let at = line
+            .match_indices(word)
+            .map(|(i, _)| i)
+            .find(|&i| {
+                let after = line[i + word.len()..].chars().next();
+                let before = line[..i].chars().next_back();
+                before.is_none_or(|c| c == ' ') && after.is_none_or(|c| c == ' ')
+            })
+            .unwrap_or_else(|| panic!("no {word:?} in {line:?}"));
+        line[..at + word.len()].chars().count()
+    };
+    let steps = section_of(&text, "steps");
+    let (head, row) = (steps[1], steps[2]);
+    assert!(row.contains(cores), "{steps:?}");
+    assert_eq!(end_of(head, "core"), end_of(row, cores), "{steps:?}");
+    // Two logical cores to a chip: the chips of those cores.
+    assert_eq!(end_of(head, "ND"), end_of(row, "0-2,4-10,15"), "{steps:?}");
+    let result = head.find("result").unwrap();
+    assert_eq!(row.find(" ok").map(|i| i + 1), Some(result), "{steps:?}");
+    let headroom = section_of(&text, "headroom");
+    let (head, row) = (headroom[1], headroom[2]);
+    assert!(row.contains(cores), "{headroom:?}");
+    assert_eq!(end_of(head, "core"), end_of(row, cores), "{headroom:?}");
+    let free = row.split_whitespace().nth(3).unwrap();
+    assert_eq!(end_of(head, "free"), end_of(row, free) + 4, "{headroom:?}");
+}

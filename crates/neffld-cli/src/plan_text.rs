@@ -1,0 +1,535 @@
+//! The human report of `neffld plan`: the library's plan, section by
+//! section, as a reader takes it in (what was planned and whether it fits,
+//! the runtime's refusal, the steps, the memory where the plan stopped, the
+//! headroom, the advice). Runs of alike entries are one line each; the
+//! JSON document keeps every entry.
+
+use std::fmt::Write as _;
+
+use neffld::plan::deployment::core_list;
+use neffld::plan::{self, Headroom, Plan, PlanReport, Solve, SolveAnswer, Step};
+use neffld::report::{HbmMemory, MemoryReport};
+use neffld::text::count;
+
+use crate::style::Style;
+use crate::units;
+
+pub fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
+    let mut t = String::new();
+    summary(&mut t, p, r, style);
+    refusal(&mut t, p);
+    steps(&mut t, p);
+    memory(&mut t, p);
+    headroom(&mut t, p);
+    advice(&mut t, p, style);
+    t
+}
+
+/// What was planned, whether it fits, the solve answer and the HBMs in use.
+fn summary(t: &mut String, p: &Plan, r: &PlanReport, style: Style) {
+    let i = &r.instance;
+    let _ = writeln!(
+        t,
+        "plan      {}: {} chip{} of {} cores and {} HBMs of {}; LNC {} ({} logical cores); runtime {}; {}",
+        p.instance.map_or(format!("one {} chip", p.arch.instance()), |i| i.name.to_string()),
+        p.chips,
+        if p.chips == 1 { "" } else { "s" },
+        i.cores_per_chip,
+        i.hbms_per_chip,
+        units::human(i.hbm_size),
+        p.lnc,
+        i.logical_cores,
+        p.line,
+        if p.contiguous_scratchpad {
+            format!(
+                "contiguous scratchpad in {} steps",
+                units::human(p.scratchpad_page)
+            )
+        } else {
+            format!("scratchpad pages {}", units::human(p.scratchpad_page))
+        },
+    );
+    match p.failed_step() {
+        None => {
+            let _ = writeln!(
+                t,
+                "{}",
+                style.ok(&format!(
+                    "fits      yes: all {}",
+                    count(p.planned as u64, "step")
+                ))
+            );
+        }
+        Some((n, s, f)) => {
+            let _ = writeln!(
+                t,
+                "{}",
+                style.fail(&format!(
+                    "fits      no: step {} of {} ({} on core {}) {}: {}",
+                    n + 1,
+                    p.planned,
+                    step_text(&s.step),
+                    s.vnc.map_or("?".into(), |v| v.to_string()),
+                    if f.own_limit.is_some() {
+                        "stopped by neffld's own limit".to_string()
+                    } else {
+                        format!("refused [{}]", f.status)
+                    },
+                    f.message
+                ))
+            );
+        }
+    }
+    if let Some(line) = solve_text(p) {
+        let _ = writeln!(t, "{line}");
+    }
+    let mut busy: Vec<(u32, &HbmMemory)> = p
+        .devices
+        .iter()
+        .flat_map(|m| shown(m).map(move |h| (m.device, h)))
+        .collect();
+    let line = |(nd, h): &(u32, &HbmMemory)| {
+        format!(
+            "ND {nd} HBM {} {} used, {} free",
+            h.hbm,
+            units::human(h.usage().total()),
+            units::human(h.free())
+        )
+    };
+    if busy.len() > 4 {
+        // Many HBMs: the fullest and the emptiest of those in use.
+        busy.sort_by_key(|(_, h)| std::cmp::Reverse(h.held));
+        let _ = writeln!(
+            t,
+            "memory    {} HBMs in use; fullest {}; least used {}",
+            busy.len(),
+            line(&busy[0]),
+            line(&busy[busy.len() - 1])
+        );
+    } else if !busy.is_empty() {
+        let all: Vec<String> = busy.iter().map(line).collect();
+        let _ = writeln!(t, "memory    {}", all.join("; "));
+    }
+}
+
+/// The refusal as the runtime logs it, and why it has more free than asked.
+fn refusal(t: &mut String, p: &Plan) {
+    if let Some(r) = &p.refusal {
+        let _ = writeln!(t, "\nthe refusal, as the runtime logs it");
+        for (f, m) in &r.log {
+            let _ = writeln!(t, "ERROR  TDRV:{f:<40}{m}");
+        }
+        if let Some(why) = r.explain() {
+            let _ = writeln!(t, "why       {why}");
+        }
+    }
+}
+
+/// The steps: consecutive steps of one file or tensor with one result (the
+/// ranks of one NEFF) are one line, their cores listed together.
+fn steps(t: &mut String, p: &Plan) {
+    let rows = runs(p.steps.iter().map(|s| {
+        let result = match &s.outcome {
+            Ok(()) => "ok".to_string(),
+            Err(f) if f.own_limit.is_some() => "neffld's own limit".to_string(),
+            Err(f) => format!("refused [{}]", f.status),
+        };
+        (step_text(&s.step), result)
+    }));
+    // Columns: number, step, logical cores, devices, physical cores,
+    // result; each at least as wide as its heading and its longest entry.
+    let rows: Vec<[String; 6]> = rows
+        .into_iter()
+        .map(|(first, n, (text, result))| {
+            let run = &p.steps[first..first + n];
+            // One step's physical cores as they are; a run's, short.
+            let pcores = if run.iter().all(|s| s.pcores == run[0].pcores) {
+                let cores: Vec<String> = run[0].pcores.iter().map(|c| format!("nc{c}")).collect();
+                cores.join(",")
+            } else {
+                let all = short_list(run.iter().flat_map(|s| s.pcores.iter().copied()).collect());
+                format!("nc{}", all.replace(',', ",nc").replace('-', "-nc"))
+            };
+            let number = match n {
+                1 => (first + 1).to_string(),
+                _ => format!("{}-{}", first + 1, first + n),
+            };
+            [
+                number,
+                text,
+                short_list(run.iter().filter_map(|s| s.vnc).collect()),
+                short_list(run.iter().filter_map(|s| s.device).collect()),
+                pcores,
+                result,
+            ]
+        })
+        .collect();
+    let heading = ["#", "step", "core", "ND", "cores", "result"];
+    let least = [5, 48, 5, 4, 12, 0];
+    let w: Vec<usize> = (0..6)
+        .map(|k| {
+            rows.iter()
+                .map(|r| r[k].chars().count())
+                .chain([least[k], heading[k].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let _ = writeln!(t, "\nsteps");
+    for r in std::iter::once(heading.map(String::from)).chain(rows) {
+        let line = format!(
+            "  {:>w0$}  {:<w1$} {:>w2$} {:>w3$}  {:<w4$} {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w3 = w[3],
+            w4 = w[4]
+        );
+        let _ = writeln!(t, "{}", line.trim_end());
+    }
+    if p.steps.len() < p.planned {
+        let _ = writeln!(
+            t,
+            "  ({} not run)",
+            count((p.planned - p.steps.len()) as u64, "further step")
+        );
+    }
+}
+
+/// The runtime's usage table of every HBM in use: HBMs whose tables differ
+/// only in their labels (the HBMs of ranks of one NEFF) are the first one's
+/// table and one line.
+fn memory(t: &mut String, p: &Plan) {
+    let hbms = runs_by(
+        p.devices.iter().flat_map(|m| shown(m).map(move |h| (m, h))),
+        |(_, a), (_, b)| a.reads_as(b),
+    );
+    if !hbms.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nmemory where the plan stopped (the runtime's usage table; MB and GB are MiB and GiB)"
+        );
+        let all: Vec<(u32, u32)> = p
+            .devices
+            .iter()
+            .flat_map(|m| shown(m).map(move |h| (m.device, h.hbm)))
+            .collect();
+        for (first, n, (m, h)) in hbms {
+            t.push_str(&m.usage_table_grouped(h));
+            if n > 1 {
+                let name = |(nd, hbm): (u32, u32)| format!("ND {nd} HBM {hbm}");
+                let _ = writeln!(
+                    t,
+                    "the next {} HBMs in use, {} to {}: each as {}",
+                    n - 1,
+                    name(all[first + 1]),
+                    name(all[first + n - 1]),
+                    name(all[first])
+                );
+            }
+        }
+        let _ = writeln!(t, "NEFF id to name mapping:");
+        // Consecutive ids of one file are one line: a run's ids less their
+        // positions are one number.
+        let names = runs(
+            p.neffs
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (i64::from(n.id.0) - i as i64, &n.name, &n.file)),
+        );
+        for (first, count, (_, name, file)) in names {
+            let id = p.neffs[first].id.0;
+            let ids = match count {
+                1 => id.to_string(),
+                _ => format!("{id}-{}", id + count as u32 - 1),
+            };
+            let _ = writeln!(t, "{ids}: \"{name}\" ({})", file.display());
+        }
+    }
+}
+
+/// What more fits on each core, found by allocating.
+fn headroom(t: &mut String, p: &Plan) {
+    if p.headroom.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        t,
+        "\nheadroom (found by allocating, where the plan stopped)"
+    );
+    let files: Vec<String> = p.headroom[0]
+        .copies
+        .iter()
+        .map(|(f, _)| {
+            f.file_name().map_or(f.display().to_string(), |n| {
+                n.to_string_lossy().into_owned()
+            })
+        })
+        .collect();
+    // Columns: logical cores, devices, HBMs, HBM free, largest tensor,
+    // the rest; each at least as wide as its heading and its longest entry.
+    let mut rows: Vec<[String; 6]> = vec![[
+        "core".into(),
+        "ND".into(),
+        "HBM".into(),
+        "HBM free".into(),
+        "largest tensor".into(),
+        format!("more copies of: {}", files.join(", ")),
+    ]];
+    // An HBM's rows: its first core's, then those of the cores that
+    // share it (its figures are theirs together, shown once).
+    let sharer = |h: &Headroom| h.shared_with.iter().copied().filter(|&o| o < h.vnc).min();
+    let mut hbm_rows: Vec<&[Headroom]> = Vec::new();
+    let mut at = 0;
+    while at < p.headroom.len() {
+        let end = at
+            + 1
+            + p.headroom[at + 1..]
+                .iter()
+                .take_while(|h| sharer(h) == Some(p.headroom[at].vnc))
+                .count();
+        hbm_rows.push(&p.headroom[at..end]);
+        at = end;
+    }
+    let copies = |h: &Headroom| {
+        let c: Vec<String> = h
+            .copies
+            .iter()
+            .map(|(_, c)| format!("{}{}", if c.at_least { "≥" } else { "" }, c.count))
+            .collect();
+        c.join(", ")
+    };
+    let hbm = |h: &Headroom| {
+        if h.shared_with.is_empty() {
+            h.hbm.to_string()
+        } else {
+            format!("{}*", h.hbm)
+        }
+    };
+    // Consecutive HBMs with the same figures and as many cores each
+    // (ranks of one NEFF) are one line, the figures each HBM's.
+    let figures = |rows: &&[Headroom]| {
+        let h = &rows[0];
+        let c: Vec<_> = h.copies.iter().map(|(_, c)| *c).collect();
+        (
+            rows.len(),
+            sharer(h).is_none(),
+            h.hbm_free,
+            h.largest_tensor,
+            c,
+        )
+    };
+    for (first, n, group) in runs_by(hbm_rows.iter(), |a, b| figures(a) == figures(b)) {
+        let h = &group[0];
+        if n > 1 {
+            let run: Vec<&Headroom> = hbm_rows[first..first + n]
+                .iter()
+                .flat_map(|r| r.iter())
+                .collect();
+            let each = match group.len() {
+                1 => format!("each of {n} cores"),
+                k => format!("each of {n} HBMs, {k} cores on each"),
+            };
+            rows.push([
+                short_list(run.iter().map(|h| h.vnc).collect()),
+                short_list(run.iter().map(|h| h.device).collect()),
+                short_list(run.iter().map(|h| h.hbm).collect())
+                    + if group.len() > 1 { "*" } else { "" },
+                units::human_floor(h.hbm_free),
+                units::human_floor(h.largest_tensor),
+                format!("{}   ({each})", copies(h)),
+            ]);
+            continue;
+        }
+        for h in group.iter() {
+            let (free, largest, rest) = match sharer(h) {
+                // An HBM shared by several cores of the list is one HBM:
+                // its figures once, on its first core.
+                Some(first) => (
+                    String::new(),
+                    String::new(),
+                    format!("(the HBM of core {first}: its figures are shared, not more)"),
+                ),
+                None => (
+                    units::human_floor(h.hbm_free),
+                    units::human_floor(h.largest_tensor),
+                    copies(h),
+                ),
+            };
+            rows.push([
+                h.vnc.to_string(),
+                h.device.to_string(),
+                hbm(h),
+                free,
+                largest,
+                rest,
+            ]);
+        }
+    }
+    let least = [5, 4, 4, 12, 15, 0];
+    let w: Vec<usize> = (0..6)
+        .map(|k| {
+            rows.iter()
+                .map(|r| r[k].chars().count())
+                .chain([least[k]])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in &rows {
+        let _ = writeln!(
+            t,
+            "  {:>w0$} {:>w1$} {:>w2$} {:>w3$} {:>w4$}   {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w3 = w[3],
+            w4 = w[4]
+        );
+    }
+    // Why "largest" is under "free", once per distinct explanation.
+    let mut said: Vec<String> = Vec::new();
+    for h in p
+        .headroom
+        .iter()
+        .filter(|h| h.shared_with.iter().all(|&o| o > h.vnc))
+    {
+        if let Some(why) = h.explain() {
+            if !said.contains(&why) {
+                let _ = writeln!(t, "  core {}: largest tensor under HBM free: {why}", h.vnc);
+                said.push(why);
+            }
+            if said.len() >= 4 {
+                break;
+            }
+        }
+    }
+    if p.headroom.iter().any(|h| !h.shared_with.is_empty()) {
+        let _ = writeln!(
+            t,
+            "  * an HBM shared by several cores of the plan: its free bytes, largest tensor and copies are for all of them together, counted once"
+        );
+    }
+}
+
+/// Each advice item with the command line that applies it; or that
+/// nothing considered makes the plan fit.
+fn advice(t: &mut String, p: &Plan, style: Style) {
+    if !p.advice.is_empty() {
+        let _ = writeln!(t, "\nadvice (each judged by planning the deployment again)");
+        for a in &p.advice {
+            let _ = writeln!(t, "  - {}: {}", a.change, a.reason);
+            let _ = writeln!(
+                t,
+                "    fits: {}; run: {}",
+                if a.fits { "yes" } else { "no" },
+                shell_words(&a.argv)
+            );
+        }
+    }
+    if let Some(n) = &p.no_fix {
+        let _ = writeln!(t, "\n{}", style.fail(&format!("no fix    {n}")));
+    }
+}
+
+/// The solve line of the human report.
+fn solve_text(p: &Plan) -> Option<String> {
+    let s = p.solve.as_ref()?;
+    Some(match (&s.solve, &s.answer) {
+        (Solve::Tensor { name, cores }, Ok(SolveAnswer::Bytes(b))) => format!(
+            "solve     {name}: at most {b} bytes ({}) on each of {} at once (one 4 KiB granule more is refused)",
+            units::human_floor(*b),
+            count(cores.len() as u64, "logical core")
+        ),
+        (Solve::Ranks { file, cores }, Ok(SolveAnswer::Ranks { count: n, tried })) => format!(
+            "solve     {}: {n} more load{} fit, of {tried} tried ({})",
+            file.display(),
+            if *n == 1 { "" } else { "s" },
+            match cores {
+                Some(c) => format!("on cores {} in order", plan::deployment::core_list(c)),
+                None => "each on the next free logical core".into(),
+            }
+        ),
+        (q, Err(e)) => format!("solve     {q}: no answer: {e}"),
+        (q, Ok(_)) => format!("solve     {q}: no answer"),
+    })
+}
+
+fn step_text(s: &Step) -> String {
+    match s {
+        Step::Load { file, .. } => format!("load {}", file.display()),
+        Step::Tensor { name, size, .. } => format!("tensor {name} ({})", units::human(*size)),
+        Step::Unload { file, .. } => format!("unload {}", file.display()),
+        Step::Free { name, .. } => format!("free {name}"),
+    }
+}
+
+/// An HBM is shown when something of a model or a client is on it.
+fn shown(m: &MemoryReport) -> impl Iterator<Item = &HbmMemory> {
+    m.hbms
+        .iter()
+        .filter(|h| h.cores.iter().any(|c| c.model.iter().any(|&b| b > 0)))
+}
+
+/// Consecutive equal items once each: the index of a run's first, how
+/// many it holds, and the item.
+fn runs<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<(usize, usize, T)> {
+    runs_by(items, |a, b| a == b)
+}
+
+/// [`runs`] of the items `alike` takes for one another (each compared with
+/// its run's first).
+fn runs_by<T>(
+    items: impl IntoIterator<Item = T>,
+    alike: impl Fn(&T, &T) -> bool,
+) -> Vec<(usize, usize, T)> {
+    let mut out: Vec<(usize, usize, T)> = Vec::new();
+    for (i, x) in items.into_iter().enumerate() {
+        match out.last_mut() {
+            Some((_, n, first)) if alike(first, &x) => *n += 1,
+            _ => out.push((i, 1, x)),
+        }
+    }
+    out
+}
+
+/// Numbers as a short sorted list (`0-63`, `0-1,3`), `-` for none.
+fn short_list(mut v: Vec<u32>) -> String {
+    v.sort_unstable();
+    v.dedup();
+    if v.is_empty() {
+        "-".to_string()
+    } else {
+        core_list(&v)
+    }
+}
+
+/// A command line as a POSIX shell reads it back: words of plain
+/// characters as they are, others in single quotes.
+fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./@=,:+-%".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
