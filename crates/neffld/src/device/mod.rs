@@ -894,4 +894,27 @@ mod tests {
             assert_eq!(matches!(made, Batch::Each(_)), each);
         }
     }
+
+    #[test]
+    fn a_batch_on_a_device_that_keeps_bytes_keeps_each_members_bytes() {
+        let dev = SimDevice::new(Geometry::for_arch(crate::Arch::Cayman));
+        let reqs = mix();
+        let Batch::Row(first) = dev.alloc_batch(Owner::Client, &reqs).unwrap() else {
+            panic!("no observer wants each allocation");
+        };
+        for i in 0..reqs.len() as u64 {
+            dev.write(MemHandle(first.0 + i), 0, &[i as u8 + 1; 8]).unwrap();
+        }
+        for i in 0..reqs.len() as u64 {
+            let mut back = [0u8; 8];
+            dev.read(MemHandle(first.0 + i), 0, &mut back).unwrap();
+            assert_eq!(back, [i as u8 + 1; 8]);
+        }
+        dev.free_batch(first).unwrap();
+        assert_eq!(dev.live_count(), 0);
+        assert!(matches!(
+            dev.read(first, 0, &mut [0u8; 1]),
+            Err(DeviceError::UnknownHandle { .. })
+        ));
+    }
 }
