@@ -298,14 +298,35 @@ pub type Rows = [u64; MemUsage::COUNT];
 /// memory view (the profiler's rows, the runtime's OOM table,
 /// `nrt_get_vnc_memory_stats`, the CLI, Python, the maps) is a projection
 /// of it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Ledger {
-    /// Boxed: a map node then moves pointers, not 352-byte rows, when a
-    /// load's owner is entered among thousands.
-    cells: BTreeMap<(PCore, Owner), Box<ChargeRows>>,
+    /// Each `(core, owner)`'s place in `rows`: a map node then moves small
+    /// numbers, not 352-byte rows, when a load's owner is entered among
+    /// thousands, and ten thousand owners' rows are one allocation, not ten
+    /// thousand.
+    cells: BTreeMap<(PCore, Owner), u32>,
+    rows: Vec<ChargeRows>,
+    /// Places in `rows` no cell holds (zeros), reused first.
+    spare: Vec<u32>,
     channel_used: Vec<u64>,
     channel_limit: Vec<u64>,
 }
+
+/// Equal ledgers charge the same cells alike, wherever their rows sit.
+impl PartialEq for Ledger {
+    fn eq(&self, other: &Ledger) -> bool {
+        self.channel_used == other.channel_used
+            && self.channel_limit == other.channel_limit
+            && self.cells.len() == other.cells.len()
+            && self
+                .cells
+                .iter()
+                .zip(&other.cells)
+                .all(|((a, &i), (b, &j))| a == b && self.rows[i as usize] == other.rows[j as usize])
+    }
+}
+
+impl Eq for Ledger {}
 
 impl Ledger {
     /// An empty ledger for this geometry. A channel's limit is its usable
@@ -321,9 +342,23 @@ impl Ledger {
     pub fn with_limits(limits: Vec<u64>) -> Ledger {
         Ledger {
             cells: BTreeMap::new(),
+            rows: Vec::new(),
+            spare: Vec::new(),
             channel_used: vec![0; limits.len()],
             channel_limit: limits,
         }
+    }
+
+    /// The rows of `(core, owner)`, made (zeros) if it has none.
+    fn rows_mut(&mut self, core: PCore, owner: Owner) -> &mut ChargeRows {
+        let (rows, spare) = (&mut self.rows, &mut self.spare);
+        let at = *self.cells.entry((core, owner)).or_insert_with(|| {
+            spare.pop().unwrap_or_else(|| {
+                rows.push([Charge::default(); MemUsage::COUNT]);
+                (rows.len() - 1) as u32
+            })
+        });
+        &mut self.rows[at as usize]
     }
 
     /// Records `charged` bytes (of `requested`) for `(core, owner, usage)`
@@ -338,10 +373,7 @@ impl Ledger {
         charged: u64,
         requested: u64,
     ) {
-        let cell = &mut self
-            .cells
-            .entry((core, owner))
-            .or_insert_with(|| Box::new([Charge::default(); MemUsage::COUNT]))[usage.index()];
+        let cell = &mut self.rows_mut(core, owner)[usage.index()];
         cell.charged += charged;
         cell.requested += requested;
         if let Some(used) = self.channel_used.get_mut(channel as usize) {
@@ -355,11 +387,7 @@ impl Ledger {
         if rows.iter().all(|c| c.is_zero()) {
             return;
         }
-        let cells = self
-            .cells
-            .entry((core, owner))
-            .or_insert_with(|| Box::new([Charge::default(); MemUsage::COUNT]));
-        for (cell, add) in cells.iter_mut().zip(rows) {
+        for (cell, add) in self.rows_mut(core, owner).iter_mut().zip(rows) {
             cell.charged += add.charged;
             cell.requested += add.requested;
         }
@@ -393,13 +421,15 @@ impl Ledger {
         charged: u64,
         requested: u64,
     ) {
-        if let Some(rows) = self.cells.get_mut(&(core, owner)) {
+        if let Some(&at) = self.cells.get(&(core, owner)) {
+            let rows = &mut self.rows[at as usize];
             let cell = &mut rows[usage.index()];
             debug_assert!(cell.charged >= charged, "ledger underflow");
             cell.charged = cell.charged.saturating_sub(charged);
             cell.requested = cell.requested.saturating_sub(requested);
             if rows.iter().all(|c| c.is_zero()) {
                 self.cells.remove(&(core, owner));
+                self.spare.push(at);
             }
         }
         if let Some(used) = self.channel_used.get_mut(channel as usize) {
@@ -445,7 +475,7 @@ impl Ledger {
     pub fn rows_of(&self, core: PCore, owner: Owner) -> ChargeRows {
         self.cells
             .get(&(core, owner))
-            .map_or([Charge::default(); MemUsage::COUNT], |rows| **rows)
+            .map_or([Charge::default(); MemUsage::COUNT], |&at| self.rows[at as usize])
     }
 
     /// All usages of one core, charged (the ledger's `MAX` column).
@@ -637,5 +667,26 @@ mod tests {
             "an owner with nothing left is gone"
         );
         assert_eq!(l, Ledger::new(&g));
+    }
+
+    #[test]
+    fn ledgers_are_equal_by_what_they_charge_not_where_their_rows_sit() {
+        let g = Geometry::for_arch(crate::Arch::Cayman);
+        let (mut a, mut b) = (Ledger::new(&g), Ledger::new(&g));
+        let m = |h| Owner::Model(crate::ids::HModel(h));
+        // `a` frees an owner's place and reuses it for another; `b` never
+        // had the first owner.
+        a.charge(PCore(0), m(1), 0, MemUsage::Weight, 4096, 100);
+        a.charge(PCore(0), m(2), 0, MemUsage::Io, 8192, 8192);
+        a.discharge(PCore(0), m(1), 0, MemUsage::Weight, 4096, 100);
+        a.charge(PCore(1), m(3), 0, MemUsage::Weight, 4096, 4096);
+        b.charge(PCore(1), m(3), 0, MemUsage::Weight, 4096, 4096);
+        b.charge(PCore(0), m(2), 0, MemUsage::Io, 8192, 8192);
+        assert_eq!(a, b);
+        assert_eq!(a.rows.len(), 2, "the freed place was reused");
+        assert_eq!(a.owners(PCore(0)).collect::<Vec<_>>(), [m(2)]);
+        assert_eq!(a.rows_of(PCore(1), m(3))[MemUsage::Weight.index()].charged, 4096);
+        b.charge(PCore(1), m(3), 0, MemUsage::Weight, 4096, 4096);
+        assert_ne!(a, b);
     }
 }
