@@ -164,35 +164,20 @@ fn steps(t: &mut String, p: &Plan) {
             ]
         })
         .collect();
-    let heading = ["#", "step", "core", "ND", "cores", "result"];
-    let least = [5, 48, 5, 4, 12, 0];
-    let w: Vec<usize> = (0..6)
-        .map(|k| {
-            rows.iter()
-                .map(|r| r[k].chars().count())
-                .chain([least[k], heading[k].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let heading = ["#", "step", "core", "ND", "cores", "result"].map(String::from);
     let _ = writeln!(t, "\nsteps");
-    for r in std::iter::once(heading.map(String::from)).chain(rows) {
-        let line = format!(
-            "  {:>w0$}  {:<w1$} {:>w2$} {:>w3$}  {:<w4$} {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
-            w0 = w[0],
-            w1 = w[1],
-            w2 = w[2],
-            w3 = w[3],
-            w4 = w[4]
-        );
-        let _ = writeln!(t, "{}", line.trim_end());
-    }
+    columns(
+        t,
+        std::iter::once(heading).chain(rows),
+        [
+            (5, true, "  "),
+            (48, false, "  "),
+            (5, true, " "),
+            (4, true, " "),
+            (12, false, "  "),
+            (0, false, " "),
+        ],
+    );
     if p.steps.len() < p.planned {
         let _ = writeln!(
             t,
@@ -280,7 +265,12 @@ fn headroom(t: &mut String, p: &Plan) {
         "HBM".into(),
         "HBM free".into(),
         "largest tensor".into(),
-        format!("more copies of: {}", files.join(", ")),
+        // A plan of tensors alone has no NEFF to count copies of.
+        if files.is_empty() {
+            String::new()
+        } else {
+            format!("more copies of: {}", files.join(", "))
+        },
     ]];
     // An HBM's rows: its first core's, then those of the cores that
     // share it (its figures are theirs together, shown once).
@@ -372,33 +362,18 @@ fn headroom(t: &mut String, p: &Plan) {
             ]);
         }
     }
-    let least = [5, 4, 4, 12, 15, 0];
-    let w: Vec<usize> = (0..6)
-        .map(|k| {
-            rows.iter()
-                .map(|r| r[k].chars().count())
-                .chain([least[k]])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for r in &rows {
-        let _ = writeln!(
-            t,
-            "  {:>w0$} {:>w1$} {:>w2$} {:>w3$} {:>w4$}   {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
-            w0 = w[0],
-            w1 = w[1],
-            w2 = w[2],
-            w3 = w[3],
-            w4 = w[4]
-        );
-    }
+    columns(
+        t,
+        rows,
+        [
+            (5, true, "  "),
+            (4, true, " "),
+            (4, true, " "),
+            (12, true, " "),
+            (15, true, " "),
+            (0, false, "   "),
+        ],
+    );
     // Why "largest" is under "free", once per distinct explanation.
     let mut said: Vec<String> = Vec::new();
     for h in p
@@ -441,6 +416,37 @@ fn advice(t: &mut String, p: &Plan, style: Style) {
     }
     if let Some(n) = &p.no_fix {
         let _ = writeln!(t, "\n{}", style.fail(&format!("no fix    {n}")));
+    }
+}
+
+/// Writes `rows` (the heading first) as a table: each column as wide as
+/// its longest entry and at least its given width, aligned right or left,
+/// after its separator; the last column as it is, nothing after it.
+fn columns(
+    t: &mut String,
+    rows: impl IntoIterator<Item = [String; 6]>,
+    layout: [(usize, bool, &str); 6],
+) {
+    let rows: Vec<[String; 6]> = rows.into_iter().collect();
+    let width = |k: usize| {
+        rows.iter()
+            .map(|r| r[k].chars().count())
+            .fold(layout[k].0, usize::max)
+    };
+    let widths: Vec<usize> = (0..5).map(width).collect();
+    for r in &rows {
+        for (k, cell) in r.iter().enumerate() {
+            let (_, right, gap) = layout[k];
+            t.push_str(gap);
+            let _ = match (widths.get(k), right) {
+                (None, _) => write!(t, "{cell}"),
+                (Some(&w), true) => write!(t, "{cell:>w$}"),
+                (Some(&w), false) => write!(t, "{cell:<w$}"),
+            };
+        }
+        let end = t.trim_end_matches(' ').len();
+        t.truncate(end);
+        t.push('\n');
     }
 }
 

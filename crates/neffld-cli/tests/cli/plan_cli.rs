@@ -520,6 +520,18 @@ fn tensors_alone_and_frees_plan_from_the_command_line() {
         &[],
     );
     assert_eq!(out.status.code(), Some(1));
+    // No NEFF, so no copies to count: the headroom has no such column.
+    let text = String::from_utf8(out.stdout).unwrap();
+    let headroom = section_of(&text, "headroom");
+    assert!(
+        headroom[1].trim_end().ends_with("largest tensor"),
+        "{headroom:?}"
+    );
+    assert!(!text.contains("more copies"), "{text}");
+    assert!(
+        text.lines().all(|l| l == l.trim_end()),
+        "no line ends in spaces: {text:?}"
+    );
 }
 
 /// Mistakes in core lists and steps are usage errors found before anything
