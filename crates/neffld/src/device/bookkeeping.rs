@@ -9,9 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::fault::FaultState;
-use super::ledger::{Ledger, MemUsage, Owner};
+use super::ledger::{Charge, ChargeRows, Ledger, MemUsage, Owner};
 use super::live_table::LiveTable;
-use super::ledger::{Charge, ChargeRows};
 use super::{AllocReq, Allocation, BatchReq, CopyOp, DeviceError, LiveAlloc, MemHandle};
 use crate::device::alloc::Block;
 use crate::ids::{PCore, Pa};
@@ -293,7 +292,8 @@ impl Bookkeeping {
     /// The live allocation `handle`.
     fn member(&self, handle: MemHandle) -> Option<Member<'_>> {
         let (first, row) = self.live.get(handle)?;
-        Some(row.member((handle.0 - first.0) as usize))
+        let i = (handle.0 - first.0) as usize;
+        (i < row.len()).then(|| row.member(i))
     }
 
     /// Checks that `len` bytes at `offset` lie in a live allocation, and

@@ -114,6 +114,18 @@ pub struct BatchReq {
 }
 
 impl BatchReq {
+    /// `req` owned, its owner left out.
+    pub fn of(req: &AllocReq<'_>) -> BatchReq {
+        BatchReq {
+            size: req.size,
+            align: req.align,
+            core: req.core,
+            usage: req.usage,
+            place: req.place,
+            hint: req.hint.into(),
+        }
+    }
+
     /// The request as [`Device::alloc`] takes it.
     pub fn request(&self, owner: Owner) -> AllocReq<'_> {
         AllocReq {
@@ -392,9 +404,10 @@ impl<S: Storage + ?Sized> Device<S> {
     /// ([`Observer::wants_allocations`]) they are made one by one instead,
     /// and shown as always. On a refusal what was made is given back, and
     /// observers are shown the refusal with the ledger as the
-    /// request-by-request path would have had it.
+    /// request-by-request path would have had it. An empty batch holds
+    /// nothing (no row, no handle).
     pub fn alloc_batch(&self, owner: Owner, reqs: &Arc<[BatchReq]>) -> Result<Batch, DeviceError> {
-        if self.wanted_allocations() {
+        if reqs.is_empty() || self.wanted_allocations() {
             let mut made = Vec::with_capacity(reqs.len());
             for r in reqs.iter() {
                 match self.alloc(r.request(owner)) {
@@ -846,6 +859,10 @@ mod tests {
         }
         assert_eq!(view(&one), view(&batched));
         assert!(matches!(batched.free_batch(first), Err(DeviceError::UnknownHandle { .. })));
+        let next = batched.books().next_handle();
+        let empty = batched.alloc_batch(owner, &batch_of(&[])).unwrap();
+        assert!(matches!(empty, Batch::Each(made) if made.is_empty()));
+        assert_eq!(batched.books().next_handle(), next, "no handle taken");
     }
 
     #[derive(Default)]

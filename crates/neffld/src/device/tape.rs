@@ -11,26 +11,13 @@
 
 use std::cell::{Cell, RefCell};
 
-use super::{AllocReq, MemUsage, Owner, Place};
-use crate::ids::PCore;
+use super::{AllocReq, BatchReq, Owner};
 
-/// One request that succeeded, owned.
+/// One request that succeeded, owned: whom it was for, and what.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Taped {
-    /// As [`AllocReq::size`].
-    pub size: u64,
-    /// As [`AllocReq::align`].
-    pub align: u64,
-    /// As [`AllocReq::core`].
-    pub core: PCore,
-    /// As [`AllocReq::usage`].
-    pub usage: MemUsage,
-    /// As [`AllocReq::owner`].
     pub owner: Owner,
-    /// As [`AllocReq::place`].
-    pub place: Place,
-    /// As [`AllocReq::hint`], owned.
-    pub hint: String,
+    pub req: BatchReq,
 }
 
 thread_local! {
@@ -79,13 +66,8 @@ pub(super) fn note(req: &AllocReq<'_>) {
     TAPE.with(|t| {
         if let Some(tape) = t.borrow_mut().as_mut() {
             tape.push(Taped {
-                size: req.size,
-                align: req.align,
-                core: req.core,
-                usage: req.usage,
                 owner: req.owner,
-                place: req.place,
-                hint: req.hint.to_owned(),
+                req: BatchReq::of(req),
             });
         }
     });
@@ -94,7 +76,8 @@ pub(super) fn note(req: &AllocReq<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{Geometry, NullDevice};
+    use crate::device::{Geometry, MemUsage, NullDevice, Place};
+    use crate::ids::PCore;
     use crate::Arch;
     use std::sync::Arc;
 
@@ -127,10 +110,10 @@ mod tests {
             dev.alloc(req("b", 100)).unwrap();
             inner
         });
-        let hints = |t: &[Taped]| t.iter().map(|r| r.hint.clone()).collect::<Vec<_>>();
+        let hints = |t: &[Taped]| t.iter().map(|r| r.req.hint.to_string()).collect::<Vec<_>>();
         assert_eq!(hints(&outer), ["a", "b"]);
         assert_eq!(hints(&inner), ["inner"]);
-        assert_eq!(outer[1].size, 100);
+        assert_eq!(outer[1].req.size, 100);
         // Nothing is kept outside a recording.
         dev.alloc(req("after", 4096)).unwrap();
         let ((), none) = recording(|| {});

@@ -350,17 +350,7 @@ impl Observer for Watch {
     ) {
         if result.is_ok() {
             if let Some(r) = self.state().recording.as_mut() {
-                r.push((
-                    req.owner,
-                    BatchReq {
-                        size: req.size,
-                        align: req.align,
-                        core: req.core,
-                        usage: req.usage,
-                        place: req.place,
-                        hint: req.hint.into(),
-                    },
-                ));
+                r.push((req.owner, BatchReq::of(req)));
             }
         }
     }

@@ -66,17 +66,10 @@ impl Recipe {
     fn of(images: &[CoreImage], taped: Vec<Taped>, pcores: &[PCore], h_model: HModel) -> Option<Recipe> {
         let cores = &pcores[..images.len()];
         let mut reqs = Vec::new();
-        for t in taped {
-            match t.owner {
-                Owner::Model(h) if h == h_model && cores.contains(&t.core) => reqs.push(BatchReq {
-                    size: t.size,
-                    align: t.align,
-                    core: t.core,
-                    usage: t.usage,
-                    place: t.place,
-                    hint: t.hint.into(),
-                }),
-                Owner::Runtime if t.usage == MemUsage::Scratchpad => {}
+        for Taped { owner, req } in taped {
+            match owner {
+                Owner::Model(h) if h == h_model && cores.contains(&req.core) => reqs.push(req),
+                Owner::Runtime if req.usage == MemUsage::Scratchpad => {}
                 _ => return None,
             }
         }
