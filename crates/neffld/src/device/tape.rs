@@ -20,6 +20,16 @@ pub struct Taped {
     pub req: BatchReq,
 }
 
+impl Taped {
+    /// `req`, owned.
+    pub fn of(req: &AllocReq<'_>) -> Taped {
+        Taped {
+            owner: req.owner,
+            req: BatchReq::of(req),
+        }
+    }
+}
+
 thread_local! {
     static TAPE: RefCell<Option<Vec<Taped>>> = const { RefCell::new(None) };
     static QUIET: Cell<bool> = const { Cell::new(false) };
@@ -65,10 +75,7 @@ pub(super) fn quiet() -> bool {
 pub(super) fn note(req: &AllocReq<'_>) {
     TAPE.with(|t| {
         if let Some(tape) = t.borrow_mut().as_mut() {
-            tape.push(Taped {
-                owner: req.owner,
-                req: BatchReq::of(req),
-            });
+            tape.push(Taped::of(req));
         }
     });
 }

@@ -20,11 +20,11 @@
 //! layout.
 
 use std::collections::HashMap;
-use std::ops::Not;
 use std::path::PathBuf;
 
 use std::sync::Arc;
 
+use crate::device::tape::Taped;
 use crate::device::{AllocSet, BatchReq, Device, Owner, GRANULE};
 use crate::ids::PCore;
 
@@ -100,7 +100,7 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
             let hbm_free = dev.free_bytes(hbm);
             let pools = dev.pools(hbm);
             // A lone core has no twin to share its measurement with.
-            let layout = alone.not().then(|| layout(&dev, hbm, first));
+            let layout = (!alone).then(|| layout(&dev, hbm, first));
             let (largest_tensor, copies) = match layout.as_ref().and_then(|l| measured.get(l)) {
                 Some(m) => m.clone(),
                 None => {
@@ -202,7 +202,7 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
     // of one owner a batch; the shared scratchpad pages it may have added
     // are the runtime's and serve every later copy.
     let mut runs: Vec<(Owner, Vec<BatchReq>)> = Vec::new();
-    for (owner, req) in watch.recorded() {
+    for Taped { owner, req } in watch.recorded() {
         match runs.last_mut() {
             _ if owner == Owner::Runtime => {}
             Some((o, reqs)) if *o == owner => reqs.push(req),

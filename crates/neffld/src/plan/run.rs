@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::api::{started_device, DeviceTensor, Fingerprinted, LoadError, Model, Parses, Runtime};
 use crate::config::{DeviceKind, RuntimeConfig};
 use crate::container::{self, Neff};
+use crate::device::tape::Taped;
 use crate::device::{
-    AllocReq, BatchReq, Device, DeviceError, Geometry, Ledger, MemUsage, Observer, Owned, Owner,
-    Place,
+    AllocReq, Device, DeviceError, Geometry, Ledger, MemUsage, Observer, Owned, Owner, Place,
 };
 use crate::ids::{HModel, PCore};
 use crate::neff::Source;
@@ -267,7 +267,7 @@ struct WatchState {
     armed: bool,
     refused: Option<Caught>,
     /// Each allocation that succeeded, with its owner.
-    recording: Option<Vec<(Owner, BatchReq)>>,
+    recording: Option<Vec<Taped>>,
 }
 
 /// Watches one device (`ND nd`): the first refusal while armed, reported
@@ -304,7 +304,7 @@ impl Watch {
         self.state().recording = Some(Vec::new());
     }
 
-    pub fn recorded(&self) -> Vec<(Owner, BatchReq)> {
+    pub fn recorded(&self) -> Vec<Taped> {
         self.state().recording.take().unwrap_or_default()
     }
 }
@@ -350,7 +350,7 @@ impl Observer for Watch {
     ) {
         if result.is_ok() {
             if let Some(r) = self.state().recording.as_mut() {
-                r.push((req.owner, BatchReq::of(req)));
+                r.push(Taped::of(req));
             }
         }
     }
