@@ -1,10 +1,11 @@
 //! The live allocations of a device by handle. The table hands out the
 //! handles, which only grow and are never reused, so it is a vector in
-//! handle order: an allocation is
-//! appended (no search, no node to allocate), a free is a binary search
-//! that leaves a hole, and the holes are squeezed out once they are half
-//! the rows. A planner of ten thousand loads appends half a million rows;
-//! an ordered map spent a tenth of a planned load finding where each goes.
+//! handle order: an allocation is appended (no search, no node to
+//! allocate), a free is a binary search that leaves a hole, and the holes
+//! are squeezed out once they are half the rows. A planner of ten thousand
+//! loads appends half a million allocations; an ordered map spent a tenth
+//! of a planned load finding where each goes. A row may hold a run of
+//! consecutive handles (a batch: made together, freed together).
 
 use super::MemHandle;
 
