@@ -259,7 +259,7 @@ fn headroom(t: &mut String, p: &Plan) {
         .collect();
     // Columns: logical cores, devices, HBMs, HBM free, largest tensor,
     // the rest; each at least as wide as its heading and its longest entry.
-    let mut rows: Vec<[String; 6]> = vec![[
+    let heading: [String; 6] = [
         "core".into(),
         "ND".into(),
         "HBM".into(),
@@ -271,20 +271,41 @@ fn headroom(t: &mut String, p: &Plan) {
         } else {
             format!("more copies of: {}", files.join(", "))
         },
-    ]];
+    ];
+    let rows = std::iter::once(heading).chain(headroom_rows(&p.headroom));
+    columns(
+        t,
+        rows,
+        [
+            (5, true, "  "),
+            (4, true, " "),
+            (4, true, " "),
+            (12, true, " "),
+            (15, true, " "),
+            (0, false, "   "),
+        ],
+    );
+    headroom_notes(t, &p.headroom);
+}
+
+/// The headroom table's rows: an HBM's first core's row, then a row for
+/// each core that shares it; consecutive HBMs with the same figures and as
+/// many cores each (ranks of one NEFF) one row, the figures each HBM's.
+fn headroom_rows(headroom: &[Headroom]) -> Vec<[String; 6]> {
+    let mut rows = Vec::new();
     // An HBM's rows: its first core's, then those of the cores that
     // share it (its figures are theirs together, shown once).
     let sharer = |h: &Headroom| h.shared_with.iter().copied().filter(|&o| o < h.vnc).min();
     let mut hbm_rows: Vec<&[Headroom]> = Vec::new();
     let mut at = 0;
-    while at < p.headroom.len() {
+    while at < headroom.len() {
         let end = at
             + 1
-            + p.headroom[at + 1..]
+            + headroom[at + 1..]
                 .iter()
-                .take_while(|h| sharer(h) == Some(p.headroom[at].vnc))
+                .take_while(|h| sharer(h) == Some(headroom[at].vnc))
                 .count();
-        hbm_rows.push(&p.headroom[at..end]);
+        hbm_rows.push(&headroom[at..end]);
         at = end;
     }
     let copies = |h: &Headroom| {
@@ -302,8 +323,6 @@ fn headroom(t: &mut String, p: &Plan) {
             format!("{}*", h.hbm)
         }
     };
-    // Consecutive HBMs with the same figures and as many cores each
-    // (ranks of one NEFF) are one line, the figures each HBM's.
     let figures = |rows: &&[Headroom]| {
         let h = &rows[0];
         let c: Vec<_> = h.copies.iter().map(|(_, c)| *c).collect();
@@ -362,22 +381,14 @@ fn headroom(t: &mut String, p: &Plan) {
             ]);
         }
     }
-    columns(
-        t,
-        rows,
-        [
-            (5, true, "  "),
-            (4, true, " "),
-            (4, true, " "),
-            (12, true, " "),
-            (15, true, " "),
-            (0, false, "   "),
-        ],
-    );
-    // Why "largest" is under "free", once per distinct explanation.
+    rows
+}
+
+/// Why "largest" is under "free", once per distinct explanation, and what
+/// a shared HBM's mark means.
+fn headroom_notes(t: &mut String, headroom: &[Headroom]) {
     let mut said: Vec<String> = Vec::new();
-    for h in p
-        .headroom
+    for h in headroom
         .iter()
         .filter(|h| h.shared_with.iter().all(|&o| o > h.vnc))
     {
@@ -391,7 +402,7 @@ fn headroom(t: &mut String, p: &Plan) {
             }
         }
     }
-    if p.headroom.iter().any(|h| !h.shared_with.is_empty()) {
+    if headroom.iter().any(|h| !h.shared_with.is_empty()) {
         let _ = writeln!(
             t,
             "  * an HBM shared by several cores of the plan: its free bytes, largest tensor and copies are for all of them together, counted once"
