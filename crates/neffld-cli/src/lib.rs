@@ -16,6 +16,7 @@ mod plan_map;
 mod plan_text;
 mod report;
 mod sigbus;
+mod sorted_json;
 mod style;
 mod units;
 

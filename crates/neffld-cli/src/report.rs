@@ -220,18 +220,15 @@ pub fn emit(text: &str) {
 /// contract has always printed them in, whatever the fields' order).
 pub fn print_json(doc: &impl Serialize) {
     use std::io::Write;
-    let tree = serde_json::to_value(doc).expect("reports serialise");
-    // Written as it is made, not gathered into text first: a plan of
-    // 100,000 loads prints 250 MB. A closed pipe is not an error.
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let _ = serde_json::to_writer_pretty(&mut out, &tree)
-        .map_err(std::io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush());
+    let text = json_text(doc);
+    // A closed pipe is not an error.
+    let mut out = std::io::stdout().lock();
+    let _ = out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.write_all(b"\n"));
 }
 
 /// A document as `--json` prints it.
 pub fn json_text(doc: &impl Serialize) -> String {
-    let tree = serde_json::to_value(doc).expect("reports serialise");
-    serde_json::to_string_pretty(&tree).expect("JSON trees serialise")
+    crate::sorted_json::to_string(doc).expect("reports serialise")
 }
