@@ -386,48 +386,27 @@ impl<'o> ser::Serializer for Writer<'o> {
     }
 }
 
-impl ser::SerializeSeq for Seq<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
+/// serde's element-by-element traits, each adding an element.
+macro_rules! elements {
+    ($($tr:ident for $ty:ident via $method:ident),* $(,)?) => {
+        $(impl ser::$tr for $ty<'_> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.finish()
+            }
+        })*
+    };
 }
 
-impl ser::SerializeTuple for Seq<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for Seq<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for VariantSeq<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
+elements! {
+    SerializeSeq for Seq via serialize_element,
+    SerializeTuple for Seq via serialize_element,
+    SerializeTupleStruct for Seq via serialize_field,
+    SerializeTupleVariant for VariantSeq via serialize_field,
 }
 
 impl ser::SerializeMap for Object<'_> {
@@ -449,39 +428,40 @@ impl ser::SerializeMap for Object<'_> {
     }
 }
 
-impl ser::SerializeStruct for Object<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.entry(key.to_string(), value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
+/// serde's field-by-field traits, each adding an entry.
+macro_rules! fields {
+    ($($tr:ident),* $(,)?) => {
+        $(impl ser::$tr for Object<'_> {
+            type Ok = ();
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Error> {
+                self.entry(key.to_string(), value)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.finish()
+            }
+        })*
+    };
 }
 
-impl ser::SerializeStructVariant for Object<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.entry(key.to_string(), value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 /// A map key as the tree keeps it: a string; a number or a boolean as its
 /// text; a unit variant as its name; anything else refused.
 struct KeyText;
+
+/// [`KeyText`]'s methods for the values that are keys as their text.
+macro_rules! as_text {
+    ($($method:ident: $ty:ty),* $(,)?) => {
+        $(fn $method(self, v: $ty) -> Result<String, Error> {
+            Ok(v.to_string())
+        })*
+    };
+}
 
 impl KeyText {
     fn refused<T>() -> Result<T, Error> {
@@ -500,50 +480,26 @@ impl ser::Serializer for KeyText {
     type SerializeStruct = ser::Impossible<String, Error>;
     type SerializeStructVariant = ser::Impossible<String, Error>;
 
-    fn serialize_bool(self, v: bool) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i128(self, v: i128) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u128(self, v: u128) -> Result<String, Error> {
-        Ok(v.to_string())
+    as_text! {
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128,
+        serialize_char: char,
+        serialize_str: &str,
     }
     fn serialize_f32(self, _v: f32) -> Result<String, Error> {
         Self::refused()
     }
     fn serialize_f64(self, _v: f64) -> Result<String, Error> {
         Self::refused()
-    }
-    fn serialize_char(self, v: char) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_str(self, v: &str) -> Result<String, Error> {
-        Ok(v.to_string())
     }
     fn serialize_bytes(self, _v: &[u8]) -> Result<String, Error> {
         Self::refused()
