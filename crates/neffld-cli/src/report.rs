@@ -220,12 +220,10 @@ pub fn emit(text: &str) {
 /// contract has always printed them in, whatever the fields' order).
 pub fn print_json(doc: &impl Serialize) {
     use std::io::Write;
-    let text = json_text(doc);
+    let text = crate::sorted_json::to_vec(doc).expect("reports serialise");
     // A closed pipe is not an error.
     let mut out = std::io::stdout().lock();
-    let _ = out
-        .write_all(text.as_bytes())
-        .and_then(|()| out.write_all(b"\n"));
+    let _ = out.write_all(&text).and_then(|()| out.write_all(b"\n"));
 }
 
 /// A document as `--json` prints it.

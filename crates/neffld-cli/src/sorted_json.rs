@@ -15,15 +15,21 @@ use std::fmt::Display;
 
 use serde::ser::{self, Serialize};
 
-/// The document as `--json` prints it (without the final newline).
-pub fn to_string(doc: &impl Serialize) -> Result<String, Error> {
+/// The document as `--json` prints it (without the final newline), as
+/// UTF-8 bytes (only JSON's own text and serde_json's escaped strings are
+/// written), for a caller that writes them out as they are.
+pub fn to_vec(doc: &impl Serialize) -> Result<Vec<u8>, Error> {
     let mut out = Vec::new();
     doc.serialize(Writer {
         out: &mut out,
         depth: 0,
     })?;
-    // Only JSON's own text and serde_json's escaped strings were written.
-    String::from_utf8(out).map_err(|e| Error(e.to_string()))
+    Ok(out)
+}
+
+/// [`to_vec`] as text.
+pub fn to_string(doc: &impl Serialize) -> Result<String, Error> {
+    String::from_utf8(to_vec(doc)?).map_err(|e| Error(e.to_string()))
 }
 
 /// Why a document could not be written.

@@ -884,7 +884,7 @@ impl Runtime {
                 opened,
                 known,
             };
-            self.load_claimed(parse, (&header, name), claim, gid, guard_time)
+            self.load_claimed(parse, &header, name, claim, gid, guard_time)
         };
         catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|p| {
             let e = LoadError::Panicked(stage::panic_message(&*p));
@@ -907,7 +907,8 @@ impl Runtime {
     fn load_claimed(
         &self,
         input: ParseInput<'_>,
-        (header, name): (&NeffHeader, String),
+        header: &NeffHeader,
+        name: String,
         claim: Claim<'_>,
         gid: Option<u32>,
         guard_time: Duration,

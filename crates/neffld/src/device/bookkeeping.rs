@@ -243,19 +243,15 @@ impl Bookkeeping {
     /// Takes an allocation made alone out of the books and discharges it;
     /// the caller gives its block back to the backend.
     pub fn remove(&mut self, handle: MemHandle) -> Result<Live, DeviceError> {
-        match self.live.get(handle) {
-            Some((first, Row::One(_))) if first == handle => {}
-            Some((first, Row::Batch(_))) => {
-                return Err(DeviceError::Invalid {
+        let Some(Row::One(live)) = self.live.take(handle, |r| matches!(r, Row::One(_))) else {
+            return Err(match self.live.get(handle) {
+                Some((first, Row::Batch(_))) => DeviceError::Invalid {
                     reason: format!(
                         "{handle} was allocated in the batch of {first} and is freed with it"
                     ),
-                })
-            }
-            _ => return Err(DeviceError::UnknownHandle { handle }),
-        }
-        let Some(Row::One(live)) = self.live.remove(handle) else {
-            return Err(DeviceError::UnknownHandle { handle });
+                },
+                _ => DeviceError::UnknownHandle { handle },
+            });
         };
         #[cfg(any(test, feature = "testkit"))]
         self.by_pa.remove(&live.block.pa);
@@ -273,10 +269,7 @@ impl Bookkeeping {
     /// Takes the batch whose first handle is `first` out of the books and
     /// discharges it; the caller gives its blocks back to the backend.
     pub fn remove_batch(&mut self, first: MemHandle) -> Result<LiveBatch, DeviceError> {
-        if !matches!(self.live.get(first), Some((f, Row::Batch(_))) if f == first) {
-            return Err(DeviceError::UnknownHandle { handle: first });
-        }
-        let Some(Row::Batch(batch)) = self.live.remove(first) else {
+        let Some(Row::Batch(batch)) = self.live.take(first, |r| matches!(r, Row::Batch(_))) else {
             return Err(DeviceError::UnknownHandle { handle: first });
         };
         #[cfg(any(test, feature = "testkit"))]

@@ -14,8 +14,7 @@
 //! loads leaves many). So each node keeps, per alignment class (4 KiB,
 //! 8 KiB, ... 4 MiB), the most bytes any range below it offers from its
 //! first address of that alignment on (in 4 KiB units, rounded up): a
-//! subtree is entered only when one
-//! of its ranges can hold the block. Alignments above the last class are
+//! subtree is entered only when one of its ranges can hold the block. Alignments above the last class are
 //! pruned by the last class's figure, which can only overstate.
 //!
 //! Nodes live in one vector (indices, not pointers); removed ones are
@@ -58,6 +57,16 @@ struct Node {
     prio: u32,
     left: u32,
     right: u32,
+}
+
+/// A request as the tree's search sees it.
+struct Wanted {
+    size: u64,
+    align: u64,
+    /// [`class_of`] the alignment.
+    class: usize,
+    /// [`units`] of the size, what a node's figures are compared with.
+    units: u32,
 }
 
 /// `bytes` in 4 KiB units, rounded up (saturating).
@@ -152,7 +161,7 @@ impl RangeIndex {
         accept: &mut impl FnMut(u64, u64) -> bool,
     ) -> Option<(u64, u64)> {
         self.tree
-            .lowest(size, align, accept)
+            .first(size, align, false, accept)
             .or_else(|| self.top_holds(size, align, accept))
     }
 
@@ -165,9 +174,10 @@ impl RangeIndex {
         accept: &mut impl FnMut(u64, u64) -> bool,
     ) -> Option<(u64, u64)> {
         self.top_holds(size, align, accept)
-            .or_else(|| self.tree.highest(size, align, accept))
+            .or_else(|| self.tree.first(size, align, true, accept))
     }
 
+    /// The top range, if it holds the block and `accept` takes it.
     fn top_holds(
         &self,
         size: u64,
@@ -449,27 +459,22 @@ impl Treap {
         best
     }
 
-    /// The lowest range that holds `size` bytes at a multiple of `align`
-    /// (a power of two) for which `accept` holds; only ranges that can hold
-    /// such a block are offered to `accept`.
-    pub fn lowest(
+    /// [`RangeIndex::lowest`] (or, `from_top`, [`RangeIndex::highest`])
+    /// among the tree's ranges.
+    fn first(
         &self,
         size: u64,
         align: u64,
+        from_top: bool,
         accept: &mut impl FnMut(u64, u64) -> bool,
     ) -> Option<(u64, u64)> {
-        self.first_in(self.root, (size, align, class_of(align)), false, accept)
-    }
-
-    /// The highest range that holds `size` bytes at a multiple of `align`
-    /// for which `accept` holds.
-    pub fn highest(
-        &self,
-        size: u64,
-        align: u64,
-        accept: &mut impl FnMut(u64, u64) -> bool,
-    ) -> Option<(u64, u64)> {
-        self.first_in(self.root, (size, align, class_of(align)), true, accept)
+        let block = Wanted {
+            size,
+            align,
+            class: class_of(align),
+            units: units(size),
+        };
+        self.first_in(self.root, &block, from_top, accept)
     }
 
     /// The first range of subtree `t`, in address order or (`from_top`)
@@ -478,11 +483,11 @@ impl Treap {
     fn first_in(
         &self,
         t: u32,
-        (size, align, class): (u64, u64, usize),
+        block: &Wanted,
         from_top: bool,
         accept: &mut impl FnMut(u64, u64) -> bool,
     ) -> Option<(u64, u64)> {
-        if t == NIL || self.node(t).max[class] < units(size) {
+        if t == NIL || self.node(t).max[block.class] < block.units {
             return None;
         }
         let n = self.node(t);
@@ -491,11 +496,10 @@ impl Treap {
         } else {
             (n.left, n.right)
         };
-        let block = (size, align, class);
         if let Some(hit) = self.first_in(near, block, from_top, accept) {
             return Some(hit);
         }
-        if room(n.start, n.len, align) >= size && accept(n.start, n.len) {
+        if room(n.start, n.len, block.align) >= block.size && accept(n.start, n.len) {
             return Some((n.start, n.len));
         }
         self.first_in(far, block, from_top, accept)

@@ -56,10 +56,12 @@ impl<V> LiveTable<V> {
         Some((*first, value.as_ref()?))
     }
 
-    /// Takes out the row whose first handle is `first`.
-    pub fn remove(&mut self, first: MemHandle) -> Option<V> {
+    /// Takes out the row whose first handle is `first`, if its value is
+    /// one `wanted` takes.
+    pub fn take(&mut self, first: MemHandle, wanted: impl FnOnce(&V) -> bool) -> Option<V> {
         let at = self.position(first).filter(|&i| self.rows[i].0 == first)?;
-        let value = self.rows[at].2.take()?;
+        let slot = &mut self.rows[at].2;
+        let value = slot.take_if(|v| wanted(v))?;
         self.holes += 1;
         if self.holes > 32 && self.holes * 2 > self.rows.len() {
             self.rows.retain(|(_, _, v)| v.is_some());
@@ -96,8 +98,8 @@ mod tests {
                 map.insert(h, next * 10);
             } else {
                 let h = MemHandle((seed >> 20) % next.max(1));
-                assert_eq!(table.remove(h), map.remove(&h));
-                assert_eq!(table.remove(h), None);
+                assert_eq!(table.take(h, |_| true), map.remove(&h));
+                assert_eq!(table.take(h, |_| true), None);
             }
             let probe = MemHandle((seed >> 40) % (table.next_handle().0 + 2));
             assert_eq!(table.get(probe).map(|(_, v)| v), map.get(&probe));
@@ -116,8 +118,9 @@ mod tests {
         for h in 2..5 {
             assert_eq!(table.get(MemHandle(h)), Some((run, &"run")));
         }
-        assert_eq!(table.remove(MemHandle(3)), None, "only by its first handle");
-        assert_eq!(table.remove(run), Some("run"));
+        assert_eq!(table.take(MemHandle(3), |_| true), None, "only by its first handle");
+        assert_eq!(table.take(run, |&v| v == "one"), None, "only what is wanted");
+        assert_eq!(table.take(run, |_| true), Some("run"));
         assert_eq!(table.get(MemHandle(3)), None);
         assert_eq!(table.get(after), Some((after, &"after")));
         assert_eq!(table.get(MemHandle(0)), None);

@@ -429,31 +429,7 @@ impl<S: Storage + ?Sized> Device<S> {
         let mut blocks = Vec::with_capacity(reqs.len());
         let mut refused = None;
         for (i, r) in reqs.iter().enumerate() {
-            let placed = books.faults.on_alloc(r.core).and_then(|()| {
-                let channel = self.geometry.hbm_of(r.core)?;
-                if r.usage.category(MemLocation::Device).is_none() {
-                    return Err(DeviceError::Invalid {
-                        reason: format!("Invalid mem_usage_type {} for device", r.usage.index()),
-                    });
-                }
-                let handle = MemHandle(first.0 + i as u64);
-                match self
-                    .storage
-                    .allocate(handle, channel, r.size, r.align, r.place)
-                {
-                    Ok(block) => Ok(block),
-                    Err(AllocFailure::Invalid(reason)) => Err(DeviceError::Invalid { reason }),
-                    Err(AllocFailure::NoMem) => Err(DeviceError::NoMem {
-                        size: r.size,
-                        align: r.align,
-                        core: r.core,
-                        channel,
-                        usage: r.usage,
-                        free: self.storage.free_bytes(channel),
-                    }),
-                }
-            });
-            match placed {
+            match self.place(&mut books, &r.request(owner), MemHandle(first.0 + i as u64)) {
                 Ok(block) => blocks.push(block),
                 Err(e) => {
                     refused = Some((i, e));
@@ -471,10 +447,7 @@ impl<S: Storage + ?Sized> Device<S> {
         };
         // The ledger a refusal is shown with holds the requests before it,
         // as it would have had they been made one by one.
-        let shown = (matches!(e, DeviceError::NoMem { .. })
-            && !tape::quiet()
-            && self.wanted_refusals())
-        .then(|| {
+        let shown = self.shows_refusal(&e).then(|| {
             let mut ledger = books.ledger.clone();
             for (r, b) in reqs.iter().zip(&blocks) {
                 ledger.charge(r.core, owner, b.channel, r.usage, b.charged, r.size);
@@ -501,6 +474,27 @@ impl<S: Storage + ?Sized> Device<S> {
         at_refusal: &mut Option<Ledger>,
     ) -> Result<Allocation, DeviceError> {
         let mut books = self.books();
+        let handle = books.next_handle();
+        match self.place(&mut books, req, handle) {
+            Ok(block) => Ok(books.enter(req, block)),
+            Err(e) => {
+                if self.shows_refusal(&e) {
+                    *at_refusal = Some(books.ledger.clone());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Places `req` for the allocation `handle` will be, under the books'
+    /// lock: the fault plan, the request's checks, the backend. Nothing is
+    /// entered or charged.
+    fn place(
+        &self,
+        books: &mut Bookkeeping,
+        req: &AllocReq<'_>,
+        handle: MemHandle,
+    ) -> Result<alloc::Block, DeviceError> {
         books.faults.on_alloc(req.core)?;
         let channel = self.geometry.hbm_of(req.core)?;
         if req.usage.category(MemLocation::Device).is_none() {
@@ -508,28 +502,26 @@ impl<S: Storage + ?Sized> Device<S> {
                 reason: format!("Invalid mem_usage_type {} for device", req.usage.index()),
             });
         }
-        let handle = books.next_handle();
-        let block = match self
-            .storage
+        self.storage
             .allocate(handle, channel, req.size, req.align, req.place)
-        {
-            Ok(block) => block,
-            Err(AllocFailure::Invalid(reason)) => return Err(DeviceError::Invalid { reason }),
-            Err(AllocFailure::NoMem) => {
-                if !tape::quiet() && self.wanted_refusals() {
-                    *at_refusal = Some(books.ledger.clone());
-                }
-                return Err(DeviceError::NoMem {
+            .map_err(|failure| match failure {
+                AllocFailure::Invalid(reason) => DeviceError::Invalid { reason },
+                AllocFailure::NoMem => DeviceError::NoMem {
                     size: req.size,
                     align: req.align,
                     core: req.core,
                     channel,
                     usage: req.usage,
                     free: self.storage.free_bytes(channel),
-                });
-            }
-        };
-        Ok(books.enter(req, block))
+                },
+            })
+    }
+
+    /// Whether refusal `e` is shown to observers, and so needs the ledger
+    /// as it found it: a want of room, outside a replay, that an observer
+    /// asks for.
+    fn shows_refusal(&self, e: &DeviceError) -> bool {
+        matches!(e, DeviceError::NoMem { .. }) && !tape::quiet() && self.wanted_refusals()
     }
 
     /// Marks the device as being discarded with everything on it: from
