@@ -8,7 +8,7 @@
 //! then waits for the users that already hold it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -79,8 +79,19 @@ impl<M> Drop for ModelRef<M> {
     /// Lets go of the entry, then wakes an unload waiting for its users. An
     /// unload checks the users under the same lock it waits on, so a
     /// release between its check and its wait still wakes it.
+    ///
+    /// Only when an unload waits: a condition variable's wake is a system
+    /// call even with nobody to wake, and every use of a model ends here
+    /// (two for each load of a plan). The release and the unload's count of waiters are each followed by
+    /// a sequentially consistent fence, so of the two reads after them (the
+    /// unload's of the users, this one's of the waiters) at least one sees
+    /// the other's write: the unload finds no user left, or it is woken.
     fn drop(&mut self) {
         drop(self.entry.take());
+        fence(Ordering::SeqCst);
+        if self.released.waiting.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let _held = self
             .released
             .lock
@@ -95,6 +106,8 @@ impl<M> Drop for ModelRef<M> {
 struct Released {
     lock: Mutex<()>,
     signal: Condvar,
+    /// Unloads between counting themselves in and having their model back.
+    waiting: AtomicUsize,
 }
 
 struct Table<M> {
@@ -194,9 +207,15 @@ impl<M> Registry<M> {
             .lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        self.released.waiting.fetch_add(1, Ordering::SeqCst);
         loop {
+            // Pairs with the fence after a user's release (`ModelRef::drop`).
+            fence(Ordering::SeqCst);
             match Arc::try_unwrap(entry) {
-                Ok(owned) => return Ok(owned),
+                Ok(owned) => {
+                    self.released.waiting.fetch_sub(1, Ordering::Relaxed);
+                    return Ok(owned);
+                }
                 Err(shared) => entry = shared,
             }
             let (next, waited) = self
@@ -326,6 +345,34 @@ mod tests {
             drop(user);
             assert_eq!(t.join().unwrap(), Ok(1));
         });
+    }
+
+    /// Users let go while unloads are between counting their users and
+    /// waiting: every unload gets its model back at once. A lost wake would
+    /// leave one waiting until its timed recheck (`WAIT_WARN_AFTER`); the
+    /// shorter deadline makes that a failure (the threads are not scoped,
+    /// so a stuck one cannot hold the test).
+    #[test]
+    fn no_release_is_missed_by_a_waiting_unload() {
+        let r = Arc::new(Registry::<u32>::default());
+        for round in 0..2_000u32 {
+            let h = r.register(round);
+            let (done, finished) = std::sync::mpsc::channel();
+            for spin in [round % 7, round % 50, 0] {
+                let user = r.acquire(h).unwrap();
+                std::thread::spawn(move || {
+                    for _ in 0..spin {
+                        std::hint::spin_loop();
+                    }
+                    drop(user);
+                });
+            }
+            let unloader = Arc::clone(&r);
+            std::thread::spawn(move || done.send(unloader.remove(h).map(|e| e.model)));
+            let got = finished.recv_timeout(WAIT_WARN_AFTER / 2);
+            assert_eq!(got, Ok(Ok(round)), "round {round}");
+        }
+        assert!(r.is_empty());
     }
 
     #[test]
