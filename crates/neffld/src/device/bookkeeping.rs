@@ -37,23 +37,28 @@ pub(super) struct LiveBatch {
 }
 
 impl LiveBatch {
-    /// What the batch's requests hold, per core (with its channel) and
-    /// usage: one ledger entry per core instead of one per request.
-    fn charges(&self) -> Vec<(PCore, u32, ChargeRows)> {
-        let mut out: Vec<(PCore, u32, ChargeRows)> = Vec::new();
-        for (r, b) in self.reqs.iter().zip(&self.blocks) {
-            let at = match out.iter().position(|&(c, _, _)| c == r.core) {
-                Some(at) => at,
-                None => {
-                    out.push((r.core, b.channel, [Charge::default(); MemUsage::COUNT]));
-                    out.len() - 1
+    /// Gives `charge` what the batch's requests hold on each of its cores
+    /// (with the core's channel), by usage: one ledger entry per core
+    /// instead of one per request. Cores in ascending order, each summed
+    /// in a pass over the batch (a load spans one to a few cores), so
+    /// nothing is allocated.
+    fn charges(&self, mut charge: impl FnMut(PCore, u32, &ChargeRows)) {
+        let mut next = self.reqs.iter().map(|r| r.core).min();
+        while let Some(core) = next.take() {
+            let mut rows = [Charge::default(); MemUsage::COUNT];
+            let mut channel = 0;
+            for (r, b) in self.reqs.iter().zip(&self.blocks) {
+                if r.core == core {
+                    channel = b.channel;
+                    let cell = &mut rows[r.usage.index()];
+                    cell.charged += b.charged;
+                    cell.requested += r.size;
+                } else if r.core > core && next.is_none_or(|n| r.core < n) {
+                    next = Some(r.core);
                 }
-            };
-            let cell = &mut out[at].2[r.usage.index()];
-            cell.charged += b.charged;
-            cell.requested += r.size;
+            }
+            charge(core, channel, &rows);
         }
-        out
     }
 }
 
@@ -226,9 +231,7 @@ impl Bookkeeping {
             reqs: Arc::clone(reqs),
             blocks: blocks.into_boxed_slice(),
         };
-        for (core, channel, rows) in batch.charges() {
-            self.ledger.charge_rows(core, owner, channel, &rows);
-        }
+        batch.charges(|core, channel, rows| self.ledger.charge_rows(core, owner, channel, rows));
         let span = batch.blocks.len() as u32;
         #[cfg(any(test, feature = "testkit"))]
         let pas: Vec<u64> = batch.blocks.iter().map(|b| b.pa).collect();
@@ -276,9 +279,9 @@ impl Bookkeeping {
         for b in batch.blocks.iter() {
             self.by_pa.remove(&b.pa);
         }
-        for (core, channel, rows) in batch.charges() {
-            self.ledger.discharge_rows(core, batch.owner, channel, &rows);
-        }
+        batch.charges(|core, channel, rows| {
+            self.ledger.discharge_rows(core, batch.owner, channel, rows)
+        });
         Ok(batch)
     }
 
