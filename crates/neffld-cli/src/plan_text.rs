@@ -7,9 +7,10 @@
 use std::fmt::Write as _;
 
 use neffld::plan::deployment::core_list;
-use neffld::plan::{self, Headroom, Plan, PlanReport, Solve, SolveAnswer, Step};
+use neffld::plan::{self, Headroom, Plan, PlanReport, Solve, SolveAnswer, Step, StepFailure};
 use neffld::report::{HbmMemory, MemoryReport};
 use neffld::text::count;
+use neffld::NrtStatus;
 
 use crate::style::Style;
 use crate::units;
@@ -65,17 +66,12 @@ fn summary(t: &mut String, p: &Plan, r: &PlanReport, style: Style) {
                 t,
                 "{}",
                 style.fail(&format!(
-                    "fits      no: step {} of {} ({} on core {}) {}: {}",
+                    "fits      no: step {} of {} ({} on core {}) {}",
                     n + 1,
                     p.planned,
                     step_text(&s.step),
                     s.vnc.map_or("?".into(), |v| v.to_string()),
-                    if f.own_limit.is_some() {
-                        "stopped by neffld's own limit".to_string()
-                    } else {
-                        format!("refused [{}]", f.status)
-                    },
-                    f.message
+                    refused(f),
                 ))
             );
         }
@@ -470,18 +466,47 @@ fn solve_text(p: &Plan) -> Option<String> {
             units::human_floor(*b),
             count(cores.len() as u64, "logical core")
         ),
-        (Solve::Ranks { file, cores }, Ok(SolveAnswer::Ranks { count: n, tried })) => format!(
-            "solve     {}: {n} more load{} fit, of {tried} tried ({})",
-            file.display(),
-            if *n == 1 { "" } else { "s" },
-            match cores {
-                Some(c) => format!("on cores {} in order", plan::deployment::core_list(c)),
-                None => "each on the next free logical core".into(),
+        (
+            Solve::Ranks { file, cores },
+            Ok(SolveAnswer::Ranks {
+                count: n,
+                tried,
+                stopped,
+            }),
+        ) => {
+            let mut line = format!(
+                "solve     {}: {n} more load{} fit, of {tried} tried ({})",
+                file.display(),
+                if *n == 1 { "" } else { "s" },
+                match cores {
+                    Some(c) => format!("on cores {} in order", plan::deployment::core_list(c)),
+                    None => "each on the next free logical core".into(),
+                }
+            );
+            if let Some(f) = stopped {
+                let _ = write!(line, "; the next {}", refused(f));
+                if cores.is_none() && f.status == NrtStatus::LoadNotEnoughNc {
+                    let _ = write!(
+                        line,
+                        " (every logical core holds a load: --solve {}@CORES counts loads beside them)",
+                        file.display()
+                    );
+                }
             }
-        ),
+            line
+        }
         (q, Err(e)) => format!("solve     {q}: no answer: {e}"),
         (q, Ok(_)) => format!("solve     {q}: no answer"),
     })
+}
+
+/// How a step that did not go through was stopped, and the message.
+fn refused(f: &StepFailure) -> String {
+    if f.own_limit.is_some() {
+        format!("stopped by neffld's own limit: {}", f.message)
+    } else {
+        format!("refused [{}]: {}", f.status, f.message)
+    }
 }
 
 fn step_text(s: &Step) -> String {

@@ -233,6 +233,19 @@ pub struct StepError {
     pub own_limit: Option<&'static str>,
 }
 
+fn step_error(py: Python<'_>, e: &r::StepError) -> PyResult<Py<StepError>> {
+    Py::new(
+        py,
+        StepError {
+            stage: e.stage,
+            status: e.status_code,
+            status_name: e.status,
+            message: e.message.clone(),
+            own_limit: e.own_limit,
+        },
+    )
+}
+
 /// One step of a plan as it ran.
 #[pyclass(frozen, get_all, module = "neffld")]
 pub struct PlanStep {
@@ -392,6 +405,8 @@ pub struct Solve {
     /// Further loads that fit, of `tried`.
     pub ranks: Option<u32>,
     pub tried: Option<u32>,
+    /// Why the next load tried did not go through.
+    pub stopped: Option<Py<StepError>>,
     /// Why there is no answer.
     pub unanswered: Option<String>,
 }
@@ -443,22 +458,7 @@ impl Plan {
             .steps
             .iter()
             .map(|s| {
-                let error = s
-                    .error
-                    .as_ref()
-                    .map(|e| {
-                        Py::new(
-                            py,
-                            StepError {
-                                stage: e.stage,
-                                status: e.status_code,
-                                status_name: e.status,
-                                message: e.message.clone(),
-                                own_limit: e.own_limit,
-                            },
-                        )
-                    })
-                    .transpose()?;
+                let error = s.error.as_ref().map(|e| step_error(py, e)).transpose()?;
                 Py::new(
                     py,
                     PlanStep {
@@ -629,6 +629,7 @@ impl Plan {
                         bytes: s.bytes,
                         ranks: s.ranks,
                         tried: s.tried,
+                        stopped: s.stopped.as_ref().map(|e| step_error(py, e)).transpose()?,
                         unanswered: s.unanswered.clone(),
                     },
                 )

@@ -157,6 +157,20 @@ def test_solve_gives_a_size_that_fits_and_one_granule_more_does_not():
     assert over.fits is False
 
 
+def test_a_count_of_more_loads_says_what_stopped_it():
+    # Every logical core holds a load: none more goes on the next free one,
+    # and the refusal is the one a plan with one more load appended meets.
+    p = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", solve=str(SMALL))
+    s = p.solve
+    assert (s.kind, s.ranks, s.tried) == ("ranks", 0, 4)
+    appended = neffld.plan(f"{SMALL}@0-3", str(SMALL), instance="trn2.3xlarge")
+    refused = appended.steps[4].error
+    assert s.stopped.status_name == refused.status_name == "NRT_LOAD_NOT_ENOUGH_NC"
+    assert (s.stopped.status, s.stopped.message) == (refused.status, refused.message)
+    beside = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", solve=f"{SMALL}@0,1")
+    assert (beside.solve.ranks, beside.solve.stopped) == (2, None)
+
+
 def test_each_advice_argv_plans_to_its_fits():
     # Two 11 GiB tensors on cores 0 and 1 at LNC 1 share HBM 0 (24 GiB):
     # refused, with advice (LNC 2, a placement) whose command lines fit.

@@ -990,3 +990,44 @@ fn grouped_columns_stay_under_their_headings() {
     let free = row.split_whitespace().nth(3).unwrap();
     assert_eq!(end_of(head, "free"), end_of(row, free) + 4, "{headroom:?}");
 }
+
+/// `--solve FILE` with every logical core already holding a load: none
+/// more goes "on the next free core", and the answer says why, with the
+/// refusal a plan with one more load appended meets, and how to count
+/// loads beside the ones there (headroom finds room for them).
+#[test]
+fn a_count_of_more_loads_says_what_stopped_it() {
+    let dir = scratch("solve-stopped");
+    let a = write_neff(&dir, "s", 0);
+    let on_every_core = format!("{a}@0-3");
+    let base = ["plan", "--instance", "trn2.3xlarge", on_every_core.as_str()];
+    let solved = neffld(&[&base[..], &["--solve", &a, "--json"]].concat(), &[]);
+    assert_eq!(solved.status.code(), Some(0));
+    let doc = json(&solved);
+    let solve = &doc["solve"];
+    assert_eq!(
+        (solve["ranks"].as_u64(), solve["tried"].as_u64()),
+        (Some(0), Some(4))
+    );
+    let appended = neffld(&[&base[..], &[a.as_str(), "--json"]].concat(), &[]);
+    assert_eq!(appended.status.code(), Some(1));
+    let next = json(&appended)["steps"][4]["error"].clone();
+    assert_eq!(next["status"], "NRT_LOAD_NOT_ENOUGH_NC", "{next}");
+    assert_eq!(solve["stopped"], next);
+
+    let text = neffld(&[&base[..], &["--solve", &a]].concat(), &[]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    let line = text.lines().find(|l| l.starts_with("solve")).unwrap();
+    assert!(
+        line.contains("0 more loads fit, of 4 tried")
+            && line.contains("the next refused [NRT_LOAD_NOT_ENOUGH_NC (9)]")
+            && line.contains(&format!("--solve {a}@CORES")),
+        "{line}"
+    );
+    // Listed cores: the loads go beside the ones there, until memory ends.
+    let beside = format!("{a}@0,0,0");
+    let solved = neffld(&[&base[..], &["--solve", &beside, "--json"]].concat(), &[]);
+    let solve = &json(&solved)["solve"];
+    assert_eq!(solve["ranks"], 3, "{solve}");
+    assert!(solve["stopped"].is_null(), "{solve}");
+}

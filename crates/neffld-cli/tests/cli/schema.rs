@@ -285,6 +285,18 @@ fn every_command_output_follows_the_schema() {
             ],
             1,
         ),
+        (
+            vec![
+                "plan",
+                "--json",
+                "--instance",
+                "trn2.48xlarge",
+                &ranks,
+                "--solve",
+                matmul,
+            ],
+            0,
+        ),
         (vec!["plan", "--json", "--max-inflated", "1000", demo], 1),
         (vec!["plan", "--json", &bad_toml], 2),
         (vec!["plan", "--json", "--env", "NEURON_NOPE=1", demo], 2),

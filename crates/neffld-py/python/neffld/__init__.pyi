@@ -378,6 +378,8 @@ class Solve:
     bytes: Optional[int]
     ranks: Optional[int]
     tried: Optional[int]
+    stopped: Optional[StepError]
+    """Why the next load tried did not go through (None when every one did)."""
     unanswered: Optional[str]
 
 class Plan:

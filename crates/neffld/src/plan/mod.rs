@@ -377,7 +377,12 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
                 );
                 let o = session.execute(&changed, &prints, false)?;
                 let count = o.completed().saturating_sub(deployment.steps.len()) as u32;
-                Ok(SolveAnswer::Ranks { count, tried })
+                let stopped = o.steps.into_iter().find_map(|s| s.outcome.err());
+                Ok(SolveAnswer::Ranks {
+                    count,
+                    tried,
+                    stopped,
+                })
             },
         }),
     };

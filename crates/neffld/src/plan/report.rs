@@ -400,6 +400,8 @@ pub struct SolveEntry {
     pub ranks: Option<u32>,
     /// ... of these tried.
     pub tried: Option<u32>,
+    /// Why the next load tried did not go through.
+    pub stopped: Option<StepError>,
     /// Why there is no answer.
     pub unanswered: Option<String>,
 }
@@ -491,14 +493,18 @@ fn step(index: usize, s: &super::StepReport) -> StepEntry {
         device: s.device,
         pcores: s.pcores.clone(),
         status: if s.outcome.is_ok() { "ok" } else { "refused" },
-        error: s.outcome.as_ref().err().map(|f| StepError {
-            stage: f.stage,
-            status: f.status.as_str(),
-            status_code: f.status.code(),
-            message: f.message.clone(),
-            own_limit: f.own_limit,
-        }),
+        error: s.outcome.as_ref().err().map(step_error),
         held_after: s.held_after,
+    }
+}
+
+fn step_error(f: &super::StepFailure) -> StepError {
+    StepError {
+        stage: f.stage,
+        status: f.status.as_str(),
+        status_code: f.status.code(),
+        message: f.message.clone(),
+        own_limit: f.own_limit,
     }
 }
 
@@ -512,10 +518,20 @@ fn solve(s: &super::Solved) -> SolveEntry {
             cores.clone(),
         ),
     };
-    let (bytes, ranks, tried, unanswered) = match &s.answer {
-        Ok(SolveAnswer::Bytes(b)) => (Some(*b), None, None, None),
-        Ok(SolveAnswer::Ranks { count, tried }) => (None, Some(*count), Some(*tried), None),
-        Err(e) => (None, None, None, Some(e.clone())),
+    let (bytes, ranks, tried, stopped, unanswered) = match &s.answer {
+        Ok(SolveAnswer::Bytes(b)) => (Some(*b), None, None, None, None),
+        Ok(SolveAnswer::Ranks {
+            count,
+            tried,
+            stopped,
+        }) => (
+            None,
+            Some(*count),
+            Some(*tried),
+            stopped.as_ref().map(step_error),
+            None,
+        ),
+        Err(e) => (None, None, None, None, Some(e.clone())),
     };
     SolveEntry {
         kind,
@@ -526,6 +542,7 @@ fn solve(s: &super::Solved) -> SolveEntry {
         bytes,
         ranks,
         tried,
+        stopped,
         unanswered,
     }
 }

@@ -11,13 +11,15 @@
 //!   the deployment is the same, and a tensor of `S` is the same request.
 //! - Ranks of a NEFF ([`Solve::Ranks`]): how many further loads of FILE go
 //!   through after the deployment, one per listed core in order (or each on
-//!   the next free logical core), stopping at the first refused — found by
-//!   planning the deployment again with those loads appended.
+//!   the next free logical core), stopping at the first refused, whose
+//!   refusal the answer keeps — found by planning the deployment again
+//!   with those loads appended.
 
 use crate::device::GRANULE;
 
 use super::deployment::{Deployment, Solve, Step};
 use super::run::{allocate, largest_fitting, Exec};
+use super::StepFailure;
 
 /// The answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +35,10 @@ pub enum SolveAnswer {
         count: u32,
         /// Loads tried.
         tried: u32,
+        /// Why the next load did not go through (`None`: every load tried
+        /// did): out of device memory, or, for "the next free core", no
+        /// logical core left without a load.
+        stopped: Option<StepFailure>,
     },
 }
 

@@ -616,27 +616,39 @@ fn a_solved_size_fits_and_one_granule_more_does_not() {
     // Cores 0 and 1 share HBM 0 at LNC 1: S is under half of it.
     assert!(s < 12 * GIB, "{s}");
 
-    // Ranks: how many more loads on cores 3..=7 in order.
-    let mut d = trn2_3xl(1, base.clone());
-    d.solve = Some(plan::Solve::Ranks {
-        file: a.clone(),
-        cores: Some(vec![3, 4, 5, 6, 7]),
-    });
-    let p = plan::plan(&d).unwrap();
-    let Some(Ok(plan::SolveAnswer::Ranks { count, tried })) =
-        p.solve.as_ref().map(|s| s.answer.clone())
-    else {
-        panic!("{:?}", p.solve)
-    };
-    assert_eq!(tried, 5);
-    let fits_with = |n: u32| {
-        let mut steps = base.clone();
-        steps.extend((3..3 + n).map(|v| load(&a, v)));
-        plan::plan(&trn2_3xl(1, steps)).unwrap().fits()
-    };
-    assert!(fits_with(count));
-    if count < tried {
-        assert!(!fits_with(count + 1));
+    // Ranks: how many more loads on the listed cores in order: one each
+    // on cores 3..=7, all of which fit, and 64 on core 3, which do not.
+    for (cores, all_fit) in [(vec![3, 4, 5, 6, 7], true), (vec![3; 64], false)] {
+        let mut d = trn2_3xl(1, base.clone());
+        d.solve = Some(plan::Solve::Ranks {
+            file: a.clone(),
+            cores: Some(cores.clone()),
+        });
+        let p = plan::plan(&d).unwrap();
+        let Some(Ok(plan::SolveAnswer::Ranks {
+            count,
+            tried,
+            stopped,
+        })) = p.solve.as_ref().map(|s| s.answer.clone())
+        else {
+            panic!("{:?}", p.solve)
+        };
+        assert_eq!(tried as usize, cores.len());
+        assert_eq!(count == tried, all_fit, "{cores:?}: {count}");
+        let with = |n: u32| {
+            let mut steps = base.clone();
+            steps.extend(cores[..n as usize].iter().map(|&v| load(&a, v)));
+            plan::plan(&trn2_3xl(1, steps)).unwrap()
+        };
+        assert!(with(count).fits());
+        assert_eq!(stopped.is_some(), count < tried, "{cores:?}: {stopped:?}");
+        if count < tried {
+            // The refusal the answer keeps is the one the next load meets.
+            let next = with(count + 1);
+            let (_, _, refused) = next.failed_step().expect("the next load is refused");
+            assert_eq!(stopped.as_ref(), Some(refused));
+            assert_eq!(refused.status, neffld::NrtStatus::Resource, "{refused:?}");
+        }
     }
 }
 
