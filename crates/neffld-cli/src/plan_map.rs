@@ -395,10 +395,14 @@ fn answers_html(r: &PlanReport) -> String {
         let answer = if let Some(b) = solve.bytes {
             format!("at most {b} bytes ({}) on each core", units::human_floor(b))
         } else if let Some(n) = solve.ranks {
-            format!(
+            let mut said = format!(
                 "{n} more of {} tried",
                 solve.tried.map_or("null".to_string(), |t| t.to_string())
-            )
+            );
+            if let Some(e) = &solve.stopped {
+                let _ = write!(said, "; the next refused [{}]: {}", e.status, e.message);
+            }
+            said
         } else {
             format!("no answer: {}", solve.unanswered.as_deref().unwrap_or(""))
         };

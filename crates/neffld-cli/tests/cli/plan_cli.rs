@@ -1015,7 +1015,12 @@ fn a_count_of_more_loads_says_what_stopped_it() {
     assert_eq!(next["status"], "NRT_LOAD_NOT_ENOUGH_NC", "{next}");
     assert_eq!(solve["stopped"], next);
 
-    let text = neffld(&[&base[..], &["--solve", &a]].concat(), &[]);
+    let map = dir.join("solve.html");
+    let map_arg = map.to_str().unwrap();
+    let text = neffld(
+        &[&base[..], &["--solve", &a, "--map", map_arg]].concat(),
+        &[],
+    );
     let text = String::from_utf8(text.stdout).unwrap();
     let line = text.lines().find(|l| l.starts_with("solve")).unwrap();
     assert!(
@@ -1023,6 +1028,11 @@ fn a_count_of_more_loads_says_what_stopped_it() {
             && line.contains("the next refused [NRT_LOAD_NOT_ENOUGH_NC (9)]")
             && line.contains(&format!("--solve {a}@CORES")),
         "{line}"
+    );
+    let html = std::fs::read_to_string(&map).unwrap();
+    assert!(
+        html.contains("0 more of 4 tried; the next refused [NRT_LOAD_NOT_ENOUGH_NC]"),
+        "{html}"
     );
     // Listed cores: the loads go beside the ones there, until memory ends.
     let beside = format!("{a}@0,0,0");
