@@ -1041,3 +1041,49 @@ fn a_count_of_more_loads_says_what_stopped_it() {
     assert_eq!(solve["ranks"], 3, "{solve}");
     assert!(solve["stopped"].is_null(), "{solve}");
 }
+
+/// A NEFF refused for the logical-core size it was compiled for is
+/// advised that size, re-planned as given: the real matmul_large (LNC 2)
+/// at LNC 1, whose refusal names the fix, and an LNC-1 NEFF at trn2's
+/// default LNC 2. Neither plan says that nothing considered helps.
+#[test]
+fn a_neff_of_another_logical_core_size_is_advised_its_own() {
+    let dir = scratch("lnc-advice");
+    let large = format!("{}/matmul_large.neff@0,0", neffld_testkit::FIXTURES);
+    let lnc1 = dir.join("lnc1.neff");
+    let synth = neffld_testkit::Synth::dynamic_cayman_n(1);
+    std::fs::write(
+        &lnc1,
+        neffld_testkit::lnc_writer(1).write(&synth.member_list()),
+    )
+    .unwrap();
+    let lnc1 = format!("{}@0", lnc1.display());
+    for (load, lnc, advised) in [(&large, "1", "2"), (&lnc1, "2", "1")] {
+        let args = ["plan", "--instance", "trn2.3xlarge", "--lnc", lnc, load];
+        let out = neffld(&[&args[..], &["--json"]].concat(), &[]);
+        assert_eq!(out.status.code(), Some(1), "{load} at LNC {lnc}");
+        let doc = json(&out);
+        assert_eq!(doc["steps"][0]["error"]["status"], "NRT_INVALID", "{doc}");
+        let advice = doc["advice"].as_array().unwrap();
+        let lnc_advice: Vec<&Value> = advice.iter().filter(|a| a["kind"] == "lnc").collect();
+        assert_eq!(lnc_advice.len(), 1, "{doc}");
+        let a = lnc_advice[0];
+        assert_eq!(a["fits"], true, "{a}");
+        let argv: Vec<&str> = a["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert!(argv.windows(2).any(|w| w == ["--lnc", advised]), "{a}");
+        assert!(
+            a["reason"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("was compiled for LNC {advised}")),
+            "{a}"
+        );
+        assert!(doc["no_fix"].is_null(), "{doc}");
+        advice_replans_as_said(&doc);
+    }
+}

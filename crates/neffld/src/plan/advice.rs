@@ -39,8 +39,12 @@ pub enum AdviceKind {
     /// `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0`: scratchpad pages anywhere in
     /// the HBM instead of one region that must grow in place.
     PagedScratchpad,
-    /// Logical-core size 2.
-    Lnc2,
+    /// A logical-core size: 2 where cores of LNC 1 crowd a shared HBM, or
+    /// the size a refused NEFF was compiled for.
+    Lnc {
+        /// `NEURON_LOGICAL_NC_CONFIG`.
+        size: u32,
+    },
     /// The same steps on other logical cores: `moves` maps each moved
     /// core to its new one (cores that shared an HBM spread over HBMs the
     /// deployment leaves unused).
@@ -226,7 +230,7 @@ pub(crate) fn advise(
     if let Some(a) = paged_scratchpad(session, d, orig, prints, &mut considered)? {
         out.push(a);
     }
-    if let Some(a) = lnc2(session, d, orig, prints, &mut considered)? {
+    if let Some(a) = lnc(session, d, orig, prints, &mut considered)? {
         out.push(a);
     }
     if let Some(a) = placement(session, d, orig, prints, &mut considered)? {
@@ -381,7 +385,10 @@ fn noisy(o: &Outcome) -> Option<(u32, u32, Vec<u32>)> {
     })
 }
 
-fn lnc2(
+/// Another logical-core size: the one the refused load's NEFF was
+/// compiled for (its header's, when the chip takes it: the runtime's own
+/// refusal names it), else 2 for cores of LNC 1 that share an HBM.
+fn lnc(
     session: &Session,
     d: &Deployment,
     orig: &Outcome,
@@ -389,14 +396,43 @@ fn lnc2(
     considered: &mut Vec<String>,
 ) -> Result<Option<Advice>, PlanError> {
     let config = &session.config;
-    if config.lnc_size() != 1 || !config.arch.lnc_sizes().contains(&2) {
-        return Ok(None);
-    }
-    let Some((nd, hbm, cores)) = noisy(orig) else {
-        return Ok(None);
+    let compiled = orig
+        .steps
+        .iter()
+        .find(|s| s.outcome.is_err())
+        .and_then(|s| {
+            let Step::Load { file, .. } = &s.step else {
+                return None;
+            };
+            let lnc = session.files[session.file_index(file)?].lnc?;
+            (lnc != config.lnc_size() && config.arch.lnc_sizes().contains(&lnc)).then(|| {
+                (
+                    lnc,
+                    format!("{} was compiled for LNC {lnc}", file.display()),
+                )
+            })
+        });
+    let (size, why) = match compiled {
+        Some(c) => c,
+        None => {
+            if config.lnc_size() != 1 || !config.arch.lnc_sizes().contains(&2) {
+                return Ok(None);
+            }
+            let Some((nd, hbm, cores)) = noisy(orig) else {
+                return Ok(None);
+            };
+            let list: Vec<String> = cores.iter().map(|c| format!("NC {c}")).collect();
+            (
+                2,
+                format!(
+                    "at LNC 1, {} share HBM {hbm} of ND {nd} (a noisy neighbour); at LNC 2 each logical core has an HBM to itself",
+                    list.join(" and ")
+                ),
+            )
+        }
     };
-    let at_lnc2 = crate::config::RuntimeConfig {
-        lnc: Some(2),
+    let logical_cores = crate::config::RuntimeConfig {
+        lnc: Some(size),
         ..config.clone()
     }
     .total_vnc_count();
@@ -404,15 +440,15 @@ fn lnc2(
         Step::Load { vnc, .. } => *vnc,
         Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => Some(*vnc),
     });
-    if named.clone().any(|v| v >= at_lnc2) {
+    if named.clone().any(|v| v >= logical_cores) {
         considered.push(format!(
-            "not LNC 2: the deployment names cores beyond the {at_lnc2} logical cores of LNC 2"
+            "not LNC {size}: the deployment names cores beyond the {logical_cores} logical cores of LNC {size}"
         ));
         return Ok(None);
     }
-    considered.push("LNC 2".into());
+    considered.push(format!("LNC {size}"));
     let changed = Deployment {
-        lnc: Some(2),
+        lnc: Some(size),
         ..d.clone()
     };
     let Ok(outcome) = replan(session, &changed, prints) else {
@@ -424,15 +460,10 @@ fn lnc2(
     if !(j.fits || j.completed.1 > j.completed.0 || j.fullest.1 < j.fullest.0) {
         return Ok(None);
     }
-    let list: Vec<String> = cores.iter().map(|c| format!("NC {c}")).collect();
-    let reason = format!(
-        "at LNC 1, {} share HBM {hbm} of ND {nd} (a noisy neighbour); at LNC 2 each logical core has an HBM to itself: {}",
-        list.join(" and "),
-        j.effect()
-    );
+    let reason = format!("{why}: {}", j.effect());
     Ok(Some(j.advice(
-        AdviceKind::Lnc2,
-        "--lnc 2 (NEURON_LOGICAL_NC_CONFIG=2)".into(),
+        AdviceKind::Lnc { size },
+        format!("--lnc {size} (NEURON_LOGICAL_NC_CONFIG={size})"),
         reason,
         argv_of(session, &changed),
     )))

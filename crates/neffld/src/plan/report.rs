@@ -552,7 +552,7 @@ fn advice(a: &super::Advice) -> AdviceEntry {
         kind: match &a.kind {
             AdviceKind::ScratchpadPage { .. } => "scratchpad_page",
             AdviceKind::PagedScratchpad => "paged_scratchpad",
-            AdviceKind::Lnc2 => "lnc",
+            AdviceKind::Lnc { .. } => "lnc",
             AdviceKind::Placement { .. } => "placement",
             AdviceKind::Without { .. } => "without_neff",
         },

@@ -58,6 +58,8 @@ pub(crate) struct NeffFile {
     bytes: Source,
     /// The fingerprint of its bytes under the session's parse cache.
     print: u128,
+    /// The logical-core size its header says it was compiled for.
+    pub lnc: Option<u32>,
 }
 
 /// What every run of one deployment shares.
@@ -174,10 +176,12 @@ impl Session {
             } else {
                 first
             };
-            opened.push(match bytes.mapped() {
+            let neff = match bytes.mapped() {
                 Some(m) => container::open_mapped(m, &opts).ok(),
                 None => container::open(bytes.bytes(), &opts).ok(),
-            });
+            };
+            let lnc = neff.as_ref().and_then(|n| n.header().declared_lnc());
+            opened.push(neff);
             by_print.insert(print, files.len());
             by_inode.extend(inode.map(|n| (n, files.len())));
             by_path.insert(path.clone(), files.len());
@@ -185,6 +189,7 @@ impl Session {
                 path: path.clone(),
                 bytes,
                 print,
+                lnc,
             });
         }
         // With no architecture named, the first NEFF's own.

@@ -195,7 +195,7 @@ fn a_noisy_neighbour_is_refused_as_the_runtime_reports_it_and_lnc2_lets_it_throu
     let lnc = p
         .advice
         .iter()
-        .find(|a| a.kind == AdviceKind::Lnc2)
+        .find(|a| a.kind == AdviceKind::Lnc { size: 2 })
         .unwrap();
     assert!(lnc.fits);
     assert_eq!(lnc.completed, (3, 4));
