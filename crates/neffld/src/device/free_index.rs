@@ -51,8 +51,9 @@ struct Node {
     /// Per alignment class, the most [`room`] any range of this node's
     /// subtree offers, in 4 KiB units rounded up (class 0, 4 KiB, is the
     /// longest range). Rounded up, a figure can only overstate, so a
-    /// subtree is never wrongly skipped; the unit keeps a node in about
-    /// one cache line, which the tree's descents pay for at every level.
+    /// subtree is never wrongly skipped; the unit keeps a node at 120
+    /// bytes (two cache lines, where bytes would take four), which the
+    /// tree's descents pay for at every level.
     max: [u32; CLASSES],
     prio: u32,
     left: u32,
