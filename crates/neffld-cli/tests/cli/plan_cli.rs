@@ -1087,3 +1087,60 @@ fn a_neff_of_another_logical_core_size_is_advised_its_own() {
         advice_replans_as_said(&doc);
     }
 }
+
+/// The NEFF the "without" advice names is the one holding most with its
+/// IO tensors, which leaving it out frees too: the real matmul_large
+/// (4 MiB of model, 4 GiB of IO tensors) outweighs a NEFF of 2 GiB of
+/// model and little IO, which models alone would name. The reason gives
+/// the IO bytes the plan's own tensor list holds for its loads.
+#[test]
+fn the_dominant_neff_is_weighed_with_its_io_tensors() {
+    let dir = scratch("dominant-io");
+    let big = write_neff(&dir, "big", 2 * GIB);
+    let large = format!("{}/matmul_large.neff", neffld_testkit::FIXTURES);
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            &format!("{big}@0"),
+            &format!("{large}@1"),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let doc = json(&out);
+    let without: Vec<&Value> = doc["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "without_neff")
+        .collect();
+    assert_eq!(without.len(), 1, "{doc}");
+    assert_eq!(
+        without[0]["change"],
+        format!("without {large}").as_str(),
+        "{}",
+        without[0]
+    );
+    let id = doc["neffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["file"] == large.as_str())
+        .unwrap()["id"]
+        .clone();
+    let io: u64 = doc["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["io_of"] == id)
+        .map(|t| t["size"].as_u64().unwrap())
+        .sum();
+    assert!(io > 4 * GIB, "{io}");
+    let reason = without[0]["reason"].as_str().unwrap();
+    let gb = format!("{:.3}GB of their IO tensors", io as f64 / GIB as f64);
+    assert!(reason.contains(&gb), "{reason} lacks {gb}");
+    advice_replans_as_said(&doc);
+}

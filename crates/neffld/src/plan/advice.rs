@@ -480,18 +480,24 @@ fn dominant(
     if session.files.len() < 2 {
         return Ok(None);
     }
-    // Model bytes per NEFF (by content: paths with the same bytes are one)
-    // where the plan stopped.
+    // Model bytes, loads and IO tensor bytes per NEFF (by content: paths
+    // with the same bytes are one) where the plan stopped. A NEFF's IO
+    // tensors are its own too: leaving it out frees them.
     let neff_of = |p: &PathBuf| session.file_index(p);
     let file_of: BTreeMap<_, _> = orig
         .neffs
         .iter()
         .filter_map(|n| Some((n.id, neff_of(&n.file)?)))
         .collect();
-    let mut by_file: BTreeMap<usize, (u64, usize)> = BTreeMap::new();
+    let mut by_file: BTreeMap<usize, (u64, usize, u64)> = BTreeMap::new();
     for n in &orig.neffs {
         if let Some(i) = neff_of(&n.file) {
             by_file.entry(i).or_default().1 += 1;
+        }
+    }
+    for t in &orig.tensors {
+        if let Some(&f) = t.io_of.and_then(|h| file_of.get(&h)) {
+            by_file.entry(f).or_default().2 += t.size;
         }
     }
     for m in &orig.devices {
@@ -503,12 +509,12 @@ fn dominant(
             }
         }
     }
-    let total: u64 = by_file.values().map(|v| v.0).sum();
+    let total: u64 = by_file.values().map(|v| v.0 + v.2).sum();
     let refused = orig.completed() < d.steps.len();
     if by_file.len() < 2 {
         return Ok(None);
     }
-    let Some((&neff, &(bytes, loads))) = by_file.iter().max_by_key(|(_, v)| v.0) else {
+    let Some((&neff, &(bytes, loads, io))) = by_file.iter().max_by_key(|(_, v)| v.0 + v.2) else {
         return Ok(None);
     };
     let file = &session.files[neff].path;
@@ -541,11 +547,16 @@ fn dominant(
     let held_orig = orig.held_after(n);
     let fits = outcome.completed() == changed.steps.len();
     let mut reason = format!(
-        "{} holds {}% of the NEFFs' memory ({} in {loads} load{})",
+        "{} holds {}% of the NEFFs' memory ({} in {loads} load{}{})",
         file.display(),
-        bytes * 100 / total,
+        (bytes + io) * 100 / total,
         human_size(bytes),
-        if loads == 1 { "" } else { "s" }
+        if loads == 1 { "" } else { "s" },
+        if io > 0 {
+            format!(" and {} of their IO tensors", human_size(io))
+        } else {
+            String::new()
+        }
     );
     if held_new < held_orig {
         reason.push_str(&format!(
