@@ -385,6 +385,35 @@ pub struct Advice {
 }
 
 #[pymethods]
+impl StepError {
+    fn __repr__(&self) -> String {
+        format!(
+            "StepError({} ({}): {})",
+            self.status_name, self.status, self.message
+        )
+    }
+}
+
+#[pymethods]
+impl Solve {
+    fn __repr__(&self) -> String {
+        let answer = match (self.bytes, self.ranks, &self.unanswered) {
+            (Some(b), _, _) => format!("{b} bytes"),
+            (_, Some(n), _) => {
+                let tried = self.tried.map_or("?".into(), |t| t.to_string());
+                match &self.stopped {
+                    Some(e) => format!("{n} more of {tried}, then {}", e.get().status_name),
+                    None => format!("{n} more of {tried}"),
+                }
+            }
+            (_, _, Some(why)) => format!("no answer: {why}"),
+            _ => "no answer".into(),
+        };
+        format!("Solve({}: {answer})", self.query)
+    }
+}
+
+#[pymethods]
 impl Advice {
     fn __repr__(&self) -> String {
         format!("Advice({}: fits {})", self.change, self.fits)

@@ -167,6 +167,8 @@ def test_a_count_of_more_loads_says_what_stopped_it():
     refused = appended.steps[4].error
     assert s.stopped.status_name == refused.status_name == "NRT_LOAD_NOT_ENOUGH_NC"
     assert (s.stopped.status, s.stopped.message) == (refused.status, refused.message)
+    assert repr(s) == f"Solve({SMALL}: 0 more of 4, then NRT_LOAD_NOT_ENOUGH_NC)"
+    assert repr(s.stopped).startswith("StepError(NRT_LOAD_NOT_ENOUGH_NC (9): No free logical")
     beside = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", solve=f"{SMALL}@0,1")
     assert (beside.solve.ranks, beside.solve.stopped) == (2, None)
 
