@@ -488,8 +488,8 @@ fn solve_text(p: &Plan) -> Option<String> {
                 if cores.is_none() && f.status == NrtStatus::LoadNotEnoughNc {
                     let _ = write!(
                         line,
-                        " (every logical core holds a load: --solve {}@CORES counts loads beside them)",
-                        file.display()
+                        " (every logical core holds a load: {} counts loads beside them)",
+                        shell_words(&["--solve".into(), format!("{}@CORES", file.display())])
                     );
                 }
             }
