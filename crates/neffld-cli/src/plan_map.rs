@@ -347,13 +347,14 @@ fn answers_html(r: &PlanReport) -> String {
             let copies: Vec<String> = h
                 .copies
                 .iter()
-                .map(|c| {
-                    format!(
+                .map(|c| match &c.refused {
+                    Some(e) => format!("{} cannot load here [{}]", base(&c.file), e.status),
+                    None => format!(
                         "{}{} more of {}",
                         if c.at_least { "≥" } else { "" },
                         c.count,
                         base(&c.file)
-                    )
+                    ),
                 })
                 .collect();
             let text = format!(

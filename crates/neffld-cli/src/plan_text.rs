@@ -308,7 +308,10 @@ fn headroom_rows(headroom: &[Headroom]) -> Vec<[String; 6]> {
         let c: Vec<String> = h
             .copies
             .iter()
-            .map(|(_, c)| format!("{}{}", if c.at_least { "≥" } else { "" }, c.count))
+            .map(|(_, c)| match c.refused {
+                Some(_) => "-".to_string(),
+                None => format!("{}{}", if c.at_least { "≥" } else { "" }, c.count),
+            })
             .collect();
         c.join(", ")
     };
@@ -321,7 +324,7 @@ fn headroom_rows(headroom: &[Headroom]) -> Vec<[String; 6]> {
     };
     let figures = |rows: &&[Headroom]| {
         let h = &rows[0];
-        let c: Vec<_> = h.copies.iter().map(|(_, c)| *c).collect();
+        let c: Vec<_> = h.copies.iter().map(|(_, c)| c.clone()).collect();
         (
             rows.len(),
             sharer(h).is_none(),
@@ -380,8 +383,9 @@ fn headroom_rows(headroom: &[Headroom]) -> Vec<[String; 6]> {
     rows
 }
 
-/// Why "largest" is under "free", once per distinct explanation, and what
-/// a shared HBM's mark means.
+/// Why "largest" is under "free", once per distinct explanation; why a
+/// NEFF shown `-` cannot load, with the cores; and what a shared HBM's
+/// mark means.
 fn headroom_notes(t: &mut String, headroom: &[Headroom]) {
     let mut said: Vec<String> = Vec::new();
     for h in headroom
@@ -397,6 +401,29 @@ fn headroom_notes(t: &mut String, headroom: &[Headroom]) {
                 break;
             }
         }
+    }
+    let mut refused: Vec<(&std::path::Path, String, Vec<u32>)> = Vec::new();
+    for h in headroom {
+        for (file, c) in &h.copies {
+            let Some(f) = &c.refused else { continue };
+            let why = self::refused(f);
+            match refused
+                .iter_mut()
+                .find(|(p, w, _)| *p == file.as_path() && *w == why)
+            {
+                Some((_, _, cores)) => cores.push(h.vnc),
+                None => refused.push((file, why, vec![h.vnc])),
+            }
+        }
+    }
+    for (file, why, cores) in refused {
+        let _ = writeln!(
+            t,
+            "  {} cannot load on {} {}: {why}",
+            file.display(),
+            if cores.len() == 1 { "core" } else { "cores" },
+            core_list(&cores)
+        );
     }
     if headroom.iter().any(|h| !h.shared_with.is_empty()) {
         let _ = writeln!(

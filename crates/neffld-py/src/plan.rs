@@ -342,6 +342,8 @@ pub struct Copies {
     pub file: String,
     pub count: u32,
     pub at_least: bool,
+    /// Why the NEFF cannot load on the core at all, memory aside.
+    pub refused: Option<Py<StepError>>,
 }
 
 /// What more fits on one logical core.
@@ -591,6 +593,11 @@ impl Plan {
                                 file: c.file.clone(),
                                 count: c.count,
                                 at_least: c.at_least,
+                                refused: c
+                                    .refused
+                                    .as_ref()
+                                    .map(|e| step_error(py, e))
+                                    .transpose()?,
                             },
                         )
                     })

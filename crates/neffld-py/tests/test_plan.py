@@ -173,6 +173,15 @@ def test_a_count_of_more_loads_says_what_stopped_it():
     assert (beside.solve.ranks, beside.solve.stopped) == (2, None)
 
 
+def test_a_neff_that_cannot_load_is_not_counted_as_no_room():
+    # matmul_small is compiled for LNC 2: at LNC 1 it cannot load at all.
+    p = neffld.plan(f"{SMALL}@0", instance="trn2.3xlarge", lnc=1)
+    copies = p.headroom[0].copies[0]
+    assert copies.count == 0
+    assert copies.refused.status_name == p.steps[0].error.status_name == "NRT_INVALID"
+    assert [a.argv[a.argv.index("--lnc") + 1] for a in p.advice if a.kind == "lnc"] == ["2"]
+
+
 def test_each_advice_argv_plans_to_its_fits():
     # Two 11 GiB tensors on cores 0 and 1 at LNC 1 share HBM 0 (24 GiB):
     # refused, with advice (LNC 2, a placement) whose command lines fit.

@@ -1085,6 +1085,22 @@ fn a_neff_of_another_logical_core_size_is_advised_its_own() {
         );
         assert!(doc["no_fix"].is_null(), "{doc}");
         advice_replans_as_said(&doc);
+        // Headroom does not count it as "0 more fit": it cannot load here
+        // however much is free, for the reason the step was refused.
+        let copies = &doc["headroom"][0]["copies"][0];
+        assert_eq!(copies["count"], 0, "{copies}");
+        assert_eq!(copies["refused"], doc["steps"][0]["error"], "{copies}");
+        let text = neffld(&args, &[]);
+        let text = String::from_utf8(text.stdout).unwrap();
+        let headroom = section_of(&text, "headroom");
+        assert!(headroom[2].trim_end().ends_with(" -"), "{headroom:?}");
+        let name = Path::new(load.split('@').next().unwrap()).display();
+        assert!(
+            headroom.iter().any(|l| l.starts_with(&format!(
+                "  {name} cannot load on core 0: refused [NRT_INVALID (2)]"
+            ))),
+            "{headroom:?}"
+        );
     }
 }
 

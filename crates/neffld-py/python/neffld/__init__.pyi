@@ -332,6 +332,8 @@ class Copies:
     file: str
     count: int
     at_least: bool
+    refused: Optional[StepError]
+    """Why the NEFF cannot load on the core at all, memory aside (count is then 0)."""
 
 class Headroom:
     """What more fits on one logical core."""

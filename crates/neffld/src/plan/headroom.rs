@@ -27,20 +27,26 @@ use std::sync::Arc;
 use crate::device::tape::Taped;
 use crate::device::{AllocSet, BatchReq, Device, Owner, GRANULE};
 use crate::ids::PCore;
+use crate::NrtStatus;
 
 use super::deployment::Deployment;
-use super::run::{allocate, largest_fitting, Exec};
+use super::run::{allocate, largest_fitting, load_failure, Exec};
+use super::StepFailure;
 
 /// Copies counted at most (a further copy beyond it is not tried).
 pub(crate) const COPY_LIMIT: u32 = 256;
 
 /// How many more copies of one NEFF fit on a core.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Copies {
     /// Copies that fit.
     pub count: u32,
     /// Counting stopped at [`COPY_LIMIT`]: at least `count` fit.
     pub at_least: bool,
+    /// The NEFF cannot load on the core however much memory is free (its
+    /// logical-core size, its chip, one of neffld's own ceilings): the
+    /// first copy's refusal. `count` is then 0.
+    pub refused: Option<StepFailure>,
 }
 
 /// What more fits on one logical core.
@@ -172,6 +178,7 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
     let none = Copies {
         count: 0,
         at_least: false,
+        refused: None,
     };
     let Ok((nd, _)) = exec.placement(vnc) else {
         return none;
@@ -181,9 +188,16 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
         return none;
     };
     watch.record();
-    let Ok(model) = exec.rt.load_fingerprinted(&exec.prints[i], None, Some(vnc)) else {
-        watch.recorded();
-        return none;
+    let model = match exec.rt.load_fingerprinted(&exec.prints[i], None, Some(vnc)) {
+        Ok(model) => model,
+        Err(e) => {
+            watch.recorded();
+            let f = load_failure(exec.rt.config(), e);
+            return Copies {
+                refused: (f.status != NrtStatus::Resource).then_some(f),
+                ..none
+            };
+        }
     };
     let mut io = Vec::new();
     let mut first_fits = true;
@@ -229,5 +243,6 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
     Copies {
         count,
         at_least: count >= COPY_LIMIT,
+        refused: None,
     }
 }

@@ -325,6 +325,8 @@ pub struct CopiesEntry {
     pub count: u32,
     /// Counting stopped at the limit: at least `count` fit.
     pub at_least: bool,
+    /// Why the NEFF cannot load on the core at all, memory aside.
+    pub refused: Option<StepError>,
 }
 
 /// One piece of advice with what planning again with it showed.
@@ -681,6 +683,7 @@ impl Plan {
                             file: f.display().to_string(),
                             count: c.count,
                             at_least: c.at_least,
+                            refused: c.refused.as_ref().map(step_error),
                         })
                         .collect(),
                 })

@@ -668,7 +668,7 @@ pub(crate) fn failure(e: LoadError) -> StepFailure {
 /// A refused load as the plan reports it: neffld's own ceilings as
 /// neffld's, with the setting that raises them; a NEFF of another chip
 /// named against the instance's chip and the compiler's target flag.
-fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure {
+pub(crate) fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure {
     use crate::container::ContainerError as C;
     match &e {
         LoadError::Container(C::InflateLimit { limit }) => StepFailure {

@@ -179,7 +179,11 @@ fn a_noisy_neighbour_is_refused_as_the_runtime_reports_it_and_lnc2_lets_it_throu
     // small pool is 1 GiB, partly taken, so it is the main pool's); on NC 1,
     // which has no scratchpad page yet, the first copy also brings the
     // shared page its 512-byte arena needs, from the same range first.
-    let copies = |h: &plan::Headroom, f: &Path| h.copies.iter().find(|c| c.0 == f).unwrap().1;
+    let copies = |h: &plan::Headroom, f: &Path| {
+        let c = &h.copies.iter().find(|c| c.0 == f).unwrap().1;
+        assert_eq!(c.refused, None, "{f:?} loads here");
+        c.clone()
+    };
     assert_eq!(
         u64::from(copies(h1, &small).count),
         (main - p.scratchpad_page) / GIB
