@@ -301,10 +301,7 @@ pub fn command_deployment(
 /// NEFF shortened by another process while the plan has it mapped ends the
 /// command as the I/O failure it is (exit status 2, the files named, as
 /// JSON when asked) instead of a kill by `SIGBUS` ([`crate::sigbus`]).
-fn evaluate(
-    a: &PlanArgs,
-    m: Option<&ArgMatches>,
-) -> Result<(Plan, PlanDoc, Option<Failure>), Failure> {
+fn evaluate(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Plan, Failure> {
     let d = deployment(a, m)?;
     if d.steps.is_empty() {
         return Err(Failure::usage("the deployment has no step".into()));
@@ -326,18 +323,25 @@ fn evaluate(
         let (message, fd) = crate::input::guard_message("plan", &f, a.json);
         crate::sigbus::guard_range(1, usize::MAX, message, fd)
     };
-    let p = plan::plan(&d).map_err(|e| failure_of(&e, &d))?;
-    let (doc, unwritten) = output(&p, a.map.as_deref());
-    Ok((p, doc, unwritten))
+    plan::plan(&d).map_err(|e| failure_of(&e, &d))
 }
 
 pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
-    let (p, doc, unwritten) = evaluate(a, m)?;
-    if a.json {
+    let p = evaluate(a, m)?;
+    // The typed report (every step, NEFF and tensor) is built for the
+    // document and the map; the human report reads the plan itself.
+    let unwritten = if a.json {
+        let (doc, unwritten) = output(&p, a.map.as_deref());
         print_json(&doc);
+        unwritten
     } else {
-        emit(&plan_text::human(&p, &doc.report, style));
-    }
+        let unwritten = a
+            .map
+            .as_deref()
+            .and_then(|path| write_html(path, &plan_map::render(&p.report())));
+        emit(&plan_text::human(&p, style));
+        unwritten
+    };
     Ok(exit_after_report(
         "plan",
         unwritten,

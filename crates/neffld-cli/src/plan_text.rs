@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use neffld::plan::deployment::core_list;
-use neffld::plan::{self, Headroom, Plan, PlanReport, Solve, SolveAnswer, Step, StepFailure};
+use neffld::plan::{self, Headroom, Plan, Solve, SolveAnswer, Step, StepFailure};
 use neffld::report::{HbmMemory, MemoryReport};
 use neffld::text::count;
 use neffld::NrtStatus;
@@ -15,9 +15,9 @@ use neffld::NrtStatus;
 use crate::style::Style;
 use crate::units;
 
-pub fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
+pub fn human(p: &Plan, style: Style) -> String {
     let mut t = String::new();
-    summary(&mut t, p, r, style);
+    summary(&mut t, p, style);
     refusal(&mut t, p);
     steps(&mut t, p);
     memory(&mut t, p);
@@ -27,8 +27,8 @@ pub fn human(p: &Plan, r: &PlanReport, style: Style) -> String {
 }
 
 /// What was planned, whether it fits, the solve answer and the HBMs in use.
-fn summary(t: &mut String, p: &Plan, r: &PlanReport, style: Style) {
-    let i = &r.instance;
+fn summary(t: &mut String, p: &Plan, style: Style) {
+    let i = p.instance_facts();
     let _ = writeln!(
         t,
         "plan      {}: {} chip{} of {} cores and {} HBMs of {}; LNC {} ({} logical cores); runtime {}; {}",

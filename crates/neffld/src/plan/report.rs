@@ -586,9 +586,25 @@ fn advice(a: &super::Advice) -> AdviceEntry {
 }
 
 impl Plan {
+    /// The instance planned on: its chips, their cores and HBMs, and the
+    /// logical cores at the plan's size.
+    pub fn instance_facts(&self) -> InstanceFacts {
+        let g = Geometry::for_arch(self.arch);
+        InstanceFacts {
+            name: self.instance.map(|i| i.name),
+            chip: self.instance.map(|i| i.chip),
+            arch: self.arch.instance(),
+            chips: self.chips,
+            cores_per_chip: g.cores(),
+            hbms_per_chip: g.hbm_channels(),
+            hbm_size: g.hbm_bytes_per_channel(),
+            lnc: self.lnc,
+            logical_cores: self.logical_cores,
+        }
+    }
+
     /// The plan as it is reported ([`PlanReport`]).
     pub fn report(&self) -> PlanReport {
-        let g = Geometry::for_arch(self.arch);
         let refusal = self.refusal.as_ref().map(|r| RefusalEntry {
             step: r.step,
             device: r.device,
@@ -613,17 +629,7 @@ impl Plan {
         });
         PlanReport {
             fits: self.fits(),
-            instance: InstanceFacts {
-                name: self.instance.map(|i| i.name),
-                chip: self.instance.map(|i| i.chip),
-                arch: self.arch.instance(),
-                chips: self.chips,
-                cores_per_chip: g.cores(),
-                hbms_per_chip: g.hbm_channels(),
-                hbm_size: g.hbm_bytes_per_channel(),
-                lnc: self.lnc,
-                logical_cores: self.logical_cores,
-            },
+            instance: self.instance_facts(),
             runtime: self.line,
             scratchpad_page: self.scratchpad_page,
             contiguous_scratchpad: self.contiguous_scratchpad,
