@@ -342,16 +342,21 @@ fn an_unwritable_map_keeps_the_plan() {
     assert!(doc["warnings"].to_string().contains(bad), "{doc}");
 }
 
+/// An advice item's command line.
+fn argv_of(a: &Value) -> Vec<&str> {
+    a["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect()
+}
+
 /// Re-plans every advice item's `argv` (as given, without the leading
 /// `neffld`) and checks the plan's `fits` is the item's.
 fn advice_replans_as_said(doc: &Value) {
     for a in doc["advice"].as_array().unwrap() {
-        let argv: Vec<&str> = a["argv"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w.as_str().unwrap())
-            .collect();
+        let argv = argv_of(a);
         assert_eq!(&argv[..2], ["neffld", "plan"], "{a}");
         let mut args = argv[1..].to_vec();
         args.push("--json");
@@ -1069,13 +1074,10 @@ fn a_neff_of_another_logical_core_size_is_advised_its_own() {
         assert_eq!(lnc_advice.len(), 1, "{doc}");
         let a = lnc_advice[0];
         assert_eq!(a["fits"], true, "{a}");
-        let argv: Vec<&str> = a["argv"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w.as_str().unwrap())
-            .collect();
-        assert!(argv.windows(2).any(|w| w == ["--lnc", advised]), "{a}");
+        assert!(
+            argv_of(a).windows(2).any(|w| w == ["--lnc", advised]),
+            "{a}"
+        );
         assert!(
             a["reason"]
                 .as_str()
