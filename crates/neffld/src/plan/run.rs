@@ -198,7 +198,7 @@ impl Session {
         // The deployment's own mistakes, before any load runs.
         let chip = Geometry::for_arch(config.arch);
         if let Ok(visible) = config.logical_cores(&chip, config.chips.max(1)) {
-            let on = match config.instance {
+            let mut on = match config.instance {
                 Some(i) => format!("{} at LNC {}", i.name, config.lnc_size()),
                 None => format!(
                     "{} chip{} of {} at LNC {}",
@@ -208,6 +208,10 @@ impl Session {
                     config.lnc_size()
                 ),
             };
+            // The deployment numbers the visible cores only.
+            if let Some(list) = &config.visible_cores {
+                on.push_str(&format!(" with {}={}", list.var, list.value));
+            }
             d.validate(visible.len() as u32, &on)?;
         }
         if let Some(l) = d.lnc.filter(|l| !config.arch.lnc_sizes().contains(l)) {
