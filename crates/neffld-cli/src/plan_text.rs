@@ -203,8 +203,10 @@ fn memory(t: &mut String, p: &Plan) {
             .collect();
         for (first, n, (m, h)) in hbms {
             t.push_str(&m.usage_table_grouped(h));
-            if n > 1 {
-                let name = |(nd, hbm): (u32, u32)| format!("ND {nd} HBM {hbm}");
+            let name = |(nd, hbm): (u32, u32)| format!("ND {nd} HBM {hbm}");
+            if n == 2 {
+                let _ = writeln!(t, "{}: as {}", name(all[first + 1]), name(all[first]));
+            } else if n > 2 {
                 let _ = writeln!(
                     t,
                     "the next {} HBMs in use, {} to {}: each as {}",

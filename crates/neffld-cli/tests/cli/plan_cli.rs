@@ -568,6 +568,16 @@ fn core_lists_and_unloads_of_nothing_are_usage_errors_before_work() {
             "--free 'kv@0'".into(),
             "no tensor kv",
         ),
+        // Four logical cores, two of them visible: the plan numbers those.
+        (
+            vec![
+                "--env".into(),
+                "NEURON_RT_VISIBLE_CORES=2-3".into(),
+                format!("{a}@2"),
+            ],
+            format!("LOAD '{a}@2'"),
+            "trn2.3xlarge at LNC 2 with NEURON_RT_VISIBLE_CORES=2-3 has 2 logical cores (0 to 1)",
+        ),
     ];
     for (args, place, what) in cases {
         let mut all = vec![
@@ -955,6 +965,12 @@ fn ranks_sharing_hbms_read_as_one_headroom_line() {
         "{headroom:?}"
     );
     assert!(!text.contains("(each of"), "{text}");
+    // Two HBMs alike (cores 0-3 on HBMs 0 and 1): the second is one line.
+    let text = plan("0-3");
+    assert!(
+        text.contains("\nND 0 HBM 1: as ND 0 HBM 0\n") && !text.contains("the next 1 HBMs"),
+        "{text}"
+    );
 }
 
 /// A grouped list of cores longer than its heading widens its column: the
