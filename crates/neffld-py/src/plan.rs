@@ -387,6 +387,79 @@ pub struct Advice {
 }
 
 #[pymethods]
+impl PlanInstance {
+    fn __repr__(&self) -> String {
+        format!(
+            "PlanInstance({}: {} chip(s), LNC {}, {} logical cores)",
+            self.name.unwrap_or(self.arch),
+            self.chips,
+            self.lnc,
+            self.logical_cores
+        )
+    }
+}
+
+#[pymethods]
+impl PlanRefusal {
+    fn __repr__(&self) -> String {
+        format!(
+            "PlanRefusal(step {}: {} bytes of {} on ND {} NC {})",
+            self.step + 1,
+            self.size,
+            self.category,
+            self.device,
+            self.pcore
+        )
+    }
+}
+
+#[pymethods]
+impl PlanNeff {
+    fn __repr__(&self) -> String {
+        format!("PlanNeff({} {} on core {})", self.id, self.file, self.core)
+    }
+}
+
+#[pymethods]
+impl PlanTensor {
+    fn __repr__(&self) -> String {
+        format!(
+            "PlanTensor({}: {} bytes on core {})",
+            self.name, self.size, self.core
+        )
+    }
+}
+
+#[pymethods]
+impl Copies {
+    fn __repr__(&self) -> String {
+        match &self.refused {
+            Some(e) => format!(
+                "Copies({}: cannot load, {})",
+                self.file,
+                e.get().status_name
+            ),
+            None => format!(
+                "Copies({}: {}{} more)",
+                self.file,
+                if self.at_least { ">=" } else { "" },
+                self.count
+            ),
+        }
+    }
+}
+
+#[pymethods]
+impl Headroom {
+    fn __repr__(&self) -> String {
+        format!(
+            "Headroom(core {}: {} bytes free on HBM {}, largest tensor {})",
+            self.core, self.hbm_free, self.hbm, self.largest_tensor
+        )
+    }
+}
+
+#[pymethods]
 impl StepError {
     fn __repr__(&self) -> String {
         format!(

@@ -169,6 +169,9 @@ def test_a_count_of_more_loads_says_what_stopped_it():
     assert (s.stopped.status, s.stopped.message) == (refused.status, refused.message)
     assert repr(s) == f"Solve({SMALL}: 0 more of 4, then NRT_LOAD_NOT_ENOUGH_NC)"
     assert repr(s.stopped).startswith("StepError(NRT_LOAD_NOT_ENOUGH_NC (9): No free logical")
+    assert repr(p.neffs[0]) == f"PlanNeff(1 {SMALL} on core 0)"
+    t = p.tensors[0]
+    assert repr(t) == f"PlanTensor({t.name}: {t.size} bytes on core 0)"
     beside = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", solve=f"{SMALL}@0,1")
     assert (beside.solve.ranks, beside.solve.stopped) == (2, None)
 
@@ -179,6 +182,9 @@ def test_a_neff_that_cannot_load_is_not_counted_as_no_room():
     copies = p.headroom[0].copies[0]
     assert copies.count == 0
     assert copies.refused.status_name == p.steps[0].error.status_name == "NRT_INVALID"
+    assert repr(copies) == f"Copies({SMALL}: cannot load, NRT_INVALID)"
+    assert repr(p.headroom[0]).startswith("Headroom(core 0: ")
+    assert repr(p.instance) == "PlanInstance(trn2.3xlarge: 1 chip(s), LNC 1, 8 logical cores)"
     assert [a.argv[a.argv.index("--lnc") + 1] for a in p.advice if a.kind == "lnc"] == ["2"]
 
 
