@@ -387,6 +387,23 @@ pub struct Advice {
 }
 
 #[pymethods]
+impl LogLine {
+    fn __repr__(&self) -> String {
+        format!("LogLine({}: {})", self.function, self.message)
+    }
+}
+
+#[pymethods]
+impl Pool {
+    fn __repr__(&self) -> String {
+        format!(
+            "Pool({}: {} of {} bytes free, longest {})",
+            self.pool, self.free, self.capacity, self.longest
+        )
+    }
+}
+
+#[pymethods]
 impl PlanInstance {
     fn __repr__(&self) -> String {
         format!(
@@ -403,10 +420,11 @@ impl PlanInstance {
 impl PlanRefusal {
     fn __repr__(&self) -> String {
         format!(
-            "PlanRefusal(step {}: {} bytes of {} on ND {} NC {})",
+            "PlanRefusal(step {}: {} bytes of {} ({}) on ND {} NC {})",
             self.step + 1,
             self.size,
-            self.category,
+            self.usage,
+            self.what,
             self.device,
             self.pcore
         )

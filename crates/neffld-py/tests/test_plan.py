@@ -45,6 +45,8 @@ def test_a_refused_step_is_the_answer_and_a_mistake_raises():
     assert refused.error.status_name == "NRT_RESOURCE" and refused.error.own_limit is None
     assert p.to_dict()["error"]["status"] == "NRT_RESOURCE"
     assert p.refusal.step == 1 and p.refusal.size == 30 * GIB
+    assert repr(p.refusal) == f"PlanRefusal(step 2: {30 * GIB} bytes of tensors (kv) on ND 0 NC 0)"
+    assert repr(p.refusal.log[0]).startswith("LogLine(print_lnc_hbm_details: LNC size is 2.")
     lines = [l.message for l in p.refusal.log]
     assert lines[0] == "LNC size is 2. Neuron Cores using this HBM: NC 0 and NC 1"
     assert lines[1] == (
@@ -184,6 +186,8 @@ def test_a_neff_that_cannot_load_is_not_counted_as_no_room():
     assert copies.refused.status_name == p.steps[0].error.status_name == "NRT_INVALID"
     assert repr(copies) == f"Copies({SMALL}: cannot load, NRT_INVALID)"
     assert repr(p.headroom[0]).startswith("Headroom(core 0: ")
+    pool = p.headroom[0].pools[0]
+    assert repr(pool) == f"Pool(main: {pool.free} of {pool.capacity} bytes free, longest {pool.longest})"
     assert repr(p.instance) == "PlanInstance(trn2.3xlarge: 1 chip(s), LNC 1, 8 logical cores)"
     assert [a.argv[a.argv.index("--lnc") + 1] for a in p.advice if a.kind == "lnc"] == ["2"]
 
