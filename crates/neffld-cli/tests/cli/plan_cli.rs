@@ -342,6 +342,16 @@ fn an_unwritable_map_keeps_the_plan() {
     assert!(doc["warnings"].to_string().contains(bad), "{doc}");
 }
 
+/// The advice items of one kind in a `plan --json` document.
+fn advice_of_kind<'d>(doc: &'d Value, kind: &str) -> Vec<&'d Value> {
+    doc["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == kind)
+        .collect()
+}
+
 /// An advice item's command line.
 fn argv_of(a: &Value) -> Vec<&str> {
     a["argv"]
@@ -408,12 +418,7 @@ fn ranks_on_a_shared_hbm_are_offered_a_placement_that_fits() {
         "--json",
     ];
     assert_eq!(json(&neffld(&spread, &[]))["fits"], true);
-    let placed: Vec<&Value> = doc["advice"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["kind"] == "placement")
-        .collect();
+    let placed = advice_of_kind(&doc, "placement");
     assert_eq!(placed.len(), 1, "{}", doc["advice"]);
     assert_eq!(placed[0]["fits"], true);
     assert_eq!(placed[0]["moves"][0]["from"], 1);
@@ -1085,8 +1090,7 @@ fn a_neff_of_another_logical_core_size_is_advised_its_own() {
         assert_eq!(out.status.code(), Some(1), "{load} at LNC {lnc}");
         let doc = json(&out);
         assert_eq!(doc["steps"][0]["error"]["status"], "NRT_INVALID", "{doc}");
-        let advice = doc["advice"].as_array().unwrap();
-        let lnc_advice: Vec<&Value> = advice.iter().filter(|a| a["kind"] == "lnc").collect();
+        let lnc_advice = advice_of_kind(&doc, "lnc");
         assert_eq!(lnc_advice.len(), 1, "{doc}");
         let a = lnc_advice[0];
         assert_eq!(a["fits"], true, "{a}");
@@ -1145,12 +1149,7 @@ fn the_dominant_neff_is_weighed_with_its_io_tensors() {
     );
     assert_eq!(out.status.code(), Some(0));
     let doc = json(&out);
-    let without: Vec<&Value> = doc["advice"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["kind"] == "without_neff")
-        .collect();
+    let without = advice_of_kind(&doc, "without_neff");
     assert_eq!(without.len(), 1, "{doc}");
     assert_eq!(
         without[0]["change"],

@@ -14,8 +14,9 @@
 //! loads leaves many). So each node keeps, per alignment class (4 KiB,
 //! 8 KiB, ... 4 MiB), the most bytes any range below it offers from its
 //! first address of that alignment on (in 4 KiB units, rounded up): a
-//! subtree is entered only when one of its ranges can hold the block. Alignments above the last class are
-//! pruned by the last class's figure, which can only overstate.
+//! subtree is entered only when one of its ranges can hold the block.
+//! Alignments above the last class are pruned by the last class's figure,
+//! which can only overstate.
 //!
 //! Nodes live in one vector (indices, not pointers); removed ones are
 //! reused. The highest range is kept outside the tree ([`RangeIndex`]).
