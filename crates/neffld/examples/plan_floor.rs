@@ -8,11 +8,14 @@
 //!
 //! Only the allocator is timed: examples are built with the `testkit`
 //! feature, whose books keep an address index the shipped build does not.
+//! Then, untimed, it says how nearly the loads' placements repeat: whether a
+//! run of identical loads could be planned as one load shifted.
 //!
 //! ```text
 //! plan_floor FILE [LOADS]    LOADS: 10000 by default
 //! ```
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use neffld::api::Runtime;
@@ -84,4 +87,64 @@ fn main() {
         "{file}: {} requests a load; placing them {loads} times: {us:.2} us a load",
         reqs.len()
     );
+
+    // Untimed: where each load's requests land. A run of identical loads
+    // could be planned as one record only if each load landed where the
+    // one before it did, shifted; this says how far from that first fit is.
+    let mut alloc = HbmAllocator::started(&geometry, StartTaken::default());
+    let placed: Vec<Vec<u64>> = (0..loads)
+        .map(|_| {
+            reqs.iter()
+                .map(
+                    |&(channel, r)| match alloc.alloc(channel, r.size, r.align, r.place) {
+                        Ok(b) => b.pa,
+                        Err(_) => fail("the device is full before the last load"),
+                    },
+                )
+                .collect()
+        })
+        .collect();
+    println!("{}", period(&placed));
+}
+
+/// The shortest period after which most loads land where the load that
+/// many before them landed, each request moved by a shift of its own
+/// (counted on the middle half of the loads, past the start and short of a
+/// full device): how many loads do, and how many distinct shifts that
+/// takes. One shift and every load would be a load shifted; more are
+/// fronts moving at their own speeds.
+fn period(placed: &[Vec<u64>]) -> String {
+    let (from, to) = (placed.len() / 4, placed.len() * 3 / 4);
+    let longest = ((to - from) / 2).min(256);
+    for p in 1..=longest {
+        let mut seen: HashMap<Vec<i128>, usize> = HashMap::new();
+        for k in from..to - p {
+            let shifts = placed[k + p]
+                .iter()
+                .zip(&placed[k])
+                .map(|(&a, &b)| i128::from(a) - i128::from(b))
+                .collect();
+            *seen.entry(shifts).or_default() += 1;
+        }
+        let Some((shifts, &repeats)) = seen.iter().max_by_key(|(_, &n)| n) else {
+            continue;
+        };
+        let pairs = to - p - from;
+        if repeats * 10 >= pairs * 9 {
+            let mut distinct = shifts.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let mib: Vec<String> = distinct
+                .iter()
+                .map(|&d| format!("{:.2} MiB", d as f64 / 1048576.0))
+                .collect();
+            return format!(
+                "every {p} loads: {repeats} of {pairs} loads land as the load {p} before, moved by {} shift(s) ({}); the other {} do not",
+                distinct.len(),
+                mib.join(", "),
+                pairs - repeats
+            );
+        }
+    }
+    format!("no period up to {longest} loads repeats nine placements in ten")
 }
