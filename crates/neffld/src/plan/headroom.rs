@@ -6,8 +6,9 @@
 //! - The largest further tensor: the largest size `nrt_tensor_allocate`
 //!   accepts for the core, by bisection on 4 KiB granules (whether a size
 //!   fits falls as the size grows: every pool is tried for every size).
-//! - Further copies of each NEFF: one real load on the core (with its input
-//!   and output tensors when the deployment allocates them), then the
+//! - Further copies of each NEFF: one real load on the core (with the
+//!   profiler buffers of its first load there, and its input and output
+//!   tensors when the deployment allocates them), then the
 //!   allocations that load made for itself, made again copy by copy until
 //!   one is refused. A further copy makes exactly those requests: the shared
 //!   scratchpad pages it uses exist by then, and nothing else of a load
@@ -180,7 +181,7 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
         at_least: false,
         refused: None,
     };
-    let Ok((nd, _)) = exec.placement(vnc) else {
+    let Ok((nd, pcores)) = exec.placement(vnc) else {
         return none;
     };
     let watch = exec.watches[nd as usize].clone();
@@ -199,9 +200,12 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
             };
         }
     };
+    // The first load on the core's physical cores also adds their profiler
+    // buffers: the runtime's, so no further copy makes them again.
+    let buffers = exec.first_load_buffers(nd, &pcores);
     let mut io = Vec::new();
-    let mut first_fits = true;
-    if io_tensors {
+    let mut first_fits = buffers.is_ok();
+    if io_tensors && first_fits {
         for t in exec.rt.tensor_info(&model).unwrap_or_default().iter() {
             match allocate(&exec.rt, &t.name, t.size, vnc, None) {
                 Ok(x) => io.push(x),
@@ -239,6 +243,7 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
     }
     drop(held);
     drop(io);
+    drop(buffers);
     let _ = exec.rt.unload(&model);
     Copies {
         count,

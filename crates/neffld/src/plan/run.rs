@@ -513,8 +513,10 @@ impl<'s> Exec<'s> {
         })
     }
 
-    /// Loads `file` on `vnc` (or the first free core), then its input and
-    /// output tensors and the profiler buffers of cores not yet profiled.
+    /// Loads `file` on `vnc` (or the first free core), with the profiler
+    /// buffers of the physical cores it is the first load on (the load's
+    /// own: refused, it leaves nothing behind), then its input and output
+    /// tensors (the framework's, after the load: refused, the load stays).
     fn load_step(
         &mut self,
         i: usize,
@@ -529,6 +531,16 @@ impl<'s> Exec<'s> {
         };
         let at = self.rt.visible_index(model.vnc).unwrap_or(0);
         let (device, pcores) = self.placement(at).unwrap_or_default();
+        match self.first_load_buffers(device, &pcores) {
+            Ok(buffers) => {
+                self.profiled.extend(pcores.iter().map(|&p| (device, p)));
+                self.profile_buffers.extend(buffers);
+            }
+            Err(e) => {
+                let _ = self.rt.unload(&model);
+                return (Some(at), Err(failure(e)));
+            }
+        }
         let h_model = self
             .rt
             .with_model(&model, |lm| lm.h_model)
@@ -539,7 +551,7 @@ impl<'s> Exec<'s> {
             file: path.to_path_buf(),
             device,
             vnc: at,
-            pcores: pcores.clone(),
+            pcores,
         };
         let tensors = if io_tensors {
             self.rt.tensor_info(&model).unwrap_or_default()
@@ -558,37 +570,43 @@ impl<'s> Exec<'s> {
                 Err(e) => return (Some(at), Err(failure(e))),
             }
         }
-        for p in pcores {
-            if self.profiled.insert((device, p)) {
-                if let Err(e) = self.profile(device, p) {
-                    return (Some(at), Err(failure(e)));
-                }
-            }
-        }
         (Some(at), Ok(()))
     }
 
-    /// The profiler buffers the configuration sizes, on one physical core:
-    /// held by the runtime, reported as Profiler Buffers.
-    fn profile(&mut self, device: u32, pcore: u32) -> Result<(), LoadError> {
-        let Some(dev) = self.rt.devices().nth(device as usize).cloned() else {
-            return Ok(());
-        };
-        for &(kind, bytes) in &self.config.profile_buffers {
-            let hint = format!("profile buffer {kind}");
-            let req = AllocReq {
-                size: bytes,
-                align: 0,
-                core: PCore(pcore),
-                usage: MemUsage::Notification,
-                owner: Owner::Runtime,
-                place: Place::Kernel,
-                hint: &hint,
-            };
-            self.profile_buffers
-                .push(Owned::new(&dev, req).map_err(LoadError::pipeline)?);
+    /// The profiler buffers the configuration sizes, on each of `pcores`
+    /// that no load has used yet: the runtime's, reported as Profiler
+    /// Buffers. All or none: those allocated before a refusal are released.
+    pub(super) fn first_load_buffers(
+        &self,
+        device: u32,
+        pcores: &[u32],
+    ) -> Result<Vec<Owned>, LoadError> {
+        let mut buffers = Vec::new();
+        if self.config.profile_buffers.is_empty() {
+            return Ok(buffers);
         }
-        Ok(())
+        let Some(dev) = self.rt.devices().nth(device as usize) else {
+            return Ok(buffers);
+        };
+        for &p in pcores {
+            if self.profiled.contains(&(device, p)) {
+                continue;
+            }
+            for &(kind, bytes) in &self.config.profile_buffers {
+                let hint = format!("profile buffer {kind}");
+                let req = AllocReq {
+                    size: bytes,
+                    align: 0,
+                    core: PCore(p),
+                    usage: MemUsage::Notification,
+                    owner: Owner::Runtime,
+                    place: Place::Kernel,
+                    hint: &hint,
+                };
+                buffers.push(Owned::new(dev, req).map_err(LoadError::pipeline)?);
+            }
+        }
+        Ok(buffers)
     }
 
     fn tensor(

@@ -406,6 +406,78 @@ fn profile_buffers_are_held_per_core() {
     assert_eq!(p.devices[0].hbms[0].usage().get(Column::ProfilerBuffers), 0);
 }
 
+/// A core no load has used yet takes its profiler buffers with its first
+/// load, so headroom counts them there: the copies it reports are the loads
+/// a re-plan with them appended accepts, and one more is refused.
+#[test]
+fn headroom_counts_the_profile_buffers_of_a_cores_first_load() {
+    let dir = tmpdir("profile-headroom");
+    let dense = neff(&dir, "dense", 2 * GIB);
+    let planned = |extra: u32| {
+        let mut steps = vec![
+            load(&dense, 0),
+            Step::Tensor {
+                name: "kv".into(),
+                size: 4 * GIB,
+                vnc: 1,
+            },
+        ];
+        steps.extend((0..extra).map(|_| load(&dense, 1)));
+        let mut d = trn2_3xl(2, steps);
+        d.env
+            .push(("NEURON_RT_PROFILE_BUF_EVENT_MB".into(), "8000".into()));
+        plan::plan(&d).unwrap()
+    };
+    let p = planned(0);
+    assert!(p.fits());
+    let h1 = p.headroom.iter().find(|h| h.vnc == 1).unwrap();
+    let (_, copies) = h1
+        .copies
+        .iter()
+        .find(|(f, _)| f == &dense)
+        .expect("a column for dense");
+    assert!(!copies.at_least && copies.refused.is_none(), "{copies:?}");
+    // 2 x 8000 MB of buffers beside 4 GiB leave room for a few 2 GiB
+    // loads, not the nine the HBM would take without them.
+    assert!((1..9).contains(&copies.count), "{copies:?}");
+    assert!(planned(copies.count).fits(), "{} copies", copies.count);
+    let over = planned(copies.count + 1);
+    assert_eq!(
+        over.refusal.as_ref().map(|r| r.step),
+        Some(2 + copies.count as usize)
+    );
+}
+
+/// A load whose profiler buffers are refused is refused whole: the model
+/// is unloaded and no buffer of it stays, as `nrt_load` leaves nothing
+/// behind; the refusal's table still shows what it had placed.
+#[test]
+fn a_load_refused_for_its_profile_buffers_leaves_nothing() {
+    let dir = tmpdir("profile-refused");
+    let f = neff(&dir, "p", 0);
+    let mut d = trn2_3xl(2, vec![load(&f, 0)]);
+    d.env
+        .push(("NEURON_RT_PROFILE_BUF_EVENT_MB".into(), "8000".into()));
+    d.env
+        .push(("NEURON_RT_PROFILE_BUF_DMA_MB".into(), "8000".into()));
+    let p = plan::plan(&d).unwrap();
+    let r = p.refusal.as_ref().expect("refused");
+    assert_eq!(
+        (r.step, r.request.usage),
+        (0, neffld::device::MemUsage::Notification)
+    );
+    assert!(p.neffs.is_empty(), "{:?}", p.neffs);
+    let hbm0 = &p.devices[0].hbms[0];
+    assert_eq!(hbm0.usage().get(Column::ProfilerBuffers), 0);
+    for c in &hbm0.cores {
+        assert!(c.models.is_empty(), "{:?} holds {:?}", c.pcore, c.models);
+    }
+    // The next load on the core still takes its buffers: none was marked
+    // as held.
+    let h0 = &p.headroom[0];
+    assert_eq!(h0.copies[0].1.count, 0, "{:?}", h0.copies);
+}
+
 /// A load refused part-way is in the runtime's table with what it had
 /// placed, and the mapping names it too.
 #[test]
