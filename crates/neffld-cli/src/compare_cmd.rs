@@ -297,9 +297,9 @@ pub fn compare(file: &Path, capture: &Path, as_json: bool) -> Result<ExitCode, F
         print_json(&Stamped {
             body: document(file, capture, &cmp),
             stamp: Stamp::new("compare", verdict.as_ref()),
-        });
+        })?;
     } else {
-        emit(&human(&cmp));
+        emit(&human(&cmp))?;
     }
     Ok(if verdict.is_some() {
         failed()

@@ -373,9 +373,9 @@ pub fn inspect(file: &Path, as_json: bool, max_inflated: Option<u64>, err: Style
         print_json(&Stamped {
             body: report,
             stamp: Stamp::new("inspect", outcome.as_ref().err()),
-        });
+        })?;
     } else {
-        print_human(&report);
+        print_human(&report)?;
         if let Err(f) = &outcome {
             eprintln!("{}", err.fail(&f.human()));
         }
@@ -494,7 +494,7 @@ pub fn verify(
                 },
             },
             stamp: Stamp::new("verify", first_failure.as_ref()),
-        });
+        })?;
     } else {
         text.push_str(&if ok == files.len() {
             style.ok(&summary)
@@ -502,7 +502,7 @@ pub fn verify(
             style.fail(&summary)
         });
         text.push('\n');
-        emit(&text);
+        emit(&text)?;
     }
     Ok(if unreadable > 0 {
         ExitCode::from(2)
@@ -513,7 +513,7 @@ pub fn verify(
     })
 }
 
-fn print_human(out: &FileReport) {
+fn print_human(out: &FileReport) -> Result<(), Failure> {
     use std::fmt::Write as _;
     let str_of = shown;
     let mut t = String::new();
@@ -620,7 +620,7 @@ fn print_human(out: &FileReport) {
     for w in &out.warnings {
         let _ = writeln!(t, "warning     {}", str_of(w));
     }
-    emit(&t);
+    emit(&t)
 }
 
 /// A member name for a warning: whole up to 256 bytes, else its first 120
@@ -710,7 +710,7 @@ pub fn extract(
                 warnings: &warnings,
             },
             stamp: Stamp::new("extract", failure.as_ref()),
-        });
+        })?;
     } else {
         for w in &warnings {
             eprintln!("{}", err.warn(&escape(w)));
@@ -722,7 +722,7 @@ pub fn extract(
             "extracted {} to {}\n",
             units::count(written.len() as u64, "member"),
             shown_path(dir)
-        ));
+        ))?;
     }
     Ok(match failure {
         Some(f) => f.exit_code(),
@@ -953,7 +953,7 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
                 warnings: &warnings,
             },
             stamp: Stamp::new("pack", None),
-        });
+        })?;
     } else {
         for w in &warnings {
             eprintln!("{}", err.warn(&format!("warning: {}", escape(w))));
@@ -963,7 +963,7 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
             shown_path(out),
             units::count(members.len() as u64, "member"),
             units::bytes(neff.len() as u64)
-        ));
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }

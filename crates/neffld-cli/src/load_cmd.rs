@@ -528,10 +528,10 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         Some(f)
     });
     if a.json {
-        print_json(&doc);
+        print_json(&doc)?;
     } else {
         let table = memory::human(&report, &doc.memory, refused.as_ref());
-        emit(&human(&doc, &table, a.no_timings, style));
+        emit(&human(&doc, &table, a.no_timings, style))?;
     }
     Ok(exit_after_report(
         "load",

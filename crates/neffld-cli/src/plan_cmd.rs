@@ -332,14 +332,14 @@ pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCod
     // document and the map; the human report reads the plan itself.
     let unwritten = if a.json {
         let (doc, unwritten) = output(&p, a.map.as_deref());
-        print_json(&doc);
+        print_json(&doc)?;
         unwritten
     } else {
         let unwritten = a
             .map
             .as_deref()
             .and_then(|path| write_html(path, &plan_map::render(&p.report())));
-        emit(&plan_text::human(&p, style));
+        emit(&plan_text::human(&p, style))?;
         unwritten
     };
     Ok(exit_after_report(

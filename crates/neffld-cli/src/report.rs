@@ -137,9 +137,9 @@ pub fn failure_document(command: &'static str, f: &Failure) -> Stamp {
 /// Prints a failure the way the command's output mode asks: the JSON
 /// document on stdout, or a coloured line on stderr.
 pub fn report_failure(command: &'static str, f: &Failure, as_json: bool, style: Style) {
-    if as_json {
-        print_json(&failure_document(command, f));
-    } else {
+    // A document that cannot be written (the failure may be that very
+    // write) is told on stderr instead.
+    if !(as_json && print_json(&failure_document(command, f)).is_ok()) {
         eprintln!("neffld {command}: {}", style.fail(&f.human()));
     }
 }
@@ -210,20 +210,34 @@ pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Writes to stdout; a closed pipe (`neffld inspect … | head`) is not an error.
-pub fn emit(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+/// Writes a report to stdout. A closed pipe (`neffld inspect … | head`) is
+/// not an error; any other failure to write (a full disk, an I/O error) is
+/// the command's, since a report cut short must not pass for a whole one.
+pub fn emit(text: &str) -> Result<(), Failure> {
+    write_out(&[text.as_bytes()])
 }
 
 /// Prints a document, its keys in order at every level (the order the
-/// contract has always printed them in, whatever the fields' order).
-pub fn print_json(doc: &impl Serialize) {
-    use std::io::Write;
+/// contract has always printed them in, whatever the fields' order); fails
+/// as [`emit`] does.
+pub fn print_json(doc: &impl Serialize) -> Result<(), Failure> {
     let text = crate::sorted_json::to_vec(doc).expect("reports serialise");
-    // A closed pipe is not an error.
+    write_out(&[&text, b"\n"])
+}
+
+fn write_out(parts: &[&[u8]]) -> Result<(), Failure> {
+    use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(&text).and_then(|()| out.write_all(b"\n"));
+    let written = parts
+        .iter()
+        .try_for_each(|p| out.write_all(p))
+        .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::io(format!(
+            "cannot write the report to standard output: {e}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// A document as `--json` prints it.

@@ -1197,3 +1197,54 @@ fn pack_refuses_header_fields_that_do_not_fit() {
     let doc = json(&neffld(&["inspect", "--json", o]));
     assert_eq!(doc["header"]["name"], name.as_str());
 }
+
+/// A report that cannot be written is the command's failure: on a full
+/// disk (`/dev/full`) every command exits 2 and says so on stderr, human
+/// or JSON, instead of exiting 0 with nothing written; a closed pipe
+/// (`| head`) stays quiet and keeps the command's own status.
+#[test]
+fn a_report_that_cannot_be_written_is_an_io_failure() {
+    let full = Path::new("/dev/full");
+    if !full.exists() {
+        eprintln!("no /dev/full here: skipped");
+        return;
+    }
+    let demo = demo();
+    let d = demo.to_str().unwrap();
+    let plan_arg = format!("{d}@0");
+    let runs: [Vec<&str>; 6] = [
+        vec!["inspect", d],
+        vec!["inspect", "--json", d],
+        vec!["verify", d],
+        vec!["load", d],
+        vec!["plan", "--instance", "trn1.2xlarge", &plan_arg],
+        vec!["plan", "--json", "--instance", "trn1.2xlarge", &plan_arg],
+    ];
+    for args in &runs {
+        let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
+            .args(args)
+            .stdout(std::fs::File::create(full).unwrap())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write the report to standard output")
+                && err.contains("No space left on device"),
+            "{args:?}: {err}"
+        );
+
+        // The reader goes away before the report is written.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_neffld"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+        assert!(out.stderr.is_empty(), "{args:?}: {}", text(&out));
+    }
+}
