@@ -544,6 +544,46 @@ fn tensors_alone_and_frees_plan_from_the_command_line() {
     );
 }
 
+/// An unload names the file it undoes by any path to it: relative with or
+/// without `./`, absolute, or through a symlink (each was "nothing loads
+/// ./u.neff on core 0" though that very file was loaded there). Another
+/// file is still another file.
+#[test]
+fn an_unload_names_its_file_by_any_path() {
+    let dir = scratch("unload-paths");
+    let a = write_neff(&dir, "u", 0);
+    std::os::unix::fs::symlink(&a, dir.join("link.neff")).unwrap();
+    std::fs::copy(&a, dir.join("copy.neff")).unwrap();
+    let run = |unload: &str| {
+        Command::new(env!("CARGO_BIN_EXE_neffld"))
+            .current_dir(&*dir)
+            .args(["plan", "--json", "--instance", "trn2.3xlarge", "u.neff@0"])
+            .args(["--unload", unload])
+            .output()
+            .unwrap()
+    };
+    for unload in ["./u.neff@0", &format!("{a}@0"), "link.neff@0"] {
+        let out = run(unload);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{unload}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc = json(&out);
+        assert_eq!(doc["steps"][1]["status"], "ok", "{unload}: {doc}");
+        assert_eq!(doc["neffs"], serde_json::json!([]), "{unload}: unloaded");
+    }
+    let out = run("copy.neff@0");
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(2), "{doc}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("nothing loads copy.neff on core 0"),
+        "{doc}"
+    );
+}
+
 /// Mistakes in core lists and steps are usage errors found before anything
 /// is planned (exit 2, no step run), naming the argument or the file and
 /// line.

@@ -109,8 +109,8 @@ impl Deployment {
                 visible.saturating_sub(1)
             )
         };
-        let mut loaded: HashMap<(&Path, u32), u32> = HashMap::new();
-        let mut anywhere: Vec<&Path> = Vec::new();
+        let mut loaded: HashMap<(PathBuf, u32), u32> = HashMap::new();
+        let mut anywhere: Vec<PathBuf> = Vec::new();
         let mut held: HashMap<(&str, u32), u32> = HashMap::new();
         for (i, step) in self.steps.iter().enumerate() {
             let vnc = match step {
@@ -123,12 +123,15 @@ impl Deployment {
                 return Err(bad(self.origin(i), beyond(v)));
             }
             match step {
-                Step::Load { file, vnc: None } => anywhere.push(file),
-                Step::Load { file, vnc: Some(v) } => *loaded.entry((file, *v)).or_default() += 1,
+                Step::Load { file, vnc: None } => anywhere.push(same_file(file)),
+                Step::Load { file, vnc: Some(v) } => {
+                    *loaded.entry((same_file(file), *v)).or_default() += 1
+                }
                 Step::Unload { file, vnc } => {
-                    let n = loaded.entry((file, *vnc)).or_default();
+                    let file_key = same_file(file);
+                    let n = loaded.entry((file_key.clone(), *vnc)).or_default();
                     if *n == 0 {
-                        if !anywhere.contains(&file.as_path()) {
+                        if !anywhere.contains(&file_key) {
                             return Err(bad(
                                 self.origin(i),
                                 format!(
@@ -325,6 +328,13 @@ pub fn parse_cores(s: &str) -> Result<Vec<u32>, String> {
         }
     }
     Ok(out)
+}
+
+/// The file a path names, as an unload matches the load it undoes: `a.neff`,
+/// `./a.neff`, its absolute path and a symlink to it are one file (resolved
+/// when it exists, else the path as written).
+pub(crate) fn same_file(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// `4096`, `512MiB`, `2GiB`, `1.5GiB` (K, M, G, T with or without `iB`/`B`

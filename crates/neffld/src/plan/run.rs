@@ -23,7 +23,7 @@ use crate::registry::ModelNames;
 use crate::report::memory::{LogLine, MemoryReport, Refusal};
 use crate::settings::{Asked, Settings};
 
-use super::deployment::{Deployment, DeploymentError, Solve, Step};
+use super::deployment::{same_file, Deployment, DeploymentError, Solve, Step};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
 
 /// A NEFF file's bytes, read once for the whole plan through the bounded
@@ -467,10 +467,14 @@ impl<'s> Exec<'s> {
             }
             Step::Tensor { name, size, vnc } => (Some(*vnc), self.tensor(name, *size, *vnc, None)),
             Step::Unload { file, vnc } => {
+                let file_key = same_file(file);
                 let at = self
                     .loads
                     .iter()
-                    .rposition(|l| &l.record.file == file && l.record.vnc == *vnc)
+                    .rposition(|l| {
+                        l.record.vnc == *vnc
+                            && (&l.record.file == file || same_file(&l.record.file) == file_key)
+                    })
                     .ok_or_else(|| {
                         missing(
                             step,
