@@ -4,10 +4,12 @@
 //! A stream has no length to check the header against, and may never end
 //! (`/dev/zero`, `yes |`): reading it to its end before looking at it took
 //! 8 GB and 38 s before the host ran out of memory. So the 1024-byte header
-//! comes first; when its own fields already fail their gates (version,
-//! feature trap, packager), nothing more is read; otherwise exactly
-//! `data_size` payload bytes follow, read into memory reserved fallibly as
-//! they arrive (a declared size is not trusted to reserve up front). What
+//! comes first; then exactly `data_size` payload bytes follow, read into
+//! memory reserved fallibly as they arrive (a declared size is not trusted
+//! to reserve up front), unless it declares more than the ceiling: then a
+//! header that fails its own gates (version, feature trap, packager) is
+//! returned alone for them to refuse, and any other is refused as too
+//! large. What
 //! the stream holds beyond that is left unread. The bytes returned then go
 //! through the same gates as a file's: a stream that ends early fails the
 //! data-size gate as a short file does.
@@ -15,6 +17,7 @@
 use std::io::{self, Read};
 
 use super::header::{NeffHeader, HEADER_LEN};
+use super::ContainerError;
 use crate::fallible;
 
 /// Default ceiling on the payload of a NEFF read from a stream, in bytes
@@ -46,11 +49,11 @@ fn read_up_to(r: &mut dyn Read, out: &mut Vec<u8>, want: u64) -> io::Result<()> 
 }
 
 /// One NEFF from `r`: its header, then the `data_size` bytes the header
-/// declares when the header's own fields pass their gates, else the header
-/// alone (its gates then say why). A stream that ends early yields what it
-/// held. A header that declares more than `max` bytes is an `InvalidInput`
-/// error naming both sizes and the variable that raises the ceiling, and
-/// nothing more is read. Fails otherwise only on a read error or when the
+/// declares. A stream that ends early yields what it held. A header that
+/// declares more than `max` bytes is returned alone when its own fields
+/// fail their gates (they then say why), else it is an `InvalidInput`
+/// error naming both sizes and the variable that raises the ceiling; either
+/// way nothing more is read. Fails otherwise only on a read error or when the
 /// host cannot hold the bytes (`ErrorKind::OutOfMemory`).
 /// (`crate::neff::read_neff` takes the ceiling from the environment.)
 pub fn read_neff_within(r: &mut dyn Read, max: u64) -> io::Result<Vec<u8>> {
@@ -60,20 +63,29 @@ pub fn read_neff_within(r: &mut dyn Read, max: u64) -> io::Result<Vec<u8>> {
         return Ok(out); // shorter than a header: the first gate says so
     };
     let h = NeffHeader::decode(header);
-    // Every gate that does not need the file's length (which a stream
-    // does not have): the data-size gate is met by reading.
-    if h.validate(u64::MAX).is_ok() {
-        if h.data_size > max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "the header declares a payload of {} bytes, more than the {max} bytes a NEFF \
-                     read from a stream may hold (NEFFLD_MAX_NEFF_SIZE raises the ceiling)",
-                    h.data_size
-                ),
-            ));
+    if h.data_size > max {
+        // The gates that need no length: a header that passes them is a
+        // NEFF too large for the ceiling; one that fails them is not a NEFF
+        // (`/dev/urandom`, `yes |`), and its gates say why.
+        let a_neff = matches!(
+            h.validate(u64::MAX),
+            Ok(()) | Err(ContainerError::DataSize { .. })
+        );
+        if !a_neff {
+            return Ok(out);
         }
-        read_up_to(r, &mut out, h.data_size)?;
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the header declares a payload of {} bytes, more than the {max} bytes a NEFF \
+                 read from a stream may hold (NEFFLD_MAX_NEFF_SIZE raises the ceiling)",
+                h.data_size
+            ),
+        ));
     }
+    // Within the ceiling, the payload is read even when the header fails a
+    // gate, so the gates see what they see of a file: a version the runtime
+    // does not take is refused as that, not as a file of only a header.
+    read_up_to(r, &mut out, h.data_size)?;
     Ok(out)
 }

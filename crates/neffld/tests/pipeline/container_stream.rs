@@ -96,3 +96,61 @@ fn a_declared_size_above_the_ceiling_is_refused_unread() {
     assert!(e.to_string().contains("NEFFLD_MAX_NEFF_SIZE"), "{e}");
     assert_eq!(r.read, HEADER_LEN as u64);
 }
+
+/// A NEFF whose header fails a gate of its own (a version, a feature or a
+/// packager the runtime does not take) is refused from a stream as it is
+/// from a file: its payload is read, so the gates see the same bytes (a
+/// stream read only the header, and a version-253 NEFF was refused as a
+/// file of nothing but a header, `NRT_INVALID` instead of
+/// `NRT_UNSUPPORTED_NEFF_VERSION`).
+#[test]
+fn a_header_its_own_gates_refuse_is_refused_as_from_a_file() {
+    let neff = NeffWriter::new(Producer::V2_18).write(&Synth::static_sunda().member_list());
+    let faults: [(&str, fn(&mut neffld::container::NeffHeader)); 3] = [
+        ("version", |h| h.version_major = 253),
+        ("feature", |h| {
+            h.version_major = 2; // majors 0 and 1 skip the trap
+            h.feature_bits |= 1 << 40;
+        }),
+        ("packager", |h| h.pkg_version = 9),
+    ];
+    for (what, fault) in faults {
+        let mut bad = neff.clone();
+        let mut h = neffld::container::NeffHeader::decode(bad[..HEADER_LEN].try_into().unwrap());
+        fault(&mut h);
+        bad[..HEADER_LEN].copy_from_slice(&h.encode());
+        let from_file = neffld::container::open(&bad, &Default::default()).unwrap_err();
+        let mut r = Counted {
+            inner: io::Cursor::new(bad.clone()).chain(io::repeat(7)),
+            read: 0,
+        };
+        let got = read_neff_within(&mut r, MAX_STREAM_NEFF).unwrap();
+        assert_eq!(r.read, bad.len() as u64, "{what}: the NEFF and no more");
+        let from_stream = neffld::container::open(&got, &Default::default()).unwrap_err();
+        assert_eq!(from_stream.to_string(), from_file.to_string(), "{what}");
+        assert_eq!(from_stream.status(), from_file.status(), "{what}");
+    }
+}
+
+/// A header declaring the largest sizes (up to 2^64 - 1) is a NEFF too
+/// large for the ceiling, refused naming it, as one declaring 2^40 is; one
+/// that is not a NEFF at all and declares as much is returned alone for its
+/// gates to refuse.
+#[test]
+fn the_largest_declared_sizes_meet_the_ceiling() {
+    for size in [u64::MAX, u64::MAX - 1023] {
+        let mut h = Producer::V2_18.default_header();
+        h.header_size = HEADER_LEN as u64;
+        h.data_size = size;
+        let mut r = io::Cursor::new(h.encode().to_vec()).chain(io::repeat(0));
+        let e = read_neff_within(&mut r, MAX_STREAM_NEFF).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{size}");
+        assert!(e.to_string().contains("NEFFLD_MAX_NEFF_SIZE"), "{e}");
+    }
+    let mut r = Counted {
+        inner: io::repeat(b'y'),
+        read: 0,
+    };
+    let got = read_neff_within(&mut r, MAX_STREAM_NEFF).unwrap();
+    assert_eq!((got.len(), r.read), (HEADER_LEN, HEADER_LEN as u64));
+}
