@@ -1248,3 +1248,36 @@ fn a_report_that_cannot_be_written_is_an_io_failure() {
         assert!(out.stderr.is_empty(), "{args:?}: {}", text(&out));
     }
 }
+
+/// Under a host memory limit, a payload that does not compress is read as
+/// long as the limit holds it: inflating reserved 8 times the compressed
+/// payload up front and failed when that reservation did (a 200 MiB NEFF
+/// under a 1.8 GB limit was "fail to allocate memory(1688043520) for
+/// inflated payload", `NRT_FAIL_HOST_MEM_ALLOC`); smaller reservations are
+/// now tried and the buffer grows as the bytes arrive.
+#[test]
+fn an_incompressible_payload_inflates_under_a_memory_limit() {
+    use neffld_testkit::{noise, npy_v1};
+    let dir = scratch("limit-inflate");
+    let per = 64usize << 20;
+    let mut synth = Synth::cayman_weights(1, 4);
+    synth.set(
+        "sg00/value_sg0000_w_CRSM.npy",
+        npy_v1("<f4", &[per as u64 / 4], &noise(per)),
+    );
+    let bytes = neffld_testkit::lnc_writer(1).write(&synth.member_list());
+    drop(synth);
+    let f = dir.join("noise.neff");
+    std::fs::write(&f, &bytes).unwrap();
+    // 8 x 64 MiB of address space is more than the limit allows; what the
+    // payload needs (64 MiB mapped, 64 MiB inflated) is well within it.
+    let script = "ulimit -v 409600; exec \"$@\"";
+    let out = Command::new("sh")
+        .args(["-c", script, "sh", env!("CARGO_BIN_EXE_neffld")])
+        .args(["inspect", "--json", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["status"], "NRT_SUCCESS", "{doc}");
+}

@@ -207,22 +207,30 @@ fn inflate_stream(
     limit: u64,
     front: Option<&ReadFront<'_>>,
 ) -> Result<(Vec<u8>, Encoding), ContainerError> {
-    // Real payloads inflate about 6x; start near that and double as needed,
-    // or at the size the trailer declares when that is larger (reserving
-    // touches nothing; should the reservation fail, the smaller one is tried).
+    // Real payloads inflate about 6x: reserve about 8x the window, or the
+    // size the trailer declares when that is larger (reserving touches
+    // nothing). Under a host memory limit that much address space may not
+    // be had though the payload needs far less, so smaller reservations
+    // are tried in turn (the trailer's size, then 1 MiB); the decoder grows
+    // the buffer as the bytes arrive.
     let cap = limit.saturating_add(1);
     let ratio_guess = (window.len() as u64)
         .saturating_mul(8)
         .min(cap)
         .min(1 << 34);
+    let hint = isize_hint(window).map(|h| h.saturating_add(1 << 16).min(cap));
+    let mut tries = vec![ratio_guess.max(hint.unwrap_or(0)), hint.unwrap_or(0), (1 << 20).min(cap)];
+    tries.retain(|&n| n > 0);
+    tries.dedup();
     let mut out = Vec::new();
-    let hinted = isize_hint(window)
-        .filter(|&h| h > ratio_guess)
-        .map(|h| h.saturating_add(1 << 16).min(cap))
-        .is_some_and(|h| reserve(&mut out, h).is_ok());
-    if !hinted {
-        reserve(&mut out, ratio_guess)?;
+    let mut reserved = Ok(());
+    for n in tries {
+        reserved = reserve(&mut out, n);
+        if reserved.is_ok() {
+            break;
+        }
     }
+    reserved?;
     let mut pos = 0usize;
     let mut members = 0u32;
     loop {
