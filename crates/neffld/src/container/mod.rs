@@ -131,7 +131,7 @@ pub enum ContainerError {
         detail: String,
     },
     /// The payload inflates past the ceiling (a gzip bomb, or `NEFFLD_MAX_INFLATED` too low).
-    #[error("Inflated NEFF payload exceeds the limit of {limit} bytes")]
+    #[error("Inflated NEFF payload exceeds the limit of {limit} bytes: neffld's own ceiling against decompression bombs, not the runtime's (by default 64 times the compressed payload, 256 MiB to 32 GiB; NEFFLD_MAX_INFLATED or --max-inflated raises it)")]
     InflateLimit {
         /// The ceiling.
         limit: u64,

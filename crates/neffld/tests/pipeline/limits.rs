@@ -72,6 +72,12 @@ fn payload_inflating_past_the_ceiling_is_rejected_early() {
             .contains("Inflated NEFF payload exceeds the limit of 4194304 bytes"),
         "{e}"
     );
+    // Said to be neffld's, with what raises it (it read as a corrupt NEFF).
+    assert!(
+        e.to_string().contains("neffld's own ceiling")
+            && e.to_string().contains("NEFFLD_MAX_INFLATED"),
+        "{e}"
+    );
     // Stops at the ceiling instead of inflating all 256 MiB.
     eprintln!("{dt:?}");
 }
