@@ -31,6 +31,34 @@ use crate::{Arch, NrtStatus};
 pub use ntff::read;
 pub use wire::WireError;
 
+/// What bytes that are not a capture look like, as a noun phrase: a NEFF
+/// (a capture and its NEFF given the other way round), else what the
+/// NEFF reader's sniffing recognises (JSON, text, gzip, ...).
+pub(crate) fn what_it_is(bytes: &[u8]) -> Option<&'static str> {
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    };
+    let neff = bytes.len() >= crate::container::HEADER_LEN
+        && matches!(word(0), Some(1 | 2))
+        && word(8) == Some(crate::container::HEADER_LEN as u64);
+    if neff {
+        return Some("a NEFF");
+    }
+    crate::container::sniff::FileKind::of(bytes).noun()
+}
+
+fn not_a_capture(what: &Option<&'static str>) -> String {
+    match what {
+        Some("a NEFF") => {
+            "; this is a NEFF, not a capture (give the NEFF first, then its capture)".into()
+        }
+        Some(w) => format!("; this is {w}, not a capture (a profiler capture is an .ntff file)"),
+        None => String::new(),
+    }
+}
+
 /// Where the metadata message starts in every version.
 pub(crate) const METADATA_OFFSET: usize = 0x80;
 /// The NTFF versions this reader knows.
@@ -46,10 +74,13 @@ pub enum CaptureError {
         len: usize,
     },
     /// A version byte this reader does not know.
-    #[error("NTFF version {version} is not supported (expected 4, 5 or 6)")]
+    #[error("NTFF version {version} is not supported (expected 4, 5 or 6){}", not_a_capture(.what))]
     UnsupportedVersion {
         /// The version byte.
         version: u8,
+        /// What the bytes look like when they are plainly not a capture (a
+        /// NEFF given in its place, the profiler's JSON report).
+        what: Option<&'static str>,
     },
     #[error(
         "metadata message of {len} bytes at 0x80 runs past the end of the {file_len}-byte capture"

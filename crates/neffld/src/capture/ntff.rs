@@ -37,7 +37,10 @@ pub fn read(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
     }
     let version = bytes[0];
     if !VERSIONS.contains(&version) {
-        return Err(CaptureError::UnsupportedVersion { version });
+        return Err(CaptureError::UnsupportedVersion {
+            version,
+            what: super::what_it_is(bytes),
+        });
     }
     let len = u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
     let end = METADATA_OFFSET

@@ -13,7 +13,10 @@ use super::{Capture, CaptureError, CaptureUuid, Version, MEMORY_ROWS, METADATA_O
 pub fn write(c: &Capture<'_>) -> Result<Vec<u8>, CaptureError> {
     let v = c.version;
     if !VERSIONS.contains(&v) {
-        return Err(CaptureError::UnsupportedVersion { version: v });
+        return Err(CaptureError::UnsupportedVersion {
+            version: v,
+            what: None,
+        });
     }
     let mut data = Vec::new();
     let mut sgs = Vec::new();

@@ -63,23 +63,35 @@ fn looks_like_text(head: &[u8]) -> bool {
         }
 }
 
+impl FileKind {
+    /// What the bytes are, as a noun phrase ("a gzip stream"); `None` when
+    /// they are nothing recognisable or nothing at all.
+    pub fn noun(self) -> Option<&'static str> {
+        match self {
+            FileKind::Gzip => Some("a gzip stream"),
+            FileKind::Tar => Some("a tar archive"),
+            FileKind::Zip => Some("a zip archive"),
+            FileKind::Elf => Some("an ELF binary"),
+            FileKind::Json => Some("JSON text"),
+            FileKind::Text => Some("a text file"),
+            FileKind::Empty | FileKind::Unknown => None,
+        }
+    }
+}
+
 /// Renders as a clause to append to a header-gate message (empty for `Unknown`).
 impl fmt::Display for FileKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            FileKind::Empty => "; the file is empty",
-            FileKind::Gzip => {
-                "; this is a gzip stream, not a NEFF (a NEFF starts with a 1024-byte header)"
-            }
-            FileKind::Tar => {
-                "; this is a tar archive, not a NEFF (`neffld pack DIR -o OUT` builds one)"
-            }
-            FileKind::Zip => "; this is a zip archive, not a NEFF",
-            FileKind::Elf => "; this is an ELF binary, not a NEFF",
-            FileKind::Json => "; this is JSON text, not a NEFF",
-            FileKind::Text => "; this is a text file, not a NEFF",
-            FileKind::Unknown => "",
-        })
+        let hint = match self {
+            FileKind::Empty => return f.write_str("; the file is empty"),
+            FileKind::Gzip => " (a NEFF starts with a 1024-byte header)",
+            FileKind::Tar => " (`neffld pack DIR -o OUT` builds one)",
+            _ => "",
+        };
+        match self.noun() {
+            Some(noun) => write!(f, "; this is {noun}, not a NEFF{hint}"),
+            None => Ok(()),
+        }
     }
 }
 

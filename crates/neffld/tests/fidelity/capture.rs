@@ -289,6 +289,28 @@ fn uuid_c_string_caveat() {
     );
 }
 
+/// A NEFF or the profiler's JSON report given where the capture goes is
+/// named as what it is: its first byte read as an NTFF version ("NTFF
+/// version 2", the NEFF's packager; "123", a `{`) sent a reader looking
+/// for an older profiler.
+#[test]
+fn what_is_not_a_capture_is_named() {
+    let neff = testkit::fixture("kfusion__fused_attention__fused.neff");
+    let e = capture::read(&neff).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("; this is a NEFF, not a capture (give the NEFF first, then its capture)"),
+        "{e}"
+    );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/captures");
+    let json = std::fs::read(dir.join("kfusion__fused_attention__fused.profile.json")).unwrap();
+    let e = capture::read(&json).unwrap_err();
+    assert!(
+        e.to_string().contains("this is JSON text, not a capture"),
+        "{e}"
+    );
+}
+
 #[test]
 fn hostile_captures_are_named_errors() {
     let good = capture::writer::write(&small(6)).unwrap();
@@ -296,7 +318,13 @@ fn hostile_captures_are_named_errors() {
     assert_eq!(err(&good[..10]), CaptureError::TooShort { len: 10 });
     let mut b = good.clone();
     b[0] = 7;
-    assert_eq!(err(&b), CaptureError::UnsupportedVersion { version: 7 });
+    assert_eq!(
+        err(&b),
+        CaptureError::UnsupportedVersion {
+            version: 7,
+            what: None
+        }
+    );
     let mut b = good.clone();
     b[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
     assert!(matches!(err(&b), CaptureError::MetadataOverrun { .. }));
