@@ -544,6 +544,38 @@ fn tensors_alone_and_frees_plan_from_the_command_line() {
     );
 }
 
+/// A refused tensor's "no fix" asks for the size on the cores of the
+/// argument that was refused, in place of that argument: with kv on cores
+/// 0-2 beside a refused kv on core 3, the question is kv@3 (it was kv@0-3,
+/// whose answer is bounded by the 20 GiB the other three already hold).
+#[test]
+fn a_refused_tensor_is_solved_on_its_own_cores() {
+    let base = [
+        "plan",
+        "--instance",
+        "trn2.3xlarge",
+        "--json",
+        "--tensor",
+        "kv=20GiB@0-2",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--tensor", "kv=30GiB@3"]);
+    let out = neffld(&args, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    let no_fix = doc["no_fix"].as_str().unwrap();
+    assert!(
+        no_fix.ends_with("--solve kv@3 in place of --tensor 'kv=30GiB@3'"),
+        "{no_fix}"
+    );
+    // Asked as said, the answer is a size the refused core can take.
+    let mut args = base.to_vec();
+    args.extend(["--solve", "kv@3"]);
+    let doc = json(&neffld(&args, &[]));
+    let bytes = doc["solve"]["bytes"].as_u64().unwrap();
+    assert!(bytes > 20 * GIB, "{doc}");
+}
+
 /// An unload names the file it undoes by any path to it: relative with or
 /// without `./`, absolute, or through a symlink (each was "nothing loads
 /// ./u.neff on core 0" though that very file was loaded there). Another

@@ -335,24 +335,30 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
                 considered.join("; ")
             )
         };
-        // A refused tensor: the question that has an answer is its size.
-        if let Some(Step::Tensor { name, .. }) = outcome
+        // A refused tensor: the question that has an answer is its size,
+        // on the cores of the argument or deployment step that asked for it.
+        if let Some((at, Step::Tensor { name, .. })) = outcome
             .steps
             .iter()
-            .find(|s| s.outcome.is_err())
-            .map(|s| &s.step)
+            .enumerate()
+            .find(|(_, s)| s.outcome.is_err())
+            .map(|(i, s)| (i, &s.step))
         {
+            let origin = deployment.origins.get(at);
             let cores: Vec<u32> = deployment
                 .steps
                 .iter()
-                .filter_map(|s| match s {
+                .enumerate()
+                .filter(|&(j, _)| deployment.origins.get(j) == origin)
+                .filter_map(|(_, s)| match s {
                     Step::Tensor { name: n, vnc, .. } if n == name => Some(*vnc),
                     _ => None,
                 })
                 .collect();
             said.push_str(&format!(
-                "; the largest {name} that fits on each of its cores beside the rest: --solve {name}@{} without its --tensor",
-                deployment::core_list(&cores)
+                "; the largest {name} that fits on each of its cores beside the rest: --solve {name}@{} in place of {}",
+                deployment::core_list(&cores),
+                origin.map_or("its tensor steps", String::as_str)
             ));
         }
         said
