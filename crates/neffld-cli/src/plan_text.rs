@@ -112,6 +112,12 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
 fn refusal(t: &mut String, p: &Plan) {
     if let Some(r) = &p.refusal {
         let _ = writeln!(t, "\nthe refusal, as the runtime logs it");
+        if r.log.is_empty() {
+            let _ = writeln!(
+                t,
+                "(no usage report: NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0 silences it)"
+            );
+        }
         for (f, m) in &r.log {
             let _ = writeln!(t, "ERROR  TDRV:{f:<40}{m}");
         }

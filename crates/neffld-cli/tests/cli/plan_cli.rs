@@ -544,6 +544,49 @@ fn tensors_alone_and_frees_plan_from_the_command_line() {
     );
 }
 
+/// From 2.33 `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0` silences the
+/// runtime's usage report of a refused allocation, so the plan shows none
+/// under "as the runtime logs it" (it showed the report the runtime would
+/// not print); the lines before 2.33 ignore the variable.
+#[test]
+fn the_oom_log_switch_silences_the_refusal_report() {
+    let run = |runtime: &str, json: bool| {
+        let mut args = vec![
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--runtime",
+            runtime,
+            "--env",
+            "NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0",
+            "--tensor",
+            "kv=30GiB@0",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = neffld(&args, &[]);
+        assert_eq!(out.status.code(), Some(1));
+        out
+    };
+    let doc = json(&run("2.34", true));
+    assert_eq!(doc["refusal"]["log"], serde_json::json!([]), "{doc}");
+    assert_eq!(doc["refusal"]["size"], 30 * GIB, "{doc}");
+    let text = String::from_utf8(run("2.34", false).stdout).unwrap();
+    assert!(
+        text.contains("(no usage report: NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0 silences it)"),
+        "{text}"
+    );
+    assert!(!text.contains("log_dev_mem"), "{text}");
+    let doc = json(&run("2.32", true));
+    let log = doc["refusal"]["log"].as_array().unwrap();
+    assert!(
+        log.iter()
+            .any(|l| l.to_string().contains("log_dev_mem_usage_table")),
+        "{doc}"
+    );
+}
+
 /// A refused tensor's "no fix" asks for the size on the cores of the
 /// argument that was refused, in place of that argument: with kv on cores
 /// 0-2 beside a refused kv on core 3, the question is kv@3 (it was kv@0-3,

@@ -290,6 +290,9 @@ pub(crate) struct Watch {
     device: std::sync::Weak<Device>,
     geometry: Geometry,
     lnc: u32,
+    /// The runtime logs its usage report of a refusal (from 2.33,
+    /// `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0` silences it).
+    oom_log: bool,
     names: Arc<ModelNames>,
     state: Mutex<WatchState>,
 }
@@ -336,7 +339,11 @@ impl Observer for Watch {
         }
         let memory = MemoryReport::from_ledger(self.nd, &self.geometry, ledger);
         let request = Refusal::of(req);
-        let log = memory.refusal_log(&request, self.lnc, |h| self.names.get(h));
+        let log = if self.oom_log {
+            memory.refusal_log(&request, self.lnc, |h| self.names.get(h))
+        } else {
+            Vec::new()
+        };
         let pools = self
             .device
             .upgrade()
@@ -408,6 +415,7 @@ impl<'s> Exec<'s> {
                     device: Arc::downgrade(d),
                     geometry: d.geometry().clone(),
                     lnc: config.lnc_size(),
+                    oom_log: config.oom_log_enabled(),
                     names: rt.model_names(),
                     state: Mutex::new(WatchState {
                         armed: true,
