@@ -206,14 +206,21 @@ fn plan_failure(e: &PlanError) -> Failure {
 /// read is named where the deployment names it.
 pub fn failure_of(e: &PlanError, d: &Deployment) -> Failure {
     let mut f = plan_failure(e);
-    if let PlanError::Io { path, .. } = e {
-        let at = d
+    let origin = match e {
+        PlanError::Io { path, .. } => d
             .steps
             .iter()
-            .position(|s| matches!(s, Step::Load { file, .. } if file == path));
-        if let Some(origin) = at.and_then(|i| d.origins.get(i)).filter(|o| !o.is_empty()) {
-            f.message = format!("{origin}: {}", f.message);
-        }
+            .position(|s| matches!(s, Step::Load { file, .. } if file == path))
+            .and_then(|i| d.origins.get(i)),
+        PlanError::Config(c) => d
+            .env_origins
+            .iter()
+            .find(|(k, _)| k == c.var)
+            .map(|(_, place)| place),
+        _ => None,
+    };
+    if let Some(origin) = origin.filter(|o| !o.is_empty()) {
+        f.message = format!("{origin}: {}", f.message);
     }
     f
 }

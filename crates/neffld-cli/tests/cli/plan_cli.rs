@@ -849,6 +849,46 @@ fn a_missing_neff_is_named_by_its_deployment_line() {
     );
 }
 
+/// A deployment file's `solve` and `[env]` values that are refused are
+/// named by their file and line, as its steps are (they were told as if
+/// `--solve` had been typed, or with no place at all); the same values
+/// given on the command line over the file are named as the command
+/// line's.
+#[test]
+fn a_deployment_files_solve_and_variables_are_named_by_their_line() {
+    let dir = scratch("solve-env-lines");
+    let toml = dir.join("d.toml");
+    let step = "[[step]]\ntensor = \"kv\"\nsize = 4096\ncores = 0\n";
+    let run = |text: &str, more: &[&str]| {
+        std::fs::write(&toml, text).unwrap();
+        let mut args = vec!["plan", toml.to_str().unwrap()];
+        args.extend(more);
+        let out = neffld(&args, &[]);
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let solve = format!("instance = \"trn2.3xlarge\"\nsolve = \"kv@0-9\"\n{step}");
+    let err = run(&solve, &[]);
+    assert!(
+        err.contains("d.toml line 2: logical core 4 is not on this instance"),
+        "{err}"
+    );
+    let err = run(&solve, &["--solve", "kv@0-5"]);
+    assert!(err.contains("--solve 'kv@0-5': logical core 4"), "{err}");
+    let env =
+        format!("instance = \"trn2.3xlarge\"\n[env]\nNEURON_SCRATCHPAD_PAGE_SIZE = 4096\n{step}");
+    let err = run(&env, &[]);
+    assert!(
+        err.contains("d.toml line 3: invalid value \"4096\" for NEURON_SCRATCHPAD_PAGE_SIZE"),
+        "{err}"
+    );
+    let err = run(&env, &["--env", "NEURON_SCRATCHPAD_PAGE_SIZE=5000"]);
+    assert!(
+        err.contains("plan: invalid value \"5000\"") && !err.contains("d.toml"),
+        "{err}"
+    );
+}
+
 /// matmul_large on one logical core of a trn2.3xlarge (two physical cores
 /// of HBM 0): its Shared Scratchpad is each subgraph's need — the largest
 /// `backing_variable_off + size` of its virtual variables, read here from

@@ -30,6 +30,10 @@ pub struct Deployment {
     pub runtime: Option<RuntimeLine>,
     /// Runtime variables, applied in order over the defaults.
     pub env: Vec<(String, String)>,
+    /// Where a deployment file set a variable that nothing after it sets
+    /// again (the variable, the file and line), for the mistake of a value
+    /// the runtime refuses.
+    pub env_origins: Vec<(String, String)>,
     /// Allocate each load's input and output tensors on its logical core
     /// as frameworks do.
     pub io_tensors: bool,
@@ -37,6 +41,9 @@ pub struct Deployment {
     pub steps: Vec<Step>,
     /// What to solve for beside the deployment (`--solve`).
     pub solve: Option<Solve>,
+    /// Where a deployment file asked `solve` (the file and line; `None`:
+    /// the command line's `--solve`).
+    pub solve_origin: Option<String>,
     /// Where each step was written, for the mistakes [`Deployment::validate`]
     /// names: the argument (`LOAD 'a.neff@0-40'`) or the file and line;
     /// parallel to `steps` (a step past its end is named by its index).
@@ -163,16 +170,15 @@ impl Deployment {
             None => None,
         };
         if let Some(cores) = solve_cores {
-            let q = self
-                .solve
-                .as_ref()
-                .map(|q| q.to_string())
-                .unwrap_or_default();
+            let place = self.solve_origin.clone().unwrap_or_else(|| {
+                let q = self.solve.as_ref().map(|q| q.to_string());
+                format!("--solve '{}'", q.unwrap_or_default())
+            });
             if cores.is_empty() {
-                return Err(bad(format!("--solve '{q}'"), "lists no logical core"));
+                return Err(bad(place, "lists no logical core"));
             }
             if let Some(&v) = cores.iter().find(|&&v| v >= visible) {
-                return Err(bad(format!("--solve '{q}'"), beyond(v)));
+                return Err(bad(place, beyond(v)));
             }
         }
         Ok(())
@@ -709,6 +715,7 @@ pub fn parse_toml_within(
             }
         };
         d.env.push((k.clone(), value));
+        d.env_origins.push((k.clone(), place));
     }
     if let Some(q) = &raw.solve {
         let mut solve = parse_solve(q.get_ref()).map_err(|e| bad(at(q.span().start), e.what))?;
@@ -716,6 +723,7 @@ pub fn parse_toml_within(
             *file = base.join(&*file);
         }
         d.solve = Some(solve);
+        d.solve_origin = Some(at(q.span().start));
     }
     for (n, step) in raw.step.iter().enumerate() {
         let place = format!("{} (step {})", at(step.span().start), n + 1);

@@ -55,10 +55,15 @@ impl Deployment {
             .filter_map(|&k| process(k).map(|v| (k.to_string(), v)))
             .collect();
         env.append(&mut self.env);
+        let mut over: Vec<(String, String)> = Vec::new();
         if let Some(b) = o.max_inflated {
-            env.push(("NEFFLD_MAX_INFLATED".into(), b.to_string()));
+            over.push(("NEFFLD_MAX_INFLATED".into(), b.to_string()));
         }
-        env.extend(o.env);
+        over.extend(o.env);
+        // A file's variable set again over it is no longer the file's.
+        self.env_origins
+            .retain(|(k, _)| !over.iter().any(|(set, _)| set == k));
+        env.extend(over);
         self.env = env;
         self.instance = o.instance.or(self.instance);
         if let Some((lnc, origin)) = o.lnc {
@@ -66,7 +71,10 @@ impl Deployment {
             self.lnc_origin = Some(origin);
         }
         self.runtime = o.runtime.or(self.runtime);
-        self.solve = o.solve.or(self.solve);
+        if o.solve.is_some() {
+            self.solve = o.solve;
+            self.solve_origin = None;
+        }
         self.io_tensors &= o.io_tensors;
         self
     }
