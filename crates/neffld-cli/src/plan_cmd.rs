@@ -135,8 +135,20 @@ fn command_line_steps(
 fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failure> {
     let usage = |e: plan::DeploymentError| Failure::usage(e.to_string());
     let file = plan::deployment_file(&a.loads).map_err(|e| Failure::usage(e.into()))?;
-    let max_steps = neffld::config::max_steps(|k| std::env::var(k).ok())
-        .map_err(|e| Failure::usage(e.to_string()))?;
+    let env: Vec<(String, String)> = a
+        .env
+        .iter()
+        .map(|e| plan::parse_env(e))
+        .collect::<Result<_, _>>()
+        .map_err(usage)?;
+    // `--env NEFFLD_MAX_STEPS=N` over the process's, as for every variable.
+    let max_steps = neffld::config::max_steps(|k| {
+        let given = env.iter().rev().find(|(name, _)| name == k);
+        given
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k).ok())
+    })
+    .map_err(|e| Failure::usage(e.to_string()))?;
     let mut budget = plan::StepBudget::new(max_steps);
     let d = match file {
         Some(path) => {
@@ -162,14 +174,9 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
             }
         }
     };
-    // In the order the mistakes were always reported: variables, instance, question.
+    // In the order the mistakes were always reported: instance, question.
     let overrides = plan::Overrides {
-        env: a
-            .env
-            .iter()
-            .map(|e| plan::parse_env(e))
-            .collect::<Result<_, _>>()
-            .map_err(usage)?,
+        env,
         instance: match &a.instance {
             Some(i) => {
                 Some(Instance::named(i).map_err(|e| Failure::usage(format!("--instance: {e}")))?)

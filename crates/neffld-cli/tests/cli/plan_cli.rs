@@ -849,6 +849,48 @@ fn a_missing_neff_is_named_by_its_deployment_line() {
     );
 }
 
+/// `--env NEFFLD_MAX_STEPS=N` sets the step ceiling as the environment
+/// does (the ceiling's own message names the variable; `--env` refused it
+/// as "not a variable the runtime reads here"); a deployment file cannot
+/// set the ceiling that bounds its own reading, and says so.
+#[test]
+fn the_step_ceiling_is_set_with_env_not_in_the_file() {
+    let demo = demo();
+    let load = format!("{demo}@0-3");
+    let run = |ceiling: &str| {
+        neffld(
+            &[
+                "plan",
+                "--instance",
+                "trn1.32xlarge",
+                "--env",
+                ceiling,
+                &load,
+            ],
+            &[],
+        )
+    };
+    let out = run("NEFFLD_MAX_STEPS=3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("more than 3 steps"), "{err}");
+    assert_eq!(run("NEFFLD_MAX_STEPS=4").status.code(), Some(0));
+    let dir = scratch("steps-env");
+    let toml = dir.join("d.toml");
+    std::fs::write(
+        &toml,
+        format!("instance = \"trn1.32xlarge\"\n[env]\nNEFFLD_MAX_STEPS = 4\n[[step]]\nload = \"{demo}\"\n"),
+    )
+    .unwrap();
+    let out = neffld(&["plan", toml.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.toml line 3: NEFFLD_MAX_STEPS bounds the deployment file"),
+        "{err}"
+    );
+}
+
 /// A deployment file's `solve` and `[env]` values that are refused are
 /// named by their file and line, as its steps are (they were told as if
 /// `--solve` had been typed, or with no place at all); the same values

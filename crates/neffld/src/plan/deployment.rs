@@ -530,13 +530,23 @@ pub fn parse_env(arg: &str) -> Result<(String, String), DeploymentError> {
     let (k, v) = arg
         .split_once('=')
         .ok_or_else(|| bad(format!("--env '{arg}'"), "expected KEY=VALUE"))?;
-    check_variable(k.trim(), &format!("--env '{arg}'"))?;
+    // The ceiling on a plan's steps bounds what is expanded before the
+    // runtime's variables are read, so only the command line sets it.
+    if k.trim() != "NEFFLD_MAX_STEPS" {
+        check_variable(k.trim(), &format!("--env '{arg}'"))?;
+    }
     Ok((k.trim().to_string(), v.to_string()))
 }
 
 fn check_variable(k: &str, place: &str) -> Result<(), DeploymentError> {
     if VARIABLES.contains(&k) {
         return Ok(());
+    }
+    if k == "NEFFLD_MAX_STEPS" {
+        return Err(bad(
+            place,
+            "NEFFLD_MAX_STEPS bounds the deployment file itself as it is read: set it in the environment or with --env",
+        ));
     }
     Err(bad(
         place,
