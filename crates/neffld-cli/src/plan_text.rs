@@ -89,7 +89,7 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
             "ND {nd} HBM {} {} used, {} free",
             h.hbm,
             units::human(h.usage().total()),
-            units::human(h.free())
+            units::human_floor(h.free())
         )
     };
     if busy.len() > 4 {
@@ -547,7 +547,7 @@ fn refused(f: &StepFailure) -> String {
 fn step_text(s: &Step) -> String {
     match s {
         Step::Load { file, .. } => format!("load {}", file.display()),
-        Step::Tensor { name, size, .. } => format!("tensor {name} ({})", units::human(*size)),
+        Step::Tensor { name, size, .. } => format!("tensor {name} ({})", units::human_floor(*size)),
         Step::Unload { file, .. } => format!("unload {}", file.display()),
         Step::Free { name, .. } => format!("free {name}"),
     }

@@ -849,6 +849,46 @@ fn a_missing_neff_is_named_by_its_deployment_line() {
     );
 }
 
+/// Every size the human report prints is rounded down, as headroom's and
+/// the solve answer's are: the summary's "free" (it said 14.0 GiB where
+/// headroom said 13.9 GiB of the same 13.98) and a tensor step's label (a
+/// solved 6.97 GiB read "6.9 GiB" in the answer and "7.0 GiB" re-planned).
+#[test]
+fn the_report_rounds_sizes_down_throughout() {
+    let args = |json: bool| {
+        let mut a = vec![
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--tensor",
+            "kv=7480541184@0",
+        ];
+        a.extend(["--tensor", "big=10GiB@0"]);
+        if json {
+            a.push("--json");
+        }
+        neffld(&a, &[])
+    };
+    let text = String::from_utf8(args(false).stdout).unwrap();
+    assert!(text.contains("tensor kv (6.9 GiB)"), "{text}");
+    let doc = json(&args(true));
+    let free = doc["memory"]["devices"][0]["hbms"][0]["free"]
+        .as_u64()
+        .unwrap();
+    let shown = text
+        .lines()
+        .find_map(|l| l.strip_prefix("memory    ND 0 HBM 0 "))
+        .and_then(|l| l.split(", ").nth(1))
+        .and_then(|f| f.strip_suffix(" GiB free"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let tenths: u64 = shown.replace('.', "").parse().unwrap();
+    assert!(tenths * GIB / 10 <= free, "{shown} GiB shown, {free} free");
+    assert!(
+        (tenths + 1) * GIB / 10 > free,
+        "{shown} GiB shown, {free} free"
+    );
+}
+
 /// `--env NEFFLD_MAX_STEPS=N` sets the step ceiling as the environment
 /// does (the ceiling's own message names the variable; `--env` refused it
 /// as "not a variable the runtime reads here"); a deployment file cannot

@@ -176,14 +176,20 @@ pub(crate) fn gap_sentence(pools: &[PoolFree], asked: Option<u64>) -> String {
             ),
         })
         .collect();
-    let needs = match asked {
-        Some(a) => format!("the request of {} needs", human_size(a)),
+    // Two sizes that print alike (they differ by less than the last digit)
+    // are given in bytes too, or the sentence reads as a contradiction.
+    let (mut asked_text, mut longest_text) = (asked.map(human_size), human_size(longest));
+    if let Some(a) = asked.filter(|_| asked_text.as_ref() == Some(&longest_text)) {
+        asked_text = Some(format!("{} ({a} bytes)", human_size(a)));
+        longest_text = format!("{longest_text} ({longest} bytes)");
+    }
+    let needs = match asked_text {
+        Some(a) => format!("the request of {a} needs"),
         None => "a tensor needs".into(),
     };
     format!(
-        "{} free on the HBM in all, but {needs} one contiguous block and the largest is {}: {}",
+        "{} free on the HBM in all, but {needs} one contiguous block and the largest is {longest_text}: {}",
         human_size(free),
-        human_size(longest),
         parts.join("; ")
     )
 }
@@ -414,4 +420,34 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         solve,
         parses: session.parse_count(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{Pool, PoolFree};
+
+    /// A request one granule longer than the largest block prints as the
+    /// same size in the runtime's units; the sentence then gives both in
+    /// bytes ("the request of 5.833GB needs ... the largest is 5.833GB"
+    /// read as a contradiction).
+    #[test]
+    fn sizes_that_print_alike_are_given_in_bytes() {
+        let longest = 6_263_545_856;
+        let pools = [PoolFree {
+            pool: Pool::Main,
+            capacity: 24 << 30,
+            free: 7_000_000_000,
+            longest,
+        }];
+        let s = gap_sentence(&pools, Some(longest + 4096));
+        assert!(
+            s.contains("the request of 5.833GB (6263549952 bytes) needs")
+                && s.contains("the largest is 5.833GB (6263545856 bytes)"),
+            "{s}"
+        );
+        let s = gap_sentence(&pools, Some(7 << 30));
+        assert!(s.contains("the request of 7.000GB needs"), "{s}");
+        assert!(!s.contains("bytes)"), "{s}");
+    }
 }
