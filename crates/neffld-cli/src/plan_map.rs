@@ -397,7 +397,7 @@ fn answers_html(r: &PlanReport) -> String {
             format!("at most {b} bytes ({}) on each core", units::human_floor(b))
         } else if let Some(n) = solve.ranks {
             let mut said = format!(
-                "{n} more of {} tried",
+                "{n} more of {} asked",
                 solve.tried.map_or("null".to_string(), |t| t.to_string())
             );
             if let Some(e) = &solve.stopped {

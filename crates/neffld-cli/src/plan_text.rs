@@ -510,7 +510,7 @@ fn solve_text(p: &Plan) -> Option<String> {
             }),
         ) => {
             let mut line = format!(
-                "solve     {}: {n} more load{} fit, of {tried} tried ({})",
+                "solve     {}: {n} more load{} fit, of {tried} asked ({})",
                 file.display(),
                 if *n == 1 { "" } else { "s" },
                 match cores {

@@ -1287,14 +1287,14 @@ fn a_count_of_more_loads_says_what_stopped_it() {
     let text = String::from_utf8(text.stdout).unwrap();
     let line = text.lines().find(|l| l.starts_with("solve")).unwrap();
     assert!(
-        line.contains("0 more loads fit, of 4 tried")
+        line.contains("0 more loads fit, of 4 asked")
             && line.contains("the next refused [NRT_LOAD_NOT_ENOUGH_NC (9)]")
             && line.contains(&format!("--solve {a}@CORES")),
         "{line}"
     );
     let html = std::fs::read_to_string(&map).unwrap();
     assert!(
-        html.contains("0 more of 4 tried; the next refused [NRT_LOAD_NOT_ENOUGH_NC]"),
+        html.contains("0 more of 4 asked; the next refused [NRT_LOAD_NOT_ENOUGH_NC]"),
         "{html}"
     );
     // Listed cores: the loads go beside the ones there, until memory ends.

@@ -351,6 +351,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
+    if num.is_empty() {
+        return Err(format!(
+            "'{s}' is not a size: it starts with no number (e.g. 4096, 512MiB, 2GiB; a size is never negative)"
+        ));
+    }
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
@@ -969,6 +974,9 @@ mod tests {
         assert!(parse_size("1.3B").unwrap_err().contains("whole"));
         assert!(parse_size("2XB").unwrap_err().contains("unit"));
         assert!(parse_size("GiB").is_err());
+        // A sign is no unit.
+        let e = parse_size("-5").unwrap_err();
+        assert!(e.contains("never negative") && !e.contains("unit"), "{e}");
         assert!(parse_size("99999999999TiB")
             .unwrap_err()
             .contains("too large"));

@@ -27,13 +27,13 @@ pub enum SolveAnswer {
     /// The largest tensor, in bytes (0: not one granule fits on every
     /// listed core).
     Bytes(u64),
-    /// Further loads that go through, of `tried` (`tried`: the listed
-    /// cores, or every logical core of the instance for "the next free
-    /// core").
+    /// Further loads that go through, of `tried` asked (one per listed
+    /// core, or one per logical core of the instance for "the next free
+    /// core"; counting stops at the first refused).
     Ranks {
         /// Loads that went through.
         count: u32,
-        /// Loads tried.
+        /// Loads asked.
         tried: u32,
         /// Why the next load did not go through (`None`: every load tried
         /// did): out of device memory, or, for "the next free core", no
