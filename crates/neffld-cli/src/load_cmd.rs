@@ -366,7 +366,11 @@ fn describe_model(
     let cores = core_docs(&view);
     let pcores: Vec<u32> = view.cores.iter().map(|c| c.pcore).collect();
     let summary = rt.summary(model).map_err(|e| load_failure(&e))?;
-    let (mut timings, warnings, h_model) = (summary.timings, summary.warnings, summary.h_model);
+    let (mut timings, h_model) = (summary.timings, summary.h_model);
+    // What the runtime warns of when it starts (a deprecated variable)
+    // comes first, as its log line would.
+    let mut warnings = rt.config().start_warnings();
+    warnings.extend(summary.warnings);
     timings.container = s1;
     let tensors = rt
         .tensor_info(model)

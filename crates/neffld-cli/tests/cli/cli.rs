@@ -1318,3 +1318,29 @@ fn a_tree_of_two_subgraphs_packs_without_a_false_warning() {
     let v = json(&neffld(&["verify", "--json", packed.to_str().unwrap()]));
     assert_eq!(v["status_code"], 0, "{v}");
 }
+
+/// What the runtime warns of when it starts is in the load's report (the
+/// CLI has no log subscriber, so a warning sent only to the log was
+/// lost): `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` is deprecated on
+/// 2.32 and without effect from 2.33, and no warning before 2.32.
+#[test]
+fn a_warning_of_the_runtime_start_is_in_the_load_report() {
+    let run = |line: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_neffld"))
+            .args([
+                "load",
+                "--json",
+                "--runtime",
+                line,
+                demo().to_str().unwrap(),
+            ])
+            .env("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "4")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        json(&out)["warnings"].to_string()
+    };
+    assert!(run("2.32").contains("implicit async mode is deprecated in runtime 2.32"));
+    assert!(run("2.34").contains("no longer supported and the variable has no effect"));
+    assert!(!run("2.31").contains("ASYNC"));
+}
