@@ -821,6 +821,21 @@ fn probe_tree(members: &[(&[u8], &[u8])]) -> (Option<Arch>, Option<String>) {
     (x.declared_arch, x.problem().map(|e| e.to_string()))
 }
 
+/// The first fault a load of the packed NEFF meets on its target, at the
+/// logical-core size its header declares, on a device that keeps no bytes
+/// and with none of the process's variables (`None`: it loads).
+fn packed_fault(neff: &[u8], arch: Arch) -> Option<String> {
+    let asked = Asked {
+        arch: Some(arch),
+        device: Some(neffld::config::DeviceKind::Null),
+        follow_neff_lnc: true,
+        ..Asked::default()
+    };
+    let settings = Settings::resolve(&asked, |_| None).ok()?;
+    let x = Examination::verify(neff, &settings, false);
+    x.problem().map(|e| e.to_string())
+}
+
 /// A header whose declared logical-core size the tree's target cannot take
 /// is refused: `verify` would pass it and every load would reject it.
 fn check_header_fits(h: &NeffHeader, arch: Arch) -> Result<(), Failure> {
@@ -869,6 +884,7 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
         .collect();
     let limits = env_limits(None)?;
     let (arch, fault) = probe_tree(&members);
+    let tree_loads = fault.is_none();
     let mut warnings: Vec<String> = left_out
         .iter()
         .map(|n| {
@@ -941,6 +957,15 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
             status: e.status(),
             message: format!("the header would not pass verify: {e}"),
         });
+    }
+    // A tree that parses may still not load under the header written over
+    // it (`--header vnc_size=1` over two subgraphs a core): a load at the
+    // NEFF's own logical-core size says so.
+    if let Some(fault) = arch
+        .filter(|_| tree_loads)
+        .and_then(|a| packed_fault(&neff, a))
+    {
+        warnings.push(format!("the NEFF as packed does not load: {fault}"));
     }
     fs::write(out, &neff).map_err(write_err(out))?;
     if o.json {

@@ -1317,6 +1317,29 @@ fn a_tree_of_two_subgraphs_packs_without_a_false_warning() {
     assert_eq!(v["warnings"], json!([]), "{v}");
     let v = json(&neffld(&["verify", "--json", packed.to_str().unwrap()]));
     assert_eq!(v["status_code"], 0, "{v}");
+
+    // A header that makes the tree unloadable at every logical-core size
+    // (two subgraphs a core under vnc_size 1) is packed with a warning
+    // naming the fault a load at that size meets; it was packed silently
+    // and every load refused it.
+    let out = neffld(&[
+        "pack",
+        "--json",
+        tree.to_str().unwrap(),
+        "-o",
+        packed.to_str().unwrap(),
+        "--header",
+        "vnc_size=1",
+    ]);
+    let v = json(&out);
+    assert_eq!(v["status_code"], 0, "{v}");
+    let w = v["warnings"].to_string();
+    assert!(
+        w.contains("the NEFF as packed does not load") && w.contains("2 subgraphs"),
+        "{v}"
+    );
+    let v = json(&neffld(&["verify", "--json", packed.to_str().unwrap()]));
+    assert_ne!(v["status_code"], 0, "{v}");
 }
 
 /// What the runtime warns of when it starts is in the load's report (the
