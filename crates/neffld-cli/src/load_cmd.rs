@@ -138,14 +138,20 @@ fn human(out: &LoadDoc, memory_table: &str, no_timings: bool, style: Style) -> S
         let documented = p.documented.join("; ");
         let _ = writeln!(
             t,
-            "          {} has no capture of its own: {}{}'s captures carry over ({})",
+            "          {} has no capture {}: {}{}'s captures (of {}) carry over ({})",
             p.line,
+            if p.captured_by == p.line {
+                format!("on {}", out.arch)
+            } else {
+                "of its own".to_string()
+            },
             if documented.is_empty() {
                 String::new()
             } else {
                 format!("as documented, {documented}; ")
             },
             p.captured_by,
+            p.captured_on,
             p.carried_over.join("; ")
         );
     }

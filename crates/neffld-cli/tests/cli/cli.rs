@@ -1367,3 +1367,33 @@ fn a_warning_of_the_runtime_start_is_in_the_load_report() {
     assert!(run("2.34").contains("no longer supported and the variable has no effect"));
     assert!(!run("2.31").contains("ASYNC"));
 }
+
+/// A captured line on a chip it was not captured on says so: 2.30 was
+/// captured on trn2 only, so a trn1 load under it carries trn2's captures
+/// over (its report claimed 2.30's own captures, nothing carried); 2.23 on
+/// trn1, where it was captured, carries nothing over.
+#[test]
+fn a_line_captured_on_another_chip_says_so() {
+    let demo = demo();
+    let d = demo.to_str().unwrap();
+    let text = String::from_utf8(neffld(&["load", "--runtime", "2.30", d]).stdout).unwrap();
+    assert!(
+        text.contains("2.30 has no capture on trn1: 2.30's captures (of trn2) carry over"),
+        "{text}"
+    );
+    let v = json(&neffld(&["load", "--json", "--runtime", "2.30", d]));
+    let p = &v["runtime_provenance"];
+    assert_eq!(
+        (p["captured_by"].as_str(), p["captured_on"].as_str()),
+        (Some("2.30"), Some("trn2")),
+        "{p}"
+    );
+    assert_ne!(p["carried_over"], json!([]), "{p}");
+    let v = json(&neffld(&["load", "--json", "--runtime", "2.23", d]));
+    let p = &v["runtime_provenance"];
+    assert_eq!(
+        (p["captured_on"].as_str(), &p["carried_over"]),
+        (Some("trn1"), &json!([])),
+        "{p}"
+    );
+}

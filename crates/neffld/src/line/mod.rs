@@ -156,7 +156,9 @@ impl RuntimeLine {
     /// from its documentation and which carry over from a captured line.
     pub fn provenance(self, arch: Arch) -> LineProvenance {
         let captured = self.captured(arch);
-        let own = captured.line() == self;
+        // Its own captures, of this chip: a line captured on another chip
+        // only (2.23 on trn2, 2.30 on trn1 or trn3) carries them over too.
+        let own = captured.line() == self && captured.chip() == arch;
         let mut documented: Vec<&'static str> = Vec::new();
         if self.contiguous_scratchpad() {
             documented.push(
@@ -169,6 +171,7 @@ impl RuntimeLine {
         LineProvenance {
             line: self,
             captured_by: captured.line(),
+            captured_on: captured.chip().instance(),
             carried_over: if own {
                 Vec::new()
             } else {
@@ -194,9 +197,12 @@ pub struct LineProvenance {
     /// not document: `line` itself when it was captured.
     #[serde(serialize_with = "display")]
     pub captured_by: RuntimeLine,
+    /// The chip `captured_by` was captured on (`trn1`, `trn2`).
+    pub captured_on: &'static str,
     /// What the load takes from its line's documentation.
     pub documented: Vec<&'static str>,
-    /// What the load takes from `captured_by` (empty when that is `line`).
+    /// What the load takes from `captured_by` (empty when that is `line`,
+    /// captured on the load's own chip).
     pub carried_over: Vec<&'static str>,
 }
 
@@ -218,6 +224,16 @@ pub enum Captured {
 }
 
 impl Captured {
+    /// The chip this line's captures were taken on (docs/reference
+    /// runtime-lines: 2.23 and 2.25 on trn1, 2.27 and 2.30 on trn2; none on
+    /// trn3).
+    pub fn chip(self) -> Arch {
+        match self {
+            Captured::V2_23 | Captured::V2_25 => Arch::Sunda,
+            Captured::V2_27 | Captured::V2_30 => Arch::Cayman,
+        }
+    }
+
     /// The release line this is.
     pub fn line(self) -> RuntimeLine {
         match self {
@@ -635,11 +651,16 @@ mod tests {
             assert_eq!(p.documented.is_empty(), line == RuntimeLine::V2_31);
         }
         for c in [Captured::V2_23, Captured::V2_25, Captured::V2_27, Captured::V2_30] {
-            for arch in [Arch::Sunda, Arch::Cayman] {
+            for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
                 assert_eq!(c.line().captured(arch), c);
-                assert!(c.line().provenance(arch).carried_over.is_empty());
+                // Its own captures only on the chip they were taken on.
+                let p = c.line().provenance(arch);
+                assert_eq!(p.carried_over.is_empty(), arch == c.chip(), "{c:?} {arch:?}");
+                assert_eq!(p.captured_on, c.chip().instance());
             }
         }
+        assert_eq!(Captured::V2_23.chip(), Arch::Sunda);
+        assert_eq!(Captured::V2_30.chip(), Arch::Cayman);
         assert!(RuntimeLine::V2_31.virtual_placement());
         assert!(!RuntimeLine::V2_32.virtual_placement());
     }
