@@ -95,7 +95,10 @@ typedef enum nrt_tensor_placement_t {
    */
   NRT_TENSOR_PLACEMENT_HOST = 1,
   /**
-   * Host memory as well in this library (no virtual device mapping exists).
+   * Up to runtime line 2.31, host memory in this library (no virtual
+   * device mapping exists); from 2.32, which removed it, refused by
+   * `nrt_tensor_allocate` with `NRT_INVALID` (the line is
+   * `NEFFLD_RUNTIME`'s, 2.34 by default).
    */
   NRT_TENSOR_PLACEMENT_VIRTUAL = 2,
 } nrt_tensor_placement_t;
@@ -442,12 +445,12 @@ NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count
 
 /**
  * Allocates a zero-filled tensor of `size` bytes: on the device HBM of
- * logical core `vnc` for the DEVICE placement, in host memory for HOST and
- * VIRTUAL (`vnc` is then ignored). `*tensor` receives a handle the caller
- * owns until `nrt_tensor_free`. Size 0, a bad placement or a bad `vnc` give
- * `NRT_INVALID`; device memory exhaustion gives `NRT_RESOURCE`. VIRTUAL is
- * refused with `NRT_INVALID` from runtime line 2.32 (`NEFFLD_RUNTIME`),
- * which removed it; the lines up to 2.31 take it.
+ * logical core `vnc` for the DEVICE placement, in host memory for HOST and,
+ * up to runtime line 2.31, VIRTUAL (`vnc` is then ignored). `*tensor`
+ * receives a handle the caller owns until `nrt_tensor_free`. Size 0, a bad
+ * placement or a bad `vnc` give `NRT_INVALID`; device memory exhaustion
+ * gives `NRT_RESOURCE`. VIRTUAL is refused with `NRT_INVALID` from runtime
+ * line 2.32 (`NEFFLD_RUNTIME`; 2.34 by default), which removed it.
  *
  * # Safety
  * `name` must be NULL or a NUL-terminated string; `tensor` must be NULL or

@@ -18,7 +18,10 @@ pub enum nrt_tensor_placement_t {
     NRT_TENSOR_PLACEMENT_DEVICE = 0,
     /// Host memory.
     NRT_TENSOR_PLACEMENT_HOST = 1,
-    /// Host memory as well in this library (no virtual device mapping exists).
+    /// Up to runtime line 2.31, host memory in this library (no virtual
+    /// device mapping exists); from 2.32, which removed it, refused by
+    /// `nrt_tensor_allocate` with `NRT_INVALID` (the line is
+    /// `NEFFLD_RUNTIME`'s, 2.34 by default).
     NRT_TENSOR_PLACEMENT_VIRTUAL = 2,
 }
 
