@@ -8,6 +8,7 @@ mod exports;
 mod instance;
 mod memory_log;
 mod process;
+mod profile_stop;
 mod uninit;
 mod virtual_placement;
 mod visible_cores;
