@@ -47,11 +47,15 @@ impl Handle for nrt_tensor {
 /// borrowed from the caller for the duration of the call.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct nrt_tensor_batch_t {
+pub struct nrt_tensor_batch {
     pub tensor: *const nrt_tensor_t,
     pub ops: *const nrt_tensor_batch_op_t,
     pub num_ops: u32,
 }
+
+/// The SDK's typedef of [`nrt_tensor_batch`]; C code names the type either
+/// way (`nrt_tensor_batch_t`, `struct nrt_tensor_batch`).
+pub type nrt_tensor_batch_t = nrt_tensor_batch;
 
 /// Bytes moved per step of a copy or fill (bounds the temporary buffer).
 const CHUNK: u64 = 1 << 20;

@@ -9,6 +9,7 @@ mod instance;
 mod memory_log;
 mod process;
 mod profile_stop;
+mod tag_names;
 mod uninit;
 mod virtual_placement;
 mod visible_cores;
