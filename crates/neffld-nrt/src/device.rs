@@ -24,7 +24,7 @@ pub type nrt_cc_context_t = nrt_cc_context;
 /// A communicator description of the host-driven collectives API.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct nrt_cc_comm_t {
+pub struct nrt_cc_comm {
     pub replica_group: *mut u32,
     pub rank: u32,
     pub rank_n: u32,
@@ -33,13 +33,21 @@ pub struct nrt_cc_comm_t {
     pub vnc: u32,
 }
 
+/// The SDK's typedef of [`nrt_cc_comm`]; C code names the type either way
+/// (`nrt_cc_comm_t`, `struct nrt_cc_comm`).
+pub type nrt_cc_comm_t = nrt_cc_comm;
+
 /// A list of tensors of the host-driven collectives API.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct nrt_tensor_list_t {
+pub struct nrt_tensor_list {
     pub tensors: *mut *mut nrt_tensor_t,
     pub num_tensors: usize,
 }
+
+/// The SDK's typedef of [`nrt_tensor_list`]; C code names the type either
+/// way (`nrt_tensor_list_t`, `struct nrt_tensor_list`).
+pub type nrt_tensor_list_t = nrt_tensor_list;
 
 /// Not supported (no collectives): logs and returns `NRT_FAILURE`.
 #[no_mangle]

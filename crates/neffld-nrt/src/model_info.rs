@@ -14,7 +14,7 @@ use std::ffi::c_char;
 use neffld::api::{TensorInfo, TensorUsage};
 use tracing::{error, warn};
 
-use crate::abi::nrt::nrt_dtype_t;
+use crate::abi::nrt::{nrt_dtype, nrt_dtype_t};
 use crate::abi::nrt_experimental::{
     nrt_model_info_t, nrt_tensor_info_array_t, nrt_tensor_info_t, nrt_tensor_usage_t,
     NRT_TENSOR_NAME_MAX,
@@ -40,7 +40,7 @@ fn array_layout(count: usize) -> Option<Layout> {
 /// The C dtype of a neffld dtype code (the same numbering); codes the header
 /// does not name become `NRT_DTYPE_UNKNOWN`.
 fn dtype(code: u32) -> nrt_dtype_t {
-    use nrt_dtype_t::*;
+    use nrt_dtype::*;
     match code {
         1 => NRT_DTYPE_UINT64,
         2 => NRT_DTYPE_INT8,

@@ -1,8 +1,8 @@
 //! The profiling domain (`nrt_profile.h`).
 //!
 //! `nrt_profile_start` / `nrt_profile_stop` are real: the stop writes, to
-//! the file named at the start, an NTFF version 6 capture of the model as it
-//! is staged on the simulated device — per core its subgraph, every
+//! the file it is given, an NTFF version 6 capture of the model as it is
+//! staged on the simulated device — per core its subgraph, every
 //! engine's instruction image with its device address, and the core's
 //! memory rows — which `neffld::capture::read` reads back. Nothing executes,
 //! so the capture holds no timing.
@@ -22,7 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use neffld::api::{Model, Runtime};
 use neffld::capture::{self, Capture};
 use neffld::report::StagedView;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use crate::abi::nrt_status::NRT_STATUS;
 use crate::boundary::{free_names, guarded, guarded_value, hand_out_names, non_null, NrtResult};
@@ -30,7 +30,7 @@ use crate::handles::{Handle, Kind};
 use crate::model::{self, nrt_model_t};
 use crate::{state, status, unsupported};
 
-/// The model being profiled and the file its capture goes to.
+/// The model being profiled and the file named when it was started.
 static ACTIVE: Mutex<Option<(Model, String)>> = Mutex::new(None);
 
 /// The activity types of an inspect configuration, in the order listed.
@@ -143,17 +143,19 @@ unsafe fn start(model: *const nrt_model_t, filename: *const c_char) -> NrtResult
     let file = unsafe { text(API, "filename", filename) }?;
     let mut active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, f)) = active.as_ref() {
-        error!("{API}: profiling to {f:?} is already started (call nrt_profile_stop first)");
+        error!("{API}: profiling for {f:?} is already started (call nrt_profile_stop first)");
         return Err(NRT_STATUS::NRT_FAILURE);
     }
-    info!("{API}: profiling {} to {file:?}", m.name);
+    info!("{API}: profiling {} for {file:?}", m.name);
     *active = Some((m, file));
     Ok(())
 }
 
-/// `nrt_profile_stop`: writes the capture to the file named at the start
-/// (the argument names the same file; a different name is logged and the
-/// start's name wins, as the capture belongs to that session).
+/// `nrt_profile_stop`: writes the capture to `filename`, the file
+/// `nrt_profile.h` says the stop saves the profile to. The runtime's
+/// developer guide asks for the start's path here too; another one is
+/// written all the same, with a warning naming both. Profiling ends whether
+/// or not the file could be written.
 ///
 /// # Safety
 /// `filename` must be NULL or NUL-terminated.
@@ -161,13 +163,13 @@ unsafe fn stop(filename: *const c_char) -> NrtResult {
     const API: &str = "nrt_profile_stop";
     let rt = state::runtime()?;
     // SAFETY: forwarded from this function's contract.
-    let asked = unsafe { text(API, "filename", filename) }?;
-    let Some((m, file)) = ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+    let file = unsafe { text(API, "filename", filename) }?;
+    let Some((m, started)) = ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         error!("{API}: no profile is started (call nrt_profile_start first)");
         return Err(NRT_STATUS::NRT_INVALID);
     };
-    if asked != file {
-        error!("{API}: profile was started for {file:?}, not {asked:?}; writing {file:?}");
+    if started != file {
+        warn!("{API}: profile was started for {started:?}; writing it to {file:?}, as asked");
     }
     if m.runtime != rt.generation() {
         error!("{API}: the profiled model belonged to a runtime that has closed since");
@@ -188,8 +190,9 @@ unsafe fn stop(filename: *const c_char) -> NrtResult {
 
 // ---- C entry points (nrt_profile.h) ----
 
-/// Starts profiling `model`; `nrt_profile_stop` writes its capture to
-/// `filename`. One profile at a time (`NRT_FAILURE` for a second).
+/// Starts profiling `model`; `filename` is the file the capture is for
+/// (`nrt_profile_stop` writes to the name it is given). One profile at a
+/// time (`NRT_FAILURE` for a second).
 ///
 /// # Safety
 /// `filename` must be NULL or NUL-terminated; `model` may be any pointer.
@@ -202,9 +205,11 @@ pub unsafe extern "C" fn nrt_profile_start(
     guarded("nrt_profile_start", || unsafe { start(model, filename) })
 }
 
-/// Writes the capture of the profiled model (NTFF v6) and ends profiling.
-/// `NRT_INVALID` when no profile was started; `NRT_FAILURE` when the file
-/// cannot be written.
+/// Writes the capture of the profiled model (NTFF v6) to `filename`
+/// (replacing a file of that name) and ends profiling. `NRT_INVALID` when
+/// no profile was started; `NRT_FAILURE` when the file cannot be written
+/// (profiling has ended all the same). A name other than the start's is
+/// written too, with a warning.
 ///
 /// # Safety
 /// `filename` must be NULL or NUL-terminated.

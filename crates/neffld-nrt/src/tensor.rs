@@ -1,5 +1,6 @@
 //! Tensors: bytes on the simulated device (DEVICE placement) or in host
-//! memory (HOST and VIRTUAL placements, and caller-attached buffers).
+//! memory (HOST placement, VIRTUAL up to runtime line 2.31, and
+//! caller-attached buffers).
 //!
 //! A `nrt_tensor_t` is a `Box` the caller owns until `nrt_tensor_free`. Its
 //! storage is reference-counted: slices share it, and device memory (or an
@@ -46,11 +47,15 @@ impl Handle for nrt_tensor {
 /// borrowed from the caller for the duration of the call.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct nrt_tensor_batch_t {
+pub struct nrt_tensor_batch {
     pub tensor: *const nrt_tensor_t,
     pub ops: *const nrt_tensor_batch_op_t,
     pub num_ops: u32,
 }
+
+/// The SDK's typedef of [`nrt_tensor_batch`]; C code names the type either
+/// way (`nrt_tensor_batch_t`, `struct nrt_tensor_batch`).
+pub type nrt_tensor_batch_t = nrt_tensor_batch;
 
 /// Bytes moved per step of a copy or fill (bounds the temporary buffer).
 const CHUNK: u64 = 1 << 20;
@@ -620,12 +625,12 @@ pub(crate) unsafe fn device_allocation_info(
 // ---- C entry points (nrt.h) ----
 
 /// Allocates a zero-filled tensor of `size` bytes: on the device HBM of
-/// logical core `vnc` for the DEVICE placement, in host memory for HOST and
-/// VIRTUAL (`vnc` is then ignored). `*tensor` receives a handle the caller
-/// owns until `nrt_tensor_free`. Size 0, a bad placement or a bad `vnc` give
-/// `NRT_INVALID`; device memory exhaustion gives `NRT_RESOURCE`. VIRTUAL is
-/// refused with `NRT_INVALID` from runtime line 2.32 (`NEFFLD_RUNTIME`),
-/// which removed it; the lines up to 2.31 take it.
+/// logical core `vnc` for the DEVICE placement, in host memory for HOST and,
+/// up to runtime line 2.31, VIRTUAL (`vnc` is then ignored). `*tensor`
+/// receives a handle the caller owns until `nrt_tensor_free`. Size 0, a bad
+/// placement or a bad `vnc` give `NRT_INVALID`; device memory exhaustion
+/// gives `NRT_RESOURCE`. VIRTUAL is refused with `NRT_INVALID` from runtime
+/// line 2.32 (`NEFFLD_RUNTIME`; 2.34 by default), which removed it.
 ///
 /// # Safety
 /// `name` must be NULL or a NUL-terminated string; `tensor` must be NULL or

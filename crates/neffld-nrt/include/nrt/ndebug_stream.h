@@ -10,15 +10,15 @@
 /**
  * The kinds of debug event.
  */
-typedef enum ndebug_stream_event_type_t {
+typedef enum ndebug_stream_event_type {
   NDEBUG_STREAM_EVENT_TYPE_INVALID = 0,
   NDEBUG_STREAM_EVENT_TYPE_DEBUG_TENSOR_READ = 1,
-} ndebug_stream_event_type_t;
+} ndebug_stream_event_type;
 
 /**
  * The fixed 64-byte header before every event's payload.
  */
-typedef struct ndebug_stream_event_header_t {
+typedef struct ndebug_stream_event_header {
   /**
    * Bytes of the payload that follows.
    */
@@ -28,13 +28,27 @@ typedef struct ndebug_stream_event_header_t {
    */
   uint32_t type;
   char reserved[52];
-} ndebug_stream_event_header_t;
+} ndebug_stream_event_header;
+
+/**
+ * The SDK's typedef of [`ndebug_stream_event_header`]; C code names the
+ * type either way (`ndebug_stream_event_header_t`, `struct
+ * ndebug_stream_event_header`).
+ */
+typedef struct ndebug_stream_event_header ndebug_stream_event_header_t;
+
+/**
+ * The SDK's typedef of [`ndebug_stream_event_type`]; C code names the type
+ * either way (`ndebug_stream_event_type_t`, `enum
+ * ndebug_stream_event_type`).
+ */
+typedef enum ndebug_stream_event_type ndebug_stream_event_type_t;
 
 /**
  * The payload of a tensor-read event: 1024 bytes of description followed
  * by the tensor's bytes.
  */
-typedef struct ndebug_stream_payload_debug_tensor_read_t {
+typedef struct ndebug_stream_payload_debug_tensor_read {
   char prefix[512];
   uint32_t logical_nc_id;
   uint32_t pipe;
@@ -46,7 +60,14 @@ typedef struct ndebug_stream_payload_debug_tensor_read_t {
    * `tensor_data_size` bytes (a flexible array member in C).
    */
   char tensor_data[0];
-} ndebug_stream_payload_debug_tensor_read_t;
+} ndebug_stream_payload_debug_tensor_read;
+
+/**
+ * The SDK's typedef of [`ndebug_stream_payload_debug_tensor_read`]; C code
+ * names the type either way (`ndebug_stream_payload_debug_tensor_read_t`,
+ * `struct ndebug_stream_payload_debug_tensor_read`).
+ */
+typedef struct ndebug_stream_payload_debug_tensor_read ndebug_stream_payload_debug_tensor_read_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,7 +87,7 @@ void nrt_debug_client_connect_close(int stream_fd);
  * Refused (`NRT_FAILURE`): no connection exists.
  */
 NRT_STATUS nrt_debug_client_read_one_event(int stream_fd,
-                                           struct ndebug_stream_event_header_t *header,
+                                           ndebug_stream_event_header_t *header,
                                            void **payload);
 
 #ifdef __cplusplus

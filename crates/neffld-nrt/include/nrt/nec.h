@@ -40,29 +40,29 @@
 /**
  * The kinds of network communicator of the proxy.
  */
-typedef enum ofi_comm_type_t {
+typedef enum ofi_comm_type {
   NET_SEND_COMM = 0,
   NET_RECV_COMM = 1,
   NET_RECV_LISTEN_COMM = 2,
   LOCAL_RECV_COMM = 3,
   LOCAL_SEND_COMM = 4,
-} ofi_comm_type_t;
+} ofi_comm_type;
 
 /**
  * Reduction operators (the same codes as `nrt_op_type_t`).
  */
-typedef enum nec_op_type_t {
+typedef enum nec_op_type {
   NEC_OP_ADD = 0,
   NEC_OP_FMA = 1,
   NEC_OP_MAX = 2,
   NEC_OP_MIN = 3,
   NEC_OP_INVALID = 15,
-} nec_op_type_t;
+} nec_op_type;
 
 /**
  * Element types (the device's codes, as `nrt_dtype_t`).
  */
-typedef enum nec_data_type_t {
+typedef enum nec_data_type {
   NEC_DTYPE_INVALID = 0,
   NEC_DTYPE_UINT64 = 1,
   NEC_DTYPE_INT8 = 2,
@@ -78,74 +78,74 @@ typedef enum nec_data_type_t {
   NEC_DTYPE_FP8_E3 = 13,
   NEC_DTYPE_FP8_E4 = 14,
   NEC_DTYPE_FP8_E5 = 15,
-} nec_data_type_t;
+} nec_data_type;
 
 /**
  * Collective patterns.
  */
-typedef enum enc_pattern_t {
+typedef enum enc_pattern {
   ENC_PATTERN_RING = 0,
   ENC_PATTERN_MESH = 1,
   ENC_PATTERN_INVALID = 2,
-} enc_pattern_t;
+} enc_pattern;
 
 /**
  * Network connectivity of a collective.
  */
-typedef enum enc_net_connectivity_t {
+typedef enum enc_net_connectivity {
   ENC_CONNECTIVITY_MESH = 0,
   ENC_CONNECTIVITY_RDH = 1,
   ENC_CONNECTIVITY_DEFAULT = 2,
-} enc_net_connectivity_t;
+} enc_net_connectivity;
 
 /**
  * Device topology modes.
  */
-typedef enum enc_topology_mode_t {
+typedef enum enc_topology_mode {
   ENC_TOPO_NULL = 0,
   ENC_TOPO_4_DEVS_IN_ROW = 1,
   ENC_TOPO_4_DEVS_IN_COLUMN = 2,
-} enc_topology_mode_t;
+} enc_topology_mode;
 
 /**
  * Ring kinds.
  */
-typedef enum metaring_type_t {
+typedef enum metaring_type {
   RING = 0,
   KANGARING = 1,
   SINGLE_CYCLE_RING = 2,
   RDH = 3,
   INVALID_METARING = 4,
-} metaring_type_t;
+} metaring_type;
 
 /**
  * Mesh algorithm kinds.
  */
-typedef enum enc_alg_mesh_type_t {
+typedef enum enc_alg_mesh_type {
   ENC_ALG_FULL_MESH = 0,
   ENC_ALG_GROUPED_MESH = 1,
   ENC_ALG_MESH_TRN2 = 2,
   ENC_ALG_MESH_INVALID = 3,
-} enc_alg_mesh_type_t;
+} enc_alg_mesh_type;
 
 /**
  * What a network address entry is for.
  */
-typedef enum net_addr_mark_t {
+typedef enum net_addr_mark {
   NET_TRANSFER = 0,
   NET_OP_COMPLETE = 1,
   EXEC_COMPLETE = 2,
-} net_addr_mark_t;
+} net_addr_mark;
 
 /**
  * How the devices of a pod are connected.
  */
-typedef enum nec_pod_type_t {
+typedef enum nec_pod_type {
   NEC_POD_TYPE_NONE = 0,
   NEC_POD_TYPE_P2P = 1,
   NEC_POD_TYPE_SWITCH = 2,
   NEC_POD_TYPE_INVALID = 3,
-} nec_pod_type_t;
+} nec_pod_type;
 
 /**
  * The collectives library's channel (never built here).
@@ -165,18 +165,24 @@ typedef uint64_t dma_addr_t;
 /**
  * Host memory mapped for the device.
  */
-typedef struct enc_host_mem_t {
+typedef struct enc_host_mem {
   void *mem_handle;
   void *va;
   dma_addr_t pa;
   size_t size;
-} enc_host_mem_t;
+} enc_host_mem;
+
+/**
+ * The SDK's typedef of [`enc_host_mem`]; C code names the type either way
+ * (`enc_host_mem_t`, `struct enc_host_mem`).
+ */
+typedef struct enc_host_mem enc_host_mem_t;
 
 /**
  * The collectives library's version. New fields are only appended, after
  * `compatibility_version`.
  */
-typedef struct nec_version_info_t {
+typedef struct nec_version_info {
   uint64_t major;
   uint64_t minor;
   uint64_t patch;
@@ -187,50 +193,128 @@ typedef struct nec_version_info_t {
    * Fields of later versions (a flexible array member in C).
    */
   uint8_t future_fields[0];
-} nec_version_info_t;
+} nec_version_info;
+
+/**
+ * The SDK's typedef of [`nec_version_info`]; C code names the type either
+ * way (`nec_version_info_t`, `struct nec_version_info`).
+ */
+typedef struct nec_version_info nec_version_info_t;
+
+/**
+ * The SDK's typedef of [`ofi_comm_type`]; C code names the type either way
+ * (`ofi_comm_type_t`, `enum ofi_comm_type`).
+ */
+typedef enum ofi_comm_type ofi_comm_type_t;
+
+/**
+ * The SDK's typedef of [`nec_op_type`]; C code names the type either way
+ * (`nec_op_type_t`, `enum nec_op_type`).
+ */
+typedef enum nec_op_type nec_op_type_t;
+
+/**
+ * The SDK's typedef of [`nec_data_type`]; C code names the type either way
+ * (`nec_data_type_t`, `enum nec_data_type`).
+ */
+typedef enum nec_data_type nec_data_type_t;
+
+/**
+ * The SDK's typedef of [`enc_pattern`]; C code names the type either way
+ * (`enc_pattern_t`, `enum enc_pattern`).
+ */
+typedef enum enc_pattern enc_pattern_t;
+
+/**
+ * The SDK's typedef of [`enc_net_connectivity`]; C code names the type
+ * either way (`enc_net_connectivity_t`, `enum enc_net_connectivity`).
+ */
+typedef enum enc_net_connectivity enc_net_connectivity_t;
+
+/**
+ * The SDK's typedef of [`enc_topology_mode`]; C code names the type either
+ * way (`enc_topology_mode_t`, `enum enc_topology_mode`).
+ */
+typedef enum enc_topology_mode enc_topology_mode_t;
+
+/**
+ * The SDK's typedef of [`metaring_type`]; C code names the type either way
+ * (`metaring_type_t`, `enum metaring_type`).
+ */
+typedef enum metaring_type metaring_type_t;
+
+/**
+ * The SDK's typedef of [`enc_alg_mesh_type`]; C code names the type either
+ * way (`enc_alg_mesh_type_t`, `enum enc_alg_mesh_type`).
+ */
+typedef enum enc_alg_mesh_type enc_alg_mesh_type_t;
+
+/**
+ * The SDK's typedef of [`net_addr_mark`]; C code names the type either way
+ * (`net_addr_mark_t`, `enum net_addr_mark`).
+ */
+typedef enum net_addr_mark net_addr_mark_t;
 
 /**
  * A source address of a network operation.
  */
-typedef struct net_src_addr_t {
+typedef struct net_src_addr {
   uint32_t net_op_idx;
   int complete;
   dma_addr_t dev_addr;
   void *host_addr;
   void *nccl_mhandle;
   uint32_t size;
-  enum net_addr_mark_t mark;
+  net_addr_mark_t mark;
   void *proxy_histogram_tag;
   /**
    * Mesh only.
    */
   int dst_rank;
-} net_src_addr_t;
+} net_src_addr;
+
+/**
+ * The SDK's typedef of [`net_src_addr`]; C code names the type either way
+ * (`net_src_addr_t`, `struct net_src_addr`).
+ */
+typedef struct net_src_addr net_src_addr_t;
 
 /**
  * A destination address of a network operation.
  */
-typedef struct net_dest_addr_t {
+typedef struct net_dest_addr {
   uint32_t net_op_idx;
   int complete;
   dma_addr_t dev_addr;
   void *host_addr;
   void *nccl_mhandle;
   uint32_t size;
-  enum net_addr_mark_t mark;
+  net_addr_mark_t mark;
   /**
    * Mesh only.
    */
   int src_rank;
-} net_dest_addr_t;
+} net_dest_addr;
+
+/**
+ * The SDK's typedef of [`net_dest_addr`]; C code names the type either way
+ * (`net_dest_addr_t`, `struct net_dest_addr`).
+ */
+typedef struct net_dest_addr net_dest_addr_t;
 
 /**
  * Host memory shared by reference count.
  */
-typedef struct enc_host_mem_shared_t {
-  struct enc_host_mem_t mem;
+typedef struct enc_host_mem_shared {
+  enc_host_mem_t mem;
   int refcnt;
-} enc_host_mem_shared_t;
+} enc_host_mem_shared;
+
+/**
+ * The SDK's typedef of [`enc_host_mem_shared`]; C code names the type
+ * either way (`enc_host_mem_shared_t`, `struct enc_host_mem_shared`).
+ */
+typedef struct enc_host_mem_shared enc_host_mem_shared_t;
 
 /**
  * A communicator handle.
@@ -241,6 +325,12 @@ typedef struct enc_comm *nec_comm_t;
  * A channel handle.
  */
 typedef struct enc_channel *nec_channel_t;
+
+/**
+ * The SDK's typedef of [`nec_pod_type`]; C code names the type either way
+ * (`nec_pod_type_t`, `enum nec_pod_type`).
+ */
+typedef enum nec_pod_type nec_pod_type_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -254,7 +344,7 @@ void nec_inc_semaphore(uint32_t *sem_inc_addr, uint32_t val);
 /**
  * Refused (logged, 0): no collectives run.
  */
-size_t nec_get_dynamic_send_size_bytes(struct enc_host_mem_t *dyn_input,
+size_t nec_get_dynamic_send_size_bytes(enc_host_mem_t *dyn_input,
                                        size_t data_type_sz,
                                        int dst_rank,
                                        int rank_n);
@@ -262,7 +352,7 @@ size_t nec_get_dynamic_send_size_bytes(struct enc_host_mem_t *dyn_input,
 /**
  * Refused (logged, 0): no collectives run.
  */
-size_t nec_get_dynamic_send_offset_bytes(struct enc_host_mem_t *dyn_input,
+size_t nec_get_dynamic_send_offset_bytes(enc_host_mem_t *dyn_input,
                                          size_t data_type_sz,
                                          int dst_rank,
                                          int rank_n);
@@ -270,7 +360,7 @@ size_t nec_get_dynamic_send_offset_bytes(struct enc_host_mem_t *dyn_input,
 /**
  * Refused (logged, 0): no collectives run.
  */
-size_t nec_get_dynamic_recv_size_bytes(struct enc_host_mem_t *dyn_input,
+size_t nec_get_dynamic_recv_size_bytes(enc_host_mem_t *dyn_input,
                                        size_t data_type_sz,
                                        int src_rank,
                                        int rank_n);
@@ -278,7 +368,7 @@ size_t nec_get_dynamic_recv_size_bytes(struct enc_host_mem_t *dyn_input,
 /**
  * Refused (logged, 0): no collectives run.
  */
-size_t nec_get_dynamic_recv_offset_bytes(struct enc_host_mem_t *dyn_input,
+size_t nec_get_dynamic_recv_offset_bytes(enc_host_mem_t *dyn_input,
                                          size_t data_type_sz,
                                          int src_rank,
                                          int rank_n);
@@ -286,7 +376,7 @@ size_t nec_get_dynamic_recv_offset_bytes(struct enc_host_mem_t *dyn_input,
 /**
  * Refused (logged): no collectives run.
  */
-void nec_set_recv_size_bytes(struct enc_host_mem_t *dyn_input,
+void nec_set_recv_size_bytes(enc_host_mem_t *dyn_input,
                              size_t recv_size_bytes,
                              size_t data_type_sz,
                              int src_rank,
@@ -322,7 +412,7 @@ NRT_STATUS nec_get_virtual_core_size(uint32_t *virtual_core_size);
 /**
  * Refused (`NRT_FAILURE`): there is no collectives library to report.
  */
-NRT_STATUS nec_get_version_info(struct nec_version_info_t *version_info);
+NRT_STATUS nec_get_version_info(nec_version_info_t *version_info);
 
 /**
  * Refused (`NRT_FAILURE`): no MLA ports or routing ids.

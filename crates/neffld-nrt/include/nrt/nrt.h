@@ -95,7 +95,10 @@ typedef enum nrt_tensor_placement_t {
    */
   NRT_TENSOR_PLACEMENT_HOST = 1,
   /**
-   * Host memory as well in this library (no virtual device mapping exists).
+   * Up to runtime line 2.31, host memory in this library (no virtual
+   * device mapping exists); from 2.32, which removed it, refused by
+   * `nrt_tensor_allocate` with `NRT_INVALID` (the line is
+   * `NEFFLD_RUNTIME`'s, 2.34 by default).
    */
   NRT_TENSOR_PLACEMENT_VIRTUAL = 2,
 } nrt_tensor_placement_t;
@@ -115,18 +118,18 @@ typedef enum nrt_framework_type_t {
 /**
  * Reduction operators of the collectives API.
  */
-typedef enum nrt_op_type_t {
+typedef enum nrt_op_type {
   NRT_OP_ADD = 0,
   NRT_OP_FMA = 1,
   NRT_OP_MAX = 2,
   NRT_OP_MIN = 3,
   NRT_OP_INVALID = 15,
-} nrt_op_type_t;
+} nrt_op_type;
 
 /**
  * Element types, with the device's own codes.
  */
-typedef enum nrt_dtype_t {
+typedef enum nrt_dtype {
   NRT_DTYPE_UNKNOWN = 0,
   NRT_DTYPE_UINT64 = 1,
   NRT_DTYPE_INT8 = 2,
@@ -143,16 +146,16 @@ typedef enum nrt_dtype_t {
   NRT_DTYPE_FP8_E3 = 13,
   NRT_DTYPE_FP8_E4 = 14,
   NRT_DTYPE_FP8_E5 = 15,
-} nrt_dtype_t;
+} nrt_dtype;
 
 /**
  * Collective operations of the collectives API.
  */
-typedef enum nrt_cc_op_type_t {
+typedef enum nrt_cc_op_type {
   NRT_CC_ALLGATHER = 0,
   NRT_CC_ALLREDUCE = 1,
   NRT_CC_REDUCESCATTER = 2,
-} nrt_cc_op_type_t;
+} nrt_cc_op_type;
 
 /**
  * A collectives context. Declared for source compatibility; this library
@@ -177,7 +180,7 @@ typedef struct nrt_tensor nrt_tensor;
 /**
  * What `nrt_get_instance_info` reports about the (simulated) instance.
  */
-typedef struct nrt_instance_info_t {
+typedef struct nrt_instance_info {
   /**
    * One of the `NRT_INSTANCE_*` family codes.
    */
@@ -194,15 +197,27 @@ typedef struct nrt_instance_info_t {
    * Device revision, NUL-terminated (empty for the simulator).
    */
   char device_revision[8];
-} nrt_instance_info_t;
+} nrt_instance_info;
+
+/**
+ * The SDK's typedef of [`nrt_instance_info`]; C code names the type either
+ * way (`nrt_instance_info_t`, `struct nrt_instance_info`).
+ */
+typedef struct nrt_instance_info nrt_instance_info_t;
 
 /**
  * Device memory use of one logical core.
  */
-typedef struct nrt_vnc_memory_stats_t {
+typedef struct nrt_vnc_memory_stats {
   size_t bytes_used;
   size_t bytes_limit;
-} nrt_vnc_memory_stats_t;
+} nrt_vnc_memory_stats;
+
+/**
+ * The SDK's typedef of [`nrt_vnc_memory_stats`]; C code names the type
+ * either way (`nrt_vnc_memory_stats_t`, `struct nrt_vnc_memory_stats`).
+ */
+typedef struct nrt_vnc_memory_stats nrt_vnc_memory_stats_t;
 
 /**
  * The name C callers use for [`nrt_model`].
@@ -228,26 +243,38 @@ typedef uint64_t nrt_tensor_batch_size_t;
  * One read or write of a batch: `size` bytes at `offset` in the tensor,
  * from or into `buffer` (caller-owned).
  */
-typedef struct nrt_tensor_batch_op_t {
+typedef struct nrt_tensor_batch_op {
   nrt_tensor_batch_offset_t offset;
   nrt_tensor_batch_size_t size;
   void *buffer;
-} nrt_tensor_batch_op_t;
+} nrt_tensor_batch_op;
+
+/**
+ * The SDK's typedef of [`nrt_tensor_batch_op`]; C code names the type
+ * either way (`nrt_tensor_batch_op_t`, `struct nrt_tensor_batch_op`).
+ */
+typedef struct nrt_tensor_batch_op nrt_tensor_batch_op_t;
 
 /**
  * The operations of a batch that target one tensor. All pointers are
  * borrowed from the caller for the duration of the call.
  */
-typedef struct nrt_tensor_batch_t {
+typedef struct nrt_tensor_batch {
   const nrt_tensor_t *tensor;
-  const struct nrt_tensor_batch_op_t *ops;
+  const nrt_tensor_batch_op_t *ops;
   uint32_t num_ops;
-} nrt_tensor_batch_t;
+} nrt_tensor_batch;
+
+/**
+ * The SDK's typedef of [`nrt_tensor_batch`]; C code names the type either
+ * way (`nrt_tensor_batch_t`, `struct nrt_tensor_batch`).
+ */
+typedef struct nrt_tensor_batch nrt_tensor_batch_t;
 
 /**
  * Where a device tensor lives on the device.
  */
-typedef struct nrt_tensor_device_allocation_info_t {
+typedef struct nrt_tensor_device_allocation_info {
   /**
    * Device address of the tensor's first byte.
    */
@@ -260,7 +287,14 @@ typedef struct nrt_tensor_device_allocation_info_t {
    * HBM channel the bytes are on.
    */
   int hbm_index;
-} nrt_tensor_device_allocation_info_t;
+} nrt_tensor_device_allocation_info;
+
+/**
+ * The SDK's typedef of [`nrt_tensor_device_allocation_info`]; C code names
+ * the type either way (`nrt_tensor_device_allocation_info_t`, `struct
+ * nrt_tensor_device_allocation_info`).
+ */
+typedef struct nrt_tensor_device_allocation_info nrt_tensor_device_allocation_info_t;
 
 /**
  * A set of named tensors (inputs or outputs of an execution). Opaque to C
@@ -275,24 +309,54 @@ typedef void nrt_tensor_set_t;
 typedef struct nrt_cc_context nrt_cc_context_t;
 
 /**
+ * The SDK's typedef of [`nrt_op_type`]; C code names the type either way
+ * (`nrt_op_type_t`, `enum nrt_op_type`).
+ */
+typedef enum nrt_op_type nrt_op_type_t;
+
+/**
+ * The SDK's typedef of [`nrt_dtype`]; C code names the type either way
+ * (`nrt_dtype_t`, `enum nrt_dtype`).
+ */
+typedef enum nrt_dtype nrt_dtype_t;
+
+/**
+ * The SDK's typedef of [`nrt_cc_op_type`]; C code names the type either
+ * way (`nrt_cc_op_type_t`, `enum nrt_cc_op_type`).
+ */
+typedef enum nrt_cc_op_type nrt_cc_op_type_t;
+
+/**
  * A communicator description of the host-driven collectives API.
  */
-typedef struct nrt_cc_comm_t {
+typedef struct nrt_cc_comm {
   uint32_t *replica_group;
   uint32_t rank;
   uint32_t rank_n;
   uint32_t ctx_device_id;
   uint32_t ctx_device_count;
   uint32_t vnc;
-} nrt_cc_comm_t;
+} nrt_cc_comm;
+
+/**
+ * The SDK's typedef of [`nrt_cc_comm`]; C code names the type either way
+ * (`nrt_cc_comm_t`, `struct nrt_cc_comm`).
+ */
+typedef struct nrt_cc_comm nrt_cc_comm_t;
 
 /**
  * A list of tensors of the host-driven collectives API.
  */
-typedef struct nrt_tensor_list_t {
+typedef struct nrt_tensor_list {
   nrt_tensor_t **tensors;
   size_t num_tensors;
-} nrt_tensor_list_t;
+} nrt_tensor_list;
+
+/**
+ * The SDK's typedef of [`nrt_tensor_list`]; C code names the type either
+ * way (`nrt_tensor_list_t`, `struct nrt_tensor_list`).
+ */
+typedef struct nrt_tensor_list nrt_tensor_list_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -306,7 +370,7 @@ extern "C" {
  * # Safety
  * `info` must be NULL or point to `instance_info_len` writable bytes.
  */
-NRT_STATUS nrt_get_instance_info(struct nrt_instance_info_t *info, size_t instance_info_len);
+NRT_STATUS nrt_get_instance_info(nrt_instance_info_t *info, size_t instance_info_len);
 
 /**
  * Starts the runtime: reads the configuration (`NEFFLD_DEVICE`,
@@ -376,7 +440,7 @@ NRT_STATUS nrt_get_visible_vnc_count(uint32_t *vnc_count);
  * `stats_size_out` must be NULL or writable.
  */
 NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc,
-                                    struct nrt_vnc_memory_stats_t *stats,
+                                    nrt_vnc_memory_stats_t *stats,
                                     size_t stats_size_in,
                                     size_t *stats_size_out);
 
@@ -442,12 +506,12 @@ NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count
 
 /**
  * Allocates a zero-filled tensor of `size` bytes: on the device HBM of
- * logical core `vnc` for the DEVICE placement, in host memory for HOST and
- * VIRTUAL (`vnc` is then ignored). `*tensor` receives a handle the caller
- * owns until `nrt_tensor_free`. Size 0, a bad placement or a bad `vnc` give
- * `NRT_INVALID`; device memory exhaustion gives `NRT_RESOURCE`. VIRTUAL is
- * refused with `NRT_INVALID` from runtime line 2.32 (`NEFFLD_RUNTIME`),
- * which removed it; the lines up to 2.31 take it.
+ * logical core `vnc` for the DEVICE placement, in host memory for HOST and,
+ * up to runtime line 2.31, VIRTUAL (`vnc` is then ignored). `*tensor`
+ * receives a handle the caller owns until `nrt_tensor_free`. Size 0, a bad
+ * placement or a bad `vnc` give `NRT_INVALID`; device memory exhaustion
+ * gives `NRT_RESOURCE`. VIRTUAL is refused with `NRT_INVALID` from runtime
+ * line 2.32 (`NEFFLD_RUNTIME`; 2.34 by default), which removed it.
  *
  * # Safety
  * `name` must be NULL or a NUL-terminated string; `tensor` must be NULL or
@@ -492,7 +556,7 @@ NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset
  * `batches` must be NULL or point to `num_batches` readable batches whose
  * `ops` arrays and buffers are valid as described in `nrt_tensor_batch_op_t`.
  */
-NRT_STATUS nrt_tensor_read_batch(const struct nrt_tensor_batch_t *batches,
+NRT_STATUS nrt_tensor_read_batch(const nrt_tensor_batch_t *batches,
                                  uint64_t num_batches,
                                  bool unsafe_mode);
 
@@ -503,7 +567,7 @@ NRT_STATUS nrt_tensor_read_batch(const struct nrt_tensor_batch_t *batches,
  * # Safety
  * As for `nrt_tensor_read_batch`.
  */
-NRT_STATUS nrt_tensor_write_batch(const struct nrt_tensor_batch_t *batches,
+NRT_STATUS nrt_tensor_write_batch(const nrt_tensor_batch_t *batches,
                                   uint64_t num_batches,
                                   bool unsafe_mode);
 
@@ -592,7 +656,7 @@ NRT_STATUS nrt_tensor_get_lnc_index(const nrt_tensor_t *tensor, int *lnc_idx);
  * `alloc_info` must be NULL or writable.
  */
 NRT_STATUS nrt_tensor_get_device_allocation_info(const nrt_tensor_t *tensor,
-                                                 struct nrt_tensor_device_allocation_info_t *alloc_info);
+                                                 nrt_tensor_device_allocation_info_t *alloc_info);
 
 /**
  * Not supported (nothing executes, so no output completes): logs and

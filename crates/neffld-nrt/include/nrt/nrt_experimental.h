@@ -16,7 +16,7 @@
 /**
  * Whether the model reads or writes a tensor.
  */
-typedef enum nrt_tensor_usage_t {
+typedef enum nrt_tensor_usage {
   /**
    * The model reads it.
    */
@@ -25,17 +25,23 @@ typedef enum nrt_tensor_usage_t {
    * The model writes it.
    */
   NRT_TENSOR_USAGE_OUTPUT = 1,
-} nrt_tensor_usage_t;
+} nrt_tensor_usage;
+
+/**
+ * The SDK's typedef of [`nrt_tensor_usage`]; C code names the type either
+ * way (`nrt_tensor_usage_t`, `enum nrt_tensor_usage`).
+ */
+typedef enum nrt_tensor_usage nrt_tensor_usage_t;
 
 /**
  * One input or output of a loaded model (296 bytes on LP64).
  */
-typedef struct nrt_tensor_info_t {
+typedef struct nrt_tensor_info {
   /**
    * NUL-terminated name (truncated to 255 bytes if longer).
    */
   char name[NRT_TENSOR_NAME_MAX];
-  enum nrt_tensor_usage_t usage;
+  nrt_tensor_usage_t usage;
   /**
    * Bytes.
    */
@@ -47,27 +53,45 @@ typedef struct nrt_tensor_info_t {
    */
   uint32_t *shape;
   uint32_t ndim;
-} nrt_tensor_info_t;
+} nrt_tensor_info;
+
+/**
+ * The SDK's typedef of [`nrt_tensor_info`]; C code names the type either
+ * way (`nrt_tensor_info_t`, `struct nrt_tensor_info`).
+ */
+typedef struct nrt_tensor_info nrt_tensor_info_t;
 
 /**
  * What `nrt_get_model_tensor_info` returns: a count followed by that many
  * entries, inputs first (by name), then outputs (by name).
  */
-typedef struct nrt_tensor_info_array_t {
+typedef struct nrt_tensor_info_array {
   uint64_t tensor_count;
-  struct nrt_tensor_info_t tensor_array[0];
-} nrt_tensor_info_array_t;
+  nrt_tensor_info_t tensor_array[0];
+} nrt_tensor_info_array;
+
+/**
+ * The SDK's typedef of [`nrt_tensor_info_array`]; C code names the type
+ * either way (`nrt_tensor_info_array_t`, `struct nrt_tensor_info_array`).
+ */
+typedef struct nrt_tensor_info_array nrt_tensor_info_array_t;
 
 /**
  * Information about a loaded model. New fields are only ever appended;
  * callers pass the size they know.
  */
-typedef struct nrt_model_info_t {
+typedef struct nrt_model_info {
   /**
    * The logical core index the model is loaded on.
    */
   uint32_t vnc;
-} nrt_model_info_t;
+} nrt_model_info;
+
+/**
+ * The SDK's typedef of [`nrt_model_info`]; C code names the type either
+ * way (`nrt_model_info_t`, `struct nrt_model_info`).
+ */
+typedef struct nrt_model_info nrt_model_info_t;
 
 /**
  * A microcode image (caller-owned bytes).
@@ -108,8 +132,7 @@ extern "C" {
  * `tensor_info` must be NULL or writable; `model` may be any pointer value
  * (it is only dereferenced when it is a live handle).
  */
-NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
-                                     struct nrt_tensor_info_array_t **tensor_info);
+NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model, nrt_tensor_info_array_t **tensor_info);
 
 /**
  * Writes 1 to `*instance_count`: nothing executes here, so one caller at a
@@ -129,7 +152,7 @@ NRT_STATUS nrt_get_model_instance_count(nrt_model_t *model, uint32_t *instance_c
  * `tensor_info` may be any pointer value; it is only dereferenced when it is
  * a live array of this library.
  */
-NRT_STATUS nrt_free_model_tensor_info(struct nrt_tensor_info_array_t *tensor_info);
+NRT_STATUS nrt_free_model_tensor_info(nrt_tensor_info_array_t *tensor_info);
 
 /**
  * Fills at most `info_size_in` bytes of `*info` and stores the number of
@@ -140,7 +163,7 @@ NRT_STATUS nrt_free_model_tensor_info(struct nrt_tensor_info_array_t *tensor_inf
  * `info_size_out` must be NULL or writable.
  */
 NRT_STATUS nrt_get_model_info(const nrt_model_t *model,
-                              struct nrt_model_info_t *info,
+                              nrt_model_info_t *info,
                               size_t info_size_in,
                               size_t *info_size_out);
 

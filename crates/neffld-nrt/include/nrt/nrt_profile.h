@@ -32,8 +32,9 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Starts profiling `model`; `nrt_profile_stop` writes its capture to
- * `filename`. One profile at a time (`NRT_FAILURE` for a second).
+ * Starts profiling `model`; `filename` is the file the capture is for
+ * (`nrt_profile_stop` writes to the name it is given). One profile at a
+ * time (`NRT_FAILURE` for a second).
  *
  * # Safety
  * `filename` must be NULL or NUL-terminated; `model` may be any pointer.
@@ -41,9 +42,11 @@ extern "C" {
 NRT_STATUS nrt_profile_start(nrt_model_t *model, const char *filename);
 
 /**
- * Writes the capture of the profiled model (NTFF v6) and ends profiling.
- * `NRT_INVALID` when no profile was started; `NRT_FAILURE` when the file
- * cannot be written.
+ * Writes the capture of the profiled model (NTFF v6) to `filename`
+ * (replacing a file of that name) and ends profiling. `NRT_INVALID` when
+ * no profile was started; `NRT_FAILURE` when the file cannot be written
+ * (profiling has ended all the same). A name other than the start's is
+ * written too, with a warning.
  *
  * # Safety
  * `filename` must be NULL or NUL-terminated.

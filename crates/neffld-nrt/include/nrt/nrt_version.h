@@ -20,7 +20,7 @@
 /**
  * The library version, as `nrt_get_version` reports it.
  */
-typedef struct nrt_version_t {
+typedef struct nrt_version {
   uint64_t rt_major;
   uint64_t rt_minor;
   uint64_t rt_patch;
@@ -33,7 +33,13 @@ typedef struct nrt_version_t {
    * NUL-terminated source revision (empty when unknown).
    */
   char git_hash[GIT_HASH_LEN];
-} nrt_version_t;
+} nrt_version;
+
+/**
+ * The SDK's typedef of [`nrt_version`]; C code names the type either way
+ * (`nrt_version_t`, `struct nrt_version`).
+ */
+typedef struct nrt_version nrt_version_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,7 +52,7 @@ extern "C" {
  * # Safety
  * `ver` must be NULL or point to `size` writable bytes.
  */
-NRT_STATUS nrt_get_version(struct nrt_version_t *ver, size_t size);
+NRT_STATUS nrt_get_version(nrt_version_t *ver, size_t size);
 
 #ifdef __cplusplus
 }  // extern "C"

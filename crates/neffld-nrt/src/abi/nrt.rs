@@ -18,7 +18,10 @@ pub enum nrt_tensor_placement_t {
     NRT_TENSOR_PLACEMENT_DEVICE = 0,
     /// Host memory.
     NRT_TENSOR_PLACEMENT_HOST = 1,
-    /// Host memory as well in this library (no virtual device mapping exists).
+    /// Up to runtime line 2.31, host memory in this library (no virtual
+    /// device mapping exists); from 2.32, which removed it, refused by
+    /// `nrt_tensor_allocate` with `NRT_INVALID` (the line is
+    /// `NEFFLD_RUNTIME`'s, 2.34 by default).
     NRT_TENSOR_PLACEMENT_VIRTUAL = 2,
 }
 
@@ -76,13 +79,17 @@ pub const NRT_INSTANCE_SIZE_NUM: u32 = 9;
 /// Reduction operators of the collectives API.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum nrt_op_type_t {
+pub enum nrt_op_type {
     NRT_OP_ADD = 0,
     NRT_OP_FMA = 1,
     NRT_OP_MAX = 2,
     NRT_OP_MIN = 3,
     NRT_OP_INVALID = 15,
 }
+
+/// The SDK's typedef of [`nrt_op_type`]; C code names the type either way
+/// (`nrt_op_type_t`, `enum nrt_op_type`).
+pub type nrt_op_type_t = nrt_op_type;
 
 /// A dtype, reduction or collective operation as a C caller may pass it (any
 /// integer); headers spell these `nrt_dtype_t`, `nrt_op_type_t` and
@@ -96,7 +103,7 @@ pub type NrtCcOpArg = u32;
 /// Element types, with the device's own codes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum nrt_dtype_t {
+pub enum nrt_dtype {
     NRT_DTYPE_UNKNOWN = 0,
     NRT_DTYPE_UINT64 = 1,
     NRT_DTYPE_INT8 = 2,
@@ -115,22 +122,30 @@ pub enum nrt_dtype_t {
     NRT_DTYPE_FP8_E5 = 15,
 }
 
+/// The SDK's typedef of [`nrt_dtype`]; C code names the type either way
+/// (`nrt_dtype_t`, `enum nrt_dtype`).
+pub type nrt_dtype_t = nrt_dtype;
+
 /// Second name of `NRT_DTYPE_UNKNOWN` (the same value).
 pub const NRT_DTYPE_INVALID: u32 = 0;
 
 /// Collective operations of the collectives API.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum nrt_cc_op_type_t {
+pub enum nrt_cc_op_type {
     NRT_CC_ALLGATHER = 0,
     NRT_CC_ALLREDUCE = 1,
     NRT_CC_REDUCESCATTER = 2,
 }
 
+/// The SDK's typedef of [`nrt_cc_op_type`]; C code names the type either
+/// way (`nrt_cc_op_type_t`, `enum nrt_cc_op_type`).
+pub type nrt_cc_op_type_t = nrt_cc_op_type;
+
 /// What `nrt_get_instance_info` reports about the (simulated) instance.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct nrt_instance_info_t {
+pub struct nrt_instance_info {
     /// One of the `NRT_INSTANCE_*` family codes.
     pub family: u32,
     /// One of the `NRT_INSTANCE_SIZE_*` codes.
@@ -141,6 +156,10 @@ pub struct nrt_instance_info_t {
     pub device_revision: [c_char; 8],
 }
 
+/// The SDK's typedef of [`nrt_instance_info`]; C code names the type either
+/// way (`nrt_instance_info_t`, `struct nrt_instance_info`).
+pub type nrt_instance_info_t = nrt_instance_info;
+
 /// Byte offset inside a tensor, for batch operations.
 pub type nrt_tensor_batch_offset_t = u64;
 /// Byte count, for batch operations.
@@ -150,16 +169,20 @@ pub type nrt_tensor_batch_size_t = u64;
 /// from or into `buffer` (caller-owned).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct nrt_tensor_batch_op_t {
+pub struct nrt_tensor_batch_op {
     pub offset: nrt_tensor_batch_offset_t,
     pub size: nrt_tensor_batch_size_t,
     pub buffer: *mut c_void,
 }
 
+/// The SDK's typedef of [`nrt_tensor_batch_op`]; C code names the type
+/// either way (`nrt_tensor_batch_op_t`, `struct nrt_tensor_batch_op`).
+pub type nrt_tensor_batch_op_t = nrt_tensor_batch_op;
+
 /// Where a device tensor lives on the device.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct nrt_tensor_device_allocation_info_t {
+pub struct nrt_tensor_device_allocation_info {
     /// Device address of the tensor's first byte.
     pub physical_address: u64,
     /// Bytes of the tensor.
@@ -168,10 +191,19 @@ pub struct nrt_tensor_device_allocation_info_t {
     pub hbm_index: c_int,
 }
 
+/// The SDK's typedef of [`nrt_tensor_device_allocation_info`]; C code names
+/// the type either way (`nrt_tensor_device_allocation_info_t`, `struct
+/// nrt_tensor_device_allocation_info`).
+pub type nrt_tensor_device_allocation_info_t = nrt_tensor_device_allocation_info;
+
 /// Device memory use of one logical core.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct nrt_vnc_memory_stats_t {
+pub struct nrt_vnc_memory_stats {
     pub bytes_used: usize,
     pub bytes_limit: usize,
 }
+
+/// The SDK's typedef of [`nrt_vnc_memory_stats`]; C code names the type
+/// either way (`nrt_vnc_memory_stats_t`, `struct nrt_vnc_memory_stats`).
+pub type nrt_vnc_memory_stats_t = nrt_vnc_memory_stats;

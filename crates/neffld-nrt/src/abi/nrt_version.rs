@@ -10,7 +10,7 @@ pub const GIT_HASH_LEN: usize = 64;
 /// The library version, as `nrt_get_version` reports it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct nrt_version_t {
+pub struct nrt_version {
     pub rt_major: u64,
     pub rt_minor: u64,
     pub rt_patch: u64,
@@ -20,3 +20,7 @@ pub struct nrt_version_t {
     /// NUL-terminated source revision (empty when unknown).
     pub git_hash: [c_char; GIT_HASH_LEN],
 }
+
+/// The SDK's typedef of [`nrt_version`]; C code names the type either way
+/// (`nrt_version_t`, `struct nrt_version`).
+pub type nrt_version_t = nrt_version;

@@ -8,6 +8,8 @@ mod exports;
 mod instance;
 mod memory_log;
 mod process;
+mod profile_stop;
+mod tag_names;
 mod uninit;
 mod virtual_placement;
 mod visible_cores;
