@@ -939,8 +939,14 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
             .try_set_name(n)
             .map_err(|e| Failure::usage(format!("--name: {e}")))?;
     }
-    if let Some(u) = o.uuid {
-        writer.header.uuid = parse_uuid(u)?;
+    match o.uuid {
+        Some(u) => writer.header.uuid = parse_uuid(u)?,
+        // The runtime keys its parse cache by the uuid: none of its own
+        // (no --uuid, none from --header-from) is the members' own.
+        None if writer.header.uuid == [0; 16] => {
+            writer.header.uuid = NeffWriter::content_uuid(&members)
+        }
+        None => {}
     }
     for f in o.fields {
         set_header_field(&mut writer.header, f)?;

@@ -797,12 +797,12 @@ fn the_runtime_line_is_chosen_and_reported() {
     let h = human(&[]);
     assert!(
         h.contains("2.34 has no capture of its own: as documented, contiguous shared scratchpad")
-            && h.contains("2.30's captures carry over (instruction image layout"),
+            && h.contains("2.30's captures (of trn2) carry over (instruction image layout"),
         "{h}"
     );
     let h = human(&["--arch", "trn1", "--runtime", "2.31"]);
     assert!(
-        h.contains("2.31 has no capture of its own: 2.23's captures carry over"),
+        h.contains("2.31 has no capture of its own: 2.23's captures (of trn1) carry over"),
         "{h}"
     );
     assert!(!human(&["--runtime", "2.30"]).contains("no capture"));
@@ -1396,4 +1396,39 @@ fn a_line_captured_on_another_chip_says_so() {
         (Some("trn1"), &json!([])),
         "{p}"
     );
+}
+
+/// A packed NEFF gets a uuid of its own (the runtime keys its parse cache
+/// by it; every packed NEFF had the zero uuid): version 4 in form, the
+/// same for the same tree, another for another tree; `--uuid` and
+/// `--header uuid=` still set it.
+#[test]
+fn a_packed_neff_has_a_uuid_of_its_own() {
+    let dir = scratch("pack-uuid");
+    let tree = dir.join("tree");
+    let f = fixture("matmul_small.neff");
+    assert!(
+        neffld(&["extract", f.to_str().unwrap(), "-o", tree.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let uuid_of = |extra: &[&str]| {
+        let out = dir.join("p.neff");
+        let mut args = vec!["pack", tree.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        args.extend(extra);
+        assert!(neffld(&args).status.success());
+        let v = json(&neffld(&["inspect", "--json", out.to_str().unwrap()]));
+        v["header"]["uuid"].as_str().unwrap().to_string()
+    };
+    let a = uuid_of(&[]);
+    assert_ne!(a, "0".repeat(32));
+    assert_eq!(&a[12..13], "4", "version 4: {a}");
+    assert!("89ab".contains(&a[16..17]), "RFC 4122 variant: {a}");
+    assert_eq!(uuid_of(&[]), a, "the same tree, the same uuid");
+    std::fs::write(tree.join("extra.txt"), b"one more member").unwrap();
+    assert_ne!(uuid_of(&[]), a, "another tree, another uuid");
+    let given = "00112233445566778899aabbccddeeff";
+    assert_eq!(uuid_of(&["--uuid", given]), given);
+    let zero = "0".repeat(32);
+    assert_eq!(uuid_of(&["--header", &format!("uuid={zero}")]), zero);
 }

@@ -365,6 +365,31 @@ impl NeffWriter {
         payload
     }
 
+    /// A uuid of the members (names and bytes, in order): the RFC 4122
+    /// version-4 form of the first 16 bytes of their SHA-256. The runtime
+    /// keys its parse cache by a NEFF's uuid, so a NEFF built without one of
+    /// its own must not share it with other NEFFs (every tree once got the
+    /// zero uuid); derived from the contents, the same tree still packs to
+    /// the same bytes.
+    pub fn content_uuid<N: AsRef<[u8]>>(members: &[(N, &[u8])]) -> [u8; 16] {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for (name, bytes) in members {
+            let name = name.as_ref();
+            // Lengths first, so no two member lists hash alike by moving
+            // bytes across a boundary.
+            h.update((name.len() as u64).to_le_bytes());
+            h.update(name);
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        }
+        let mut uuid = [0u8; 16];
+        uuid.copy_from_slice(&h.finalize()[..16]);
+        uuid[6] = (uuid[6] & 0x0f) | 0x40; // version 4
+        uuid[8] = (uuid[8] & 0x3f) | 0x80; // RFC 4122 variant
+        uuid
+    }
+
     /// A whole NEFF: header with size and digest filled in, then the payload.
     pub fn write<N: AsRef<[u8]> + Clone>(&self, members: &[(N, &[u8])]) -> Vec<u8> {
         self.finish(self.payload(members))
