@@ -700,7 +700,15 @@ pub fn extract(
             )),
         }
     }
-    let failure = (!refused.is_empty()).then(|| Failure::io(refused.join("; ")));
+    // One message for a destination that refuses everything (a read-only
+    // directory refused 72 members in one 9 KB message): how many, and
+    // the first in full.
+    let failure = refused.first().map(|first| {
+        Failure::io(match refused.len() {
+            1 => first.clone(),
+            n => format!("{n} members not written; the first: {first}"),
+        })
+    });
     if as_json {
         print_json(&Stamped {
             body: ExtractDoc {
@@ -715,8 +723,13 @@ pub fn extract(
         for w in &warnings {
             eprintln!("{}", err.warn(&escape(w)));
         }
-        for r in &refused {
+        const SHOWN: usize = 5;
+        for r in refused.iter().take(SHOWN) {
             eprintln!("{}", err.fail(&escape(r)));
+        }
+        if refused.len() > SHOWN {
+            let more = units::count((refused.len() - SHOWN) as u64, "more member");
+            eprintln!("{}", err.fail(&format!("... and {more} not written")));
         }
         emit(&format!(
             "extracted {} to {}\n",

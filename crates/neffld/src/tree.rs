@@ -480,7 +480,7 @@ impl Dest {
             Ok(sub) => Ok(sub),
             Err(e) => Err(match kind_at(dir, name) {
                 Ok(Kind::Link) => Refusal::Dest(format!(
-                    "{shown} is a symbolic link; extract never writes through one"
+                    "{shown} is a symbolic link, which neffld never writes through"
                 )),
                 Ok(kind) if kind != Kind::Dir => {
                     Refusal::Name(format!("{shown} is {}, not a directory", kind.name()))
@@ -513,7 +513,7 @@ impl Dest {
             Ok(Kind::File) => {}
             Ok(Kind::Link) => {
                 return Err(Refusal::Dest(format!(
-                    "{shown} is a symbolic link; extract never writes through one"
+                    "{shown} is a symbolic link, which neffld never writes through"
                 )))
             }
             Ok(kind) => return Err(Refusal::Name(format!("{shown} is {}", kind.name()))),

@@ -464,6 +464,53 @@ fn extract_never_writes_through_a_symlink() {
     }
 }
 
+/// A destination that refuses many members (every `sg00/` member, through
+/// a link in the way) is one error naming how many and the first in full,
+/// and at most five lines and a count on stderr: a read-only destination
+/// gave one 9 KB message of 72 refusals.
+#[test]
+fn many_refused_members_are_counted_not_listed() {
+    let dir = scratch("extract-many");
+    let s = Synth::static_sunda();
+    let in_sg00 = s
+        .member_list()
+        .iter()
+        .filter(|(n, _)| n.starts_with("sg00/"))
+        .count();
+    assert!(in_sg00 > 6, "{in_sg00}");
+    let neff = dir.join("demo.neff");
+    std::fs::write(&neff, s.write(Producer::V2_18)).unwrap();
+    let dest = dir.join("dest");
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&dest).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, dest.join("sg00")).unwrap();
+    let (n, d) = (neff.to_str().unwrap(), dest.to_str().unwrap());
+    let o = neffld(&["extract", "--json", n, "-o", d]);
+    assert_eq!(o.status.code(), Some(2));
+    let doc = json(&o);
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "{in_sg00} members not written; the first: member sg00/"
+        )) && message.matches("not written under").count() == 1,
+        "{message}"
+    );
+    let o = neffld(&["extract", n, "-o", d]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.contains("not written under"))
+            .count(),
+        5,
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("... and {} more members not written", in_sg00 - 5)),
+        "{err}"
+    );
+}
+
 /// A member whose path runs through another member's file (`info.json/x`
 /// beside `info.json`) is skipped with a warning; every other member is
 /// written, before and after it.

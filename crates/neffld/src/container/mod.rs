@@ -94,7 +94,7 @@ pub enum ContainerError {
         offending: u64,
     },
     /// The header's payload size is more than the bytes that follow it.
-    #[error("Invalid NEFF data size({data_size:#x} vs {available:#x}): data_size (header offset 0x10) is {data_size} bytes, but only {available} bytes follow the header")]
+    #[error("Invalid NEFF data size({data_size:#x} vs {available:#x}): data_size (header offset 0x10) is {data_size} bytes, but only {} follow{} the header", crate::text::count(*available, "byte"), if *available == 1 { "s" } else { "" })]
     DataSize {
         /// The header's payload size.
         data_size: u64,

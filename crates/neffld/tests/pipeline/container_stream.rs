@@ -63,6 +63,8 @@ fn a_short_stream_is_what_it_held() {
         matches!(e, neffld::container::ContainerError::DataSize { .. }),
         "{e}"
     );
+    let e = neffld::container::open(&neff[..HEADER_LEN + 1], &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("but only 1 byte follows the header"), "{e}");
 }
 
 #[test]
