@@ -66,11 +66,13 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
                 t,
                 "{}",
                 style.fail(&format!(
-                    "fits      no: step {} of {} ({} on core {}) {}",
+                    "fits      no: step {} of {} ({} {}) {}",
                     n + 1,
                     p.planned,
                     step_text(&s.step),
-                    s.vnc.map_or("?".into(), |v| v.to_string()),
+                    // A load for the next free core that found none has no core.
+                    s.vnc
+                        .map_or("on the next free core".into(), |v| format!("on core {v}")),
                     refused(f),
                 ))
             );

@@ -849,6 +849,24 @@ fn a_missing_neff_is_named_by_its_deployment_line() {
     );
 }
 
+/// A load for the next free core that finds none is said to be that, not
+/// a load "on core ?".
+#[test]
+fn a_load_that_found_no_free_core_says_so() {
+    let demo = demo();
+    let mut args = vec!["plan", "--instance", "trn1.2xlarge"];
+    args.extend([demo.as_str(); 3]);
+    let out = neffld(&args, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let fits = text.lines().find(|l| l.starts_with("fits")).unwrap();
+    assert!(
+        fits.contains("(load ")
+            && fits.contains(" on the next free core) refused [NRT_LOAD_NOT_ENOUGH_NC"),
+        "{fits}"
+    );
+}
+
 /// Every size the human report prints is rounded down, as headroom's and
 /// the solve answer's are: the summary's "free" (it said 14.0 GiB where
 /// headroom said 13.9 GiB of the same 13.98) and a tensor step's label (a

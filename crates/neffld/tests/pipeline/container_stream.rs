@@ -64,7 +64,10 @@ fn a_short_stream_is_what_it_held() {
         "{e}"
     );
     let e = neffld::container::open(&neff[..HEADER_LEN + 1], &Default::default()).unwrap_err();
-    assert!(e.to_string().contains("but only 1 byte follows the header"), "{e}");
+    assert!(
+        e.to_string().contains("but only 1 byte follows the header"),
+        "{e}"
+    );
 }
 
 #[test]
