@@ -5,7 +5,7 @@ use std::io::{self, Read};
 
 use neffld::container::stream::{read_neff_within, MAX_STREAM_NEFF};
 use neffld::container::writer::{NeffWriter, Producer};
-use neffld::container::HEADER_LEN;
+use neffld::container::{NeffHeader, HEADER_LEN};
 use neffld_testkit::Synth;
 
 /// A reader that counts what it handed out.
@@ -111,7 +111,8 @@ fn a_declared_size_above_the_ceiling_is_refused_unread() {
 #[test]
 fn a_header_its_own_gates_refuse_is_refused_as_from_a_file() {
     let neff = NeffWriter::new(Producer::V2_18).write(&Synth::static_sunda().member_list());
-    let faults: [(&str, fn(&mut neffld::container::NeffHeader)); 3] = [
+    type Fault = fn(&mut NeffHeader);
+    let faults: [(&str, Fault); 3] = [
         ("version", |h| h.version_major = 253),
         ("feature", |h| {
             h.version_major = 2; // majors 0 and 1 skip the trap
@@ -121,7 +122,7 @@ fn a_header_its_own_gates_refuse_is_refused_as_from_a_file() {
     ];
     for (what, fault) in faults {
         let mut bad = neff.clone();
-        let mut h = neffld::container::NeffHeader::decode(bad[..HEADER_LEN].try_into().unwrap());
+        let mut h = NeffHeader::decode(bad[..HEADER_LEN].try_into().unwrap());
         fault(&mut h);
         bad[..HEADER_LEN].copy_from_slice(&h.encode());
         let from_file = neffld::container::open(&bad, &Default::default()).unwrap_err();
