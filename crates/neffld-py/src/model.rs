@@ -64,7 +64,10 @@ pub struct Core {
     /// Device bytes charged to this core: every row of the runtime's memory
     /// list, in its order, keyed by its usage type (the library's names).
     pub memory: Py<PyDict>,
-    /// Every engine's final instruction image.
+    /// Every engine's final instruction image: the bytes the load relocated
+    /// and copied to the device, as the staged model keeps them (the
+    /// library's `StagedView`), not read back from the device — so the same
+    /// on the "null" device, which keeps no bytes.
     pub images: BTreeMap<String, Py<PyBytes>>,
     /// Device address of every engine's image.
     pub image_addresses: BTreeMap<String, u64>,

@@ -96,9 +96,12 @@ class Core:
     in its order, keyed by usage type ("Generic", "Tensor Instructions",
     "Weights", ...), zero rows included."""
     images: dict[str, bytes]
-    """Engine ("pe", "act", "pool", "dve", "sp") -> its instruction image as
-    read back from the device (empty on the "null" device)."""
+    """Engine ("pe", "act", "pool", "dve", "sp") -> its final instruction
+    image: the bytes the load relocated and copied to the device at
+    image_addresses[engine], as the load keeps them (not read back from the
+    device), so the same on the "sim" and the "null" device."""
     image_addresses: dict[str, int]
+    """Engine -> the device address of its image, as the runtime writes it."""
     variables: list[Variable]
 
 class Weight:
