@@ -22,6 +22,13 @@ pub struct Failure {
     pub stage: &'static str,
     pub status: NrtStatus,
     pub message: String,
+    /// The message's line breaks are its own: it was written from the
+    /// caller's own words (a command line, a deployment file, as the
+    /// command's parser reports them, usage and help alike), never from a
+    /// NEFF or a capture, so `str(e)` keeps them as lines. Otherwise a line
+    /// break in the message can only come from a name taken from a file,
+    /// and is escaped with the rest.
+    pub lines: bool,
 }
 
 impl Failure {
@@ -30,6 +37,16 @@ impl Failure {
             stage,
             status,
             message: message.into(),
+            lines: false,
+        }
+    }
+
+    /// This failure, its message written from the caller's own words: its
+    /// line breaks are kept in `str(e)` ([`Failure::lines`]).
+    pub fn of_callers_words(self) -> Failure {
+        Failure {
+            lines: true,
+            ..self
         }
     }
 
@@ -38,17 +55,29 @@ impl Failure {
         Failure::new("input", NrtStatus::Invalid, message)
     }
 
-    /// The `NeffError` raised for this failure; its text reads as the
-    /// `neffld` command prints a failure (names from the NEFF escaped,
-    /// [`neffld::text::escape`]); `.message` keeps them exact.
+    /// The text of `str(e)`: as the `neffld` command prints a failure
+    /// (`Failure::human` there) — a usage or I/O error as its message
+    /// alone, any other as "STAGE failed: MESSAGE [STATUS]" — each line of
+    /// the message escaped ([`neffld::text::escape`]: no control character
+    /// of a name reaches a terminal); a line break is kept only in a
+    /// message of the caller's own words ([`Failure::lines`]). `.message`
+    /// keeps everything exact.
+    pub fn text(&self) -> String {
+        let message = if self.lines {
+            let lines: Vec<_> = self.message.split('\n').map(escape).collect();
+            lines.join("\n")
+        } else {
+            escape(&self.message).into_owned()
+        };
+        match self.stage {
+            "usage" | "io" => message,
+            stage => format!("{stage} failed: {message} [{}]", self.status),
+        }
+    }
+
+    /// The `NeffError` raised for this failure, its text [`Failure::text`].
     pub fn into_pyerr(self, py: Python<'_>) -> PyErr {
-        let text = format!(
-            "{} failed: {} [{}]",
-            self.stage,
-            escape(&self.message),
-            self.status
-        );
-        let err = NeffError::new_err(text);
+        let err = NeffError::new_err(self.text());
         let value = err.value(py);
         let set = || -> PyResult<()> {
             value.setattr("status", self.status.code())?;

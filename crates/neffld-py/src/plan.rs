@@ -186,18 +186,44 @@ pub fn _plan(
         solve,
         max_inflated,
     };
-    let out = py.detach(|| deployment(&a).and_then(|d| answer(&d, map.as_deref())));
+    let out = py.detach(|| {
+        // The parse reads no NEFF: its messages are the caller's words.
+        let d = deployment(&a).map_err(Failure::of_callers_words)?;
+        answer(&d, map.as_deref())
+    });
     let (report, json) = raise(py, out)?;
     Plan::new(py, &report, json)
 }
 
+/// Whether a `neffld plan` command line asks for the command's help: a
+/// `--help`, or a cluster of short flags starting with `-h` (plan has no
+/// other short flag), before any `--`.
+fn asks_for_help(args: &[String]) -> bool {
+    args.iter()
+        .take_while(|w| *w != "--")
+        .any(|w| w == "--help" || (w.starts_with("-h") && !w.starts_with("--")))
+}
+
 /// Plans a `neffld plan` command line (an advice's `argv`, the words after
-/// `plan`), read by the command's own parser.
+/// `plan`), read by the command's own parser. Its messages (usage errors,
+/// a deployment file's) keep their lines; a command line that asks for
+/// the command's help is refused as one that plans nothing, naming where
+/// the help is, since `plan_argv` returns a Plan.
 #[pyfunction]
 pub fn _plan_argv(py: Python<'_>, args: Vec<String>) -> PyResult<Plan> {
     let out = py.detach(|| {
-        let (d, map) = neffld_cli::plan_command(args.into_iter().map(Into::into))
-            .map_err(|f| Failure::new(f.stage, f.status, f.message))?;
+        let parsed = neffld_cli::plan_command(args.iter().map(Into::into)).map_err(|f| {
+            if f.stage == "usage" && asks_for_help(&args) {
+                return usage(
+                    "plan_argv plans a `neffld plan` command line and returns its Plan; \
+                     --help asks the command for its help, which `neffld plan --help` \
+                     (or `python -m neffld plan --help`) prints, and help(neffld.plan_argv) \
+                     describes this call",
+                );
+            }
+            Failure::new(f.stage, f.status, f.message).of_callers_words()
+        });
+        let (d, map) = parsed?;
         if d.steps.is_empty() {
             return Err(usage("the deployment has no step"));
         }

@@ -167,3 +167,34 @@ def test_a_stream_is_read_only_as_far_as_its_header_says(tmp_path):
     sent = int(feeder.communicate(timeout=60)[0])
     assert err.status == 10 and "packager" in err.message
     assert sent < offered
+
+
+def test_a_usage_error_keeps_its_lines_and_prints_as_the_command_does():
+    # The command's parser wrote it from the caller's words: its line
+    # breaks are real ones in str(e) (they used to be a literal "\n"), and
+    # it reads as `neffld plan` prints it, without a stage or status.
+    err = raises(neffld.plan_argv, ["--frobnicate"])
+    assert (err.stage, err.status_name) == ("usage", "NRT_INVALID")
+    assert "\n" in err.message and "\\n" not in str(err)
+    assert str(err) == err.message
+    assert any(l.startswith("Usage: neffld plan") for l in str(err).splitlines())
+    # A control character of the caller's own word is still escaped (a
+    # carriage return would overwrite the line on a terminal).
+    err = raises(neffld.plan_argv, ["--frob\rnothing wrong"])
+    assert "\r" in err.message and "\r" not in str(err)
+    assert "--frob\\rnothing wrong" in str(err) and len(str(err).splitlines()) > 1
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"], ["neffld", "plan", "x.neff", "--help"]])
+def test_plan_argv_does_not_take_the_commands_help(argv):
+    # plan_argv returns a Plan; help is not one, nor a failed parse: the
+    # error says where the help is, rather than holding it.
+    err = raises(neffld.plan_argv, argv)
+    assert (err.stage, err.status_name) == ("usage", "NRT_INVALID")
+    assert "`neffld plan --help`" in err.message
+    assert "Arguments:" not in err.message and "\n" not in str(err)
+
+
+def test_a_file_named_like_the_help_flag_is_a_file():
+    err = raises(neffld.plan_argv, ["--", "-h"])
+    assert err.stage == "io" and "cannot read -h" in err.message

@@ -185,7 +185,12 @@ def plan(
 def plan_argv(argv) -> Plan:
     """Plans a `neffld plan` command line given as a list of words (an
     advice item's `argv`, with or without the leading "neffld", "plan"),
-    read as the command reads it, and returns its :class:`Plan`."""
+    read as the command reads it, and returns its :class:`Plan`.
+
+    A command line the command would refuse raises NeffError (stage
+    "usage"), its message the command's own, lines and all. So does one
+    that asks for the command's help (`--help`, `-h`): plan_argv returns a
+    Plan, never help text; `neffld plan --help` prints it."""
     words = _words("argv", argv)
     if words[:2] == ["neffld", "plan"]:
         words = words[2:]

@@ -20,7 +20,15 @@ class NeffError(Exception):
     """The gate: "input", "config", "guard", "container", "parse", "stage",
     "validate", "device", "registry"."""
     message: str
-    """The failure without the stage and status decoration."""
+    """The failure without the stage and status decoration, exactly (names
+    taken from a file included)."""
+    def __str__(self) -> str:
+        """As the `neffld` command prints the failure: a "usage" or "io"
+        failure as its message alone, any other as "STAGE failed: MESSAGE
+        [STATUS]". Control characters (of names taken from a NEFF or a
+        capture) are escaped (\\n, \\x1b, ...); only a message written from
+        the caller's own words (a command line, a deployment file) keeps
+        its line breaks."""
 
 class Tensor:
     """One input or output tensor."""
@@ -438,4 +446,7 @@ def plan(
 
 def plan_argv(argv: "list[str] | tuple[str, ...]") -> Plan:
     """Plans a `neffld plan` command line (an advice item's argv, with or
-    without the leading "neffld", "plan"); returns its Plan."""
+    without the leading "neffld", "plan"); returns its Plan. A command line
+    the command refuses raises NeffError (stage "usage", the command's own
+    message, lines and all); so does one asking for the command's help
+    (`--help`, `-h`): `neffld plan --help` prints that."""
