@@ -186,8 +186,8 @@ pub fn compare(
     neff: &Bound<'_, PyAny>,
     capture: &Bound<'_, PyAny>,
 ) -> PyResult<Comparison> {
-    let (neff, _) = raise(py, source::read(neff))?;
-    let (cap, _) = raise(py, source::read_capture(capture))?;
+    let (neff, _) = source::read("neff", neff)?;
+    let (cap, _) = source::read_capture("capture", capture)?;
     let result = py.detach(|| {
         let c = capture::read(&cap).map_err(capture_failure)?;
         cmp::load_and_compare(&neff, &c)

@@ -1,19 +1,31 @@
-//! `neffld.NeffError`: one exception type for every failure, carrying the
-//! NRT status, its name and the pipeline stage that refused the input.
+//! `neffld.NeffError`: one exception type for every failure but a wrong
+//! argument type, carrying the NRT status, its name and the stage that
+//! refused the input.
+//!
+//! The contract (the stub and the README say it too): an argument of a
+//! type a function does not take is Python's `TypeError`; everything else
+//! is `NeffError` — a value neffld refuses (an unknown architecture, a
+//! logical core out of range, a word of a plan) with stage "usage" and
+//! `NRT_INVALID`, a file that cannot be read or written with stage "io"
+//! and `NRT_FAILURE` (as the `neffld` command reports both), a variable's
+//! value with "config", and what the loader, the planner or a capture
+//! refuses with its own stage and status.
 
 use neffld::api::LoadError;
 use neffld::text::escape;
 use neffld::NrtStatus;
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyOverflowError};
 use pyo3::prelude::*;
 
 create_exception!(
     neffld,
     NeffError,
     PyException,
-    "A NEFF failure: `.status` (the NRT status int), `.status_name` \
-     (e.g. \"NRT_INVALID\"), `.stage` (which gate refused it) and `.message`."
+    "Every failure but a wrong argument type (TypeError): `.status` (the NRT \
+     status int), `.status_name` (e.g. \"NRT_INVALID\"), `.stage` (\"usage\": \
+     a refused argument value, \"io\": a file, else the gate that refused \
+     it) and `.message`."
 );
 
 /// A failure on its way to Python: the stage, the status and the message.
@@ -50,9 +62,16 @@ impl Failure {
         }
     }
 
-    /// A caller's mistake (wrong argument, unreadable file): `NRT_INVALID`.
-    pub fn input(message: impl Into<String>) -> Failure {
-        Failure::new("input", NrtStatus::Invalid, message)
+    /// An argument's value neffld refuses (its type was right): stage
+    /// "usage", `NRT_INVALID`, as the command reports a refused flag.
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure::new("usage", NrtStatus::Invalid, message)
+    }
+
+    /// A file that cannot be read or written: stage "io", `NRT_FAILURE`,
+    /// as the command and `neffld.plan` report it.
+    pub fn io(message: impl Into<String>) -> Failure {
+        Failure::new("io", NrtStatus::Failure, message)
     }
 
     /// The text of `str(e)`: as the `neffld` command prints a failure
@@ -95,6 +114,34 @@ impl Failure {
 impl From<LoadError> for Failure {
     fn from(e: LoadError) -> Failure {
         Failure::new(e.stage(), e.status(), e.to_string())
+    }
+}
+
+/// An integer argument `name`: any Python integer (or object with
+/// `__index__`) within `range`, else a refused value (stage "usage") whose
+/// message gives the value and `rule` — never a bare OverflowError. Another
+/// type is the TypeError the extraction raises.
+pub fn int_arg(
+    obj: &Bound<'_, PyAny>,
+    name: &str,
+    range: std::ops::RangeInclusive<i128>,
+    rule: &str,
+) -> PyResult<i128> {
+    let refused = || {
+        let mut shown = obj.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+        if shown.len() > 40 {
+            shown = format!(
+                "an integer of {} digits",
+                shown.trim_start_matches('-').len()
+            );
+        }
+        Failure::usage(format!("{name}={shown}: {rule}")).into_pyerr(obj.py())
+    };
+    match obj.extract::<i128>() {
+        Ok(v) if range.contains(&v) => Ok(v),
+        Ok(_) => Err(refused()),
+        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Err(refused()),
+        Err(e) => Err(e),
     }
 }
 

@@ -1,24 +1,27 @@
 //! What `path_or_bytes` may be: a path (`str` or `os.PathLike`) to read, or
 //! the NEFF's bytes (`bytes`, `bytearray`, `memoryview` or any object with
-//! the buffer protocol).
+//! the buffer protocol). Anything else is a `TypeError`; a path that cannot
+//! be read is a `NeffError` of stage "io" (`NRT_FAILURE`), as the `neffld`
+//! command reports it.
 
 use std::path::{Path, PathBuf};
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
 
-use crate::error::{FResult, Failure};
+use crate::error::Failure;
 
-/// The NEFF bytes behind a `path_or_bytes` argument, and a label for messages.
-pub fn read(obj: &Bound<'_, PyAny>) -> FResult<(Vec<u8>, String)> {
-    read_with(obj, read_path)
+/// The NEFF bytes behind the argument `arg`, and a label for messages.
+pub fn read(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<(Vec<u8>, String)> {
+    read_with(arg, "a NEFF's", obj, read_path)
 }
 
 /// A profiler capture's bytes behind a `path_or_bytes` argument: a path
 /// must name a regular file (a capture declares no length a stream could
 /// be read to).
-pub fn read_capture(obj: &Bound<'_, PyAny>) -> FResult<(Vec<u8>, String)> {
-    read_with(obj, |path| {
+pub fn read_capture(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<(Vec<u8>, String)> {
+    read_with(arg, "a capture's", obj, |path| {
         if !std::fs::metadata(path)?.is_file() {
             return Err(std::io::Error::other("not a regular file"));
         }
@@ -26,10 +29,14 @@ pub fn read_capture(obj: &Bound<'_, PyAny>) -> FResult<(Vec<u8>, String)> {
     })
 }
 
+/// `obj`, the argument `arg`: `whose` bytes, or a path to read them from.
 fn read_with(
+    arg: &str,
+    whose: &str,
     obj: &Bound<'_, PyAny>,
     read_path: fn(&Path) -> std::io::Result<Vec<u8>>,
-) -> FResult<(Vec<u8>, String)> {
+) -> PyResult<(Vec<u8>, String)> {
+    let py = obj.py();
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok((b.as_bytes().to_vec(), "<bytes>".into()));
     }
@@ -37,23 +44,25 @@ fn read_with(
         return Ok((b.to_vec(), "<bytearray>".into()));
     }
     if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__").unwrap_or(false) {
-        let path: PathBuf = obj
-            .extract()
-            .map_err(|e| Failure::input(format!("not a usable path: {e}")))?;
-        let bytes = read_path(&path)
-            .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+        let path: PathBuf = obj.extract().map_err(|e| {
+            let err = PyTypeError::new_err(format!("{arg}: not a usable path: {e}"));
+            err.set_cause(py, Some(e));
+            err
+        })?;
+        let bytes = read_path(&path).map_err(|e| {
+            Failure::io(format!("cannot read {}: {e}", path.display())).into_pyerr(py)
+        })?;
         return Ok((bytes, path.display().to_string()));
     }
     // Anything else exporting a buffer (memoryview, numpy arrays, mmap).
-    let bytes = obj
-        .py()
+    let bytes = py
         .get_type::<PyMemoryView>()
         .call1((obj,))
         .and_then(|m| m.call_method0("tobytes"))
         .and_then(|b| Ok(b.cast_into::<PyBytes>()?.as_bytes().to_vec()))
         .map_err(|_| {
-            Failure::input(format!(
-                "expected a path or the NEFF's bytes, got {}",
+            PyTypeError::new_err(format!(
+                "{arg}: expected a path (str or os.PathLike) or {whose} bytes, got {}",
                 obj.get_type()
                     .name()
                     .map_or_else(|_| "?".to_string(), |n| n.to_string())

@@ -154,7 +154,7 @@ pub fn verify(
     path_or_bytes: &Bound<'_, PyAny>,
     stage: bool,
 ) -> PyResult<VerifyReport> {
-    let (bytes, _) = raise(py, source::read(path_or_bytes))?;
+    let (bytes, _) = source::read("path_or_bytes", path_or_bytes)?;
     let x = raise(py, py.detach(|| examine(&bytes, stage)))?;
     let (hash_algorithm, hash_result) = x.integrity.as_ref().map_or_else(Default::default, |i| {
         (

@@ -162,7 +162,7 @@ def test_a_neffs_bytes_given_to_plan_are_named_not_shown(small_bytes):
 
 def test_out_of_range_arguments_name_the_value_and_the_rule():
     # Issue 29 row 14: no OverflowError, no clap `-- -1` tip.
-    with pytest.raises(ValueError, match=r"lnc=-1: a logical-core size is a positive integer"):
+    with pytest.raises(neffld.NeffError, match=r"lnc=-1: a logical-core size is a positive integer"):
         neffld.plan(f"{SMALL}@0", lnc=-1)
     with pytest.raises(neffld.NeffError, match=r"start_core=2147483648: a logical core is -1"):
         neffld.load(str(SMALL), start_core=2**31)

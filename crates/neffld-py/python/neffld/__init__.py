@@ -12,8 +12,13 @@
     ...                 tensors=["kv=4GiB@1"])
     >>> p.fits, p.refusal.log[1].message, p.advice[0].change, p.advice[0].fits
 
-Every failure raises :class:`NeffError`, whose ``status`` is the NRT status
-(``NRT_STATUS``) that libnrt returns for the same input.
+An argument of a type a function does not take raises ``TypeError``; every
+other failure raises :class:`NeffError`, whose ``status`` is the NRT status
+(``NRT_STATUS``) that libnrt returns for the same input and whose ``stage``
+says who refused it: ``"usage"`` for an argument's value (``NRT_INVALID``),
+``"io"`` for a file that cannot be read or written (``NRT_FAILURE``), as the
+``neffld`` command reports both, ``"config"`` for an environment variable's
+value, else the gate that refused the NEFF, the plan or the capture.
 """
 
 import os as _os
@@ -165,9 +170,12 @@ def plan(
     `tensors` "NAME=SIZE@CORES", `unloads` "FILE@CORES" and `frees`
     "NAME@CORES" (lists) run after the loads, in that order (interleave them
     in a deployment file); `env` maps runtime variables to values. A
-    refused step is the answer (`plan.fits` is False), not an exception; a
-    usage or I/O error raises NeffError (a `map` file that cannot be
-    written included), an argument of the wrong type TypeError.
+    refused step is the answer (`plan.fits` is False), not an exception.
+    An argument of the wrong type (a string where a list is expected, the
+    bytes of a NEFF rather than its path, lnc="2") raises TypeError; a value
+    the planner refuses (lnc=0, an unknown instance, a malformed tensor)
+    NeffError with stage "usage"; a file that cannot be read or written (a
+    load, the deployment file, the `map`) NeffError with stage "io".
 
     `solve` asks for a figure instead of a verdict: "NAME@CORES" gives in
     `plan.solve.bytes` the largest tensor NAME that fits on every listed
@@ -176,15 +184,11 @@ def plan(
     carries `argv`, the whole command line that applies it: give it to
     `plan_argv` to plan it again.
     """
-    if lnc is not None:
-        if isinstance(lnc, bool) or not isinstance(lnc, int) or not 1 <= lnc < 2**32:
-            raise ValueError(
-                f"lnc={_shown(lnc)}: a logical-core size is a positive integer (1 or 2)"
-            )
-    if max_inflated is not None and (
-        isinstance(max_inflated, bool) or not isinstance(max_inflated, int) or max_inflated < 0
-    ):
-        raise ValueError(f"max_inflated={_shown(max_inflated)}: a number of bytes")
+    # Types here (TypeError); values, as for every other argument, in the
+    # extension (NeffError, stage "usage").
+    for name, value in (("lnc", lnc), ("max_inflated", max_inflated)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{name}: expected an int, not {_shown(value)}")
     if env is None:
         env = {}
     if not isinstance(env, _Mapping):
