@@ -364,7 +364,7 @@ pub fn load(
     #[pyo3(from_py_with = logical_core)] start_core: i32,
     runtime: Option<&str>,
 ) -> PyResult<Model> {
-    let (bytes, _) = source::read("path_or_bytes", path_or_bytes)?;
+    let src = source::read("path_or_bytes", path_or_bytes)?;
     let arch = raise(
         py,
         arch.map(|a| a.parse::<Arch>().map_err(Failure::usage))
@@ -379,7 +379,8 @@ pub fn load(
     let kind = raise(py, device_kind(device))?;
     let loaded = raise(
         py,
-        py.detach(|| run_load(&bytes, arch, runtime, kind, start_core)),
+        py.detach(|| run_load(&src.bytes, arch, runtime, kind, start_core))
+            .map_err(|f| src.hinted(f)),
     )?;
     let cores = loaded
         .cores
@@ -400,7 +401,7 @@ pub fn load(
         vnc: loaded.handle.vnc.0,
         handle: Mutex::new(Some(loaded.handle)),
         rt: loaded.rt,
-        bytes,
+        bytes: src.bytes,
         weights: OnceLock::new(),
         cores,
         tensors,

@@ -273,3 +273,35 @@ def test_plan_argv_does_not_take_the_commands_help(argv):
 def test_a_file_named_like_the_help_flag_is_a_file():
     err = raises(neffld.plan_argv, ["--", "-h"])
     assert err.stage == "io" and "cannot read -h" in err.message
+
+
+HINT = "these bytes were read as a NEFF's contents; to name a file, pass a str or a pathlib.Path"
+
+
+def test_bytes_that_name_a_file_are_still_contents_with_a_hint(tmp_path, monkeypatch):
+    # Bytes are a NEFF's contents, as documented; a short buffer that names
+    # an existing file says so, since the caller most likely meant the file.
+    path = str(SMALL).encode()
+    for fn in (neffld.inspect, neffld.load):
+        for given in (path, bytearray(path), memoryview(path)):
+            err = raises(fn, given)
+            assert (err.stage, err.status) == ("container", 2)
+            assert "not a NEFF" in err.message and HINT in err.message
+            assert str(SMALL) in err.message
+    report = neffld.verify(path)
+    assert not report.ok and HINT in report.problems[0].message
+    ntff = min((SMALL.parents[1] / "captures").glob("*.ntff"))
+    err = raises(neffld.compare, path, ntff)
+    assert err.stage == "container" and HINT in err.message
+    # A capture's bytes alike.
+    err = raises(neffld.compare, SMALL, str(ntff).encode())
+    assert err.stage == "capture"
+    assert "these bytes were read as a capture's contents" in err.message
+    # A relative path names a file from the working directory.
+    monkeypatch.chdir(SMALL.parent)
+    assert HINT in raises(neffld.inspect, SMALL.name.encode()).message
+    # No hint for bytes that name nothing, nor for a NEFF's own bytes.
+    assert "pathlib" not in raises(neffld.inspect, str(tmp_path / "absent.neff").encode()).message
+    data = bytearray(SMALL.read_bytes())
+    struct.pack_into("<Q", data, VERSION_MAJOR, 3)
+    assert "pathlib" not in raises(neffld.inspect, bytes(data)).message

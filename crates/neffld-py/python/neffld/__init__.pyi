@@ -7,6 +7,10 @@ from typing import Any, Literal, Optional, Union
 __version__: str
 
 PathOrBytes = Union[str, os.PathLike[str], bytes, bytearray, memoryview]
+"""A path (str or os.PathLike) to read, or the file's contents (bytes,
+bytearray, memoryview or any buffer): bytes are always contents, never a
+path. When a short buffer that names an existing file fails as contents,
+the error says so (pass a str or a pathlib.Path to name a file)."""
 
 class NeffError(Exception):
     """Raised for every failure but an argument of the wrong type (that is
