@@ -186,13 +186,13 @@ pub fn compare(
     neff: &Bound<'_, PyAny>,
     capture: &Bound<'_, PyAny>,
 ) -> PyResult<Comparison> {
-    let (neff, _) = raise(py, source::read(neff))?;
-    let (cap, _) = raise(py, source::read_capture(capture))?;
+    let neff = source::read("neff", neff)?;
+    let cap = source::read_capture("capture", capture)?;
     let result = py.detach(|| {
-        let c = capture::read(&cap).map_err(capture_failure)?;
-        cmp::load_and_compare(&neff, &c)
+        let c = capture::read(&cap.bytes).map_err(|e| cap.hinted(capture_failure(e)))?;
+        cmp::load_and_compare(&neff.bytes, &c)
             .map(|(found, _)| found)
-            .map_err(compare_failure)
+            .map_err(|e| neff.hinted(compare_failure(e)))
     });
     let found = raise(py, result)?;
     to_py(py, &found)

@@ -152,19 +152,23 @@ fn tensors(py: Python<'_>, ts: &[IoTensor], usage: TensorUsage) -> PyResult<Vec<
 /// for that. Raises NeffError when any gate refuses the file.
 #[pyfunction]
 pub fn inspect(py: Python<'_>, path_or_bytes: &Bound<'_, PyAny>) -> PyResult<NeffInfo> {
-    let (bytes, _) = raise(py, source::read(path_or_bytes))?;
+    let src = source::read("path_or_bytes", path_or_bytes)?;
     let opts = ExamineOptions {
         contents: true,
         ..ExamineOptions::default()
     };
-    let x = py.detach(|| Examination::of(&bytes, &opts));
+    let x = py.detach(|| Examination::of(&src.bytes, &opts));
     let seen = || -> FResult<_> {
         if let Some(e) = x.problems.into_iter().next() {
-            return Err(e.into());
+            return Err(src.hinted(e.into()));
         }
         match (x.header, x.contents, x.archive) {
             (Some(h), Some(c), Some(a)) => Ok((h, c, a)),
-            _ => Err(Failure::input("the NEFF did not examine")),
+            _ => Err(Failure::new(
+                "container",
+                neffld::NrtStatus::Invalid,
+                "the NEFF did not examine",
+            )),
         }
     };
     let (h, c, archive) = raise(py, seen())?;

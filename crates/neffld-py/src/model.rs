@@ -19,7 +19,7 @@ use neffld::{Arch, RuntimeLine};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
-use crate::error::{raise, FResult, Failure};
+use crate::error::{int_arg, raise, FResult, Failure};
 use crate::info::Tensor;
 use crate::source;
 use crate::weight;
@@ -64,7 +64,10 @@ pub struct Core {
     /// Device bytes charged to this core: every row of the runtime's memory
     /// list, in its order, keyed by its usage type (the library's names).
     pub memory: Py<PyDict>,
-    /// Every engine's final instruction image.
+    /// Every engine's final instruction image: the bytes the load relocated
+    /// and copied to the device, as the staged model keeps them (the
+    /// library's `StagedView`), not read back from the device — so the same
+    /// on the "null" device, which keeps no bytes.
     pub images: BTreeMap<String, Py<PyBytes>>,
     /// Device address of every engine's image.
     pub image_addresses: BTreeMap<String, u64>,
@@ -131,7 +134,7 @@ struct Loaded {
 }
 
 fn device_kind(name: &str) -> FResult<DeviceKind> {
-    name.parse().map_err(Failure::input)
+    name.parse().map_err(Failure::usage)
 }
 
 fn run_load(
@@ -324,6 +327,19 @@ impl Model {
     }
 }
 
+/// `start_core`: any Python integer, checked against `nrt_load`'s
+/// `int32_t` core (-1: the first free one). A value out of it is a refused
+/// value (2**31 used to raise a bare OverflowError), any other type a
+/// TypeError (pyo3 names the argument).
+fn logical_core(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
+    let rule = format!(
+        "a logical core is -1 (the first free one) or 0 to {}",
+        i32::MAX
+    );
+    let c = int_arg(obj, "start_core", -1..=i128::from(i32::MAX), &rule)?;
+    Ok(c as i32)
+}
+
 /// load(path_or_bytes, arch=None, device="sim", start_core=-1, runtime=None) -> Model
 ///
 /// Loads a NEFF the way `nrt_load` does (S0–S5) onto a fresh simulated
@@ -345,39 +361,26 @@ pub fn load(
     path_or_bytes: &Bound<'_, PyAny>,
     arch: Option<&str>,
     device: &str,
-    start_core: i64,
+    #[pyo3(from_py_with = logical_core)] start_core: i32,
     runtime: Option<&str>,
 ) -> PyResult<Model> {
-    // Any Python integer is taken, then checked: `nrt_load`'s core is an
-    // `int32_t` (2**31 used to raise a bare OverflowError).
-    let start_core = raise(
-        py,
-        i32::try_from(start_core)
-            .ok()
-            .filter(|&c| c >= -1)
-            .ok_or_else(|| {
-                Failure::input(format!(
-                    "start_core={start_core}: a logical core is -1 (the first free one) or 0 to {}",
-                    i32::MAX
-                ))
-            }),
-    )?;
-    let (bytes, _) = raise(py, source::read(path_or_bytes))?;
+    let src = source::read("path_or_bytes", path_or_bytes)?;
     let arch = raise(
         py,
-        arch.map(|a| a.parse::<Arch>().map_err(Failure::input))
+        arch.map(|a| a.parse::<Arch>().map_err(Failure::usage))
             .transpose(),
     )?;
     let runtime = raise(
         py,
         runtime
-            .map(|r| r.parse::<RuntimeLine>().map_err(Failure::input))
+            .map(|r| r.parse::<RuntimeLine>().map_err(Failure::usage))
             .transpose(),
     )?;
     let kind = raise(py, device_kind(device))?;
     let loaded = raise(
         py,
-        py.detach(|| run_load(&bytes, arch, runtime, kind, start_core)),
+        py.detach(|| run_load(&src.bytes, arch, runtime, kind, start_core))
+            .map_err(|f| src.hinted(f)),
     )?;
     let cores = loaded
         .cores
@@ -398,7 +401,7 @@ pub fn load(
         vnc: loaded.handle.vnc.0,
         handle: Mutex::new(Some(loaded.handle)),
         rt: loaded.rt,
-        bytes,
+        bytes: src.bytes,
         weights: OnceLock::new(),
         cores,
         tensors,

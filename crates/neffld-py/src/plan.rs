@@ -14,10 +14,10 @@ use neffld::RuntimeLine;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::error::{raise, FResult, Failure};
+use crate::error::{int_arg, raise, FResult, Failure};
 
 fn usage(e: impl ToString) -> Failure {
-    Failure::new("usage", neffld::NrtStatus::Invalid, e.to_string())
+    Failure::usage(e.to_string())
 }
 
 /// What Python's `neffld.plan` was given.
@@ -45,13 +45,8 @@ fn deployment(a: &Args) -> FResult<Deployment> {
     let file = lib::deployment_file(&a.loads).map_err(usage)?;
     let mut d = match file {
         Some(path) => {
-            let text = lib::read_deployment(path).map_err(|e| {
-                Failure::new(
-                    "io",
-                    neffld::NrtStatus::Failure,
-                    format!("cannot read {}: {e}", path.display()),
-                )
-            })?;
+            let text = lib::read_deployment(path)
+                .map_err(|e| Failure::io(format!("cannot read {}: {e}", path.display())))?;
             let base = path.parent().unwrap_or(Path::new("."));
             let mut d =
                 lib::parse_toml_within(&text, &path.display().to_string(), base, &mut budget)
@@ -162,7 +157,7 @@ pub fn _plan(
     py: Python<'_>,
     loads: Vec<String>,
     instance: Option<String>,
-    lnc: Option<u32>,
+    lnc: Option<Bound<'_, PyAny>>,
     runtime: Option<String>,
     env: Vec<(String, String)>,
     tensors: Vec<String>,
@@ -171,8 +166,22 @@ pub fn _plan(
     io_tensors: bool,
     map: Option<PathBuf>,
     solve: Option<String>,
-    max_inflated: Option<u64>,
+    max_inflated: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Plan> {
+    // plan() has checked their types; their values are checked here, any
+    // Python integer taken (no OverflowError).
+    let lnc = lnc
+        .map(|l| {
+            let rule = "a logical-core size is a positive integer (1 or 2)";
+            int_arg(&l, "lnc", 1..=i128::from(u32::MAX), rule).map(|l| l as u32)
+        })
+        .transpose()?;
+    let max_inflated = max_inflated
+        .map(|m| {
+            let rule = "a number of bytes (0 or more)";
+            int_arg(&m, "max_inflated", 0..=i128::from(u64::MAX), rule).map(|m| m as u64)
+        })
+        .transpose()?;
     let a = Args {
         loads,
         instance,
@@ -186,18 +195,44 @@ pub fn _plan(
         solve,
         max_inflated,
     };
-    let out = py.detach(|| deployment(&a).and_then(|d| answer(&d, map.as_deref())));
+    let out = py.detach(|| {
+        // The parse reads no NEFF: its messages are the caller's words.
+        let d = deployment(&a).map_err(Failure::of_callers_words)?;
+        answer(&d, map.as_deref())
+    });
     let (report, json) = raise(py, out)?;
     Plan::new(py, &report, json)
 }
 
+/// Whether a `neffld plan` command line asks for the command's help: a
+/// `--help`, or a cluster of short flags starting with `-h` (plan has no
+/// other short flag), before any `--`.
+fn asks_for_help(args: &[String]) -> bool {
+    args.iter()
+        .take_while(|w| *w != "--")
+        .any(|w| w == "--help" || (w.starts_with("-h") && !w.starts_with("--")))
+}
+
 /// Plans a `neffld plan` command line (an advice's `argv`, the words after
-/// `plan`), read by the command's own parser.
+/// `plan`), read by the command's own parser. Its messages (usage errors,
+/// a deployment file's) keep their lines; a command line that asks for
+/// the command's help is refused as one that plans nothing, naming where
+/// the help is, since `plan_argv` returns a Plan.
 #[pyfunction]
 pub fn _plan_argv(py: Python<'_>, args: Vec<String>) -> PyResult<Plan> {
     let out = py.detach(|| {
-        let (d, map) = neffld_cli::plan_command(args.into_iter().map(Into::into))
-            .map_err(|f| Failure::new(f.stage, f.status, f.message))?;
+        let parsed = neffld_cli::plan_command(args.iter().map(Into::into)).map_err(|f| {
+            if f.stage == "usage" && asks_for_help(&args) {
+                return usage(
+                    "plan_argv plans a `neffld plan` command line and returns its Plan; \
+                     --help asks the command for its help, which `neffld plan --help` \
+                     (or `python -m neffld plan --help`) prints, and help(neffld.plan_argv) \
+                     describes this call",
+                );
+            }
+            Failure::new(f.stage, f.status, f.message).of_callers_words()
+        });
+        let (d, map) = parsed?;
         if d.steps.is_empty() {
             return Err(usage("the deployment has no step"));
         }

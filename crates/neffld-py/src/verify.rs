@@ -154,8 +154,8 @@ pub fn verify(
     path_or_bytes: &Bound<'_, PyAny>,
     stage: bool,
 ) -> PyResult<VerifyReport> {
-    let (bytes, _) = raise(py, source::read(path_or_bytes))?;
-    let x = raise(py, py.detach(|| examine(&bytes, stage)))?;
+    let src = source::read("path_or_bytes", path_or_bytes)?;
+    let x = raise(py, py.detach(|| examine(&src.bytes, stage)))?;
     let (hash_algorithm, hash_result) = x.integrity.as_ref().map_or_else(Default::default, |i| {
         (
             i.algorithm.name().to_lowercase(),
@@ -164,7 +164,14 @@ pub fn verify(
     });
     let gates = x.gates.iter().map(|g| g.name()).collect();
     let warnings = x.warnings.clone();
-    let problems = problems(x);
+    // The first problem is the one bytes that name a file meet.
+    let mut rest = problems(x).into_iter();
+    let problems: Vec<_> = rest
+        .next()
+        .map(|f| src.hinted(f))
+        .into_iter()
+        .chain(rest)
+        .collect();
     let first = problems.first().map_or(NrtStatus::Success, |p| p.status);
     Ok(VerifyReport {
         ok: problems.is_empty(),

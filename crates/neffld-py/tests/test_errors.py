@@ -51,11 +51,86 @@ def test_loading_on_another_architecture_is_refused_by_the_arch_gate():
 
 def test_a_missing_file_and_bad_arguments_raise_neff_error(tmp_path):
     err = raises(neffld.inspect, tmp_path / "absent.neff")
-    assert (err.status, err.stage) == (2, "input")
+    assert (err.status, err.stage) == (1, "io")
     assert "absent.neff" in err.message
-    assert raises(neffld.inspect, 42).stage == "input"
     assert raises(neffld.load, SMALL, arch="trn9").status == 2
     assert raises(neffld.load, SMALL, device="gpu").status == 2
+
+
+def test_one_rule_for_every_argument_mistake(tmp_path):
+    # A type the function does not take is a TypeError, whichever function.
+    for call in (
+        lambda: neffld.inspect(3),
+        lambda: neffld.verify([str(SMALL)]),
+        lambda: neffld.load(3.5),
+        lambda: neffld.compare(SMALL, 3),
+        lambda: neffld.load(SMALL, arch=2),
+        lambda: neffld.load(SMALL, start_core="0"),
+        lambda: neffld.plan(SMALL, instance=5),
+        lambda: neffld.plan(SMALL, lnc="2"),
+        lambda: neffld.plan(SMALL, max_inflated="1GiB"),
+    ):
+        with pytest.raises(TypeError):
+            call()
+    # A value neffld refuses is NeffError "usage", NRT_INVALID, as the
+    # command reports a refused flag -- never ValueError or OverflowError.
+    for call in (
+        lambda: neffld.load(SMALL, arch="trn9"),
+        lambda: neffld.load(SMALL, device="gpu"),
+        lambda: neffld.load(SMALL, runtime="2.26"),
+        lambda: neffld.load(SMALL, start_core=-2),
+        lambda: neffld.load(SMALL, start_core=2**64),
+        lambda: neffld.plan(SMALL, lnc=0),
+        lambda: neffld.plan(SMALL, lnc=-1),
+        lambda: neffld.plan(SMALL, lnc=2**40),
+        lambda: neffld.plan(SMALL, lnc=3),
+        lambda: neffld.plan(SMALL, max_inflated=-1),
+        lambda: neffld.plan(SMALL, instance="trn99"),
+        lambda: neffld.plan(SMALL, tensors=["kv=2XB@0"]),
+        lambda: neffld.plan_argv(["--frobnicate"]),
+    ):
+        err = raises(call)
+        assert (err.stage, err.status, err.status_name) == ("usage", 2, "NRT_INVALID")
+    # A file that cannot be read is NeffError "io", NRT_FAILURE, whichever
+    # function reads it (load said "input", NRT_INVALID; plan "io").
+    absent = tmp_path / "absent.neff"
+    for call in (
+        lambda: neffld.inspect(absent),
+        lambda: neffld.verify(absent),
+        lambda: neffld.load(absent),
+        lambda: neffld.load(str(absent)),
+        lambda: neffld.compare(absent, tmp_path / "absent.ntff"),
+        lambda: neffld.compare(SMALL, tmp_path / "absent.neff"),
+        lambda: neffld.plan(absent),
+        lambda: neffld.plan(tmp_path / "absent.toml"),
+        lambda: neffld.plan_argv([str(absent)]),
+    ):
+        err = raises(call)
+        assert (err.stage, err.status, err.status_name) == ("io", 1, "NRT_FAILURE")
+        assert "absent" in err.message
+
+
+def test_the_stub_names_every_stage_a_neff_error_has(small_bytes, monkeypatch, tmp_path):
+    import ast
+    from pathlib import Path
+
+    stub = ast.parse(Path(neffld.__file__).with_name("__init__.pyi").read_text())
+    cls = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "NeffError")
+    at = next(i for i, n in enumerate(cls.body) if isinstance(n, ast.AnnAssign) and n.target.id == "stage")
+    doc = cls.body[at + 1].value.value
+    seen = {
+        raises(neffld.load, SMALL, arch="trn9").stage,
+        raises(neffld.load, tmp_path / "absent.neff").stage,
+        raises(neffld.inspect, b"\0" * 16).stage,
+        raises(neffld.load, SMALL, start_core=1000).stage,
+        raises(neffld.load, SMALL, arch="trn3").stage,
+        raises(neffld.compare, SMALL, b"\0" * 16).stage,
+    }
+    monkeypatch.setenv("NEFFLD_ARCH", "trn9")
+    seen.add(raises(neffld.verify, SMALL).stage)
+    assert seen == {"usage", "io", "container", "guard", "parse", "capture", "config"}
+    for stage in seen:
+        assert f'"{stage}"' in doc, stage
 
 
 def test_a_logical_core_index_out_of_range_is_nrt_invalid():
@@ -167,3 +242,66 @@ def test_a_stream_is_read_only_as_far_as_its_header_says(tmp_path):
     sent = int(feeder.communicate(timeout=60)[0])
     assert err.status == 10 and "packager" in err.message
     assert sent < offered
+
+
+def test_a_usage_error_keeps_its_lines_and_prints_as_the_command_does():
+    # The command's parser wrote it from the caller's words: its line
+    # breaks are real ones in str(e) (they used to be a literal "\n"), and
+    # it reads as `neffld plan` prints it, without a stage or status.
+    err = raises(neffld.plan_argv, ["--frobnicate"])
+    assert (err.stage, err.status_name) == ("usage", "NRT_INVALID")
+    assert "\n" in err.message and "\\n" not in str(err)
+    assert str(err) == err.message
+    assert any(l.startswith("Usage: neffld plan") for l in str(err).splitlines())
+    # A control character of the caller's own word is still escaped (a
+    # carriage return would overwrite the line on a terminal).
+    err = raises(neffld.plan_argv, ["--frob\rnothing wrong"])
+    assert "\r" in err.message and "\r" not in str(err)
+    assert "--frob\\rnothing wrong" in str(err) and len(str(err).splitlines()) > 1
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"], ["neffld", "plan", "x.neff", "--help"]])
+def test_plan_argv_does_not_take_the_commands_help(argv):
+    # plan_argv returns a Plan; help is not one, nor a failed parse: the
+    # error says where the help is, rather than holding it.
+    err = raises(neffld.plan_argv, argv)
+    assert (err.stage, err.status_name) == ("usage", "NRT_INVALID")
+    assert "`neffld plan --help`" in err.message
+    assert "Arguments:" not in err.message and "\n" not in str(err)
+
+
+def test_a_file_named_like_the_help_flag_is_a_file():
+    err = raises(neffld.plan_argv, ["--", "-h"])
+    assert err.stage == "io" and "cannot read -h" in err.message
+
+
+HINT = "these bytes were read as a NEFF's contents; to name a file, pass a str or a pathlib.Path"
+
+
+def test_bytes_that_name_a_file_are_still_contents_with_a_hint(tmp_path, monkeypatch):
+    # Bytes are a NEFF's contents, as documented; a short buffer that names
+    # an existing file says so, since the caller most likely meant the file.
+    path = str(SMALL).encode()
+    for fn in (neffld.inspect, neffld.load):
+        for given in (path, bytearray(path), memoryview(path)):
+            err = raises(fn, given)
+            assert (err.stage, err.status) == ("container", 2)
+            assert "not a NEFF" in err.message and HINT in err.message
+            assert str(SMALL) in err.message
+    report = neffld.verify(path)
+    assert not report.ok and HINT in report.problems[0].message
+    ntff = min((SMALL.parents[1] / "captures").glob("*.ntff"))
+    err = raises(neffld.compare, path, ntff)
+    assert err.stage == "container" and HINT in err.message
+    # A capture's bytes alike.
+    err = raises(neffld.compare, SMALL, str(ntff).encode())
+    assert err.stage == "capture"
+    assert "these bytes were read as a capture's contents" in err.message
+    # A relative path names a file from the working directory.
+    monkeypatch.chdir(SMALL.parent)
+    assert HINT in raises(neffld.inspect, SMALL.name.encode()).message
+    # No hint for bytes that name nothing, nor for a NEFF's own bytes.
+    assert "pathlib" not in raises(neffld.inspect, str(tmp_path / "absent.neff").encode()).message
+    data = bytearray(SMALL.read_bytes())
+    struct.pack_into("<Q", data, VERSION_MAJOR, 3)
+    assert "pathlib" not in raises(neffld.inspect, bytes(data)).message

@@ -1,7 +1,9 @@
 """neffld.load: the model on a simulated device, its cores, memory, images,
 variables and tensors; unloaded when the with-block ends."""
 
+import ast
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -76,6 +78,23 @@ def test_images_are_the_engines_instruction_streams():
                 addresses.add(core.image_addresses[engine])
         assert len(addresses) == 2 * len(ENGINES)
 
+
+
+def test_images_are_the_loads_own_on_either_device():
+    # The images are what the load relocated and copied to the device, kept
+    # by the load: the "null" device, which keeps no bytes, has them too,
+    # and the stub says so rather than promising bytes read back from it.
+    with neffld.load(SMALL, device="sim") as sim, neffld.load(SMALL, device="null") as null:
+        for a, b in zip(sim.cores, null.cores, strict=True):
+            assert a.images == b.images and all(a.images.values())
+            assert a.image_addresses == b.image_addresses
+    stub = ast.parse(Path(neffld.__file__).with_name("__init__.pyi").read_text())
+    core = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Core")
+    body = core.body
+    at = next(i for i, n in enumerate(body) if isinstance(n, ast.AnnAssign) and n.target.id == "images")
+    doc = " ".join(body[at + 1].value.value.split())
+    assert "as read back from the device" not in doc and "empty" not in doc
+    assert 'the same on the "sim" and the "null" device' in doc
 
 def test_the_weight_is_the_npy_member_without_a_copy():
     # The independent reading: numpy's own loader on the archive member.

@@ -134,9 +134,35 @@ def test_a_string_where_a_list_is_expected_is_a_type_error():
         neffld.plan_argv("neffld plan x.neff")
 
 
+def test_a_neffs_bytes_given_to_plan_are_named_not_shown(small_bytes):
+    # plan takes paths (a plan may read a NEFF more than once): its bytes
+    # are a TypeError that says so, and never holds them (4.5 MB of repr).
+    for call in (
+        lambda: neffld.plan(small_bytes),
+        lambda: neffld.plan(f"{SMALL}@0", bytearray(small_bytes)),
+        lambda: neffld.plan(memoryview(small_bytes)),
+    ):
+        with pytest.raises(TypeError) as e:
+            call()
+        text = str(e.value)
+        assert len(text) < 400, text[:400]
+        assert f"object of {len(small_bytes)} bytes" in text
+        assert "plan takes NEFF files by path" in text
+    for call in (
+        lambda: neffld.plan_argv(small_bytes),
+        lambda: neffld.plan(f"{SMALL}@0", tensors=[small_bytes]),
+        lambda: neffld.plan(f"{SMALL}@0", tensors=small_bytes),
+        lambda: neffld.plan(f"{SMALL}@0", instance=small_bytes),
+        lambda: neffld.plan(f"{SMALL}@0", env={"NEURON_RT_X": small_bytes}),
+    ):
+        with pytest.raises(TypeError) as e:
+            call()
+        assert len(str(e.value)) < 400, str(e.value)[:400]
+
+
 def test_out_of_range_arguments_name_the_value_and_the_rule():
     # Issue 29 row 14: no OverflowError, no clap `-- -1` tip.
-    with pytest.raises(ValueError, match=r"lnc=-1: a logical-core size is a positive integer"):
+    with pytest.raises(neffld.NeffError, match=r"lnc=-1: a logical-core size is a positive integer"):
         neffld.plan(f"{SMALL}@0", lnc=-1)
     with pytest.raises(neffld.NeffError, match=r"start_core=2147483648: a logical core is -1"):
         neffld.load(str(SMALL), start_core=2**31)

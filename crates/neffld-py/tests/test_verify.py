@@ -68,4 +68,4 @@ def test_verify_without_staging_stops_after_parse():
 def test_an_unreadable_input_raises(tmp_path):
     with pytest.raises(neffld.NeffError) as e:
         neffld.verify(tmp_path / "none.neff")
-    assert e.value.status == 2
+    assert (e.value.status, e.value.stage) == (1, "io")

@@ -12,11 +12,17 @@
     ...                 tensors=["kv=4GiB@1"])
     >>> p.fits, p.refusal.log[1].message, p.advice[0].change, p.advice[0].fits
 
-Every failure raises :class:`NeffError`, whose ``status`` is the NRT status
-(``NRT_STATUS``) that libnrt returns for the same input.
+An argument of a type a function does not take raises ``TypeError``; every
+other failure raises :class:`NeffError`, whose ``status`` is the NRT status
+(``NRT_STATUS``) that libnrt returns for the same input and whose ``stage``
+says who refused it: ``"usage"`` for an argument's value (``NRT_INVALID``),
+``"io"`` for a file that cannot be read or written (``NRT_FAILURE``), as the
+``neffld`` command reports both, ``"config"`` for an environment variable's
+value, else the gate that refused the NEFF, the plan or the capture.
 """
 
 import os as _os
+import reprlib as _reprlib
 from collections.abc import Mapping as _Mapping
 
 from ._neffld import _plan, _plan_argv
@@ -91,17 +97,44 @@ __all__ = [
 ]
 
 
-def _words(what, value):
+_BUFFERS = (bytes, bytearray, memoryview)
+
+_repr = _reprlib.Repr()
+_repr.maxstring = _repr.maxlong = 60
+
+
+def _shown(value):
+    """`value` in a message: a string or a number as a (shortened) repr,
+    anything else by its type (and a buffer's size), never whole: a NEFF's
+    bytes given by mistake are megabytes."""
+    if isinstance(value, str):
+        return f"the string {_repr.repr(value)}"
+    if isinstance(value, (int, float)) or value is None:
+        return _repr.repr(value)
+    name = type(value).__name__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    if isinstance(value, _BUFFERS):
+        return f"{article} {name} object of {memoryview(value).nbytes} bytes"
+    return "an object" if name == "object" else f"{article} {name} object"
+
+
+def _words(what, value, files=False):
     """A list of strings (or paths) given for `what`; a lone string is a
-    mistake (it would be read letter by letter)."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise TypeError(
-            f"{what}={value!r}: expected a list of strings, not {type(value).__name__}"
-        )
+    mistake (it would be read letter by letter). With `files`, the words
+    name files, and a buffer is told that plan takes paths."""
+    not_contents = (
+        ": plan takes NEFF files by path (str or os.PathLike), never their"
+        " contents, since a plan may read a NEFF more than once; write the"
+        " bytes to a file and pass its path"
+    )
+    if isinstance(value, (str, *_BUFFERS)) or not hasattr(value, "__iter__"):
+        why = not_contents if files and isinstance(value, _BUFFERS) else ""
+        raise TypeError(f"{what}: expected a list of strings, not {_shown(value)}{why}")
     words = []
     for w in value:
         if not isinstance(w, (str, _os.PathLike)):
-            raise TypeError(f"{what}: {w!r} is not a string or a path")
+            why = not_contents if files and isinstance(w, _BUFFERS) else ""
+            raise TypeError(f"{what}: {_shown(w)} is not a string or a path{why}")
         words.append(_os.fspath(w))
     return words
 
@@ -110,7 +143,7 @@ def _text(what, value):
     if value is None:
         return None
     if not isinstance(value, (str, _os.PathLike)):
-        raise TypeError(f"{what}={value!r}: expected a string")
+        raise TypeError(f"{what}: expected a string or a path, not {_shown(value)}")
     return _os.fspath(value)
 
 
@@ -137,9 +170,12 @@ def plan(
     `tensors` "NAME=SIZE@CORES", `unloads` "FILE@CORES" and `frees`
     "NAME@CORES" (lists) run after the loads, in that order (interleave them
     in a deployment file); `env` maps runtime variables to values. A
-    refused step is the answer (`plan.fits` is False), not an exception; a
-    usage or I/O error raises NeffError (a `map` file that cannot be
-    written included), an argument of the wrong type TypeError.
+    refused step is the answer (`plan.fits` is False), not an exception.
+    An argument of the wrong type (a string where a list is expected, the
+    bytes of a NEFF rather than its path, lnc="2") raises TypeError; a value
+    the planner refuses (lnc=0, an unknown instance, a malformed tensor)
+    NeffError with stage "usage"; a file that cannot be read or written (a
+    load, the deployment file, the `map`) NeffError with stage "io".
 
     `solve` asks for a figure instead of a verdict: "NAME@CORES" gives in
     `plan.solve.bytes` the largest tensor NAME that fits on every listed
@@ -148,26 +184,29 @@ def plan(
     carries `argv`, the whole command line that applies it: give it to
     `plan_argv` to plan it again.
     """
-    if lnc is not None:
-        if isinstance(lnc, bool) or not isinstance(lnc, int) or not 1 <= lnc < 2**32:
-            raise ValueError(f"lnc={lnc!r}: a logical-core size is a positive integer (1 or 2)")
-    if max_inflated is not None and (
-        isinstance(max_inflated, bool) or not isinstance(max_inflated, int) or max_inflated < 0
-    ):
-        raise ValueError(f"max_inflated={max_inflated!r}: a number of bytes")
+    # Types here (TypeError); values, as for every other argument, in the
+    # extension (NeffError, stage "usage").
+    for name, value in (("lnc", lnc), ("max_inflated", max_inflated)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{name}: expected an int, not {_shown(value)}")
     if env is None:
         env = {}
     if not isinstance(env, _Mapping):
-        raise TypeError(f"env={env!r}: expected a mapping of variable names to values")
+        raise TypeError(
+            f"env: expected a mapping of variable names to values, not {_shown(env)}"
+        )
     if not isinstance(io_tensors, bool):
-        raise TypeError(f"io_tensors={io_tensors!r}: expected True or False")
+        raise TypeError(f"io_tensors: expected True or False, not {_shown(io_tensors)}")
     pairs = []
     for k, v in env.items():
         if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (str, int)):
-            raise TypeError(f"env: {k!r}: {v!r}: a variable name maps to a string or an int")
+            raise TypeError(
+                f"env: {_shown(k)} maps to {_shown(v)}:"
+                " a variable name (a string) maps to a string or an int"
+            )
         pairs.append((k, str(v)))
     return _plan(
-        _words("loads", loads),
+        _words("loads", loads, files=True),
         _text("instance", instance),
         lnc,
         _text("runtime", runtime),
@@ -185,7 +224,12 @@ def plan(
 def plan_argv(argv) -> Plan:
     """Plans a `neffld plan` command line given as a list of words (an
     advice item's `argv`, with or without the leading "neffld", "plan"),
-    read as the command reads it, and returns its :class:`Plan`."""
+    read as the command reads it, and returns its :class:`Plan`.
+
+    A command line the command would refuse raises NeffError (stage
+    "usage"), its message the command's own, lines and all. So does one
+    that asks for the command's help (`--help`, `-h`): plan_argv returns a
+    Plan, never help text; `neffld plan --help` prints it."""
     words = _words("argv", argv)
     if words[:2] == ["neffld", "plan"]:
         words = words[2:]

@@ -7,20 +7,39 @@ from typing import Any, Literal, Optional, Union
 __version__: str
 
 PathOrBytes = Union[str, os.PathLike[str], bytes, bytearray, memoryview]
+"""A path (str or os.PathLike) to read, or the file's contents (bytes,
+bytearray, memoryview or any buffer): bytes are always contents, never a
+path. When a short buffer that names an existing file fails as contents,
+the error says so (pass a str or a pathlib.Path to name a file)."""
 
 class NeffError(Exception):
-    """Raised for every failure: a NEFF a gate refused, an unreadable file,
-    a bad argument."""
+    """Raised for every failure but an argument of the wrong type (that is
+    TypeError): an argument's value neffld refuses, a file that cannot be
+    read or written, an environment variable's value, a NEFF a gate
+    refused, a plan that cannot run, a capture that cannot be read."""
 
     status: int
     """The NRT status (NRT_STATUS) libnrt returns for the same input."""
     status_name: str
     """Its name, e.g. "NRT_INVALID"."""
     stage: str
-    """The gate: "input", "config", "guard", "container", "parse", "stage",
-    "validate", "device", "registry"."""
+    """Who refused it: "usage" (an argument's value: arch="trn9",
+    device="gpu", start_core=-2, lnc=0, a plan's malformed word or command
+    line; NRT_INVALID), "io" (a file that cannot be read or written: the
+    NEFF, the capture, a deployment file, a map; NRT_FAILURE), "config" (an
+    environment variable's value), else the gate: "guard", "container",
+    "parse", "stage", "validate", "device", "registry" (a load, or a plan's
+    step that cannot start), "capture" (compare's capture)."""
     message: str
-    """The failure without the stage and status decoration."""
+    """The failure without the stage and status decoration, exactly (names
+    taken from a file included)."""
+    def __str__(self) -> str:
+        """As the `neffld` command prints the failure: a "usage" or "io"
+        failure as its message alone, any other as "STAGE failed: MESSAGE
+        [STATUS]". Control characters (of names taken from a NEFF or a
+        capture) are escaped (\\n, \\x1b, ...); only a message written from
+        the caller's own words (a command line, a deployment file) keeps
+        its line breaks."""
 
 class Tensor:
     """One input or output tensor."""
@@ -96,9 +115,12 @@ class Core:
     in its order, keyed by usage type ("Generic", "Tensor Instructions",
     "Weights", ...), zero rows included."""
     images: dict[str, bytes]
-    """Engine ("pe", "act", "pool", "dve", "sp") -> its instruction image as
-    read back from the device (empty on the "null" device)."""
+    """Engine ("pe", "act", "pool", "dve", "sp") -> its final instruction
+    image: the bytes the load relocated and copied to the device at
+    image_addresses[engine], as the load keeps them (not read back from the
+    device), so the same on the "sim" and the "null" device."""
     image_addresses: dict[str, int]
+    """Engine -> the device address of its image, as the runtime writes it."""
     variables: list[Variable]
 
 class Weight:
@@ -206,17 +228,21 @@ class Comparison:
 def compare(neff: PathOrBytes, capture: PathOrBytes) -> Comparison:
     """Loads the NEFF as the capture's runtime did (architecture, runtime
     line, logical core) and compares images, addresses and memory rows with the capture
-    (an .ntff profiler capture). Raises NeffError."""
+    (an .ntff profiler capture). Raises NeffError (TypeError for an
+    argument that is neither a path nor bytes)."""
 
 def inspect(path_or_bytes: PathOrBytes) -> NeffInfo:
     """Name, uuid, target and I/O tensors, through the container, manifest
-    and KBIN gates (hash not required). Raises NeffError."""
+    and KBIN gates (hash not required). Raises NeffError (TypeError for an
+    argument that is neither a path nor bytes)."""
 
 def verify(path_or_bytes: PathOrBytes, stage: bool = True) -> VerifyReport:
     """Every gate, hash required, every problem found; with `stage`, a load
     on the architecture NEFFLD_ARCH or NEFFLD_INSTANCE names, else the
     NEFF's own target, as `load` resolves it. Raises NeffError only when
-    the input cannot be read or a variable's value is refused."""
+    the input cannot be read (stage "io") or a variable's value is refused
+    ("config"); TypeError for an argument that is neither a path nor
+    bytes."""
 
 def load(
     path_or_bytes: PathOrBytes,
@@ -233,7 +259,10 @@ def load(
     version such as "2.27.23"; default: NEFFLD_RUNTIME, else 2.34, the
     runtime users run). The runtime's
     environment variables apply; the logical-core size defaults to the
-    NEFF's own. Raises NeffError."""
+    NEFF's own. Raises NeffError: stage "usage" for a refused value of
+    `arch`, `device`, `runtime` or `start_core` (-1 or 0 to 2**31-1), "io"
+    for a path that cannot be read, else the gate that refused the load;
+    TypeError for an argument of the wrong type."""
 
 class PlanInstance:
     """The instance a plan ran on."""
@@ -428,11 +457,18 @@ def plan(
     "FILE" or "FILE@CORES" (always files, never options), or one deployment
     file; returns a Plan (fits, steps, refusal with the runtime's log lines,
     headroom, advice each with the argv that applies it, solve: the largest
-    tensor NAME@CORES or further ranks of FILE.neff[@CORES]). Raises
-    NeffError for a usage or I/O error (a map that cannot be written
-    included), TypeError for an argument of the
-    wrong type (a string where a list is expected)."""
+    tensor NAME@CORES or further ranks of FILE.neff[@CORES]). A refused
+    step is the answer (fits is False), not an exception. Raises TypeError
+    for an argument of the wrong type (a string where a list is expected,
+    a NEFF's bytes rather than its path: a plan may read a NEFF more than
+    once, lnc="2"); NeffError with stage "usage" for a value the planner
+    refuses (lnc=0, an unknown instance, a malformed tensor), "io" for a
+    file that cannot be read or written (a load, the deployment file, the
+    map)."""
 
 def plan_argv(argv: "list[str] | tuple[str, ...]") -> Plan:
     """Plans a `neffld plan` command line (an advice item's argv, with or
-    without the leading "neffld", "plan"); returns its Plan."""
+    without the leading "neffld", "plan"); returns its Plan. A command line
+    the command refuses raises NeffError (stage "usage", the command's own
+    message, lines and all); so does one asking for the command's help
+    (`--help`, `-h`): `neffld plan --help` prints that."""
