@@ -1305,15 +1305,15 @@ fn a_tree_of_two_subgraphs_packs_without_a_false_warning() {
         .count();
     assert_eq!(defs, 2, "the fixture has two subgraphs");
     let packed = dir.join("p.neff");
-    let out = neffld(&[
-        "pack",
-        "--json",
-        tree.to_str().unwrap(),
-        "-o",
-        packed.to_str().unwrap(),
-    ]);
-    let v = json(&out);
-    assert_eq!(v["status_code"], 0, "{v}");
+    let pack = |extra: &[&str]| {
+        let mut args = vec!["pack", "--json", tree.to_str().unwrap(), "-o"];
+        args.push(packed.to_str().unwrap());
+        args.extend(extra);
+        let v = json(&neffld(&args));
+        assert_eq!(v["status_code"], 0, "{v}");
+        v
+    };
+    let v = pack(&[]);
     assert_eq!(v["warnings"], json!([]), "{v}");
     let v = json(&neffld(&["verify", "--json", packed.to_str().unwrap()]));
     assert_eq!(v["status_code"], 0, "{v}");
@@ -1322,17 +1322,7 @@ fn a_tree_of_two_subgraphs_packs_without_a_false_warning() {
     // (two subgraphs a core under vnc_size 1) is packed with a warning
     // naming the fault a load at that size meets; it was packed silently
     // and every load refused it.
-    let out = neffld(&[
-        "pack",
-        "--json",
-        tree.to_str().unwrap(),
-        "-o",
-        packed.to_str().unwrap(),
-        "--header",
-        "vnc_size=1",
-    ]);
-    let v = json(&out);
-    assert_eq!(v["status_code"], 0, "{v}");
+    let v = pack(&["--header", "vnc_size=1"]);
     let w = v["warnings"].to_string();
     assert!(
         w.contains("the NEFF as packed does not load") && w.contains("2 subgraphs"),

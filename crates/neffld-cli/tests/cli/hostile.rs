@@ -807,6 +807,18 @@ fn extract_skips_special_members_by_name() {
     );
 }
 
+/// A trn2 tree whose one weight is `bytes` of noise: a payload that does
+/// not compress.
+fn noise_synth(bytes: usize) -> Synth {
+    use neffld_testkit::{noise, npy_v1};
+    let mut synth = Synth::cayman_weights(1, 4);
+    synth.set(
+        "sg00/value_sg0000_w_CRSM.npy",
+        npy_v1("<f4", &[bytes as u64 / 4], &noise(bytes)),
+    );
+    synth
+}
+
 /// Row 2: a large NEFF cut short by another process while `inspect`,
 /// `extract`, `plan` (and `compare`, `load`, `verify`) have it mapped ends
 /// the command with exit status 2 and its one JSON error, never a kill by
@@ -814,14 +826,9 @@ fn extract_skips_special_members_by_name() {
 /// delays until one lands while the file is mapped.
 #[test]
 fn a_file_shortened_while_mapped_is_an_io_failure_for_every_command() {
-    use neffld_testkit::{lnc_writer, noise, npy_v1};
+    use neffld_testkit::lnc_writer;
     let dir = scratch("shortened");
-    let per = 256usize << 20;
-    let mut synth = Synth::cayman_weights(1, 4);
-    synth.set(
-        "sg00/value_sg0000_w_CRSM.npy",
-        npy_v1("<f4", &[per as u64 / 4], &noise(per)),
-    );
+    let synth = noise_synth(256 << 20);
     let mut w = lnc_writer(1);
     w = NeffWriter::with_header(Producer::Pkg1, w.header.clone());
     let bytes = w.write(&synth.member_list());
@@ -1304,14 +1311,8 @@ fn a_report_that_cannot_be_written_is_an_io_failure() {
 /// now tried and the buffer grows as the bytes arrive.
 #[test]
 fn an_incompressible_payload_inflates_under_a_memory_limit() {
-    use neffld_testkit::{noise, npy_v1};
     let dir = scratch("limit-inflate");
-    let per = 64usize << 20;
-    let mut synth = Synth::cayman_weights(1, 4);
-    synth.set(
-        "sg00/value_sg0000_w_CRSM.npy",
-        npy_v1("<f4", &[per as u64 / 4], &noise(per)),
-    );
+    let synth = noise_synth(64 << 20);
     let bytes = neffld_testkit::lnc_writer(1).write(&synth.member_list());
     drop(synth);
     let f = dir.join("noise.neff");
