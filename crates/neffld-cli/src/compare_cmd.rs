@@ -26,6 +26,8 @@ struct ImageEntry<'a> {
     same_fate: u32,
     rewritten_words: u32,
     rewritten_words_equal: u32,
+    words: u32,
+    words_equal: u32,
     filler_slots: u32,
     approximate_records: u32,
     address: &'static str,
@@ -59,6 +61,7 @@ struct SummaryEntry {
     images: u32,
     records_equal: u32,
     sizes_equal: u32,
+    bytes_equal: u32,
     addresses_equal: u32,
     addresses_raced: u32,
     memory_rows: u32,
@@ -96,6 +99,8 @@ fn document<'a>(file: &Path, capture: &Path, c: &'a Comparison) -> CompareDoc<'a
                     same_fate: i.same_fate,
                     rewritten_words: i.rewritten_words,
                     rewritten_words_equal: i.rewritten_words_equal,
+                    words: i.words,
+                    words_equal: i.words_equal,
                     filler_slots: i.filler_slots,
                     approximate_records: i.approximate_records,
                     address: i.address.name(),
@@ -125,6 +130,7 @@ fn document<'a>(file: &Path, capture: &Path, c: &'a Comparison) -> CompareDoc<'a
             images: t.images,
             records_equal: t.records_equal,
             sizes_equal: t.sizes_equal,
+            bytes_equal: t.bytes_equal,
             addresses_equal: t.addresses_equal,
             addresses_raced: t.addresses_raced,
             memory_rows: t.rows,
@@ -158,7 +164,7 @@ fn human(c: &Comparison) -> String {
         );
         let _ = writeln!(
             s,
-            "  {:<6} {:>15} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>11}  address ours / capture",
+            "  {:<6} {:>15} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>11} {:>13}  address ours / capture",
             "engine",
             "bytes",
             "preamble",
@@ -167,7 +173,8 @@ fn human(c: &Comparison) -> String {
             "kept",
             "rewritten",
             "deleted",
-            "rw words ="
+            "rw words =",
+            "all words ="
         );
         for i in &k.images {
             let f =
@@ -195,7 +202,7 @@ fn human(c: &Comparison) -> String {
             };
             let _ = writeln!(
                 s,
-                "  {:<6} {:>15} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>11}  {} / {}{mark}{notes}{verdict}",
+                "  {:<6} {:>15} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>11} {:>13}  {} / {}{mark}{notes}{verdict}",
                 i.engine.key(),
                 f(|x| x.bytes),
                 f(|x| x.preamble_slots.into()),
@@ -205,6 +212,7 @@ fn human(c: &Comparison) -> String {
                 f(|x| x.rewritten.into()),
                 f(|x| x.deleted.into()),
                 format!("{}/{}", i.rewritten_words_equal, i.rewritten_words),
+                format!("{}/{}", i.words_equal, i.words),
                 addr(&i.ours),
                 addr(&i.capture),
             );
@@ -232,10 +240,12 @@ fn human(c: &Comparison) -> String {
     let t = c.tally();
     let _ = writeln!(
         s,
-        "images: records {}/{}, sizes {}/{}, addresses {}/{} ({} raced); memory rows {}/{}",
+        "images: records {}/{}, sizes {}/{}, bytes {}/{}, addresses {}/{} ({} raced); memory rows {}/{}",
         t.records_equal,
         t.images,
         t.sizes_equal,
+        t.images,
+        t.bytes_equal,
         t.images,
         t.addresses_equal,
         t.images,

@@ -36,6 +36,10 @@ pub struct ImageComparison {
     /// 8-byte words of records both sides rewrote, and how many are equal.
     pub rewritten_words: u32,
     pub rewritten_words_equal: u32,
+    /// 8-byte words of the whole image compared at the same offsets (our
+    /// filler slots left out), and how many are equal.
+    pub words: u32,
+    pub words_equal: u32,
     /// Slots of our image's runtime code that are filler, not the runtime's
     /// bytes (unknown for the line), and records our image rewrote with
     /// values no rule covers (trigger counts of DMA transposes).
@@ -129,6 +133,8 @@ fn to_py(py: Python<'_>, c: &cmp::Comparison) -> PyResult<Comparison> {
                             same_fate: i.same_fate,
                             rewritten_words: i.rewritten_words,
                             rewritten_words_equal: i.rewritten_words_equal,
+                            words: i.words,
+                            words_equal: i.words_equal,
                             filler_slots: i.filler_slots,
                             approximate_records: i.approximate_records,
                             address: i.address.name(),

@@ -47,6 +47,10 @@ def test_the_capture_side_is_the_profilers_report(ntff):
     # The captures' runtime is 2.30.51; its code is known byte for byte.
     assert cmp.runtime_line == "2.30"
     assert all(i.filler_slots == 0 and i.approximate_records == 0 for c in cmp.cores for i in c.images)
+    # Every word of every image is compared, the runtime's own code too.
+    for i in (i for c in cmp.cores for i in c.images):
+        assert i.words == i.ours["bytes"] // 8 == i.capture["bytes"] // 8
+        assert i.words_equal == i.words or not i.agrees
 
 
 @pytest.mark.parametrize("ntff", PAIRS[:2], ids=lambda p: p.stem)

@@ -195,6 +195,9 @@ class ImageComparison:
     same_fate: int
     rewritten_words: int
     rewritten_words_equal: int
+    words: int
+    """8-byte words of the whole image compared at the same offsets (our filler slots left out)."""
+    words_equal: int
     filler_slots: int
     """Slots of our image's runtime code that are filler, not the runtime's
     bytes (unknown for the line)."""

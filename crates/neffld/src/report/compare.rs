@@ -125,6 +125,13 @@ pub struct ImageComparison {
     pub rewritten_words: u32,
     /// Of those, the words that hold the same bytes.
     pub rewritten_words_equal: u32,
+    /// 8-byte words of the whole image (the runtime's preamble and
+    /// postamble, the kept records, everything) compared at the same offset
+    /// on both sides, our filler slots left out; a size that differs counts
+    /// the longer side's words.
+    pub words: u32,
+    /// Of those, the words that hold the same bytes.
+    pub words_equal: u32,
     /// Slots of our image's runtime code that are filler, not the runtime's
     /// bytes (unknown for the load's line).
     pub filler_slots: u32,
@@ -143,6 +150,7 @@ impl ImageComparison {
                     && self.address != AddressMatch::Differs
                     && self.same_fate == self.records
                     && self.rewritten_words_equal == self.rewritten_words
+                    && self.words_equal == self.words
             }
             (None, None) => true,
             _ => false,
@@ -218,6 +226,8 @@ pub struct Tally {
     pub records_equal: u32,
     /// Of those, the same size.
     pub sizes_equal: u32,
+    /// Of those, every compared byte the same ([`ImageComparison::words`]).
+    pub bytes_equal: u32,
     /// Of those, at the same address.
     pub addresses_equal: u32,
     /// Of those, at the address the capture gives the other core's image
@@ -249,6 +259,7 @@ impl Comparison {
                     i.same_fate == i.records && i.rewritten_words_equal == i.rewritten_words,
                 );
                 t.sizes_equal += u32::from(o.bytes == k.bytes);
+                t.bytes_equal += u32::from(i.words_equal == i.words);
                 t.addresses_equal += u32::from(o.address == k.address);
                 t.addresses_raced += u32::from(i.address == AddressMatch::Raced);
             }
@@ -370,12 +381,15 @@ fn compare_image(
         records,
         rewritten_words: 0,
         rewritten_words_equal: 0,
+        words: 0,
+        words_equal: 0,
         filler_slots: ours.map_or(0, StagedImage::filler_slots),
         approximate_records: ours.map_or(0, |i| i.approximate.len() as u32),
     };
     let (Some(mine), Some((img, a))) = (ours, &theirs_aligned) else {
         return cmp;
     };
+    (cmp.words, cmp.words_equal) = word_tally(mine, &img.bytes);
     let our_bytes = &mine.bytes;
     for (mine, theirs) in mine.records.fates.iter().zip(&a.records.fates) {
         match (mine, theirs) {
@@ -397,6 +411,24 @@ fn compare_image(
         }
     }
     cmp
+}
+
+/// The 8-byte words of two images compared at the same offsets, our
+/// filler slots left out: (compared, equal). Words only one side has count
+/// as compared and unequal.
+fn word_tally(ours: &StagedImage, theirs: &[u8]) -> (u32, u32) {
+    let filler = |word: usize| {
+        let slot = (word * 8 / RECORD_LEN) as u32;
+        ours.filler.iter().any(|r| r.contains(&slot))
+    };
+    let longest = ours.bytes.len().max(theirs.len()).div_ceil(8);
+    let (mut words, mut equal) = (0u32, 0u32);
+    for w in (0..longest).filter(|&w| !filler(w)) {
+        let at = |b: &[u8]| b.get(w * 8..(w * 8 + 8).min(b.len())).map(<[u8]>::to_vec);
+        words += 1;
+        equal += u32::from(at(&ours.bytes).is_some() && at(&ours.bytes) == at(theirs));
+    }
+    (words, equal)
 }
 
 fn compare_rows(ours: Option<&StagedCore>, theirs: Option<&Subgraph<'_>>) -> Vec<RowComparison> {

@@ -144,6 +144,12 @@ fn a_modified_capture_reports_exactly_the_injected_differences() {
     let mut bytes = act.bytes.to_vec();
     bytes[slot * RECORD_LEN + 16] ^= 0xff;
     sg0.images[EngineType::Act.index()].bytes = Cow::Owned(bytes);
+    // And one byte of dve's preamble: runtime code no record comparison
+    // sees, only the comparison of every word.
+    let dve = &sg0.images[EngineType::Dve.index()];
+    let mut bytes = dve.bytes.to_vec();
+    bytes[3] ^= 0x01;
+    sg0.images[EngineType::Dve.index()].bytes = Cow::Owned(bytes);
     let written = capture::writer::write(&m).unwrap();
     let m = capture::read(&written).unwrap();
 
@@ -163,7 +169,26 @@ fn a_modified_capture_reports_exactly_the_injected_differences() {
         .filter(|i| !i.agrees())
         .map(|i| i.engine)
         .collect();
-    assert_eq!(bad_images, [EngineType::Pe, EngineType::Act]);
+    assert_eq!(
+        bad_images,
+        [EngineType::Pe, EngineType::Act, EngineType::Dve]
+    );
+    let words_off: Vec<(EngineType, u32)> = core0
+        .images
+        .iter()
+        .map(|i| (i.engine, i.words - i.words_equal))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    assert_eq!(
+        words_off,
+        [(EngineType::Act, 1), (EngineType::Dve, 1)],
+        "the moved pe image keeps its bytes"
+    );
+    let dve = &core0.images[3];
+    assert_eq!(
+        dve.rewritten_words, dve.rewritten_words_equal,
+        "no record changed"
+    );
     let pe = &core0.images[0];
     assert_eq!(
         pe.ours.as_ref().unwrap().address,
