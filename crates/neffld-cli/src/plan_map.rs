@@ -13,7 +13,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use neffld::plan::report::{CoreEntry, HbmEntry, TensorEntry};
+use neffld::plan::report::{CoreEntry, HbmEntry, HeadroomEntry, TensorEntry};
 use neffld::plan::PlanReport;
 use neffld::report::Column;
 
@@ -339,13 +339,10 @@ fn answers_html(r: &PlanReport) -> String {
     let mut out = String::new();
     if !r.headroom.is_empty() {
         out.push_str("<h2>Headroom</h2>\n<ul class=\"headroom\">\n");
-        let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
-        for h in &r.headroom {
-            if h.shared_with.iter().any(|&o| o < h.core) {
-                continue;
-            }
-            let copies: Vec<String> = h
-                .copies
+        // Cores with the same figures are one line, whatever their chip or
+        // HBM: the line names the cores and the HBMs they are on.
+        let copies_of = |h: &HeadroomEntry| -> Vec<String> {
+            h.copies
                 .iter()
                 .map(|c| match &c.refused {
                     Some(e) => format!("{} cannot load here [{}]", base(&c.file), e.status),
@@ -356,16 +353,30 @@ fn answers_html(r: &PlanReport) -> String {
                         base(&c.file)
                     ),
                 })
-                .collect();
+                .collect()
+        };
+        let mut groups: Vec<(String, Vec<u32>, Vec<(u32, u32)>)> = Vec::new();
+        for h in &r.headroom {
+            // A core on an HBM an earlier core of the plan shares is that
+            // core's line, unless its copies differ (its own pages there).
+            let first = h
+                .shared_with
+                .iter()
+                .filter(|&&o| o < h.core)
+                .min()
+                .and_then(|&o| r.headroom.iter().find(|x| x.core == o));
+            if first.is_some_and(|f| copies_of(f) == copies_of(h)) {
+                continue;
+            }
+            let copies = copies_of(h);
             let text = format!(
-                "HBM {}{}: {} free, largest tensor {}{}",
-                h.hbm,
-                if h.shared_with.is_empty() {
-                    String::new()
-                } else {
-                    " (shared by these cores, counted once)".to_string()
+                "{}{} free, largest tensor {}{}",
+                match (h.shared_with.is_empty(), first.is_some()) {
+                    (true, _) => String::new(),
+                    (false, false) => "each HBM shared by cores of the plan, counted once: ".into(),
+                    (false, true) => "on this core, the HBM shared with an earlier one: ".into(),
                 },
-                units::human(h.hbm_free),
+                units::human_floor(h.hbm_free),
                 units::human_floor(h.largest_tensor),
                 if copies.is_empty() {
                     String::new()
@@ -374,17 +385,41 @@ fn answers_html(r: &PlanReport) -> String {
                 }
             );
             let mut cores = vec![h.core];
-            cores.extend(&h.shared_with);
+            if first.is_none() {
+                cores.extend(&h.shared_with);
+            }
             match groups.iter_mut().find(|g| g.0 == text) {
-                Some(g) => g.1.extend(cores),
-                None => groups.push((text, cores)),
+                Some(g) => {
+                    g.1.extend(cores);
+                    g.2.push((h.device, h.hbm));
+                }
+                None => groups.push((text, cores, vec![(h.device, h.hbm)])),
             }
         }
-        for (text, mut cores) in groups {
+        for (text, mut cores, mut hbms) in groups {
             cores.sort_unstable();
+            cores.dedup();
+            hbms.sort_unstable();
+            hbms.dedup();
+            let on = match hbms[..] {
+                [(nd, hbm)] => format!("ND {nd} HBM {hbm}"),
+                _ => {
+                    let mut nds: Vec<u32> = hbms.iter().map(|x| x.0).collect();
+                    let mut ids: Vec<u32> = hbms.iter().map(|x| x.1).collect();
+                    nds.dedup();
+                    ids.sort_unstable();
+                    ids.dedup();
+                    format!(
+                        "{} HBMs (ND {}, HBM {})",
+                        hbms.len(),
+                        neffld::plan::deployment::core_list(&nds),
+                        neffld::plan::deployment::core_list(&ids)
+                    )
+                }
+            };
             let _ = writeln!(
                 out,
-                "<li>logical core{} {}: {}</li>",
+                "<li>logical core{} {} on {on}: {}</li>",
                 if cores.len() == 1 { "" } else { "s" },
                 neffld::plan::deployment::core_list(&cores),
                 esc(&text)
@@ -504,7 +539,7 @@ pub fn render(r: &PlanReport) -> String {
                 hbm.hbm,
                 cores.join(", "),
                 esc(&units::used_of(hbm.used, hbm.size)),
-                units::human(hbm.free)
+                units::human_floor(hbm.free)
             );
             if let Some(f) = r
                 .refusal
@@ -518,7 +553,7 @@ pub fn render(r: &PlanReport) -> String {
                     esc(f.usage),
                     esc(&f.what),
                     units::human(f.size),
-                    units::human(hbm.free)
+                    units::human_floor(hbm.free)
                 );
             }
             html.push_str(&hbm_svg(nd, hbm, r, &grouped));

@@ -368,11 +368,21 @@ fn headroom_rows(headroom: &[Headroom]) -> Vec<[String; 6]> {
         for h in group.iter() {
             let (free, largest, rest) = match sharer(h) {
                 // An HBM shared by several cores of the list is one HBM:
-                // its figures once, on its first core.
-                Some(first) => (
+                // its figures once, on its first core; copies too, unless
+                // this core's differ (a NEFF whose shared scratchpad pages
+                // this core already holds costs less here).
+                Some(first) if copies(h) == copies(&group[0]) => (
                     String::new(),
                     String::new(),
                     format!("(the HBM of core {first}: its figures are shared, not more)"),
+                ),
+                Some(first) => (
+                    String::new(),
+                    String::new(),
+                    format!(
+                        "{}   (on this core; the HBM of core {first}: free and largest shared)",
+                        copies(h)
+                    ),
                 ),
                 None => (
                     units::human_floor(h.hbm_free),
@@ -438,7 +448,7 @@ fn headroom_notes(t: &mut String, headroom: &[Headroom]) {
     if headroom.iter().any(|h| !h.shared_with.is_empty()) {
         let _ = writeln!(
             t,
-            "  * an HBM shared by several cores of the plan: its free bytes, largest tensor and copies are for all of them together, counted once"
+            "  * an HBM shared by several cores of the plan: its free bytes, largest tensor and copies are for all of them together, counted once (a core whose copies differ shows its own: loads on either core, not on both)"
         );
     }
 }

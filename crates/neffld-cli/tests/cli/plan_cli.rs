@@ -1233,6 +1233,89 @@ fn ranks_sharing_hbms_read_as_one_headroom_line() {
     );
 }
 
+/// Two cores on one HBM whose copies of a NEFF differ (one already holds
+/// its shared scratchpad pages, so a copy there costs less) each show their
+/// own count, in the text and the map: the text showed only the first
+/// core's ("0"), though a copy on the other core fits. The map's headroom
+/// names the HBMs of each line and rounds free bytes down, as the text.
+#[test]
+fn cores_sharing_an_hbm_show_their_own_copies() {
+    let dir = scratch("shared-copies");
+    // A NEFF with a 256 MiB shared scratchpad variable: the first load on a
+    // core takes its pages; a further one on that core reuses them.
+    let paged = dir.join("paged.neff");
+    std::fs::write(
+        &paged,
+        any_lnc_cayman("paged", 0, |def| {
+            def["var"]["shared"] = serde_json::json!({
+                "backing_variable_off": 0, "ops": [], "size": 256u64 << 20,
+                "type": "virtual", "var_id": 7
+            });
+        }),
+    )
+    .unwrap();
+    let paged = paged.to_str().unwrap().to_string();
+    let map = dir.join("m.html");
+    let run = |fills: &[u64], extra: &[String]| {
+        let mut args: Vec<String> = ["plan", "--instance", "trn2.3xlarge", "--lnc", "1"]
+            .map(String::from)
+            .to_vec();
+        args.push(format!("{paged}@1"));
+        for (i, fill) in fills.iter().enumerate() {
+            args.extend(["--tensor".into(), format!("f{i}={fill}@1")]);
+        }
+        // Core 0 in the plan, with no scratchpad page of its own.
+        args.extend(["--tensor".into(), "t=4096@0".into()]);
+        args.extend(extra.iter().cloned());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        neffld(&refs, &[])
+    };
+    let doc = json(&run(&[4096], &["--json".into()]));
+    // Fill both pools to 256 MiB, under one scratchpad page: one more load
+    // fits on core 1 (its page is there), none on core 0 (it would need a
+    // page of its own).
+    let longest = |pool: &str| {
+        doc["headroom"][0]["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pool"] == pool)
+            .unwrap()["longest"]
+            .as_u64()
+            .unwrap()
+    };
+    let fills = [
+        4096 + longest("main") - (256 << 20),
+        longest("small") - (256 << 20),
+    ];
+    let doc = json(&run(&fills, &["--json".into()]));
+    let shown = |core: usize| {
+        let c = &doc["headroom"][core]["copies"][0];
+        let at_least = if c["at_least"] == true { "≥" } else { "" };
+        format!("{at_least}{}", c["count"].as_u64().unwrap())
+    };
+    assert_eq!(shown(0), "0", "{}", doc["headroom"]);
+    let on_core_1 = shown(1);
+    assert_ne!(on_core_1, "0", "{}", doc["headroom"]);
+    let out = run(&fills, &["--map".into(), map.to_str().unwrap().into()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row = section_of(&text, "headroom")
+        .into_iter()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains(&format!("   {on_core_1}   (on this core;")),
+        "{row}"
+    );
+    let html = std::fs::read_to_string(&map).unwrap();
+    assert!(
+        html.contains(
+            "<li>logical core 1 on ND 0 HBM 0: on this core, the HBM shared with an earlier one:"
+        ) && html.contains(&format!("; {on_core_1} more of paged.neff</li>")),
+        "{html}"
+    );
+}
+
 /// A grouped list of cores longer than its heading widens its column: the
 /// figures after it stay under their headings, in the steps and in the
 /// headroom alike.
