@@ -133,6 +133,9 @@ pub struct PlanRefusal {
     pub device: u32,
     /// The refused request.
     pub request: Refusal,
+    /// It had to end exactly where the contiguous scratchpad region begins
+    /// (the region grows only in place), not anywhere it fitted.
+    pub in_place: bool,
     /// What was being allocated (a variable, "scratchpad", a tensor name).
     pub what: String,
     /// The device's memory as the refusal found it.
@@ -149,9 +152,32 @@ impl PlanRefusal {
     /// the free bytes are split between the pools and between ranges, and
     /// one request takes one range. `None` when fewer bytes were free.
     pub fn explain(&self) -> Option<String> {
+        use crate::report::memory::human_size;
         let free: u64 = self.pools.iter().map(|p| p.free).sum();
         let asked = crate::device::alloc::charged_size(self.request.size)?;
-        (free >= asked).then(|| gap_sentence(&self.pools, Some(asked)))
+        if free < asked {
+            return None;
+        }
+        let longest = self.pools.iter().map(|p| p.longest).max().unwrap_or(0);
+        if self.in_place {
+            return Some(format!(
+                "{} free on the HBM in all, the largest block {}, but a page of the contiguous scratchpad must end where the region begins (it grows only in place, down from its lowest page), and the {} below the region are taken",
+                human_size(free),
+                human_size(longest),
+                human_size(asked)
+            ));
+        }
+        if asked <= longest && self.request.align > crate::device::GRANULE {
+            // Size is not why: only an aligned start is.
+            return Some(format!(
+                "{} free on the HBM, and a block of {} is larger than the request of {}, but no free block holds it at an address aligned to {}",
+                human_size(free),
+                human_size(longest),
+                human_size(asked),
+                human_size(self.request.align)
+            ));
+        }
+        Some(gap_sentence(&self.pools, Some(asked)))
     }
 }
 
@@ -449,5 +475,46 @@ mod tests {
         let s = gap_sentence(&pools, Some(7 << 30));
         assert!(s.contains("the request of 7.000GB needs"), "{s}");
         assert!(!s.contains("bytes)"), "{s}");
+    }
+
+    /// A refusal the size of free blocks does not explain says what does:
+    /// the contiguous scratchpad region that grows only in place, or an
+    /// alignment no free block meets; a larger request is the gap between
+    /// pools and ranges.
+    #[test]
+    fn a_refusal_smaller_than_the_largest_block_is_told_why() {
+        use crate::device::{MemUsage, Pool, PoolFree};
+        use crate::ids::PCore;
+        use crate::report::memory::{MemoryReport, Refusal};
+        let refusal = |size: u64, align: u64, in_place: bool| PlanRefusal {
+            step: 0,
+            device: 0,
+            request: Refusal {
+                size,
+                align,
+                usage: MemUsage::Scratchpad,
+                core: PCore(0),
+            },
+            in_place,
+            what: "scratchpad".into(),
+            memory: MemoryReport {
+                device: 0,
+                hbms: Vec::new(),
+            },
+            log: Vec::new(),
+            pools: vec![PoolFree {
+                pool: Pool::Main,
+                capacity: 24 << 30,
+                free: 10 << 30,
+                longest: 8 << 30,
+            }],
+        };
+        let why = |r: PlanRefusal| r.explain().unwrap();
+        assert!(why(refusal(64 << 20, 4 << 20, true)).contains("grows only in place"));
+        let aligned = why(refusal(64 << 20, 1 << 30, false));
+        assert!(aligned.contains("aligned to 1.000GB"), "{aligned}");
+        let gap = why(refusal(9 << 30, 0, false));
+        assert!(gap.contains("needs one contiguous block"), "{gap}");
+        assert_eq!(refusal(11 << 30, 0, false).explain(), None);
     }
 }

@@ -605,6 +605,15 @@ fn a_region_that_cannot_grow_is_advised_the_paged_scratchpad() {
     assert_eq!(r.step, 4, "the second load is refused: {r:?}");
     assert_eq!(r.request.usage, neffld::device::MemUsage::Scratchpad);
     assert_eq!(r.request.size, 64 * MIB, "one more step of the region");
+    // Why, with more than a GiB free in one block: the region's page must
+    // go where the region begins (it said the 64 MiB "needs one contiguous
+    // block and the largest is 14.7 GB").
+    assert!(r.in_place, "{r:?}");
+    let why = r.explain().expect("explained");
+    assert!(
+        why.contains("grows only in place") && !why.contains("needs one contiguous block"),
+        "{why}"
+    );
     let free_then = r.memory.hbm_of(r.request.core).unwrap().free();
     assert!(free_then > GIB, "refused with {free_then} bytes free");
     let a = p
