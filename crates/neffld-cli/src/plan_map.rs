@@ -355,7 +355,9 @@ fn answers_html(r: &PlanReport) -> String {
                 })
                 .collect()
         };
-        let mut groups: Vec<(String, Vec<u32>, Vec<(u32, u32)>)> = Vec::new();
+        // A line: its figures, its cores, their (device, HBM) pairs.
+        type Line = (String, Vec<u32>, Vec<(u32, u32)>);
+        let mut groups: Vec<Line> = Vec::new();
         for h in &r.headroom {
             // A core on an HBM an earlier core of the plan shares is that
             // core's line, unless its copies differ (its own pages there).
