@@ -11,8 +11,11 @@
 //! - LNC=2 when, at LNC=1, two cores of one HBM both hold memory (the
 //!   noisy neighbour of trn2 and later): each logical core then has its HBM
 //!   to itself;
-//! - the NEFF that dominates the models' memory, and what the deployment
-//!   holds without it.
+//! - a NEFF to leave out: for a refused plan, the one of those loaded on
+//!   the refused step's HBM whose absence lets the most through (each of
+//!   the heaviest few planned without it: its shared scratchpad is in no
+//!   NEFF's rows); for a plan that fits, the heaviest, and what the
+//!   deployment holds without it.
 //!
 //! Two plans are compared after the steps both went through (the original
 //! stops at a refused step; a change that lets it go further says so).
@@ -511,17 +514,89 @@ fn dominant(
     }
     let total: u64 = by_file.values().map(|v| v.0 + v.2).sum();
     let refused = orig.completed() < d.steps.len();
-    if by_file.len() < 2 {
+    if by_file.len() < 2 || total == 0 {
         return Ok(None);
     }
-    let Some((&neff, &(bytes, loads, io))) = by_file.iter().max_by_key(|(_, v)| v.0 + v.2) else {
-        return Ok(None);
+    // A refused plan: only a NEFF loaded on the refused step's HBM can make
+    // room there. Its rows do not show the shared scratchpad it made the
+    // runtime hold, so the heaviest few are each planned without, and the
+    // one whose absence lets the most through is given. A plan that fits:
+    // the heaviest, and what the instance holds without it.
+    let refused_hbm = refused
+        .then(|| orig.steps.get(orig.completed()).and_then(|s| s.vnc))
+        .flatten()
+        .and_then(|v| orig.hbm_of_vnc.get(v as usize).copied().flatten());
+    let on_refused_hbm = |f: usize| {
+        refused_hbm.is_none_or(|hbm| {
+            orig.neffs.iter().any(|n| {
+                neff_of(&n.file) == Some(f)
+                    && orig.hbm_of_vnc.get(n.vnc as usize).copied().flatten() == Some(hbm)
+            })
+        })
     };
+    let mut candidates: Vec<(usize, Weight)> = by_file
+        .iter()
+        .filter(|&(&f, _)| on_refused_hbm(f))
+        .map(|(&f, &(bytes, loads, io))| {
+            let percent = (bytes + io) * 100 / total;
+            (
+                f,
+                Weight {
+                    bytes,
+                    loads,
+                    io,
+                    percent,
+                },
+            )
+        })
+        .collect();
+    candidates.sort_by_key(|(_, w)| std::cmp::Reverse(w.bytes + w.io));
+    candidates.truncate(if refused { WITHOUT_TRIED } else { 1 });
+    let judged = candidates
+        .into_iter()
+        .map(|(neff, weight)| without(session, d, orig, prints, considered, neff, weight))
+        .collect::<Result<Vec<Advice>, PlanError>>()?;
+    // The one that lets most through, then holds least; the heavier on a tie.
+    Ok(judged
+        .into_iter()
+        .rev()
+        .max_by_key(|a| (a.fits, a.completed.1, std::cmp::Reverse(a.held.1))))
+}
+
+/// NEFFs on a refused HBM each planned without, the heaviest first.
+const WITHOUT_TRIED: usize = 4;
+
+/// A NEFF's share of the deployment where the plan stopped.
+#[derive(Clone, Copy)]
+struct Weight {
+    /// Its loads' model bytes.
+    bytes: u64,
+    loads: usize,
+    /// Its loads' IO tensor bytes.
+    io: u64,
+    /// Of all NEFFs' model and IO bytes.
+    percent: u64,
+}
+
+/// The deployment without NEFF `neff` (every load and unload of it, by any
+/// path), planned again and compared with `orig`.
+fn without(
+    session: &Session,
+    d: &Deployment,
+    orig: &Outcome,
+    prints: &[Fingerprinted<'_>],
+    considered: &mut Vec<String>,
+    neff: usize,
+    Weight {
+        bytes,
+        loads,
+        io,
+        percent,
+    }: Weight,
+) -> Result<Advice, PlanError> {
+    let refused = orig.completed() < d.steps.len();
     let file = &session.files[neff].path;
-    let is_it = |f: &PathBuf| neff_of(f) == Some(neff);
-    if total == 0 {
-        return Ok(None);
-    }
+    let is_it = |f: &PathBuf| session.file_index(f) == Some(neff);
     considered.push(format!("the deployment without {}", file.display()));
     let changed = Deployment {
         steps: d
@@ -547,9 +622,8 @@ fn dominant(
     let held_orig = orig.held_after(n);
     let fits = outcome.completed() == changed.steps.len();
     let mut reason = format!(
-        "{} holds {}% of the NEFFs' memory ({} in {loads} load{}{})",
+        "{} holds {percent}% of the NEFFs' memory ({} in {loads} load{}{})",
         file.display(),
-        (bytes + io) * 100 / total,
         human_size(bytes),
         if loads == 1 { "" } else { "s" },
         if io > 0 {
@@ -573,7 +647,7 @@ fn dominant(
             changed.steps.len()
         ));
     }
-    Ok(Some(Advice {
+    Ok(Advice {
         kind: AdviceKind::Without { file: file.clone() },
         change: format!("without {}", file.display()),
         argv: argv_of(session, &changed),
@@ -586,7 +660,7 @@ fn dominant(
             outcome.fullest_after(kept_done.min(outcome.completed())),
         ),
         unblocked: None,
-    }))
+    })
 }
 
 /// Cores that share an HBM, spread over HBMs the deployment leaves unused:

@@ -293,6 +293,67 @@ fn the_dominant_neff_is_named_with_what_it_costs() {
     );
 }
 
+/// For a refused plan, "without" is judged among the NEFFs on the refused
+/// step's HBM by planning each without: a NEFF whose shared scratchpad the
+/// runtime holds (in no NEFF's rows) is the one to leave out, though
+/// another's rows are heavier; a NEFF on another HBM is never offered,
+/// since leaving it out frees nothing where the plan is refused.
+#[test]
+fn without_names_the_neff_whose_absence_makes_room_on_the_refused_hbm() {
+    let dir = tmpdir("without-hbm");
+    let scratch = neff_with(&dir, "scratch", 0, |def| {
+        def["var"]["sp"] = json!({
+            "backing_variable_off": 0, "ops": [], "size": 1536 * MIB,
+            "type": "virtual", "var_id": 7
+        });
+    });
+    let rows = neff(&dir, "rows", 64 * MIB);
+    let elsewhere = neff(&dir, "elsewhere", 512 * MIB);
+    let both = trn2_3xl(
+        2,
+        vec![load(&scratch, 0), load(&rows, 0), load(&elsewhere, 1)],
+    );
+    let p = plan::plan(&both).unwrap();
+    assert!(p.fits());
+    // A tensor a GiB over the largest that fits: room only without the
+    // 1.5 GiB scratchpad.
+    let largest = p
+        .headroom
+        .iter()
+        .find(|h| h.vnc == 0)
+        .unwrap()
+        .largest_tensor;
+    let mut d = both.clone();
+    d.steps.push(Step::Tensor {
+        name: "x".into(),
+        size: largest + GIB,
+        vnc: 0,
+    });
+    let p = plan::plan(&d).unwrap();
+    assert_eq!(p.refusal.as_ref().map(|r| r.step), Some(3));
+    let without: Vec<&plan::Advice> = p
+        .advice
+        .iter()
+        .filter(|a| matches!(a.kind, AdviceKind::Without { .. }))
+        .collect();
+    assert_eq!(without.len(), 1, "{without:?}");
+    assert_eq!(
+        without[0].kind,
+        AdviceKind::Without {
+            file: scratch.clone()
+        }
+    );
+    assert!(without[0].fits, "{without:?}");
+    assert!(
+        p.advice.iter().all(|a| a.kind
+            != AdviceKind::Without {
+                file: elsewhere.clone()
+            }),
+        "{:?}",
+        p.advice
+    );
+}
+
 /// 64 logical cores of a trn2.48xlarge load one NEFF: it is read and parsed
 /// once, every load lands on the device of its logical core, and the
 /// planned IO tensors sit beside it.
