@@ -214,8 +214,6 @@ NRT_STATUS nrta_event_register_xu_completion(uint32_t lnc, nrta_xu_t xu, int que
  */
 NRT_STATUS nrta_event_register_seq_id_completion(nrta_seq_t seq, int fd);
 
-extern ptrdiff_t write(int fd, const void *buf, size_t count);
-
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

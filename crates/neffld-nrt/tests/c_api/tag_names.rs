@@ -40,3 +40,10 @@ fn c_client_compiles_with_the_sdk_tag_names() {
 fn cpp_client_compiles_with_the_sdk_tag_names() {
     compile("c++", "-std=c++17", "tests/cpp/tag_names.cpp");
 }
+
+/// The headers declare nothing a client may name itself: a client's own
+/// `write()` compiles beside every header (nrt_async.h declared libc's).
+#[test]
+fn c_client_keeps_its_own_names_beside_the_headers() {
+    compile("cc", "-std=c11", "tests/c/own_names.c");
+}
