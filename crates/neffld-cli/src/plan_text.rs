@@ -31,7 +31,7 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
     let i = p.instance_facts();
     let _ = writeln!(
         t,
-        "plan      {}: {} chip{} of {} cores and {} HBMs of {}; LNC {} ({} logical cores); runtime {}; {}",
+        "plan      {}: {} chip{} of {} cores and {} HBMs of {}; LNC {} ({} logical cores{}); runtime {}; {}",
         p.instance.map_or(format!("one {} chip", p.arch.instance()), |i| i.name.to_string()),
         p.chips,
         if p.chips == 1 { "" } else { "s" },
@@ -40,6 +40,12 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
         units::human(i.hbm_size),
         p.lnc,
         i.logical_cores,
+        i.visible.as_ref().map_or(String::new(), |v| format!(
+            ", {} visible with {}={}",
+            v.cores.len(),
+            v.var,
+            v.value
+        )),
         p.line,
         if p.contiguous_scratchpad {
             format!(

@@ -255,6 +255,10 @@ pub struct PlanInstance {
     pub hbm_size: u64,
     pub lnc: u32,
     pub logical_cores: u32,
+    /// The logical cores the process sees when a variable restricts them
+    /// (None: all), and the setting that did.
+    pub visible_cores: Option<Vec<u32>>,
+    pub visible_by: Option<String>,
 }
 
 /// Why a step was refused.
@@ -442,11 +446,15 @@ impl Pool {
 impl PlanInstance {
     fn __repr__(&self) -> String {
         format!(
-            "PlanInstance({}: {} chip(s), LNC {}, {} logical cores)",
+            "PlanInstance({}: {} chip(s), LNC {}, {} logical cores{})",
             self.name.unwrap_or(self.arch),
             self.chips,
             self.lnc,
-            self.logical_cores
+            self.logical_cores,
+            match (&self.visible_cores, &self.visible_by) {
+                (Some(c), Some(by)) => format!(", {} visible with {by}", c.len()),
+                _ => String::new(),
+            }
         )
     }
 }
@@ -811,6 +819,8 @@ impl Plan {
                     hbm_size: i.hbm_size,
                     lnc: i.lnc,
                     logical_cores: i.logical_cores,
+                    visible_cores: i.visible.as_ref().map(|v| v.cores.clone()),
+                    visible_by: i.visible.as_ref().map(|v| format!("{}={}", v.var, v.value)),
                 },
             )?,
             runtime: r.runtime.to_string(),

@@ -510,16 +510,27 @@ testkit_pub! {
 /// What the runtime allocates for itself on every physical core when it
 /// starts, before any model ([`memory::start_plan`]): real allocations, so
 /// that what the allocator refuses and what every memory report says agree.
-fn start(device: &Arc<Device>, config: &RuntimeConfig) -> Result<AllocSet, DeviceError> {
+/// What the runtime allocates for itself when it starts, on the physical
+/// cores of `device` in `pcores`: the cores of its visible logical cores
+/// (a process that sees one core of an instance starts that core only).
+fn start(
+    device: &Arc<Device>,
+    config: &RuntimeConfig,
+    pcores: &[u32],
+) -> Result<AllocSet, DeviceError> {
     let geometry = device.geometry();
     let plan = memory::start_plan(geometry, config.arch, config.captured_line());
     let per_core = plan.rows.len() / geometry.cores().max(1) as usize;
     let mut held = AllocSet::new(device);
     for (i, &(usage, size, place)) in plan.rows.iter().enumerate() {
+        let core = (i / per_core.max(1)) as u32;
+        if !pcores.contains(&core) {
+            continue;
+        }
         held.alloc(AllocReq {
             size,
             align: 0,
-            core: PCore((i / per_core.max(1)) as u32),
+            core: PCore(core),
             usage,
             owner: Owner::Runtime,
             place,
@@ -589,11 +600,22 @@ impl Runtime {
         for w in config.start_warnings() {
             tracing::warn!("{w}");
         }
+        let lnc = config.lnc_size();
         let chips = devices
             .into_iter()
-            .map(|device| {
+            .enumerate()
+            .map(|(nd, device)| {
+                // The physical cores of this chip's visible logical cores.
+                let pcores: Vec<u32> = visible
+                    .iter()
+                    .filter(|&&l| l / lcores_per_chip == nd as u32)
+                    .flat_map(|&l| {
+                        let local = l % lcores_per_chip;
+                        local * lnc..(local + 1) * lnc
+                    })
+                    .collect();
                 Ok(Chip {
-                    _start: start(&device, &config)?,
+                    _start: start(&device, &config, &pcores)?,
                     cores: Arc::new(Cores::new(cores, scratchpad)),
                     device,
                 })

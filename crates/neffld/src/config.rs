@@ -34,7 +34,7 @@ impl ConfigError {
 
 /// Logical cores as the user listed them: the cores, and the variable and
 /// value that listed them, which messages quote.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct CoreList {
     /// The variable that listed them.
     pub var: &'static str,

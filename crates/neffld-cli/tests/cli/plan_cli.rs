@@ -849,6 +849,62 @@ fn a_missing_neff_is_named_by_its_deployment_line() {
     );
 }
 
+/// A process that sees some cores of an instance starts those only: with
+/// `NEURON_RT_VISIBLE_CORES=0` on a trn1.32xlarge, core 0 holds what it
+/// holds when every core is visible, every other core nothing (the
+/// runtime's start-up memory was charged on all 32, 3 GiB held where 168
+/// MB is); and the plan says which cores it sees.
+#[test]
+fn only_the_visible_cores_are_started() {
+    let demo = demo();
+    let load = format!("{demo}@0");
+    let run = |env: &[&str]| {
+        let mut args = vec!["plan", "--json", "--instance", "trn1.32xlarge", &load];
+        for e in env {
+            args.extend(["--env", e]);
+        }
+        json(&neffld(&args, &[]))
+    };
+    let used = |doc: &Value| -> Vec<(u64, u64, u64)> {
+        let mut out = Vec::new();
+        for d in doc["memory"]["devices"].as_array().unwrap() {
+            for h in d["hbms"].as_array().unwrap() {
+                for c in h["cores"].as_array().unwrap() {
+                    out.push((
+                        d["device"].as_u64().unwrap(),
+                        c["pcore"].as_u64().unwrap(),
+                        c["used"].as_u64().unwrap(),
+                    ));
+                }
+            }
+        }
+        out
+    };
+    let all = run(&[]);
+    let one = run(&["NEURON_RT_VISIBLE_CORES=0"]);
+    let (all_used, one_used) = (used(&all), used(&one));
+    assert_eq!(
+        one_used[0], all_used[0],
+        "core 0 as with every core visible"
+    );
+    assert!(
+        one_used[1..].iter().all(|&(_, _, u)| u == 0),
+        "{one_used:?}"
+    );
+    assert!(all_used[1..].iter().all(|&(_, _, u)| u > 0), "{all_used:?}");
+    assert!(
+        one["steps"][0]["held_after"].as_u64() < all["steps"][0]["held_after"].as_u64(),
+        "{} {}",
+        one["steps"][0]["held_after"],
+        all["steps"][0]["held_after"]
+    );
+    assert_eq!(
+        one["instance"]["visible"],
+        serde_json::json!({"var": "NEURON_RT_VISIBLE_CORES", "value": "0", "cores": [0]})
+    );
+    assert_eq!(all["instance"]["visible"], Value::Null);
+}
+
 /// A load for the next free core that finds none is said to be that, not
 /// a load "on core ?".
 #[test]

@@ -280,6 +280,12 @@ class PlanInstance:
     hbm_size: int
     lnc: int
     logical_cores: int
+    visible_cores: Optional[list[int]]
+    """The logical cores the process sees when NEURON_RT_VISIBLE_CORES or
+    NEURON_RT_NUM_CORES restricts them (None: all); the plan numbers them
+    from 0."""
+    visible_by: Optional[str]
+    """The setting that restricted them ("NEURON_RT_VISIBLE_CORES=4-7")."""
 
 class StepError:
     """Why a step was refused."""

@@ -271,6 +271,10 @@ pub struct Plan {
     pub lnc: u32,
     /// Logical cores of the whole instance at that size.
     pub logical_cores: u32,
+    /// The ones the process sees, when a variable restricts them
+    /// (`NEURON_RT_VISIBLE_CORES`, `NEURON_RT_NUM_CORES`): the plan numbers
+    /// these from 0, and the runtime starts their physical cores only.
+    pub visible: Option<crate::config::CoreList>,
     /// The runtime line planned under.
     pub line: RuntimeLine,
     /// Shared scratchpad page size in bytes: the step of the contiguous
@@ -430,6 +434,7 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         chips: session.config.chips,
         lnc: session.config.lnc_size(),
         logical_cores: session.config.total_vnc_count(),
+        visible: session.config.visible_cores.clone(),
         line: session.config.line(),
         scratchpad_page: session.config.scratchpad_mode().page,
         contiguous_scratchpad: session.config.scratchpad_mode().contiguous,

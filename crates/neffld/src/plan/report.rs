@@ -84,6 +84,9 @@ pub struct InstanceFacts {
     pub lnc: u32,
     /// Logical cores of the whole instance at that size.
     pub logical_cores: u32,
+    /// The logical cores the process sees, when a variable restricts them:
+    /// `{var, value, cores}`.
+    pub visible: Option<crate::config::CoreList>,
 }
 
 /// One step as it ran.
@@ -600,6 +603,7 @@ impl Plan {
             hbm_size: g.hbm_bytes_per_channel(),
             lnc: self.lnc,
             logical_cores: self.logical_cores,
+            visible: self.visible.clone(),
         }
     }
 
