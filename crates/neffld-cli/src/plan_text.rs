@@ -129,6 +129,13 @@ fn refusal(t: &mut String, p: &Plan) {
         for (f, m) in &r.log {
             let _ = writeln!(t, "ERROR  TDRV:{f:<40}{m}");
         }
+        if !r.log.is_empty() && !p.line.neff_usage_table() {
+            let _ = writeln!(
+                t,
+                "(runtime {} printed no usage table with a row per NEFF: that came with runtime 2.26.42; its \"Overall HBM usage\" list is not documented in full, and the table under \"memory where the plan stopped\" is neffld's)",
+                p.line
+            );
+        }
         if let Some(why) = r.explain() {
             let _ = writeln!(t, "why       {why}");
         }

@@ -35,11 +35,16 @@ pub(crate) fn watch(rt: &Runtime) {
         return;
     }
     let dir = table_dir();
-    let lnc = rt.config().lnc_size();
+    let (lnc, line) = (rt.config().lnc_size(), rt.config().line());
     watch_refusals(rt, move |seen: &RefusalSeen<'_>| {
         let (memory, name) = (seen.memory, seen.names);
-        for (func, text) in memory.refusal_log(seen.refusal, lnc, name) {
+        for (func, text) in memory.refusal_log(seen.refusal, lnc, line, name) {
             error!(target: TDRV, func, "{text}");
+        }
+        // The table's file goes with the table (the lines before 2.27
+        // printed neither).
+        if !line.neff_usage_table() {
+            return;
         }
         let Some(hbm) = memory.hbm_of(seen.refusal.core) else {
             return;

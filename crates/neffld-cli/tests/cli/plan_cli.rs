@@ -587,6 +587,67 @@ fn the_oom_log_switch_silences_the_refusal_report() {
     );
 }
 
+/// The usage table with a row per NEFF came with runtime 2.26.42: a plan
+/// under 2.23 or 2.25 logs the refused request without it, and says so;
+/// 2.27 and later log it.
+#[test]
+fn the_lines_before_2_26_log_no_neff_usage_table() {
+    let demo = demo();
+    let load = format!("{demo}@0");
+    let run = |line: &str, json: bool| {
+        let mut args = vec![
+            "plan",
+            "--instance",
+            "trn1.2xlarge",
+            "--runtime",
+            line,
+            &load,
+        ];
+        args.extend(["--tensor", "kv=20GiB@0"]);
+        if json {
+            args.push("--json");
+        }
+        let out = neffld(&args, &[]);
+        assert_eq!(out.status.code(), Some(1));
+        out
+    };
+    let funcs = |line: &str| -> Vec<String> {
+        json(&run(line, true))["refusal"]["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                l["function"]
+                    .as_str()
+                    .or(l[0].as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    };
+    for line in ["2.23", "2.25"] {
+        let f = funcs(line);
+        assert!(f.iter().any(|f| f == "log_dev_mem"), "{line}: {f:?}");
+        assert!(
+            !f.iter().any(|f| f == "log_dev_mem_usage_table"),
+            "{line}: {f:?}"
+        );
+        let text = String::from_utf8(run(line, false).stdout).unwrap();
+        assert!(
+            text.contains(&format!(
+                "(runtime {line} printed no usage table with a row per NEFF"
+            )),
+            "{text}"
+        );
+    }
+    for line in ["2.27", "2.34"] {
+        assert!(
+            funcs(line).iter().any(|f| f == "log_dev_mem_usage_table"),
+            "{line}"
+        );
+    }
+}
+
 /// A refused tensor's "no fix" asks for the size on the cores of the
 /// argument that was refused, in place of that argument: with kv on cores
 /// 0-2 beside a refused kv on core 3, the question is kv@3 (it was kv@0-3,

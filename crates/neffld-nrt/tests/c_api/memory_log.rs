@@ -478,6 +478,11 @@ fn the_oom_report_can_be_silenced_from_2_33() {
     assert_eq!(report(&on), (6, 1));
     let old = run(tag, &[(var, "0"), ("NEFFLD_RUNTIME", "2.32")]);
     assert_eq!(report(&old), (6, 1));
+    // Before 2.26.42 the report had no table with a row per NEFF (nor
+    // its file): the refused request's lines only, two of the six.
+    let older = run(tag, &[("NEFFLD_RUNTIME", "2.25")]);
+    assert_eq!(report(&older), (4, 0), "{:?}", older.records);
+    assert!(the(&older, "TDRV:log_dev_mem_usage_table").is_empty());
 
     let out = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "--nocapture", "--test-threads=1"])

@@ -146,6 +146,15 @@ impl RuntimeLine {
         self < RuntimeLine::V2_32
     }
 
+    /// Whether a refused allocation's report holds the usage table with a
+    /// row per NEFF: from runtime 2.26.42 (release notes of Neuron 2.24:
+    /// "Refined out-of-memory error messages to report a NEFF level memory
+    /// breakdown table"), so 2.27 on. 2.23 and 2.25 printed an "Overall
+    /// HBM usage" list the device-memory documentation shows only in part.
+    pub fn neff_usage_table(self) -> bool {
+        self >= RuntimeLine::V2_27
+    }
+
     /// Whether `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG` exists (2.33).
     pub fn oom_log_switch(self) -> bool {
         self >= RuntimeLine::V2_33

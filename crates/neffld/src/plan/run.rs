@@ -291,6 +291,8 @@ pub(crate) struct Watch {
     device: std::sync::Weak<Device>,
     geometry: Geometry,
     lnc: u32,
+    /// The line whose report of a refusal the log is.
+    line: crate::line::RuntimeLine,
     /// The runtime logs its usage report of a refusal (from 2.33,
     /// `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0` silences it).
     oom_log: bool,
@@ -341,7 +343,7 @@ impl Observer for Watch {
         let memory = MemoryReport::from_ledger(self.nd, &self.geometry, ledger);
         let request = Refusal::of(req);
         let log = if self.oom_log {
-            memory.refusal_log(&request, self.lnc, |h| self.names.get(h))
+            memory.refusal_log(&request, self.lnc, self.line, |h| self.names.get(h))
         } else {
             Vec::new()
         };
@@ -417,6 +419,7 @@ impl<'s> Exec<'s> {
                     device: Arc::downgrade(d),
                     geometry: d.geometry().clone(),
                     lnc: config.lnc_size(),
+                    line: config.line(),
                     oom_log: config.oom_log_enabled(),
                     names: rt.model_names(),
                     state: Mutex::new(WatchState {

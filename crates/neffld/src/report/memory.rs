@@ -21,7 +21,7 @@ use crate::device::{
     AllocReq, ChargeRows, Device, DeviceError, Geometry, Ledger, MemUsage, Owner, CARVEOUT,
 };
 use crate::ids::{HModel, LCore, PCore};
-use crate::line::Captured;
+use crate::line::{Captured, RuntimeLine};
 
 pub use crate::device::Rows;
 
@@ -693,13 +693,15 @@ impl MemoryReport {
     }
 
     /// What the runtime logs when an allocation is refused: which cores
-    /// share the HBM (when several do), the refused request, then the
-    /// HBM's [`MemoryReport::usage_report`]. `lnc` is the logical-core
-    /// size; `name` names a NEFF by its id.
+    /// share the HBM (when several do), the refused request, then, on the
+    /// lines that print it ([`RuntimeLine::neff_usage_table`]), the HBM's
+    /// [`MemoryReport::usage_report`]. `lnc` is the logical-core size;
+    /// `name` names a NEFF by its id.
     pub fn refusal_log(
         &self,
         refusal: &Refusal,
         lnc: u32,
+        line: RuntimeLine,
         name: impl Fn(HModel) -> Option<String>,
     ) -> Vec<LogLine> {
         let mut log = Vec::new();
@@ -734,7 +736,9 @@ impl MemoryReport {
                 refusal.core.0
             ),
         ));
-        log.push(("log_dev_mem_usage_table", self.usage_report(hbm, name)));
+        if line.neff_usage_table() {
+            log.push(("log_dev_mem_usage_table", self.usage_report(hbm, name)));
+        }
         log
     }
 
@@ -960,7 +964,9 @@ mod tests {
             usage: MemUsage::Tensor,
             core: PCore(4),
         };
-        let log = report.refusal_log(&refusal, 1, |h| (h == HModel(7)).then(|| "meta".into()));
+        let log = report.refusal_log(&refusal, 1, RuntimeLine::NEWEST, |h| {
+            (h == HModel(7)).then(|| "meta".into())
+        });
         assert_eq!(
             log[0],
             (
@@ -987,7 +993,9 @@ mod tests {
         );
         assert!(table.contains("\n  \\_NEFF 7    |"), "{table}");
         // A name is shown as text: its control characters escaped.
-        let evil = report.refusal_log(&refusal, 1, |_| Some("m\n1: \x1b[31m".into()));
+        let evil = report.refusal_log(&refusal, 1, RuntimeLine::NEWEST, |_| {
+            Some("m\n1: \x1b[31m".into())
+        });
         assert!(
             evil.last().unwrap().1.ends_with("7: \"m\\n1: \\x1b[31m\""),
             "{evil:?}"
@@ -997,7 +1005,10 @@ mod tests {
             core: PCore(12),
             ..refusal
         };
-        assert_eq!(report.refusal_log(&aligned, 1, |_| None), []);
+        assert_eq!(
+            report.refusal_log(&aligned, 1, RuntimeLine::NEWEST, |_| None),
+            []
+        );
         let (func, breakdown) = report.neff_breakdown(PCore(4), HModel(7), "meta").unwrap();
         assert_eq!(func, "dml_log_dev_neff_mem");
         let expected = "\n[ND 0:NC 4] Current Usage Total: 97.231MB\n\
