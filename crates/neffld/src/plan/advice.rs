@@ -274,35 +274,47 @@ fn page_size(
     // Where the plan stopped (the refused step rolled back), as the usage
     // table shows it: the refusal's own snapshot holds the same memory
     // and more, and must not be added to it.
-    let private: u64 = orig
-        .devices
-        .iter()
-        .flat_map(|m| &m.hbms)
-        .map(|h| h.usage().get(Column::Scratchpad))
-        .sum();
+    let scratchpad = |o: &Outcome| {
+        let sum = |c: Column| -> u64 {
+            o.devices
+                .iter()
+                .flat_map(|m| &m.hbms)
+                .map(|h| h.usage().get(c))
+                .sum()
+        };
+        (sum(Column::SharedScratchpad), sum(Column::Scratchpad))
+    };
+    let (shared, private) = scratchpad(orig);
     if private == 0 {
         return Ok(None);
     }
     let current = session.config.scratchpad_page >> 20;
     considered.push("scratchpad page sizes of 512 MiB to 3.5 GiB".into());
-    let mut best: Option<(u64, Judged, Deployment)> = None;
+    let mut best: Option<(u64, Judged, Deployment, (u64, u64))> = None;
     for mib in (1..8).map(|k| k * 512).filter(|&m| m != current) {
         let mut changed = d.clone();
         changed
             .env
             .push(("NEURON_SCRATCHPAD_PAGE_SIZE".into(), mib.to_string()));
-        let Some(j) = Judged::new(orig, replan(session, &changed, prints)?, d.steps.len()) else {
+        let outcome = replan(session, &changed, prints)?;
+        let then = scratchpad(&outcome);
+        let Some(j) = Judged::new(orig, outcome, d.steps.len()) else {
             continue;
         };
-        if j.helps() && best.as_ref().is_none_or(|(_, b, _)| j.rank() > b.rank()) {
-            best = Some((mib, j, changed));
+        if j.helps() && best.as_ref().is_none_or(|(_, b, _, _)| j.rank() > b.rank()) {
+            best = Some((mib, j, changed, then));
         }
     }
-    Ok(best.map(|(mib, j, changed)| {
+    Ok(best.map(|(mib, j, changed, (shared_then, private_then))| {
+        // What the page size changes, in the table's two columns: private
+        // allocations of variables that straddle a page or outgrow it, and
+        // the shared pages, whose size rounds each core's need up.
         let reason = format!(
-            "{} of scratchpad variables straddle a {} MiB page and get private allocations; with {mib} MiB pages {}",
+            "with {current} MiB pages the scratchpad is {} shared and {} private (variables that straddle a page or outgrow it); with {mib} MiB pages {} shared and {} private where that plan stops: {}",
+            human_size(shared),
             human_size(private),
-            current,
+            human_size(shared_then),
+            human_size(private_then),
             j.effect()
         );
         j.advice(

@@ -211,8 +211,12 @@ impl Deployment {
         if let Some(r) = self.runtime {
             out.extend(["--runtime".into(), r.to_string()]);
         }
-        for (k, v) in &self.env {
-            out.extend(["--env".into(), format!("{k}={v}")]);
+        // A variable set twice (the file's, then advice's change) once,
+        // with the value that wins: the last.
+        for (i, (k, v)) in self.env.iter().enumerate() {
+            if !self.env[i + 1..].iter().any(|(later, _)| later == k) {
+                out.extend(["--env".into(), format!("{k}={v}")]);
+            }
         }
         if !self.io_tensors {
             out.push("--no-io-tensors".into());
@@ -944,6 +948,31 @@ pub fn core_list(cores: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A variable set twice is written once, with the value that wins
+    /// (advice's command lines repeated the file's page size before
+    /// their own).
+    #[test]
+    fn a_variable_set_twice_is_one_flag() {
+        let d = Deployment {
+            env: vec![
+                ("NEURON_SCRATCHPAD_PAGE_SIZE".into(), "1024".into()),
+                ("NEURON_RT_NUM_CORES".into(), "2".into()),
+                ("NEURON_SCRATCHPAD_PAGE_SIZE".into(), "512".into()),
+            ],
+            steps: vec![Step::Tensor {
+                name: "kv".into(),
+                size: 4096,
+                vnc: 0,
+            }],
+            ..Deployment::default()
+        };
+        let argv = d.argv(None).join(" ");
+        assert_eq!(
+            argv,
+            "neffld plan --env NEURON_RT_NUM_CORES=2 --env NEURON_SCRATCHPAD_PAGE_SIZE=512 --no-io-tensors --tensor kv=4096@0"
+        );
+    }
 
     #[test]
     fn core_lists_are_written_short() {

@@ -864,11 +864,46 @@ fn the_scratchpad_figure_of_a_refused_plan_is_the_tables() {
         .iter()
         .find(|a| matches!(a.kind, AdviceKind::ScratchpadPage { .. }))
     {
-        let want = format!(
-            "{} of scratchpad variables",
-            neffld::report::memory::human_size(GIB)
+        let human = neffld::report::memory::human_size;
+        let scratchpad = |p: &plan::Plan| {
+            let sum = |c: Column| -> u64 {
+                p.devices
+                    .iter()
+                    .flat_map(|m| &m.hbms)
+                    .map(|h| h.usage().get(c))
+                    .sum()
+            };
+            (sum(Column::SharedScratchpad), sum(Column::Scratchpad))
+        };
+        let (shared, private) = scratchpad(&p);
+        assert_eq!(private, GIB);
+        assert!(
+            a.reason.contains(&format!(
+                "{} shared and {} private",
+                human(shared),
+                human(private)
+            )),
+            "{}",
+            a.reason
         );
-        assert!(a.reason.starts_with(&want), "{}", a.reason);
+        // The figures with the advised page size are that plan's own.
+        let AdviceKind::ScratchpadPage { mib } = a.kind else {
+            unreachable!()
+        };
+        let mut changed = d.clone();
+        changed
+            .env
+            .push(("NEURON_SCRATCHPAD_PAGE_SIZE".into(), mib.to_string()));
+        let (shared_then, private_then) = scratchpad(&plan::plan(&changed).unwrap());
+        assert!(
+            a.reason.contains(&format!(
+                "with {mib} MiB pages {} shared and {} private",
+                human(shared_then),
+                human(private_then)
+            )),
+            "{}",
+            a.reason
+        );
         assert!(!a.fits, "a 30 GiB tensor never fits a 24 GiB HBM");
         assert!(a.reason.contains("still does not fit"), "{}", a.reason);
     } else {
