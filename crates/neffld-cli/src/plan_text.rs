@@ -49,8 +49,12 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
         p.line,
         if p.contiguous_scratchpad {
             format!(
-                "contiguous scratchpad in {} steps",
-                units::human(p.scratchpad_page)
+                "contiguous scratchpad in {} steps{}",
+                units::human(p.scratchpad_page),
+                p.unused_page_size.map_or(String::new(), |b| format!(
+                    " (NEURON_SCRATCHPAD_PAGE_SIZE={} has no effect on it)",
+                    b >> 20
+                ))
             )
         } else {
             format!("scratchpad pages {}", units::human(p.scratchpad_page))

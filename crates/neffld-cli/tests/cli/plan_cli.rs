@@ -587,6 +587,51 @@ fn the_oom_log_switch_silences_the_refusal_report() {
     );
 }
 
+/// A page size asked for with the contiguous scratchpad on (2.33 and later,
+/// trn1 here) has no effect, and the plan says so; with paged scratchpad
+/// (2.30) it is the page size.
+#[test]
+fn a_page_size_the_contiguous_scratchpad_ignores_is_said_to_be() {
+    let demo = demo();
+    let load = format!("{demo}@0");
+    let run = |line: &str| {
+        let args = [
+            "plan",
+            "--instance",
+            "trn1.2xlarge",
+            "--runtime",
+            line,
+            "--env",
+            "NEURON_SCRATCHPAD_PAGE_SIZE=2048",
+            &load,
+            "--json",
+        ];
+        json(&neffld(&args, &[]))
+    };
+    let doc = run("2.34");
+    assert_eq!(doc["contiguous_scratchpad"], true);
+    assert_eq!(doc["unused_page_size"], 2048u64 << 20);
+    let doc = run("2.30");
+    assert_eq!(doc["contiguous_scratchpad"], false);
+    assert_eq!(doc["unused_page_size"], Value::Null);
+    assert_eq!(doc["scratchpad_page"], 2048u64 << 20);
+    let args = [
+        "plan",
+        "--instance",
+        "trn1.2xlarge",
+        "--env",
+        "NEURON_SCRATCHPAD_PAGE_SIZE=2048",
+        &load,
+    ];
+    let text = String::from_utf8(neffld(&args, &[]).stdout).unwrap();
+    assert!(
+        text.lines().next().unwrap().ends_with(
+            "contiguous scratchpad in 64.0 MiB steps (NEURON_SCRATCHPAD_PAGE_SIZE=2048 has no effect on it)"
+        ),
+        "{text}"
+    );
+}
+
 /// The usage table with a row per NEFF came with runtime 2.26.42: a plan
 /// under 2.23 or 2.25 logs the refused request without it, and says so;
 /// 2.27 and later log it.

@@ -283,6 +283,9 @@ pub struct Plan {
     /// Each core's shared scratchpad is one contiguous region (2.33 on, by
     /// default), where `NEURON_SCRATCHPAD_PAGE_SIZE` does not apply.
     pub contiguous_scratchpad: bool,
+    /// A page size `NEURON_SCRATCHPAD_PAGE_SIZE` asked for that the
+    /// contiguous region does not use (`None`: none asked, or pages used).
+    pub unused_page_size: Option<u64>,
     /// Each load's inputs and outputs were allocated on its core.
     pub io_tensors: bool,
     /// Steps of the deployment (each load, tensor, unload, free on one core).
@@ -438,6 +441,9 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         line: session.config.line(),
         scratchpad_page: session.config.scratchpad_mode().page,
         contiguous_scratchpad: session.config.scratchpad_mode().contiguous,
+        unused_page_size: (session.config.scratchpad_mode().contiguous
+            && session.config.scratchpad_page != crate::stage::ScratchpadMode::DEFAULT_PAGE)
+            .then_some(session.config.scratchpad_page),
         io_tensors: deployment.io_tensors,
         planned: deployment.steps.len(),
         steps: outcome.steps,

@@ -37,6 +37,9 @@ pub struct PlanReport {
     pub scratchpad_page: u64,
     /// Each core's shared scratchpad is one contiguous region.
     pub contiguous_scratchpad: bool,
+    /// A page size `NEURON_SCRATCHPAD_PAGE_SIZE` asked for that the
+    /// contiguous region does not use.
+    pub unused_page_size: Option<u64>,
     /// Each load's inputs and outputs were allocated after it.
     pub io_tensors: bool,
     /// Steps of the deployment.
@@ -637,6 +640,7 @@ impl Plan {
             runtime: self.line,
             scratchpad_page: self.scratchpad_page,
             contiguous_scratchpad: self.contiguous_scratchpad,
+            unused_page_size: self.unused_page_size,
             io_tensors: self.io_tensors,
             planned_steps: self.planned,
             parses: self.parses,
