@@ -102,7 +102,14 @@ impl Settings {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Settings, ConfigError> {
         let named_by_env = env("NEFFLD_ARCH").is_some() || env("NEFFLD_INSTANCE").is_some();
-        let mut config = RuntimeConfig::default().with_env(env)?;
+        // The variables are read under the line asked for: a variable a
+        // line does not have is ignored under it, whether the line came
+        // from the environment or from `--runtime`.
+        let runtime = asked.runtime.map(|l| l.to_string());
+        let mut config = RuntimeConfig::default().with_env(|k| match (k, &runtime) {
+            ("NEFFLD_RUNTIME", Some(line)) => Some(line.clone()),
+            _ => env(k),
+        })?;
         let mut source = if named_by_env {
             ArchSource::Environment
         } else {
@@ -201,6 +208,25 @@ impl Settings {
 mod tests {
     use super::*;
     use crate::config::tests::env;
+
+    /// A variable the asked line does not have is ignored under it, the
+    /// line asked by flag as by the environment (`--runtime 2.30` refused
+    /// an OOM-log value 2.30 never reads).
+    #[test]
+    fn variables_are_read_under_the_line_the_flag_asks_for() {
+        let off = env(&[("NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG", "off")]);
+        let at = |line: &str| Asked {
+            runtime: Some(line.parse().unwrap()),
+            ..Asked::default()
+        };
+        assert!(Settings::resolve(&at("2.30"), &off).is_ok());
+        let e = Settings::resolve(&at("2.33"), &off).unwrap_err();
+        assert_eq!(e.var, "NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG");
+        // The flag wins over the environment's line, a bad one included.
+        let bad = env(&[("NEFFLD_RUNTIME", "1.0")]);
+        let s = Settings::resolve(&at("2.30"), &bad).unwrap();
+        assert_eq!(s.config().line().to_string(), "2.30");
+    }
 
     #[test]
     fn a_flag_beats_the_environment_which_beats_the_neff() {
