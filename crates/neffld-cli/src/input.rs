@@ -1,6 +1,5 @@
 //! Reading the NEFF named on the command line; `-` is standard input.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -28,7 +27,17 @@ pub fn display(path: &Path) -> String {
 /// would not be (`/dev/zero` never ends).
 pub fn read_regular(path: &Path) -> Result<Vec<u8>, Failure> {
     let err = |e: std::io::Error| Failure::io(format!("cannot read {}: {e}", display(path)));
-    let mut f = File::open(path).map_err(err)?;
+    // Opened without blocking: a FIFO with no writer would hold the open
+    // itself, before the type could be checked (a regular file reads the
+    // same either way).
+    let mut f = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(err)?
+    };
     if !f.metadata().map_err(err)?.is_file() {
         return Err(Failure::io(format!(
             "cannot read {}: not a regular file",

@@ -10,6 +10,13 @@ use crate::common::{demo, fixture, json, neffld, scratch};
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld_testkit::Synth;
 
+/// A FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
 fn text(out: &Output) -> String {
     format!(
         "{}{}",
@@ -344,9 +351,7 @@ fn pack_refuses_special_files_and_symlinks_by_name() {
     let fifo_tree = dir.join("fifo");
     write_tree(&s, &fifo_tree);
     let fifo = fifo_tree.join("sg00/pipe");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    mkfifo(&fifo);
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let (fifo, done) = (fifo.clone(), done.clone());
@@ -1328,4 +1333,35 @@ fn an_incompressible_payload_inflates_under_a_memory_limit() {
     let doc = json(&out);
     assert_eq!(out.status.code(), Some(0), "{doc}");
     assert_eq!(doc["status"], "NRT_SUCCESS", "{doc}");
+}
+
+/// A capture that is a FIFO with no writer is refused as not a regular
+/// file, at once: `compare` blocked in the open, before the type check.
+#[test]
+fn a_fifo_capture_is_refused_without_waiting_for_a_writer() {
+    let dir = scratch("fifo-capture");
+    let fifo = dir.join("capture.ntff");
+    mkfifo(&fifo);
+    let neff = fixture("kfusion__fused_attention__fused.neff");
+    let out = Command::new("timeout")
+        .arg("20")
+        .arg(env!("CARGO_BIN_EXE_neffld"))
+        .args([
+            "compare",
+            "--json",
+            neff.to_str().unwrap(),
+            fifo.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(124), "blocked on the FIFO");
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(2), "{doc}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a regular file"),
+        "{doc}"
+    );
 }
