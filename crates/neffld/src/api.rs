@@ -192,6 +192,18 @@ impl PipelineError {
         }
     }
 
+    /// The NEFF was compiled for another chip than the runtime's (the
+    /// kelf json's arch gate): a report may name the chip and the
+    /// compiler's flag beside the runtime's own message.
+    pub(crate) fn foreign_arch(&self) -> bool {
+        matches!(
+            &self.0,
+            Cause::Parse(ParseError::Manifest(
+                crate::manifest::ManifestError::ArchMismatch { .. }
+            ))
+        )
+    }
+
     /// The layer's own error, for tests that check which case refused.
     #[cfg(feature = "testkit")]
     pub fn cause(&self) -> &Cause {

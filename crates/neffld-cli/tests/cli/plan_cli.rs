@@ -933,6 +933,20 @@ fn neffld_limits_are_neffld_s_and_a_foreign_chip_names_the_target() {
     assert!(m.contains("Inferentia2 of inf2.xlarge"), "{m}");
     assert!(m.contains("--target=inf2"), "{m}");
     assert!(!m.contains("trn1"), "{m}");
+
+    // The arch gate (a trn1 NEFF on a trn2 instance): the runtime's own
+    // message, then the chip and the flag.
+    let doc = json(&neffld(
+        &["plan", "--instance", "trn2.3xlarge", &demo(), "--json"],
+        &[],
+    ));
+    let m = doc["steps"][0]["error"]["message"].as_str().unwrap();
+    assert!(
+        m.starts_with("Loading a NEFF compiled for a different arch is not allowed")
+            && m.contains("the Trainium2 of trn2.3xlarge")
+            && m.contains("`neuronx-cc --target=trn2`"),
+        "{m}"
+    );
 }
 
 /// A deployment file naming a NEFF that does not exist: the error names the

@@ -727,6 +727,18 @@ pub(crate) fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure 
             ),
             own_limit: Some("NEFFLD_MAX_MEMBERS"),
         },
+        LoadError::Pipeline(p) if p.foreign_arch() && config.instance.is_some() => {
+            let i = config.instance.expect("checked");
+            StepFailure {
+                message: format!(
+                    "{e} (neffld: the NEFF was compiled for another chip than the {} of {}; recompile it for this one with `neuronx-cc --target={}`)",
+                    i.chip,
+                    i.name,
+                    target_flag(i)
+                ),
+                ..failure(e)
+            }
+        }
         LoadError::Container(C::LncForeign {
             name,
             neff_lnc,
@@ -734,10 +746,7 @@ pub(crate) fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure 
             ..
         }) if config.instance.is_some() => {
             let i = config.instance.expect("checked");
-            let target = ["inf2", "trn1", "trn2", "trn3"]
-                .into_iter()
-                .find(|t| i.family.starts_with(t))
-                .unwrap_or(i.family);
+            let target = target_flag(i);
             StepFailure {
                 message: format!(
                     "NEFF {name} declares logical-core size {neff_lnc} (header vnc_size {neff_lnc}), which the {} of {} cannot take (it takes logical-core size {sizes}): the NEFF was compiled for another chip; recompile it for this one with `neuronx-cc --target={target}`",
@@ -748,6 +757,14 @@ pub(crate) fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure 
         }
         _ => failure(e),
     }
+}
+
+/// The compiler's `--target` value for an instance's chip.
+fn target_flag(i: &crate::instance::Instance) -> &'static str {
+    ["inf2", "trn1", "trn2", "trn3"]
+        .into_iter()
+        .find(|t| i.family.starts_with(t))
+        .unwrap_or(i.family)
 }
 
 fn missing(step: &Step, what: &str) -> PlanError {
