@@ -183,6 +183,13 @@ impl NeffHeader {
         Ok(h)
     }
 
+    /// What the header's bytes look like, when they are plainly not a
+    /// NEFF's (a tar archive, text): its encoding is the bytes it was
+    /// decoded from.
+    fn kind(&self) -> FileKind {
+        FileKind::of(&self.encode())
+    }
+
     /// Decodes the fields without any check.
     pub fn decode(b: &[u8; HEADER_LEN]) -> NeffHeader {
         NeffHeader {
@@ -230,6 +237,7 @@ impl NeffHeader {
     pub fn validate(&self, file_size: u64) -> Result<(), ContainerError> {
         if self.version_major > MAX_VERSION_MAJOR {
             return Err(ContainerError::UnsupportedVersion {
+                kind: self.kind(),
                 major: self.version_major,
                 minor: self.version_minor,
             });
@@ -249,6 +257,7 @@ impl NeffHeader {
         }
         if self.pkg_version != 1 && self.pkg_version != 2 {
             return Err(ContainerError::UnsupportedPackager {
+                kind: self.kind(),
                 pkg_version: self.pkg_version,
             });
         }
@@ -498,7 +507,7 @@ mod tests {
         let e = h.validate(2048).unwrap_err();
         assert!(matches!(
             e,
-            ContainerError::UnsupportedPackager { pkg_version: 7 }
+            ContainerError::UnsupportedPackager { pkg_version: 7, .. }
         ));
         assert_eq!(e.status(), NrtStatus::UnsupportedNeffVersion);
         let h = NeffHeader {
@@ -581,5 +590,28 @@ mod tests {
         assert!(e.contains("compiled for trn2 or trn3"), "{e}");
         assert!(e.contains("recompile it for trn1 with `--lnc=1`"), "{e}");
         assert!(e.contains("trn1 takes logical-core size 1"), "{e}");
+    }
+
+    /// A tar archive whose first member has a short name fails the packager
+    /// gate, not the first two: the message still says what it is (it did
+    /// only when the name was long enough to fail `header_size`).
+    #[test]
+    fn a_tar_archive_is_named_at_whichever_header_gate_it_fails() {
+        let mut tar = vec![0u8; 4096];
+        tar[..4].copy_from_slice(b"./a\0");
+        tar[257..263].copy_from_slice(b"ustar\0");
+        let h = NeffHeader::parse(&tar).unwrap();
+        let e = h.validate(tar.len() as u64).unwrap_err();
+        assert!(matches!(e, ContainerError::UnsupportedPackager { .. }), "{e}");
+        assert!(e.to_string().contains("this is a tar archive, not a NEFF"), "{e}");
+        // A NEFF's own header names nothing.
+        let neff = NeffHeader {
+            pkg_version: 9,
+            data_size: 1024,
+            ..crate::container::writer::Producer::V2_18.default_header()
+        };
+        let e = neff.validate(1 << 20).unwrap_err();
+        assert!(matches!(e, ContainerError::UnsupportedPackager { .. }), "{e}");
+        assert!(!e.to_string().contains("this is"), "{e}");
     }
 }

@@ -78,12 +78,15 @@ pub enum ContainerError {
         why: String,
     },
     /// A format version no runtime line reads (`NRT_UNSUPPORTED_NEFF_VERSION`).
-    #[error("NEFF version: {major}.{minor} is not supported, accepted version range: 0.x-2.x (header offset 0x18)")]
+    #[error("NEFF version: {major}.{minor} is not supported, accepted version range: 0.x-2.x (header offset 0x18){kind}")]
     UnsupportedVersion {
         /// Major version from the header.
         major: u64,
         /// Minor version from the header.
         minor: u64,
+        /// What the bytes look like instead (a tar archive's first name
+        /// reads as a version), for the message.
+        kind: FileKind,
     },
     /// Feature bits of a newer compiler than the runtime line knows.
     #[error("This NEFF (version: 2.{minor}, features: {offending:#x}) has been compiled by a newer version of Neuron compiler. Features supported by this Neuron Runtime: 0x7ffffff. Please update the aws-neuronx-runtime-lib package to the latest version.")]
@@ -102,10 +105,12 @@ pub enum ContainerError {
         available: u64,
     },
     /// A packager version other than 1 or 2.
-    #[error("Unsupported NEFF packager: {pkg_version} (header offset 0x0; expected 1 or 2)")]
+    #[error("Unsupported NEFF packager: {pkg_version} (header offset 0x0; expected 1 or 2){kind}")]
     UnsupportedPackager {
         /// The header's packager version.
         pkg_version: u64,
+        /// What the bytes look like instead, for the message.
+        kind: FileKind,
     },
     /// No payload to digest or inflate.
     #[error("Empty NEFF payload cannot be verified (data_size is 0)")]
