@@ -73,7 +73,7 @@ enum Command {
         #[arg(long, value_name = "BYTES")]
         max_inflated: Option<u64>,
     },
-    /// Check each file: its payload digest, then every gate a default load on the NEFF's own architecture runs; one line per file and a summary.
+    /// Check each file: its payload digest, then every gate a default load runs (on NEFFLD_ARCH or NEFFLD_INSTANCE's architecture, else the NEFF's own); one line per file and a summary.
     #[command(after_help = concat!("Example:\n  neffld verify *.neff\n\n", "A file whose payload digest does not match its header is corrupt and fails,\nunless --ignore-hash (a load checks the digest only with NEURON_RT_VALIDATE_HASH).\n\n", "Exit status:\n  0  every file is sound\n  1  at least one file failed a gate (it has a FAIL line; the others are still checked)\n  2  usage error, or a file could not be read (it has a FAIL line too)"))]
     Verify {
         /// The NEFF files (`-`: standard input, once).

@@ -54,7 +54,7 @@ pub(crate) fn parse_runtime(s: &str) -> Result<RuntimeLine, String> {
 pub struct LoadArgs {
     /// The NEFF file (`-`: standard input).
     pub file: PathBuf,
-    /// Device architecture: trn1, trn2 or trn3 (default: the NEFF's own target).
+    /// Device architecture: trn1, trn2 or trn3 (default: NEFFLD_ARCH or NEFFLD_INSTANCE's, else the NEFF's own target).
     #[arg(long, value_parser = parse_arch)]
     pub arch: Option<Arch>,
     /// Runtime line to reproduce: 2.23, 2.25, 2.27, 2.30, 2.31, 2.32, 2.33 or

@@ -560,7 +560,7 @@ fn check_variable(k: &str, place: &str) -> Result<(), DeploymentError> {
     Err(bad(
         place,
         format!(
-            "{k} is not a variable the runtime reads here (known: {})",
+            "{k} is not a variable the runtime reads here (known: {}; and, on the command line, NEFFLD_MAX_STEPS)",
             VARIABLES.join(", ")
         ),
     ))
