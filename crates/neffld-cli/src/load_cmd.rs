@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use neffld::api::{LoadError, Runtime};
-use neffld::config::{ConfigError, DeviceKind};
+use neffld::config::DeviceKind;
 use neffld::ids::HModel;
 use neffld::report::{MemoryReport, Recorder, StagedView};
 use neffld::settings::{Asked, Settings};
@@ -309,16 +309,6 @@ fn human(out: &LoadDoc, memory_table: &str, no_timings: bool, style: Style) -> S
     t
 }
 
-/// A variable's value the runtime refuses: a usage problem (exit 2), named
-/// for its variable.
-pub(crate) fn config_failure(e: &ConfigError) -> Failure {
-    Failure {
-        stage: "config",
-        status: e.status(),
-        message: e.to_string(),
-    }
-}
-
 /// `--start-core`: -1 leaves the core to the runtime, a core below it is
 /// none.
 fn start_core(n: i32, rt: &Runtime) -> Result<Option<u32>, Failure> {
@@ -440,7 +430,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         max_inflated: a.max_inflated,
         ..Asked::default()
     };
-    let settings = Settings::from_env(&asked).map_err(|e| config_failure(&e))?;
+    let settings = Settings::from_env(&asked).map_err(|e| Failure::config(&e))?;
 
     // S1 here, so the NEFF's own target can choose the device without a second inflate.
     let t1 = Instant::now();

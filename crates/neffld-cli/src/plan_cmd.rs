@@ -148,7 +148,7 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
             .map(|(_, v)| v.clone())
             .or_else(|| std::env::var(k).ok())
     })
-    .map_err(|e| Failure::usage(e.to_string()))?;
+    .map_err(|e| Failure::config(&e))?;
     let mut budget = plan::StepBudget::new(max_steps);
     let d = match file {
         Some(path) => {
@@ -205,6 +205,7 @@ fn plan_failure(e: &PlanError) -> Failure {
             status: le.status(),
             message: e.to_string(),
         },
+        PlanError::Config(c) => Failure::config(c),
         _ => Failure::usage(e.to_string()),
     }
 }

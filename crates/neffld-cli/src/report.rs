@@ -40,6 +40,16 @@ impl Failure {
         }
     }
 
+    /// A variable's value the runtime refuses (exit 2), named for its
+    /// variable: stage `config`, whichever command read it.
+    pub fn config(e: &neffld::config::ConfigError) -> Failure {
+        Failure {
+            stage: "config",
+            status: e.status(),
+            message: e.to_string(),
+        }
+    }
+
     /// Usage, configuration (a variable's value) and I/O problems exit 2;
     /// a NEFF that failed a gate exits 1.
     pub fn exit_code(&self) -> ExitCode {

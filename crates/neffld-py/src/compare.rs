@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::error::{raise, Failure};
+use crate::repr::py_bool;
 use crate::source;
 
 /// One memory row on both sides (bytes; `None` where a side lacks the row).
@@ -82,8 +83,68 @@ impl Comparison {
     fn __repr__(&self) -> String {
         format!(
             "Comparison(agrees={}, cores={})",
-            self.agrees,
+            py_bool(self.agrees),
             self.cores.len()
+        )
+    }
+}
+
+#[pymethods]
+impl CoreComparison {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let differ: Vec<String> = self
+            .images
+            .iter()
+            .filter(|i| !i.get().agrees)
+            .map(|i| i.get().engine.to_string())
+            .chain(
+                self.memory
+                    .iter()
+                    .map(|r| r.bind(py).get())
+                    .filter(|r| r.counted && !r.equal)
+                    .map(|r| r.usage_type.clone()),
+            )
+            .collect();
+        format!(
+            "CoreComparison({}: agrees={}{})",
+            self.subgraph,
+            py_bool(self.agrees),
+            if differ.is_empty() {
+                String::new()
+            } else {
+                format!(", differs in {}", differ.join(", "))
+            }
+        )
+    }
+}
+
+#[pymethods]
+impl ImageComparison {
+    fn __repr__(&self) -> String {
+        format!(
+            "ImageComparison({}: agrees={}, address {}, words {}/{} equal, records {}/{} alike)",
+            self.engine,
+            py_bool(self.agrees),
+            self.address,
+            self.words_equal,
+            self.words,
+            self.same_fate,
+            self.records
+        )
+    }
+}
+
+#[pymethods]
+impl RowComparison {
+    fn __repr__(&self) -> String {
+        let v = |b: Option<u64>| b.map_or("None".to_string(), |b| b.to_string());
+        format!(
+            "RowComparison({}: ours {}, capture {}, equal={}{})",
+            self.usage_type,
+            v(self.ours),
+            v(self.capture),
+            py_bool(self.equal),
+            if self.counted { "" } else { ", not counted" }
         )
     }
 }

@@ -68,6 +68,12 @@ impl Failure {
         Failure::new("usage", NrtStatus::Invalid, message)
     }
 
+    /// A variable's value the runtime refuses: stage "config", as `load`
+    /// and the command report it.
+    pub fn config(e: &neffld::config::ConfigError) -> Failure {
+        Failure::new("config", e.status(), e.to_string())
+    }
+
     /// A file that cannot be read or written: stage "io", `NRT_FAILURE`,
     /// as the command and `neffld.plan` report it.
     pub fn io(message: impl Into<String>) -> Failure {

@@ -27,15 +27,19 @@ pub fn numpy_name(d: NrtDtype) -> &'static str {
 }
 
 /// One input or output tensor of a model.
-#[pyclass(frozen, get_all, module = "neffld")]
+#[pyclass(frozen, module = "neffld")]
 pub struct Tensor {
     /// The name a client binds the tensor by.
+    #[pyo3(get)]
     pub name: String,
     /// "input" or "output".
+    #[pyo3(get)]
     pub usage: &'static str,
     /// The numpy dtype name ("float16", "bfloat16", ...).
+    #[pyo3(get)]
     pub dtype: String,
     /// Bytes (`product(shape) × element size`).
+    #[pyo3(get)]
     pub size: u64,
     shape_: Vec<u32>,
 }
@@ -50,8 +54,12 @@ impl Tensor {
 
     fn __repr__(&self) -> String {
         format!(
-            "Tensor({:?}, {}, {}, shape={:?}, size={})",
-            self.name, self.usage, self.dtype, self.shape_, self.size
+            "Tensor({:?}, {}, {}, shape={}, size={})",
+            self.name,
+            self.usage,
+            self.dtype,
+            crate::repr::py_tuple(&self.shape_),
+            self.size
         )
     }
 }
@@ -86,26 +94,35 @@ impl Tensor {
 }
 
 /// What `inspect` reports about a NEFF.
-#[pyclass(frozen, get_all, module = "neffld")]
+#[pyclass(frozen, module = "neffld")]
 pub struct NeffInfo {
     /// The model name stored in the header.
+    #[pyo3(get)]
     pub name: String,
     uuid_: [u8; 16],
     /// The instance family it was compiled for: "trn1", "trn2" or "trn3".
+    #[pyo3(get)]
     pub target: &'static str,
     /// The NEFF format version, "MAJOR.MINOR".
+    #[pyo3(get)]
     pub neff_version: String,
     /// Logical-core size the NEFF was built for (header `vnc_size`).
+    #[pyo3(get)]
     pub lnc: u32,
     /// Inputs in declaration order.
+    #[pyo3(get)]
     pub inputs: Vec<Py<Tensor>>,
     /// Outputs in declaration order.
+    #[pyo3(get)]
     pub outputs: Vec<Py<Tensor>>,
     /// Subgraph names, one per physical core of a logical core.
+    #[pyo3(get)]
     pub subgraphs: Vec<String>,
     /// Archive member names.
+    #[pyo3(get)]
     pub members: Vec<String>,
     /// Non-fatal findings of the container and manifest parsers.
+    #[pyo3(get)]
     pub warnings: Vec<String>,
 }
 

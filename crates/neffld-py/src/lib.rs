@@ -11,6 +11,7 @@ mod error;
 mod info;
 mod model;
 mod plan;
+mod repr;
 mod source;
 mod verify;
 mod weight;

@@ -226,6 +226,25 @@ impl Model {
         &self.uuid
     }
 
+    /// Where the runtime line's behaviour comes from, as `neffld load
+    /// --json` reports it: "line", "captured_by" (the captured line whose
+    /// rules the load follows), "captured_on" (the chip its captures were
+    /// taken on), "documented" and "carried_over" (what comes from the
+    /// line's documentation, and from `captured_by`: empty for a captured
+    /// line on its own chip).
+    #[getter]
+    fn runtime_provenance<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let config = self.rt.config();
+        let p = config.line().provenance(config.arch);
+        let d = PyDict::new(py);
+        d.set_item("line", p.line.to_string())?;
+        d.set_item("captured_by", p.captured_by.to_string())?;
+        d.set_item("captured_on", p.captured_on)?;
+        d.set_item("documented", p.documented)?;
+        d.set_item("carried_over", p.carried_over)?;
+        Ok(d)
+    }
+
     /// Whether the model is still loaded.
     #[getter]
     fn loaded(&self) -> bool {
@@ -265,7 +284,8 @@ impl Model {
     }
 
     /// `nrt_get_vnc_memory_stats` of the model's logical core: a dict with
-    /// "used" and "limit" in bytes. "used" drops to 0 after `unload()`.
+    /// "used" and "limit" in bytes. After `unload()`, "used" is what the
+    /// runtime itself keeps on the core (its start-up memory), no more.
     fn memory_stats(&self, py: Python<'_>) -> PyResult<BTreeMap<&'static str, u64>> {
         let s = raise(
             py,
@@ -355,7 +375,10 @@ fn logical_core(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
 /// the logical-core size defaults to the one the NEFF was compiled for.
 /// Raises NeffError.
 #[pyfunction]
-#[pyo3(signature = (path_or_bytes, arch=None, device="sim", start_core=-1, runtime=None))]
+#[pyo3(
+    signature = (path_or_bytes, arch=None, device="sim", start_core=-1, runtime=None),
+    text_signature = "(path_or_bytes, arch=None, device='sim', start_core=-1, runtime=None)"
+)]
 pub fn load(
     py: Python<'_>,
     path_or_bytes: &Bound<'_, PyAny>,

@@ -39,9 +39,9 @@ pub struct Args {
 /// arguments over it, or the loads; then the tensors, unloads and frees;
 /// the process's runtime variables first, `env` over them.
 fn deployment(a: &Args) -> FResult<Deployment> {
-    let budget_err = |e: neffld::config::ConfigError| usage(e);
-    let mut budget =
-        StepBudget::new(neffld::config::max_steps(|k| std::env::var(k).ok()).map_err(budget_err)?);
+    let max_steps =
+        neffld::config::max_steps(|k| std::env::var(k).ok()).map_err(|e| Failure::config(&e))?;
+    let mut budget = StepBudget::new(max_steps);
     let file = lib::deployment_file(&a.loads).map_err(usage)?;
     let mut d = match file {
         Some(path) => {
@@ -463,13 +463,8 @@ impl PlanInstance {
 impl PlanRefusal {
     fn __repr__(&self) -> String {
         format!(
-            "PlanRefusal(step {}: {} bytes of {} ({}) on ND {} NC {})",
-            self.step + 1,
-            self.size,
-            self.usage,
-            self.what,
-            self.device,
-            self.pcore
+            "PlanRefusal(step={}: {} bytes of {} ({}) on ND {} NC {})",
+            self.step, self.size, self.usage, self.what, self.device, self.pcore
         )
     }
 }
@@ -552,7 +547,11 @@ impl Solve {
 #[pymethods]
 impl Advice {
     fn __repr__(&self) -> String {
-        format!("Advice({}: fits {})", self.change, self.fits)
+        format!(
+            "Advice({}: fits={})",
+            self.change,
+            crate::repr::py_bool(self.fits)
+        )
     }
 }
 
@@ -585,6 +584,9 @@ pub struct Plan {
     pub runtime: String,
     pub scratchpad_page: u64,
     pub contiguous_scratchpad: bool,
+    /// A page size `NEURON_SCRATCHPAD_PAGE_SIZE` asked for that the
+    /// contiguous scratchpad does not use (None: none, or pages used).
+    pub unused_page_size: Option<u64>,
     pub io_tensors: bool,
     pub planned_steps: usize,
     pub parses: u64,
@@ -826,6 +828,7 @@ impl Plan {
             runtime: r.runtime.to_string(),
             scratchpad_page: r.scratchpad_page,
             contiguous_scratchpad: r.contiguous_scratchpad,
+            unused_page_size: r.unused_page_size,
             io_tensors: r.io_tensors,
             planned_steps: r.planned_steps,
             parses: r.parses,

@@ -63,7 +63,8 @@ pub struct VerifyReport {
     /// "plain", "word-swapped", "mismatch", "skipped" (empty payload) or
     /// "" when the header did not parse.
     pub hash_result: String,
-    /// Gates that ran to the end: container, parse, stage, validate.
+    /// Gates passed: container, parse, stage, validate (a gate that found
+    /// a problem is not among them).
     pub gates: Vec<&'static str>,
 }
 
@@ -85,10 +86,10 @@ impl VerifyReport {
 
     fn __repr__(&self) -> String {
         format!(
-            "VerifyReport(ok={}, {} problem(s), gates={:?})",
-            self.ok,
+            "VerifyReport(ok={}, {} problem(s), gates={})",
+            crate::repr::py_bool(self.ok),
             self.problems.len(),
-            self.gates
+            crate::repr::py_str_list(&self.gates)
         )
     }
 }

@@ -102,10 +102,10 @@ impl Weight {
 
     fn __repr__(&self) -> String {
         format!(
-            "Weight({:?}, {}, shape={:?}, {} bytes)",
+            "Weight({:?}, {}, shape={}, {} bytes)",
             self.name,
             self.dtype,
-            self.shape_,
+            crate::repr::py_tuple(&self.shape_),
             self.size()
         )
     }

@@ -47,6 +47,14 @@ def test_the_capture_side_is_the_profilers_report(ntff):
     # The captures' runtime is 2.30.51; its code is known byte for byte.
     assert cmp.runtime_line == "2.30"
     assert all(i.filler_slots == 0 and i.approximate_records == 0 for c in cmp.cores for i in c.images)
+    # Each part prints what it holds, as Python writes it.
+    assert repr(cmp) == f"Comparison(agrees=True, cores={len(cmp.cores)})"
+    core = cmp.cores[0]
+    assert repr(core) == f"CoreComparison({core.subgraph}: agrees=True)"
+    i = core.images[0]
+    assert repr(i).startswith(f"ImageComparison({i.engine}: agrees=True, address {i.address}, words {i.words}/{i.words} equal")
+    r = core.memory[0]
+    assert repr(r).startswith(f"RowComparison({r.usage_type}: ours {r.ours}, capture {r.capture}, equal=")
     # Every word of every image is compared, the runtime's own code too.
     for i in (i for c in cmp.cores for i in c.images):
         assert i.words == i.ours["bytes"] // 8 == i.capture["bytes"] // 8

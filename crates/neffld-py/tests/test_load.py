@@ -177,3 +177,31 @@ def test_an_exception_in_the_block_still_unloads():
     assert not m.loaded
     assert weights > 0
     assert m.memory_stats()["used"] <= used - weights
+
+
+def test_a_model_says_where_its_line_comes_from():
+    # As `neffld load --json` does: the trn1 demo under the default line
+    # carries 2.23's captures (of trn1) over; 2.23 itself carries nothing.
+    demo = Path(__file__).resolve().parents[3] / "examples" / "demo.neff"
+    p = neffld.load(demo).runtime_provenance
+    assert (p["line"], p["captured_by"], p["captured_on"]) == ("2.34", "2.23", "trn1")
+    assert "memory rows" in p["carried_over"]
+    p = neffld.load(demo, runtime="2.23").runtime_provenance
+    assert (p["captured_on"], p["carried_over"]) == ("trn1", [])
+    p = neffld.load(demo, runtime="2.30").runtime_provenance
+    assert p["captured_on"] == "trn2" and p["carried_over"], p
+
+
+def test_shapes_print_as_the_tuples_they_are():
+    m = neffld.load(SMALL)
+    t = m.tensors[0]
+    assert isinstance(t.shape, tuple)
+    assert f"shape={t.shape}" in repr(t)
+
+
+def test_the_signature_shows_the_defaults():
+    import inspect
+
+    sig = inspect.signature(neffld.load)
+    assert sig.parameters["start_core"].default == -1
+    assert sig.parameters["device"].default == "sim"

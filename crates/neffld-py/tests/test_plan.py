@@ -45,7 +45,7 @@ def test_a_refused_step_is_the_answer_and_a_mistake_raises():
     assert refused.error.status_name == "NRT_RESOURCE" and refused.error.own_limit is None
     assert p.to_dict()["error"]["status"] == "NRT_RESOURCE"
     assert p.refusal.step == 1 and p.refusal.size == 30 * GIB
-    assert repr(p.refusal) == f"PlanRefusal(step 2: {30 * GIB} bytes of tensors (kv) on ND 0 NC 0)"
+    assert repr(p.refusal) == f"PlanRefusal(step=1: {30 * GIB} bytes of tensors (kv) on ND 0 NC 0)"
     assert repr(p.refusal.log[0]).startswith("LogLine(print_lnc_hbm_details: LNC size is 2.")
     lines = [l.message for l in p.refusal.log]
     assert lines[0] == "LNC size is 2. Neuron Cores using this HBM: NC 0 and NC 1"
@@ -228,3 +228,15 @@ def test_each_advice_argv_plans_to_its_fits():
     for a in p.advice:
         assert a.argv[:2] == ["neffld", "plan"]
         assert neffld.plan_argv(a.argv).fits is a.fits, a.argv
+
+
+def test_an_unused_page_size_and_a_refused_variable_are_said(monkeypatch):
+    # A page size the contiguous scratchpad (2.34, trn2 at LNC 2) does not
+    # use is an attribute, as in the document.
+    p = neffld.plan(SMALL, instance="trn2.3xlarge", env={"NEURON_SCRATCHPAD_PAGE_SIZE": "1024"})
+    assert p.unused_page_size == 1 << 30 == p.to_dict()["unused_page_size"]
+    # A variable's value the runtime refuses is stage "config", as in load.
+    monkeypatch.setenv("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "maybe")
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan(SMALL, instance="trn2.3xlarge")
+    assert e.value.stage == "config"

@@ -48,3 +48,15 @@ def test_every_public_name_is_declared():
     classes, functions = declared()
     public = set(neffld.__all__) - {"__version__"}
     assert public == set(classes) | functions
+
+
+def test_every_attribute_is_declared():
+    # And the reverse: nothing the classes expose is missing from the stub
+    # (Tensor.shape_ and NeffInfo.uuid_, private fields, were exposed).
+    classes, _ = declared()
+    for name, members in classes.items():
+        if name == "NeffError":
+            continue
+        cls = getattr(neffld, name)
+        extra = {a for a in dir(cls) if not a.startswith("_")} - members
+        assert not extra, f"{name}: {sorted(extra)}"

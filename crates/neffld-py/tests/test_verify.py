@@ -37,7 +37,8 @@ def test_a_digest_mismatch_is_reported_and_the_other_gates_still_run(small_bytes
     ]
     assert "mismatch" in report.problems[0].message.lower()
     assert (report.status, report.status_name) == (2, "NRT_INVALID")
-    assert report.gates == ["container", "parse", "stage", "validate"]
+    # The container gate refused it (the digest is its); the others passed.
+    assert report.gates == ["parse", "stage", "validate"]
     # inspect does not require the hash, as nrt_load by default.
     assert neffld.inspect(bytes(data)).target == "trn2"
 
@@ -59,6 +60,16 @@ def test_a_header_that_does_not_parse_is_one_problem():
     assert not report.ok
     assert [(p.stage, p.status) for p in report.problems] == [("container", 2)]
     assert report.gates == []
+
+
+def test_a_gate_the_load_refuses_is_not_passed(monkeypatch):
+    # trn1 cannot take matmul_small's logical-core size: the load's
+    # container gate refuses it, though the file reads.
+    monkeypatch.setenv("NEFFLD_ARCH", "trn1")
+    report = neffld.verify(SMALL)
+    assert [p.stage for p in report.problems] == ["container"]
+    assert report.gates == []
+    assert repr(report) == "VerifyReport(ok=False, 1 problem(s), gates=[])"
 
 
 def test_verify_without_staging_stops_after_parse():

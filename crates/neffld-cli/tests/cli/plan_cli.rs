@@ -1083,6 +1083,28 @@ fn the_report_rounds_sizes_down_throughout() {
     );
 }
 
+/// A variable's value the runtime refuses is stage `config` in a plan, as
+/// in a load (a plan said `usage`), from the environment or from `--env`.
+#[test]
+fn a_refused_variable_is_a_config_failure_in_a_plan_too() {
+    let demo = demo();
+    for (env, args) in [
+        (vec![("NEURON_RT_CONTIGUOUS_SCRATCHPAD", "maybe")], vec![]),
+        (vec![("NEFFLD_MAX_STEPS", "abc")], vec![]),
+        (
+            vec![],
+            vec!["--env", "NEURON_RT_CONTIGUOUS_SCRATCHPAD=maybe"],
+        ),
+    ] {
+        let mut all = vec!["plan", "--json", demo.as_str()];
+        all.extend(&args);
+        let out = neffld(&all, &env);
+        let doc = json(&out);
+        assert_eq!(out.status.code(), Some(2), "{doc}");
+        assert_eq!(doc["error"]["stage"], "config", "{env:?} {args:?}: {doc}");
+    }
+}
+
 /// `--env NEFFLD_MAX_STEPS=N` sets the step ceiling as the environment
 /// does (the ceiling's own message names the variable; `--env` refused it
 /// as "not a variable the runtime reads here"); a deployment file cannot

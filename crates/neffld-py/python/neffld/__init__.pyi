@@ -149,6 +149,11 @@ class Model:
     arch: Literal["trn1", "trn2", "trn3"]
     runtime: Literal["2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34"]
     """The runtime line the load reproduced."""
+    runtime_provenance: dict[str, Any]
+    """Where the line's behaviour comes from, as `neffld load --json` says:
+    "line", "captured_by", "captured_on" (the chip its captures were taken
+    on), "documented" and "carried_over" (empty only for a captured line on
+    its own chip)."""
     device: Literal["sim", "null"]
     vnc: int
     cores: list[Core]
@@ -430,6 +435,9 @@ class Plan:
     runtime: str
     scratchpad_page: int
     contiguous_scratchpad: bool
+    unused_page_size: Optional[int]
+    """A page size NEURON_SCRATCHPAD_PAGE_SIZE asked for that the contiguous
+    scratchpad does not use (None: none asked, or pages used)."""
     io_tensors: bool
     planned_steps: int
     parses: int

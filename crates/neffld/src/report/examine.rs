@@ -414,6 +414,11 @@ impl Examination {
             Err(LoadError::Validation(_)) => &[Gate::Parse, Gate::Stage],
             Err(_) => &[],
         };
+        // The load's own container gates (the logical-core size against
+        // the chip's) refuse what the examination's reading passed.
+        if matches!(outcome, Err(LoadError::Container(_))) {
+            x.gates.retain(|&g| g != Gate::Container);
+        }
         x.gates.extend(passed);
         match outcome {
             Ok(report) => {
@@ -463,7 +468,11 @@ impl Examination {
                 self.warn(neff.archive().warnings());
                 self.archive = Some(neff.archive().clone());
                 self.declared_arch = parse::declared_arch(&neff);
-                self.gates.push(Gate::Container);
+                // A required digest that does not match is the container
+                // gate's refusal, though the archive was read.
+                if !(opts.require_hash && compared.is_err()) {
+                    self.gates.push(Gate::Container);
+                }
                 Some(neff)
             }
             Err(refused) => {
