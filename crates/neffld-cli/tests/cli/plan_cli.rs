@@ -1182,7 +1182,7 @@ fn a_deployment_files_solve_and_variables_are_named_by_their_line() {
     );
     let err = run(&env, &["--env", "NEURON_SCRATCHPAD_PAGE_SIZE=5000"]);
     assert!(
-        err.contains("plan: invalid value \"5000\"") && !err.contains("d.toml"),
+        err.contains("plan: config failed: invalid value \"5000\"") && !err.contains("d.toml"),
         "{err}"
     );
 }
