@@ -71,7 +71,9 @@ pub(crate) fn ensure() {
 /// A level name, case-insensitive; anything unknown means `ERROR`.
 fn parse_level(value: &str) -> LevelFilter {
     match value.trim().to_ascii_lowercase().as_str() {
-        "off" | "none" => LevelFilter::OFF,
+        // QUIET is the documented one ("completely disables console
+        // logging").
+        "quiet" | "off" | "none" => LevelFilter::OFF,
         "trace" => LevelFilter::TRACE,
         "debug" => LevelFilter::DEBUG,
         "info" => LevelFilter::INFO,
@@ -208,6 +210,14 @@ fn timestamp(secs: u64, micros: u32) -> String {
 mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
+
+    /// QUIET, the documented way to silence the console, silences it.
+    #[test]
+    fn quiet_is_off() {
+        assert_eq!(parse_level("QUIET"), LevelFilter::OFF);
+        assert_eq!(parse_level("warning"), LevelFilter::WARN);
+        assert_eq!(parse_level("bogus"), LevelFilter::ERROR);
+    }
 
     /// A log line quoting a NEFF's name stays one line, without the name's
     /// control characters; a TDRV report keeps its own lines.

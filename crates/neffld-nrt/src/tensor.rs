@@ -889,7 +889,13 @@ pub extern "C" fn nrt_tensor_check_output_completion(
     timeout: i64,
     expected_completion_count: u64,
 ) -> NRT_STATUS {
-    unsupported::call("nrt_tensor_check_output_completion")
+    // The header: NRT_INVALID "if the output tensor is given as NULL",
+    // before anything else.
+    let api = "nrt_tensor_check_output_completion";
+    match non_null(api, "output_tensor", output_tensor) {
+        Ok(()) => unsupported::call(api),
+        Err(s) => s,
+    }
 }
 
 /// Not supported (nothing executes): logs and returns `NRT_FAILURE`.
@@ -898,5 +904,9 @@ pub extern "C" fn nrt_tensor_check_output_completion(
 pub extern "C" fn nrt_tensor_reset_output_completion(
     output_tensor: *mut nrt_tensor_t,
 ) -> NRT_STATUS {
-    unsupported::call("nrt_tensor_reset_output_completion")
+    let api = "nrt_tensor_reset_output_completion";
+    match non_null(api, "output_tensor", output_tensor) {
+        Ok(()) => unsupported::call(api),
+        Err(s) => s,
+    }
 }

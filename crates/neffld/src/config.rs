@@ -385,11 +385,15 @@ impl RuntimeConfig {
                     reason: "at most 4096 cores".into(),
                 });
             }
-            self.visible_cores = Some(CoreList {
-                var,
-                cores: (0..n).collect(),
-                value: v,
-            });
+            // 0 is the variable's default: every core (the runtime's
+            // configurable parameters, "0, which is interpreted as 'all'").
+            if n > 0 {
+                self.visible_cores = Some(CoreList {
+                    var,
+                    cores: (0..n).collect(),
+                    value: v,
+                });
+            }
         }
         if let Some(v) = lookup("NEURON_RT_VISIBLE_CORES") {
             let var = "NEURON_RT_VISIBLE_CORES";
@@ -884,6 +888,15 @@ pub(crate) mod tests {
         assert!(
             text.contains("\"0-999\"") && text.contains("4 logical cores"),
             "{text}"
+        );
+        // 0 is the variable's default, every core.
+        let c = RuntimeConfig::default()
+            .with_env(env(&[("NEURON_RT_NUM_CORES", "0")]))
+            .unwrap();
+        assert_eq!(
+            c.logical_cores(&Geometry::for_arch(Arch::Cayman), 1)
+                .unwrap(),
+            [0, 1, 2, 3]
         );
         let c = RuntimeConfig::default()
             .with_env(env(&[("NEURON_RT_NUM_CORES", "9")]))

@@ -451,8 +451,17 @@ fn unsupported_calls_fail_cleanly() {
     );
     assert_eq!(nrt_memcpy_to_device(ptr::null_mut(), ptr::null(), 0), fail);
     assert_eq!(nrt_set_pool_eng_ucode(ptr::null()), fail);
-    assert_eq!(nrt_tensor_check_output_completion(ptr::null(), 0, 1), fail);
-    assert_eq!(nrt_tensor_reset_output_completion(ptr::null_mut()), fail);
+    // A NULL output tensor is NRT_INVALID, as the header says; any other
+    // is unsupported (nothing executes). Neither pointer is read.
+    let invalid = NRT_STATUS::NRT_INVALID;
+    assert_eq!(
+        nrt_tensor_check_output_completion(ptr::null(), 0, 1),
+        invalid
+    );
+    assert_eq!(nrt_tensor_reset_output_completion(ptr::null_mut()), invalid);
+    let some = ptr::NonNull::<nrt_tensor_t>::dangling().as_ptr();
+    assert_eq!(nrt_tensor_check_output_completion(some, 0, 1), fail);
+    assert_eq!(nrt_tensor_reset_output_completion(some), fail);
     assert_eq!(nrt_get_dmabuf_fd(0, 0, ptr::null_mut()), fail);
     assert_eq!(nrt_host_device_id_get(0, ptr::null_mut()), fail);
     assert_eq!(
