@@ -193,14 +193,6 @@ pub(crate) fn forget_registrations() {
     }
 }
 
-mod sys {
-    use std::ffi::{c_int, c_void};
-
-    extern "C" {
-        pub fn write(fd: c_int, buf: *const c_void, count: usize) -> isize;
-    }
-}
-
 /// Signals an eventfd: adds 1 to its counter. The descriptor stays the
 /// client's; a failure is logged, not returned (the request has completed).
 fn signal(fd: c_int) {
@@ -208,7 +200,7 @@ fn signal(fd: c_int) {
     // SAFETY: `one` is 8 readable bytes that outlive the call, which does
     // not keep the pointer; any descriptor value is safe to pass (a bad one
     // gives EBADF).
-    let n = unsafe { sys::write(fd, (&one as *const u64).cast::<c_void>(), 8) };
+    let n = unsafe { libc::write(fd, (&one as *const u64).cast::<c_void>(), 8) };
     if n != 8 {
         warn!(
             "cannot signal a completion on file descriptor {fd}: {}",

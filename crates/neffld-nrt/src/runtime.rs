@@ -190,6 +190,10 @@ pub unsafe extern "C" fn nrt_init(
 #[no_mangle]
 pub extern "C" fn nrt_close() {
     guarded_value("nrt_close", (), || {
+        // A forked child's runtime is its parent's: nothing to close.
+        if state::child().is_err() {
+            return;
+        }
         state::close();
         model::release_all();
         crate::nrta::forget_registrations();

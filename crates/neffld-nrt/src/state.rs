@@ -13,13 +13,19 @@
 //!   it; it reports START rather than CLOSED in between, this library keeps
 //!   CLOSED so the caller learns why a call failed).
 //! - `nrt_init` while INIT returns `NRT_FAILURE` and changes nothing.
-//! - The reference runtime's fork-child state is not modelled.
+//! - CHILD: a process forked from one that has called `nrt_init` (a
+//!   `pthread_atfork` handler marks it) cannot use the runtime: every call
+//!   that needs it logs "Incompatible runtime state: CHILD" and returns
+//!   `NRT_FAILURE`, and it never leaves that state (stage.md §2.1). The
+//!   parent's runtime is the parent's: its threads do not exist in the
+//!   child, and a load there waited for a parse one of them held.
 //!
 //! Calls that only read configuration (the core counts, the instance info)
 //! work in every state, as the public header allows them before `nrt_init`.
 
 use std::ffi::{c_char, CStr};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Once};
 
 use neffld::api::Runtime;
 use neffld::config::RuntimeConfig;
@@ -39,12 +45,44 @@ enum Phase {
 
 static PHASE: Mutex<Phase> = Mutex::new(Phase::Start);
 
+/// Set in a forked child (CHILD): checked before `PHASE`, whose lock a
+/// parent thread may have held at the fork.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn forked() {
+    // An atomic store: all a child may safely do before it execs.
+    FORKED.store(true, Ordering::SeqCst);
+}
+
+/// Marks every child forked from now on (once per process).
+fn watch_forks() {
+    static WATCH: Once = Once::new();
+    WATCH.call_once(|| {
+        // SAFETY: `forked` is a plain function that lives as long as the
+        // process; no prepare or parent handler is registered.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(forked)) };
+        if rc != 0 {
+            error!("pthread_atfork failed ({rc}): a forked child is not told apart");
+        }
+    });
+}
+
+/// CHILD's refusal, when this process is a forked child.
+pub(crate) fn child() -> Result<(), NRT_STATUS> {
+    if FORKED.load(Ordering::SeqCst) {
+        error!("Incompatible runtime state: CHILD");
+        return Err(NRT_STATUS::NRT_FAILURE);
+    }
+    Ok(())
+}
+
 fn phase() -> MutexGuard<'static, Phase> {
     PHASE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The initialised runtime, or the status of the state guard.
 pub(crate) fn runtime() -> Result<Arc<Runtime>, NRT_STATUS> {
+    child()?;
     match &*phase() {
         Phase::Init(rt) => Ok(Arc::clone(rt)),
         Phase::Start => {
@@ -93,6 +131,8 @@ pub(crate) unsafe fn init(
     fw_version: *const c_char,
     fal_version: *const c_char,
 ) -> NrtResult {
+    child()?;
+    watch_forks();
     let mut phase = phase();
     if let Phase::Init(_) = *phase {
         error!("nrt_init: the runtime is already initialised; call nrt_close first");
