@@ -8,7 +8,8 @@
 //! Host storage belongs to the tensor alone, so a host tensor stays usable
 //! after `nrt_close` until it is freed, as `nrt.h` promises; a device tensor
 //! answers `NRT_CLOSED` then (its device is gone), though `nrt_tensor_free`
-//! still releases it. Host bytes are allocated fallibly: a size the host
+//! still releases it, and goes on answering it after a new `nrt_init`:
+//! the new runtime's devices are not its. Host bytes are allocated fallibly: a size the host
 //! cannot provide gives `NRT_RESOURCE`, never an abort.
 
 use std::alloc::{self, Layout};
@@ -201,10 +202,26 @@ unsafe fn hand_out(tensor: Tensor, out: *mut *mut nrt_tensor_t) {
 /// host tensor, so a bad pointer after `nrt_close` still reads `NRT_CLOSED`.
 fn usable(api: &str, ptr: *const nrt_tensor_t) -> Result<View, NRT_STATUS> {
     let found = view(api, ptr);
-    if !matches!(&found, Ok(v) if matches!(*v.storage, Storage::Host(_))) {
-        state::runtime()?;
+    match found.as_ref().map(|v| &*v.storage) {
+        Ok(Storage::Host(_)) => {}
+        Ok(Storage::Device(d)) => live(api, d)?,
+        Err(_) => {
+            state::runtime()?;
+        }
     }
     found
+}
+
+/// A device tensor's runtime is the initialised one: `NRT_CLOSED` for a
+/// tensor of a runtime closed since, even after a new `nrt_init` (it read
+/// and wrote a device that was gone, at the address of a live tensor).
+fn live(api: &str, d: &DeviceBuf) -> NrtResult {
+    let rt = state::runtime()?;
+    if !d.is_on(&rt) {
+        error!("{api}: the tensor's runtime was closed (nrt_close); allocate it again");
+        return Err(NRT_STATUS::NRT_CLOSED);
+    }
+    Ok(())
 }
 
 /// The current view of a live tensor, or the status to return.
@@ -578,7 +595,7 @@ pub(crate) fn lnc_of(api: &str, ptr: *const nrt_tensor_t) -> Result<Option<u32>,
     };
     match view.as_ref().map(|v| &*v.storage) {
         Some(Storage::Device(d)) => {
-            state::runtime()?;
+            live(api, d)?;
             Ok(Some(d.vnc()))
         }
         _ => Ok(None),
@@ -612,6 +629,7 @@ pub(crate) unsafe fn device_allocation_info(
         error!("{API}: the tensor is in host memory");
         return Err(NRT_STATUS::NRT_INVALID);
     };
+    live(API, d)?;
     let info = nrt_tensor_device_allocation_info_t {
         physical_address: d.physical_address() + v.offset,
         size: v.size as usize,

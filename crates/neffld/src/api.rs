@@ -425,6 +425,13 @@ pub struct DeviceTensor {
 }
 
 impl DeviceTensor {
+    /// Whether it lives on one of `rt`'s devices: a tensor of a runtime
+    /// closed since (its devices are its own) is not `rt`'s, though both
+    /// number their cores alike.
+    pub fn is_on(&self, rt: &Runtime) -> bool {
+        rt.devices().any(|d| Arc::ptr_eq(d, self.alloc.device()))
+    }
+
     /// The logical core it was allocated on, as the caller numbered it.
     pub fn vnc(&self) -> u32 {
         self.vnc

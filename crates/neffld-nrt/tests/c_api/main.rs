@@ -10,6 +10,7 @@ mod instance;
 mod memory_log;
 mod process;
 mod profile_stop;
+mod reinit;
 mod tag_names;
 mod uninit;
 mod virtual_placement;
