@@ -20,9 +20,12 @@
 //!
 //! Levels: `NEFFLD_LOG`, else `NEURON_RT_LOG_LEVEL`, for every module
 //! (names such as `ERROR`, `WARN`/`WARNING`, `INFO`, `DEBUG`, `TRACE`,
-//! `OFF`; default `ERROR`, as in the reference runtime), and
-//! `NEURON_RT_LOG_LEVEL_TDRV` for `TDRV` alone. When the host process has
-//! already installed a global subscriber, that one is kept.
+//! `QUIET`/`OFF`; default `ERROR`, as in the reference runtime), then the
+//! runtime's per-component variables: `NEURON_RT_LOG_LEVEL_TDRV` for `TDRV`
+//! and `NEURON_RT_LOG_LEVEL_NRT` for every other line (all `NRT:`;
+//! `NEFFLD_LOG` still wins there; nothing here logs as `NMGR`, so its
+//! variable changes nothing). When the host process has already installed
+//! a global subscriber, that one is kept.
 //!
 //! Log lines quote names from NEFFs (the model's, its members'), which may
 //! hold newlines and terminal escapes: each line is written through
@@ -60,10 +63,11 @@ pub(crate) fn ensure() {
         };
         let base = level(&["NEFFLD_LOG", "NEURON_RT_LOG_LEVEL"]).unwrap_or(LevelFilter::ERROR);
         let tdrv = level(&["NEURON_RT_LOG_LEVEL_TDRV"]).unwrap_or(base);
+        let nrt = level(&["NEFFLD_LOG", "NEURON_RT_LOG_LEVEL_NRT"]).unwrap_or(base);
         let layer = tracing_subscriber::fmt::layer()
             .event_format(RuntimeFormat)
             .with_writer(std::io::stderr)
-            .with_filter(Targets::new().with_default(base).with_target(TDRV, tdrv));
+            .with_filter(Targets::new().with_default(nrt).with_target(TDRV, tdrv));
         let _ = tracing_subscriber::registry().with(layer).try_init();
     });
 }

@@ -204,6 +204,7 @@ fn run_with(tag: &str, env: &[(&str, &str)], plant: impl FnOnce(&Path)) -> Run {
         .env_remove("NEFFLD_LOG")
         .env_remove("NEURON_RT_LOG_LEVEL")
         .env_remove("NEURON_RT_LOG_LEVEL_TDRV")
+        .env_remove("NEURON_RT_LOG_LEVEL_NRT")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -445,6 +446,40 @@ fn the_breakdown_is_logged_at_info_only() {
         quiet.records.iter().all(|r| r.level == "ERROR"),
         "{:?}",
         quiet.records
+    );
+    // The per-component variables: NRT for every line but TDRV's (it was
+    // read for TDRV alone).
+    let nrt = |r: &&Record| r.function.starts_with("NRT:");
+    let nrt_quiet = run(
+        "the_breakdown_is_logged_at_info_only",
+        &[
+            ("NEURON_RT_LOG_LEVEL", "info"),
+            ("NEURON_RT_LOG_LEVEL_NRT", "error"),
+        ],
+    );
+    assert_eq!(the(&nrt_quiet, "TDRV:dml_log_dev_neff_mem").len(), 1);
+    assert!(
+        nrt_quiet
+            .records
+            .iter()
+            .filter(nrt)
+            .all(|r| r.level == "ERROR"),
+        "{:?}",
+        nrt_quiet.records
+    );
+    let nrt_info = run(
+        "the_breakdown_is_logged_at_info_only",
+        &[("NEURON_RT_LOG_LEVEL_NRT", "info")],
+    );
+    assert!(the(&nrt_info, "TDRV:dml_log_dev_neff_mem").is_empty());
+    assert!(
+        nrt_info
+            .records
+            .iter()
+            .filter(nrt)
+            .any(|r| r.level == "INFO"),
+        "{:?}",
+        nrt_info.records
     );
 }
 
