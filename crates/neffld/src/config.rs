@@ -620,11 +620,20 @@ impl RuntimeConfig {
             return Ok((0..total).collect());
         };
         if let Some(bad) = list.cores.iter().find(|&&c| c >= total) {
+            // A count names no core: say the count, not the first core
+            // past the end.
+            let asked = match list.var {
+                "NEURON_RT_NUM_CORES" => format!(
+                    "{} asked, and this instance has",
+                    crate::text::count(list.cores.len() as u64, "logical core")
+                ),
+                _ => format!("logical core {bad} is not on this instance, which has"),
+            };
             return Err(ConfigError {
                 var: list.var,
                 value: list.value.clone(),
                 reason: format!(
-                    "logical core {bad} is not on this instance, which has {} of size {lnc} (0 to {})",
+                    "{asked} {} of size {lnc} (0 to {})",
                     crate::text::count(total, "logical core"),
                     total.saturating_sub(1)
                 ),
@@ -901,12 +910,12 @@ pub(crate) mod tests {
         let c = RuntimeConfig::default()
             .with_env(env(&[("NEURON_RT_NUM_CORES", "9")]))
             .unwrap();
-        assert_eq!(
-            c.logical_cores(&Geometry::for_arch(Arch::Cayman), 1)
-                .unwrap_err()
-                .value,
-            "9"
-        );
+        let e = c
+            .logical_cores(&Geometry::for_arch(Arch::Cayman), 1)
+            .unwrap_err();
+        assert_eq!(e.value, "9");
+        // A count names no core: the message gives the count.
+        assert!(e.reason.starts_with("9 logical cores asked"), "{e}");
         let c = RuntimeConfig::default()
             .with_env(env(&[("NEURON_RT_VISIBLE_CORES", "3, 1")]))
             .unwrap();
