@@ -428,20 +428,26 @@ fn pack_refuses_special_files_and_symlinks_by_name() {
     assert!(text(&o).contains("sg00/up"), "{}", text(&o));
 }
 
+/// The static demo NEFF in `dir`, and a destination whose `sg00` is a
+/// symbolic link to a folder outside it: (NEFF, destination, outside).
+fn sg00_linked_outside(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let neff = dir.join("demo.neff");
+    std::fs::write(&neff, Synth::static_sunda().write(Producer::V2_18)).unwrap();
+    let dest = dir.join("dest");
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&dest).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, dest.join("sg00")).unwrap();
+    (neff, dest, outside)
+}
+
 /// `extract` creates files beneath its destination only: a symbolic link
 /// in the way (here `sg00`, pointing outside) is refused by name, nothing
 /// is written through it, and every other member is still written.
 #[test]
 fn extract_never_writes_through_a_symlink() {
     let dir = scratch("extract-link");
-    let s = Synth::static_sunda();
-    let neff = dir.join("demo.neff");
-    std::fs::write(&neff, s.write(Producer::V2_18)).unwrap();
-    let dest = dir.join("dest");
-    let outside = dir.join("outside");
-    std::fs::create_dir_all(&dest).unwrap();
-    std::fs::create_dir_all(&outside).unwrap();
-    std::os::unix::fs::symlink(&outside, dest.join("sg00")).unwrap();
+    let (neff, dest, outside) = sg00_linked_outside(&dir);
     let planted = dir.join("planted.txt");
     std::fs::write(&planted, b"keep").unwrap();
     std::os::unix::fs::symlink(&planted, dest.join("info.json")).unwrap();
@@ -483,13 +489,7 @@ fn many_refused_members_are_counted_not_listed() {
         .filter(|(n, _)| n.starts_with("sg00/"))
         .count();
     assert!(in_sg00 > 6, "{in_sg00}");
-    let neff = dir.join("demo.neff");
-    std::fs::write(&neff, s.write(Producer::V2_18)).unwrap();
-    let dest = dir.join("dest");
-    let outside = dir.join("outside");
-    std::fs::create_dir_all(&dest).unwrap();
-    std::fs::create_dir_all(&outside).unwrap();
-    std::os::unix::fs::symlink(&outside, dest.join("sg00")).unwrap();
+    let (neff, dest, _) = sg00_linked_outside(&dir);
     let (n, d) = (neff.to_str().unwrap(), dest.to_str().unwrap());
     let o = neffld(&["extract", "--json", n, "-o", d]);
     assert_eq!(o.status.code(), Some(2));
