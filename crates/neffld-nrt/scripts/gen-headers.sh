@@ -63,6 +63,9 @@ for spec in "${headers[@]}"; do
   grep -hv -e '^//!' -e '^#!\[' "${sources[@]}" >"$work/$name.rs"
   # Types defined in a sibling header are reported as unknown; that is expected.
   cbindgen --quiet --config "cbindgen/$name.toml" --output "$out/$name.h" "$work/$name.rs"
+  # A trailing `[T; 0]` is the SDK's flexible array member (`T name[];`):
+  # cbindgen writes `name[0]`, which ISO C refuses under -pedantic.
+  sed -i -E 's/^(  [^;]*[A-Za-z0-9_])\[0\];$/\1[];/' "$out/$name.h"
 done
 
 if [ "$mode" = check ]; then

@@ -59,7 +59,7 @@ typedef struct ndebug_stream_payload_debug_tensor_read {
   /**
    * `tensor_data_size` bytes (a flexible array member in C).
    */
-  char tensor_data[0];
+  char tensor_data[];
 } ndebug_stream_payload_debug_tensor_read;
 
 /**

@@ -192,7 +192,7 @@ typedef struct nec_version_info {
   /**
    * Fields of later versions (a flexible array member in C).
    */
-  uint8_t future_fields[0];
+  uint8_t future_fields[];
 } nec_version_info;
 
 /**

@@ -67,7 +67,7 @@ typedef struct nrt_tensor_info nrt_tensor_info_t;
  */
 typedef struct nrt_tensor_info_array {
   uint64_t tensor_count;
-  nrt_tensor_info_t tensor_array[0];
+  nrt_tensor_info_t tensor_array[];
 } nrt_tensor_info_array;
 
 /**

@@ -13,11 +13,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn compile(compiler: &str, std: &str, source: &str) {
+    compile_with(compiler, &[std], source);
+}
+
+fn compile_with(compiler: &str, flags: &[&str], source: &str) {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let name = Path::new(source).file_name().unwrap().to_string_lossy();
     let object = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.o"));
     let out = Command::new(compiler)
-        .args([std, "-Wall", "-Wextra", "-Werror", "-c", "-I"])
+        .args(flags)
+        .args(["-Wall", "-Wextra", "-Werror", "-c", "-I"])
         .arg(crate_dir.join("include"))
         .arg(crate_dir.join(source))
         .arg("-o")
@@ -46,4 +51,11 @@ fn cpp_client_compiles_with_the_sdk_tag_names() {
 #[test]
 fn c_client_keeps_its_own_names_beside_the_headers() {
     compile("cc", "-std=c11", "tests/c/own_names.c");
+}
+
+/// ISO C builds with `-pedantic -Werror` take the headers: a trailing array
+/// is the SDK's flexible array member (`tensor_array[]`), not `[0]`.
+#[test]
+fn c_client_compiles_pedantic() {
+    compile_with("cc", &["-std=c99", "-pedantic"], "tests/c/own_names.c");
 }
