@@ -20,6 +20,17 @@ fn usage(e: impl ToString) -> Failure {
     Failure::usage(e.to_string())
 }
 
+/// A refused argument named as Python names it (`tensors 'kv'`), not by
+/// the command's flag (`--tensor 'kv'`) the parser names.
+fn named(place: String) -> impl FnOnce(lib::DeploymentError) -> Failure {
+    move |e| {
+        usage(lib::DeploymentError {
+            place,
+            what: e.what,
+        })
+    }
+}
+
 /// What Python's `neffld.plan` was given.
 pub struct Args {
     pub loads: Vec<String>,
@@ -67,31 +78,35 @@ fn deployment(a: &Args) -> FResult<Deployment> {
     };
     if file.is_none() {
         for l in &a.loads {
+            let place = format!("load '{l}'");
             add(
-                lib::parse_load(l).map_err(usage)?,
-                format!("load '{l}'"),
+                lib::parse_load(l).map_err(named(place.clone()))?,
+                place,
                 &mut d,
             )?;
         }
     }
     for t in &a.tensors {
+        let place = format!("tensors '{t}'");
         add(
-            lib::parse_tensor(t).map_err(usage)?,
-            format!("tensors '{t}'"),
+            lib::parse_tensor(t).map_err(named(place.clone()))?,
+            place,
             &mut d,
         )?;
     }
     for u in &a.unloads {
+        let place = format!("unloads '{u}'");
         add(
-            lib::parse_unload(u).map_err(usage)?,
-            format!("unloads '{u}'"),
+            lib::parse_unload(u).map_err(named(place.clone()))?,
+            place,
             &mut d,
         )?;
     }
     for f in &a.frees {
+        let place = format!("frees '{f}'");
         add(
-            lib::parse_free(f).map_err(usage)?,
-            format!("frees '{f}'"),
+            lib::parse_free(f).map_err(named(place.clone()))?,
+            place,
             &mut d,
         )?;
     }
@@ -101,9 +116,10 @@ fn deployment(a: &Args) -> FResult<Deployment> {
         env: a
             .env
             .iter()
-            .map(|(k, v)| lib::parse_env(&format!("{k}={v}")))
-            .collect::<Result<_, _>>()
-            .map_err(usage)?,
+            .map(|(k, v)| {
+                lib::parse_env(&format!("{k}={v}")).map_err(named(format!("env {k}={v:?}")))
+            })
+            .collect::<Result<_, _>>()?,
         instance: match &a.instance {
             Some(i) => Some(Instance::named(i).map_err(|e| usage(format!("instance: {e}")))?),
             None => None,
@@ -118,9 +134,8 @@ fn deployment(a: &Args) -> FResult<Deployment> {
         solve: a
             .solve
             .as_deref()
-            .map(lib::parse_solve)
-            .transpose()
-            .map_err(usage)?,
+            .map(|q| lib::parse_solve(q).map_err(named(format!("solve '{q}'"))))
+            .transpose()?,
         lnc: a.lnc.map(|l| (l, "lnc".to_string())),
         max_inflated: a.max_inflated,
         io_tensors: a.io_tensors,

@@ -240,3 +240,22 @@ def test_an_unused_page_size_and_a_refused_variable_are_said(monkeypatch):
     with pytest.raises(neffld.NeffError) as e:
         neffld.plan(SMALL, instance="trn2.3xlarge")
     assert e.value.stage == "config"
+
+
+@pytest.mark.parametrize(
+    "kwargs, named",
+    [
+        ({"tensors": ["kv"]}, "tensors 'kv'"),
+        ({"unloads": ["bad"]}, "unloads 'bad'"),
+        ({"frees": ["bad"]}, "frees 'bad'"),
+        ({"solve": "bad"}, "solve 'bad'"),
+        ({"env": {"FOO": "1"}}, "env FOO=\"1\""),
+    ],
+)
+def test_a_refused_argument_is_named_as_python_names_it(kwargs, named):
+    # Not by the command's flag (--tensor 'kv', --env 'FOO=1').
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan(SMALL, instance="trn2.3xlarge", **kwargs)
+    assert e.value.stage == "usage"
+    assert e.value.message.startswith(named), e.value.message
+    assert "--" not in e.value.message.split(":")[0], e.value.message
