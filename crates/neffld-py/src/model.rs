@@ -71,6 +71,11 @@ pub struct Core {
     pub images: BTreeMap<String, Py<PyBytes>>,
     /// Device address of every engine's image.
     pub image_addresses: BTreeMap<String, u64>,
+    /// Per engine, the 64-byte slots of its image that are placeholders
+    /// (`ff6e6566666c643f`…), not the runtime's own code, which is not
+    /// known for every line and chip: 0 where the image is the runtime's
+    /// byte for byte (`neffld load --json`'s `filler_slots`).
+    pub image_filler_slots: BTreeMap<String, u32>,
     /// The subgraph's variables in var_id order.
     pub variables: Vec<Py<Variable>>,
 }
@@ -86,10 +91,12 @@ impl Core {
 fn core_to_py(py: Python<'_>, v: StagedCore) -> PyResult<Core> {
     let mut images = BTreeMap::new();
     let mut image_addresses = BTreeMap::new();
+    let mut image_filler_slots = BTreeMap::new();
     for img in v.images {
         let engine = img.engine.key().to_string();
         images.insert(engine.clone(), PyBytes::new(py, &img.bytes).unbind());
-        image_addresses.insert(engine, img.address);
+        image_addresses.insert(engine.clone(), img.address);
+        image_filler_slots.insert(engine, img.filler_slots());
     }
     let memory = PyDict::new(py);
     for row in v.memory {
@@ -119,6 +126,7 @@ fn core_to_py(py: Python<'_>, v: StagedCore) -> PyResult<Core> {
         memory: memory.unbind(),
         images,
         image_addresses,
+        image_filler_slots,
         variables,
     })
 }

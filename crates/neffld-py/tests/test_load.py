@@ -205,3 +205,17 @@ def test_the_signature_shows_the_defaults():
     sig = inspect.signature(neffld.load)
     assert sig.parameters["start_core"].default == -1
     assert sig.parameters["device"].default == "sim"
+
+
+def test_an_image_says_how_much_of_it_is_placeholder():
+    # Placeholder slots start with the marker; the count is theirs. The
+    # captured line on trn2 (2.30) has none; the default line carries 2.30's
+    # code over to trn2, also none; a trn1 NEFF under 2.34 carries 2.23's.
+    marker = bytes.fromhex("ff6e6566666c643f")
+    demo = Path(__file__).resolve().parents[3] / "examples" / "demo.neff"
+    for path, runtime in ((SMALL, "2.30"), (demo, "2.34")):
+        for core in neffld.load(path, runtime=runtime).cores:
+            for engine, image in core.images.items():
+                slots = [image[i : i + 64] for i in range(0, len(image), 64)]
+                placeholders = sum(s.startswith(marker) for s in slots)
+                assert core.image_filler_slots[engine] == placeholders, (path, engine)

@@ -121,6 +121,10 @@ class Core:
     device), so the same on the "sim" and the "null" device."""
     image_addresses: dict[str, int]
     """Engine -> the device address of its image, as the runtime writes it."""
+    image_filler_slots: dict[str, int]
+    """Engine -> the 64-byte slots of its image that are placeholders, not
+    the runtime's own code (unknown for the line and chip): 0 where the
+    image is the runtime's byte for byte (`neffld load --json` filler_slots)."""
     variables: list[Variable]
 
 class Weight:
