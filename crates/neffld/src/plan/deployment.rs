@@ -116,6 +116,17 @@ impl Deployment {
                 visible.saturating_sub(1)
             )
         };
+        // Each distinct path resolved once (10,000 loads of one file made
+        // 10,000 `getcwd` and `readlink` calls).
+        let mut files: HashMap<PathBuf, PathBuf> = HashMap::new();
+        let mut file_of = |p: &PathBuf| -> PathBuf {
+            if let Some(f) = files.get(p) {
+                return f.clone();
+            }
+            let f = same_file(p);
+            files.insert(p.clone(), f.clone());
+            f
+        };
         let mut loaded: HashMap<(PathBuf, u32), u32> = HashMap::new();
         let mut anywhere: Vec<PathBuf> = Vec::new();
         let mut held: HashMap<(&str, u32), u32> = HashMap::new();
@@ -130,12 +141,12 @@ impl Deployment {
                 return Err(bad(self.origin(i), beyond(v)));
             }
             match step {
-                Step::Load { file, vnc: None } => anywhere.push(same_file(file)),
+                Step::Load { file, vnc: None } => anywhere.push(file_of(file)),
                 Step::Load { file, vnc: Some(v) } => {
-                    *loaded.entry((same_file(file), *v)).or_default() += 1
+                    *loaded.entry((file_of(file), *v)).or_default() += 1
                 }
                 Step::Unload { file, vnc } => {
-                    let file_key = same_file(file);
+                    let file_key = file_of(file);
                     let n = loaded.entry((file_key.clone(), *vnc)).or_default();
                     if *n == 0 {
                         if !anywhere.contains(&file_key) {
