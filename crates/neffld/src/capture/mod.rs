@@ -35,14 +35,12 @@ pub use wire::WireError;
 /// (a capture and its NEFF given the other way round), else what the
 /// NEFF reader's sniffing recognises (JSON, text, gzip, ...).
 pub(crate) fn what_it_is(bytes: &[u8]) -> Option<&'static str> {
-    let word = |at: usize| {
-        bytes
-            .get(at..at + 8)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-    };
-    let neff = bytes.len() >= crate::container::HEADER_LEN
-        && matches!(word(0), Some(1 | 2))
-        && word(8) == Some(crate::container::HEADER_LEN as u64);
+    use crate::container::{NeffHeader, HEADER_LEN};
+    let neff = bytes
+        .get(..HEADER_LEN)
+        .and_then(|h| h.try_into().ok())
+        .map(NeffHeader::decode)
+        .is_some_and(|h| matches!(h.pkg_version, 1 | 2) && h.header_size == HEADER_LEN as u64);
     if neff {
         return Some("a NEFF");
     }

@@ -423,10 +423,16 @@ fn word_tally(ours: &StagedImage, theirs: &[u8]) -> (u32, u32) {
     };
     let longest = ours.bytes.len().max(theirs.len()).div_ceil(8);
     let (mut words, mut equal) = (0u32, 0u32);
+    /// The word at `w` of `b`: its last may be short; past the end, none.
+    fn at(b: &[u8], w: usize) -> Option<&[u8]> {
+        b.get(w * 8..).map(|rest| &rest[..rest.len().min(8)])
+    }
     for w in (0..longest).filter(|&w| !filler(w)) {
-        let at = |b: &[u8]| b.get(w * 8..(w * 8 + 8).min(b.len())).map(<[u8]>::to_vec);
         words += 1;
-        equal += u32::from(at(&ours.bytes).is_some() && at(&ours.bytes) == at(theirs));
+        equal += u32::from(matches!(
+            (at(&ours.bytes, w), at(theirs, w)),
+            (Some(a), Some(b)) if !a.is_empty() && a == b
+        ));
     }
     (words, equal)
 }
