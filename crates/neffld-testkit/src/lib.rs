@@ -24,6 +24,8 @@
 
 use std::collections::BTreeMap;
 
+pub mod collectives;
+
 use serde_json::{json, Value};
 
 use neffld::container::writer::{NeffWriter, Producer};

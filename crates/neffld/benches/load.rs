@@ -204,6 +204,7 @@ impl Staging {
             arch: Arch::Cayman,
             line: neffld::line::Captured::V2_30,
             fanout_min_bytes,
+            global_id: 0,
         };
         dev.clock.take();
         let t = Instant::now();

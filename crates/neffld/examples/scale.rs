@@ -177,6 +177,7 @@ fn stage_rss(path: &str) {
             arch: Arch::Cayman,
             line: neffld::line::Captured::V2_30,
             fanout_min_bytes: 0,
+            global_id: 0,
         },
     )
     .expect("stage");

@@ -249,6 +249,9 @@ impl LoadError {
 /// layer's record, re-exported as part of this API.
 pub use crate::manifest::{NrtDtype, TensorInfo, TensorUsage};
 
+/// One collective of a loaded NEFF ([`crate::report::Collective`]).
+pub use crate::kbin::collective::CollectiveInfo as Collective;
+
 /// The caller's handle of a loaded model (`nrt_model_t`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Model {
@@ -285,6 +288,8 @@ pub struct ModelSummary {
     pub warnings: Vec<String>,
     /// Where the load's time went.
     pub timings: Timings,
+    /// The NEFF's collectives, subgraph by subgraph in record order.
+    pub collectives: Arc<[Collective]>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1004,6 +1009,7 @@ impl Runtime {
             arch: self.config.arch,
             line: self.config.captured_line(),
             fanout_min_bytes: self.config.fanout_min_bytes,
+            global_id: gid.unwrap_or(0),
         };
         let kbins = &parsed.model.kbins;
         let t = Instant::now();
@@ -1056,6 +1062,7 @@ impl Runtime {
             vnc: lcore,
             device: nd as u32,
             tensors: parsed.model.tensor_info(),
+            collectives: parsed.model.collectives(),
             #[cfg(any(test, feature = "testkit"))]
             gid,
             h_model,
@@ -1131,6 +1138,7 @@ impl Runtime {
             pcores: m.cores.iter().map(|c| c.pcore()).collect(),
             warnings: m.warnings.clone(),
             timings: m.timings,
+            collectives: m.collectives.clone(),
         })
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::cache::{HostBytes, Role};
 use crate::container::Neff;
 use crate::ids::{HModel, LCore};
+use crate::kbin::collective::CollectiveInfo;
 use crate::manifest::TensorInfo;
 use crate::parse::ParsedModel;
 use crate::registry::NameEntry;
@@ -56,6 +57,8 @@ pub struct LoadedModel {
     /// The device (`ND n`) its cores are on.
     pub device: u32,
     pub tensors: std::sync::Arc<[TensorInfo]>,
+    /// The NEFF's collectives (shared with its parse).
+    pub collectives: std::sync::Arc<[CollectiveInfo]>,
     #[cfg(any(test, feature = "testkit"))]
     pub gid: Option<u32>,
     pub h_model: HModel,

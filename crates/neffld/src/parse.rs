@@ -5,6 +5,7 @@
 use thiserror::Error;
 
 use crate::container::Neff;
+use crate::kbin::collective::CollectiveInfo;
 use crate::kbin::{self, Kbin, KbinError};
 pub use crate::manifest::ParseOptions;
 use crate::manifest::{self, kelf, neff_json, IoMaps, Manifest, ManifestError, TensorInfo};
@@ -36,6 +37,8 @@ pub struct ParsedModel {
     /// [`ParsedModel::tensor_info`], made once: every load of the parse
     /// shares it.
     tensors: std::sync::Arc<[TensorInfo]>,
+    /// [`ParsedModel::collectives`], made once.
+    collectives: std::sync::Arc<[CollectiveInfo]>,
 }
 
 impl ParsedModel {
@@ -48,6 +51,11 @@ impl ParsedModel {
         self.tensors.clone()
     }
 
+    /// Every collective of the subgraphs, as reports list them.
+    pub fn collectives(&self) -> std::sync::Arc<[CollectiveInfo]> {
+        self.collectives.clone()
+    }
+
     pub fn warnings(&self) -> &[String] {
         &self.manifest.warnings
     }
@@ -58,10 +66,12 @@ pub fn parse(neff: &Neff, opts: &ParseOptions) -> Result<ParsedModel, ParseError
     let manifest = manifest::parse(neff, opts)?;
     let kbins = kbin::build(&manifest, neff.archive())?;
     let tensors = manifest::tensor::tensor_info(manifest.io()).into();
+    let collectives = CollectiveInfo::of(&kbins).into();
     Ok(ParsedModel {
         manifest,
         kbins,
         tensors,
+        collectives,
     })
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::collective::{self, Collective, Decoded, Scan};
 use super::isa::{self, DmaTrigger, OpcodeCensus};
 use super::pattern::{self, RingCounts};
 use super::reloc::{BlockRef, Lowering, Relocation};
@@ -11,7 +12,7 @@ use super::KbinError;
 use crate::container::Archive;
 use crate::ids::VarId;
 use crate::manifest::def::{
-    DmaQueue, Fp8Config, QueueKind, SbCarveout, UcodeLib, VarOf,
+    DmaQueue, Fp8Config, QueueKind, ReplicaGroups, SbCarveout, UcodeLib, VarOf,
 };
 use crate::manifest::engine::{ActSet, DmaBlock, EngineType};
 use crate::manifest::{Blob, Manifest, Subgraph};
@@ -163,6 +164,8 @@ pub struct Kbin {
     default_ucode_lib_requested: bool,
     fp8: Option<Fp8Config>,
     cc_num_streams: u64,
+    replica_groups: ReplicaGroups,
+    collectives: Vec<Collective>,
     scratchpad: ScratchpadSizes,
 }
 
@@ -248,6 +251,18 @@ impl Kbin {
 
     pub fn scratchpad(&self) -> ScratchpadSizes {
         self.scratchpad
+    }
+
+    /// def.json's replica groups: sets of groups of ranks, a collective's
+    /// group id indexing the sets.
+    pub fn replica_groups(&self) -> &ReplicaGroups {
+        &self.replica_groups
+    }
+
+    /// Every collective of the subgraph's streams, engine by engine in
+    /// record order, as the build checked them.
+    pub fn collectives(&self) -> &[Collective] {
+        &self.collectives
     }
 
     /// True when every stream is at most `[B1, CC]` and no queue exists
@@ -353,6 +368,7 @@ fn build_one(
     let vars = VarTable::new(sg.def.vars.clone());
     let (dma_rings, block_refs) = rings(sg);
     let mut programs = Vec::with_capacity(5);
+    let mut collectives = Vec::new();
     for (ei, e) in sg.engines.engines.iter().enumerate() {
         let stream_name = e.instr.as_ref().map_or_else(
             || format!("{}/{}", sg.graph.name, e.ty.key()),
@@ -365,7 +381,16 @@ fn build_one(
             .unwrap_or_default();
         let block_ref =
             |queue: &str, id: u64| block_refs.get(&(ei, queue.to_string(), id)).copied();
-        let (census, relocations) = scan_stream(&stream_name, bytes, &vars, &e.blocks, &block_ref)?;
+        let mut cc = Scan::new(
+            &vars,
+            &sg.def.replica_groups,
+            sg.def.cc_num_streams,
+            target != Arch::Sunda,
+            e.ty,
+            &stream_name,
+        );
+        let (census, relocations) =
+            scan_stream(bytes, &e.blocks, &block_ref, &mut cc, &mut collectives)?;
         programs.push(EngineProgram {
             ty: e.ty,
             instr: e.instr.clone(),
@@ -392,6 +417,8 @@ fn build_one(
         default_ucode_lib_requested: sg.def.default_ucode_lib_requested,
         fp8: sg.def.fp8,
         cc_num_streams: sg.def.cc_num_streams,
+        replica_groups: sg.def.replica_groups.clone(),
+        collectives,
         scratchpad,
         vars,
     })
@@ -402,14 +429,18 @@ fn build_one(
 /// to each pseudo record (stage.md §8.1) — `0xCC` and EXIT are deleted;
 /// every `0xD4` operand resolves to a staged var, in bounds (§8.3); every
 /// `0xC1` names a block of that engine's json, and every block is triggered
-/// exactly once (stage.md §18 S6, §14); any other pseudo opcode is refused.
+/// exactly once (stage.md §18 S6, §14); the collectives band is decoded and
+/// checked by [`collective`], its collectives pushed onto `collectives`;
+/// any other pseudo opcode is refused.
 fn scan_stream(
-    stream: &str,
     bytes: &[u8],
-    vars: &VarTable,
     blocks: &BTreeMap<(String, u64), DmaBlock>,
     block_ref: &dyn Fn(&str, u64) -> Option<BlockRef>,
+    cc: &mut Scan<'_>,
+    collectives: &mut Vec<Collective>,
 ) -> Result<(OpcodeCensus, Vec<Relocation>), KbinError> {
+    let stream = cc.stream;
+    let vars = cc.vars;
     // The census first: it sizes the relocation list exactly, so the list
     // never grows by copying (a Pool stream holds thousands of them).
     let census = isa::census(bytes);
@@ -420,6 +451,9 @@ fn scan_stream(
         .sum();
     let mut relocations = Vec::with_capacity(pseudo as usize);
     let mut seen: HashMap<(String, u64), u64> = HashMap::new();
+    // The record a PTC2 consumed as its extension.
+    let mut extension = None;
+    let whole = &bytes[..bytes.len() / isa::RECORD_LEN * isa::RECORD_LEN];
     for (i, r) in isa::records(bytes).enumerate() {
         let op = r[0];
         if !isa::is_pseudo(op) {
@@ -433,6 +467,7 @@ fn scan_stream(
             detail,
         };
         let lowering = match op {
+            _ if extension == Some(i) => Lowering::Delete,
             isa::OP_PSEUDO_BRANCH_LABEL => Lowering::Delete,
             isa::OP_PSEUDO_INST if r[12] == isa::PSEUDO_INST_EXIT => Lowering::Delete,
             isa::OP_PSEUDO_DMA_DIRECT2D => {
@@ -470,6 +505,20 @@ fn scan_stream(
                 }
                 Lowering::Trigger(at)
             }
+            _ if collective::is_collective_band(op) => match cc.decode(whole, i)? {
+                Decoded::Collective {
+                    collective,
+                    lowering,
+                    pair,
+                } => {
+                    collectives.push(collective);
+                    if pair {
+                        extension = Some(i + 1);
+                    }
+                    Lowering::Collective(lowering)
+                }
+                Decoded::Load(lowering) => Lowering::Collective(lowering),
+            },
             isa::OP_FUNCTION_BEGIN | isa::OP_FUNCTION_CALL => {
                 return Err(refuse(
                     "function sections are not supported (no producer emits them)",

@@ -13,6 +13,7 @@
 //! so the caller keeps the [`Neff`](crate::container::Neff) alive beside it.
 
 pub mod build;
+pub mod collective;
 pub mod isa;
 pub mod pattern;
 pub mod reloc;
@@ -21,6 +22,7 @@ pub mod vars;
 use thiserror::Error;
 
 pub use build::{build, DmaRing, EngineProgram, Kbin};
+pub use collective::CcLowering;
 pub use pattern::RingCounts;
 pub use reloc::{BlockRef, Lowering, Operand, Relocation};
 
@@ -95,6 +97,14 @@ pub enum KbinError {
         instr: u64,
         stream: String,
         detail: &'static str,
+    },
+    /// A record of the collectives band the runtime's translator refuses.
+    #[error("instruction {instr} (opcode {opcode:#04x}) of {stream}: {detail}")]
+    Collective {
+        opcode: u8,
+        instr: u64,
+        stream: String,
+        detail: String,
     },
     #[error("{subgraph}: DMA access pattern of block {queue}/{id}: {detail}")]
     BadPattern {

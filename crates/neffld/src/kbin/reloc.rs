@@ -8,6 +8,7 @@
 //! check on them passed; staging, relocation and the staged-model check
 //! read them and decide nothing.
 
+use super::collective::CcLowering;
 use crate::ids::VarId;
 
 /// A variable and a byte offset inside its staged extent.
@@ -87,6 +88,9 @@ pub enum Lowering {
     Direct { src: Operand, dst: Operand },
     /// `0xC1`: the runtime's register write that starts this block.
     Trigger(BlockRef),
+    /// The collectives band: one record each (a PTC2's extension is
+    /// [`Lowering::Delete`]d).
+    Collective(CcLowering),
 }
 
 /// One record of a stream that lowering changes.

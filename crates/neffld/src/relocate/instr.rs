@@ -17,6 +17,11 @@
 //!   starts the block on every ring of its queue ([`regs::trigger`]: the
 //!   queue's index, the core's DMA window, the block's per-ring counts, as
 //!   every captured line writes it);
+//! - the collectives band: one record each where the pseudo was
+//!   ([`super::collective`]: the doorbell that starts a collective, the
+//!   rank-id load, the global-id move or store), a PTC2's extension
+//!   deleted; each is marked approximate, the runtime's addresses and
+//!   opcodes there not being public;
 //! - `0xDF` with sub-op 1 (EXIT): deleted, since the postamble terminates;
 //! - anything else in the band was refused by the KBIN build.
 //!
@@ -28,13 +33,15 @@
 
 use std::ops::Range;
 
+use super::collective as cc;
 use super::dma::{template, Target};
 use super::ipmap::{ImageLayout, Patch, PatchList, Section, SectionSpan, RECORD};
 use super::RelocError;
 use crate::fallible;
 use crate::ids::VarId;
 use crate::kbin::isa::{D4_DST, D4_SRC, OP_PSEUDO_DMA_DIRECT2D};
-use crate::kbin::{BlockRef, Lowering, Operand, Relocation};
+use crate::kbin::collective::{GidDest, OP_GID_LOAD};
+use crate::kbin::{BlockRef, CcLowering, Lowering, Operand, Relocation};
 #[cfg(any(test, feature = "testkit"))]
 use crate::line::IMAGE_ALIGN;
 use crate::line::{regs, RingBases, RuntimeCode, Trigger};
@@ -59,6 +66,11 @@ pub trait Resolve {
     /// default unchanged.
     fn device_word(&self, pa: u64) -> u64 {
         pa
+    }
+    /// The global device id a `0xDC` load writes: the one
+    /// `nrt_load_collectives` was given, 0 for a plain load.
+    fn global_id(&self) -> u32 {
+        0
     }
 }
 
@@ -141,9 +153,12 @@ pub fn lower(
     let operands: usize = relocations
         .iter()
         .map(|r| match r.lowering() {
-            Lowering::Delete => 0,
             Lowering::Direct { .. } => 2,
-            Lowering::Trigger(_) => 0,
+            Lowering::Collective(CcLowering::GlobalId {
+                dest: GidDest::Memory(_),
+                ..
+            }) => 1,
+            _ => 0,
         })
         .sum();
     fallible::reserve(&mut img.abs_operands, operands, "an image's operand list")?;
@@ -191,7 +206,9 @@ pub fn lower(
                 lowered[0] = OP_DMA_DIRECT;
                 for (at, operand) in [(D4_SRC, src), (D4_DST, dst)] {
                     let image_offset = (w.at + at) as u64;
-                    if let Some(word) = apply(name, i, &mut img, image_offset, operand, r)? {
+                    if let Some(word) =
+                        apply(name, i, OP_PSEUDO_DMA_DIRECT2D, &mut img, image_offset, operand, r)?
+                    {
                         lowered[at..at + 8].copy_from_slice(&word.to_le_bytes());
                     }
                 }
@@ -202,6 +219,11 @@ pub fn lower(
                 if !t.counts.ruled {
                     img.approximate.push(i as u32);
                 }
+            }
+            Lowering::Collective(l) => {
+                let image_offset = (w.at + cc::GID_MEMORY_WORD) as u64;
+                lowered = collective(name, i, &mut img, image_offset, l, r)?;
+                img.approximate.push(i as u32);
             }
         }
         w.put(&lowered);
@@ -241,6 +263,35 @@ pub fn lower(
     Ok(img)
 }
 
+/// The record a collectives pseudo becomes (its memory operand, for a
+/// global id stored, at `image_offset`).
+fn collective(
+    name: &str,
+    index: usize,
+    img: &mut EngineImage,
+    image_offset: u64,
+    l: CcLowering,
+    r: &dyn Resolve,
+) -> Result<[u8; 64], RelocError> {
+    Ok(match l {
+        CcLowering::Trigger { events, stream } => cc::trigger(&events, stream),
+        CcLowering::RankId {
+            events,
+            group,
+            stream,
+            dst_reg,
+        } => cc::rank_id(&events, stream, group, dst_reg),
+        CcLowering::GlobalId { events, dest } => match dest {
+            GidDest::Register(reg) => cc::gid_to_register(&events, reg, r.global_id()),
+            GidDest::Memory(operand) => {
+                let word = apply(name, index, OP_GID_LOAD, img, image_offset, operand, r)?
+                    .expect("a variable operand is rewritten");
+                cc::gid_to_memory(&events, word, r.global_id())
+            }
+        },
+    })
+}
+
 /// Appends to a slice sized beforehand.
 struct Writer<'a> {
     out: &'a mut [u8],
@@ -260,6 +311,7 @@ impl Writer<'_> {
 fn apply(
     name: &str,
     index: usize,
+    opcode: u8,
     img: &mut EngineImage,
     image_offset: u64,
     operand: Operand,
@@ -268,7 +320,7 @@ fn apply(
     let in_record = |detail: String| RelocError::Instruction {
         engine: name.into(),
         index: index as u64,
-        opcode: OP_PSEUDO_DMA_DIRECT2D,
+        opcode,
         detail,
     };
     Ok(

@@ -3,6 +3,7 @@
 //! things) → bytes; nothing here touches a device, so everything is tested
 //! without staging.
 
+pub mod collective;
 pub mod dma;
 pub mod instr;
 pub mod ipmap;

@@ -11,6 +11,9 @@ pub mod staged;
 pub mod weights;
 
 pub use crate::device::{MemCategory, MemLocation, MemUsage, Owner};
+/// One collective of a NEFF, as the KBIN build checked it: what
+/// `inspect`, `load` and the planner list.
+pub use crate::kbin::collective::CollectiveInfo as Collective;
 pub use crate::manifest::engine::EngineType;
 pub use examine::{Examination, ExamineOptions};
 pub use memory::{Column, CoreMemory, HbmMemory, MemoryReport, MemoryStats, Usage};

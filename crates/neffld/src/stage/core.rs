@@ -189,6 +189,7 @@ struct CoreResolver<'a> {
     kbin: &'a Kbin,
     geometry: &'a Geometry,
     rings: RingBases,
+    global_id: u32,
 }
 
 /// What the trigger of block `at` of `kbin` writes.
@@ -216,6 +217,10 @@ impl Resolve for CoreResolver<'_> {
 
     fn device_word(&self, pa: u64) -> u64 {
         device_address(self.geometry, pa)
+    }
+
+    fn global_id(&self) -> u32 {
+        self.global_id
     }
 }
 
@@ -471,7 +476,8 @@ fn build_ring(
 
 /// Builds one subgraph on its core into `image` (which holds its plan);
 /// `role` says which core of its logical core it is and `line` which
-/// runtime's, both of which the runtime's own code depends on. The image
+/// runtime's, both of which the runtime's own code depends on, and
+/// `global_id` is what a global-id load writes. The image
 /// owns whatever the build allocates: on failure, or a panic, dropping it
 /// frees that, so nothing here unwinds by hand.
 pub fn build(
@@ -481,6 +487,7 @@ pub fn build(
     arch: Arch,
     role: CoreRole,
     line: Captured,
+    global_id: u32,
 ) -> Result<(), StageError> {
     let dev = Arc::clone(image.allocs.device());
     let mut b = Builder {
@@ -497,7 +504,7 @@ pub fn build(
         kbin,
         archive,
         &image.plan,
-        (arch, role, line),
+        (arch, role, line, global_id),
         placed,
     )?;
     image.reloc_time = b.reloc_time;
@@ -545,7 +552,7 @@ fn build_parts<'a>(
     kbin: &'a Kbin,
     archive: &'a Archive,
     plan: &'a CorePlan,
-    (arch, role, line): (Arch, CoreRole, Captured),
+    (arch, role, line, global_id): (Arch, CoreRole, Captured, u32),
     mut placed: Vec<PlacedImage>,
 ) -> Result<Parts, StageError> {
     let geometry = b.dev.geometry();
@@ -554,6 +561,7 @@ fn build_parts<'a>(
         kbin,
         geometry,
         rings: RingBases::default(),
+        global_id,
     };
     let mut bases = RingBases {
         queues: vec![None; kbin.dma_rings().len()],

@@ -41,6 +41,9 @@ pub struct StageOptions {
     /// builds copy at least this many bytes ([`bulk_bytes`]), else one after
     /// another on the caller's thread. 0 always fans out; `u64::MAX` never.
     pub fanout_min_bytes: u64,
+    /// The global device id a collectives load was given (what a
+    /// global-id load writes); 0 for a plain load.
+    pub global_id: u32,
 }
 
 /// The default of [`StageOptions::fanout_min_bytes`]. Measured on a 2-core
@@ -112,7 +115,15 @@ pub fn stage(
     );
     let build = |k: usize, kbin: &Kbin, mut image: CoreImage| {
         let role = CoreRole::of_subgraph(k);
-        core::build(kbin, archive, &mut image, opts.arch, role, opts.line)?;
+        core::build(
+            kbin,
+            archive,
+            &mut image,
+            opts.arch,
+            role,
+            opts.line,
+            opts.global_id,
+        )?;
         image.enter_model_table(cores)?;
         Ok::<_, StageError>(image)
     };

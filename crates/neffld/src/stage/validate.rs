@@ -28,9 +28,11 @@ use crate::device::{Device, Geometry, LiveAlloc, MemHandle};
 use crate::fallible;
 use crate::ids::VarId;
 use crate::kbin::isa::{Addr8, ADDR8_DGE_INDEX, D4_DST, D4_SRC};
-use crate::kbin::{BlockRef, EngineProgram, Kbin, Lowering, Operand};
+use crate::kbin::collective::GidDest;
+use crate::kbin::{BlockRef, CcLowering, EngineProgram, Kbin, Lowering, Operand};
 use crate::line::{regs, DmaWindow, Record};
 use crate::manifest::def::VarOf;
+use crate::relocate::collective as cc;
 use crate::relocate::dma::{decode_template, Descriptor, DESC_BYTES};
 use crate::relocate::ipmap::Section;
 
@@ -208,6 +210,38 @@ impl<'a> Core<'a> {
         }
     }
 
+    /// A collectives record: the doorbell or the rank-id load the sealed
+    /// lowering names, or a global id stored where its operand says.
+    fn check_collective(&mut self, at: &str, record: &[u8], l: CcLowering) {
+        let want = match l {
+            CcLowering::Trigger { events, stream } => cc::trigger(&events, stream),
+            CcLowering::RankId {
+                events,
+                group,
+                stream,
+                dst_reg,
+            } => cc::rank_id(&events, stream, group, dst_reg),
+            CcLowering::GlobalId { dest, .. } => {
+                if record.first() != Some(&cc::OP_MOVE32) {
+                    self.bad(format!("{at}: the global id's record is not a move"));
+                } else if let GidDest::Memory(operand) = dest {
+                    match word(record, cc::GID_MEMORY_WORD) {
+                        Some(got) => self.check_operand(at, got, operand),
+                        None => self.bad(format!("{at}: outside the image")),
+                    }
+                }
+                return;
+            }
+        };
+        if record != want {
+            self.bad(format!(
+                "{at}: holds {:x?}, the lowering names {:x?}",
+                &record[..40.min(record.len())],
+                &want[..40]
+            ));
+        }
+    }
+
     fn check_engine(&mut self, dev: &Device, program: &EngineProgram, placed: &PlacedImage) {
         let bytes = device_bytes(dev, placed.handle, &placed.image.bytes);
         let main = placed
@@ -233,6 +267,7 @@ impl<'a> Core<'a> {
                     }
                 }
                 Lowering::Trigger(block) => self.check_trigger(&at("trigger"), record, block),
+                Lowering::Collective(l) => self.check_collective(&at("collective"), record, l),
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Loading onto a device: staging, relocation, the scratchpad, the simulated device and its faults, and a runtime's lifecycle.
 
 mod close_race;
+mod collectives;
 #[path = "../common/mod.rs"]
 mod common;
 mod device;

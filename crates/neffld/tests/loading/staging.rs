@@ -164,6 +164,7 @@ fn more_subgraphs_than_physical_cores_fails_with_invalid() {
             arch: Arch::Cayman,
             line: neffld::line::Captured::V2_30,
             fanout_min_bytes: 0,
+            global_id: 0,
         },
     )
     .unwrap_err();
@@ -308,6 +309,7 @@ fn stage_with(bytes: &[u8], fanout_min_bytes: u64) -> (Staged, Vec<Vec<Placement
             arch: Arch::Cayman,
             line: neffld::line::Captured::V2_30,
             fanout_min_bytes,
+            global_id: 0,
         },
     )
     .unwrap();

@@ -1,6 +1,7 @@
 //! Reading a NEFF: the container, manifests and KBIN records on the real fixtures and the writer's NEFFs, every gate's refusal, mutations, hostile inputs and the fuzzers' findings.
 
 mod check;
+mod collectives;
 #[path = "../common/mod.rs"]
 mod common;
 mod container_fixtures;
