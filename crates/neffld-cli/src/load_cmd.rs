@@ -49,6 +49,15 @@ pub(crate) fn parse_runtime(s: &str) -> Result<RuntimeLine, String> {
     s.parse()
 }
 
+/// `--runtime`'s help: the lines of the library's table, and the default.
+pub(crate) fn runtime_help() -> String {
+    format!(
+        "Runtime line to reproduce: {}, or a version of one such as 2.27.23 (default: NEFFLD_RUNTIME, else {}, the runtime users run; lines after 2.30 take what their documentation does not say from the newest captured line of the chip)",
+        RuntimeLine::list("or"),
+        RuntimeLine::NEWEST
+    )
+}
+
 /// Options of `neffld load`.
 #[derive(clap::Args)]
 pub struct LoadArgs {
@@ -57,11 +66,8 @@ pub struct LoadArgs {
     /// Device architecture: trn1, trn2 or trn3 (default: NEFFLD_ARCH or NEFFLD_INSTANCE's, else the NEFF's own target).
     #[arg(long, value_parser = parse_arch)]
     pub arch: Option<Arch>,
-    /// Runtime line to reproduce: 2.23, 2.25, 2.27, 2.30, 2.31, 2.32, 2.33 or
-    /// 2.34, or a version of one such as 2.27.23 (default: NEFFLD_RUNTIME,
-    /// else 2.34, the runtime users run; lines after 2.30 take what their
-    /// documentation does not say from the newest captured line of the chip).
-    #[arg(long, value_parser = parse_runtime, value_name = "LINE")]
+    // The help names every line of the library's table.
+    #[arg(long, value_parser = parse_runtime, value_name = "LINE", help = runtime_help())]
     pub runtime: Option<RuntimeLine>,
     /// Logical core to load on (-1: the first free one).
     #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_name = "N")]

@@ -12,7 +12,7 @@ use neffld::NrtStatus;
 use neffld::RuntimeLine;
 use serde::Serialize;
 
-use crate::load_cmd::parse_runtime;
+use crate::load_cmd::{parse_runtime, runtime_help};
 use crate::report::{
     emit, exit_after_report, print_json, unwritten_warning, write_html, Failure, Stamp,
 };
@@ -37,9 +37,8 @@ pub struct PlanArgs {
     /// Logical-core size (NEURON_LOGICAL_NC_CONFIG; trn1 and inf2 take only 1).
     #[arg(long, value_name = "N")]
     pub lnc: Option<u32>,
-    /// Runtime line to reproduce: 2.23, 2.25, 2.27, 2.30, 2.31, 2.32, 2.33 or
-    /// 2.34 (default as for `load`: 2.34).
-    #[arg(long, value_parser = parse_runtime, value_name = "LINE")]
+    // The help names every line of the library's table.
+    #[arg(long, value_parser = parse_runtime, value_name = "LINE", help = runtime_help())]
     pub runtime: Option<RuntimeLine>,
     /// A runtime variable (repeatable): NEURON_SCRATCHPAD_PAGE_SIZE,
     /// NEURON_LOGICAL_NC_CONFIG, NEURON_RT_VISIBLE_CORES,

@@ -35,6 +35,9 @@ use std::fmt::{self, Write as _};
 use std::sync::Once;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use neffld::config::vars::{
+    Variable, NEFFLD_LOG, NEURON_RT_LOG_LEVEL, NEURON_RT_LOG_LEVEL_NRT, NEURON_RT_LOG_LEVEL_TDRV,
+};
 use neffld::text::escape;
 use tracing::field::{Field, Visit};
 use tracing::level_filters::LevelFilter;
@@ -56,14 +59,14 @@ static INSTALL: Once = Once::new();
 /// Installs the stderr subscriber, at most once per process.
 pub(crate) fn ensure() {
     INSTALL.call_once(|| {
-        let level = |vars: &[&str]| {
+        let level = |vars: &[Variable]| {
             vars.iter()
-                .find_map(|var| std::env::var(var).ok())
+                .find_map(|var| std::env::var(var.name).ok())
                 .map(|v| parse_level(&v))
         };
-        let base = level(&["NEFFLD_LOG", "NEURON_RT_LOG_LEVEL"]).unwrap_or(LevelFilter::ERROR);
-        let tdrv = level(&["NEURON_RT_LOG_LEVEL_TDRV"]).unwrap_or(base);
-        let nrt = level(&["NEFFLD_LOG", "NEURON_RT_LOG_LEVEL_NRT"]).unwrap_or(base);
+        let base = level(&[NEFFLD_LOG, NEURON_RT_LOG_LEVEL]).unwrap_or(LevelFilter::ERROR);
+        let tdrv = level(&[NEURON_RT_LOG_LEVEL_TDRV]).unwrap_or(base);
+        let nrt = level(&[NEFFLD_LOG, NEURON_RT_LOG_LEVEL_NRT]).unwrap_or(base);
         let layer = tracing_subscriber::fmt::layer()
             .event_format(RuntimeFormat)
             .with_writer(std::io::stderr)

@@ -26,7 +26,8 @@ use crate::log::TDRV;
 /// Where the usage report of a refused allocation is written:
 /// `NEFFLD_MEM_TABLE_DIR`, else `/tmp` (the reference runtime's place).
 pub(crate) fn table_dir() -> PathBuf {
-    std::env::var_os("NEFFLD_MEM_TABLE_DIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
+    std::env::var_os(neffld::config::vars::NEFFLD_MEM_TABLE_DIR.name)
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
 }
 
 /// Reports every refusal on `rt`'s devices from now on.

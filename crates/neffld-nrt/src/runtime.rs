@@ -12,6 +12,7 @@ use crate::abi::nrt::{
     NRT_INSTANCE_SIZE_24XL, NRT_INSTANCE_SIZE_2XL, NRT_INSTANCE_SIZE_32XL, NRT_INSTANCE_SIZE_3XL,
     NRT_INSTANCE_SIZE_48XL, NRT_INSTANCE_SIZE_8XL, NRT_INSTANCE_SIZE_UNKNOWN, NRT_INSTANCE_TRN1,
     NRT_INSTANCE_TRN1N, NRT_INSTANCE_TRN2, NRT_INSTANCE_TRN2U, NRT_INSTANCE_TRN3,
+    NRT_INSTANCE_UNKNOWN,
 };
 use std::ffi::c_char;
 
@@ -118,6 +119,8 @@ fn family_of_arch(arch: Arch) -> u32 {
         Arch::Sunda => NRT_INSTANCE_TRN1,
         Arch::Cayman => NRT_INSTANCE_TRN2,
         Arch::Mariana => NRT_INSTANCE_TRN3,
+        // A chip the library gains before this header names it.
+        _ => NRT_INSTANCE_UNKNOWN,
     }
 }
 

@@ -42,6 +42,8 @@ pub(crate) fn from_core(status: NrtStatus) -> NRT_STATUS {
         NrtStatus::ExecSwNqOverflow => NRT_EXEC_SW_NQ_OVERFLOW,
         NrtStatus::ExecHwErrRepairableHbmUe => NRT_EXEC_HW_ERR_REPAIRABLE_HBM_UE,
         NrtStatus::NetworkProxyFailure => NRT_NETWORK_PROXY_FAILURE,
+        // A status the library gains before this header has it.
+        _ => NRT_FAILURE,
     }
 }
 

@@ -648,7 +648,7 @@ pub(crate) unsafe fn device_allocation_info(
 /// receives a handle the caller owns until `nrt_tensor_free`. Size 0, a bad
 /// placement or a bad `vnc` give `NRT_INVALID`; device memory exhaustion
 /// gives `NRT_RESOURCE`. VIRTUAL is refused with `NRT_INVALID` from runtime
-/// line 2.32 (`NEFFLD_RUNTIME`; 2.34 by default), which removed it.
+/// line 2.32 (`NEFFLD_RUNTIME`; the newest line by default), which removed it.
 ///
 /// # Safety
 /// `name` must be NULL or a NUL-terminated string; `tensor` must be NULL or

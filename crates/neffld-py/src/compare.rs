@@ -67,8 +67,8 @@ pub struct CoreComparison {
 /// The whole comparison; truthy when neffld agrees with the capture.
 #[pyclass(frozen, get_all, module = "neffld")]
 pub struct Comparison {
-    /// The runtime line neffld loaded under: the capture's ("2.23" …
-    /// "2.34").
+    /// The runtime line neffld loaded under: the capture's ("2.23" … the
+    /// newest).
     pub runtime_line: String,
     pub agrees: bool,
     pub cores: Vec<Py<CoreComparison>>,

@@ -44,6 +44,12 @@ mod _neffld {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        m.add("__version__", env!("CARGO_PKG_VERSION"))
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        // The runtime lines of the library's table, oldest first.
+        let lines: Vec<String> = neffld::RuntimeLine::ALL
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        m.add("RUNTIME_LINES", pyo3::types::PyTuple::new(m.py(), lines)?)
     }
 }

@@ -17,7 +17,7 @@ use neffld::report::StagedView;
 use neffld::settings::{Asked, Settings};
 use neffld::{Arch, RuntimeLine};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::error::{int_arg, raise, FResult, Failure};
 use crate::info::Tensor;
@@ -204,7 +204,7 @@ pub struct Model {
     /// Architecture of the simulated device: "trn1", "trn2" or "trn3".
     #[pyo3(get)]
     arch: &'static str,
-    /// The runtime line the load reproduced: "2.23" … "2.34".
+    /// The runtime line the load reproduced: "2.23" … the newest.
     #[pyo3(get)]
     runtime: String,
     /// "sim" or "null".
@@ -239,7 +239,8 @@ impl Model {
     /// rules the load follows), "captured_on" (the chip its captures were
     /// taken on), "documented" and "carried_over" (what comes from the
     /// line's documentation, and from `captured_by`: empty for a captured
-    /// line on its own chip).
+    /// line on its own chip), "notes" (the documented facts of the lines
+    /// after `captured_by`: "line", "fact", "source", "reproduced").
     #[getter]
     fn runtime_provenance<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let config = self.rt.config();
@@ -250,6 +251,16 @@ impl Model {
         d.set_item("captured_on", p.captured_on)?;
         d.set_item("documented", p.documented)?;
         d.set_item("carried_over", p.carried_over)?;
+        let notes = PyList::empty(py);
+        for n in &p.notes {
+            let note = PyDict::new(py);
+            note.set_item("line", n.line.to_string())?;
+            note.set_item("fact", n.note.fact)?;
+            note.set_item("source", n.note.source)?;
+            note.set_item("reproduced", n.note.reproduced)?;
+            notes.append(note)?;
+        }
+        d.set_item("notes", notes)?;
         Ok(d)
     }
 
@@ -376,9 +387,9 @@ fn logical_core(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
 /// a NEFF for another architecture is refused unless
 /// `NEURON_RT_ALLOW_LEGACY_NEFF=1`), `device` is "sim" (keeps every
 /// byte) or "null" (keeps no bytes), `start_core` the logical core (-1: the first free one),
-/// `runtime` the runtime line to reproduce ("2.23" … "2.34", or a version
-/// such as "2.27.23"; default: `NEFFLD_RUNTIME`, else 2.34, the runtime
-/// users run). The runtime's
+/// `runtime` the runtime line to reproduce ("2.23" … the newest, or a
+/// version such as "2.27.23"; default: `NEFFLD_RUNTIME`, else the newest
+/// line, the runtime users run). The runtime's
 /// environment variables apply (`NEURON_RT_*`, `NEURON_LOGICAL_NC_CONFIG`);
 /// the logical-core size defaults to the one the NEFF was compiled for.
 /// Raises NeffError.

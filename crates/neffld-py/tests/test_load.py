@@ -128,8 +128,8 @@ def test_start_core_and_arch_are_honoured():
 
 def test_the_runtime_line_is_an_option():
     with neffld.load(SMALL, device="null") as m:
-        # The runtime users run, on every chip.
-        assert m.runtime == "2.34"
+        # The runtime users run, on every chip: the newest line.
+        assert m.runtime == neffld.RUNTIME_LINES[-1]
     # matmul_large's subgraphs need 8 MiB of scratchpad each: one 64 MiB
     # step of the contiguous region per core (2.33 on) ...
     with neffld.load(LARGE, device="null") as m:
@@ -184,8 +184,13 @@ def test_a_model_says_where_its_line_comes_from():
     # carries 2.23's captures (of trn1) over; 2.23 itself carries nothing.
     demo = Path(__file__).resolve().parents[3] / "examples" / "demo.neff"
     p = neffld.load(demo).runtime_provenance
-    assert (p["line"], p["captured_by"], p["captured_on"]) == ("2.34", "2.23", "trn1")
+    newest = neffld.RUNTIME_LINES[-1]
+    assert (p["line"], p["captured_by"], p["captured_on"]) == (newest, "2.23", "trn1")
     assert "memory rows" in p["carried_over"]
+    # The documented facts of the lines after 2.23 up to the newest, each
+    # with its source.
+    assert [n["line"] for n in p["notes"]][-1] == newest
+    assert all(n["source"] and n["fact"] for n in p["notes"])
     p = neffld.load(demo, runtime="2.23").runtime_provenance
     assert (p["captured_on"], p["carried_over"]) == ("trn1", [])
     p = neffld.load(demo, runtime="2.30").runtime_provenance
@@ -210,10 +215,11 @@ def test_the_signature_shows_the_defaults():
 def test_an_image_says_how_much_of_it_is_placeholder():
     # Placeholder slots start with the marker; the count is theirs. The
     # captured line on trn2 (2.30) has none; the default line carries 2.30's
-    # code over to trn2, also none; a trn1 NEFF under 2.34 carries 2.23's.
+    # code over to trn2, also none; a trn1 NEFF under the newest line
+    # carries 2.23's.
     marker = bytes.fromhex("ff6e6566666c643f")
     demo = Path(__file__).resolve().parents[3] / "examples" / "demo.neff"
-    for path, runtime in ((SMALL, "2.30"), (demo, "2.34")):
+    for path, runtime in ((SMALL, "2.30"), (demo, neffld.RUNTIME_LINES[-1])):
         for core in neffld.load(path, runtime=runtime).cores:
             for engine, image in core.images.items():
                 slots = [image[i : i + 64] for i in range(0, len(image), 64)]

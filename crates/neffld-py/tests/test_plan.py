@@ -231,7 +231,7 @@ def test_each_advice_argv_plans_to_its_fits():
 
 
 def test_an_unused_page_size_and_a_refused_variable_are_said(monkeypatch):
-    # A page size the contiguous scratchpad (2.34, trn2 at LNC 2) does not
+    # A page size the contiguous scratchpad (the newest line, trn2 at LNC 2) does not
     # use is an attribute, as in the document.
     p = neffld.plan(SMALL, instance="trn2.3xlarge", env={"NEURON_SCRATCHPAD_PAGE_SIZE": "1024"})
     assert p.unused_page_size == 1 << 30 == p.to_dict()["unused_page_size"]

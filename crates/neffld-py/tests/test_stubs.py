@@ -24,6 +24,8 @@ def declared():
             classes[node.name] = members
         elif isinstance(node, ast.FunctionDef):
             functions.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and node.target.id != "__version__":
+            functions.add(node.target.id)
     return classes, functions
 
 
@@ -35,6 +37,8 @@ def test_the_stub_and_py_typed_ship_with_the_package():
 def test_every_declared_name_exists():
     classes, functions = declared()
     for name in functions:
+        if name == "RUNTIME_LINES":
+            continue  # a tuple, checked below
         assert callable(getattr(neffld, name)), name
     for name, members in classes.items():
         cls = getattr(neffld, name)
@@ -60,3 +64,16 @@ def test_every_attribute_is_declared():
         cls = getattr(neffld, name)
         extra = {a for a in dir(cls) if not a.startswith("_")} - members
         assert not extra, f"{name}: {sorted(extra)}"
+
+
+def test_the_runtime_lines_are_the_stubs():
+    # The stub's Literal of runtime lines is the library's table, in order.
+    tree = ast.parse(STUB.read_text())
+    alias = next(
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and n.targets[0].id == "_RuntimeLine"
+    )
+    listed = tuple(e.value for e in alias.slice.elts)
+    assert listed == neffld.RUNTIME_LINES
+    assert listed[0] == "2.23"

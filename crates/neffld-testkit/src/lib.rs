@@ -981,11 +981,19 @@ pub fn beyond_start(dev: &neffld::device::Device) -> Vec<neffld::device::LiveAll
         .collect()
 }
 
+/// The runtime line the `load` fuzz target's flag byte names: bits 3 to 7,
+/// their value modulo the number of lines indexing
+/// [`neffld::line::RuntimeLine::ALL`], so every line is reached (up to 32).
+pub fn runtime_line_of_flag(flag: u8) -> neffld::line::RuntimeLine {
+    use neffld::line::RuntimeLine;
+    RuntimeLine::ALL[usize::from(flag >> 3) % RuntimeLine::ALL.len()]
+}
+
 /// The `load` fuzz target's body, shared with the replay of kept inputs.
 ///
 /// The first byte is a flag byte (bit 0: trn1 instead of trn2; bit 1: verify
-/// the payload hash; bit 2: allow legacy NEFFs; bits 3 to 5: the runtime
-/// line, one of [`neffld::line::RuntimeLine::ALL`]), the rest is the NEFF. It
+/// the payload hash; bit 2: allow legacy NEFFs; bits 3 to 7: the runtime
+/// line, [`runtime_line_of_flag`]), the rest is the NEFF. It
 /// loads on a `NullDevice` with a small inflate ceiling and the staged-model
 /// validator on, unloads, and checks that the device and the registry are
 /// empty either way. Returns the status of a failed load, `None` when the
@@ -1010,7 +1018,7 @@ pub fn fuzz_load(input: &[u8]) -> Option<neffld::NrtStatus> {
     let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
     let cfg = RuntimeConfig {
         arch,
-        runtime: Some(neffld::line::RuntimeLine::ALL[usize::from(flag >> 3) & 7]),
+        runtime: Some(runtime_line_of_flag(flag)),
         device: DeviceKind::Null,
         validate_hash: flag & 2 != 0,
         allow_legacy_neff: flag & 4 != 0,

@@ -41,7 +41,6 @@ pub use crate::loaded::LoadedModel;
 pub(crate) use crate::loaded::LoadedModel;
 pub(crate) use crate::loaded::Parsed;
 pub use crate::loaded::Timings;
-use crate::memory;
 use crate::parse::{self, ParseError};
 use crate::registry::{ModelNames, Registry, RegistryError};
 use crate::stage::validate::{self, Finding};
@@ -50,6 +49,7 @@ use crate::NrtStatus;
 
 /// Why a call failed: the layer's own error, or a guard of this layer.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// The runtime was closed (`NRT_CLOSED`): a load racing a close, or a
     /// call after it.
@@ -518,12 +518,12 @@ fn unclaim(usage: &Mutex<Vec<u32>>, idx: usize) {
 testkit_pub! {
     /// The configured simulated device as the runtime finds it: the part of
     /// the regions its line holds at start that its own start-up allocations
-    /// ([`memory::start_plan`], made by [`Runtime::with_devices`]) do not fill
+    /// ([`crate::memory::start_plan`], made by [`Runtime::with_devices`]) do not fill
     /// is held back like the firmware carve-out, so that a model's first
     /// allocations land where the captures show them.
     fn started_device(config: &RuntimeConfig) -> Arc<Device> {
         let geometry = Geometry::for_arch(config.arch);
-        let held = memory::start_plan(&geometry, config.arch, config.captured_line()).held;
+        let held = config.start_plan(&geometry).held;
         match config.device {
             DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, held)),
             DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, held)),
@@ -532,7 +532,7 @@ testkit_pub! {
 }
 
 /// What the runtime allocates for itself on every physical core when it
-/// starts, before any model ([`memory::start_plan`]): real allocations, so
+/// starts, before any model ([`crate::memory::start_plan`]): real allocations, so
 /// that what the allocator refuses and what every memory report says agree.
 /// What the runtime allocates for itself when it starts, on the physical
 /// cores of `device` in `pcores`: the cores of its visible logical cores
@@ -543,7 +543,7 @@ fn start(
     pcores: &[u32],
 ) -> Result<AllocSet, DeviceError> {
     let geometry = device.geometry();
-    let plan = memory::start_plan(geometry, config.arch, config.captured_line());
+    let plan = config.start_plan(geometry);
     let per_core = plan.rows.len() / geometry.cores().max(1) as usize;
     let mut held = AllocSet::new(device);
     for (i, &(usage, size, place)) in plan.rows.iter().enumerate() {

@@ -14,6 +14,7 @@ pub(crate) const SB_WINDOW: u64 = 32 << 20;
 
 /// A NeuronCore architecture. The discriminants are the runtime's enum values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Arch {
     /// v2: trn1 / inf2.
     Sunda = 2,

@@ -78,5 +78,16 @@ pub const RUNTIME_NAME: &str = concat!("neffld ", env!("CARGO_PKG_VERSION"));
 
 pub use arch::Arch;
 pub use line::{LineProvenance, RuntimeLine};
+
+/// The runtime lines neffld reproduces: one row of facts per line
+/// ([`lines::FACTS`]: version, SDK and date, the captured line each chip
+/// carries over, the documented switches, start-up memory, the C calls a
+/// line adds, and the documented facts with their sources).
+pub mod lines {
+    pub use crate::line::facts::{
+        ImplicitAsync, LineFacts, LineNote, LineProvenance, Note, RuntimeLine, StartDelta,
+        Switches, FACTS,
+    };
+}
 pub use status::NrtStatus;
 pub use verify::{verify, VerifyReport};

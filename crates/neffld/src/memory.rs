@@ -1,20 +1,15 @@
 //! What the runtime allocates for itself on every physical core when it
-//! starts, before any model, and where. The figures are the runtime line's
-//! ([`Captured::start_rows`], [`Captured::start_taken`]); the runtime
-//! allocates them for real ([`crate::api::Runtime`]), so they are in the one
-//! ledger every memory report projects ([`crate::report::memory`]).
+//! starts, before any model, and where. The figures are the line's: the
+//! rows of the captured line it carries over ([`crate::line::Captured::start_rows`],
+//! [`crate::line::Captured::start_taken`]) and its own start-up deltas over them
+//! ([`LineFacts::start`]); the runtime allocates them for real
+//! ([`crate::api::Runtime`]), so they are in the one ledger every memory
+//! report projects ([`crate::report::memory`]).
 
 use crate::device::alloc::charged_size;
-use crate::device::{Geometry, MemUsage, Place, Pool, Rows, StartTaken};
-use crate::line::Captured;
+use crate::device::{Geometry, MemUsage, Place, Pool, StartTaken};
+use crate::line::{LineFacts, StartDelta};
 use crate::Arch;
-
-/// What the runtime of `line` allocates for itself on each physical core of
-/// `arch` when it starts (the line's figures and their evidence:
-/// [`Captured::start_rows`]).
-pub fn runtime_rows(arch: Arch, line: Captured) -> Rows {
-    line.start_rows(arch)
-}
 
 /// Where the runtime's start-up allocations go on a device, and what of the
 /// regions its line holds at the bottom of each channel's pools they leave
@@ -27,7 +22,9 @@ pub struct StartPlan {
     pub rows: Vec<(MemUsage, u64, Place)>,
 }
 
-/// The runtime's start on a device of `geometry` under `line`.
+/// The runtime's start on a device of `geometry` and `arch` under the line
+/// of `facts`, with the line's start-up deltas that `kept` keeps (a
+/// documented switch may turn one off).
 ///
 /// The captures show a started runtime holding a region at the bottom of
 /// each channel's small pool (2.27, 2.30) or main pool (2.23) before any
@@ -36,14 +33,28 @@ pub struct StartPlan {
 /// while they fit, and the rest of each region is held back, so the region
 /// ends where the captures show it. A row too large for what is left (the
 /// trn1 microcode, 96 MiB) goes to the top of the channel instead, where it
-/// moves no model allocation.
-pub fn start_plan(geometry: &Geometry, arch: Arch, line: Captured) -> StartPlan {
+/// moves no model allocation; so does a line's delta over the captured rows
+/// that does not fit, which therefore moves none either.
+pub fn start_plan(
+    geometry: &Geometry,
+    arch: Arch,
+    facts: &LineFacts,
+    kept: impl Fn(&StartDelta) -> bool,
+) -> StartPlan {
+    let line = facts.captured(arch);
     let region = line.start_taken(arch);
-    let rows = runtime_rows(arch, line);
+    let rows = line.start_rows(arch);
     let per_core: Vec<(MemUsage, u64)> = MemUsage::ALL
         .into_iter()
         .map(|u| (u, rows[u.index()]))
         .filter(|&(_, bytes)| bytes > 0)
+        .chain(
+            facts
+                .start
+                .iter()
+                .filter(|d| kept(d))
+                .map(|d| (d.usage, d.bytes)),
+        )
         .collect();
     let cores_per_channel = geometry.cores_per_hbm().max(1);
     let has_small = !region.no_small_pool;
@@ -80,6 +91,7 @@ pub fn start_plan(geometry: &Geometry, arch: Arch, line: Captured) -> StartPlan 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::line::{Captured, RuntimeLine};
 
     /// On 2.30 trn2 every row of both cores of a channel fits the region the
     /// captures show (0x3b0000 at the bottom of the small pool): only the
@@ -87,7 +99,7 @@ mod tests {
     #[test]
     fn start_rows_fill_the_held_region_and_the_rest_is_held_back() {
         let g = Geometry::for_arch(Arch::Cayman);
-        let plan = start_plan(&g, Arch::Cayman, Captured::V2_30);
+        let plan = start_plan(&g, Arch::Cayman, RuntimeLine::V2_30.facts(), |_| true);
         let region = Captured::V2_30.start_taken(Arch::Cayman);
         let per_channel: u64 = plan.rows[..plan.rows.len() / 4]
             .iter()
@@ -106,7 +118,7 @@ mod tests {
     #[test]
     fn a_row_larger_than_the_region_goes_to_the_top() {
         let g = Geometry::for_arch(Arch::Sunda);
-        let plan = start_plan(&g, Arch::Sunda, Captured::V2_23);
+        let plan = start_plan(&g, Arch::Sunda, RuntimeLine::V2_23.facts(), |_| true);
         let ucode = plan
             .rows
             .iter()

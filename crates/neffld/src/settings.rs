@@ -11,7 +11,7 @@
 //! |---|---|---|---|---|
 //! | architecture | `--arch` | `--instance` | `NEFFLD_ARCH` / `NEFFLD_INSTANCE` (they must agree) | the NEFF's own target, else trn2 |
 //! | logical-core size | `--lnc` | `NEURON_LOGICAL_NC_CONFIG` / `NEURON_RT_VIRTUAL_CORE_SIZE` | the NEFF's declared size, when the front end follows it and the architecture takes it | the architecture's (trn1: 1, else 2) |
-//! | runtime line | `--runtime` | `NEFFLD_RUNTIME` | 2.34 | |
+//! | runtime line | `--runtime` | `NEFFLD_RUNTIME` | the newest ([`RuntimeLine::NEWEST`]) | |
 //! | device | `--device` (the CLI's and Python's always give one) | `NEFFLD_DEVICE` | sim | |
 //! | hash, check, legacy NEFFs | the flag | the variable | off | |
 //! | inflate ceiling | `--max-inflated` | `NEFFLD_MAX_INFLATED` | the container's | |

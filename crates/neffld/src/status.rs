@@ -10,6 +10,7 @@ use std::fmt;
 /// A status code as the public runtime reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
+#[non_exhaustive]
 pub enum NrtStatus {
     /// The call did what it was asked.
     Success = 0,

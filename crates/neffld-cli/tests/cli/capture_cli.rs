@@ -42,7 +42,7 @@ fn dump_writes_each_image_and_a_device_json_that_describes_them() {
     let neff_path = data("fixtures", &format!("{STEM}.neff"));
     let dir = std::env::temp_dir().join(format!("neffld-dump-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    // The capture's own line (2.30.51); the default, 2.34, is checked below.
+    // The capture's own line (2.30.51); the default, the newest, is checked below.
     let out = run(&[
         "load",
         neff_path.to_str().unwrap(),

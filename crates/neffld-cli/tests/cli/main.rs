@@ -4,6 +4,7 @@ mod capture_cli;
 mod cli;
 #[path = "../common/mod.rs"]
 mod common;
+mod derived;
 mod hostile;
 mod large_file;
 mod plan_cli;

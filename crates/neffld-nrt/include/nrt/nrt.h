@@ -98,7 +98,7 @@ typedef enum nrt_tensor_placement_t {
    * Up to runtime line 2.31, host memory in this library (no virtual
    * device mapping exists); from 2.32, which removed it, refused by
    * `nrt_tensor_allocate` with `NRT_INVALID` (the line is
-   * `NEFFLD_RUNTIME`'s, 2.34 by default).
+   * `NEFFLD_RUNTIME`'s, the newest line by default).
    */
   NRT_TENSOR_PLACEMENT_VIRTUAL = 2,
 } nrt_tensor_placement_t;
@@ -511,7 +511,7 @@ NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count
  * receives a handle the caller owns until `nrt_tensor_free`. Size 0, a bad
  * placement or a bad `vnc` give `NRT_INVALID`; device memory exhaustion
  * gives `NRT_RESOURCE`. VIRTUAL is refused with `NRT_INVALID` from runtime
- * line 2.32 (`NEFFLD_RUNTIME`; 2.34 by default), which removed it.
+ * line 2.32 (`NEFFLD_RUNTIME`; the newest line by default), which removed it.
  *
  * # Safety
  * `name` must be NULL or a NUL-terminated string; `tensor` must be NULL or

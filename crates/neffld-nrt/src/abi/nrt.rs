@@ -21,7 +21,7 @@ pub enum nrt_tensor_placement_t {
     /// Up to runtime line 2.31, host memory in this library (no virtual
     /// device mapping exists); from 2.32, which removed it, refused by
     /// `nrt_tensor_allocate` with `NRT_INVALID` (the line is
-    /// `NEFFLD_RUNTIME`'s, 2.34 by default).
+    /// `NEFFLD_RUNTIME`'s, the newest line by default).
     NRT_TENSOR_PLACEMENT_VIRTUAL = 2,
 }
 

@@ -218,7 +218,7 @@ fn tensor_round_trip_on_every_placement() {
         return;
     }
     let _g = fresh();
-    // The default line (2.34) has no VIRTUAL placement (removed in 2.32):
+    // The default line (the newest) has no VIRTUAL placement (removed in 2.32):
     // virtual_placement.rs runs it on the lines that have it.
     let (s, t) = alloc(VIRTUAL, -1, 4096);
     assert_eq!((s, t.is_null()), (NRT_STATUS::NRT_INVALID, true));

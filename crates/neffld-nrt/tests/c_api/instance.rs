@@ -107,7 +107,7 @@ fn an_inf2_24xlarge_has_six_chips_of_two_cores() {
 
 /// The documentation's NEFF A (`a_var1` 512 MB at 0, `a_var2` 1 GB at
 /// 512 MB) and NEFF B (`b_var1` 100 MB at 0, `b_var2` 1.5 GB at 100 MB)
-/// loaded on one core through the C library: by default (2.34, the
+/// loaded on one core through the C library: by default (the newest line, the
 /// contiguous region) they add the largest need rounded up to 64 MiB —
 /// 1,636 MiB to 1.625 GiB — page size or not; with
 /// `NEURON_RT_CONTIGUOUS_SCRATCHPAD=0` (or on 2.30) the paged mode's 2 GiB

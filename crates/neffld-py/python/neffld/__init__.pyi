@@ -6,11 +6,20 @@ from typing import Any, Literal, Optional, Union
 
 __version__: str
 
+RUNTIME_LINES: tuple[_RuntimeLine, ...]
+"""The runtime lines neffld reproduces, oldest first: the last is the
+newest, the line a load runs under unless told otherwise."""
+
 PathOrBytes = Union[str, os.PathLike[str], bytes, bytearray, memoryview]
 """A path (str or os.PathLike) to read, or the file's contents (bytes,
 bytearray, memoryview or any buffer): bytes are always contents, never a
 path. When a short buffer that names an existing file fails as contents,
 the error says so (pass a str or a pathlib.Path to name a file)."""
+
+_RuntimeLine = Literal["2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34"]
+"""The runtime lines neffld reproduces, oldest first; the last is the
+newest, the default (the library's table of lines; a test holds this list
+to it)."""
 
 class NeffError(Exception):
     """Raised for every failure but an argument of the wrong type (that is
@@ -151,13 +160,14 @@ class Model:
     name: str
     uuid: bytes
     arch: Literal["trn1", "trn2", "trn3"]
-    runtime: Literal["2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34"]
+    runtime: _RuntimeLine
     """The runtime line the load reproduced."""
     runtime_provenance: dict[str, Any]
     """Where the line's behaviour comes from, as `neffld load --json` says:
     "line", "captured_by", "captured_on" (the chip its captures were taken
     on), "documented" and "carried_over" (empty only for a captured line on
-    its own chip)."""
+    its own chip), and "notes": the documented facts of the lines after the
+    captured one, each {"line", "fact", "source", "reproduced"}."""
     device: Literal["sim", "null"]
     vnc: int
     cores: list[Core]
@@ -231,7 +241,7 @@ class CoreComparison:
 class Comparison:
     """A capture held against neffld's load; truthy when they agree."""
 
-    runtime_line: Literal["2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34"]
+    runtime_line: _RuntimeLine
     """The runtime line neffld loaded under: the capture's."""
     agrees: bool
     cores: list[CoreComparison]
@@ -267,9 +277,8 @@ def load(
     `arch` (default: the architecture NEFFLD_ARCH or NEFFLD_INSTANCE names,
     else the NEFF's target; a NEFF for another architecture is refused
     unless NEURON_RT_ALLOW_LEGACY_NEFF=1), reproducing runtime line `runtime`
-    ("2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34" or a
-    version such as "2.27.23"; default: NEFFLD_RUNTIME, else 2.34, the
-    runtime users run). The runtime's
+    (a line of _RuntimeLine or a version such as "2.27.23"; default:
+    NEFFLD_RUNTIME, else the newest line, the runtime users run). The runtime's
     environment variables apply; the logical-core size defaults to the
     NEFF's own. Raises NeffError: stage "usage" for a refused value of
     `arch`, `device`, `runtime` or `start_core` (-1 or 0 to 2**31-1), "io"

@@ -64,6 +64,7 @@ pub(crate) const VERSIONS: [u8; 3] = [4, 5, 6];
 
 /// Why a capture could not be read. Every variant names where.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CaptureError {
     /// Fewer bytes than the fixed header: not a capture, or cut short.
     #[error("capture is {len} bytes, shorter than the {METADATA_OFFSET:#x}-byte header")]

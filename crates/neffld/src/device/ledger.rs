@@ -14,6 +14,7 @@ use crate::ids::{HModel, LCore, PCore};
 
 /// `dma_mem_usage_type_t`: why a piece of device memory exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum MemUsage {
     /// Anything the runtime does not classify.
     Generic = 0,

@@ -1,7 +1,8 @@
 //! Runtime lines: what the runtime itself does around a NEFF, per release
 //! line of the runtime — 2.23, 2.25, 2.27 and 2.30 as the hardware captures
-//! show it, 2.31 to 2.34 as their documentation changes those
-//! (docs/decisions.md, "Runtime lines").
+//! show it, the later lines as their documentation changes those
+//! (docs/decisions.md, "Runtime lines"). What each line is, one row of
+//! facts per line, is [`facts`].
 //!
 //! A load runs under one [`RuntimeLine`] (`neffld load --runtime`,
 //! `NEFFLD_RUNTIME`, [`crate::config::RuntimeConfig::runtime`]). One module
@@ -16,6 +17,7 @@
 //! each unknown slot is a [`regs::filler`] the image reports
 //! ([`Code::filler`]).
 
+pub mod facts;
 pub mod regs;
 mod shared;
 mod v2_23;
@@ -25,199 +27,14 @@ mod v2_30;
 
 use std::fmt;
 use std::ops::Range;
-use std::str::FromStr;
 
 use crate::device::{MemUsage, StartTaken};
 use crate::manifest::engine::EngineType;
 use crate::Arch;
 
+pub use facts::{ImplicitAsync, LineFacts, LineProvenance, RuntimeLine, StartDelta};
 pub use regs::{Bases, DmaWindow, OwnedQueue, Record, TableLoad, Trigger};
 pub use v2_30::QueueShape;
-
-/// A release line of the runtime: what a user asks for (`--runtime`,
-/// `NEFFLD_RUNTIME`) and what reports name.
-///
-/// Lines up to 2.30 were captured on hardware, and each has its own rules
-/// ([`Captured`]). The lines after it (2.31 to 2.34) have no capture: what
-/// their release notes and documentation say changed is decided here and
-/// where it applies, and everything else a load depends on — image bodies,
-/// ucode, ring sizes, what the runtime holds when it starts — carries over
-/// from the newest captured line of the chip ([`RuntimeLine::captured`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RuntimeLine {
-    /// Runtime 2.23, the oldest captured line.
-    V2_23,
-    /// Runtime 2.25, captured.
-    V2_25,
-    /// Runtime 2.27, captured.
-    V2_27,
-    /// Runtime 2.30, the newest captured line.
-    V2_30,
-    /// Runtime 2.31 (from its documentation; the rest from 2.30).
-    V2_31,
-    /// Runtime 2.32 (from its documentation; the rest from 2.30).
-    V2_32,
-    /// Runtime 2.33, which brought the contiguous scratchpad.
-    V2_33,
-    /// Runtime 2.34, the newest: the default.
-    V2_34,
-}
-
-impl RuntimeLine {
-    /// Every line, oldest first.
-    pub const ALL: [RuntimeLine; 8] = [
-        RuntimeLine::V2_23,
-        RuntimeLine::V2_25,
-        RuntimeLine::V2_27,
-        RuntimeLine::V2_30,
-        RuntimeLine::V2_31,
-        RuntimeLine::V2_32,
-        RuntimeLine::V2_33,
-        RuntimeLine::V2_34,
-    ];
-
-    /// The newest line: the one users run (libnrt 2.34, Neuron SDK 2.32),
-    /// and so the line a load runs under unless told otherwise, on every
-    /// chip. Older lines are asked for by name, and stay exact where
-    /// captures prove them.
-    pub const NEWEST: RuntimeLine = RuntimeLine::V2_34;
-
-    /// `(major, minor)`.
-    pub fn version(self) -> (u8, u8) {
-        match self {
-            RuntimeLine::V2_23 => (2, 23),
-            RuntimeLine::V2_25 => (2, 25),
-            RuntimeLine::V2_27 => (2, 27),
-            RuntimeLine::V2_30 => (2, 30),
-            RuntimeLine::V2_31 => (2, 31),
-            RuntimeLine::V2_32 => (2, 32),
-            RuntimeLine::V2_33 => (2, 33),
-            RuntimeLine::V2_34 => (2, 34),
-        }
-    }
-
-    /// The line a runtime version `major.minor.*` belongs to.
-    pub fn of_version(major: u64, minor: u64) -> Option<RuntimeLine> {
-        RuntimeLine::ALL
-            .into_iter()
-            .find(|l| (u64::from(l.version().0), u64::from(l.version().1)) == (major, minor))
-    }
-
-    testkit_pub! {
-        /// The captured line whose rules a load under this line follows on
-        /// `arch`: the line itself up to 2.30; after it, the newest captured
-        /// line of the chip whose image layout is known — 2.30 on trn2 (the
-        /// ten shared captures; trn3, never captured, takes trn2's), 2.23 on
-        /// trn1 (2.25 was seen on one NEFF only and its preamble is not
-        /// known).
-        fn captured(self, arch: Arch) -> Captured {
-            match self {
-                RuntimeLine::V2_23 => Captured::V2_23,
-                RuntimeLine::V2_25 => Captured::V2_25,
-                RuntimeLine::V2_27 => Captured::V2_27,
-                RuntimeLine::V2_30 => Captured::V2_30,
-                RuntimeLine::V2_31 | RuntimeLine::V2_32 | RuntimeLine::V2_33 | RuntimeLine::V2_34 => {
-                    match arch {
-                        Arch::Sunda => Captured::V2_23,
-                        Arch::Cayman | Arch::Mariana => Captured::V2_30,
-                    }
-                }
-            }
-        }
-    }
-
-    /// Whether the runtime of this line keeps each core's shared scratchpad
-    /// as one contiguous region of 64 MiB pages by default, where the chip
-    /// and logical-core size allow it ([`crate::config::RuntimeConfig::scratchpad_mode`]),
-    /// and fails a load whose region cannot grow: from 2.33 (device-memory
-    /// documentation, "Contiguous shared scratchpad", which also says the
-    /// load then fails as out of memory and that non-shared scratchpad
-    /// exists only in the paged mode). Up to 2.32 the mode exists only when
-    /// asked for, and as the older lines' experimental mode: a region that
-    /// cannot grow is capped and the variables beyond it get private
-    /// allocations (docs/reference/stage.md §6.5).
-    pub fn contiguous_scratchpad(self) -> bool {
-        self >= RuntimeLine::V2_33
-    }
-
-    /// Whether `nrt_tensor_allocate` takes `NRT_TENSOR_PLACEMENT_VIRTUAL`:
-    /// removed in 2.32 (release notes of runtime 2.32).
-    pub fn virtual_placement(self) -> bool {
-        self < RuntimeLine::V2_32
-    }
-
-    /// Whether a refused allocation's report holds the usage table with a
-    /// row per NEFF: from runtime 2.26.42 (release notes of Neuron 2.24:
-    /// "Refined out-of-memory error messages to report a NEFF level memory
-    /// breakdown table"), so 2.27 on. 2.23 and 2.25 printed an "Overall
-    /// HBM usage" list the device-memory documentation shows only in part.
-    pub fn neff_usage_table(self) -> bool {
-        self >= RuntimeLine::V2_27
-    }
-
-    /// Whether `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG` exists (2.33).
-    pub fn oom_log_switch(self) -> bool {
-        self >= RuntimeLine::V2_33
-    }
-
-    /// What a load under this line on `arch` reproduces, and from where:
-    /// for a line without captures of its own, which of its facts come
-    /// from its documentation and which carry over from a captured line.
-    pub fn provenance(self, arch: Arch) -> LineProvenance {
-        let captured = self.captured(arch);
-        // Its own captures, of this chip: a line captured on another chip
-        // only (2.23 on trn2, 2.30 on trn1 or trn3) carries them over too.
-        let own = captured.line() == self && captured.chip() == arch;
-        let mut documented: Vec<&'static str> = Vec::new();
-        if self.contiguous_scratchpad() {
-            documented.push(
-                "contiguous shared scratchpad by default (trn1, inf2; trn2 and trn3 at LNC 2), 64 MiB steps",
-            );
-        }
-        if !self.virtual_placement() {
-            documented.push("NRT_TENSOR_PLACEMENT_VIRTUAL refused");
-        }
-        LineProvenance {
-            line: self,
-            captured_by: captured.line(),
-            captured_on: captured.chip().instance(),
-            carried_over: if own {
-                Vec::new()
-            } else {
-                vec![
-                    "instruction image layout, preambles and postambles",
-                    "ring sizes",
-                    "what the runtime allocates when it starts (ucode, rings, pools)",
-                    "memory rows",
-                ]
-            },
-            documented,
-        }
-    }
-}
-
-/// Where a line's behaviour comes from ([`RuntimeLine::provenance`]).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct LineProvenance {
-    /// The line asked for.
-    #[serde(serialize_with = "display")]
-    pub line: RuntimeLine,
-    /// The captured line whose rules the load follows for what `line` does
-    /// not document: `line` itself when it was captured.
-    #[serde(serialize_with = "display")]
-    pub captured_by: RuntimeLine,
-    /// The chip `captured_by` was captured on (`trn1`, `trn2`).
-    pub captured_on: &'static str,
-    /// What the load takes from its line's documentation.
-    pub documented: Vec<&'static str>,
-    /// What the load takes from `captured_by` (empty when that is `line`,
-    /// captured on the load's own chip).
-    pub carried_over: Vec<&'static str>,
-}
-
-fn display<S: serde::Serializer>(line: &RuntimeLine, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(line)
-}
 
 /// A line whose rules were fitted on hardware captures: what the loader's
 /// stages follow for the runtime's own code, rings and start-up memory. A
@@ -310,42 +127,6 @@ impl Captured {
 impl fmt::Display for Captured {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.line().fmt(f)
-    }
-}
-
-impl fmt::Display for RuntimeLine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (major, minor) = self.version();
-        write!(f, "{major}.{minor}")
-    }
-}
-
-/// `2.27`, or a whole version of the line such as `2.27.23`.
-impl FromStr for RuntimeLine {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<RuntimeLine, String> {
-        let bad = || {
-            format!(
-                "unknown runtime line '{s}' (expected one of {}, or a version of one such as 2.27.23)",
-                RuntimeLine::ALL.map(|l| l.to_string()).join(", ")
-            )
-        };
-        let parts: Vec<&str> = s.trim().split('.').collect();
-        let numbers: Option<Vec<u64>> = parts
-            .iter()
-            .map(|p| {
-                p.bytes()
-                    .all(|b| b.is_ascii_digit())
-                    .then(|| p.parse().ok())
-                    .flatten()
-            })
-            .collect();
-        let (major, minor) = match numbers.as_deref() {
-            Some([major, minor, ..]) if parts.len() <= 4 => (*major, *minor),
-            _ => return Err(bad()),
-        };
-        RuntimeLine::of_version(major, minor).ok_or_else(bad)
     }
 }
 
@@ -635,9 +416,12 @@ mod tests {
         assert_eq!(RuntimeLine::of_version(2, 30), Some(RuntimeLine::V2_30));
         assert_eq!("2.34.10".parse(), Ok(RuntimeLine::V2_34));
         assert_eq!(RuntimeLine::of_version(2, 33), Some(RuntimeLine::V2_33));
-        assert_eq!(RuntimeLine::of_version(2, 35), None);
-        let e = "2.35".parse::<RuntimeLine>().unwrap_err();
-        assert!(e.contains("2.23, 2.25, 2.27, 2.30, 2.31, 2.32, 2.33, 2.34"), "{e}");
+        assert_eq!(RuntimeLine::of_version(2, 26), None);
+        let e = "2.26".parse::<RuntimeLine>().unwrap_err();
+        let every = RuntimeLine::ALL.map(|l| l.to_string()).join(", ");
+        assert!(e.contains(&every) && every.starts_with("2.23, 2.25, 2.27, 2.30, 2.31"), "{e}");
+        let (major, minor) = RuntimeLine::NEWEST.version();
+        assert_eq!(RuntimeLine::of_version(major.into(), u64::from(minor) + 1), None);
         assert_eq!(RuntimeLine::NEWEST, *RuntimeLine::ALL.last().unwrap());
     }
 
@@ -645,12 +429,7 @@ mod tests {
     /// chip; a captured line follows itself.
     #[test]
     fn newer_lines_carry_over_the_newest_captured_rules_of_their_chip() {
-        for line in [
-            RuntimeLine::V2_31,
-            RuntimeLine::V2_32,
-            RuntimeLine::V2_33,
-            RuntimeLine::V2_34,
-        ] {
+        for line in RuntimeLine::ALL.into_iter().filter(|&l| l > RuntimeLine::V2_30) {
             assert_eq!(line.captured(Arch::Sunda), Captured::V2_23);
             assert_eq!(line.captured(Arch::Cayman), Captured::V2_30);
             assert_eq!(line.captured(Arch::Mariana), Captured::V2_30);
@@ -658,6 +437,8 @@ mod tests {
             assert_eq!(p.captured_by, RuntimeLine::V2_30);
             assert!(!p.carried_over.is_empty());
             assert_eq!(p.documented.is_empty(), line == RuntimeLine::V2_31);
+            assert_eq!(p.notes.first().map(|n| n.line), Some(RuntimeLine::V2_31));
+            assert_eq!(p.notes.last().map(|n| n.line), Some(line));
         }
         for c in [Captured::V2_23, Captured::V2_25, Captured::V2_27, Captured::V2_30] {
             for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {

@@ -33,6 +33,7 @@ use super::PlanError;
 
 /// Which change.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AdviceKind {
     /// `NEURON_SCRATCHPAD_PAGE_SIZE` in MiB.
     ScratchpadPage {

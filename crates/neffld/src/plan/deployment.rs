@@ -11,7 +11,7 @@ use serde::Deserialize;
 use thiserror::Error;
 use toml::Spanned;
 
-use crate::config::VARIABLES;
+use crate::config::vars::{self, Reader};
 use crate::instance::Instance;
 use crate::line::RuntimeLine;
 
@@ -552,29 +552,28 @@ pub fn parse_env(arg: &str) -> Result<(String, String), DeploymentError> {
         .ok_or_else(|| bad(format!("--env '{arg}'"), "expected KEY=VALUE"))?;
     // The ceiling on a plan's steps bounds what is expanded before the
     // runtime's variables are read, so only the command line sets it.
-    if k.trim() != "NEFFLD_MAX_STEPS" {
+    if vars::named(k.trim()).map(|v| v.reader) != Some(Reader::Plan) {
         check_variable(k.trim(), &format!("--env '{arg}'"))?;
     }
     Ok((k.trim().to_string(), v.to_string()))
 }
 
 fn check_variable(k: &str, place: &str) -> Result<(), DeploymentError> {
-    if VARIABLES.contains(&k) {
-        return Ok(());
-    }
-    if k == "NEFFLD_MAX_STEPS" {
-        return Err(bad(
+    match vars::named(k).map(|v| v.reader) {
+        Some(Reader::Runtime) => Ok(()),
+        Some(Reader::Plan) => Err(bad(
             place,
-            "NEFFLD_MAX_STEPS bounds the deployment file itself as it is read: set it in the environment or with --env",
-        ));
+            format!("{k} bounds the deployment file itself as it is read: set it in the environment or with --env"),
+        )),
+        _ => Err(bad(
+            place,
+            format!(
+                "{k} is not a variable the runtime reads here (known: {}; and, on the command line, {})",
+                vars::names(Reader::Runtime).collect::<Vec<_>>().join(", "),
+                vars::names(Reader::Plan).collect::<Vec<_>>().join(", ")
+            ),
+        )),
     }
-    Err(bad(
-        place,
-        format!(
-            "{k} is not a variable the runtime reads here (known: {}; and, on the command line, NEFFLD_MAX_STEPS)",
-            VARIABLES.join(", ")
-        ),
-    ))
 }
 
 #[derive(Deserialize)]
@@ -906,6 +905,7 @@ fn toml_step(
 
 /// What to solve for.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Solve {
     /// The largest tensor `name` that fits on every listed core at once.
     Tensor {

@@ -55,6 +55,7 @@ pub use solve::{SolveAnswer, Solved};
 /// Why a deployment could not be planned at all — as opposed to a step the
 /// runtime refuses, which is the plan's answer ([`Plan::refusal`]).
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum PlanError {
     /// The deployment is not one the planner can run as written.
     #[error(transparent)]

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::config::VARIABLES;
+use crate::config::vars::{self, Reader};
 use crate::instance::Instance;
 use crate::line::RuntimeLine;
 
@@ -50,9 +50,8 @@ impl Deployment {
     /// the deployment file's, the inflate ceiling, `o.env`. The instance,
     /// logical-core size, line and question replace the file's when given.
     pub fn overridden(mut self, o: Overrides, process: impl Fn(&str) -> Option<String>) -> Self {
-        let mut env: Vec<(String, String)> = VARIABLES
-            .iter()
-            .filter_map(|&k| process(k).map(|v| (k.to_string(), v)))
+        let mut env: Vec<(String, String)> = vars::names(Reader::Runtime)
+            .filter_map(|k| process(k).map(|v| (k.to_string(), v)))
             .collect();
         env.append(&mut self.env);
         let mut over: Vec<(String, String)> = Vec::new();

@@ -464,6 +464,7 @@ fn compare_rows(ours: Option<&StagedCore>, theirs: Option<&Subgraph<'_>>) -> Vec
 
 /// Why a NEFF could not be loaded to be compared with a capture.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum CompareError {
     /// The capture names a chip neffld does not model.
     #[error("capture names architecture code {0}, which neffld does not know (1 trn1, 2 trn2)")]

@@ -36,6 +36,7 @@ pub struct ExamineOptions {
 
 /// A gate the NEFF passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Gate {
     /// S1: header, digest (as asked), inflate and archive.
     Container,

@@ -219,6 +219,7 @@ impl MemoryStats {
 /// A column of the runtime's usage table: the 22 usage types aggregated as
 /// the runtime reports them to a person.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Column {
     /// Instruction streams and the runtime's code for them.
     ModelCode,

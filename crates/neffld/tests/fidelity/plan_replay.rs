@@ -112,7 +112,7 @@ fn the_fixtures_plan_the_same_replayed_or_staged() {
             RuntimeLine::V2_25,
             RuntimeLine::V2_30,
             RuntimeLine::V2_33,
-            RuntimeLine::V2_34,
+            RuntimeLine::NEWEST,
         ][i % 4];
         let mut steps: Vec<Step> = (0..4).map(|c| load(f, c)).collect();
         steps.extend([load(f, 0), load(f, 0), unload(f, 0), load(f, 0), load(f, 1)]);
@@ -213,7 +213,7 @@ fn lnc1_and_trn1_plan_the_same() {
             v["var"]["v_sg0000"]["size"] = json!(700 * MIB);
         }),
     );
-    for line in [RuntimeLine::V2_27, RuntimeLine::V2_34] {
+    for line in [RuntimeLine::V2_27, RuntimeLine::NEWEST] {
         let steps = vec![
             load(&dense, 0),
             load(&spill, 1),
@@ -237,7 +237,7 @@ fn lnc1_and_trn1_plan_the_same() {
         scratchpad_example("a", [(0, 1 << 20), (1 << 20, 2 << 20)]),
     );
     let b = write("b", scratchpad_example("b", [(0, 600 << 20), (4096, 4096)]));
-    for line in [RuntimeLine::V2_23, RuntimeLine::V2_34] {
+    for line in [RuntimeLine::V2_23, RuntimeLine::NEWEST] {
         let mut steps = Vec::new();
         for _ in 0..3 {
             steps.extend([load(&a, 0), load(&b, 0), load(&a, 1), load(&b, 1)]);
@@ -300,7 +300,7 @@ fn scratchpad_growth_and_a_capped_region_plan_the_same() {
     let (p, n) = both_ways(&paged);
     assert!(p.fits());
     assert!(n >= 4, "{n} replays");
-    // Contiguous (2.34): a region that cannot grow past a tensor, which
+    // Contiguous (the newest line): a region that cannot grow past a tensor, which
     // fills what is left between another tensor and the region.
     let blocked = |line: Option<RuntimeLine>, env: Vec<(String, String)>| {
         let first = Deployment {

@@ -65,6 +65,7 @@ fn geometry_reaches_the_device_trait() {
             Arch::Sunda => (2, 2, 16 * GIB, 1),
             Arch::Cayman => (8, 4, 24 * GIB, 2),
             Arch::Mariana => (8, 4, 36 * GIB, 2),
+            other => panic!("no expected geometry for {other:?}"),
         };
         let got = (
             g.cores(),

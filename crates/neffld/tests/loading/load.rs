@@ -139,7 +139,7 @@ fn matmul_large_stages_its_scratchpad_without_allocating_the_4gib_input() {
             assert_eq!(
                 core.plan.scratch_pages(),
                 1,
-                "8 MiB fits one 64 MiB page of the contiguous region (2.34)"
+                "8 MiB fits one 64 MiB page of the contiguous region (the newest line)"
             );
         }
     })

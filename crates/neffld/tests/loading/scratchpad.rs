@@ -215,7 +215,7 @@ fn the_documented_example_with_2_gib_pages() {
     assert_eq!(columns(&rt).0, 0);
 }
 
-/// The two documented NEFFs under each line's default: 2.34 (and 2.33)
+/// The two documented NEFFs under each line's default: the newest (and 2.33)
 /// keep one contiguous region of 64 MiB pages, the largest need rounded up
 /// — 1,636 MiB to 26 pages, 1.625 GiB — whatever page size is asked for;
 /// 2.30 the paged mode's 2 GiB of pages and 2.5 GiB of private variables.

@@ -2,7 +2,8 @@
 //! replayed through its checks (`neffld_testkit::fuzz_load`, the
 //! target's body): the first
 //! byte is the flag byte (bit 0: trn1 instead of trn2; bit 1: verify the
-//! payload hash; bit 2: allow legacy NEFFs), the rest is the NEFF. Each kept
+//! payload hash; bit 2: allow legacy NEFFs; bits 3 to 7: the runtime
+//! line), the rest is the NEFF. Each kept
 //! input has a named test; every file under `tests/data/fuzz/load/` is also
 //! replayed by `every_kept_load_input`, so a new crash file is covered by
 //! dropping it there.
@@ -25,6 +26,17 @@ fn every_kept_load_input() {
         n += 1;
     }
     assert!(n > 0);
+}
+
+/// The flag byte reaches every runtime line of the table, whatever their
+/// number (bits 3 to 5 alone reached eight).
+#[test]
+fn the_flag_byte_reaches_every_line() {
+    use neffld::line::RuntimeLine;
+    let reached: std::collections::BTreeSet<RuntimeLine> = (0..=u8::MAX)
+        .map(neffld_testkit::runtime_line_of_flag)
+        .collect();
+    assert_eq!(reached.into_iter().collect::<Vec<_>>(), RuntimeLine::ALL);
 }
 
 /// A DMA block of 2^24 in-bounds 64-byte runs: expanded in full (about
