@@ -2,16 +2,18 @@
 //!
 //! Nothing executes on the simulated device, but the binding of the caller's
 //! tensor sets to the model is checked as the reference runtime checks it
-//! before it starts: every input and output of the model must be in its set
-//! under its own name and with exactly its size, and a set may hold no name
-//! the model does not have. A binding fault gives `NRT_INVALID` (the status
+//! before it starts ([`neffld::execute`], which Python's nrtpy asks too):
+//! every input and output of the model must be in its set under its own
+//! name and with exactly its size, and a set may hold no name the model
+//! does not have. A binding fault gives `NRT_INVALID` (the status
 //! `nrt_status.h` names for "input tensor name/size does not match the
 //! model") and a message naming the tensor; a correct binding is then
 //! refused with `NRT_FAILURE` and one line saying execution is not supported.
 
 use std::ffi::c_int;
 
-use neffld::api::{TensorInfo, TensorUsage};
+use neffld::api::TensorUsage;
+use neffld::execute::{self, ExecuteError};
 use tracing::error;
 
 use crate::abi::nrt_status::NRT_STATUS;
@@ -20,46 +22,18 @@ use crate::model::{self, nrt_model_t};
 use crate::tensor_set::{self, nrt_tensor_set_t};
 use crate::{state, status, tensor, unsupported};
 
-/// Checks one set against the model's tensors of one usage.
-fn check_set(
-    api: &str,
-    what: &str,
-    set: *const nrt_tensor_set_t,
-    expected: &[&TensorInfo],
-) -> NrtResult {
-    let bound = tensor_set::entries(api, set)?;
-    for t in expected {
-        let Some((_, ptr)) = bound.iter().find(|(n, _)| *n == t.name) else {
-            error!(
-                "{api}: {what} tensor \"{}\" is missing from the {what} set",
-                t.name
-            );
-            return Err(NRT_STATUS::NRT_INVALID);
-        };
-        let size = tensor::size(*ptr) as u64;
-        if size == 0 {
-            error!(
-                "{api}: {what} tensor \"{}\" is not a live tensor with storage",
-                t.name
-            );
-            return Err(NRT_STATUS::NRT_INVALID);
-        }
-        if size != t.size {
-            error!(
-                "{api}: {what} tensor \"{}\" has {size} bytes; the model expects {}",
-                t.name, t.size
-            );
-            return Err(NRT_STATUS::NRT_INVALID);
-        }
-    }
-    if let Some((name, _)) = bound
-        .iter()
-        .find(|(n, _)| !expected.iter().any(|t| t.name == *n))
-    {
-        error!("{api}: the {what} set holds \"{name}\", which is not an {what} of the model");
-        return Err(NRT_STATUS::NRT_INVALID);
-    }
-    Ok(())
+/// The names and sizes bound in one set.
+fn bound(api: &str, set: *const nrt_tensor_set_t) -> Result<Vec<(String, u64)>, NRT_STATUS> {
+    let entries = tensor_set::entries(api, set)?;
+    Ok(entries
+        .into_iter()
+        .map(|(name, ptr)| (name, tensor::size(ptr) as u64))
+        .collect())
+}
+
+/// `bound`'s names borrowed, as [`execute`] takes them.
+fn view(b: &[(String, u64)]) -> Vec<(&str, u64)> {
+    b.iter().map(|(n, s)| (n.as_str(), *s)).collect()
 }
 
 /// Checks the binding, then refuses the execution (also for
@@ -75,11 +49,18 @@ pub(crate) fn execute(
     let tensors = rt
         .tensor_info(&m)
         .map_err(|e| status::load_error(api, &e))?;
-    let of =
-        |u: TensorUsage| -> Vec<&TensorInfo> { tensors.iter().filter(|t| t.usage == u).collect() };
-    check_set(api, "input", inputs, &of(TensorUsage::Input))?;
-    check_set(api, "output", outputs, &of(TensorUsage::Output))?;
-    Err(unsupported::call(api))
+    let refused = |e: ExecuteError| {
+        error!("{api}: {e}");
+        status::from_core(e.status())
+    };
+    // The input set is read and checked before the output set is read.
+    let inputs = bound(api, inputs)?;
+    execute::check_binding(&tensors, TensorUsage::Input, &view(&inputs)).map_err(refused)?;
+    let outputs = bound(api, outputs)?;
+    match execute::refusal(&tensors, &view(&inputs), Some(&view(&outputs))) {
+        ExecuteError::Unsupported => Err(unsupported::call(api)),
+        e => Err(refused(e)),
+    }
 }
 
 /// Checks that the sets bind every input and output of the model by name and

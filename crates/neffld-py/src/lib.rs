@@ -10,6 +10,7 @@ mod compare;
 mod error;
 mod info;
 mod model;
+mod nrtpy;
 mod plan;
 mod repr;
 mod source;
@@ -30,6 +31,11 @@ mod _neffld {
     use crate::info::{inspect, NeffInfo, Tensor};
     #[pymodule_export]
     use crate::model::{load, Core, Model, Variable};
+    #[pymodule_export]
+    use crate::nrtpy::{
+        _LoadedModel, _nrtpy_active, _nrtpy_reset, _nrtpy_start, NrtError, NrtTensor, NrtpyError,
+        TensorMetadata,
+    };
     #[pymodule_export]
     use crate::plan::{
         _plan, _plan_argv, Advice, Copies, Headroom, LogLine, Plan, PlanInstance, PlanNeff,

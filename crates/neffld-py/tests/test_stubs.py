@@ -1,17 +1,24 @@
-"""The shipped type stubs describe the module as built: every class,
-function and attribute they declare exists, and every public name of the
-module is declared."""
+"""The shipped type stubs describe the modules as built: every class,
+function and attribute they declare exists, and every public name of each
+module is declared (neffld, and neffld.nrtpy)."""
 
 import ast
 from pathlib import Path
 
+import pytest
+
 import neffld
+from neffld import nrtpy
 
 STUB = Path(neffld.__file__).with_name("__init__.pyi")
+MODULES = [(neffld, STUB), (nrtpy, Path(nrtpy.__file__).with_suffix(".pyi"))]
+# Exceptions whose declared attributes are set on each instance (checked
+# in test_errors and test_nrtpy).
+INSTANCE_ATTRS = {"NeffError", "NrtError"}
 
 
-def declared():
-    tree = ast.parse(STUB.read_text())
+def declared(stub):
+    tree = ast.parse(stub.read_text())
     classes, functions = {}, set()
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
@@ -29,40 +36,46 @@ def declared():
     return classes, functions
 
 
-def test_the_stub_and_py_typed_ship_with_the_package():
-    assert STUB.is_file()
+def test_the_stubs_and_py_typed_ship_with_the_package():
+    for _, stub in MODULES:
+        assert stub.is_file()
     assert STUB.with_name("py.typed").is_file()
 
 
-def test_every_declared_name_exists():
-    classes, functions = declared()
+@pytest.mark.parametrize("module, stub", MODULES)
+def test_every_declared_name_exists(module, stub):
+    classes, functions = declared(stub)
     for name in functions:
         if name == "RUNTIME_LINES":
             continue  # a tuple, checked below
-        assert callable(getattr(neffld, name)), name
+        assert callable(getattr(module, name)), name
     for name, members in classes.items():
-        cls = getattr(neffld, name)
+        cls = getattr(module, name)
         for m in members - {"__buffer__"}:
-            if name == "NeffError":
-                continue  # instance attributes, checked in test_errors
+            if name in INSTANCE_ATTRS:
+                continue
             assert hasattr(cls, m), f"{name}.{m}"
 
 
-def test_every_public_name_is_declared():
-    classes, functions = declared()
-    public = set(neffld.__all__) - {"__version__"}
+@pytest.mark.parametrize("module, stub", MODULES)
+def test_every_public_name_is_declared(module, stub):
+    classes, functions = declared(stub)
+    public = set(module.__all__) - {"__version__"}
     assert public == set(classes) | functions
 
 
-def test_every_attribute_is_declared():
+@pytest.mark.parametrize("module, stub", MODULES)
+def test_every_attribute_is_declared(module, stub):
     # And the reverse: nothing the classes expose is missing from the stub
     # (Tensor.shape_ and NeffInfo.uuid_, private fields, were exposed).
-    classes, _ = declared()
+    classes, _ = declared(stub)
     for name, members in classes.items():
-        if name == "NeffError":
+        if name in INSTANCE_ATTRS:
             continue
-        cls = getattr(neffld, name)
+        cls = getattr(module, name)
         extra = {a for a in dir(cls) if not a.startswith("_")} - members
+        if issubclass(cls, BaseException):
+            extra -= set(dir(BaseException))  # args, add_note, ...
         assert not extra, f"{name}: {sorted(extra)}"
 
 

@@ -684,7 +684,8 @@ impl Runtime {
 
     /// `nrt_tensor_allocate` with device placement: `size` bytes of
     /// tensor memory for visible logical core `vnc`, charged to its first
-    /// physical core and to the client, named `name`.
+    /// physical core and to the client, named `name`. A tensor of no bytes
+    /// is refused (`NRT_INVALID`), as `nrt_tensor_allocate` refuses size 0.
     pub fn allocate_tensor(
         &self,
         vnc: u32,
@@ -692,6 +693,13 @@ impl Runtime {
         name: &str,
     ) -> Result<DeviceTensor, LoadError> {
         self.guard()?;
+        if size == 0 {
+            return Err(LoadError::pipeline(DeviceError::Invalid {
+                reason: format!(
+                    "tensor \"{name}\" of 0 bytes: a device tensor holds at least one byte"
+                ),
+            }));
+        }
         let (nd, device, core) = self.placement_of_vnc(vnc)?;
         let hbm = device
             .geometry()

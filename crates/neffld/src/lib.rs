@@ -62,6 +62,7 @@ pub mod arch;
 pub mod capture;
 pub mod config;
 pub mod error;
+pub mod execute;
 pub mod ids;
 pub mod instance;
 pub mod neff;
