@@ -10,13 +10,28 @@
 //! and `NRT_FAILURE` (as the `neffld` command reports both), a variable's
 //! value with "config", and what the loader, the planner or a capture
 //! refuses with its own stage and status.
+//!
+//! A file that cannot be read or written is also an `OSError`: the
+//! exception is an instance of a class deriving from both `NeffError` and
+//! the `OSError` subclass Python raises for the same cause
+//! (`NeffFileNotFoundError`, `NeffPermissionError`, else `NeffOSError`),
+//! with `errno`, `strerror` and `filename` set where the cause is known, so
+//! `except FileNotFoundError` and `except NeffError` both catch it.
+
+use std::io::ErrorKind;
+use std::path::Path;
 
 use neffld::api::LoadError;
 use neffld::text::escape;
 use neffld::NrtStatus;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyOverflowError};
+use pyo3::exceptions::{
+    PyBaseException, PyException, PyFileNotFoundError, PyOSError, PyOverflowError,
+    PyPermissionError,
+};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 create_exception!(
     neffld,
@@ -41,6 +56,63 @@ pub struct Failure {
     /// break in the message can only come from a name taken from a file,
     /// and is escaped with the rest.
     pub lines: bool,
+    /// The operating system's cause of an "io" failure, when known.
+    pub os: Option<OsCause>,
+}
+
+/// Why the operating system refused a file, for the `OSError` side of the
+/// exception.
+#[derive(Debug)]
+pub struct OsCause {
+    kind: ErrorKind,
+    errno: Option<i32>,
+    filename: String,
+}
+
+/// The three `OSError` classes of `NeffError`, made once: each derives from
+/// `NeffError` and a built-in `OSError` class, and prints as `NeffError`
+/// does (its text), not as `OSError` formats errno and filename.
+static OS_CLASSES: PyOnceLock<[Py<PyType>; 3]> = PyOnceLock::new();
+
+/// The classes' names and built-in bases, in [`OS_CLASSES`] order.
+pub fn os_classes(py: Python<'_>) -> PyResult<[(&'static str, &Bound<'_, PyType>); 3]> {
+    let classes = OS_CLASSES.get_or_try_init(py, || -> PyResult<[Py<PyType>; 3]> {
+        let make = |name: &str, base: Bound<'_, PyType>, doc: &str| -> PyResult<Py<PyType>> {
+            let dict = PyDict::new(py);
+            dict.set_item("__module__", "neffld")?;
+            dict.set_item("__doc__", doc)?;
+            dict.set_item("__str__", py.get_type::<PyBaseException>().getattr("__str__")?)?;
+            let bases = PyTuple::new(py, [py.get_type::<NeffError>(), base])?;
+            Ok(py
+                .get_type::<PyType>()
+                .call1((name, bases, dict))?
+                .cast_into::<PyType>()?
+                .unbind())
+        };
+        Ok([
+            make(
+                "NeffFileNotFoundError",
+                py.get_type::<PyFileNotFoundError>(),
+                "A file neffld was given does not exist: a NeffError (stage \"io\") and a FileNotFoundError.",
+            )?,
+            make(
+                "NeffPermissionError",
+                py.get_type::<PyPermissionError>(),
+                "A file neffld may not read or write: a NeffError (stage \"io\") and a PermissionError.",
+            )?,
+            make(
+                "NeffOSError",
+                py.get_type::<PyOSError>(),
+                "Any other file neffld cannot read or write: a NeffError (stage \"io\") and an OSError.",
+            )?,
+        ])
+    })?;
+    let [a, b, c] = classes;
+    Ok([
+        ("NeffFileNotFoundError", a.bind(py)),
+        ("NeffPermissionError", b.bind(py)),
+        ("NeffOSError", c.bind(py)),
+    ])
 }
 
 impl Failure {
@@ -50,6 +122,20 @@ impl Failure {
             status,
             message: message.into(),
             lines: false,
+            os: None,
+        }
+    }
+
+    /// This "io" failure, caused by `e` on `path`: raised as the `OSError`
+    /// class of the cause, with its errno and the file name.
+    pub fn with_os_error(self, e: &std::io::Error, path: &Path) -> Failure {
+        Failure {
+            os: Some(OsCause {
+                kind: e.kind(),
+                errno: e.raw_os_error(),
+                filename: path.display().to_string(),
+            }),
+            ..self
         }
     }
 
@@ -100,20 +186,44 @@ impl Failure {
         }
     }
 
-    /// The `NeffError` raised for this failure, its text [`Failure::text`].
+    /// The `NeffError` raised for this failure, its text [`Failure::text`]:
+    /// of stage "io", one of the `OSError` classes ([`os_classes`]).
     pub fn into_pyerr(self, py: Python<'_>) -> PyErr {
-        let err = NeffError::new_err(self.text());
-        let value = err.value(py);
-        let set = || -> PyResult<()> {
-            value.setattr("status", self.status.code())?;
-            value.setattr("status_name", self.status.as_str())?;
-            value.setattr("stage", self.stage)?;
-            value.setattr("message", &self.message)
-        };
-        if let Err(e) = set() {
-            return e;
+        match self.exception(py) {
+            Ok(value) => PyErr::from_value(value),
+            Err(e) => e,
         }
-        err
+    }
+
+    fn exception<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let value = if self.stage == "io" {
+            let [not_found, permission, other] = os_classes(py)?;
+            let class = match self.os.as_ref().map(|o| o.kind) {
+                Some(ErrorKind::NotFound) => not_found.1,
+                Some(ErrorKind::PermissionDenied) => permission.1,
+                _ => other.1,
+            };
+            let value = class.call1((self.text(),))?;
+            if let Some(os) = &self.os {
+                if let Some(errno) = os.errno {
+                    value.setattr("errno", errno)?;
+                    let strerror = py.import("os")?.call_method1("strerror", (errno,))?;
+                    value.setattr("strerror", strerror)?;
+                }
+                value.setattr("filename", &os.filename)?;
+            }
+            value
+        } else {
+            NeffError::new_err(self.text())
+                .into_value(py)
+                .into_bound(py)
+                .into_any()
+        };
+        value.setattr("status", self.status.code())?;
+        value.setattr("status_name", self.status.as_str())?;
+        value.setattr("stage", self.stage)?;
+        value.setattr("message", &self.message)?;
+        Ok(value)
     }
 }
 

@@ -50,6 +50,9 @@ mod _neffld {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        for (name, class) in crate::error::os_classes(m.py())? {
+            m.add(name, class)?;
+        }
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         // The runtime lines of the library's table, oldest first.
         let lines: Vec<String> = neffld::RuntimeLine::ALL

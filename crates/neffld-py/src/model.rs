@@ -16,6 +16,7 @@ use neffld::report::staged::StagedCore;
 use neffld::report::StagedView;
 use neffld::settings::{Asked, Settings};
 use neffld::{Arch, RuntimeLine};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
@@ -393,9 +394,13 @@ fn logical_core(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
 /// environment variables apply (`NEURON_RT_*`, `NEURON_LOGICAL_NC_CONFIG`);
 /// the logical-core size defaults to the one the NEFF was compiled for.
 /// Raises NeffError.
+///
+/// The logical core is named `start_core` only: nrtpy's `core_id` (0 by
+/// default, no "first free") is `neffld.nrtpy`'s, and `load(core_id=...)`
+/// is a TypeError that says so.
 #[pyfunction]
 #[pyo3(
-    signature = (path_or_bytes, arch=None, device="sim", start_core=-1, runtime=None),
+    signature = (path_or_bytes, arch=None, device="sim", start_core=-1, runtime=None, **unknown),
     text_signature = "(path_or_bytes, arch=None, device='sim', start_core=-1, runtime=None)"
 )]
 pub fn load(
@@ -405,7 +410,20 @@ pub fn load(
     device: &str,
     #[pyo3(from_py_with = logical_core)] start_core: i32,
     runtime: Option<&str>,
+    unknown: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Model> {
+    if let Some((name, _)) = unknown.and_then(|k| k.iter().next()) {
+        let hint = if name.extract::<String>().is_ok_and(|n| n == "core_id") {
+            ": the logical core is start_core (-1: the first free one, as nrt_load's \
+             start_nc); core_id is nrtpy's, in neffld.nrtpy.NrtpyModel.load_from_neff"
+        } else {
+            ""
+        };
+        return Err(PyTypeError::new_err(format!(
+            "load() got an unexpected keyword argument {}{hint}",
+            name.repr()?
+        )));
+    }
     let src = source::read("path_or_bytes", path_or_bytes)?;
     let arch = raise(
         py,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use neffld::instance::Instance;
 use neffld::plan::report as r;
-use neffld::plan::{self as lib, Deployment, PlanReport, StepBudget};
+use neffld::plan::{self as lib, Deployment, PlanError, PlanReport, StepBudget};
 use neffld::RuntimeLine;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -56,8 +56,9 @@ fn deployment(a: &Args) -> FResult<Deployment> {
     let file = lib::deployment_file(&a.loads).map_err(usage)?;
     let mut d = match file {
         Some(path) => {
-            let text = lib::read_deployment(path)
-                .map_err(|e| Failure::io(format!("cannot read {}: {e}", path.display())))?;
+            let text = lib::read_deployment(path).map_err(|e| {
+                Failure::io(format!("cannot read {}: {e}", path.display())).with_os_error(&e, path)
+            })?;
             let base = path.parent().unwrap_or(Path::new("."));
             let mut d =
                 lib::parse_toml_within(&text, &path.display().to_string(), base, &mut budget)
@@ -154,7 +155,11 @@ fn deployment(a: &Args) -> FResult<Deployment> {
 fn answer(d: &Deployment, map: Option<&Path>) -> FResult<(PlanReport, String)> {
     let p = lib::plan(d).map_err(|e| {
         let f = neffld_cli::plan_failure(&e, d);
-        Failure::new(f.stage, f.status, f.message)
+        let failure = Failure::new(f.stage, f.status, f.message);
+        match &e {
+            PlanError::Io { path, source } => failure.with_os_error(source, path),
+            _ => failure,
+        }
     })?;
     let (doc, unwritten) = neffld_cli::plan_output(&p, map);
     if let Some(f) = unwritten {

@@ -2,7 +2,8 @@
 //! the NEFF's bytes (`bytes`, `bytearray`, `memoryview` or any object with
 //! the buffer protocol). Anything else is a `TypeError`; a path that cannot
 //! be read is a `NeffError` of stage "io" (`NRT_FAILURE`), as the `neffld`
-//! command reports it. Bytes are always contents; a short buffer naming an
+//! command reports it, and the `OSError` of its cause (`FileNotFoundError`,
+//! `PermissionError`, ...). Bytes are always contents; a short buffer naming an
 //! existing file that fails as one gets a hint ([`Source::hinted`]).
 
 use std::ffi::OsStr;
@@ -105,7 +106,9 @@ fn read_with(
             err
         })?;
         let bytes = read_path(&path).map_err(|e| {
-            Failure::io(format!("cannot read {}: {e}", path.display())).into_pyerr(py)
+            Failure::io(format!("cannot read {}: {e}", path.display()))
+                .with_os_error(&e, &path)
+                .into_pyerr(py)
         })?;
         return Ok((bytes, false));
     }

@@ -110,6 +110,55 @@ def test_one_rule_for_every_argument_mistake(tmp_path):
         assert "absent" in err.message
 
 
+def test_a_file_that_cannot_be_read_is_also_the_oserror_of_its_cause(tmp_path):
+    import errno
+    import os
+
+    absent = tmp_path / "absent.neff"
+    for call in (
+        lambda: neffld.inspect(absent),
+        lambda: neffld.verify(str(absent)),
+        lambda: neffld.load(absent),
+        lambda: neffld.compare(SMALL, tmp_path / "absent.ntff"),
+        lambda: neffld.plan(absent),
+        lambda: neffld.plan(tmp_path / "absent.toml"),
+        lambda: neffld.plan_argv([str(absent)]),
+    ):
+        with pytest.raises(FileNotFoundError) as e:
+            call()
+        err = e.value
+        assert isinstance(err, neffld.NeffFileNotFoundError) and isinstance(err, neffld.NeffError)
+        assert (err.errno, err.stage, err.status, err.status_name) == (errno.ENOENT, "io", 1, "NRT_FAILURE")
+        assert err.filename.endswith("absent.neff") or err.filename.endswith("absent.ntff") \
+            or err.filename.endswith("absent.toml")
+        assert str(err) == err.message and "absent" in str(err)  # as NeffError prints
+    # A directory is an OSError of its own cause.
+    with pytest.raises(neffld.NeffOSError) as e:
+        neffld.load(tmp_path)
+    assert e.value.errno == errno.EISDIR and not isinstance(e.value, FileNotFoundError)
+    # Unreadable: as a user without the right (root reads anything).
+    secret = tmp_path / "secret.neff"
+    secret.write_bytes(SMALL.read_bytes())
+    secret.chmod(0)
+    code = (
+        "import errno, sys, neffld\n"
+        "try:\n    neffld.inspect(sys.argv[1])\n"
+        "except PermissionError as e:\n"
+        "    assert isinstance(e, neffld.NeffPermissionError) and e.errno == errno.EACCES, e\n"
+        "    print(e.stage, e.status_name, e.filename == sys.argv[1])\n"
+    )
+    import subprocess
+    import sys
+
+    # Root reads anything: the check runs without the capabilities that
+    # let it (util-linux's setpriv).
+    caps = "-dac_override,-dac_read_search"
+    drop = ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}"] if os.geteuid() == 0 else []
+    out = subprocess.run([*drop, sys.executable, "-c", code, str(secret)], capture_output=True,
+                         text=True)
+    assert out.stdout == "io NRT_FAILURE True\n", out.stderr
+
+
 def test_the_stub_names_every_stage_a_neff_error_has(small_bytes, monkeypatch, tmp_path):
     import ast
     from pathlib import Path
@@ -305,3 +354,11 @@ def test_bytes_that_name_a_file_are_still_contents_with_a_hint(tmp_path, monkeyp
     data = bytearray(SMALL.read_bytes())
     struct.pack_into("<Q", data, VERSION_MAJOR, 3)
     assert "pathlib" not in raises(neffld.inspect, bytes(data)).message
+
+
+def test_load_names_its_core_start_core_only():
+    # One way to say it: nrtpy's core_id is neffld.nrtpy's, and load says so.
+    with pytest.raises(TypeError, match="start_core .*core_id is nrtpy's"):
+        neffld.load(SMALL, core_id=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cores'"):
+        neffld.load(SMALL, cores=0)

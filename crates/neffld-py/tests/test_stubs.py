@@ -14,7 +14,9 @@ STUB = Path(neffld.__file__).with_name("__init__.pyi")
 MODULES = [(neffld, STUB), (nrtpy, Path(nrtpy.__file__).with_suffix(".pyi"))]
 # Exceptions whose declared attributes are set on each instance (checked
 # in test_errors and test_nrtpy).
-INSTANCE_ATTRS = {"NeffError", "NrtError"}
+INSTANCE_ATTRS = {
+    "NeffError", "NeffFileNotFoundError", "NeffPermissionError", "NeffOSError", "NrtError"
+}
 
 
 def declared(stub):

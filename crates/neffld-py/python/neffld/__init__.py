@@ -18,7 +18,11 @@ other failure raises :class:`NeffError`, whose ``status`` is the NRT status
 says who refused it: ``"usage"`` for an argument's value (``NRT_INVALID``),
 ``"io"`` for a file that cannot be read or written (``NRT_FAILURE``), as the
 ``neffld`` command reports both, ``"config"`` for an environment variable's
-value, else the gate that refused the NEFF, the plan or the capture.
+value, else the gate that refused the NEFF, the plan or the capture. A
+file that cannot be read or written is also an ``OSError``:
+:class:`NeffFileNotFoundError` (a ``FileNotFoundError``),
+:class:`NeffPermissionError` (a ``PermissionError``), else
+:class:`NeffOSError`, with ``errno`` and ``filename`` where known.
 """
 
 import os as _os
@@ -37,7 +41,10 @@ from ._neffld import (
     LogLine,
     Model,
     NeffError,
+    NeffFileNotFoundError,
     NeffInfo,
+    NeffOSError,
+    NeffPermissionError,
     Plan,
     PlanInstance,
     PlanNeff,
@@ -72,7 +79,10 @@ __all__ = [
     "LogLine",
     "Model",
     "NeffError",
+    "NeffFileNotFoundError",
     "NeffInfo",
+    "NeffOSError",
+    "NeffPermissionError",
     "Plan",
     "PlanInstance",
     "PlanNeff",

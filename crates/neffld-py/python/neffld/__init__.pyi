@@ -35,7 +35,8 @@ class NeffError(Exception):
     """Who refused it: "usage" (an argument's value: arch="trn9",
     device="gpu", start_core=-2, lnc=0, a plan's malformed word or command
     line; NRT_INVALID), "io" (a file that cannot be read or written: the
-    NEFF, the capture, a deployment file, a map; NRT_FAILURE), "config" (an
+    NEFF, the capture, a deployment file, a map; NRT_FAILURE; always one
+    of the OSError classes below too), "config" (an
     environment variable's value), else the gate: "guard", "container",
     "parse", "stage", "validate", "device", "registry" (a load, or a plan's
     step that cannot start), "capture" (compare's capture)."""
@@ -49,6 +50,18 @@ class NeffError(Exception):
         capture) are escaped (\\n, \\x1b, ...); only a message written from
         the caller's own words (a command line, a deployment file) keeps
         its line breaks."""
+
+class NeffFileNotFoundError(NeffError, FileNotFoundError):
+    """A file neffld was given does not exist (stage "io", NRT_FAILURE):
+    `errno` is ENOENT, `filename` the path; `str(e)` as NeffError."""
+
+class NeffPermissionError(NeffError, PermissionError):
+    """A file neffld may not read or write (stage "io", NRT_FAILURE)."""
+
+class NeffOSError(NeffError, OSError):
+    """Any other file neffld cannot read or write (stage "io",
+    NRT_FAILURE): a directory, a file that is not a regular one where one
+    is needed; `errno` is set where the system gave one."""
 
 class Tensor:
     """One input or output tensor."""
