@@ -203,6 +203,31 @@ impl Synth {
         self.set_json(name, &v);
     }
 
+    /// Sets `key` of the JSON object `member` to an array of `n` copies of
+    /// `element` (JSON text), written as text: an array of millions of
+    /// values would cost gigabytes built as a `Value`.
+    pub fn set_long_array(&mut self, member: &str, key: &str, element: &str, n: usize) {
+        let mut v = self.json(member);
+        if let Some(o) = v.as_object_mut() {
+            o.remove(key);
+        }
+        let mut text = serde_json::to_string(&v).unwrap_or_default();
+        text.pop();
+        if text.len() > 1 {
+            text.push(',');
+        }
+        text.reserve(n * (element.len() + 1) + key.len() + 8);
+        text.push_str(&format!("{key:?}:["));
+        for i in 0..n {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(element);
+        }
+        text.push_str("]}");
+        self.set(member, text.into_bytes());
+    }
+
     /// Moves a member.
     pub fn rename(&mut self, from: &str, to: &str) {
         if let Some(b) = self.members.remove(from) {

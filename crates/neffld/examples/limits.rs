@@ -14,6 +14,8 @@
 //! input of 2^63 bytes), `members-1e6` (10^6 empty
 //! members next to a loadable model), `duplicates-1e6` (10^6 members of one
 //! name), `json-100mb` (a def.json of 100 MB),
+//! `pairs-115m` (a def.json whose `src_target_pairs` holds 115 million
+//! elements, 230 MB inflated),
 //! `subgraphs-256` (256 subgraphs naming the same def.json and blobs),
 //! `subgraphs-1e5` (10^5 of them), `dma-rings` (10.5 million DMA descriptor
 //! pairs from five 2^21-run blocks).
@@ -152,6 +154,12 @@ fn json_100mb() -> Vec<u8> {
     s.write(Producer::V2_18)
 }
 
+fn pairs_115m() -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    s.set_long_array("sg00/def.json", "src_target_pairs", "0", 115_000_000);
+    s.write(Producer::V2_18)
+}
+
 fn subgraphs_256() -> Vec<u8> {
     subgraphs(256)
 }
@@ -170,7 +178,7 @@ fn subgraphs(n: usize) -> Vec<u8> {
     s.write(Producer::V2_21)
 }
 
-const CASES: [Case; 10] = [
+const CASES: [Case; 11] = [
     Case {
         name: "bomb",
         arch: Arch::Cayman,
@@ -212,6 +220,12 @@ const CASES: [Case; 10] = [
         arch: Arch::Sunda,
         max_inflated: None,
         build: json_100mb,
+    },
+    Case {
+        name: "pairs-115m",
+        arch: Arch::Sunda,
+        max_inflated: None,
+        build: pairs_115m,
     },
     Case {
         name: "subgraphs-256",

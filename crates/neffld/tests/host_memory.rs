@@ -185,3 +185,36 @@ fn the_simulated_device_holds_what_is_written_and_returns_it() {
         after.saturating_sub(before)
     );
 }
+
+/// A manifest member's parse builds nothing for what neffld does not keep:
+/// a def.json whose `src_target_pairs` holds as many values as the
+/// ceiling allows parses within a few MiB beyond the member itself (it was
+/// held as `serde_json::Value`s, 32 bytes for each 2-byte `0,`), and one
+/// value more is refused before anything is built.
+#[test]
+fn a_manifest_parse_builds_nothing_for_what_it_does_not_keep() {
+    use neffld::manifest::{self, json::MAX_VALUES, ParseOptions};
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut s = Synth::static_sunda();
+    let base = s.json("sg00/def.json").to_string().len();
+    let opts = ParseOptions::new(Arch::Sunda, 1);
+    for (n, refused) in [(MAX_VALUES as usize - 1000, false), (8 << 20, true)] {
+        s.set_long_array("sg00/def.json", "src_target_pairs", "0", n);
+        let neff = s.open(Producer::V2_18);
+        let before = reset_peak();
+        let parsed = manifest::parse(&neff, &opts);
+        let peak = PEAK.load(Ordering::Relaxed) - before;
+        match parsed {
+            Ok(m) => {
+                assert!(!refused);
+                assert_eq!(m.subgraphs[0].def.src_target_pairs, n);
+            }
+            Err(e) => assert!(refused, "{e}"),
+        }
+        assert!(
+            peak <= base + 4 * MIB,
+            "{n} elements: peak heap {peak} beside a {} byte def.json",
+            2 * n
+        );
+    }
+}

@@ -964,6 +964,34 @@ fn bounded(args: &[&str], secs: u64) -> Output {
         .unwrap()
 }
 
+/// Issue 40 row 1: a def.json whose `src_target_pairs` holds 64 million
+/// elements (128 MB inflated; the issue's had 115 million) made `inspect`,
+/// `verify` and `load` hold every element as a JSON value and abort under
+/// the 2 GiB limit (exit 134, no JSON); each now refuses it cleanly, naming
+/// the member and neffld's ceiling, with `NRT_INVALID`.
+#[test]
+fn a_manifest_of_millions_of_values_is_refused_under_a_memory_limit() {
+    let dir = scratch("values");
+    let mut s = Synth::static_sunda();
+    s.set_long_array("sg00/def.json", "src_target_pairs", "0", 64 << 20);
+    let f = dir.join("pairs.neff");
+    std::fs::write(&f, s.write(Producer::V2_18)).unwrap();
+    drop(s);
+    for command in ["inspect", "verify", "load"] {
+        let out = bounded(&[command, "--json", f.to_str().unwrap()], 120);
+        let doc = json(&out);
+        assert_eq!(out.status.code(), Some(1), "{command}: {doc}");
+        let problem = &doc["error"];
+        assert_eq!(problem["status"], "NRT_INVALID", "{command}: {doc}");
+        let message = problem["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("sg00/def.json holds more than 2097152 JSON values")
+                && message.contains("neffld's own ceiling"),
+            "{command}: {message}"
+        );
+    }
+}
+
 /// Row 3: a 2.3 KB deployment file of forty `cores = "0-65535"`,
 /// `repeat = 16` steps (27 s and 3 GB, then a late failure) is refused
 /// before anything is expanded, naming the ceiling and its variable;

@@ -29,6 +29,12 @@ pub const EVTACCEL_PARTITIONS: u64 = 128;
 pub const UCODE_MAJOR: u64 = 1;
 /// Most ExtISA ops one `ext_isa_ucode_lib_def` may override.
 pub const MAX_EXT_ISA_OPS: usize = 18;
+/// Most variables one def.json may declare: neffld's own ceiling, not the
+/// runtime's. Every variable becomes a record in each later stage (about
+/// 1.5 KB of host memory through a load), so the value ceiling of a
+/// manifest alone would admit half a million and gigabytes; real NEFFs
+/// declare at most 959 (parse.md §13).
+pub const MAX_VARS: u64 = 1 << 16;
 
 /// A def.json `type`, with the `kbin_mr_type` it becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -382,7 +388,8 @@ pub struct UcodeLib {
     pub add_lib: bool,
 }
 
-/// Collectives: one replica group set (groups → subgroups → participant ids).
+/// Collectives: one replica group set (groups → subgroups → participant
+/// ids), bounded as every manifest by [`json::MAX_VALUES`].
 pub type ReplicaGroups = Vec<Vec<Vec<u32>>>;
 
 /// Everything def.json says, validated; engine json is read separately.
@@ -396,8 +403,12 @@ pub struct Def {
     /// By name (the JSON object's key order is not meaningful).
     pub queues: BTreeMap<String, DmaQueue>,
     pub replica_groups: ReplicaGroups,
-    /// Kept as written (no real sample; §5.3.8).
-    pub src_target_pairs: Vec<Value>,
+    /// How many src/target pair sets there are (§5.3.8): no real sample
+    /// shows their form, so they are counted, not kept.
+    pub src_target_pairs: usize,
+    /// `#rank_world_size`, the compiler's world size (0 in real files
+    /// without collectives).
+    pub rank_world_size: Option<u64>,
     /// Arch 2 and 4 request the runtime's default Q7 ext-ISA library; we
     /// record the request and stage nothing for it (§5.3.1 row 6).
     pub default_ucode_lib_requested: bool,
@@ -424,7 +435,9 @@ struct RawDef {
     var: Option<BTreeMap<String, RawVar>>,
     dma_queue: Option<BTreeMap<String, RawQueue>>,
     replica_groups: Option<ReplicaGroups>,
-    src_target_pairs: Option<Vec<Value>>,
+    src_target_pairs: Option<json::Count>,
+    #[serde(rename = "#rank_world_size")]
+    rank_world_size: Option<u64>,
     ext_isa_ucode_lib_def: Option<Value>,
     ucode_lib: Option<Vec<Value>>,
     runtime_statebuffer_reservation: Option<Value>,
@@ -507,7 +520,11 @@ pub fn parse(
         member: member.clone(),
         detail: "member is missing from the archive".into(),
     })?;
-    let raw: RawDef = json::parse(&member, bytes).map_err(|e| match e {
+    let vars = json::Table {
+        key: "var",
+        ceiling: MAX_VARS,
+    };
+    let raw: RawDef = json::parse_with(&member, bytes, &[vars]).map_err(|e| match e {
         ManifestError::Json { member, detail } => ManifestError::DefLoad { member, detail },
         other => other,
     })?;
@@ -563,7 +580,8 @@ pub fn parse(
         num_outputs,
         queues,
         replica_groups: raw.replica_groups.unwrap_or_default(),
-        src_target_pairs: raw.src_target_pairs.unwrap_or_default(),
+        src_target_pairs: raw.src_target_pairs.unwrap_or_default().0,
+        rank_world_size: raw.rank_world_size,
         default_ucode_lib_requested: matches!(target, Arch::Sunda | Arch::Mariana),
         ext_isa_ops,
         ucode_libs,

@@ -14,6 +14,20 @@ pub enum ManifestError {
     Json { member: String, detail: String },
     #[error("duplicate key {key} in {member}")]
     DuplicateKey { key: String, member: String },
+    /// neffld's own ceiling ([`super::json::MAX_VALUES`]), not the runtime's.
+    #[error("{member} holds more than {ceiling} JSON values (the ceiling was passed at {at}): neffld's own ceiling on one manifest member, against a small NEFF that parses into gigabytes of host memory; real manifests hold a few hundred thousand")]
+    TooManyValues {
+        member: String,
+        at: String,
+        ceiling: u64,
+    },
+    /// neffld's own ceiling on one table ([`super::json::Table`]).
+    #[error("{key} in {member} has more than {ceiling} entries: neffld's own ceiling on that table, against a small NEFF that parses into gigabytes of host memory; real NEFFs have at most a few thousand")]
+    TooManyEntries {
+        member: String,
+        key: &'static str,
+        ceiling: u64,
+    },
 
     // ---- neff.json (rows 19, 21–29) ---------------------------------------
     #[error("Invalid NN: {name}, neff.json is missing (and there is no kelp.json either)")]

@@ -1,10 +1,16 @@
-//! Reading one JSON member: a duplicate-key pass, then typed deserialisation.
+//! Reading one JSON member: a checking pass, then typed deserialisation.
 //!
 //! serde_json keeps the last of two equal keys without a word, and the
 //! reference parser keeps the first; a manifest with a duplicated `var` or
 //! `dma_queue` name would then mean different things to different readers.
 //! So every manifest is first walked once with a visitor that remembers the
 //! keys of each object and stops at the first repeat (parse.md §5, row 20).
+//!
+//! The same walk counts the member's JSON values and stops past
+//! [`MAX_VALUES`]: what a typed parse builds grows with the number of values,
+//! not with the bytes, and a few bytes a value (`[0,0,0,…]`) compress a
+//! thousandfold, so a NEFF of 267 KB could otherwise make every front end
+//! spend gigabytes on one def.json before any check looked at it.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -16,84 +22,244 @@ use serde::Deserialize;
 
 use super::ManifestError;
 
+/// The most JSON values one manifest member may hold, counting every
+/// scalar, array and object at any depth. The largest real manifest known
+/// (a 4.7 MB engine json of a 2.0.99229-family NEFF, parse.md §13) holds
+/// a few hundred thousand. Held as `serde_json::Value`s, where a manifest
+/// keeps any, a value costs about a hundred bytes, so a member at the
+/// ceiling parses within about the default inflate floor (256 MiB); past
+/// it the member is refused before anything is built.
+pub const MAX_VALUES: u64 = 1 << 21;
+
+/// A top-level table of a manifest bounded by a ceiling of its own: the
+/// entries of the object, or the elements of the array, under `key`. For
+/// tables whose entries cost far more to build than their values (one
+/// variable becomes a record in every later stage).
+#[derive(Clone, Copy, Debug)]
+pub struct Table {
+    pub key: &'static str,
+    pub ceiling: u64,
+}
+
 /// Deserialises `bytes` (the body of `member`) into `T` after proving no
-/// object in it repeats a key.
+/// object in it repeats a key and that it holds at most [`MAX_VALUES`] values.
 pub fn parse<'a, T: Deserialize<'a>>(member: &str, bytes: &'a [u8]) -> Result<T, ManifestError> {
-    check_duplicate_keys(member, bytes)?;
+    parse_with(member, bytes, &[])
+}
+
+/// [`parse`], with a ceiling on each of `tables` besides.
+pub fn parse_with<'a, T: Deserialize<'a>>(
+    member: &str,
+    bytes: &'a [u8],
+    tables: &[Table],
+) -> Result<T, ManifestError> {
+    check(member, bytes, MAX_VALUES, tables)?;
     serde_json::from_slice(bytes).map_err(|e| ManifestError::Json {
         member: member.to_string(),
         detail: e.to_string(),
     })
 }
 
-/// Walks the document once; the first repeated key of any object is an error.
-pub fn check_duplicate_keys(member: &str, bytes: &[u8]) -> Result<(), ManifestError> {
-    let dup = RefCell::new(None);
+/// Walks the document once: the first repeated key of any object, the
+/// value past `max_values`, or the entry of a table past its ceiling, is
+/// an error.
+fn check(
+    member: &str,
+    bytes: &[u8],
+    max_values: u64,
+    tables: &[Table],
+) -> Result<(), ManifestError> {
+    let found = RefCell::new(Found::default());
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let walked = KeyCheck { dup: &dup }
-        .deserialize(&mut de)
-        .and_then(|()| de.end());
-    match (walked, dup.into_inner()) {
-        (_, Some(key)) => Err(ManifestError::DuplicateKey {
-            key,
-            member: member.to_string(),
+    let walked = Walk {
+        found: &found,
+        max_values,
+        tables,
+        root: true,
+        table: None,
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end());
+    let found = found.into_inner();
+    let member = member.to_string();
+    match (walked, found.dup, found.over) {
+        (_, Some(key), _) => Err(ManifestError::DuplicateKey { key, member }),
+        (_, None, Some(Over::Values(path))) => Err(ManifestError::TooManyValues {
+            member,
+            at: render_path(&path),
+            ceiling: max_values,
         }),
-        (Err(e), None) => Err(ManifestError::Json {
-            member: member.to_string(),
+        (_, None, Some(Over::Table(t))) => Err(ManifestError::TooManyEntries {
+            member,
+            key: t.key,
+            ceiling: t.ceiling,
+        }),
+        (Err(e), None, None) => Err(ManifestError::Json {
+            member,
             detail: e.to_string(),
         }),
-        (Ok(()), None) => Ok(()),
+        (Ok(()), None, None) => Ok(()),
     }
 }
 
-/// A seed and visitor that accepts any JSON and records the first key that
-/// repeats inside one object.
-#[derive(Clone, Copy)]
-struct KeyCheck<'s> {
-    dup: &'s RefCell<Option<String>>,
+/// What the walk found: values so far, the first repeated key, and which
+/// ceiling was passed.
+#[derive(Default)]
+struct Found {
+    values: u64,
+    dup: Option<String>,
+    over: Option<Over>,
 }
 
-impl<'de> DeserializeSeed<'de> for KeyCheck<'_> {
+enum Over {
+    /// [`MAX_VALUES`], with the path to where it was passed (innermost
+    /// first: each enclosing array or object adds its step as the error
+    /// unwinds).
+    Values(Vec<Step>),
+    Table(Table),
+}
+
+enum Step {
+    Key(String),
+    Index(u64),
+}
+
+/// `var.a.shape[3]`, outermost first; `the top level` for the root.
+fn render_path(inner_first: &[Step]) -> String {
+    let mut out = String::new();
+    for step in inner_first.iter().rev() {
+        match step {
+            Step::Key(k) if out.is_empty() => out.push_str(k),
+            Step::Key(k) => {
+                out.push('.');
+                out.push_str(k);
+            }
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    if out.is_empty() {
+        out.push_str("the top level");
+    }
+    out
+}
+
+/// A seed and visitor that accepts any JSON, counts its values and the
+/// entries of the bounded tables, and records the first key that repeats
+/// inside one object.
+#[derive(Clone, Copy)]
+struct Walk<'s> {
+    found: &'s RefCell<Found>,
+    max_values: u64,
+    tables: &'s [Table],
+    /// The document itself, whose keys name the tables.
+    root: bool,
+    /// The table this value is, if it is one.
+    table: Option<Table>,
+}
+
+impl Walk<'_> {
+    /// Counts one value; past the ceiling, starts the path and fails.
+    fn count<E: de::Error>(self) -> Result<(), E> {
+        let mut f = self.found.borrow_mut();
+        f.values += 1;
+        if f.values > self.max_values {
+            f.over = Some(Over::Values(Vec::new()));
+            return Err(E::custom("too many JSON values"));
+        }
+        Ok(())
+    }
+
+    /// Counts the `n`th entry of this array or object against its table's
+    /// ceiling, if it is a table.
+    fn entry<E: de::Error>(self, n: u64) -> Result<(), E> {
+        match self.table {
+            Some(t) if n > t.ceiling => {
+                self.found.borrow_mut().over = Some(Over::Table(t));
+                Err(E::custom("too many entries"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The walk of a value inside this one (under `key` for an object's).
+    fn inner(self, key: Option<&str>) -> Self {
+        let table = match key {
+            Some(k) if self.root => self.tables.iter().find(|t| t.key == k).copied(),
+            _ => None,
+        };
+        Walk {
+            root: false,
+            table,
+            ..self
+        }
+    }
+
+    /// Adds this level's step to the path of a ceiling error unwinding.
+    fn unwinding(self, step: impl FnOnce() -> Step) {
+        if let Some(Over::Values(path)) = self.found.borrow_mut().over.as_mut() {
+            path.push(step());
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Walk<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for KeyCheck<'_> {
+impl<'de> Visitor<'de> for Walk<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.count()
     }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.count()
     }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.count()
     }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.count()
     }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        self.count()
     }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.count()
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(self)?.is_some() {}
-        Ok(())
+        self.count()?;
+        let mut index = 0u64;
+        loop {
+            match seq.next_element_seed(self.inner(None)) {
+                Ok(Some(())) => {
+                    index += 1;
+                    self.entry(index)?;
+                }
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    self.unwinding(|| Step::Index(index));
+                    return Err(e);
+                }
+            }
+        }
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.count()?;
         // Keys borrow from the member when they hold no escapes; small
         // objects (nearly all) are checked by a linear scan, larger ones by hash.
         let mut few: Vec<Cow<'de, str>> = Vec::new();
         let mut many: HashSet<Cow<'de, str>> = HashSet::new();
+        let mut entries = 0u64;
         while let Some(key) = map.next_key_seed(KeySeed)? {
+            entries += 1;
+            self.entry(entries)?;
             let dup = if many.is_empty() && few.len() < 16 {
                 let d = few.contains(&key);
                 if !d {
@@ -105,12 +271,40 @@ impl<'de> Visitor<'de> for KeyCheck<'_> {
                 !many.insert(key.clone())
             };
             if dup {
-                *self.dup.borrow_mut() = Some(key.into_owned());
+                self.found.borrow_mut().dup = Some(key.into_owned());
                 return Err(de::Error::custom("duplicate key"));
             }
-            map.next_value_seed(self)?;
+            if let Err(e) = map.next_value_seed(self.inner(Some(&key))) {
+                self.unwinding(|| Step::Key(key.into_owned()));
+                return Err(e);
+            }
         }
         Ok(())
+    }
+}
+
+/// The length of a JSON array whose elements neffld does not keep: each is
+/// skipped as it is read, so counting builds nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Count(pub usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Count, D::Error> {
+        struct Counting;
+        impl<'de> Visitor<'de> for Counting {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        d.deserialize_seq(Counting)
     }
 }
 
@@ -158,30 +352,90 @@ pub fn describe(v: &serde_json::Value) -> String {
 mod tests {
     use super::*;
 
+    fn check_plain(member: &str, bytes: &[u8]) -> Result<(), ManifestError> {
+        check(member, bytes, MAX_VALUES, &[])
+    }
+
     #[test]
     fn duplicate_keys_are_found_at_any_depth() {
-        assert!(check_duplicate_keys("m", br#"{"a":1,"b":{"c":[{"d":1}]}}"#).is_ok());
-        let e = check_duplicate_keys("m.json", br#"{"a":1,"b":[{"c":1,"c":2}]}"#).unwrap_err();
+        assert!(check_plain("m", br#"{"a":1,"b":{"c":[{"d":1}]}}"#).is_ok());
+        let e = check_plain("m.json", br#"{"a":1,"b":[{"c":1,"c":2}]}"#).unwrap_err();
         assert_eq!(e.to_string(), "duplicate key c in m.json");
-        let e = check_duplicate_keys("m", br#"{"a":1,"a":1}"#).unwrap_err();
+        let e = check_plain("m", br#"{"a":1,"a":1}"#).unwrap_err();
         assert!(matches!(e, ManifestError::DuplicateKey { ref key, .. } if key == "a"));
         // Escaped spellings of the same key are the same key.
-        assert!(check_duplicate_keys("m", br#"{"a":1,"\u0061":2}"#).is_err());
+        assert!(check_plain("m", br#"{"a":1,"\u0061":2}"#).is_err());
     }
 
     #[test]
     fn invalid_json_and_utf8_are_json_errors() {
         assert!(matches!(
-            check_duplicate_keys("m", b"{\"a\":"),
+            check_plain("m", b"{\"a\":"),
             Err(ManifestError::Json { .. })
         ));
         assert!(matches!(
-            check_duplicate_keys("m", b"{\"a\":\"\xff\"}"),
+            check_plain("m", b"{\"a\":\"\xff\"}"),
             Err(ManifestError::Json { .. })
         ));
         assert!(matches!(
-            check_duplicate_keys("m", b"{} x"),
+            check_plain("m", b"{} x"),
             Err(ManifestError::Json { .. })
         ));
+    }
+
+    /// Every value counts, at any depth, and the error says where the walk
+    /// was when the count passed the ceiling.
+    #[test]
+    fn values_past_the_ceiling_are_refused_naming_where() {
+        let doc = br#"{"a":1,"b":{"c":[[],[0,1]]}}"#;
+        // 1 root + a + b + c + [] + [0,1] + 0 + 1 = 8 values.
+        assert!(check("m", doc, 8, &[]).is_ok());
+        let e = check("m.json", doc, 7, &[]).unwrap_err();
+        assert_eq!(
+            e,
+            ManifestError::TooManyValues {
+                member: "m.json".into(),
+                at: "b.c[1][1]".into(),
+                ceiling: 7,
+            }
+        );
+        assert!(e.to_string().starts_with("m.json holds more than 7 JSON values"), "{e}");
+        assert_eq!(e.status(), crate::NrtStatus::Invalid);
+        let e = check("m", b"[]", 0, &[]).unwrap_err();
+        assert!(matches!(e, ManifestError::TooManyValues { ref at, .. } if at == "the top level"));
+        // A repeated key found first is still a repeated key.
+        let e = check("m", br#"{"a":1,"a":[0,0,0,0]}"#, 3, &[]).unwrap_err();
+        assert!(matches!(e, ManifestError::DuplicateKey { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_count_is_the_length_of_an_array_and_nothing_else() {
+        let c: Count = serde_json::from_str(r#"[0, {"a": [1, 2]}, "x"]"#).unwrap();
+        assert_eq!(c, Count(3));
+        assert!(serde_json::from_str::<Count>(r#"{"a": 1}"#).is_err());
+    }
+
+    /// A table's ceiling counts the entries of the top-level object or
+    /// array under its key, and nothing of the same name deeper down.
+    #[test]
+    fn a_table_past_its_ceiling_is_refused_by_name() {
+        let tables = [Table {
+            key: "var",
+            ceiling: 2,
+        }];
+        let ok = br#"{"var":{"a":{"var":[1,2,3]},"b":{}},"x":{"var":[1,2,3]}}"#;
+        assert!(check("m", ok, MAX_VALUES, &tables).is_ok());
+        for over in [&br#"{"var":{"a":1,"b":2,"c":3}}"#[..], br#"{"var":[1,2,3]}"#] {
+            let e = check("d.json", over, MAX_VALUES, &tables).unwrap_err();
+            assert_eq!(
+                e,
+                ManifestError::TooManyEntries {
+                    member: "d.json".into(),
+                    key: "var",
+                    ceiling: 2
+                }
+            );
+            assert!(e.to_string().contains("more than 2"), "{e}");
+        }
     }
 }

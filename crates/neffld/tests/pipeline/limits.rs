@@ -191,6 +191,74 @@ fn large_json_member_loads() {
     eprintln!("{dt:?}");
 }
 
+/// How many JSON values `v` is, counting every scalar, array and object.
+fn values(v: &serde_json::Value) -> u64 {
+    1 + match v {
+        serde_json::Value::Array(a) => a.iter().map(values).sum(),
+        serde_json::Value::Object(o) => o.values().map(values).sum(),
+        _ => 0,
+    }
+}
+
+/// A manifest's values are counted before any is built (issue 40 row 1
+/// at a test's scale: a def.json with a 115-million-element
+/// `src_target_pairs`, 267 KB gzipped, parsed into 3.8 GB): a def.json at
+/// the ceiling loads, one value more is refused naming the member, where
+/// the ceiling was passed and the ceiling.
+#[test]
+fn a_manifest_past_the_value_ceiling_is_refused_by_name() {
+    use neffld::manifest::json::MAX_VALUES;
+    let mut s = Synth::static_sunda();
+    let base = values(&s.json("sg00/def.json"));
+    // The def.json, the array and its elements.
+    let room = (MAX_VALUES - base - 1) as usize;
+    s.set_long_array("sg00/def.json", "src_target_pairs", "0", room);
+    let (r, _) = load(Arch::Sunda, None, &s.write(Producer::V2_18));
+    r.unwrap();
+    s.set_long_array("sg00/def.json", "src_target_pairs", "0", room + 1);
+    let bytes = s.write(Producer::V2_18);
+    let (r, dt) = load(Arch::Sunda, None, &bytes);
+    let e = r.unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "sg00/def.json holds more than {MAX_VALUES} JSON values (the ceiling was passed at \
+             src_target_pairs[{room}]): neffld's own ceiling on one manifest member, against a \
+             small NEFF that parses into gigabytes of host memory; real manifests hold a few \
+             hundred thousand"
+        )
+    );
+    eprintln!("{} bytes, refused in {dt:?}", bytes.len());
+}
+
+/// The var table has a ceiling of its own (a variable costs far more
+/// than its four values): one variable past it is refused by name.
+#[test]
+fn a_var_table_past_its_ceiling_is_refused_by_name() {
+    use neffld::manifest::def::MAX_VARS;
+    let mut s = Synth::static_sunda();
+    s.edit("sg00/def.json", |d| {
+        let vars = d["var"].as_object_mut().unwrap();
+        let first = vars.len() as u64;
+        for id in first..=MAX_VARS {
+            vars.insert(
+                format!("t{id}"),
+                json!({"type": "tmp-buf", "var_id": id, "size": 64}),
+            );
+        }
+    });
+    let (r, _) = load(Arch::Sunda, None, &s.write(Producer::V2_18));
+    let e = r.unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert!(
+        e.to_string().starts_with(&format!(
+            "var in sg00/def.json has more than {MAX_VARS} entries: neffld's own ceiling"
+        )),
+        "{e}"
+    );
+}
+
 #[test]
 fn two_hundred_fifty_six_subgraphs_naming_the_same_blobs_are_rejected() {
     let mut s = Synth::dynamic_cayman();
