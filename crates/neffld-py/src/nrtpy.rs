@@ -149,7 +149,7 @@ fn visible_core(py: Python<'_>, rt: &Runtime, what: &str, core_id: i64) -> PyRes
 /// runtime at `reset()`.
 #[pyclass(frozen, module = "neffld.nrtpy")]
 pub struct NrtTensor {
-    tensor: Mutex<Option<DeviceTensor>>,
+    tensor: Mutex<Option<Arc<DeviceTensor>>>,
     /// Bytes.
     #[pyo3(get)]
     size: u64,
@@ -162,9 +162,11 @@ pub struct NrtTensor {
 }
 
 impl NrtTensor {
-    /// Runs `f` on the tensor if it is usable: not freed, and of the
-    /// runtime now active.
-    fn with_live<R>(&self, f: impl FnOnce(&DeviceTensor) -> PyResult<R>) -> PyResult<R> {
+    /// The device tensor, if it is usable: not freed, and of the runtime
+    /// now active. The tensor's lock is not held past this call, so one
+    /// tensor may stand for several arguments of one call, and a
+    /// `free_tensor` meanwhile releases the memory once the call is done.
+    fn live(&self) -> PyResult<Arc<DeviceTensor>> {
         let guard = self.tensor.lock().unwrap_or_else(|p| p.into_inner());
         let Some(t) = &*guard else {
             return Err(NrtpyError::new_err(format!(
@@ -172,14 +174,13 @@ impl NrtTensor {
                 escape(&self.name)
             )));
         };
-        let live = slot().as_ref().is_some_and(|rt| t.is_on(rt));
-        if !live {
+        if !slot().as_ref().is_some_and(|rt| t.is_on(rt)) {
             return Err(NrtpyError::new_err(format!(
                 "tensor \"{}\" belongs to a runtime closed by reset(); its device memory is gone",
                 escape(&self.name)
             )));
         }
-        f(t)
+        Ok(Arc::clone(t))
     }
 }
 
@@ -195,7 +196,7 @@ impl NrtTensor {
             .allocate_tensor(vnc, size, &name)
             .map_err(|e| load_error(py, WHAT, &e))?;
         Ok(NrtTensor {
-            tensor: Mutex::new(Some(t)),
+            tensor: Mutex::new(Some(Arc::new(t))),
             size,
             name,
             core_id: vnc,
@@ -204,34 +205,26 @@ impl NrtTensor {
 
     /// Reads the whole tensor into `out`, a writable byte buffer of its size.
     fn _read_into(&self, py: Python<'_>, out: PyBuffer<u8>) -> PyResult<()> {
-        self.with_live(|t| {
-            let mut bytes = vec![0u8; self.size as usize];
-            t.read(0, &mut bytes)
-                .map_err(|e| nrt_error(py, e.status(), "Failed to read tensor", &e.to_string()))?;
-            out.copy_from_slice(py, &bytes)
-        })
+        let t = self.live()?;
+        let mut bytes = vec![0u8; self.size as usize];
+        py.detach(|| t.read(0, &mut bytes))
+            .map_err(|e| nrt_error(py, e.status(), "Failed to read tensor", &e.to_string()))?;
+        out.copy_from_slice(py, &bytes)
     }
 
     /// Writes `data`, a byte buffer of the tensor's size, over the tensor.
     fn _write_from(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
-        self.with_live(|t| {
-            let bytes = data.to_vec(py)?;
-            t.write(0, &bytes)
-                .map_err(|e| nrt_error(py, e.status(), "Failed to write tensor", &e.to_string()))
-        })
+        let t = self.live()?;
+        let bytes = data.to_vec(py)?;
+        py.detach(|| t.write(0, &bytes))
+            .map_err(|e| nrt_error(py, e.status(), "Failed to write tensor", &e.to_string()))
     }
 
     /// Frees the device memory now; the tensor refuses any later use.
     fn _free(&self) -> PyResult<()> {
-        self.with_live(|_| Ok(()))?;
+        self.live()?;
         self.tensor.lock().unwrap_or_else(|p| p.into_inner()).take();
         Ok(())
-    }
-
-    /// Whether it is freed, or of a runtime closed since.
-    #[getter]
-    fn _usable(&self) -> bool {
-        self.with_live(|_| Ok(())).is_ok()
     }
 
     fn __repr__(&self) -> String {
@@ -297,7 +290,7 @@ fn sizes(b: &Binding<'_>) -> PyResult<Vec<(String, u64)>> {
     b.iter()
         .map(|(name, t)| {
             let t = t.get();
-            t.with_live(|_| Ok((name.clone(), t.size)))
+            t.live().map(|_| (name.clone(), t.size))
         })
         .collect()
 }

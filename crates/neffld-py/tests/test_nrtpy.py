@@ -355,3 +355,27 @@ def test_the_readme_example_runs(tmp_path):
     lines = docs_run(tmp_path, [], script)
     assert lines[0] == "k_ref [128, 512] 262144"
     assert lines[-1].startswith("NRT Error NRT_FAILURE(1): Failed to execute model: not supported by neffld")
+
+
+def test_a_tensor_is_freed_when_collected_or_by_free_tensor():
+    import gc
+
+    import neffld
+
+    # Three fifths of the core's HBM fits once, not twice: a second one
+    # fits only once the first is released.
+    hbm = neffld.plan(SMALL, instance="trn2.3xlarge").instance.hbm_size
+    size = hbm * 3 // 5
+
+    def big(name):
+        return NrtpyTensor(nrtpy.NrtTensor._allocate(size, 0, name), size, np.uint8)
+
+    first = big("first")
+    with pytest.raises(NrtError) as e:
+        big("second")
+    assert e.value.status_name == "NRT_RESOURCE"
+    del first
+    gc.collect()
+    second = big("second")  # the collected tensor's memory is back
+    nrtpy.get_nrtpy_singleton().free_tensor(second)
+    big("third")
