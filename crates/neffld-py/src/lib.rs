@@ -33,8 +33,7 @@ mod _neffld {
     use crate::model::{load, Core, Model, Variable};
     #[pymodule_export]
     use crate::nrtpy::{
-        _LoadedModel, _nrtpy_active, _nrtpy_reset, _nrtpy_start, NrtError, NrtTensor, NrtpyError,
-        TensorMetadata,
+        _LoadedModel, _nrtpy_active, _nrtpy_reset, NrtError, NrtTensor, NrtpyError, TensorMetadata,
     };
     #[pymodule_export]
     use crate::plan::{

@@ -106,20 +106,6 @@ pub fn _nrtpy_active() -> bool {
     slot().is_some()
 }
 
-/// Starts the runtime if it has not started, and says what it runs on:
-/// the architecture, the runtime line and how many logical cores the
-/// process sees.
-#[pyfunction]
-pub fn _nrtpy_start(py: Python<'_>) -> PyResult<(&'static str, String, u32)> {
-    let rt = runtime(py)?;
-    let config = rt.config();
-    Ok((
-        config.arch.instance(),
-        config.line().to_string(),
-        rt.visible_vnc_count(),
-    ))
-}
-
 /// `nrt_close` of the active runtime, if any: every model is unloaded, and
 /// every tensor and model of it refuses further use.
 #[pyfunction]
