@@ -293,7 +293,7 @@ pub struct ModelSummary {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RtState {
+pub(crate) enum RtState {
     Init,
     Closed,
 }
@@ -802,7 +802,7 @@ impl Runtime {
     /// Enters an open runtime: `close` waits until the returned guard drops.
     /// A thread must not enter twice (a waiting `close` would block the
     /// second entry).
-    fn enter(&self) -> Result<RwLockReadGuard<'_, RtState>, LoadError> {
+    pub(crate) fn enter(&self) -> Result<RwLockReadGuard<'_, RtState>, LoadError> {
         let s = self.state.read().unwrap_or_else(PoisonError::into_inner);
         match *s {
             RtState::Init => Ok(s),

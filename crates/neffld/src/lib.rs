@@ -61,6 +61,7 @@ pub mod api;
 pub mod arch;
 pub mod capture;
 pub mod config;
+pub mod dtype;
 pub mod error;
 pub mod execute;
 pub mod ids;
@@ -70,6 +71,7 @@ pub mod plan;
 pub mod report;
 pub mod settings;
 pub mod status;
+pub mod tensor_ops;
 pub mod text;
 pub mod tree;
 

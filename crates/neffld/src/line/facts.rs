@@ -377,6 +377,17 @@ const V2_34: LineFacts = LineFacts {
     ..V2_33.next(RuntimeLine::V2_34, (2, 34), "2.34.10.0")
 };
 
+/// C entry points of a libnrt line newer than any row, which no line has
+/// ([`RuntimeLine::has_call`]): libnrt 2.35's tensor operations (Neuron
+/// SDK 2.33.0 release notes, Neuron Runtime). They move to the `c_calls`
+/// of the row that adds the line.
+pub const LATER_CALLS: &[&str] = &[
+    "nrt_tensor_cast",
+    "nrta_tensor_cast",
+    "nrt_tensor_compute",
+    "nrta_tensor_compute",
+];
+
 /// Every line's facts, oldest first; a line's row is
 /// `FACTS[line as usize]`.
 pub const FACTS: &[LineFacts] = &[V2_23, V2_25, V2_27, V2_30, V2_31, V2_32, V2_33, V2_34];
@@ -496,7 +507,7 @@ impl RuntimeLine {
     /// this one adds. The hook for the calls of a new line: the C library
     /// refuses such a call under an older line.
     pub fn has_call(self, call: &str) -> bool {
-        RuntimeLine::adding(call).is_none_or(|l| l <= self)
+        !LATER_CALLS.contains(&call) && RuntimeLine::adding(call).is_none_or(|l| l <= self)
     }
 
     /// The line that adds the C entry point `call`, if a line of [`FACTS`]
@@ -672,6 +683,10 @@ mod tests {
         assert!(RuntimeLine::V2_33.has_call("nrt_debug_log_oom_report"));
         assert!(!RuntimeLine::V2_32.has_call("nrt_debug_log_oom_report"));
         assert!(RuntimeLine::V2_23.has_call("nrt_load"));
+        for c in LATER_CALLS {
+            assert_eq!(RuntimeLine::adding(c), None, "{c}: a row adds it; take it off LATER_CALLS");
+            assert!(!RuntimeLine::NEWEST.has_call(c), "{c}");
+        }
     }
 
     #[test]

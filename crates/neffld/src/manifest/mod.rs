@@ -6,7 +6,6 @@
 //! of a member inside the archive's decoded buffer.
 
 pub mod def;
-pub mod dtype;
 pub mod engine;
 mod engine_type;
 mod error;
@@ -19,7 +18,7 @@ pub mod tensor;
 use std::ops::Range;
 
 pub use def::{Def, VarKind, VarOf};
-pub use dtype::NrtDtype;
+pub use crate::dtype::NrtDtype;
 #[cfg(any(test, feature = "testkit"))]
 pub use engine::EngineType;
 pub use engine::Engines;

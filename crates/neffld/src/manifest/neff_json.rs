@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::dtype::NrtDtype;
+use crate::dtype::NrtDtype;
 use super::json::{self, describe};
 use super::ManifestError;
 use crate::container::Archive;

@@ -1,7 +1,7 @@
 //! The data behind `nrt_get_model_tensor_info`, and the cross-check of the
 //! neff.json I/O sizes against the def.json I/O vars.
 
-use super::dtype::NrtDtype;
+use crate::dtype::NrtDtype;
 use super::neff_json::{IoMaps, IoTensor};
 use super::{Manifest, ManifestError, VarKind, VarOf};
 
