@@ -47,7 +47,7 @@ cd "$crate"
 # header : sources (declarations first, then the domain modules)
 headers=(
   "nrt_status:src/abi/nrt_status.rs src/status.rs"
-  "nrt:src/abi/nrt.rs src/runtime.rs src/model.rs src/tensor.rs src/tensor_set.rs src/execute.rs src/device.rs"
+  "nrt:src/abi/nrt.rs src/runtime.rs src/model.rs src/tensor.rs src/tensor_ops.rs src/tensor_set.rs src/execute.rs src/device.rs"
   "nrt_experimental:src/abi/nrt_experimental.rs src/model_info.rs src/experimental.rs"
   "nrt_version:src/abi/nrt_version.rs src/version.rs"
   "nrt_profile:src/profile.rs"

@@ -39,7 +39,7 @@ fn array_layout(count: usize) -> Option<Layout> {
 
 /// The C dtype of a neffld dtype code (the same numbering); codes the header
 /// does not name become `NRT_DTYPE_UNKNOWN`.
-fn dtype(code: u32) -> nrt_dtype_t {
+pub(crate) fn c_dtype(code: u32) -> nrt_dtype_t {
     use nrt_dtype::*;
     match code {
         1 => NRT_DTYPE_UINT64,
@@ -98,7 +98,7 @@ fn entry(t: &TensorInfo) -> Result<nrt_tensor_info_t, NRT_STATUS> {
             TensorUsage::Output => nrt_tensor_usage_t::NRT_TENSOR_USAGE_OUTPUT,
         },
         size,
-        dtype: dtype(t.dtype.code()),
+        dtype: c_dtype(t.dtype.code()),
         shape,
         ndim,
     })
@@ -282,8 +282,8 @@ mod tests {
     #[test]
     fn dtype_codes_round_trip() {
         for code in 0..16u32 {
-            assert_eq!(dtype(code) as u32, code);
+            assert_eq!(c_dtype(code) as u32, code);
         }
-        assert_eq!(dtype(99), nrt_dtype_t::NRT_DTYPE_UNKNOWN);
+        assert_eq!(c_dtype(99), nrt_dtype_t::NRT_DTYPE_UNKNOWN);
     }
 }

@@ -30,6 +30,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use neffld::api::Runtime;
+use neffld::tensor_ops::TensorJob;
 use tracing::{debug, error, warn};
 
 use crate::abi::nrt::{NrtCcOpArg, NrtDtypeArg, NrtOpArg};
@@ -40,7 +41,7 @@ use crate::device::{nrt_cc_comm_t, nrt_cc_context_t, nrt_tensor_list_t};
 use crate::model::nrt_model_t;
 use crate::tensor::nrt_tensor_t;
 use crate::tensor_set::nrt_tensor_set_t;
-use crate::{execute, state, tensor, unsupported};
+use crate::{execute, state, tensor, tensor_ops, unsupported};
 
 /// Requests one queue holds at once, waiting or running. The runtime's
 /// depth is not public; with requests that complete inside their call,
@@ -456,6 +457,86 @@ pub unsafe extern "C" fn nrta_tensor_copy(
             })
         }
     })
+}
+
+/// Queues `nrt_tensor_cast` of `num_elements` elements of `src` into
+/// `dst` on tensor-op queue `queue` of the tensors' logical core; it
+/// completes inside the call, as the tensor writes do. Everything
+/// `nrt_tensor_cast` refuses is refused by the call with its status,
+/// nothing queued; `NRT_INVALID` too for a queue that does not exist.
+///
+/// libnrt 2.35. Inferred: the prototype (`nrt_tensor_cast`'s arguments,
+/// `num_elements` as `nrta_tensor_copy` types a size, then this header's
+/// `queue`, `ret` and `req_sequence`; no `lnc_idx`, the tensors name their
+/// core) and the tensor-op unit.
+///
+/// # Safety
+/// `ret` and `req_sequence` must each be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrta_tensor_cast(
+    src: *const nrt_tensor_t,
+    dst: *mut nrt_tensor_t,
+    num_elements: u64,
+    queue: c_int,
+    ret: *mut NRT_STATUS,
+    req_sequence: *mut nrta_seq_t,
+) -> NRT_STATUS {
+    const API: &str = "nrta_tensor_cast";
+    guarded(API, || {
+        tensor_ops::cast(API, src, dst, num_elements, |rt, job| {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { schedule(API, rt, job, queue, (ret, req_sequence)) }
+        })
+    })
+}
+
+/// Queues `nrt_tensor_compute` of `op` across the `num_srcs` tensors of
+/// `srcs` into `dst` on tensor-op queue `queue` of the tensors' logical
+/// core, as [`nrta_tensor_cast`] queues a cast.
+///
+/// libnrt 2.35. Inferred: the prototype (`nrt_tensor_compute`'s
+/// arguments, then `queue`, `ret` and `req_sequence`) and the tensor-op
+/// unit (the compute unit runs NEFFs).
+///
+/// # Safety
+/// `srcs` must be NULL or point to `num_srcs` readable pointers; `ret` and
+/// `req_sequence` must each be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrta_tensor_compute(
+    op: NrtOpArg,
+    srcs: *const *mut nrt_tensor_t,
+    num_srcs: u32,
+    dst: *mut nrt_tensor_t,
+    num_elements: u64,
+    queue: c_int,
+    ret: *mut NRT_STATUS,
+    req_sequence: *mut nrta_seq_t,
+) -> NRT_STATUS {
+    const API: &str = "nrta_tensor_compute";
+    // SAFETY: forwarded from this function's contract.
+    guarded(API, || unsafe {
+        tensor_ops::compute(API, op, (srcs, num_srcs), dst, num_elements, |rt, job| {
+            schedule(API, rt, job, queue, (ret, req_sequence))
+        })
+    })
+}
+
+/// Submits a checked tensor operation on tensor-op queue `queue` of its
+/// logical core.
+///
+/// # Safety
+/// As [`submit`]'s.
+unsafe fn schedule(
+    api: &'static str,
+    rt: &Arc<Runtime>,
+    job: &TensorJob<'_>,
+    queue: c_int,
+    (ret, req_sequence): (*mut NRT_STATUS, *mut nrta_seq_t),
+) -> NrtResult {
+    let xu = nrta_xu_t::NRTA_XU_TENSOR_OP as u32;
+    let id = QueueId::of_args(api, rt, job.vnc().into(), xu, queue)?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { submit(api, id, ret, req_sequence, || tensor_ops::run(api, rt, job)) }
 }
 
 /// Checks the tensor binding as `nrt_execute` does (`NRT_INVALID` naming

@@ -5,6 +5,7 @@ use std::ffi::{c_char, CStr};
 
 use neffld::api::{LoadError, Runtime};
 use neffld::error::PipelineError;
+use neffld::tensor_ops::TensorOpError;
 use neffld::NrtStatus;
 use tracing::error;
 
@@ -75,6 +76,13 @@ pub(crate) fn bad_vnc(api: &str, vnc: i32, rt: &Runtime) -> NRT_STATUS {
 
 /// Logs a failed device operation and returns its status.
 pub(crate) fn device_error(api: &str, e: &PipelineError) -> NRT_STATUS {
+    let status = from_core(e.status());
+    error!("{api}: {e}");
+    status
+}
+
+/// Logs a refused or failed tensor operation and returns its status.
+pub(crate) fn tensor_op_error(api: &str, e: &TensorOpError) -> NRT_STATUS {
     let status = from_core(e.status());
     error!("{api}: {e}");
     status

@@ -17,11 +17,13 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use neffld::api::DeviceTensor;
+use neffld::dtype::NrtDtype;
+use neffld::tensor_ops::Operand;
 use tracing::{debug, error, warn};
 
 use crate::abi::nrt::{
-    nrt_tensor_batch_op_t, nrt_tensor_device_allocation_info_t, nrt_tensor_placement_t,
-    NrtPlacementArg,
+    nrt_dtype_t, nrt_tensor_batch_op_t, nrt_tensor_device_allocation_info_t,
+    nrt_tensor_placement_t, NrtDtypeArg, NrtPlacementArg,
 };
 use crate::abi::nrt_status::NRT_STATUS;
 use crate::boundary::{guarded, guarded_value, non_null, NrtResult};
@@ -127,6 +129,53 @@ pub(crate) struct Tensor {
     name: String,
     /// `None` for a tensor made by `nrt_tensor_allocate_empty` and not attached yet.
     view: Option<View>,
+    /// The device dtype the tensor operations read its elements as
+    /// (`nrt_tensor_set_dtype`); `Unknown` when none is attached.
+    dtype: NrtDtype,
+}
+
+impl Tensor {
+    fn new(name: String, view: Option<View>) -> Tensor {
+        Tensor {
+            name,
+            view,
+            dtype: NrtDtype::Unknown,
+        }
+    }
+}
+
+/// A live tensor as the tensor operations take it: its view (which keeps
+/// its storage alive for the call), device dtype and name.
+pub(crate) struct Typed {
+    view: View,
+    dtype: NrtDtype,
+    name: String,
+}
+
+impl Typed {
+    /// The library's operand: the device window, or a host tensor (which
+    /// the library refuses, saying so).
+    pub(crate) fn operand(&self) -> Operand<'_> {
+        match &*self.view.storage {
+            Storage::Device(d) => {
+                Operand::device(d, self.view.offset, self.view.size, self.dtype, &self.name)
+            }
+            Storage::Host(_) => Operand::host(self.dtype, &self.name),
+        }
+    }
+}
+
+/// The tensor `ptr` (the argument `what` of `api`) for a tensor operation:
+/// NULL, a pointer that is not a live tensor and a tensor without storage
+/// give `NRT_INVALID`, a device tensor of a closed runtime `NRT_CLOSED`.
+pub(crate) fn typed(api: &str, what: &str, ptr: *const nrt_tensor_t) -> Result<Typed, NRT_STATUS> {
+    non_null(api, what, ptr)?;
+    let view = usable(api, ptr)?;
+    let (dtype, name) = nrt_tensor::with(ptr, |t| (t.dtype, t.name.clone())).ok_or_else(|| {
+        error!("{api}: {what} {ptr:p} is not a live tensor");
+        NRT_STATUS::NRT_INVALID
+    })?;
+    Ok(Typed { view, dtype, name })
 }
 
 /// Whether a batch reads from or writes to its tensors.
@@ -295,15 +344,7 @@ pub(crate) unsafe fn allocate(
         size: size as u64,
     };
     // SAFETY: `out` is non-NULL (checked) and writable per this function's contract.
-    unsafe {
-        hand_out(
-            Tensor {
-                name,
-                view: Some(view),
-            },
-            out,
-        )
-    };
+    unsafe { hand_out(Tensor::new(name, Some(view)), out) };
     Ok(())
 }
 
@@ -317,7 +358,7 @@ pub(crate) unsafe fn allocate_empty(name: *const c_char, out: *mut *mut nrt_tens
     // SAFETY: forwarded from this function's contract.
     let name = unsafe { name_of(name, "tensor") };
     // SAFETY: `out` is non-NULL (checked) and writable per this function's contract.
-    unsafe { hand_out(Tensor { name, view: None }, out) };
+    unsafe { hand_out(Tensor::new(name, None), out) };
     Ok(())
 }
 
@@ -347,16 +388,14 @@ pub(crate) unsafe fn allocate_slice(
         offset: parent.offset + offset,
         size,
     };
-    // SAFETY: `out` is non-NULL (checked) and writable per this function's contract.
-    unsafe {
-        hand_out(
-            Tensor {
-                name,
-                view: Some(view),
-            },
-            out,
-        )
+    // A slice of a typed tensor has its elements: it keeps the dtype.
+    let dtype = nrt_tensor::with(source, |t| t.dtype).unwrap_or(NrtDtype::Unknown);
+    let slice = Tensor {
+        dtype,
+        ..Tensor::new(name, Some(view))
     };
+    // SAFETY: `out` is non-NULL (checked) and writable per this function's contract.
+    unsafe { hand_out(slice, out) };
     Ok(())
 }
 
@@ -878,6 +917,65 @@ pub unsafe extern "C" fn nrt_tensor_get_lnc_index(
         })?;
         // SAFETY: non-NULL (checked) and writable per this function's contract.
         unsafe { *lnc_idx = value };
+        Ok(())
+    })
+}
+
+/// Attaches a device dtype to the tensor: the element type
+/// `nrt_tensor_cast` and `nrt_tensor_compute` read and write it as. Any
+/// `nrt_dtype_t` is accepted (which of them those calls take is theirs to
+/// check); `NRT_DTYPE_INVALID` (`NRT_DTYPE_UNKNOWN`) detaches it. A slice
+/// made afterwards keeps the dtype; a tensor starts without one. NULL, a
+/// pointer that is not a live tensor or a value outside `nrt_dtype_t`
+/// give `NRT_INVALID`.
+///
+/// Inferred: libnrt 2.35 requires a device dtype on every tensor of those
+/// calls, but how a tensor gets one is not public; this setter and
+/// `nrt_tensor_get_dtype` are neffld's names, in the style of `nrt.h`.
+#[no_mangle]
+pub extern "C" fn nrt_tensor_set_dtype(
+    tensor: *mut nrt_tensor_t,
+    dtype: NrtDtypeArg,
+) -> NRT_STATUS {
+    const API: &str = "nrt_tensor_set_dtype";
+    guarded(API, || {
+        non_null(API, "tensor", tensor)?;
+        let Some(d) = NrtDtype::from_code(dtype) else {
+            error!(
+                "{API}: {dtype} is not an nrt_dtype_t (NRT_DTYPE_UNKNOWN 0 to NRT_DTYPE_FP8_E5 15)"
+            );
+            return Err(NRT_STATUS::NRT_INVALID);
+        };
+        nrt_tensor::with(tensor, |t| t.dtype = d).ok_or_else(|| {
+            error!("{API}: {tensor:p} is not a live tensor");
+            NRT_STATUS::NRT_INVALID
+        })
+    })
+}
+
+/// The tensor's device dtype in `*dtype` (`NRT_DTYPE_INVALID` when none is
+/// attached). NULL arguments and pointers that are not live tensors give
+/// `NRT_INVALID`.
+///
+/// Inferred, as `nrt_tensor_set_dtype`.
+///
+/// # Safety
+/// `dtype` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_tensor_get_dtype(
+    tensor: *const nrt_tensor_t,
+    dtype: *mut nrt_dtype_t,
+) -> NRT_STATUS {
+    const API: &str = "nrt_tensor_get_dtype";
+    guarded(API, || {
+        non_null(API, "tensor", tensor)?;
+        non_null(API, "dtype", dtype)?;
+        let d = nrt_tensor::with(tensor, |t| t.dtype).ok_or_else(|| {
+            error!("{API}: {tensor:p} is not a live tensor");
+            NRT_STATUS::NRT_INVALID
+        })?;
+        // SAFETY: non-NULL (checked) and writable per this function's contract.
+        unsafe { *dtype = crate::model_info::c_dtype(d.code()) };
         Ok(())
     })
 }

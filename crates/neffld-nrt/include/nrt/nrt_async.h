@@ -15,10 +15,13 @@
  *     notes, parameters and NRT_STATUS return from the clients; the lnc parameter's type is not public (uint32_t here).
  *   - The top 16 bits of a sequence id (NRTA_SEQ_GET_XU_ID) are neffld's own numbering of a queue: logical core << 4 |
  *     unit type << 2 | queue. Clients should compare only NRTA_SEQ_GET_SEQ_NUM values of one queue.
+ *   - nrta_tensor_cast / nrta_tensor_compute (libnrt 2.35): the arguments of nrt_tensor_cast / nrt_tensor_compute
+ *     (num_elements typed as nrta_tensor_copy types a size), then queue, ret and req_sequence; no lnc_idx (the tensors,
+ *     all on one logical core, name it); queued on the tensor-op unit.
  *   - A queue holds at most 64 requests, waiting or running (the runtime's depth is not public); beyond that a schedule
  *     call returns NRT_QUEUE_FULL. Queues per logical core: tensor-op 2, compute 1, collectives 3.
  * Not built: nrta_cc_prepare_coalesced (2.33; signature not public). Executions and collectives are refused at call
- * time (NRT_FAILURE) on the simulated device; tensor reads, writes and copies complete inside their call.
+ * time (NRT_FAILURE) on the simulated device; tensor reads, writes, copies, casts and computes complete inside their call.
  */
 
 #pragma once
@@ -137,6 +140,50 @@ NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src,
                             int queue,
                             NRT_STATUS *ret,
                             nrta_seq_t *req_sequence);
+
+/**
+ * Queues `nrt_tensor_cast` of `num_elements` elements of `src` into
+ * `dst` on tensor-op queue `queue` of the tensors' logical core; it
+ * completes inside the call, as the tensor writes do. Everything
+ * `nrt_tensor_cast` refuses is refused by the call with its status,
+ * nothing queued; `NRT_INVALID` too for a queue that does not exist.
+ *
+ * libnrt 2.35. Inferred: the prototype (`nrt_tensor_cast`'s arguments,
+ * `num_elements` as `nrta_tensor_copy` types a size, then this header's
+ * `queue`, `ret` and `req_sequence`; no `lnc_idx`, the tensors name their
+ * core) and the tensor-op unit.
+ *
+ * # Safety
+ * `ret` and `req_sequence` must each be NULL or writable.
+ */
+NRT_STATUS nrta_tensor_cast(const nrt_tensor_t *src,
+                            nrt_tensor_t *dst,
+                            uint64_t num_elements,
+                            int queue,
+                            NRT_STATUS *ret,
+                            nrta_seq_t *req_sequence);
+
+/**
+ * Queues `nrt_tensor_compute` of `op` across the `num_srcs` tensors of
+ * `srcs` into `dst` on tensor-op queue `queue` of the tensors' logical
+ * core, as [`nrta_tensor_cast`] queues a cast.
+ *
+ * libnrt 2.35. Inferred: the prototype (`nrt_tensor_compute`'s
+ * arguments, then `queue`, `ret` and `req_sequence`) and the tensor-op
+ * unit (the compute unit runs NEFFs).
+ *
+ * # Safety
+ * `srcs` must be NULL or point to `num_srcs` readable pointers; `ret` and
+ * `req_sequence` must each be NULL or writable.
+ */
+NRT_STATUS nrta_tensor_compute(nrt_op_type_t op,
+                               nrt_tensor_t *const *srcs,
+                               uint32_t num_srcs,
+                               nrt_tensor_t *dst,
+                               uint64_t num_elements,
+                               int queue,
+                               NRT_STATUS *ret,
+                               nrta_seq_t *req_sequence);
 
 /**
  * Checks the tensor binding as `nrt_execute` does (`NRT_INVALID` naming

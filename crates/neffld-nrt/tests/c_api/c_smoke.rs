@@ -71,9 +71,16 @@ fn run(program: &Path, args: &[&str]) -> (bool, String) {
 }
 
 fn run_with(program: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let fixture = fixture();
+    let mut args = args.to_vec();
+    args.push(fixture.to_str().expect("a UTF-8 path"));
+    run_plain(program, &args, env)
+}
+
+/// Runs `program` with `args` alone (no fixture) and `env`.
+fn run_plain(program: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
     let out = Command::new(program)
         .args(args)
-        .arg(fixture())
         .env("NEFFLD_LOG", "off")
         .envs(env.iter().copied())
         .output()
@@ -145,4 +152,28 @@ fn c_program_async_api_3() {
         "{stdout}"
     );
     assert!(stdout.ends_with("OK\n"), "{stdout}");
+}
+
+/// The tensor operations from C on trn2 under the default line: an ADD of
+/// two float32 tensors reads back as the C client's own sums, a float32
+/// to bfloat16 cast as its own round-to-nearest-even, the async forms
+/// complete, and every bad argument is `NRT_INVALID`. On trn1, and under a
+/// line before 2.35, every call is `NRT_FAILURE`.
+#[test]
+fn c_program_tensor_ops() {
+    let Some(program) = build_program("tensor_ops", "tensor_ops") else {
+        return;
+    };
+    let (ok, stdout) = run_plain(&program, &[], &[]);
+    assert!(ok, "tensor_ops failed:\n{stdout}");
+    assert!(
+        stdout.contains("c is the element-wise float32 sum"),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("OK\n"), "{stdout}");
+    for env in [("NEFFLD_ARCH", "trn1"), ("NEFFLD_RUNTIME", "2.34")] {
+        let (ok, stdout) = run_plain(&program, &["--refused"], &[env]);
+        assert!(ok, "tensor_ops --refused under {env:?} failed:\n{stdout}");
+        assert!(stdout.contains("nrt_tensor_cast "), "{stdout}");
+    }
 }

@@ -9,8 +9,10 @@ use std::process::Command;
 /// headers (aws-neuron-sdk, src/libnrt/include/nrt/), except that
 /// `nrt_async.h` is async API 3.0 as libnrt 2.31+ has it (the error
 /// tracker and `nrta_get_completion_handle` removed, the two eventfd
-/// registrations of 2.32 added) and `nrt.h` adds `nrt_tensor_get_lnc_index`
-/// (no public header of those declares them; see the headers' comments).
+/// registrations of 2.32 added) and `nrt.h` adds `nrt_tensor_get_lnc_index`,
+/// and the tensor operations of 2.35 with the dtype setter and getter they
+/// need (no public header of those declares them; see the headers'
+/// comments).
 const SDK_FUNCTIONS: [(&str, &[&str]); 10] = [
     (
         "nrt.h",
@@ -43,6 +45,10 @@ const SDK_FUNCTIONS: [(&str, &[&str]); 10] = [
             "nrt_tensor_get_va",
             "nrt_tensor_get_device_allocation_info",
             "nrt_tensor_get_lnc_index",
+            "nrt_tensor_set_dtype",
+            "nrt_tensor_get_dtype",
+            "nrt_tensor_cast",
+            "nrt_tensor_compute",
             "nrt_tensor_check_output_completion",
             "nrt_tensor_reset_output_completion",
             "nrt_allocate_tensor_set",
@@ -139,6 +145,8 @@ const SDK_FUNCTIONS: [(&str, &[&str]); 10] = [
             "nrta_tensor_write",
             "nrta_tensor_read",
             "nrta_tensor_copy",
+            "nrta_tensor_cast",
+            "nrta_tensor_compute",
             "nrta_execute_schedule",
             "nrta_cc_prepare",
             "nrta_cc_schedule",

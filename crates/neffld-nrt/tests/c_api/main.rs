@@ -12,6 +12,7 @@ mod process;
 mod profile_stop;
 mod reinit;
 mod tag_names;
+mod tensor_ops;
 mod uninit;
 mod virtual_placement;
 mod visible_cores;

@@ -47,6 +47,18 @@ static_assert(same<decltype(&nrta_event_register_seq_id_completion), NRT_STATUS 
 static_assert(same<decltype(&nrta_get_sequence), NRT_STATUS (*)(uint32_t, nrta_xu_t, int, nrta_seq_t *)>);
 static_assert(same<decltype(&nrta_is_completed), NRT_STATUS (*)(nrta_seq_t, bool *)>);
 static_assert(same<decltype(&nrt_tensor_get_lnc_index), NRT_STATUS (*)(const nrt_tensor_t *, int *)>);
+// The tensor operations of libnrt 2.35 as neffld declares them (inferred
+// prototypes; see nrt.h's comment), with the dtype a tensor carries.
+static_assert(same<decltype(&nrt_tensor_set_dtype), NRT_STATUS (*)(nrt_tensor_t *, nrt_dtype_t)>);
+static_assert(same<decltype(&nrt_tensor_get_dtype), NRT_STATUS (*)(const nrt_tensor_t *, nrt_dtype_t *)>);
+static_assert(same<decltype(&nrt_tensor_cast), NRT_STATUS (*)(const nrt_tensor_t *, nrt_tensor_t *, size_t)>);
+static_assert(same<decltype(&nrt_tensor_compute),
+                   NRT_STATUS (*)(nrt_op_type_t, nrt_tensor_t *const *, uint32_t, nrt_tensor_t *, size_t)>);
+static_assert(same<decltype(&nrta_tensor_cast), NRT_STATUS (*)(const nrt_tensor_t *, nrt_tensor_t *, uint64_t, int,
+                                                                NRT_STATUS *, nrta_seq_t *)>);
+static_assert(same<decltype(&nrta_tensor_compute),
+                   NRT_STATUS (*)(nrt_op_type_t, nrt_tensor_t *const *, uint32_t, nrt_tensor_t *, uint64_t, int,
+                                  NRT_STATUS *, nrta_seq_t *)>);
 static_assert(NRTA_XU_TENSOR_OP == 0 && NRTA_XU_COMPUTE == 1 && NRTA_XU_COLLECTIVES == 2 && NRTA_XU_TYPE_NUM == 3);
 
 namespace {
@@ -168,6 +180,10 @@ struct AsyncQueues {
     Pending &p = submit(NRTA_XU_TENSOR_OP);
     check(nrta_tensor_read(data, tensor, offset, size, static_cast<int>(lnc), /*queue=*/0, &p.ret, &p.seq),
           "nrta_tensor_read");
+  }
+  void cast(const nrt_tensor_t *src, nrt_tensor_t *dst, uint64_t count) {
+    Pending &p = submit(NRTA_XU_TENSOR_OP);
+    check(nrta_tensor_cast(src, dst, count, /*queue=*/0, &p.ret, &p.seq), "nrta_tensor_cast");
   }
   // Drains the unit's eventfd, then retires every request up to the last
   // completed sequence; returns how many were retired.
@@ -303,6 +319,36 @@ void run(const char *neff_path, const char *capture_path) {
       expect(s == NRT_FAILURE && exec.seq == 0, "async execution is refused at once");
       queues.pending[NRTA_XU_COMPUTE].clear();
       first.write(pattern.data(), pattern.size(), 0);
+    }
+
+    // Tensor operations (libnrt 2.35): two float32 tensors added into a
+    // third on the device, then the sum cast to float16 through the queue.
+    {
+      const size_t n = 256;
+      std::vector<float> a(n), b(n), sum(n);
+      for (size_t i = 0; i < n; ++i) {
+        a[i] = static_cast<float>(i) * 0.25f - 7.0f;
+        b[i] = 3.0f / static_cast<float>(i + 1);
+      }
+      Tensor ta(NRT_TENSOR_PLACEMENT_DEVICE, 0, n * 4, "a"), tb(NRT_TENSOR_PLACEMENT_DEVICE, 0, n * 4, "b"),
+          tc(NRT_TENSOR_PLACEMENT_DEVICE, 0, n * 4, "c"), th(NRT_TENSOR_PLACEMENT_DEVICE, 0, n * 2, "c16");
+      for (Tensor *t : {&ta, &tb, &tc}) check(nrt_tensor_set_dtype(t->ptr, NRT_DTYPE_FLOAT32), "nrt_tensor_set_dtype");
+      check(nrt_tensor_set_dtype(th.ptr, NRT_DTYPE_FLOAT16), "nrt_tensor_set_dtype");
+      ta.write(a.data(), n * 4, 0);
+      tb.write(b.data(), n * 4, 0);
+      nrt_tensor_t *srcs[] = {ta.ptr, tb.ptr};
+      check(nrt_tensor_compute(NRT_OP_ADD, srcs, 2, tc.ptr, n), "nrt_tensor_compute");
+      tc.read(sum.data(), n * 4, 0);
+      bool exact = true;
+      for (size_t i = 0; i < n; ++i) exact = exact && sum[i] == a[i] + b[i];
+      expect(exact, "nrt_tensor_compute ADD is the element-wise sum");
+      AsyncQueues queues(lnc_of(tc.ptr));
+      queues.cast(tc.ptr, th.ptr, n);
+      expect(queues.poll(NRTA_XU_TENSOR_OP) == 1, "the async cast retired");
+      std::vector<uint16_t> half(n);
+      th.read(half.data(), n * 2, 0);
+      // -7 + 3 = -4, -6.5 + 1 = -5.5, -5.75 + 0.5 = -5.25, all exact in float16.
+      expect(half[0] == 0xc400 && half[2] == 0xc580 && half[5] == 0xc540, "float16 of the sums");
     }
 
     // Execution, with a profile around it as spike's save_trace does: the
