@@ -775,6 +775,11 @@ mod tests {
             .collect()
     }
 
+    /// Checks and runs a compute.
+    fn compute(rt: &Runtime, op: ComputeOp, srcs: &[Operand<'_>], dst: Operand<'_>, n: u64) {
+        rt.compute_job(op, srcs, dst, n).unwrap().run(rt).unwrap();
+    }
+
     /// Floats in ±1000 from a deterministic stream (xorshift).
     fn floats(n: usize, mut s: u32) -> Vec<f32> {
         (0..n)
@@ -796,13 +801,8 @@ mod tests {
             .iter()
             .map(|t| whole(t, 4 * n, NrtDtype::Float32, "s"))
             .collect();
-        let job = rt.compute_job(
-            op,
-            &ops,
-            whole(&out, 4 * n, NrtDtype::Float32, "out"),
-            n as u64,
-        );
-        job.unwrap().run(rt).unwrap();
+        let dst = whole(&out, 4 * n, NrtDtype::Float32, "out");
+        compute(rt, op, &ops, dst, n as u64);
         read_f32(&out, n)
     }
 
@@ -871,10 +871,7 @@ mod tests {
             whole(&tf, 4000, NrtDtype::Float32, "f"),
         ];
         let dst = whole(&out, 2000, NrtDtype::Bfloat16, "out");
-        rt.compute_job(ComputeOp::Add, &srcs, dst, 1000)
-            .unwrap()
-            .run(&rt)
-            .unwrap();
+        compute(&rt, ComputeOp::Add, &srcs, dst, 1000);
         let mut got = vec![0u8; 2000];
         out.read(0, &mut got).unwrap();
         for i in 0..1000 {
@@ -898,15 +895,13 @@ mod tests {
             whole(&b, 12, NrtDtype::Int32, "b"),
         ];
         let out = tensor(&rt, 0, &[0; 12]);
-        rt.compute_job(
+        compute(
+            &rt,
             ComputeOp::Add,
             &srcs,
             whole(&out, 12, NrtDtype::Int32, "o"),
             3,
-        )
-        .unwrap()
-        .run(&rt)
-        .unwrap();
+        );
         let mut got = [0u8; 12];
         out.read(0, &mut got).unwrap();
         assert_eq!(
@@ -914,15 +909,13 @@ mod tests {
             i32s(&[i32::MAX, 16_777_217, -2]),
             "saturated, exact"
         );
-        rt.compute_job(
+        compute(
+            &rt,
             ComputeOp::Add,
             &srcs,
             whole(&out, 12, NrtDtype::Float32, "o"),
             3,
-        )
-        .unwrap()
-        .run(&rt)
-        .unwrap();
+        );
         // 2^32 - 2 rounds once to 2^32; 16777217 to the even 16777216.
         assert_eq!(read_f32(&out, 3), [4_294_967_296.0, 16_777_216.0, -2.0]);
         // uint8 + int8 into int16: 200 + -100.
@@ -932,15 +925,13 @@ mod tests {
             whole(&u, 1, NrtDtype::Uint8, "u"),
             whole(&i, 1, NrtDtype::Int8, "i"),
         ];
-        rt.compute_job(
+        compute(
+            &rt,
             ComputeOp::Add,
             &srcs,
             whole(&out, 2, NrtDtype::Int16, "o"),
             1,
-        )
-        .unwrap()
-        .run(&rt)
-        .unwrap();
+        );
         let mut got = [0u8; 2];
         out.read(0, &mut got).unwrap();
         assert_eq!(i16::from_le_bytes(got), 100);
@@ -1013,10 +1004,7 @@ mod tests {
         let other = tensor(&rt, 0, &f32_bytes(&[10.0, 20.0, 30.0, 40.0]));
         let a = whole(&t, 16, NrtDtype::Float32, "a");
         let b = whole(&other, 16, NrtDtype::Float32, "b");
-        rt.compute_job(ComputeOp::Add, &[a, b], a, 4)
-            .unwrap()
-            .run(&rt)
-            .unwrap();
+        compute(&rt, ComputeOp::Add, &[a, b], a, 4);
         assert_eq!(read_f32(&t, 4), [11.0, 22.0, 33.0, 44.0]);
         // The same tensor one element on: refused, naming both.
         let shifted = Operand::device(&t, 4, 12, NrtDtype::Float32, "a+1");
