@@ -236,7 +236,7 @@ pub enum TensorOpError {
     },
     /// The runtime line has no such call.
     #[error(
-        "{call} is not in runtime {line}: libnrt 2.35 added it (set the line with NEFFLD_RUNTIME)"
+        "{call} is not in runtime {line}: libnrt 2.35 added it"
     )]
     Line {
         /// The call.
