@@ -219,7 +219,8 @@ impl<'a> Operand<'a> {
     }
 }
 
-/// Why a tensor operation was refused. Nothing was written.
+/// Why a tensor operation was refused (nothing written) or failed on the
+/// device (the steps before the failing one written).
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum TensorOpError {
