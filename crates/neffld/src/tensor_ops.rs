@@ -236,9 +236,7 @@ pub enum TensorOpError {
         arch: Arch,
     },
     /// The runtime line has no such call.
-    #[error(
-        "{call} is not in runtime {line}: libnrt 2.35 added it"
-    )]
+    #[error("{call} is not in runtime {line}: libnrt 2.35 added it")]
     Line {
         /// The call.
         call: TensorCall,

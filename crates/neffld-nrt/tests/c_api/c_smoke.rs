@@ -158,20 +158,28 @@ fn c_program_async_api_3() {
 /// two float32 tensors reads back as the C client's own sums, a float32
 /// to bfloat16 cast as its own round-to-nearest-even, the async forms
 /// complete, and every bad argument is `NRT_INVALID`. On trn1, and under a
-/// line before 2.35, every call is `NRT_FAILURE`.
+/// line before 2.35, every call is `NRT_FAILURE`. Until a line neffld
+/// models has the calls (line 2.35), the default line refuses them too,
+/// and only that is checked.
 #[test]
 fn c_program_tensor_ops() {
     let Some(program) = build_program("tensor_ops", "tensor_ops") else {
         return;
     };
-    let (ok, stdout) = run_plain(&program, &[], &[]);
-    assert!(ok, "tensor_ops failed:\n{stdout}");
-    assert!(
-        stdout.contains("c is the element-wise float32 sum"),
-        "{stdout}"
-    );
-    assert!(stdout.ends_with("OK\n"), "{stdout}");
-    for env in [("NEFFLD_ARCH", "trn1"), ("NEFFLD_RUNTIME", "2.34")] {
+    let mut refused = vec![("NEFFLD_ARCH", "trn1"), ("NEFFLD_RUNTIME", "2.34")];
+    if neffld::RuntimeLine::NEWEST.has_call("nrt_tensor_cast") {
+        let (ok, stdout) = run_plain(&program, &[], &[]);
+        assert!(ok, "tensor_ops failed:\n{stdout}");
+        assert!(
+            stdout.contains("c is the element-wise float32 sum"),
+            "{stdout}"
+        );
+        assert!(stdout.ends_with("OK\n"), "{stdout}");
+    } else {
+        eprintln!("no runtime line has the tensor operations yet: only their refusal is checked");
+        refused.push(("NEFFLD_ARCH", "trn2"));
+    }
+    for env in refused {
         let (ok, stdout) = run_plain(&program, &["--refused"], &[env]);
         assert!(ok, "tensor_ops --refused under {env:?} failed:\n{stdout}");
         assert!(stdout.contains("nrt_tensor_cast "), "{stdout}");
