@@ -20,6 +20,9 @@ start=$(date +%s)
 # numpy is not named: the package's own dependency must bring it.
 echo "neffld-py: building the package (a release build of the library, minutes; pip install -v shows cargo's progress)"
 "$venv/bin/python" -m pip install --quiet "$root/crates/neffld-py" pytest
+"$venv/bin/python" -c 'import numpy' || { echo "neffld-py: the package did not bring numpy" >&2; exit 1; }
+# Test-only: an independent bfloat16 conversion to check tensor_cast against.
+"$venv/bin/python" -m pip install --quiet ml_dtypes
 echo "neffld-py: fresh-venv install took $(($(date +%s) - start)) s"
 
 cd "$root"

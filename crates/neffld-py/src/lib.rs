@@ -33,7 +33,8 @@ mod _neffld {
     use crate::model::{load, Core, Model, Variable};
     #[pymodule_export]
     use crate::nrtpy::{
-        _LoadedModel, _nrtpy_active, _nrtpy_reset, NrtError, NrtTensor, NrtpyError, TensorMetadata,
+        _LoadedModel, _nrtpy_active, _nrtpy_enums, _nrtpy_reset, _tensor_cast, _tensor_compute,
+        NrtError, NrtTensor, NrtpyError, TensorMetadata,
     };
     #[pymodule_export]
     use crate::plan::{

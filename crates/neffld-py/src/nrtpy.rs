@@ -15,9 +15,10 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use neffld::api::{self, DeviceTensor, LoadError, Runtime, TensorInfo, TensorUsage};
+use neffld::api::{self, DeviceTensor, LoadError, NrtDtype, Runtime, TensorInfo, TensorUsage};
 use neffld::execute::{self, ExecuteError};
 use neffld::settings::{Asked, Settings};
+use neffld::tensor_ops::{ComputeOp, Operand, TensorOpError};
 use neffld::text::escape;
 use neffld::NrtStatus;
 use pyo3::buffer::PyBuffer;
@@ -407,4 +408,80 @@ impl _LoadedModel {
             .map_or_else(String::new, |h| h.name.clone());
         format!("_LoadedModel({name:?}, core_id={})", self.vnc)
     }
+}
+
+/// An enum's members as Python builds it: (name, value).
+type Members = Vec<(&'static str, u32)>;
+
+/// The members of nrtpy's `NrtDtype` and `NrtComputeOp` as (name, code):
+/// the header's enumerators (`NRT_DTYPE_FLOAT32` → `FLOAT32`, 10) and the
+/// operations `tensor_compute` takes (`ADD`, 0), from the library's tables.
+#[pyfunction]
+pub fn _nrtpy_enums() -> (Members, Members) {
+    let dtypes = NrtDtype::ALL
+        .iter()
+        .map(|d| (d.c_name().trim_start_matches("NRT_DTYPE_"), d.code()))
+        .collect();
+    let ops = ComputeOp::ALL
+        .iter()
+        .map(|o| (o.name(), o.code()))
+        .collect();
+    (dtypes, ops)
+}
+
+/// A tensor argument of a tensor operation: the device tensor, held for
+/// the call, and the device dtype attached to it (its code; an unknown
+/// code is no dtype, which the library refuses naming the argument).
+type Typed<'py> = (Bound<'py, NrtTensor>, u32);
+
+/// The held device tensors of `args`, checked usable.
+fn held(args: &[&Typed<'_>]) -> PyResult<Vec<(Arc<DeviceTensor>, NrtDtype)>> {
+    args.iter()
+        .map(|(t, dtype)| {
+            let dtype = NrtDtype::from_code(*dtype).unwrap_or(NrtDtype::Unknown);
+            Ok((t.get().live()?, dtype))
+        })
+        .collect()
+}
+
+fn operand<'a>(t: &'a NrtTensor, held: &'a (Arc<DeviceTensor>, NrtDtype)) -> Operand<'a> {
+    Operand::device(&held.0, 0, t.size, held.1, &t.name)
+}
+
+fn tensor_op_error(py: Python<'_>, what: &str, e: &TensorOpError) -> PyErr {
+    nrt_error(py, e.status(), what, &e.to_string())
+}
+
+/// `nrt_tensor_cast`: `count` elements of `src` from its device dtype into
+/// `dst`'s, from element 0, on the active runtime.
+#[pyfunction]
+pub fn _tensor_cast(py: Python<'_>, src: Typed<'_>, dst: Typed<'_>, count: u64) -> PyResult<()> {
+    let rt = runtime(py)?;
+    let h = held(&[&src, &dst])?;
+    let (s, d) = (src.0.get(), dst.0.get());
+    py.detach(|| rt.tensor_cast(operand(s, &h[0]), operand(d, &h[1]), count))
+        .map_err(|e| tensor_op_error(py, "Failed to cast tensor", &e))
+}
+
+/// `nrt_tensor_compute`: `op` (its `nrt_op_type_t` code) across `srcs`
+/// element by element into `dst`, `count` elements from element 0.
+#[pyfunction]
+pub fn _tensor_compute(
+    py: Python<'_>,
+    op: u32,
+    srcs: Vec<Typed<'_>>,
+    dst: Typed<'_>,
+    count: u64,
+) -> PyResult<()> {
+    const WHAT: &str = "Failed to compute tensor";
+    let rt = runtime(py)?;
+    let op = ComputeOp::from_code(op).map_err(|e| tensor_op_error(py, WHAT, &e))?;
+    let args: Vec<&Typed<'_>> = srcs.iter().chain([&dst]).collect();
+    let h = held(&args)?;
+    let tensors: Vec<&NrtTensor> = args.iter().map(|(t, _)| t.get()).collect();
+    let mut operands: Vec<Operand<'_>> =
+        tensors.iter().zip(&h).map(|(t, h)| operand(t, h)).collect();
+    let dst = operands.pop().expect("dst is the last argument");
+    py.detach(|| rt.tensor_compute(op, &operands, dst, count))
+        .map_err(|e| tensor_op_error(py, WHAT, &e))
 }

@@ -379,3 +379,123 @@ def test_a_tensor_is_freed_when_collected_or_by_free_tensor():
     second = big("second")  # the collected tensor's memory is back
     nrtpy.get_nrtpy_singleton().free_tensor(second)
     big("third")
+
+
+# ---- tensor_cast / tensor_compute (libnrt 2.35) ----
+
+def test_the_enums_are_the_headers():
+    # nrt.h's nrt_dtype_t and nrt_op_type_t values (SDK headers).
+    D, O = nrtpy.NrtDtype, nrtpy.NrtComputeOp
+    assert (D.UNKNOWN, D.INT8, D.BFLOAT16, D.FLOAT16, D.FLOAT32, D.FP8_E4, D.FP8_E5) == (0, 2, 6, 7, 10, 14, 15)
+    assert [(o.name, int(o)) for o in O] == [("ADD", 0), ("MAX", 2), ("MIN", 3)]
+
+
+def test_a_tensors_device_dtype_follows_its_numpy_dtype():
+    D = nrtpy.NrtDtype
+    cases = {np.float32: D.FLOAT32, np.float16: D.FLOAT16, np.int8: D.INT8, np.uint16: D.UINT16,
+             np.int32: D.INT32, np.uint64: D.UINT64, np.float64: None, np.bool_: None}
+    for dtype, want in cases.items():
+        assert NrtpyTensor.from_numpy(np.zeros(4, dtype)).device_dtype is want, dtype
+    assert NrtpyTensor.from_numpy(np.zeros(4, ">f4")).device_dtype is None  # not the device's byte order
+    t = NrtpyTensor.from_numpy(np.zeros(4, np.uint16))
+    t.device_dtype = D.BFLOAT16  # bfloat16 bits held as uint16
+    assert t.device_dtype is D.BFLOAT16 and t.dtype == np.uint16
+    with pytest.raises(TypeError):
+        t.device_dtype = 6
+
+
+def offers_tensor_ops():
+    """Whether the runtime's line has the calls; if not, the refusal is the
+    documented one."""
+    one = NrtpyTensor.from_numpy(np.ones(1, np.float32))
+    try:
+        nrtpy.tensor_cast(one, one, 1)
+        return True
+    except NrtError as e:
+        assert (e.status, "libnrt 2.35 added it") == (1, e.message[-len("libnrt 2.35 added it"):]), e
+        return False
+
+
+def bf16_bits(x):
+    """float32 -> bfloat16 bits, rounding to nearest even, computed on the
+    float32 bit patterns (NaN aside)."""
+    u = x.view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def test_tensor_cast_fp32_to_bf16_rounds_to_nearest_even():
+    rng = np.random.default_rng(3)
+    high = rng.integers(0, 0x7F7F, 512, dtype=np.uint32) << 16
+    ties = np.concatenate([high | 0x8000, high | 0x18000 & 0xFFFFFFFF])  # exact halves, even and odd
+    x = np.concatenate([
+        rng.standard_normal(4096).astype(np.float32) * 1e3,
+        ties.view(np.float32),
+        np.array([0.0, -0.0, np.inf, -np.inf, 3.4028235e38, 1e-45, -1e-40], np.float32),
+    ])
+    src = NrtpyTensor.from_numpy(x, name="src")
+    dst = NrtpyTensor.from_numpy(np.zeros(x.size, np.uint16), name="dst")
+    dst.device_dtype = nrtpy.NrtDtype.BFLOAT16
+    if not offers_tensor_ops():
+        with pytest.raises(NrtError, match="NRT_FAILURE.*tensor_cast is not in runtime"):
+            nrtpy.tensor_cast(src, dst, x.size)
+        return
+    nrtpy.tensor_cast(src, dst, x.size)
+    got = dst.numpy()
+    assert got.tobytes() == bf16_bits(x).tobytes()
+    try:
+        import ml_dtypes
+    except ImportError:
+        return
+    assert got.tobytes() == x.astype(ml_dtypes.bfloat16).view(np.uint16).tobytes()
+
+
+def test_tensor_compute_is_numpys_elementwise_reduction():
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.standard_normal(1000).astype(np.float32) for _ in range(3))
+    srcs = [NrtpyTensor.from_numpy(v) for v in (a, b, c)]
+    dst = NrtpyTensor.from_numpy(np.zeros(1000, np.float32))
+    O = nrtpy.NrtComputeOp
+    if not offers_tensor_ops():
+        with pytest.raises(NrtError, match="tensor_compute is not in runtime"):
+            nrtpy.tensor_compute(O.ADD, srcs, dst, 1000)
+        return
+    for op, want in ((O.ADD, (a + b) + c), (O.MAX, np.maximum(np.maximum(a, b), c)),
+                     (O.MIN, np.minimum(np.minimum(a, b), c))):
+        nrtpy.tensor_compute(op, srcs, dst, 1000)
+        assert dst.numpy().tobytes() == want.tobytes(), op
+    # Exact integers, saturating into int32.
+    big = np.full(8, 2**31 - 10, np.int32)
+    ints = [NrtpyTensor.from_numpy(big), NrtpyTensor.from_numpy(np.arange(8, dtype=np.int32) * 3)]
+    out = NrtpyTensor.from_numpy(np.zeros(8, np.int32))
+    nrtpy.tensor_compute(O.ADD, ints, out, 8)
+    want = np.clip(big.astype(np.int64) + np.arange(8) * 3, -(2**31), 2**31 - 1)
+    assert out.numpy().tolist() == want.tolist()
+    # Only the first num_elements are written.
+    part = NrtpyTensor.from_numpy(np.full(1000, 7, np.float32))
+    nrtpy.tensor_compute(O.ADD, srcs[:1], part, 10)
+    assert part.numpy()[:10].tobytes() == a[:10].tobytes() and (part.numpy()[10:] == 7).all()
+
+
+def test_tensor_op_arguments_are_checked():
+    t = NrtpyTensor.from_numpy(np.ones(4, np.float32))
+    for call, error in (
+        (lambda: nrtpy.tensor_cast(np.ones(4), t, 4), TypeError),
+        (lambda: nrtpy.tensor_cast(t, t, -1), ValueError),
+        (lambda: nrtpy.tensor_compute(nrtpy.NrtComputeOp.ADD, t, t, 4), TypeError),
+        (lambda: nrtpy.tensor_compute("ADD", [t], t, 4), TypeError),
+    ):
+        with pytest.raises(error):
+            call()
+    with pytest.raises(NrtError) as e:
+        nrtpy.tensor_compute(1, [t], t, 4)  # NRT_OP_FMA: not one compute takes
+    assert e.value.status_name == "NRT_INVALID" and "ADD (0), MAX (2) or MIN (3)" in str(e.value)
+    if offers_tensor_ops():
+        none = NrtpyTensor.from_numpy(np.ones(4, np.float64))
+        with pytest.raises(NrtError, match="NRT_INVALID.*no device dtype"):
+            nrtpy.tensor_cast(none, t, 4)
+        with pytest.raises(NrtError, match="NRT_INVALID.*fewer than 5 elements"):
+            nrtpy.tensor_cast(t, t, 5)
+    gone = NrtpyTensor.from_numpy(np.ones(4, np.float32))
+    nrtpy.get_nrtpy_singleton().free_tensor(gone)
+    with pytest.raises(NrtpyError):
+        nrtpy.tensor_cast(gone, t, 4)

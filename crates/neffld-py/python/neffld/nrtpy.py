@@ -27,6 +27,7 @@ The runtime is the one the C library starts: ``NEFFLD_ARCH`` or
 What differs from AWS's nrtpy is listed in the package's README.
 """
 
+import enum as _enum
 import operator as _operator
 import os as _os
 
@@ -39,10 +40,15 @@ from ._neffld import (
     TensorMetadata,
     _LoadedModel,
     _nrtpy_active,
+    _nrtpy_enums,
     _nrtpy_reset,
+    _tensor_cast,
+    _tensor_compute,
 )
 
 __all__ = [
+    "NrtComputeOp",
+    "NrtDtype",
     "NrtError",
     "NrtTensor",
     "NrtpyError",
@@ -53,7 +59,41 @@ __all__ = [
     "configure",
     "get_nrtpy_singleton",
     "reset",
+    "tensor_cast",
+    "tensor_compute",
 ]
+
+_dtypes, _ops = _nrtpy_enums()
+NrtDtype = _enum.IntEnum("NrtDtype", _dtypes, module=__name__)
+NrtDtype.__doc__ = """A tensor's device dtype: the members of libnrt's ``nrt_dtype_t``
+(``NRT_DTYPE_FLOAT32`` is ``NrtDtype.FLOAT32``, 10)."""
+NrtComputeOp = _enum.IntEnum("NrtComputeOp", _ops, module=__name__)
+NrtComputeOp.__doc__ = """What :func:`tensor_compute` does across its sources: ``ADD``,
+``MAX`` or ``MIN`` (libnrt's ``nrt_op_type_t`` codes 0, 2, 3)."""
+del _dtypes, _ops
+
+# The device dtype a numpy dtype gives a tensor (little-endian data only):
+# numpy's names, bfloat16 and the FP8 types as ml_dtypes names them.
+_DEVICE_DTYPES = {
+    "float32": NrtDtype.FLOAT32,
+    "float16": NrtDtype.FLOAT16,
+    "bfloat16": NrtDtype.BFLOAT16,
+    "float8_e4m3": NrtDtype.FP8_E4,
+    "float8_e5m2": NrtDtype.FP8_E5,
+    "int8": NrtDtype.INT8,
+    "uint8": NrtDtype.UINT8,
+    "int16": NrtDtype.INT16,
+    "uint16": NrtDtype.UINT16,
+    "int32": NrtDtype.INT32,
+    "uint32": NrtDtype.UINT32,
+    "int64": NrtDtype.INT64,
+    "uint64": NrtDtype.UINT64,
+}
+
+
+def _device_dtype_of(dtype):
+    return _DEVICE_DTYPES.get(dtype.name) if dtype.isnative else None
+
 
 _VISIBLE = "NEURON_RT_VISIBLE_CORES"
 # The variable's value before the first configure(), restored by reset().
@@ -171,7 +211,7 @@ class NrtpyTensor:
     the object (and every other NrtpyTensor over the same
     :class:`NrtTensor`) is collected, or by ``free_tensor``."""
 
-    __slots__ = ("tensor_ref", "shape", "dtype", "name", "__weakref__")
+    __slots__ = ("tensor_ref", "shape", "dtype", "name", "_device_dtype", "__weakref__")
 
     def __init__(self, tensor_ref, shape, dtype, name=None):
         if not isinstance(tensor_ref, NrtTensor):
@@ -197,6 +237,23 @@ class NrtpyTensor:
         self.shape = shape
         self.dtype = dtype
         self.name = tensor_ref.name if name is None else name
+        self._device_dtype = _device_dtype_of(dtype)
+
+    @property
+    def device_dtype(self):
+        """The device dtype :func:`tensor_cast` and :func:`tensor_compute`
+        read the tensor's elements as: derived from the numpy dtype
+        (float32 -> ``NrtDtype.FLOAT32``, ml_dtypes' bfloat16 ->
+        ``BFLOAT16``, ...), ``None`` for one with no device counterpart
+        (float64, bool, big-endian data). Set it to read the same bytes as
+        another type (a uint16 array holding bfloat16 bits)."""
+        return self._device_dtype
+
+    @device_dtype.setter
+    def device_dtype(self, value):
+        if value is not None and not isinstance(value, NrtDtype):
+            raise TypeError(f"device_dtype: expected an NrtDtype or None, not {_shown(value)}")
+        self._device_dtype = value
 
     @classmethod
     def from_numpy(cls, array, name=None, core_id=0):
@@ -233,6 +290,48 @@ class NrtpyTensor:
 
     def __repr__(self):
         return f"NrtpyTensor({self.name!r}, shape={self.shape}, dtype={self.dtype})"
+
+
+def _typed(what, tensor):
+    if not isinstance(tensor, NrtpyTensor):
+        raise TypeError(f"{what}: expected an NrtpyTensor, not {_shown(tensor)}")
+    dtype = tensor.device_dtype
+    return (tensor.tensor_ref, 0 if dtype is None else int(dtype))
+
+
+def _count(num_elements):
+    n = _int("num_elements", num_elements)
+    if n < 0:
+        raise ValueError(f"num_elements must be 0 or more, not {n}")
+    return n
+
+
+def tensor_cast(src, dst, num_elements):
+    """Converts the first ``num_elements`` elements of ``src`` from its
+    device dtype into ``dst``'s, on the device (libnrt 2.35's
+    ``nrt_tensor_cast``: trn2 and later, both tensors on one core, rounding
+    to nearest even). ``NrtError`` when the runtime refuses: a line before
+    2.35 or a trn1 runtime (NRT_FAILURE), a tensor without a device dtype,
+    a pair of dtypes it does not convert, too few elements, tensors on two
+    cores (NRT_INVALID)."""
+    _tensor_cast(_typed("src", src), _typed("dst", dst), _count(num_elements))
+
+
+def tensor_compute(op, srcs, dst, num_elements):
+    """Applies ``op`` (an :class:`NrtComputeOp`: ADD, MAX or MIN) across
+    the tensors of ``srcs``, element by element, into ``dst``, for the
+    first ``num_elements`` elements (libnrt 2.35's ``nrt_tensor_compute``);
+    refused as :func:`tensor_cast` is, and for an empty ``srcs`` or an
+    operation it does not take."""
+    if isinstance(op, bool) or not hasattr(type(op), "__index__"):
+        raise TypeError(f"op: expected an NrtComputeOp, not {_shown(op)}")
+    if isinstance(srcs, NrtpyTensor) or not isinstance(srcs, (list, tuple)):
+        raise TypeError(f"srcs: expected a list of NrtpyTensor, not {_shown(srcs)}")
+    typed = [_typed(f"srcs[{i}]", t) for i, t in enumerate(srcs)]
+    op = _operator.index(op)
+    if op < 0:
+        raise ValueError(f"op {op} is not an NrtComputeOp")
+    _tensor_compute(op, typed, _typed("dst", dst), _count(num_elements))
 
 
 def _binding(what, tensors):

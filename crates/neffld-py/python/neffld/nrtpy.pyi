@@ -1,8 +1,9 @@
 """Type stubs of neffld.nrtpy: nrtpy's documented API over neffld's
 simulated runtime."""
 
+import enum
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Optional, Union
 
 import numpy
@@ -23,6 +24,33 @@ class NrtError(RuntimeError):
     """Its name, e.g. "NRT_FAILURE"."""
     message: str
     """Why, as neffld's runtime says it (libnrt logs it before nrtpy raises)."""
+
+class NrtDtype(enum.IntEnum):
+    """A device dtype: libnrt's nrt_dtype_t (NRT_DTYPE_FLOAT32 is FLOAT32)."""
+
+    UNKNOWN = 0
+    UINT64 = 1
+    INT8 = 2
+    UINT8 = 3
+    INT16 = 4
+    UINT16 = 5
+    BFLOAT16 = 6
+    FLOAT16 = 7
+    INT32 = 8
+    UINT32 = 9
+    FLOAT32 = 10
+    FP32R = 11
+    INT64 = 12
+    FP8_E3 = 13
+    FP8_E4 = 14
+    FP8_E5 = 15
+
+class NrtComputeOp(enum.IntEnum):
+    """tensor_compute's operation (nrt_op_type_t codes)."""
+
+    ADD = 0
+    MAX = 2
+    MIN = 3
 
 class TensorMetadata:
     """One input or output of a loaded model."""
@@ -48,6 +76,10 @@ class NrtpyTensor:
     shape: tuple[int, ...]
     dtype: numpy.dtype[Any]
     name: str
+    device_dtype: Optional[NrtDtype]
+    """The device dtype tensor_cast and tensor_compute read it as: from the
+    numpy dtype (float32 -> FLOAT32, ml_dtypes.bfloat16 -> BFLOAT16, ...),
+    None for one with no device counterpart; settable."""
     def __init__(
         self,
         tensor_ref: NrtTensor,
@@ -126,3 +158,14 @@ def reset() -> None:
     """Closes the runtime and undoes configure()."""
 
 def get_nrtpy_singleton() -> NrtpySingleton: ...
+
+def tensor_cast(src: NrtpyTensor, dst: NrtpyTensor, num_elements: int) -> None:
+    """Converts num_elements of src from its device dtype into dst's, on the
+    device (libnrt 2.35, trn2+, round to nearest even); NrtError when
+    refused."""
+
+def tensor_compute(
+    op: NrtComputeOp, srcs: Sequence[NrtpyTensor], dst: NrtpyTensor, num_elements: int
+) -> None:
+    """op (ADD, MAX, MIN) across srcs element by element into dst (libnrt
+    2.35); NrtError when refused."""
