@@ -793,6 +793,136 @@ impl Drop for ScratchDir {
     }
 }
 
+/// Set in a child process to the name of the one test it runs ([`Alone`]).
+const ALONE: &str = "NEFFLD_TEST_ALONE";
+
+/// One test of the running test binary, run again alone in a child process
+/// of its own: for a test of what is the whole process's (its resident
+/// memory, libnrt's state, an address-space limit, the environment), which
+/// must not share its process with the harness's other tests.
+///
+/// The test calls [`Alone::is_child`] first: in the parent it starts the
+/// child ([`Alone::passed`] or [`Alone::output`]) and checks what the child
+/// said; in the child it runs the body.
+pub struct Alone {
+    name: String,
+    envs: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)>,
+    address_space_kib: Option<u64>,
+}
+
+impl Alone {
+    /// The test `test` of the module `module` (its `module_path!()`, whose
+    /// first segment is the test binary's crate and not in test names).
+    pub fn new(module: &str, test: &str) -> Alone {
+        let name = match module.split_once("::") {
+            Some((_, m)) => format!("{m}::{test}"),
+            None => test.to_string(),
+        };
+        Alone {
+            name,
+            envs: Vec::new(),
+            address_space_kib: None,
+        }
+    }
+
+    /// This process is the child that runs the test.
+    pub fn is_child(&self) -> bool {
+        std::env::var(ALONE).as_deref() == Ok(self.name.as_str())
+    }
+
+    /// Sets a variable in the child's environment.
+    pub fn env(
+        mut self,
+        key: impl AsRef<std::ffi::OsStr>,
+        value: impl AsRef<std::ffi::OsStr>,
+    ) -> Alone {
+        self.envs
+            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    /// Removes a variable from the child's environment.
+    pub fn env_remove(mut self, key: impl AsRef<std::ffi::OsStr>) -> Alone {
+        self.envs.push((key.as_ref().to_owned(), None));
+        self
+    }
+
+    /// Runs the child under an address-space limit of `kib` KiB
+    /// (`ulimit -v`).
+    pub fn address_space(mut self, kib: u64) -> Alone {
+        self.address_space_kib = Some(kib);
+        self
+    }
+
+    /// The command that runs the child, for a caller that starts it
+    /// itself ([`Alone::output`] runs it).
+    pub fn command(&self) -> std::process::Command {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let mut cmd = match self.address_space_kib {
+            None => std::process::Command::new(&exe),
+            Some(kib) => {
+                let mut sh = std::process::Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+                    .arg(&exe);
+                sh
+            }
+        };
+        cmd.args([
+            self.name.as_str(),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ALONE, &self.name);
+        for (k, v) in &self.envs {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd
+    }
+
+    /// Runs the child and returns what it printed and how it ended.
+    pub fn output(&self) -> std::process::Output {
+        self.command().output().expect("the test binary runs again")
+    }
+
+    /// Runs the child and checks that it ran the test and passed; returns
+    /// what it printed.
+    pub fn passed(&self) -> std::process::Output {
+        let out = self.output();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{}, alone in its own process, failed ({}):\n{stdout}\n{stderr}",
+            self.name,
+            out.status
+        );
+        // A name that matched no test would pass having run nothing.
+        assert!(
+            stdout.contains("test result: ok. 1 passed"),
+            "{}: the child ran no test:\n{stdout}",
+            self.name
+        );
+        out
+    }
+}
+
+/// Runs `test` of `module` alone in a child process and checks that it
+/// passed: `true` in the parent, which then has nothing left to do, and
+/// `false` in the child, which runs the body ([`Alone`]).
+pub fn ran_alone(module: &str, test: &str) -> bool {
+    let alone = Alone::new(module, test);
+    if alone.is_child() {
+        return false;
+    }
+    alone.passed();
+    true
+}
+
 /// A new empty file open for reading and writing, already unlinked (it is
 /// gone once closed), for tests that map or truncate a real file.
 pub fn scratch_file(tag: &str) -> std::fs::File {

@@ -74,7 +74,7 @@ fn free(mut t: *mut nrt_tensor_t) {
 
 #[test]
 fn load_guard_statuses() {
-    if crate::process::ran_alone(module_path!(), "load_guard_statuses") {
+    if neffld_testkit::ran_alone(module_path!(), "load_guard_statuses") {
         return;
     }
     let _g = fresh();
@@ -117,7 +117,7 @@ fn load_guard_statuses() {
 
 #[test]
 fn unload_and_tensor_info_guards() {
-    if crate::process::ran_alone(module_path!(), "unload_and_tensor_info_guards") {
+    if neffld_testkit::ran_alone(module_path!(), "unload_and_tensor_info_guards") {
         return;
     }
     let _g = fresh();
@@ -169,7 +169,7 @@ fn unload_and_tensor_info_guards() {
 
 #[test]
 fn init_close_reinit() {
-    if crate::process::ran_alone(module_path!(), "init_close_reinit") {
+    if neffld_testkit::ran_alone(module_path!(), "init_close_reinit") {
         return;
     }
     let _g = fresh();
@@ -191,7 +191,7 @@ fn init_close_reinit() {
 
 #[test]
 fn status_strings() {
-    if crate::process::ran_alone(module_path!(), "status_strings") {
+    if neffld_testkit::ran_alone(module_path!(), "status_strings") {
         return;
     }
     let name = |code: u32| {
@@ -214,7 +214,7 @@ fn status_strings() {
 
 #[test]
 fn tensor_round_trip_on_every_placement() {
-    if crate::process::ran_alone(module_path!(), "tensor_round_trip_on_every_placement") {
+    if neffld_testkit::ran_alone(module_path!(), "tensor_round_trip_on_every_placement") {
         return;
     }
     let _g = fresh();
@@ -289,7 +289,7 @@ fn tensor_round_trip_on_every_placement() {
 
 #[test]
 fn tensor_argument_guards() {
-    if crate::process::ran_alone(module_path!(), "tensor_argument_guards") {
+    if neffld_testkit::ran_alone(module_path!(), "tensor_argument_guards") {
         return;
     }
     let _g = fresh();
@@ -325,7 +325,7 @@ fn tensor_argument_guards() {
 
 #[test]
 fn empty_tensor_attach_and_batches() {
-    if crate::process::ran_alone(module_path!(), "empty_tensor_attach_and_batches") {
+    if neffld_testkit::ran_alone(module_path!(), "empty_tensor_attach_and_batches") {
         return;
     }
     let _g = fresh();
@@ -385,7 +385,7 @@ fn empty_tensor_attach_and_batches() {
 
 #[test]
 fn tensor_sets() {
-    if crate::process::ran_alone(module_path!(), "tensor_sets") {
+    if neffld_testkit::ran_alone(module_path!(), "tensor_sets") {
         return;
     }
     let _g = fresh();
@@ -421,7 +421,7 @@ fn tensor_sets() {
 
 #[test]
 fn unsupported_calls_fail_cleanly() {
-    if crate::process::ran_alone(module_path!(), "unsupported_calls_fail_cleanly") {
+    if neffld_testkit::ran_alone(module_path!(), "unsupported_calls_fail_cleanly") {
         return;
     }
     let _g = fresh();
@@ -487,7 +487,7 @@ fn unsupported_calls_fail_cleanly() {
 
 #[test]
 fn counts_info_and_memory_stats() {
-    if crate::process::ran_alone(module_path!(), "counts_info_and_memory_stats") {
+    if neffld_testkit::ran_alone(module_path!(), "counts_info_and_memory_stats") {
         return;
     }
     let _g = fresh();
@@ -557,7 +557,7 @@ fn counts_info_and_memory_stats() {
 /// that a second unload of the same handle is refused.
 #[test]
 fn matmul_small_tensor_info() {
-    if crate::process::ran_alone(module_path!(), "matmul_small_tensor_info") {
+    if neffld_testkit::ran_alone(module_path!(), "matmul_small_tensor_info") {
         return;
     }
     let _g = fresh();
@@ -618,7 +618,7 @@ fn matmul_small_tensor_info() {
 /// refused afterwards.
 #[test]
 fn close_frees_loaded_models() {
-    if crate::process::ran_alone(module_path!(), "close_frees_loaded_models") {
+    if neffld_testkit::ran_alone(module_path!(), "close_frees_loaded_models") {
         return;
     }
     let _g = fresh();
@@ -655,7 +655,7 @@ fn destroy(mut set: *mut nrt_tensor_set_t) {
 /// are 128x256 fp16 inputs, output0 a 128x128 fp16 output).
 #[test]
 fn execute_binding() {
-    if crate::process::ran_alone(module_path!(), "execute_binding") {
+    if neffld_testkit::ran_alone(module_path!(), "execute_binding") {
         return;
     }
     let _g = fresh();
@@ -727,7 +727,7 @@ fn execute_binding() {
 /// abort (this test aborted the whole test binary before the fix).
 #[test]
 fn host_tensor_of_a_terabyte_is_a_resource_error() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "host_tensor_of_a_terabyte_is_a_resource_error",
     ) {
@@ -746,7 +746,7 @@ fn host_tensor_of_a_terabyte_is_a_resource_error() {
 /// says (they answered NRT_CLOSED before the fix); device tensors do not.
 #[test]
 fn host_tensors_outlive_the_runtime() {
-    if crate::process::ran_alone(module_path!(), "host_tensors_outlive_the_runtime") {
+    if neffld_testkit::ran_alone(module_path!(), "host_tensors_outlive_the_runtime") {
         return;
     }
     let _g = fresh();
@@ -798,7 +798,7 @@ fn fetch(nc: Option<u64>) -> (NRT_STATUS, serde_json::Value) {
 
 #[test]
 fn sys_trace_records_loads_and_unloads() {
-    if crate::process::ran_alone(module_path!(), "sys_trace_records_loads_and_unloads") {
+    if neffld_testkit::ran_alone(module_path!(), "sys_trace_records_loads_and_unloads") {
         return;
     }
     let _g = fresh();
@@ -878,7 +878,7 @@ fn sys_trace_records_loads_and_unloads() {
 /// through the runtime API) and its memory rows.
 #[test]
 fn profile_writes_a_capture_of_the_loaded_model() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "profile_writes_a_capture_of_the_loaded_model",
     ) {
@@ -957,7 +957,7 @@ fn profile_writes_a_capture_of_the_loaded_model() {
 
 #[test]
 fn version_and_device_queries() {
-    if crate::process::ran_alone(module_path!(), "version_and_device_queries") {
+    if neffld_testkit::ran_alone(module_path!(), "version_and_device_queries") {
         return;
     }
     let _g = fresh();
@@ -1056,7 +1056,7 @@ fn last(lnc: u32, xu: u32, queue: i32) -> (NRT_STATUS, u64) {
 /// `*ret` and moves the data as the sync calls do.
 #[test]
 fn async_tensor_requests_complete_on_return() {
-    if crate::process::ran_alone(module_path!(), "async_tensor_requests_complete_on_return") {
+    if neffld_testkit::ran_alone(module_path!(), "async_tensor_requests_complete_on_return") {
         return;
     }
     let _g = fresh();
@@ -1182,7 +1182,7 @@ fn async_tensor_requests_complete_on_return() {
 /// the client's descriptor is never closed.
 #[test]
 fn async_completions_signal_eventfds() {
-    if crate::process::ran_alone(module_path!(), "async_completions_signal_eventfds") {
+    if neffld_testkit::ran_alone(module_path!(), "async_completions_signal_eventfds") {
         return;
     }
     let _g = fresh();

@@ -58,7 +58,7 @@ fn visible_cores() -> i32 {
 
 #[test]
 fn nrt_load_racing_nrt_close_then_reinit() {
-    if crate::process::ran_alone(module_path!(), "nrt_load_racing_nrt_close_then_reinit") {
+    if neffld_testkit::ran_alone(module_path!(), "nrt_load_racing_nrt_close_then_reinit") {
         return;
     }
     let bytes = Arc::new(fixture("matmul_small.neff"));

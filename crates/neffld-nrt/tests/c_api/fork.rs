@@ -32,7 +32,7 @@ fn load_unload(bytes: &[u8]) -> (NRT_STATUS, NRT_STATUS) {
 
 #[test]
 fn a_forked_child_cannot_use_its_parents_runtime() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "a_forked_child_cannot_use_its_parents_runtime",
     ) {

@@ -13,7 +13,7 @@ use neffld_nrt::*;
 
 #[test]
 fn an_inf2_24xlarge_has_six_chips_of_two_cores() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "an_inf2_24xlarge_has_six_chips_of_two_cores",
     ) {

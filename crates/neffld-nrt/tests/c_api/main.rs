@@ -1,4 +1,4 @@
-//! libnrt's C API as clients call it: the exported functions, the shipped headers against the SDK's ABI, C and C++ clients. The runtime's state is process-wide, so a test that initialises it runs alone in a child process (`process`).
+//! libnrt's C API as clients call it: the exported functions, the shipped headers against the SDK's ABI, C and C++ clients. The runtime's state is process-wide, so a test that initialises it runs alone in a child process (`neffld_testkit::Alone`).
 
 mod abi;
 mod abi_probe;
@@ -8,7 +8,6 @@ mod exports;
 mod fork;
 mod instance;
 mod memory_log;
-mod process;
 mod profile_stop;
 mod reinit;
 mod tag_names;

@@ -9,12 +9,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::ptr;
 
 use neffld::container::writer::{NeffWriter, Producer};
 use neffld_nrt::*;
-use neffld_testkit::Synth;
+use neffld_testkit::{Alone, Synth};
 use serde_json::json;
 
 /// Set in a child process: the paths of the NEFFs it loads.
@@ -193,9 +193,7 @@ fn run_with(tag: &str, env: &[(&str, &str)], plant: impl FnOnce(&Path)) -> Run {
     let two = dir.join("two.neff");
     std::fs::write(&one, neff("neff_one", None)).unwrap();
     std::fs::write(&two, neff("neff_two", Some(TOO_BIG))).unwrap();
-    let proc = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "--nocapture", "--test-threads=1"])
-        .arg(crate::process::test_name(module_path!(), tag))
+    let mut alone = Alone::new(module_path!(), tag)
         .env(CHILD, format!("{};{}", one.display(), two.display()))
         .env("NEFFLD_ARCH", "trn2")
         .env("NEFFLD_DEVICE", "null")
@@ -204,8 +202,12 @@ fn run_with(tag: &str, env: &[(&str, &str)], plant: impl FnOnce(&Path)) -> Run {
         .env_remove("NEFFLD_LOG")
         .env_remove("NEURON_RT_LOG_LEVEL")
         .env_remove("NEURON_RT_LOG_LEVEL_TDRV")
-        .env_remove("NEURON_RT_LOG_LEVEL_NRT")
-        .envs(env.iter().copied())
+        .env_remove("NEURON_RT_LOG_LEVEL_NRT");
+    for &(k, v) in env {
+        alone = alone.env(k, v);
+    }
+    let proc = alone
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -519,15 +521,12 @@ fn the_oom_report_can_be_silenced_from_2_33() {
     assert_eq!(report(&older), (4, 0), "{:?}", older.records);
     assert!(the(&older, "TDRV:log_dev_mem_usage_table").is_empty());
 
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "--nocapture", "--test-threads=1"])
-        .arg(crate::process::test_name(module_path!(), tag))
+    let out = Alone::new(module_path!(), tag)
         .env(CHILD, "a.neff;b.neff")
         .env(var, "no")
         .env_remove("NEFFLD_LOG")
         .env_remove("NEURON_RT_LOG_LEVEL")
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(

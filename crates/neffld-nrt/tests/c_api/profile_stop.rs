@@ -7,10 +7,10 @@
 //! parent reads the log lines of each step.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::ptr;
 
 use neffld_nrt::*;
+use neffld_testkit::Alone;
 
 /// Set in the child: the folder its captures go to.
 const CHILD: &str = "NEFFLD_PROFILE_STOP_CHILD";
@@ -108,16 +108,10 @@ impl Steps {
 }
 
 fn run(dir: &Path) -> Steps {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "--nocapture", "--test-threads=1"])
-        .arg(crate::process::test_name(
-            module_path!(),
-            "profile_stop_writes_its_own_filename",
-        ))
+    let out = Alone::new(module_path!(), "profile_stop_writes_its_own_filename")
         .env(CHILD, dir)
         .env("NEFFLD_LOG", "warn")
-        .output()
-        .unwrap();
+        .output();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");

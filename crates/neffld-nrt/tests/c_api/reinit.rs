@@ -32,7 +32,7 @@ fn read(t: *mut nrt_tensor_t) -> NRT_STATUS {
 
 #[test]
 fn a_tensor_of_a_closed_runtime_stays_closed_after_reinit() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "a_tensor_of_a_closed_runtime_stays_closed_after_reinit",
     ) {

@@ -6,7 +6,7 @@ use neffld_nrt::*;
 
 #[test]
 fn before_init_the_guard_answers_uninitialized() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "before_init_the_guard_answers_uninitialized",
     ) {

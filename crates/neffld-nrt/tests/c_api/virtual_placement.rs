@@ -46,7 +46,7 @@ fn virtual_tensor_on(line: &str) -> NRT_STATUS {
 
 #[test]
 fn virtual_placement_is_refused_from_2_32() {
-    if crate::process::ran_alone(module_path!(), "virtual_placement_is_refused_from_2_32") {
+    if neffld_testkit::ran_alone(module_path!(), "virtual_placement_is_refused_from_2_32") {
         return;
     }
     for (line, want) in [

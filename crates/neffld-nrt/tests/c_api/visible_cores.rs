@@ -6,7 +6,7 @@ use neffld_nrt::*;
 
 #[test]
 fn cores_the_device_lacks_are_refused_by_every_entry_point() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "cores_the_device_lacks_are_refused_by_every_entry_point",
     ) {

@@ -214,9 +214,17 @@ fn cycles(rt: &Runtime, dev: &Device, bytes: &[u8], n: usize, label: &str) -> (u
 /// in the registry, and host memory does not grow. A parked load on logical
 /// core 3 keeps the parse cached, so the cycles exercise staging and unload
 /// (a debug-build inflate costs ~60 ms); 50 more cycles parse every time.
-/// `NEFFLD_LONG=1` runs all 1,000 cycles with a parse each.
+/// `NEFFLD_LONG=1` runs all 1,000 cycles with a parse each. The resident
+/// set is the process's: the test runs alone in a child process, where no
+/// other test's allocations move it.
 #[test]
 fn a_thousand_load_unload_cycles_leave_nothing_behind() {
+    if neffld_testkit::ran_alone(
+        module_path!(),
+        "a_thousand_load_unload_cycles_leave_nothing_behind",
+    ) {
+        return;
+    }
     let bytes = fixture("matmul_small.neff");
     let long = std::env::var("NEFFLD_LONG").is_ok_and(|v| v == "1");
     let (rt, dev) = gated_runtime(Geometry::for_arch(Arch::Cayman), None, 1);

@@ -19,8 +19,8 @@ use neffld::container::{ContainerError, OpenOptions};
 use neffld::device::{FaultPlan, Geometry, NullDevice};
 use neffld::parse::{ParseError, ParseOptions};
 use neffld::{Arch, NrtStatus};
-use neffld_testkit::beyond_start;
 use neffld_testkit::Synth;
+use neffld_testkit::{beyond_start, Alone};
 use serde_json::json;
 
 /// Loads on a fresh runtime; returns the outcome and the wall time, after
@@ -310,11 +310,27 @@ fn dma_sides(to_out: bool, from: [serde_json::Value; 2], to: [serde_json::Value;
     s.write(Producer::V2_18)
 }
 
-/// The child half of the next test, which starts it under a memory limit;
-/// on its own it does nothing.
+/// Host memory a NEFF's DMA patterns ask for is reserved fallibly: on a
+/// host that cannot hold the rings (a 448 MiB address-space limit here) the
+/// load fails with `NRT_FAIL_HOST_MEM_ALLOC` instead of aborting the
+/// process. Run alone in a child process under that limit.
 #[test]
-fn dma_ring_under_a_memory_limit_child() {
-    if std::env::var_os("NEFFLD_LIMITS_CHILD").is_none() {
+fn dma_rings_past_host_memory_are_a_status_not_an_abort() {
+    let alone = Alone::new(
+        module_path!(),
+        "dma_rings_past_host_memory_are_a_status_not_an_abort",
+    )
+    .address_space(458_752)
+    .env("MALLOC_ARENA_MAX", "1");
+    if !alone.is_child() {
+        let out = alone.passed();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().find_map(|l| l.split_once("child: "));
+        assert!(
+            line.is_some_and(|(_, r)| r.starts_with("status 11 after")),
+            "{text}"
+        );
+        println!("{}", line.map(|(_, r)| r).unwrap_or_default());
         return;
     }
     // Two rings of 8,000,000 descriptor pairs: 256 MB of ring image each,
@@ -334,35 +350,6 @@ fn dma_ring_under_a_memory_limit_child() {
     println!("child: status {} after {dt:?}: {e}", e.status().code());
     assert_eq!(e.status(), NrtStatus::FailHostMemAlloc, "{e}");
     assert!(e.to_string().contains("cannot allocate"), "{e}");
-}
-
-/// Host memory a NEFF's DMA patterns ask for is reserved fallibly: on a
-/// host that cannot hold the rings (a 448 MiB address-space limit here) the
-/// load fails with `NRT_FAIL_HOST_MEM_ALLOC` instead of aborting the
-/// process.
-#[test]
-fn dma_rings_past_host_memory_are_a_status_not_an_abort() {
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -v 458752 && exec \"$0\" --exact limits::dma_ring_under_a_memory_limit_child --test-threads 1 --nocapture")
-        .arg(&exe)
-        .env("NEFFLD_LIMITS_CHILD", "1")
-        .env("MALLOC_ARENA_MAX", "1")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{:?}: {text}", out.status);
-    assert!(text.contains("child: status 11 after"), "{text}");
-    let line = text
-        .lines()
-        .find_map(|l| l.split_once("child: "))
-        .map(|(_, r)| r);
-    println!("{}", line.unwrap_or_default());
 }
 
 /// Regression: a DMA block expanding past the vring limit (16,777,200

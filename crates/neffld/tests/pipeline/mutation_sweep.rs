@@ -13,7 +13,8 @@
 //!
 //! Every mutant either loads (with the staged-model validator on) and
 //! unloads, or fails with an expected status and a non-empty message; never
-//! panics, never hangs; afterwards the device holds no allocation and the
+//! panics, never hangs (a mutant running past a minute is named on
+//! stderr); afterwards the device holds no allocation and the
 //! runtime no model. `cargo test --test mutation_sweep -- --nocapture` prints
 //! the outcome counts; `NEFFLD_SWEEP=long` runs about twenty times as many
 //! mutants (and `NEFFLD_SWEEP_SEED=<n>` picks another seed;
@@ -46,7 +47,10 @@ const EXPECTED: [NrtStatus; 4] = [
     NrtStatus::QueueFull,
 ];
 
-/// A mutant running longer than this is reported as a hang.
+/// A mutant still running after this is named on stderr, once: a hang
+/// then shows which mutant it is when the harness's own timeout stops the
+/// run. Nothing is failed or aborted on the clock (a slow shared machine is
+/// not a hang, and an abort would take the harness's other tests with it).
 const HANG: Duration = Duration::from_secs(60);
 
 /// xorshift64*: small, deterministic, good enough to pick mutations.
@@ -996,14 +1000,15 @@ fn sweep(title: &str, bases: Vec<(Base, Budget)>) {
     let dog = {
         let (watch, done) = (watch.clone(), done.clone());
         std::thread::spawn(move || {
+            let mut named = 0;
             while !done.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(200));
                 let s = watch.started_ms.load(Ordering::SeqCst);
                 let now = watch.epoch.elapsed().as_millis() as u64;
-                if s != 0 && now.saturating_sub(s) > HANG.as_millis() as u64 {
+                if s != 0 && s != named && now.saturating_sub(s) > HANG.as_millis() as u64 {
                     let l = watch.label.lock().unwrap_or_else(|p| p.into_inner());
-                    eprintln!("mutant hangs (> {HANG:?}): {l}");
-                    std::process::abort();
+                    eprintln!("mutant still running after {HANG:?}: {l}");
+                    named = s;
                 }
             }
         })
