@@ -205,6 +205,11 @@ fn plan_failure(e: &PlanError) -> Failure {
             message: e.to_string(),
         },
         PlanError::Config(c) => Failure::config(c),
+        PlanError::HostMemory { oom, .. } => Failure {
+            stage: "neffld",
+            status: oom.status(),
+            message: e.to_string(),
+        },
         _ => Failure::usage(e.to_string()),
     }
 }

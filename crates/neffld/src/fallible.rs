@@ -52,6 +52,17 @@ pub fn with_capacity<T>(n: usize, what: &'static str) -> Result<Vec<T>, HostOom>
     Ok(v)
 }
 
+/// Checks that `bytes` more of host memory can still be had: reserved and
+/// given back at once, never touched, so it costs an `mmap` and no page.
+/// Work that grows a little at a time (a plan, step by step) asks before
+/// each part for more than the part can take, so that a host running out
+/// (an address-space limit, `ulimit -v`) is this error between two parts,
+/// not an abort inside one. Where the system overcommits memory the answer
+/// is yes until the kernel says otherwise, as for any allocation.
+pub fn room(bytes: usize, what: &'static str) -> Result<(), HostOom> {
+    with_capacity::<u8>(bytes, what).map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -401,6 +401,8 @@ class Copies:
     file: str
     count: int
     at_least: bool
+    """Counting stopped before a copy was refused (at 256 copies, or at the
+    plan's NEFFLD_MAX_HEADROOM allocations): at least count fit."""
     refused: Optional[StepError]
     """Why the NEFF cannot load on the core at all, memory aside (count is then 0)."""
 

@@ -176,6 +176,9 @@ pub struct RuntimeConfig {
     /// Ceiling on the steps one plan expands to (`NEFFLD_MAX_STEPS`),
     /// read by a plan before its deployment ([`max_steps`]).
     pub max_steps: usize,
+    /// Ceiling on the allocations the copies a plan's headroom counts make
+    /// (`NEFFLD_MAX_HEADROOM`).
+    pub max_headroom: u64,
     /// Ceiling on a NEFF read from a stream (`NEFFLD_MAX_NEFF_SIZE`),
     /// read when one is ([`crate::neff::read_neff`]).
     pub max_neff_size: u64,
@@ -226,6 +229,7 @@ impl Default for RuntimeConfig {
             implicit_async: None,
             oom_log: None,
             max_steps: MAX_STEPS,
+            max_headroom: crate::plan::headroom::HEADROOM_ALLOCATIONS,
             max_neff_size: crate::container::stream::MAX_STREAM_NEFF,
         }
     }
@@ -257,7 +261,7 @@ pub(crate) fn parse_num<T: std::str::FromStr>(
 /// The default ceiling on the steps one plan expands to (the command
 /// line's LOADs, tensors and unloads and a deployment file's steps
 /// together), checked before expanding.
-pub const MAX_STEPS: usize = 1 << 20;
+pub const MAX_STEPS: usize = 1 << 18;
 
 /// The ceiling on the steps one plan expands to: `NEFFLD_MAX_STEPS` as
 /// `lookup` gives it, else [`MAX_STEPS`].

@@ -165,7 +165,7 @@ pub const NEFFLD_MAX_STEPS: Variable = Variable {
     ..var(
         "NEFFLD_MAX_STEPS",
         Seam::Loader,
-        "1048576",
+        "262144",
         "ceiling on the steps one `plan` expands to: its deployment file's and its command line's loads, tensors and unloads together (each core listed and each `repeat` a step), counted before anything is expanded; the environment or `plan --env` set it, a deployment file cannot",
         |c, var, v| {
             c.max_steps = parse_num(var, &v)?;
@@ -554,6 +554,16 @@ pub const VARIABLES: &[Variable] = &[
     ),
     NEFFLD_MAX_NEFF_SIZE,
     NEFFLD_MAX_STEPS,
+    var(
+        "NEFFLD_MAX_HEADROOM",
+        Seam::Loader,
+        "16777216",
+        "ceiling on the allocations the copies a `plan`'s headroom counts make, every NEFF on every distinct core together (each counts within an equal part of what is left, then says \"at least\"); load, verify and the C library do not use it",
+        |c, var, v| {
+            c.max_headroom = parse_num(var, &v)?;
+            Ok(())
+        },
+    ),
     var(
         "NEFFLD_CHECK",
         Seam::Loader,

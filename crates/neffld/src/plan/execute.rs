@@ -9,7 +9,7 @@ use crate::report::memory::MemoryReport;
 
 use super::deployment::{Deployment, Solve};
 use super::headroom::{self, Headroom};
-use super::run::{Exec, Session};
+use super::run::{Exec, Session, STEP_ROOM};
 use super::solve::{self, SolveAnswer, Solved};
 use super::{NeffRecord, PlanError, PlanRefusal, StepReport, TensorRecord};
 
@@ -25,7 +25,14 @@ impl Session {
     ) -> Result<Outcome, PlanError> {
         let mut exec = Exec::start(self, config, prints)?;
         let start = (exec.held(), exec.fullest_hbm());
-        for step in &d.steps {
+        let out_of_memory = |oom, done| PlanError::HostMemory {
+            oom,
+            done,
+            steps: d.steps.len(),
+        };
+        for (done, step) in d.steps.iter().enumerate() {
+            crate::fallible::room(STEP_ROOM, "a further step of the plan")
+                .map_err(|oom| out_of_memory(oom, done))?;
             let report = exec.step(step, d.io_tensors)?;
             let failed = report.outcome.is_err();
             exec.steps.push(report);
@@ -56,7 +63,13 @@ impl Session {
             }),
             _ => None,
         };
-        let headroom = measure.then(|| headroom::measure(&mut exec, d));
+        let headroom = match measure {
+            true => Some(
+                headroom::measure(&mut exec, d)
+                    .map_err(|oom| out_of_memory(oom, exec.steps.len()))?,
+            ),
+            false => None,
+        };
         let mut outcome = exec.finish(start, refusal, headroom);
         outcome.solved = solved;
         Ok(outcome)

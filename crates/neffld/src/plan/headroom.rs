@@ -19,6 +19,15 @@
 //! ranks of one NEFF over an instance) have the same headroom: the
 //! allocator decides from that layout alone, so it is measured once per
 //! layout.
+//!
+//! What counting costs is the allocations it makes: each copy makes again
+//! every allocation of one load (20,000 for a NEFF of 20,000 small
+//! variables). Beyond one load of each NEFF on each distinct core, the
+//! whole headroom of a plan makes at most `NEFFLD_MAX_HEADROOM` allocations
+//! ([`HEADROOM_ALLOCATIONS`] by default), each core and NEFF counting
+//! within an equal part of what is left; a count stopped there is "at
+//! least" what it found. Its time is so linear in the copies it reports,
+//! and bounded whatever the NEFFs and however many distinct cores.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,18 +40,50 @@ use crate::ids::PCore;
 use crate::NrtStatus;
 
 use super::deployment::Deployment;
-use super::run::{allocate, largest_fitting, load_failure, Exec};
+use super::run::{allocate, largest_fitting, load_failure, Exec, STEP_ROOM};
 use super::StepFailure;
+use crate::fallible::HostOom;
 
 /// Copies counted at most (a further copy beyond it is not tried).
 pub(crate) const COPY_LIMIT: u32 = 256;
+
+/// The allocations the copies one plan's headroom counts make at most,
+/// every NEFF on every distinct core together (`NEFFLD_MAX_HEADROOM` sets
+/// another): neffld's own ceiling on its work, seconds of counting
+/// (docs/performance.md, "What a plan costs"). A plan of a few NEFFs of
+/// real size counts every copy well within it.
+pub const HEADROOM_ALLOCATIONS: u64 = 1 << 24;
+
+/// What is left of the headroom's allocations, shared out between the
+/// measurements still to make: each takes an equal part of what is left,
+/// and what one leaves unused goes to those after it.
+struct Work {
+    left: u64,
+    measurements: u64,
+}
+
+impl Work {
+    /// The part of the next measurement.
+    fn share(&self) -> u64 {
+        self.left / self.measurements.max(1)
+    }
+
+    fn spend(&mut self, allocations: u64) {
+        self.left = self.left.saturating_sub(allocations);
+    }
+
+    fn done(&mut self) {
+        self.measurements = self.measurements.saturating_sub(1);
+    }
+}
 
 /// How many more copies of one NEFF fit on a core.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Copies {
     /// Copies that fit.
     pub count: u32,
-    /// Counting stopped at [`COPY_LIMIT`]: at least `count` fit.
+    /// Counting stopped before a copy was refused, at [`COPY_LIMIT`]
+    /// copies or at its part of `NEFFLD_MAX_HEADROOM`: at least `count` fit.
     pub at_least: bool,
     /// The NEFF cannot load on the core however much memory is free (its
     /// logical-core size, its chip, one of neffld's own ceilings): the
@@ -88,7 +129,7 @@ impl Headroom {
 
 /// The headroom of every logical core the deployment's steps name, in
 /// core order.
-pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
+pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Result<Vec<Headroom>, HostOom> {
     let mut vncs: Vec<u32> = exec.steps.iter().filter_map(|s| s.vnc).collect();
     vncs.sort_unstable();
     vncs.dedup();
@@ -97,47 +138,53 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
     // name it.
     let files: Vec<usize> = (0..exec.session.files.len()).collect();
     let mut measured: HashMap<Layout, (u64, Vec<(PathBuf, Copies)>)> = HashMap::new();
-    let mut rows: Vec<Headroom> = vncs
-        .into_iter()
-        .filter_map(|vnc| {
-            let (device, pcores) = exec.placement(vnc).ok()?;
-            let (_, dev, first) = exec.rt.placement_of_vnc(vnc).ok()?;
-            let dev = dev.clone();
-            let hbm = dev.geometry().hbm_of(first).ok()?;
-            let hbm_free = dev.free_bytes(hbm);
-            let pools = dev.pools(hbm);
-            // A lone core has no twin to share its measurement with.
-            let layout = (!alone).then(|| layout(&dev, hbm, first));
-            let (largest_tensor, copies) = match layout.as_ref().and_then(|l| measured.get(l)) {
-                Some(m) => m.clone(),
-                None => {
-                    let largest = largest_tensor(exec, vnc, dev.capacity(hbm));
-                    let copies: Vec<(PathBuf, Copies)> = files
-                        .iter()
-                        .map(|&i| {
-                            let c = copies(exec, vnc, i, d.io_tensors);
-                            (exec.session.files[i].path.clone(), c)
-                        })
-                        .collect();
-                    if let Some(layout) = layout {
-                        measured.insert(layout, (largest, copies.clone()));
-                    }
-                    (largest, copies)
+    let mut work = Work {
+        left: exec.session.config.max_headroom,
+        measurements: (vncs.len() * files.len()) as u64,
+    };
+    let mut rows: Vec<Headroom> = Vec::new();
+    for vnc in vncs {
+        let Ok((device, pcores)) = exec.placement(vnc) else {
+            continue;
+        };
+        let Ok((_, dev, first)) = exec.rt.placement_of_vnc(vnc) else {
+            continue;
+        };
+        let dev = dev.clone();
+        let Ok(hbm) = dev.geometry().hbm_of(first) else {
+            continue;
+        };
+        let hbm_free = dev.free_bytes(hbm);
+        let pools = dev.pools(hbm);
+        // A lone core has no twin to share its measurement with.
+        let layout = (!alone).then(|| layout(&dev, hbm, first));
+        let (largest_tensor, copies) = match layout.as_ref().and_then(|l| measured.get(l)) {
+            Some(m) => m.clone(),
+            None => {
+                let largest = largest_tensor(exec, vnc, dev.capacity(hbm));
+                let mut copies: Vec<(PathBuf, Copies)> = Vec::with_capacity(files.len());
+                for &i in &files {
+                    let c = self::copies(exec, vnc, i, d.io_tensors, &mut work)?;
+                    copies.push((exec.session.files[i].path.clone(), c));
                 }
-            };
-            Some(Headroom {
-                vnc,
-                device,
-                pcores,
-                hbm,
-                hbm_free,
-                largest_tensor,
-                copies,
-                shared_with: Vec::new(),
-                pools,
-            })
-        })
-        .collect();
+                if let Some(layout) = layout {
+                    measured.insert(layout, (largest, copies.clone()));
+                }
+                (largest, copies)
+            }
+        };
+        rows.push(Headroom {
+            vnc,
+            device,
+            pcores,
+            hbm,
+            hbm_free,
+            largest_tensor,
+            copies,
+            shared_with: Vec::new(),
+            pools,
+        });
+    }
     let hbms: Vec<(u32, u32, u32)> = rows.iter().map(|h| (h.vnc, h.device, h.hbm)).collect();
     for h in &mut rows {
         h.shared_with = hbms
@@ -146,7 +193,7 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Vec<Headroom> {
             .map(|&(v, _, _)| v)
             .collect();
     }
-    rows
+    Ok(rows)
 }
 
 /// What the allocator decides a core's headroom from: where the core sits
@@ -174,30 +221,41 @@ fn largest_tensor(exec: &Exec<'_>, vnc: u32, capacity: u64) -> u64 {
     })
 }
 
-/// Further copies of file `i` that fit on `vnc` now.
-fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
+/// Further copies of file `i` that fit on `vnc` now: one load, then its
+/// allocations again copy by copy within this measurement's part of
+/// `work`.
+fn copies(
+    exec: &mut Exec<'_>,
+    vnc: u32,
+    i: usize,
+    io_tensors: bool,
+    work: &mut Work,
+) -> Result<Copies, HostOom> {
+    let share = work.share();
+    work.done();
     let none = Copies {
         count: 0,
         at_least: false,
         refused: None,
     };
     let Ok((nd, pcores)) = exec.placement(vnc) else {
-        return none;
+        return Ok(none);
     };
     let watch = exec.watches[nd as usize].clone();
     let Some(dev) = exec.rt.devices().nth(nd as usize).cloned() else {
-        return none;
+        return Ok(none);
     };
+    crate::fallible::room(STEP_ROOM, "a further copy the headroom counts")?;
     watch.record();
     let model = match exec.rt.load_fingerprinted(&exec.prints[i], None, Some(vnc)) {
         Ok(model) => model,
         Err(e) => {
-            watch.recorded();
+            work.spend(watch.recorded().len() as u64);
             let f = load_failure(exec.rt.config(), e);
-            return Copies {
+            return Ok(Copies {
                 refused: (f.status != NrtStatus::Resource).then_some(f),
                 ..none
-            };
+            });
         }
     };
     // The first load on the core's physical cores also adds their profiler
@@ -220,7 +278,10 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
     // of one owner a batch; the shared scratchpad pages it may have added
     // are the runtime's and serve every later copy.
     let mut runs: Vec<(Owner, Vec<BatchReq>)> = Vec::new();
-    for Taped { owner, req } in watch.recorded() {
+    let recorded = watch.recorded();
+    let mut spent = recorded.len() as u64;
+    work.spend(spent);
+    for Taped { owner, req } in recorded {
         match runs.last_mut() {
             _ if owner == Owner::Runtime => {}
             Some((o, reqs)) if *o == owner => reqs.push(req),
@@ -229,9 +290,18 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
     }
     let runs: Vec<(Owner, Arc<[BatchReq]>)> =
         runs.into_iter().map(|(o, r)| (o, r.into())).collect();
+    let per_copy: u64 = runs.iter().map(|(_, r)| r.len() as u64).sum();
     let mut count = u32::from(first_fits);
+    let mut cut = false;
     let mut held = Vec::new();
     'copies: while first_fits && count < COPY_LIMIT {
+        if spent + per_copy > share {
+            cut = true;
+            break;
+        }
+        spent += per_copy;
+        work.spend(per_copy);
+        crate::fallible::room(STEP_ROOM, "a further copy the headroom counts")?;
         let mut set = AllocSet::new(&dev);
         for (owner, reqs) in &runs {
             if set.alloc_batch(*owner, reqs).is_err() {
@@ -245,9 +315,9 @@ fn copies(exec: &mut Exec<'_>, vnc: u32, i: usize, io_tensors: bool) -> Copies {
     drop(io);
     drop(buffers);
     let _ = exec.rt.unload(&model);
-    Copies {
+    Ok(Copies {
         count,
-        at_least: count >= COPY_LIMIT,
+        at_least: cut || count >= COPY_LIMIT,
         refused: None,
-    }
+    })
 }

@@ -74,6 +74,17 @@ pub enum PlanError {
     /// The runtime could not start on the instance.
     #[error("the runtime could not start: {0}")]
     Start(LoadError),
+    /// The host ran out of memory for the plan itself, between two of its
+    /// steps ([`crate::fallible::room`]).
+    #[error("{oom} after {done} of {steps} steps: the plan needs more host memory than this host gives it (docs/performance.md says what a step costs)")]
+    HostMemory {
+        /// What could not be had.
+        oom: crate::fallible::HostOom,
+        /// Steps run by then (all of them: the headroom's counting).
+        done: usize,
+        /// Steps of the deployment.
+        steps: usize,
+    },
 }
 
 impl PlanError {
@@ -83,6 +94,7 @@ impl PlanError {
             PlanError::Deployment(_) | PlanError::Config(_) => NrtStatus::Invalid,
             PlanError::Io { .. } => NrtStatus::Failure,
             PlanError::Start(e) => e.status(),
+            PlanError::HostMemory { oom, .. } => oom.status(),
         }
     }
 }

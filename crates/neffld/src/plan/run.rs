@@ -376,6 +376,13 @@ impl Observer for Watch {
     }
 }
 
+/// Host memory a plan makes sure it can still have before each step and
+/// each further copy the headroom counts ([`crate::fallible::room`]): more
+/// than any one step takes (a load of a NEFF at the variable ceiling, 2^16
+/// variables, holds about 100 MiB), so that a host running out stops the
+/// plan between two steps with `NRT_FAIL_HOST_MEM_ALLOC`, never inside one.
+pub(crate) const STEP_ROOM: usize = 256 << 20;
+
 /// A load the deployment holds.
 pub(crate) struct LiveLoad {
     pub model: Model,

@@ -911,3 +911,50 @@ fn the_scratchpad_figure_of_a_refused_plan_is_the_tables() {
     }
     assert!(p.no_fix.is_some());
 }
+
+/// Issue 40 row 3: the headroom's counting is bounded by the allocations
+/// it makes (`NEFFLD_MAX_HEADROOM`), shared out between the cores and
+/// NEFFs it measures; it took 2.5 s a distinct core for NEFFs of 20,000
+/// small variables, each copy making all 20,000 again. Four cores, each
+/// with a tensor of its own (so no two share a measurement), count copies
+/// of a NEFF of 2,000 variables within a quarter of 40,000 allocations
+/// each: a load's and then four copies', at least.
+#[test]
+fn the_headroom_counts_within_its_ceiling() {
+    let dir = neffld_testkit::ScratchDir::new("headroom-work");
+    let mut s = Synth::dynamic_cayman();
+    s.edit("sg00/def.json", |d| {
+        let vars = d["var"].as_object_mut().unwrap();
+        let first = vars.len() as u64;
+        for id in first..first + 2_000 {
+            vars.insert(
+                format!("t{id}"),
+                serde_json::json!({"type": "tmp-buf", "var_id": id, "size": 64}),
+            );
+        }
+    });
+    std::fs::write(
+        dir.join("vars.neff"),
+        s.write(neffld::container::writer::Producer::V2_21),
+    )
+    .unwrap();
+    let mut toml = String::from(
+        "instance = \"trn2.48xlarge\"\n[env]\nNEFFLD_MAX_HEADROOM = \"40000\"\n\
+         [[step]]\nload = \"vars.neff\"\ncores = \"0-3\"\n",
+    );
+    for core in 0..4 {
+        toml.push_str(&format!(
+            "[[step]]\ntensor = \"t{core}\"\nsize = {}\ncores = \"{core}\"\n",
+            4096 * (core + 1)
+        ));
+    }
+    let d = plan::parse_toml(&toml, "d.toml", &dir).unwrap();
+    let p = plan::plan(&d).unwrap();
+    assert!(p.fits());
+    assert_eq!(p.headroom.len(), 4);
+    for h in &p.headroom {
+        let (_, c) = &h.copies[0];
+        assert!(c.at_least, "core {}: {c:?}", h.vnc);
+        assert!((2..=6).contains(&c.count), "core {}: {c:?}", h.vnc);
+    }
+}
