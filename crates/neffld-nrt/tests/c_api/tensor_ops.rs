@@ -75,7 +75,7 @@ fn free(ts: &mut [*mut nrt_tensor_t]) {
 
 #[test]
 fn dtypes_casts_and_computes_through_the_c_api() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "dtypes_casts_and_computes_through_the_c_api",
     ) {
@@ -165,7 +165,7 @@ fn dtypes_casts_and_computes_through_the_c_api() {
 
 #[test]
 fn an_async_compute_completes_in_its_queue_and_signals_its_eventfd() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "an_async_compute_completes_in_its_queue_and_signals_its_eventfd",
     ) {
@@ -210,7 +210,7 @@ fn an_async_compute_completes_in_its_queue_and_signals_its_eventfd() {
 
 #[test]
 fn outside_an_initialised_runtime_the_state_is_the_answer() {
-    if crate::process::ran_alone(
+    if neffld_testkit::ran_alone(
         module_path!(),
         "outside_an_initialised_runtime_the_state_is_the_answer",
     ) {

@@ -9,7 +9,7 @@ use crate::report::memory::MemoryReport;
 
 use super::deployment::{Deployment, Solve};
 use super::headroom::{self, Headroom};
-use super::run::{Exec, Session, STEP_ROOM};
+use super::run::{Exec, Session, ROOM_EVERY, STEP_ROOM};
 use super::solve::{self, SolveAnswer, Solved};
 use super::{NeffRecord, PlanError, PlanRefusal, StepReport, TensorRecord};
 
@@ -31,8 +31,10 @@ impl Session {
             steps: d.steps.len(),
         };
         for (done, step) in d.steps.iter().enumerate() {
-            crate::fallible::room(STEP_ROOM, "a further step of the plan")
-                .map_err(|oom| out_of_memory(oom, done))?;
+            if done % ROOM_EVERY == 0 {
+                crate::fallible::room(STEP_ROOM, "further steps of the plan")
+                    .map_err(|oom| out_of_memory(oom, done))?;
+            }
             let report = exec.step(step, d.io_tensors)?;
             let failed = report.outcome.is_err();
             exec.steps.push(report);

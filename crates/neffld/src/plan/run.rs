@@ -376,12 +376,19 @@ impl Observer for Watch {
     }
 }
 
-/// Host memory a plan makes sure it can still have before each step and
-/// each further copy the headroom counts ([`crate::fallible::room`]): more
-/// than any one step takes (a load of a NEFF at the variable ceiling, 2^16
-/// variables, holds about 100 MiB), so that a host running out stops the
-/// plan between two steps with `NRT_FAIL_HOST_MEM_ALLOC`, never inside one.
+/// Host memory a plan makes sure it can still have before every
+/// [`ROOM_EVERY`] steps and each further copy the headroom counts
+/// ([`crate::fallible::room`]): far more than that many steps of a real
+/// NEFF hold (a few KB each), so that a host running out stops the plan
+/// between two steps with `NRT_FAIL_HOST_MEM_ALLOC`, not inside one. Steps
+/// of NEFFs near the variable ceiling (2^16 variables, about 100 MiB a
+/// load) can still outrun it.
 pub(crate) const STEP_ROOM: usize = 256 << 20;
+
+/// Steps between two checks of [`STEP_ROOM`]: each check is an `mmap` and
+/// a `munmap` (about 11 µs), a third of a small step's cost if made for
+/// every one.
+pub(crate) const ROOM_EVERY: usize = 16;
 
 /// A load the deployment holds.
 pub(crate) struct LiveLoad {
