@@ -529,3 +529,100 @@ impl Dest {
         create().map_err(|e| Refusal::Dest(format!("cannot create {shown}: {e}")))
     }
 }
+
+/// Writes a whole tree of `files` (paths below `dir`, `/` separated, and
+/// their bytes) as the directory `dir`, never half: into a new directory
+/// beside it (created here, so nothing in it is a link), then renamed into
+/// place; on any failure the new directory is removed and `dir` is left as
+/// it was. `dir` may be missing or an empty directory; a directory whose
+/// every entry `ours` recognises (an earlier tree of the same kind) is
+/// replaced whole; anything else — other files, a symbolic link, a file —
+/// is refused, since replacing it would delete what is not the command's.
+/// The error is a sentence naming what was wrong.
+pub fn replace_tree(
+    dir: &Path,
+    files: &[(String, Vec<u8>)],
+    ours: impl Fn(&[u8]) -> bool,
+) -> Result<(), String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let shown = dir.display();
+    let replaces = match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => return Err(format!("cannot look at {shown}: {e}")),
+        Ok(m) => {
+            let kind = Kind::of(&m);
+            if kind != Kind::Dir {
+                let why = if kind == Kind::Link {
+                    ", which neffld never writes through"
+                } else {
+                    ", not a directory"
+                };
+                return Err(format!("{shown} is {}{why}", kind.name()));
+            }
+            let mut other = None;
+            let mut any = false;
+            for e in std::fs::read_dir(dir).map_err(|e| format!("cannot list {shown}: {e}"))? {
+                let e = e.map_err(|e| format!("cannot list {shown}: {e}"))?;
+                let name = e.file_name();
+                let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+                any = true;
+                if !(is_dir && ours(name.as_bytes())) {
+                    other = Some(name);
+                    break;
+                }
+            }
+            if let Some(name) = other {
+                return Err(format!(
+                    "{shown} holds {:?}, which is not part of such a tree; neffld replaces only a missing or empty directory or one it wrote",
+                    name.to_string_lossy()
+                ));
+            }
+            any
+        }
+    };
+    let name = dir
+        .file_name()
+        .ok_or_else(|| format!("{shown} names no directory"))?;
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let aside = |what: &str| {
+        parent.join(format!(
+            ".{}.{}.{}.{what}",
+            name.to_string_lossy(),
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ))
+    };
+    let new = aside("tmp");
+    std::fs::create_dir(&new).map_err(|e| format!("cannot create {}: {e}", new.display()))?;
+    let written = (|| {
+        let dest = Dest::create(&new).map_err(|e| format!("cannot open {}: {e}", new.display()))?;
+        for (path, body) in files {
+            dest.write(path.as_bytes(), body).map_err(|e| match e {
+                Refusal::Dest(why) => why,
+                Refusal::Name(why) => format!("{path}: {why}"),
+            })?;
+        }
+        if !replaces {
+            return std::fs::rename(&new, dir)
+                .map_err(|e| format!("cannot rename into place: {e}"));
+        }
+        // The earlier tree goes aside, the new one in, the old one away.
+        let old = aside("old");
+        std::fs::rename(dir, &old)
+            .map_err(|e| format!("cannot move the earlier tree aside: {e}"))?;
+        if let Err(e) = std::fs::rename(&new, dir) {
+            let _ = std::fs::rename(&old, dir);
+            return Err(format!("cannot rename into place: {e}"));
+        }
+        let _ = std::fs::remove_dir_all(&old);
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_dir_all(&new);
+    }
+    written
+}

@@ -42,6 +42,15 @@ impl LiveBatch {
     /// instead of one per request. Cores in ascending order, each summed
     /// in a pass over the batch (a load spans one to a few cores), so
     /// nothing is allocated.
+    /// Each allocation as the driver counts it: its core, usage and
+    /// charged bytes, in the order made.
+    fn allocations(&self) -> impl DoubleEndedIterator<Item = (PCore, MemUsage, u64)> + '_ {
+        self.reqs
+            .iter()
+            .zip(&self.blocks)
+            .map(|(r, b)| (r.core, r.usage, b.charged))
+    }
+
     fn charges(&self, mut charge: impl FnMut(PCore, u32, &ChargeRows)) {
         let mut next = self.reqs.iter().map(|r| r.core).min();
         while let Some(core) = next.take() {
@@ -232,6 +241,9 @@ impl Bookkeeping {
             blocks: blocks.into_boxed_slice(),
         };
         batch.charges(|core, channel, rows| self.ledger.charge_rows(core, owner, channel, rows));
+        for (core, usage, charged) in batch.allocations() {
+            self.ledger.count(core, usage, charged, true);
+        }
         let span = batch.blocks.len() as u32;
         #[cfg(any(test, feature = "testkit"))]
         let pas: Vec<u64> = batch.blocks.iter().map(|b| b.pa).collect();
@@ -282,6 +294,10 @@ impl Bookkeeping {
         batch.charges(|core, channel, rows| {
             self.ledger.discharge_rows(core, batch.owner, channel, rows)
         });
+        // Given back last first, as an allocation set frees.
+        for (core, usage, charged) in batch.allocations().rev() {
+            self.ledger.count(core, usage, charged, false);
+        }
         Ok(batch)
     }
 

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::counters::{CoreCounters, Counters};
 use super::geometry::Geometry;
 use super::DeviceError;
 use crate::ids::{HModel, LCore, PCore};
@@ -238,6 +239,33 @@ impl MemCategory {
         MemCategory::ContiguousScratchpadDevice,
     ];
 
+    /// The driver's name (`NEURON_MEMALLOC_TYPE_<name>`).
+    pub fn name(self) -> &'static str {
+        use MemCategory as C;
+        match self {
+            C::UnknownHost => "UNKNOWN_HOST",
+            C::CodeHost => "CODE_HOST",
+            C::TensorsHost => "TENSORS_HOST",
+            C::ConstantsHost => "CONSTANTS_HOST",
+            C::MiscHost => "MISC_HOST",
+            C::NcdevHost => "NCDEV_HOST",
+            C::NotificationHost => "NOTIFICATION_HOST",
+            C::UnknownDevice => "UNKNOWN_DEVICE",
+            C::CodeDevice => "CODE_DEVICE",
+            C::TensorsDevice => "TENSORS_DEVICE",
+            C::ConstantsDevice => "CONSTANTS_DEVICE",
+            C::ScratchpadDevice => "SCRATCHPAD_DEVICE",
+            C::MiscDevice => "MISC_DEVICE",
+            C::NcdevDevice => "NCDEV_DEVICE",
+            C::CollectivesDevice => "COLLECTIVES_DEVICE",
+            C::ScratchpadNonsharedDevice => "SCRATCHPAD_NONSHARED_DEVICE",
+            C::NotificationDevice => "NOTIFICATION_DEVICE",
+            C::DmaRingsHost => "DMA_RINGS_HOST",
+            C::DmaRingsDevice => "DMA_RINGS_DEVICE",
+            C::ContiguousScratchpadDevice => "CONTIGUOUS_SCRATCHPAD_DEVICE",
+        }
+    }
+
     /// The value passed to the kernel in the allocation ioctl.
     pub fn code(self) -> u8 {
         self as u8
@@ -311,9 +339,12 @@ pub struct Ledger {
     spare: Vec<u32>,
     channel_used: Vec<u64>,
     channel_limit: Vec<u64>,
+    /// The driver's counters of every core, charged with the rows.
+    counters: Counters,
 }
 
-/// Equal ledgers charge the same cells alike, wherever their rows sit.
+/// Equal ledgers charge the same cells alike, wherever their rows sit
+/// (the counters' peaks are history, not what is held).
 impl PartialEq for Ledger {
     fn eq(&self, other: &Ledger) -> bool {
         self.channel_used == other.channel_used
@@ -347,6 +378,7 @@ impl Ledger {
             spare: Vec::new(),
             channel_used: vec![0; limits.len()],
             channel_limit: limits,
+            counters: Counters::default(),
         }
     }
 
@@ -380,6 +412,7 @@ impl Ledger {
         if let Some(used) = self.channel_used.get_mut(channel as usize) {
             *used += charged;
         }
+        self.counters.add(core, usage, charged);
     }
 
     /// [`Ledger::charge`] of every usage of `rows` at once (a batch's
@@ -407,13 +440,39 @@ impl Ledger {
     ) {
         for (i, c) in rows.iter().enumerate() {
             if !c.is_zero() {
-                self.discharge(core, owner, channel, MemUsage::ALL[i], c.charged, c.requested);
+                self.uncharge(core, owner, channel, MemUsage::ALL[i], c.charged, c.requested);
             }
         }
     }
 
     /// Reverses a [`Ledger::charge`] with the same arguments.
     pub(crate) fn discharge(
+        &mut self,
+        core: PCore,
+        owner: Owner,
+        channel: u32,
+        usage: MemUsage,
+        charged: u64,
+        requested: u64,
+    ) {
+        self.uncharge(core, owner, channel, usage, charged, requested);
+        self.counters.sub(core, usage, charged);
+    }
+
+    /// One allocation as the driver counts it, made (`true`) or given
+    /// back, where [`Ledger::charge_rows`] and [`Ledger::discharge_rows`]
+    /// charge a batch's rows at once: the driver sees a batch's
+    /// allocations one by one.
+    pub(crate) fn count(&mut self, core: PCore, usage: MemUsage, charged: u64, made: bool) {
+        if made {
+            self.counters.add(core, usage, charged);
+        } else {
+            self.counters.sub(core, usage, charged);
+        }
+    }
+
+    /// [`Ledger::discharge`] of the rows and channels alone.
+    fn uncharge(
         &mut self,
         core: PCore,
         owner: Owner,
@@ -436,6 +495,24 @@ impl Ledger {
         if let Some(used) = self.channel_used.get_mut(channel as usize) {
             debug_assert!(*used >= charged, "channel ledger underflow");
             *used = used.saturating_sub(charged);
+        }
+    }
+
+    /// The driver's counters of `core` ([`CoreCounters`]).
+    pub fn counters(&self, core: PCore) -> CoreCounters {
+        self.counters.of(core)
+    }
+
+    /// Allocations the driver made and freed again before the ledger
+    /// charged them (a batch refused part-way gives back what it placed):
+    /// they pass through the counters, which keep their peak, and leave
+    /// the rows alone.
+    pub(crate) fn pass_through(&mut self, allocations: &[(PCore, MemUsage, u64)]) {
+        for &(core, usage, charged) in allocations {
+            self.count(core, usage, charged, true);
+        }
+        for &(core, usage, charged) in allocations.iter().rev() {
+            self.count(core, usage, charged, false);
         }
     }
 

@@ -19,6 +19,7 @@
 pub mod address;
 pub mod alloc;
 mod bookkeeping;
+pub mod counters;
 pub mod fault;
 mod free_index;
 pub mod geometry;
@@ -45,6 +46,7 @@ use crate::status::NrtStatus;
 #[cfg(any(test, feature = "testkit"))]
 pub use alloc::SMALL_POOL_BYTES;
 pub use alloc::{Place, Pool, PoolFree, StartTaken};
+pub use counters::{CoreCounters, DeviceMem, MemCounter};
 pub use fault::FaultOp;
 #[cfg(any(test, feature = "testkit"))]
 pub use fault::FaultPlan;
@@ -445,6 +447,13 @@ impl<S: Storage + ?Sized> Device<S> {
             }
             return Ok(Batch::Row(first));
         };
+        // The driver saw the requests before it come and go.
+        let placed: Vec<(PCore, MemUsage, u64)> = reqs
+            .iter()
+            .zip(&blocks)
+            .map(|(r, b)| (r.core, r.usage, b.charged))
+            .collect();
+        books.ledger.pass_through(&placed);
         // The ledger a refusal is shown with holds the requests before it,
         // as it would have had they been made one by one.
         let shown = self.shows_refusal(&e).then(|| {

@@ -5,6 +5,8 @@
 
 use crate::api::Fingerprinted;
 use crate::config::RuntimeConfig;
+use crate::device::CoreCounters;
+use crate::ids::PCore;
 use crate::report::memory::MemoryReport;
 
 use super::deployment::{Deployment, Solve};
@@ -50,6 +52,9 @@ impl Session {
         for w in &exec.watches {
             w.disarm();
         }
+        // The driver's counters as the steps left them: what is measured
+        // next allocates and frees, which a driver would count.
+        let counters = exec.counters();
         let fits = exec.steps.len() == d.steps.len()
             && refusal.is_none()
             && exec.steps.iter().all(|s| s.outcome.is_ok());
@@ -74,6 +79,7 @@ impl Session {
         };
         let mut outcome = exec.finish(start, refusal, headroom);
         outcome.solved = solved;
+        outcome.counters = counters;
         Ok(outcome)
     }
 
@@ -129,7 +135,19 @@ impl Exec<'_> {
             solved: None,
             hbm_of_vnc,
             start,
+            counters: Vec::new(),
         }
+    }
+
+    /// The driver's counters of every physical core, device by device.
+    fn counters(&self) -> Vec<Vec<CoreCounters>> {
+        self.rt
+            .devices()
+            .map(|d| {
+                let cores = d.geometry().cores();
+                d.with_ledger(|l| (0..cores).map(|c| l.counters(PCore(c))).collect())
+            })
+            .collect()
     }
 }
 
@@ -148,6 +166,9 @@ pub(crate) struct Outcome {
     pub hbm_of_vnc: Vec<Option<(u32, u32)>>,
     /// Bytes held on the instance, and on its fullest HBM, before any step.
     pub start: (u64, u64),
+    /// The driver's counters of each device's physical cores after the
+    /// steps.
+    pub counters: Vec<Vec<CoreCounters>>,
 }
 
 impl Outcome {

@@ -20,10 +20,12 @@ pub mod advice;
 pub mod deployment;
 mod execute;
 pub mod headroom;
+pub mod monitor;
 mod overrides;
 pub mod report;
 mod run;
 pub mod solve;
+pub mod sysfs;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -38,6 +40,8 @@ use crate::line::RuntimeLine;
 use crate::report::memory::{LogLine, MemoryReport, Refusal};
 use crate::{Arch, NrtStatus};
 
+/// The driver's memory counters of a physical core.
+pub use crate::device::{CoreCounters, DeviceMem, MemCounter};
 /// The pools of an HBM as a refusal or the headroom found them.
 pub use crate::device::{Pool, PoolFree};
 pub use advice::{Advice, AdviceKind};
@@ -241,6 +245,8 @@ pub struct NeffRecord {
     pub id: HModel,
     /// Its name, as the runtime prints it.
     pub name: String,
+    /// The NEFF's UUID, from its header.
+    pub uuid: [u8; 16],
     /// The file it was loaded from.
     pub file: PathBuf,
     /// The device (`ND n`) it is on.
@@ -249,6 +255,8 @@ pub struct NeffRecord {
     pub vnc: u32,
     /// The physical cores of that logical core.
     pub pcores: Vec<u32>,
+    /// The physical core of each of its subgraphs, in subgraph order.
+    pub subgraphs: Vec<u32>,
 }
 
 /// A device tensor the deployment holds: a named tensor, or one of a load's
@@ -311,6 +319,11 @@ pub struct Plan {
     /// Each device's memory where the plan stopped (a refused step
     /// rolled back), `ND 0` first.
     pub devices: Vec<MemoryReport>,
+    /// The driver's memory counters of each device's physical cores as
+    /// the steps left them (what `neuron_core<M>/stats/memory_usage/`
+    /// shows: a refused step's allocations count in the peaks), `ND 0`
+    /// first, physical core 0 first.
+    pub counters: Vec<Vec<CoreCounters>>,
     /// NEFFs loaded where the plan stopped.
     pub neffs: Vec<NeffRecord>,
     /// Tensors held where the plan stopped.
@@ -462,6 +475,7 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         steps: outcome.steps,
         refusal: outcome.refusal,
         devices: outcome.devices,
+        counters: outcome.counters,
         neffs: outcome.neffs,
         tensors: outcome.tensors,
         headroom,

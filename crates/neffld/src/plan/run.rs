@@ -576,13 +576,20 @@ impl<'s> Exec<'s> {
             .rt
             .with_model(&model, |lm| lm.h_model)
             .unwrap_or(HModel(0));
+        let subgraphs = self
+            .rt
+            .summary(&model)
+            .map(|s| s.pcores.iter().map(|p| p.0).collect())
+            .unwrap_or_default();
         let record = NeffRecord {
             id: h_model,
             name: model.name.clone(),
+            uuid: model.uuid,
             file: path.to_path_buf(),
             device,
             vnc: at,
             pcores,
+            subgraphs,
         };
         let tensors = if io_tensors {
             self.rt.tensor_info(&model).unwrap_or_default()

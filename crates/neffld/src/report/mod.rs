@@ -3,6 +3,7 @@
 //! only render them.
 
 pub mod align;
+pub mod categories;
 pub mod compare;
 pub mod examine;
 pub mod memory;
@@ -10,11 +11,12 @@ pub mod recorder;
 pub mod staged;
 pub mod weights;
 
-pub use crate::device::{MemCategory, MemLocation, MemUsage, Owner};
+pub use crate::device::{DeviceMem, MemCategory, MemLocation, MemUsage, Owner};
 /// One collective of a NEFF, as the KBIN build checked it: what
 /// `inspect`, `load` and the planner list.
 pub use crate::kbin::collective::CollectiveInfo as Collective;
 pub use crate::manifest::engine::EngineType;
+pub use categories::{MonitorCategory, MonitorUsage};
 pub use examine::{Examination, ExamineOptions};
 pub use memory::{Column, CoreMemory, HbmMemory, MemoryReport, MemoryStats, Usage};
 pub use recorder::{watch_refusals, Placed, Recorder, RefusalSeen, Refused};
