@@ -13,7 +13,9 @@ mod map;
 mod memory;
 mod plan_cmd;
 mod plan_map;
+mod plan_outputs;
 mod plan_text;
+mod plan_top;
 mod report;
 mod sigbus;
 mod sorted_json;
@@ -246,6 +248,7 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> ExitCode {
 pub use plan_cmd::{
     command_deployment as plan_command, failure_of as plan_failure, output as plan_output,
 };
+pub use plan_outputs::PlanFiles;
 
 /// The exit status an [`ExitCode`] of [`main`] stands for.
 pub fn exit_status(code: ExitCode) -> u8 {
@@ -292,7 +295,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Plan(args) => (
             "plan",
             args.json,
-            plan_cmd::run(&args, matches.subcommand_matches("plan"), out),
+            plan_cmd::run(&args, matches.subcommand_matches("plan"), out, err),
         ),
         Command::Compare {
             file,

@@ -14,6 +14,8 @@
 
 use std::fmt::Write as _;
 
+use neffld::report::MonitorCategory;
+
 use crate::load_doc::{CoreDoc, LoadDoc, VariableDoc};
 use crate::memory::{AllocationDoc, HbmDoc, RefusedDoc};
 use crate::{memory, units};
@@ -34,20 +36,15 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Fills given to categories in the order the legend lists them, so any
-/// name the library reports gets a colour and neighbours in the legend differ.
-const PALETTE: [&str; 12] = [
-    "#c92a2a", "#2b8a3e", "#1c7ed6", "#e67700", "#ae3ec9", "#0c8599", "#5c940d", "#d6336c",
-    "#364fc7", "#a61e4d", "#495057", "#f08c00",
-];
-
-/// Category name → fill.
-struct Colors(Vec<String>);
-
-impl Colors {
-    fn of(&self, category: &str) -> &'static str {
-        let i = self.0.iter().position(|c| c == category).unwrap_or(0);
-        PALETTE[i % PALETTE.len()]
+/// The fill of each of neuron-top's categories, the one set of names both
+/// maps (this load map and the plan's) colour memory by.
+pub fn fill(c: MonitorCategory) -> &'static str {
+    match c {
+        MonitorCategory::Tensors => "#1c7ed6",
+        MonitorCategory::Constants => "#2b8a3e",
+        MonitorCategory::ModelCode => "#c92a2a",
+        MonitorCategory::RuntimeMemory => "#e67700",
+        MonitorCategory::ModelScratchpad => "#ae3ec9",
     }
 }
 
@@ -204,7 +201,6 @@ fn hbm_svg(
     allocations: &[&AllocationDoc],
     cores: &[CoreDoc],
     refused: Option<&RefusedDoc>,
-    colors: &Colors,
 ) -> String {
     // The axis starts after the firmware carve-out, at the runtime's
     // address of the first allocatable byte.
@@ -230,7 +226,7 @@ fn hbm_svg(
             svg,
             "<rect x=\"{x:.1}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"14\" fill=\"{}\"><title>{}</title></rect>",
             y + 2.0,
-            colors.of(a.category),
+            fill(a.shown),
             esc(&a.name)
         );
     }
@@ -266,7 +262,7 @@ fn hbm_svg(
                     label: &label,
                     addr: a.address,
                     size: a.size,
-                    fill: colors.of(a.category),
+                    fill: fill(a.shown),
                     class: "alloc",
                 }
                 .draw(&mut svg, y, span);
@@ -372,17 +368,16 @@ pub fn render(out: &LoadDoc) -> String {
         );
     }
     let allocations: Vec<&AllocationDoc> = memory.allocations.iter().collect();
-    let mut cats: Vec<&str> = allocations.iter().map(|a| a.category).collect();
-    cats.sort_unstable();
-    cats.dedup();
-    let colors = Colors(cats.iter().map(|c| c.to_string()).collect());
     html.push_str("<p class=\"legend\">");
-    for c in cats {
+    for c in MonitorCategory::ALL
+        .into_iter()
+        .filter(|&c| allocations.iter().any(|a| a.shown == c))
+    {
         let _ = write!(
             html,
             "<span style=\"background:{}\">{}</span>",
-            colors.of(c),
-            esc(c)
+            fill(c),
+            c.name()
         );
     }
     html.push_str("<span style=\"background:#868e96\">variable</span></p>\n");
@@ -399,7 +394,7 @@ pub fn render(out: &LoadDoc) -> String {
             h.hbm,
             memory::sharing(h),
             esc(&units::used_of(h.used, h.size)),
-            hbm_svg(h, &mine, out.cores(), memory.refused.as_ref(), &colors)
+            hbm_svg(h, &mine, out.cores(), memory.refused.as_ref())
         );
     }
     html.push_str("</body></html>\n");

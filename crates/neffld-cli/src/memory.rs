@@ -67,6 +67,9 @@ pub struct AllocationDoc {
     pub address: u64,
     pub size: u64,
     pub charged: u64,
+    /// neuron-top's category, which the map colours it by.
+    #[serde(skip)]
+    pub shown: neffld::report::MonitorCategory,
 }
 
 /// The request that did not fit, and its HBM then.
@@ -176,6 +179,7 @@ pub fn report(
             address: a.address,
             size: a.size,
             charged: a.charged,
+            shown: neffld::report::MonitorCategory::of_usage(a.usage),
         })
         .collect();
     let refused = refused.map(|r| {

@@ -13,11 +13,10 @@ use neffld::RuntimeLine;
 use serde::Serialize;
 
 use crate::load_cmd::{parse_runtime, runtime_help};
-use crate::report::{
-    emit, exit_after_report, print_json, unwritten_warning, write_html, Failure, Stamp,
-};
+use crate::plan_outputs::{PlanFiles, Written};
+use crate::plan_text;
+use crate::report::{emit, failed, print_json, report_failure, unwritten_warning, Failure, Stamp};
 use crate::style::Style;
-use crate::{plan_map, plan_text};
 
 /// Options of `neffld plan`.
 #[derive(clap::Args)]
@@ -77,6 +76,37 @@ pub struct PlanArgs {
     /// and tensors by category) to this file.
     #[arg(long, value_name = "FILE.html")]
     pub map: Option<PathBuf>,
+    /// Write the deployment as neuron-monitor reports it (one line of
+    /// JSON) to this file; `-`: to standard output, the plan's own report
+    /// then going to standard error.
+    #[arg(long, value_name = "FILE|-")]
+    pub monitor: Option<PathBuf>,
+    /// With `--monitor -`: a report every SECONDS, as neuron-monitor
+    /// streams, until interrupted or the reader closes the pipe (for its
+    /// frontends: `| neuron-monitor-prometheus.py`).
+    #[arg(long, value_name = "SECONDS", value_parser = crate::plan_outputs::parse_period)]
+    pub monitor_period: Option<f64>,
+    /// End a `--monitor-period` stream after N reports.
+    #[arg(long, value_name = "N")]
+    pub monitor_count: Option<u64>,
+    /// Write the deployment as the Neuron driver's sysfs tree shows it
+    /// (neuron<N>/neuron_core<M>/stats/...) as this directory, which must
+    /// be missing, empty or an earlier such tree.
+    #[arg(long, value_name = "DIR")]
+    pub sysfs: Option<PathBuf>,
+}
+
+impl PlanArgs {
+    /// The files the command line asks for besides the report.
+    pub fn files(&self) -> PlanFiles {
+        PlanFiles {
+            map: self.map.clone(),
+            monitor: self.monitor.clone(),
+            sysfs: self.sysfs.clone(),
+            period: self.monitor_period,
+            count: self.monitor_count,
+        }
+    }
 }
 
 /// The steps of the command line in the order written: loads, tensors and
@@ -237,12 +267,14 @@ pub fn failure_of(e: &PlanError, d: &Deployment) -> Failure {
     f
 }
 
-/// The `plan --json` document (docs/cli.md): the library's report, an
-/// unwritten map among the warnings, and the contract's keys.
+/// The `plan --json` document (docs/cli.md): the library's report, where
+/// the files asked for were written, an unwritten one among the warnings,
+/// and the contract's keys.
 #[derive(Serialize)]
 pub struct PlanDoc {
     #[serde(flatten)]
     pub report: PlanReport,
+    pub written: Written,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
     #[serde(flatten)]
@@ -259,33 +291,35 @@ impl PlanDoc {
     }
 }
 
-/// What the command makes of a plan: its `--json` document, and the map
-/// written to `map` when asked for (with the failure to write it: it costs
-/// the map, not the plan).
-pub fn output(p: &Plan, map: Option<&Path>) -> (PlanDoc, Option<Failure>) {
+/// What the command makes of a plan: its `--json` document, and the
+/// files asked for written (with the failures to write them: each costs
+/// its file, not the plan).
+pub fn output(p: &Plan, files: &PlanFiles) -> (PlanDoc, Vec<Failure>) {
     let failure = p.failed_step().map(|(_, _, f)| Failure {
         stage: f.stage,
         status: f.status,
         message: f.message.clone(),
     });
+    let report = p.report();
+    let (written, unwritten) = files.write(p, Some(&report));
     let mut doc = PlanDoc {
-        report: p.report(),
+        report,
+        written,
         warnings: None,
         stamp: Stamp::new("plan", failure.as_ref()),
     };
-    let unwritten = map.and_then(|path| write_html(path, &plan_map::render(&doc.report)));
-    if let Some(f) = &unwritten {
+    for f in &unwritten {
         unwritten_warning(&mut doc.warnings, f, true);
     }
     (doc, unwritten)
 }
 
 /// The deployment a `neffld plan` command line describes (`args`: the
-/// words after `plan`) and the map it asks for, read by the command's own
-/// parser: what Python's `neffld.plan_argv` plans (an advice's `argv`).
+/// words after `plan`) and the files it asks for, read by the command's
+/// own parser: what Python's `neffld.plan_argv` plans (an advice's `argv`).
 pub fn command_deployment(
     args: impl IntoIterator<Item = std::ffi::OsString>,
-) -> Result<(Deployment, Option<PathBuf>), Failure> {
+) -> Result<(Deployment, PlanFiles), Failure> {
     use clap::{CommandFactory, FromArgMatches};
     let argv: Vec<std::ffi::OsString> = ["neffld", "plan"]
         .into_iter()
@@ -309,8 +343,10 @@ pub fn command_deployment(
         .command
     {
         crate::Command::Plan(a) => {
+            let files = a.files();
+            files.check()?;
             let d = deployment(&a, matches.subcommand_matches("plan"))?;
-            Ok((d, a.map))
+            Ok((d, files))
         }
         _ => Err(Failure::usage("not a plan".into())),
     }
@@ -345,27 +381,50 @@ fn evaluate(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Plan, Failure> {
     plan::plan(&d).map_err(|e| failure_of(&e, &d))
 }
 
-pub fn run(a: &PlanArgs, m: Option<&ArgMatches>, style: Style) -> Result<ExitCode, Failure> {
+/// `out` and `err` colour standard output and standard error: with
+/// `--monitor -` the report goes to standard error, standard output
+/// carrying neuron-monitor's reports only.
+pub fn run(
+    a: &PlanArgs,
+    m: Option<&ArgMatches>,
+    out: Style,
+    err: Style,
+) -> Result<ExitCode, Failure> {
+    let files = a.files();
+    files.check()?;
     let p = evaluate(a, m)?;
+    let to_stderr = files.streams();
+    let style = if to_stderr { err } else { out };
     // The typed report (every step, NEFF and tensor) is built for the
     // document and the map; the human report reads the plan itself.
     let unwritten = if a.json {
-        let (doc, unwritten) = output(&p, a.map.as_deref());
-        print_json(&doc)?;
+        let (doc, unwritten) = output(&p, &files);
+        if to_stderr {
+            crate::plan_outputs::to_stderr(&crate::report::json_text(&doc))?;
+        } else {
+            print_json(&doc)?;
+        }
         unwritten
     } else {
-        let unwritten = a
-            .map
-            .as_deref()
-            .and_then(|path| write_html(path, &plan_map::render(&p.report())));
-        emit(&plan_text::human(&p, style))?;
+        let (_, unwritten) = files.write(&p, None);
+        let text = plan_text::human(&p, style);
+        if to_stderr {
+            crate::plan_outputs::to_stderr(&text)?;
+        } else {
+            emit(&text)?;
+        }
         unwritten
     };
-    Ok(exit_after_report(
-        "plan",
-        unwritten,
-        p.fits(),
-        a.json,
-        style,
-    ))
+    // A file that could not be written is told after the report.
+    if !a.json {
+        for f in &unwritten {
+            report_failure("plan", f, false, err);
+        }
+    }
+    files.stream(&p)?;
+    Ok(match unwritten.first() {
+        Some(f) => f.exit_code(),
+        None if p.fits() => ExitCode::SUCCESS,
+        None => failed(),
+    })
 }

@@ -3,32 +3,28 @@
 //! every core that uses it one after the other (so a neighbour's use is
 //! seen where it takes room), each core's span marked with its physical and
 //! logical core, split into what the runtime holds, each NEFF (header name
-//! and file) and each tensor, by the runtime's usage-table category; then
-//! the NEFFs with their ranks grouped (ranks whose allocations are the same
-//! listed once for all of them), the headroom and the advice — drawn
-//! from the library's report of the plan ([`PlanReport`]). Every part is labelled in text as well as
-//! drawn: a segment narrower than 2 px would vanish, so the figures are
-//! listed beside the bars.
+//! and file) and each tensor, by neuron-top's category (the names the load
+//! map colours by too); then the NEFFs with their ranks grouped (ranks
+//! whose allocations are the same listed once for all of them), the
+//! headroom and the advice — drawn from the library's report of the plan
+//! ([`PlanReport`]). Every part is labelled in text as well as drawn: a
+//! segment narrower than 2 px would vanish, so the figures are listed
+//! beside the bars.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use neffld::plan::report::{CoreEntry, HbmEntry, HeadroomEntry, TensorEntry};
 use neffld::plan::PlanReport;
-use neffld::report::Column;
+use neffld::report::{MonitorCategory, MonitorUsage};
 
+use crate::map::fill;
 use crate::units;
 
 const WIDTH: f64 = 1200.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 20.0;
 const BAR: f64 = 18.0;
-
-/// One fill per usage-table column, in the table's order.
-const FILLS: [&str; Column::COUNT] = [
-    "#c92a2a", "#2b8a3e", "#1c7ed6", "#e67700", "#ae3ec9", "#0c8599", "#5c940d", "#d6336c",
-    "#364fc7", "#a61e4d", "#495057", "#f08c00", "#20c997",
-];
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -38,15 +34,15 @@ fn esc(s: &str) -> String {
 }
 
 /// One part of a core's bar: who holds it (a label and a class: runtime,
-/// neff or tensor) and its bytes by column index.
-type Part = (String, &'static str, Vec<(usize, u64)>);
+/// neff or tensor) and its bytes by neuron-top's category.
+type Part = (String, &'static str, Vec<(MonitorCategory, u64)>);
 
-/// A part's bytes in words: the total and each column.
-fn figures(cols: &[(usize, u64)]) -> (u64, String) {
-    let total = cols.iter().map(|c| c.1).sum();
-    let detail: Vec<String> = cols
+/// A part's bytes in words: the total and each category.
+fn figures(cats: &[(MonitorCategory, u64)]) -> (u64, String) {
+    let total = cats.iter().map(|c| c.1).sum();
+    let detail: Vec<String> = cats
         .iter()
-        .map(|(i, b)| format!("{} {}", Column::ALL[*i].name(), units::human(*b)))
+        .map(|(c, b)| format!("{} {}", c.name(), units::human(*b)))
         .collect();
     (total, detail.join(", "))
 }
@@ -196,11 +192,10 @@ fn base(path: &str) -> &str {
 
 /// The parts of one core's bar.
 fn parts(core: &CoreEntry, tensors: &[&TensorEntry], r: &PlanReport) -> Vec<Part> {
-    let cols = |u: &neffld::report::Usage| -> Vec<(usize, u64)> {
-        Column::ALL
+    let cols = |u: &MonitorUsage| -> Vec<(MonitorCategory, u64)> {
+        MonitorCategory::ALL
             .iter()
-            .enumerate()
-            .map(|(i, &col)| (i, u.get(col)))
+            .map(|&c| (c, u.get(c)))
             .filter(|&(_, b)| b > 0)
             .collect()
     };
@@ -216,13 +211,13 @@ fn parts(core: &CoreEntry, tensors: &[&TensorEntry], r: &PlanReport) -> Vec<Part
             x.id,
             x.name.as_deref().unwrap_or("")
         );
-        out.push((label, "neff", cols(&x.columns)));
+        out.push((label, "neff", cols(&x.categories)));
     }
     for t in tensors {
         out.push((
             format!("tensor {}", t.name),
             "tensor",
-            vec![(Column::Tensors as usize, t.size)],
+            vec![(MonitorCategory::Tensors, t.size)],
         ));
     }
     out
@@ -259,15 +254,15 @@ fn hbm_svg(device: u32, hbm: &HbmEntry, r: &PlanReport, grouped: &HashSet<(u32, 
         for (label, class, cols) in core_parts(core, device, r) {
             let (total, detail) = figures(&cols);
             let _ = write!(svg, "<g class=\"{class}\"><title>{}</title>", esc(&label));
-            for (i, bytes) in &cols {
+            for (c, bytes) in &cols {
                 let w = (*bytes as f64 * scale).max(2.0);
                 let _ = write!(
                     svg,
                     "<rect x=\"{x:.1}\" y=\"{y:.0}\" width=\"{w:.1}\" height=\"{BAR}\" fill=\"{}\"><title>{} {} · {} · {}</title></rect>",
-                    FILLS[*i],
+                    fill(*c),
                     esc(&who),
                     esc(&label),
-                    Column::ALL[*i].name(),
+                    c.name(),
                     units::bytes(*bytes)
                 );
                 x = (x + w).min(WIDTH - RIGHT);
@@ -503,11 +498,11 @@ pub fn render(r: &PlanReport) -> String {
         let _ = writeln!(html, "<p class=\"fail\">{}</p>", esc(&e.message));
     }
     html.push_str("<p class=\"legend\">");
-    for (i, c) in Column::ALL.iter().enumerate() {
+    for c in MonitorCategory::ALL {
         let _ = write!(
             html,
             "<span style=\"background:{}\">{}</span>",
-            FILLS[i],
+            fill(c),
             c.name()
         );
     }

@@ -21,6 +21,7 @@ pub fn human(p: &Plan, style: Style) -> String {
     refusal(&mut t, p);
     steps(&mut t, p);
     memory(&mut t, p);
+    crate::plan_top::device_used(&mut t, p);
     headroom(&mut t, p);
     advice(&mut t, p, style);
     t
@@ -591,7 +592,7 @@ fn shown(m: &MemoryReport) -> impl Iterator<Item = &HbmMemory> {
 
 /// Consecutive equal items once each: the index of a run's first, how
 /// many it holds, and the item.
-fn runs<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<(usize, usize, T)> {
+pub(crate) fn runs<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<(usize, usize, T)> {
     runs_by(items, |a, b| a == b)
 }
 

@@ -154,12 +154,14 @@ pub fn report_failure(command: &'static str, f: &Failure, as_json: bool, style: 
     }
 }
 
-/// Writes the HTML map a report asked for. A map that cannot be written
+/// Writes the HTML map a report asked for, beside the path and renamed
+/// onto it (never through a link planted there: [`neffld::tree::replace_file`]).
+/// A map that cannot be written
 /// costs the map, not the report: the failure is returned for the caller to
 /// tell after the report (and to set the exit status), and a JSON document
 /// lists it among its warnings ([`unwritten_warning`]).
 pub fn write_html(path: &std::path::Path, html: &str) -> Option<Failure> {
-    let e = std::fs::write(path, html).err()?;
+    let e = neffld::tree::replace_file(path, html.as_bytes()).err()?;
     Some(Failure::io(format!(
         "cannot write the map {}: {e}",
         path.display()

@@ -11,6 +11,7 @@ use neffld::instance::Instance;
 use neffld::plan::report as r;
 use neffld::plan::{self as lib, Deployment, PlanError, PlanReport, StepBudget};
 use neffld::RuntimeLine;
+use neffld_cli::PlanFiles;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -148,11 +149,20 @@ fn deployment(a: &Args) -> FResult<Deployment> {
     Ok(d)
 }
 
-/// Plans `d` and writes the map when asked: the report and the `--json`
-/// document. A map that cannot be written is the I/O error the caller
-/// asked for a file and did not get (the command exits as one, after its
-/// report).
-fn answer(d: &Deployment, map: Option<&Path>) -> FResult<(PlanReport, String)> {
+/// Plans `d` and writes the files asked for (the map, neuron-monitor's
+/// report, the sysfs tree): the report and the `--json` document. A file
+/// that cannot be written is the I/O error the caller asked for a file and
+/// did not get (the command exits as one, after its report). A stream of
+/// reports (`--monitor -`, `--monitor-period`) is the command's: a call
+/// returns once, so it writes one report to a file.
+fn answer(d: &Deployment, files: &PlanFiles) -> FResult<(PlanReport, String)> {
+    if files.streams() {
+        return Err(usage(
+            "a Plan writes neuron-monitor's report to a file (monitor=PATH); \
+             reports on standard output, and streams of them (--monitor - \
+             --monitor-period), are the command's: `neffld plan ... --monitor -`",
+        ));
+    }
     let p = lib::plan(d).map_err(|e| {
         let f = neffld_cli::plan_failure(&e, d);
         let failure = Failure::new(f.stage, f.status, f.message);
@@ -161,8 +171,8 @@ fn answer(d: &Deployment, map: Option<&Path>) -> FResult<(PlanReport, String)> {
             _ => failure,
         }
     })?;
-    let (doc, unwritten) = neffld_cli::plan_output(&p, map);
-    if let Some(f) = unwritten {
+    let (doc, unwritten) = neffld_cli::plan_output(&p, files);
+    if let Some(f) = unwritten.into_iter().next() {
         return Err(Failure::new(f.stage, f.status, f.message));
     }
     let json = doc.json_line();
@@ -171,7 +181,7 @@ fn answer(d: &Deployment, map: Option<&Path>) -> FResult<(PlanReport, String)> {
 
 /// Plans a deployment described by Python's arguments (see `neffld.plan`).
 #[pyfunction]
-#[pyo3(signature = (loads, instance, lnc, runtime, env, tensors, unloads, frees, io_tensors, map, solve, max_inflated))]
+#[pyo3(signature = (loads, instance, lnc, runtime, env, tensors, unloads, frees, io_tensors, map, monitor, sysfs, solve, max_inflated))]
 #[allow(clippy::too_many_arguments)]
 pub fn _plan(
     py: Python<'_>,
@@ -185,6 +195,8 @@ pub fn _plan(
     frees: Vec<String>,
     io_tensors: bool,
     map: Option<PathBuf>,
+    monitor: Option<PathBuf>,
+    sysfs: Option<PathBuf>,
     solve: Option<String>,
     max_inflated: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Plan> {
@@ -217,8 +229,18 @@ pub fn _plan(
     };
     let out = py.detach(|| {
         // The parse reads no NEFF: its messages are the caller's words.
+        let files = PlanFiles {
+            map,
+            monitor,
+            sysfs,
+            ..PlanFiles::default()
+        };
+        // The checks of the command's flags, in Python's names.
+        if files.sysfs.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+            return Err(usage("sysfs: a tree of files needs a directory, not '-'"));
+        }
         let d = deployment(&a).map_err(Failure::of_callers_words)?;
-        answer(&d, map.as_deref())
+        answer(&d, &files)
     });
     let (report, json) = raise(py, out)?;
     Plan::new(py, &report, json)
@@ -252,11 +274,11 @@ pub fn _plan_argv(py: Python<'_>, args: Vec<String>) -> PyResult<Plan> {
             }
             Failure::new(f.stage, f.status, f.message).of_callers_words()
         });
-        let (d, map) = parsed?;
+        let (d, files) = parsed?;
         if d.steps.is_empty() {
             return Err(usage("the deployment has no step"));
         }
-        answer(&d, map.as_deref())
+        answer(&d, &files)
     });
     let (report, json) = raise(py, out)?;
     Plan::new(py, &report, json)

@@ -6,11 +6,12 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import neffld
-from conftest import SMALL
+from conftest import LARGE, SMALL
 
 GIB = 1 << 30
 
@@ -119,6 +120,100 @@ def test_a_map_that_cannot_be_written_raises(tmp_path):
     written = tmp_path / "plan.html"
     neffld.plan(f"{SMALL}@0", map=written)
     assert written.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_monitor_and_sysfs_read_as_their_tools_read_them(tmp_path):
+    # The check from outside: two loads on a trn2.3xlarge, read back as
+    # neuron-monitor's frontends read its stream (json.loads of each line,
+    # the keys neuron-monitor-prometheus.py reads) and as tools read
+    # /sys/devices/virtual/neuron_device (each file a decimal number),
+    # held against the plan's own document.
+    m, s = tmp_path / "m.json", tmp_path / "s"
+    p = neffld.plan(
+        f"{LARGE}@0", f"{LARGE}@1", instance="trn2.3xlarge", monitor=m, sysfs=s
+    )
+    doc = p.to_dict()
+    assert doc["written"] == {"map": None, "monitor": str(m), "sysfs": str(s)}
+    reports = [json.loads(line) for line in m.read_text().splitlines()]
+    assert len(reports) == 1
+    r = reports[0]
+    info = r["instance_info"]
+    labels = {
+        k: info[k]
+        for k in [
+            "instance_name",
+            "instance_id",
+            "instance_type",
+            "instance_availability_zone",
+            "instance_region",
+            "subnet_id",
+        ]
+    }
+    assert labels["instance_type"] == "trn2.3xlarge"
+    (runtime,) = r["neuron_runtime_data"]
+    assert runtime["error"] == "" and runtime["neuron_runtime_tag"]
+    assert all(g["error"] == "" for g in runtime["report"].values())
+    assert all(g["error"] == "" for g in r["system_data"].values())
+    used = runtime["report"]["memory_used"]
+    cores = used["neuron_runtime_used_bytes"]["usage_breakdown"]["neuroncore_memory_usage"]
+    kinds = ["constants", "model_code", "model_shared_scratchpad", "runtime_memory", "tensors"]
+    device = sum(c[k] for c in cores.values() for k in kinds)
+    assert used["neuron_runtime_used_bytes"]["neuron_device"] == device
+    planned = sum(
+        c["used"] for d in doc["memory"]["devices"] for h in d["hbms"] for c in h["cores"]
+    )
+    assert device == planned
+    assert [int(k) for k in cores] == list(range(p.instance.logical_cores))
+    assert [x["model_id"] for x in used["loaded_models"]] == [n["id"] for n in doc["neffs"]]
+    hw = r["neuron_hardware_info"]
+    assert (hw["neuron_device_count"], hw["neuroncore_per_device_count"]) == (1, 4)
+
+    def counter(path):
+        return int((s / path).read_text())
+
+    held = 0
+    for core in range(8):
+        base = f"neuron0/neuron_core{core}/stats/memory_usage/device_mem"
+        kinds = sorted(d.name for d in (s / base).iterdir() if d.is_dir())
+        assert len(kinds) == 11
+        total = counter(f"{base}/total")
+        assert sum(counter(f"{base}/{k}/total") for k in kinds) == total
+        held += total
+    assert held == sum(h["held"] for h in doc["memory"]["devices"][0]["hbms"])
+
+
+def test_the_readme_plan_snippet_runs(tmp_path, monkeypatch):
+    # The package README's plan example, run as written on a real NEFF.
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = readme.index("p = neffld.plan(")
+    end = readme.index("```", start)
+    code = readme[start:end].replace('"model.neff', f'"{LARGE}')
+    monkeypatch.chdir(tmp_path)
+    scope = {"neffld": neffld}
+    lines = code.splitlines()
+    exec("\n".join(lines[:-1]), scope)
+    result = eval(lines[-1].split("#")[0], scope)
+    assert result == (True, {"map": None, "monitor": "m.json", "sysfs": "sysfs"})
+    assert (tmp_path / "sysfs" / "neuron0" / "core_count").read_text() == "8"
+
+
+def test_monitor_and_sysfs_that_cannot_be_written_raise(tmp_path):
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan(f"{SMALL}@0", monitor=tmp_path / "missing" / "m.json")
+    assert e.value.stage == "io" and "neuron-monitor report" in e.value.message
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "mine").write_text("keep")
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan(f"{SMALL}@0", sysfs=tmp_path / "busy")
+    assert e.value.stage == "io" and "sysfs tree" in e.value.message
+    assert (tmp_path / "busy" / "mine").read_text() == "keep"
+    # Standard output and streams are the command's.
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan(f"{SMALL}@0", monitor="-")
+    assert e.value.stage == "usage"
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan_argv([f"{SMALL}@0", "--monitor", "-", "--monitor-period", "1"])
+    assert e.value.stage == "usage"
 
 
 def test_a_string_where_a_list_is_expected_is_a_type_error():

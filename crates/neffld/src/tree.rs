@@ -626,3 +626,73 @@ pub fn replace_tree(
     }
     written
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("neffld-tree-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn neuron(name: &[u8]) -> bool {
+        name.starts_with(b"neuron")
+    }
+
+    /// A tree is written whole or not at all: a member that cannot be
+    /// written leaves neither the destination nor anything beside it; an
+    /// earlier tree is replaced; a link or a directory of other files is
+    /// refused and left as it was.
+    #[test]
+    fn a_tree_is_replaced_whole_or_not_at_all() {
+        let root = scratch("replace");
+        let dir = root.join("s");
+        let files = |n: &str| vec![(format!("neuron0/{n}"), b"1\n".to_vec())];
+        replace_tree(&dir, &files("a"), neuron).unwrap();
+        assert_eq!(std::fs::read(dir.join("neuron0/a")).unwrap(), b"1\n");
+        replace_tree(&dir, &files("b"), neuron).unwrap();
+        assert!(dir.join("neuron0/b").exists() && !dir.join("neuron0/a").exists());
+        // The second member cannot be written (it would run through the
+        // first, a file): nothing is left of the attempt.
+        let bad = vec![
+            ("neuron0/x".to_string(), b"1\n".to_vec()),
+            ("neuron0/x/y".to_string(), b"1\n".to_vec()),
+        ];
+        let e = replace_tree(&dir, &bad, neuron).unwrap_err();
+        assert!(e.contains("neuron0/x"), "{e}");
+        assert!(dir.join("neuron0/b").exists(), "the earlier tree stays");
+        let fresh = root.join("fresh");
+        replace_tree(&fresh, &bad, neuron).unwrap_err();
+        assert!(!fresh.exists());
+        let names: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["s"], "nothing beside it");
+        // Other files, a link, a file: refused, untouched.
+        let other = root.join("other");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("mine"), "x").unwrap();
+        let e = replace_tree(&other, &files("a"), neuron).unwrap_err();
+        assert!(e.contains("\"mine\""), "{e}");
+        let link = root.join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let e = replace_tree(&link, &files("a"), neuron).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(dir.join("neuron0/b").exists());
+        let file = root.join("file");
+        std::fs::write(&file, "x").unwrap();
+        assert!(replace_tree(&file, &files("a"), neuron)
+            .unwrap_err()
+            .contains("not a directory"));
+        // An empty directory is taken.
+        let empty = root.join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        replace_tree(&empty, &files("a"), neuron).unwrap();
+        assert!(empty.join("neuron0/a").exists());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -7,5 +7,6 @@ mod common;
 mod derived;
 mod hostile;
 mod large_file;
+mod monitor_cli;
 mod plan_cli;
 mod schema;

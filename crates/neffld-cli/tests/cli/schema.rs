@@ -211,6 +211,7 @@ fn every_command_output_follows_the_schema() {
     let ranks = format!("{matmul}@0-63");
     let bad_toml = d("bad.toml");
     std::fs::write(&bad_toml, "[[step]]\nload = \"x.neff\"\ncores = \"3-1\"\n").unwrap();
+    let (monitor, sysfs) = (d("m.json"), d("sysfs"));
     let cases: Vec<(Vec<&str>, i32)> = vec![
         (vec!["inspect", "--json", demo], 0),
         (vec!["inspect", "--json", matmul], 0),
@@ -294,6 +295,18 @@ fn every_command_output_follows_the_schema() {
                 &ranks,
                 "--solve",
                 matmul,
+            ],
+            0,
+        ),
+        (
+            vec![
+                "plan",
+                "--json",
+                "--monitor",
+                &monitor,
+                "--sysfs",
+                &sysfs,
+                demo,
             ],
             0,
         ),

@@ -170,6 +170,8 @@ def plan(
     frees=(),
     io_tensors=True,
     map=None,
+    monitor=None,
+    sysfs=None,
     solve=None,
     max_inflated=None,
 ) -> Plan:
@@ -187,7 +189,14 @@ def plan(
     bytes of a NEFF rather than its path, lnc="2") raises TypeError; a value
     the planner refuses (lnc=0, an unknown instance, a malformed tensor)
     NeffError with stage "usage"; a file that cannot be read or written (a
-    load, the deployment file, the `map`) NeffError with stage "io".
+    load, the deployment file, the `map`, `monitor` or `sysfs`) NeffError
+    with stage "io".
+
+    `map` writes the HTML map of the instance, `monitor` the deployment as
+    neuron-monitor reports it (one line of JSON), `sysfs` the directory of
+    the driver's sysfs tree (`neuron0/neuron_core0/stats/...`); each as the
+    command's `--map`, `--monitor` and `--sysfs` do (docs/cli.md), and
+    `plan.to_dict()["written"]` says where.
 
     `solve` asks for a figure instead of a verdict: "NAME@CORES" gives in
     `plan.solve.bytes` the largest tensor NAME that fits on every listed
@@ -228,6 +237,8 @@ def plan(
         _words("frees", frees),
         io_tensors,
         _text("map", map),
+        _text("monitor", monitor),
+        _text("sysfs", sysfs),
         _text("solve", solve),
         max_inflated,
     )

@@ -495,6 +495,8 @@ def plan(
     frees: "tuple[str, ...] | list[str]" = (),
     io_tensors: bool = True,
     map: Optional[Union[str, os.PathLike[str]]] = None,
+    monitor: Optional[Union[str, os.PathLike[str]]] = None,
+    sysfs: Optional[Union[str, os.PathLike[str]]] = None,
     solve: Optional[Union[str, os.PathLike[str]]] = None,
     max_inflated: Optional[int] = None,
 ) -> Plan:
@@ -509,7 +511,11 @@ def plan(
     once, lnc="2"); NeffError with stage "usage" for a value the planner
     refuses (lnc=0, an unknown instance, a malformed tensor), "io" for a
     file that cannot be read or written (a load, the deployment file, the
-    map)."""
+    map, monitor or sysfs). map: the HTML map; monitor: the deployment as
+    neuron-monitor reports it, one line of JSON; sysfs: a directory, the
+    driver's sysfs tree (neuron0/neuron_core0/stats/...), missing, empty
+    or an earlier such tree; as the command's --map, --monitor and --sysfs
+    (docs/cli.md); to_dict()["written"] says where."""
 
 def plan_argv(argv: "list[str] | tuple[str, ...]") -> Plan:
     """Plans a `neffld plan` command line (an advice item's argv, with or

@@ -842,6 +842,13 @@ mod tests {
         }
         assert!(sets.iter().all(|b| matches!(b, Batch::Row(_))));
         assert_eq!(view(&one), view(&batched));
+        // The driver's counters see a batch's allocations one by one: the
+        // same last change and peak as allocations made alone.
+        let counters = |d: &NullDevice| -> Vec<CoreCounters> {
+            let l = d.ledger();
+            (0..2).map(|c| l.counters(PCore(c))).collect()
+        };
+        assert_eq!(counters(&one), counters(&batched));
         assert_eq!(batched.live_count(), 5 * reqs.len());
         // A member is read and written as any allocation; it is freed only
         // with its batch.
@@ -859,6 +866,7 @@ mod tests {
             one.free(MemHandle(first.0 + r as u64)).unwrap();
         }
         assert_eq!(view(&one), view(&batched));
+        assert_eq!(counters(&one), counters(&batched), "given back alike");
         assert!(matches!(batched.free_batch(first), Err(DeviceError::UnknownHandle { .. })));
         let next = batched.books().next_handle();
         let empty = batched.alloc_batch(owner, &batch_of(&[])).unwrap();
@@ -907,6 +915,15 @@ mod tests {
             // The ledger the refusal shows holds the two made before it.
             assert_eq!(*seen.refused.lock().unwrap(), [("v2".to_string(), 12288)]);
             assert_eq!(*seen.allocated.lock().unwrap(), if each { 2 } else { 0 });
+            // The driver saw the two come and go: its counters hold them
+            // in their peaks, whichever way the batch was made.
+            let ledger = dev.ledger();
+            let (c0, c1) = (ledger.counters(PCore(0)), ledger.counters(PCore(1)));
+            let constants = c0.get(DeviceMem::Constants);
+            assert_eq!((constants.total, constants.peak), (0, 4096), "each={each}");
+            let code = c1.get(DeviceMem::ModelCode);
+            assert_eq!((code.total, code.peak, code.present), (0, 8192, 8192));
+            assert_eq!((c0.device_mem.peak, c1.device_mem.peak), (4096, 8192));
             let fits = batch_of(&[(4096, 0, MemUsage::Weight)]);
             let made = dev.alloc_batch(Owner::Client, &fits).unwrap();
             assert_eq!(matches!(made, Batch::Each(_)), each);

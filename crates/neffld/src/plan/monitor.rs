@@ -364,28 +364,30 @@ impl Plan {
         }
     }
 
-    /// The deployment where the plan stopped as one neuron-monitor report
-    /// covering `period` seconds ([`DEFAULT_PERIOD`] for a single report).
-    pub fn monitor(&self, period: f64) -> MonitorDoc {
-        let cores: Vec<(u32, MonitorUsage)> = self
-            .visible_logical_cores()
+    /// The memory of every logical core the runtime sees where the plan
+    /// stopped, in neuron-monitor's and neuron-top's categories (its
+    /// physical cores summed), by its index on the instance.
+    pub fn monitor_cores(&self) -> Vec<(u32, MonitorUsage)> {
+        self.visible_logical_cores()
             .into_iter()
             .map(|id| {
                 let mut u = MonitorUsage::default();
                 if let Some((nd, pcores)) = self.physical_cores_of(id) {
                     for p in pcores {
                         if let Some(c) = self.core_memory(nd, p) {
-                            let mut rows = c.runtime;
-                            for (r, m) in rows.iter_mut().zip(c.model) {
-                                *r += m;
-                            }
-                            u.add(&MonitorUsage::of(&rows));
+                            u.add(&c.categories());
                         }
                     }
                 }
                 (id, u)
             })
-            .collect();
+            .collect()
+    }
+
+    /// The deployment where the plan stopped as one neuron-monitor report
+    /// covering `period` seconds ([`DEFAULT_PERIOD`] for a single report).
+    pub fn monitor(&self, period: f64) -> MonitorDoc {
+        let cores = self.monitor_cores();
         let device: u64 = cores.iter().map(|(_, u)| u.total()).sum();
         let (device_type, device_version, core_version) = chip_names(self);
         let g = Geometry::for_arch(self.arch);

@@ -11,11 +11,17 @@ use serde::{Serialize, Serializer};
 use super::{AdviceKind, Plan, Solve, SolveAnswer, Step as PlanStep};
 use crate::device::Geometry;
 use crate::line::RuntimeLine;
+use crate::report::categories::{MonitorCategory, MonitorUsage};
 use crate::report::memory::{Column, MemoryReport, Usage};
 
 /// Bytes by usage-table column, as a map from the runtime's column names.
 fn columns<S: Serializer>(u: &Usage, s: S) -> Result<S::Ok, S::Error> {
     s.collect_map(Column::ALL.iter().map(|&c| (c.name(), u.get(c))))
+}
+
+/// Bytes by neuron-monitor's category, as a map from its keys.
+fn categories<S: Serializer>(u: &MonitorUsage, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(MonitorCategory::ALL.iter().map(|&c| (c.key(), u.get(c))))
 }
 
 fn display<S: Serializer>(line: &RuntimeLine, s: S) -> Result<S::Ok, S::Error> {
@@ -236,12 +242,15 @@ pub struct CoreEntry {
     /// `used` by usage-table column.
     #[serde(serialize_with = "columns")]
     pub columns: Usage,
+    /// `used` by neuron-monitor's and neuron-top's category.
+    #[serde(serialize_with = "categories")]
+    pub categories: MonitorUsage,
     /// What each NEFF on the core holds.
     pub neffs: Vec<CoreNeff>,
-    /// Of `columns`, what the runtime itself holds: what it took when it
-    /// started and the shared scratchpad pages of the core's models.
+    /// Of `categories`, what the runtime itself holds: what it took when
+    /// it started and the shared scratchpad pages of the core's models.
     #[serde(skip)]
-    pub runtime: Usage,
+    pub runtime: MonitorUsage,
 }
 
 /// What one NEFF holds on a core.
@@ -258,6 +267,9 @@ pub struct CoreNeff {
     /// Its bytes by usage-table column.
     #[serde(serialize_with = "columns")]
     pub columns: Usage,
+    /// Its bytes by neuron-monitor's and neuron-top's category.
+    #[serde(serialize_with = "categories")]
+    pub categories: MonitorUsage,
 }
 
 /// A NEFF loaded where the plan stopped.
@@ -457,6 +469,7 @@ fn memory(p: &Plan, devices: &[MemoryReport]) -> Memory {
                                     pcore: c.pcore.0,
                                     used: cu.total(),
                                     columns: cu,
+                                    categories: c.categories(),
                                     neffs: c
                                         .models
                                         .iter()
@@ -469,10 +482,11 @@ fn memory(p: &Plan, devices: &[MemoryReport]) -> Memory {
                                                 file: rec.map(|r| r.file.display().to_string()),
                                                 total: u.neff_total(),
                                                 columns: u,
+                                                categories: MonitorUsage::of(rows),
                                             }
                                         })
                                         .collect(),
-                                    runtime: Usage::of(&c.runtime),
+                                    runtime: MonitorUsage::of(&c.runtime),
                                 }
                             })
                             .collect(),

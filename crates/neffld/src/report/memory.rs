@@ -102,13 +102,23 @@ impl CoreMemory {
         MemUsage::ALL.iter().map(|&u| self.row(u)).sum()
     }
 
-    /// The core in the usage table's columns.
-    pub fn usage(&self) -> Usage {
+    /// Every row, the runtime's and the models' parts together.
+    fn all_rows(&self) -> Rows {
         let mut all = self.runtime;
         for (a, m) in all.iter_mut().zip(self.model) {
             *a += m;
         }
-        Usage::of(&all)
+        all
+    }
+
+    /// The core in neuron-monitor's and neuron-top's categories.
+    pub fn categories(&self) -> crate::report::categories::MonitorUsage {
+        crate::report::categories::MonitorUsage::of(&self.all_rows())
+    }
+
+    /// The core in the usage table's columns.
+    pub fn usage(&self) -> Usage {
+        Usage::of(&self.all_rows())
     }
 }
 
