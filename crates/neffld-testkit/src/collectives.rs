@@ -187,16 +187,72 @@ input_tensor_id=3 output_tensor_id=4 num_elements=32 dtype=fp32 op=ADD group_id=
     s
 }
 
-/// The sample written as a NEFF, with the notes' header fields.
+/// The members of the sample's tar in the order the notes list them,
+/// the `sg00/` directory entry among them.
+const SAMPLE_ORDER: [&str; 19] = [
+    "kelf-a.json",
+    "neff.json",
+    "sg00/",
+    "sg00/pe.json",
+    "sg00/def.json",
+    "sg00/pool.bin",
+    "sg00/sp.asm",
+    "sg00/pe.bin",
+    "sg00/dve.json",
+    "sg00/act.json",
+    "sg00/dve.bin",
+    "sg00/dve.asm",
+    "sg00/act.bin",
+    "sg00/sp.bin",
+    "sg00/sp.json",
+    "sg00/pool.asm",
+    "sg00/pe.asm",
+    "sg00/pool.json",
+    "sg00/act.asm",
+];
+
+/// The sample written as a NEFF in the container the notes describe: NEFF
+/// 2.0, a plain MD5 of the payload, a GNU-dialect tar (mode 0644, owner
+/// names and member mtime as printed) with the members in the notes'
+/// order and the `sg00/` directory entry, the header's name `x`, its
+/// compiler build string, one TPB, no feature bits, logical-core size 1.
+/// Not the runtime's bytes: the notes do not print the JSON members' text,
+/// the owner ids or the whole uuid.
 pub fn sample_neff() -> Vec<u8> {
-    let mut h = Producer::V2_18.default_header();
+    use neffld::container::integrity::DigestForm;
+    use neffld::container::writer::{gzip_with_mtime, tar_of, TarEntry, TarFormat};
+    let members = sample().members;
+    let entries: Vec<TarEntry> = SAMPLE_ORDER
+        .iter()
+        .map(|&name| {
+            let mut e = TarEntry::file(name, members.get(name).map_or(&[][..], Vec::as_slice));
+            if name.ends_with('/') {
+                e.typeflag = b'5';
+            }
+            e.mode = 0o644;
+            e.uid = 0;
+            e.gid = 0;
+            e.uname = "imminkin".into();
+            e.gname = "domain^users".into();
+            e.mtime = 0o14714250600;
+            e.format = TarFormat::Gnu;
+            e
+        })
+        .collect();
+    let payload = gzip_with_mtime(&tar_of(&entries), 9, 0);
+    let mut h = Producer::V2_0_99229.default_header();
+    h.version_major = 2;
+    h.version_minor = 0;
     h.set_name("x");
     let build = b"2.0.21884.0%kaena-tools/develop@6c66f4b";
     h.build_version = [0; 128];
     h.build_version[..build.len()].copy_from_slice(build);
+    h.requested_tpb_count = 1;
     h.feature_bits = 0;
     h.vnc_size = 1;
-    NeffWriter::with_header(Producer::V2_18, h).write(&sample().member_list())
+    let mut w = NeffWriter::with_header(Producer::V2_0_99229, h);
+    w.digest_form = Some(DigestForm::Plain);
+    w.finish(payload)
 }
 
 /// One collective of a [`World`]'s NEFFs.

@@ -6,7 +6,10 @@
 //!
 //! `load` seeds are a flag byte (bit 0: trn1) followed by a whole NEFF: the
 //! small real fixtures, and the synthetic NEFFs of every producer family
-//! (raw-tar `Pkg1` forms too, whose manifests the fuzzer can edit in place).
+//! (raw-tar `Pkg1` forms too, whose manifests the fuzzer can edit in place),
+//! and NEFFs with collectives — the runtime's own sample on both chips, a
+//! rank of a world whose PE stream holds every kind of collectives record
+//! (raw-tar too, so the fuzzer mutates the records in place).
 //! `manifest` seeds are a flag byte (bit 0: cayman base; bits 1..: which
 //! member) followed by that member's bytes. `capture` seeds are the real
 //! NTFF captures, and each again as versions 4 and 5 (inline images, id-only
@@ -23,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use neffld::capture;
 use neffld::container::writer::Producer;
+use neffld_testkit::collectives::{self as cc, Step, World};
 use neffld_testkit::{Synth, CAPTURES, FIXTURES, FUZZ_MANIFEST_MEMBERS as MEMBERS};
 
 fn put(dir: &Path, name: &str, flag: u8, bytes: &[u8]) -> std::io::Result<()> {
@@ -72,6 +76,28 @@ fn main() -> std::io::Result<()> {
         put(&load, &format!("cayman_{tag}.neff"), 0, &cayman.write(p))?;
         n += 1;
     }
+    let sample = cc::sample_neff();
+    put(&load, "collectives_sample_trn2.neff", 0, &sample)?;
+    put(&load, "collectives_sample_trn1.neff", 1, &sample)?;
+    let rank = World::new(4)
+        .with_steps(&[
+            Step::AllReduce(256),
+            Step::AllGather(64),
+            Step::ReduceScatter(64),
+            Step::Ptc2AllReduce { rows: 4, cols: 16 },
+            Step::SendRecvRing(128),
+            Step::Ids,
+        ])
+        .rank_synth(1);
+    for (p, tag) in [(Producer::V2_21, "v2_21"), (Producer::Pkg1, "pkg1")] {
+        put(
+            &load,
+            &format!("collectives_rank_{tag}.neff"),
+            0,
+            &rank.write(p),
+        )?;
+    }
+    n += 4;
     println!("{n} load seeds in {}", load.display());
 
     let mut m = 0;

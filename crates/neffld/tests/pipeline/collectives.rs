@@ -449,3 +449,78 @@ fn rank_id_and_global_id_refusals() {
         None
     );
 }
+
+/// The writer-built NEFFs vendored for the tests that cannot run the
+/// writer (Python's): each is what the writer makes now, byte for byte.
+/// `NEFFLD_REWRITE_WRITTEN=1` writes them afresh.
+#[test]
+fn the_vendored_collectives_neffs_are_the_writers() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/written");
+    let every_kind = World::new(2).with_steps(&[
+        cc::Step::AllReduce(1024),
+        cc::Step::AllGather(256),
+        cc::Step::ReduceScatter(256),
+        cc::Step::Ptc2AllReduce { rows: 8, cols: 64 },
+        cc::Step::SendRecvRing(512),
+        cc::Step::Ids,
+    ]);
+    for (name, bytes) in [
+        ("collectives_sample.neff", cc::sample_neff()),
+        ("collectives_tp2_rank1.neff", every_kind.rank(1)),
+    ] {
+        let path = dir.join(name);
+        if std::env::var_os("NEFFLD_REWRITE_WRITTEN").is_some() {
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let vendored = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(
+            vendored == bytes,
+            "{name} differs from the writer's; rewrite it"
+        );
+    }
+}
+
+/// Every byte of every collectives record, set in turn to 0x00, 0xFF and
+/// its value + 1, through the whole load on both chips (the load fuzz
+/// target's body: no panic, no validator finding, nothing left on the
+/// device): each mutant loads or is refused `NRT_INVALID` with a message.
+#[test]
+fn every_byte_of_every_collectives_record_mutated_loads_or_is_refused() {
+    let w = World::new(4).with_steps(&[
+        cc::Step::AllReduce(256),
+        cc::Step::ReduceScatter(64),
+        cc::Step::Ptc2AllReduce { rows: 4, cols: 16 },
+        cc::Step::SendRecvRing(128),
+        cc::Step::Ids,
+    ]);
+    let base = w.rank_synth(1);
+    let pe = base.members["sg00/PE.bin"].clone();
+    let (mut loaded, mut refused) = (0, 0);
+    // Record 0 is the ordering record; the rest are the band's.
+    for at in 64..pe.len() {
+        for value in [0x00, 0xFF, pe[at].wrapping_add(1)] {
+            if value == pe[at] {
+                continue;
+            }
+            let mut s = base.clone();
+            let mut stream = pe.clone();
+            stream[at] = value;
+            s.set("sg00/PE.bin", stream);
+            let neff = s.write(neffld::container::writer::Producer::V2_21);
+            for flag in [0u8, 1] {
+                let mut input = vec![flag];
+                input.extend_from_slice(&neff);
+                match neffld_testkit::fuzz_load(&input) {
+                    None => loaded += 1,
+                    Some(NrtStatus::Invalid) => refused += 1,
+                    Some(other) => panic!("byte {at} = {value:#04x}, flag {flag}: {other:?}"),
+                }
+            }
+        }
+    }
+    println!("{loaded} mutants loaded, {refused} refused");
+    assert!(
+        loaded > 0 && refused > 0,
+        "{loaded} loaded, {refused} refused"
+    );
+}

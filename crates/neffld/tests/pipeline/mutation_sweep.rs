@@ -2,7 +2,8 @@
 //!
 //! Bases: every real fixture (trn2), and writer-built NEFFs of each producer
 //! family — `Synth::static_sunda` as 2.0.99229, 2.18 and pkg 1 on trn1,
-//! `Synth::dynamic_cayman` as 2.21 on trn2. Mutations: flipped header bytes;
+//! `Synth::dynamic_cayman` as 2.21 on trn2, and a rank of a four-rank world
+//! whose PE stream carries every kind of collectives record. Mutations: flipped header bytes;
 //! flipped payload bytes (re-hashed with `NeffWriter::finish` and loaded with
 //! verification on, or left stale and loaded with it off); the inflated tar
 //! re-packed with truncated, resized, duplicated, dropped and swapped members
@@ -36,6 +37,7 @@ use neffld::parse::ParseError;
 use neffld::settings::Settings;
 use neffld::{Arch, NrtStatus};
 use neffld_testkit::beyond_start;
+use neffld_testkit::collectives::{Step as CcStep, World};
 use neffld_testkit::Synth;
 use serde_json::{json, Value};
 
@@ -1075,6 +1077,17 @@ fn synthetic_families() {
     };
     let sunda = Synth::static_sunda();
     let cayman = Synth::dynamic_cayman();
+    // Every kind of collectives record, a rank of four.
+    let collectives = World::new(4)
+        .with_steps(&[
+            CcStep::AllReduce(256),
+            CcStep::AllGather(64),
+            CcStep::ReduceScatter(64),
+            CcStep::Ptc2AllReduce { rows: 4, cols: 16 },
+            CcStep::SendRecvRing(128),
+            CcStep::Ids,
+        ])
+        .rank_synth(2);
     let bases = vec![
         (
             Base::synth("sunda 2.0.99229", &sunda, Producer::V2_0_99229, Arch::Sunda),
@@ -1090,6 +1103,15 @@ fn synthetic_families() {
         ),
         (
             Base::synth("cayman 2.21", &cayman, Producer::V2_21, Arch::Cayman),
+            budget,
+        ),
+        (
+            Base::synth(
+                "cayman collectives 2.21",
+                &collectives,
+                Producer::V2_21,
+                Arch::Cayman,
+            ),
             budget,
         ),
     ];
