@@ -7,20 +7,20 @@ use std::process::ExitCode;
 
 use neffld::neff::{feature_names, Archive, Encoding, NeffHeader, NeffWriter, Producer};
 use neffld::report::examine::{Contents, DigestResult, Integrity, IoTensor};
-use neffld::report::{Examination, ExamineOptions};
+use neffld::report::{Collective, Examination, ExamineOptions};
 use neffld::settings::{Asked, Settings};
 use neffld::text::{escape, escape_bytes};
 use neffld::tree;
 use neffld::{Arch, NrtStatus};
 use serde::Serialize;
 
-use crate::input;
 use crate::load_cmd::load_failure;
 use crate::report::{
     emit, failed, hex, print_json, shown, shown_path, Failure, Outcome, Stamp, Stamped,
 };
 use crate::style::Style;
 use crate::units;
+use crate::{collectives, input};
 
 /// A command's exit status, or the failure that ended it early.
 type CmdResult = Result<ExitCode, Failure>;
@@ -195,6 +195,7 @@ struct SubgraphDoc {
     variables: BTreeMap<&'static str, u64>,
     queues: Vec<QueueDoc>,
     scratchpad_bytes: u64,
+    collectives: Vec<Collective>,
 }
 
 /// The parse side (S2+S3): target, IO tensors in `neff.json` order (dtype
@@ -254,6 +255,7 @@ impl ContentsDoc {
                     })
                     .collect(),
                 scratchpad_bytes: k.scratchpad_bytes,
+                collectives: k.collectives.clone(),
             })
             .collect();
         ContentsDoc {
@@ -614,6 +616,9 @@ fn print_human(out: &FileReport) -> Result<(), Failure> {
                     units::count(q.blocks as u64, "block"),
                     units::count(q.descriptors as u64, "descriptor")
                 );
+            }
+            for c in &sg.collectives {
+                let _ = writeln!(t, "  collective {}", collectives::line(c));
             }
         }
     }

@@ -3,6 +3,7 @@
 //! the binary here and the Python package's `neffld` command (which links
 //! it into its extension) are one program.
 
+mod collectives;
 mod compare_cmd;
 mod container_cmds;
 mod dump;

@@ -8,16 +8,18 @@ use std::time::{Duration, Instant};
 use neffld::api::{LoadError, Runtime};
 use neffld::config::DeviceKind;
 use neffld::ids::HModel;
-use neffld::report::{MemoryReport, Recorder, StagedView};
+use neffld::report::{Collective, MemoryReport, Recorder, StagedView};
 use neffld::settings::{Asked, Settings};
 use neffld::{Arch, NrtStatus, RuntimeLine};
 
-use crate::load_doc::{core_docs, CoreDoc, LoadDoc, ModelDoc, TensorDoc, TimingsDoc};
+use crate::load_doc::{
+    collective_docs, core_docs, CollectiveDoc, CoreDoc, LoadDoc, ModelDoc, TensorDoc, TimingsDoc,
+};
 use crate::report::{
     emit, exit_after_report, hex, print_json, shown, unwritten_warning, write_html, Failure, Stamp,
 };
 use crate::style::Style;
-use crate::{input, map, memory, units};
+use crate::{collectives, input, map, memory, units};
 
 /// Show a progress bar for files at least this large.
 const PROGRESS_MIN: u64 = 64 << 20;
@@ -293,6 +295,23 @@ fn human(out: &LoadDoc, memory_table: &str, no_timings: bool, style: Style) -> S
         }
     }
     t.push_str(memory_table);
+    if let Some(note) = &out.collectives_memory {
+        let _ = writeln!(t, "note      {note}");
+    }
+    if let Some(cs) = out.collectives.as_ref().filter(|a| !a.is_empty()) {
+        let _ = writeln!(t, "\ncollectives");
+        for c in cs {
+            let at = c
+                .record_address
+                .map_or_else(|| "-".to_string(), |a| format!("{a:#x}"));
+            let _ = writeln!(
+                t,
+                "  {} {at:>16}  {}",
+                s(&c.collective.subgraph),
+                collectives::line(&c.collective)
+            );
+        }
+    }
     if let Some(ts) = out.tensors.as_ref().filter(|a| !a.is_empty()) {
         let _ = writeln!(t, "\ntensors");
         for x in ts {
@@ -350,6 +369,10 @@ struct Loaded {
     tensors: Vec<TensorDoc>,
     warnings: Vec<String>,
     cores: Vec<CoreDoc>,
+    /// Each collective with the device address of its record.
+    collectives: Vec<CollectiveDoc>,
+    /// What the memory report does not count for them.
+    collectives_memory: Option<String>,
     /// The device's memory with the model loaded, and the model's id there.
     memory: MemoryReport,
     h_model: HModel,
@@ -373,6 +396,8 @@ fn describe_model(
     // comes first, as its log line would.
     let mut warnings = rt.config().start_warnings();
     warnings.extend(summary.warnings);
+    let collectives = collective_docs(&summary.collectives, &view);
+    let collectives_memory = Collective::uncounted_note(&summary.collectives);
     timings.container = s1;
     let tensors = rt
         .tensor_info(model)
@@ -414,6 +439,8 @@ fn describe_model(
         tensors,
         warnings,
         cores,
+        collectives,
+        collectives_memory,
         memory,
         h_model,
         unloaded,
@@ -517,6 +544,8 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         tensors: None,
         warnings: None,
         cores: None,
+        collectives: None,
+        collectives_memory: None,
         memory,
         stamp: Stamp::new("load", outcome.as_ref().err()),
     };
@@ -527,6 +556,8 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         doc.tensors = Some(d.tensors);
         doc.warnings = Some(d.warnings);
         doc.cores = Some(d.cores);
+        doc.collectives = Some(d.collectives);
+        doc.collectives_memory = d.collectives_memory;
     }
     let unwritten = a.map.as_ref().and_then(|path| {
         let f = write_html(path, &map::render(&doc))?;

@@ -3,7 +3,7 @@
 //! the HTML map (`map`), which therefore both import it and not each other.
 
 use neffld::report::staged::StagedRing;
-use neffld::report::StagedView;
+use neffld::report::{Collective, EngineType, StagedView};
 use neffld::LineProvenance;
 use serde::Serialize;
 
@@ -113,6 +113,37 @@ pub struct TensorDoc {
     pub shape: Vec<u32>,
 }
 
+/// One collective of the loaded NEFF, and where the record it became
+/// (its doorbell) sits on the device.
+#[derive(Serialize)]
+pub struct CollectiveDoc {
+    #[serde(flatten)]
+    pub collective: Collective,
+    /// The device address of its lowered record, as the runtime writes
+    /// addresses.
+    pub record_address: Option<u64>,
+}
+
+/// The collectives of a load, each with the address of its record in the
+/// staged image of its subgraph's core.
+pub fn collective_docs(list: &[Collective], view: &StagedView) -> Vec<CollectiveDoc> {
+    list.iter()
+        .map(|c| {
+            let engine = EngineType::from_key(c.engine);
+            let record_address = view
+                .cores
+                .iter()
+                .find(|core| core.subgraph == c.subgraph)
+                .and_then(|core| core.image(engine?))
+                .and_then(|img| img.record_address(c.index));
+            CollectiveDoc {
+                collective: c.clone(),
+                record_address,
+            }
+        })
+        .collect()
+}
+
 /// The document of `neffld load` (docs/cli.md): what the load ran on, what
 /// it placed (when it loaded) and the memory, loaded or not.
 #[derive(Serialize)]
@@ -137,6 +168,12 @@ pub struct LoadDoc {
     pub warnings: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cores: Option<Vec<CoreDoc>>,
+    /// The NEFF's collectives (when it loaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collectives: Option<Vec<CollectiveDoc>>,
+    /// What the memory report leaves out for them, when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collectives_memory: Option<String>,
     pub memory: MemoryDoc,
     #[serde(flatten)]
     pub stamp: Stamp,

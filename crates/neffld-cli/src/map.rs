@@ -18,7 +18,7 @@ use neffld::report::MonitorCategory;
 
 use crate::load_doc::{CoreDoc, LoadDoc, VariableDoc};
 use crate::memory::{AllocationDoc, HbmDoc, RefusedDoc};
-use crate::{memory, units};
+use crate::{collectives, memory, units};
 
 const WIDTH: f64 = 1260.0;
 /// Where bars start; labels sit to the left of it.
@@ -346,7 +346,8 @@ pub fn render(out: &LoadDoc) -> String {
          svg text{font:11px monospace} svg text.h{font:bold 12px sans-serif} svg text.tick{font:10px monospace;fill:#555}\
          svg text.refused{font:bold 12px sans-serif;fill:#c92a2a} .axis{stroke:#333;stroke-width:1}\
          .legend span{display:inline-block;padding:2px 8px;margin-right:6px;color:#fff;border-radius:3px}\
-         .fail{color:#c92a2a}\
+         .fail{color:#c92a2a} table.cc{border-collapse:collapse;font:12px monospace}\
+         table.cc td,table.cc th{border:1px solid #ccc;padding:2px 6px;text-align:left}\
          </style></head><body>\n",
     );
     let outcome = &out.stamp.outcome;
@@ -397,6 +398,44 @@ pub fn render(out: &LoadDoc) -> String {
             hbm_svg(h, &mine, out.cores(), memory.refused.as_ref())
         );
     }
+    collectives_table(&mut html, out);
     html.push_str("</body></html>\n");
     html
+}
+
+/// The NEFF's collectives, each with the device address of the record it
+/// became, under the pictures.
+fn collectives_table(html: &mut String, out: &LoadDoc) {
+    let Some(list) = out.collectives.as_ref().filter(|l| !l.is_empty()) else {
+        return;
+    };
+    let _ = writeln!(html, "<h2>collectives</h2>");
+    if let Some(note) = &out.collectives_memory {
+        let _ = writeln!(html, "<p>{}</p>", esc(note));
+    }
+    html.push_str(
+        "<table class=\"cc\"><tr><th>subgraph</th><th>record</th><th>address</th><th>operation</th>\
+         <th>elements in</th><th>elements out</th><th>bytes out</th><th>with</th><th>from → to</th></tr>\n",
+    );
+    for d in list {
+        let c = &d.collective;
+        let var = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{} {}#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} → {}</td></tr>",
+            esc(&c.subgraph),
+            c.form,
+            c.engine,
+            c.index,
+            d.record_address.map_or_else(|| "-".into(), |a| format!("{a:#x}")),
+            esc(&collectives::what(c)),
+            c.elements_in,
+            c.elements_out,
+            esc(&units::human(c.bytes_out)),
+            esc(&collectives::with(c)),
+            esc(&var(&c.input)),
+            esc(&var(&c.output))
+        );
+    }
+    html.push_str("</table>\n");
 }

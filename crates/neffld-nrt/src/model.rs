@@ -9,8 +9,8 @@
 
 use std::ffi::c_void;
 
-use neffld::api::{Model, Runtime};
-use tracing::{error, info};
+use neffld::api::{Collective, Model, Runtime};
+use tracing::{debug, error, info};
 
 use crate::abi::nrt_experimental::nrt_model_info_t;
 use crate::abi::nrt_status::NRT_STATUS;
@@ -87,6 +87,7 @@ pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtRe
         model.name, model.h_nn, model.vnc
     );
     memory_log::loaded(&rt, &model);
+    log_collectives(api, &rt, &model);
     let loaded = model.clone();
     let ptr = nrt_model::hand_out(model);
     // A close that began after the runtime registered the model has
@@ -101,6 +102,39 @@ pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtRe
     // SAFETY: non-NULL (checked above) and writable per this function's contract.
     unsafe { *out = ptr };
     Ok(())
+}
+
+/// The collectives of a model just loaded: at INFO what the memory figures
+/// leave out for them, at DEBUG each one. No public struct of the SDK's
+/// headers has room for them (`nrt_model_info_t` holds the logical core
+/// only), so the log is where a C client sees them (docs/decisions.md,
+/// "Collectives").
+fn log_collectives(api: &str, rt: &Runtime, model: &Model) {
+    if !tracing::enabled!(tracing::Level::INFO) {
+        return;
+    }
+    let Ok(summary) = rt.summary(model) else {
+        return;
+    };
+    let Some(note) = Collective::uncounted_note(&summary.collectives) else {
+        return;
+    };
+    info!("{api}: {}: {note}", model.h_nn);
+    for c in summary.collectives.iter() {
+        debug!(
+            "{api}: {} {} {}#{} {} {}: {} in, {} out{}{}",
+            model.h_nn,
+            neffld::text::escape(&c.subgraph),
+            c.engine,
+            c.index,
+            c.form,
+            c.operation,
+            c.elements_in,
+            c.elements_out,
+            c.group.map_or(String::new(), |g| format!(", group {g}")),
+            c.peer.map_or(String::new(), |p| format!(", peer rank {p}"))
+        );
+    }
 }
 
 /// A copy of the model behind a handle, or `NRT_INVALID` (NULL) /

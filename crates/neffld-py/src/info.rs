@@ -93,6 +93,105 @@ impl Tensor {
     }
 }
 
+/// One collective of a NEFF (`neffld inspect --json`'s and `load
+/// --json`'s `collectives`): where its record is, what it does, on how
+/// much, with whom.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Collective {
+    /// The subgraph whose stream holds it.
+    pub subgraph: String,
+    /// "pe", "act", "pool", "dve" or "sp".
+    pub engine: &'static str,
+    /// Its record's index in that engine's NEFF stream.
+    pub index: u32,
+    /// "ptc", "ptc2" or "psr": the record that carries it.
+    pub form: &'static str,
+    /// "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+    /// "permute", …, "send" or "receive".
+    pub operation: &'static str,
+    /// "add", "mult", "max" or "min", for the operations that reduce.
+    pub reduce: Option<&'static str>,
+    /// The element type ("float32", "bfloat16", …; the ISA's names), None
+    /// for a send or receive, which moves bytes.
+    pub dtype: Option<&'static str>,
+    /// Elements this rank contributes and receives, scaled by the group's
+    /// ranks where the runtime scales them.
+    pub elements_in: u64,
+    pub elements_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// The replica group (an index of def.json's `replica_groups`).
+    pub group: Option<u16>,
+    /// Ranks per group.
+    pub group_size: u32,
+    /// The ranks of each group of that replica group.
+    pub groups: Vec<Vec<u32>>,
+    /// The other rank of a send or receive.
+    pub peer: Option<u64>,
+    /// The variables read and written.
+    pub input: Option<String>,
+    pub output: Option<String>,
+    /// "none", "initial", "body" or "final".
+    pub chaining: &'static str,
+    pub stream: u16,
+}
+
+#[pymethods]
+impl Collective {
+    fn __repr__(&self) -> String {
+        let with = match (self.group, self.peer) {
+            (_, Some(p)) => format!("peer={p}"),
+            (Some(g), None) => format!("group={g}"),
+            (None, None) => String::new(),
+        };
+        format!(
+            "Collective({:?}, {}#{}, {}, elements_in={}, elements_out={}, {with})",
+            self.subgraph,
+            self.engine,
+            self.index,
+            self.operation,
+            self.elements_in,
+            self.elements_out
+        )
+    }
+}
+
+impl Collective {
+    pub fn of(c: &neffld::report::Collective) -> Collective {
+        Collective {
+            subgraph: c.subgraph.clone(),
+            engine: c.engine,
+            index: c.index,
+            form: c.form,
+            operation: c.operation,
+            reduce: c.reduce,
+            dtype: c.dtype,
+            elements_in: c.elements_in,
+            elements_out: c.elements_out,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            group: c.group,
+            group_size: c.group_size,
+            groups: c.groups.clone(),
+            peer: c.peer,
+            input: c.input.clone(),
+            output: c.output.clone(),
+            chaining: c.chaining,
+            stream: c.stream,
+        }
+    }
+
+    /// Each of `list` as a Python object.
+    pub fn list<'a>(
+        py: Python<'_>,
+        list: impl IntoIterator<Item = &'a neffld::report::Collective>,
+    ) -> PyResult<Vec<Py<Collective>>> {
+        list.into_iter()
+            .map(|c| Py::new(py, Collective::of(c)))
+            .collect()
+    }
+}
+
 /// What `inspect` reports about a NEFF.
 #[pyclass(frozen, module = "neffld")]
 pub struct NeffInfo {
@@ -124,6 +223,10 @@ pub struct NeffInfo {
     /// Non-fatal findings of the container and manifest parsers.
     #[pyo3(get)]
     pub warnings: Vec<String>,
+    /// Every collective of the subgraphs, subgraph by subgraph in record
+    /// order.
+    #[pyo3(get)]
+    pub collectives: Vec<Py<Collective>>,
 }
 
 #[pymethods]
@@ -198,6 +301,7 @@ pub fn inspect(py: Python<'_>, path_or_bytes: &Bound<'_, PyAny>) -> PyResult<Nef
         inputs: tensors(py, &c.inputs, TensorUsage::Input)?,
         outputs: tensors(py, &c.outputs, TensorUsage::Output)?,
         subgraphs: c.subgraphs.iter().map(|k| k.name.clone()).collect(),
+        collectives: Collective::list(py, c.subgraphs.iter().flat_map(|k| &k.collectives))?,
         members: archive.members().iter().map(|m| m.name.clone()).collect(),
         warnings: x.warnings,
     })

@@ -28,7 +28,7 @@ mod _neffld {
     #[pymodule_export]
     use crate::error::NeffError;
     #[pymodule_export]
-    use crate::info::{inspect, NeffInfo, Tensor};
+    use crate::info::{inspect, Collective, NeffInfo, Tensor};
     #[pymodule_export]
     use crate::model::{load, Core, Model, Variable};
     #[pymodule_export]

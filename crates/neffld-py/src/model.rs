@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::error::{int_arg, raise, FResult, Failure};
-use crate::info::Tensor;
+use crate::info::{Collective, Tensor};
 use crate::source;
 use crate::weight;
 
@@ -140,6 +140,7 @@ struct Loaded {
     tensors: Vec<api::TensorInfo>,
     warnings: Vec<String>,
     timings: Timings,
+    collectives: std::sync::Arc<[neffld::report::Collective]>,
 }
 
 fn device_kind(name: &str) -> FResult<DeviceKind> {
@@ -176,7 +177,8 @@ fn run_load(
     };
     let cores = StagedView::of(&rt, &handle)?.cores;
     let summary = rt.summary(&handle)?;
-    let (warnings, mut timings) = (summary.warnings, summary.timings);
+    let (warnings, mut timings, collectives) =
+        (summary.warnings, summary.timings, summary.collectives);
     timings.container = s1;
     let tensors = rt.tensor_info(&handle)?;
     Ok(Loaded {
@@ -186,6 +188,7 @@ fn run_load(
         tensors: tensors.to_vec(),
         warnings,
         timings,
+        collectives,
     })
 }
 
@@ -224,6 +227,14 @@ pub struct Model {
     /// Non-fatal findings of the parse and the plan.
     #[pyo3(get)]
     warnings: Vec<String>,
+    /// The NEFF's collectives, subgraph by subgraph in record order.
+    #[pyo3(get)]
+    collectives: Vec<Py<Collective>>,
+    /// What the memory figures leave out: "collectives memory not counted:
+    /// N collectives in G replica groups" when the NEFF has collectives
+    /// (their engine's device memory is not public), else None.
+    #[pyo3(get)]
+    collectives_memory: Option<String>,
     timings: Timings,
 }
 
@@ -466,6 +477,8 @@ pub fn load(
         cores,
         tensors,
         warnings: loaded.warnings,
+        collectives: Collective::list(py, loaded.collectives.iter())?,
+        collectives_memory: neffld::report::Collective::uncounted_note(&loaded.collectives),
         timings: loaded.timings,
     })
 }

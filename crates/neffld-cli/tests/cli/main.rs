@@ -2,6 +2,7 @@
 
 mod capture_cli;
 mod cli;
+mod collectives_cli;
 #[path = "../common/mod.rs"]
 mod common;
 mod derived;

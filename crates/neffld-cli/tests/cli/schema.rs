@@ -208,6 +208,17 @@ fn every_command_output_follows_the_schema() {
     let dense = d("dense.neff");
     std::fs::write(&dense, any_lnc_cayman("dense", 10 << 30, |_| {})).unwrap();
     let noisy = format!("{dense}@0,0");
+    let world = d("world.neff");
+    std::fs::write(
+        &world,
+        neffld_testkit::collectives::World::new(2)
+            .with_steps(&[
+                neffld_testkit::collectives::Step::AllReduce(64),
+                neffld_testkit::collectives::Step::SendRecvRing(64),
+            ])
+            .rank(0),
+    )
+    .unwrap();
     let ranks = format!("{matmul}@0-63");
     let bad_toml = d("bad.toml");
     std::fs::write(&bad_toml, "[[step]]\nload = \"x.neff\"\ncores = \"3-1\"\n").unwrap();
@@ -215,6 +226,8 @@ fn every_command_output_follows_the_schema() {
     let cases: Vec<(Vec<&str>, i32)> = vec![
         (vec!["inspect", "--json", demo], 0),
         (vec!["inspect", "--json", matmul], 0),
+        (vec!["inspect", "--json", &world], 0),
+        (vec!["load", "--json", "--quiet", &world], 0),
         (vec!["inspect", "--json", &text], 1),
         (vec!["inspect", "--json", missing], 2),
         (vec!["verify", "--json", demo, matmul], 0),

@@ -4,6 +4,7 @@ mod abi;
 mod abi_probe;
 mod c_smoke;
 mod close_race;
+mod collectives;
 mod exports;
 mod fork;
 mod instance;

@@ -32,6 +32,7 @@ from collections.abc import Mapping as _Mapping
 from ._neffld import _plan, _plan_argv
 from ._neffld import (
     Advice,
+    Collective,
     Comparison,
     Copies,
     Core,
@@ -70,6 +71,7 @@ from ._neffld import (
 
 __all__ = [
     "Advice",
+    "Collective",
     "Comparison",
     "Copies",
     "Core",

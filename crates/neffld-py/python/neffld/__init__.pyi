@@ -74,6 +74,44 @@ class Tensor:
     size: int
     """Bytes."""
 
+class Collective:
+    """One collective of a NEFF, as the loader checked it (`neffld inspect
+    --json`'s `collectives`): where its record is, what it does, on how
+    much, with whom."""
+
+    subgraph: str
+    engine: Literal["pe", "act", "pool", "dve", "sp"]
+    index: int
+    """Its record's index in the engine's NEFF stream."""
+    form: Literal["ptc", "ptc2", "psr"]
+    operation: str
+    """"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+    "permute", ..., "send" or "receive"."""
+    reduce: Optional[Literal["add", "mult", "max", "min"]]
+    dtype: Optional[str]
+    """The ISA's element type ("float32", "bfloat16", ...); None for a
+    send or receive, which moves bytes."""
+    elements_in: int
+    """Elements this rank contributes (a reduce-scatter's and an
+    all-to-all's are every rank's share)."""
+    elements_out: int
+    """Elements it receives (an all-gather's and an all-to-all's are every
+    rank's share)."""
+    bytes_in: int
+    bytes_out: int
+    group: Optional[int]
+    """The replica group: an index of def.json's replica_groups."""
+    group_size: int
+    groups: list[list[int]]
+    """The ranks of each group of that replica group ([] for each rank
+    alone)."""
+    peer: Optional[int]
+    """The other rank of a send or receive."""
+    input: Optional[str]
+    output: Optional[str]
+    chaining: Literal["none", "initial", "body", "final"]
+    stream: int
+
 class NeffInfo:
     """What a NEFF declares (see inspect)."""
 
@@ -89,6 +127,9 @@ class NeffInfo:
     subgraphs: list[str]
     members: list[str]
     warnings: list[str]
+    collectives: list[Collective]
+    """Every collective of the subgraphs, subgraph by subgraph in record
+    order."""
 
 class Problem:
     """One thing wrong with a NEFF."""
@@ -190,6 +231,11 @@ class Model:
     outputs: list[Tensor]
     pcores: list[int]
     warnings: list[str]
+    collectives: list[Collective]
+    collectives_memory: Optional[str]
+    """"collectives memory not counted: N collectives in G replica groups"
+    when the NEFF has collectives (their engine's device memory is not
+    public, so the memory figures leave it out), else None."""
     timings: dict[str, float]
     loaded: bool
     weights: dict[str, Weight]

@@ -14,6 +14,7 @@ use crate::api::LoadError;
 use crate::config::RuntimeConfig;
 use crate::container::integrity::{self, DigestForm, HashAlgorithm, Verified};
 use crate::container::{self, payload_window, Archive, ContainerError, Neff, NeffHeader};
+use crate::kbin::collective::CollectiveInfo;
 pub use crate::manifest::IoTensor;
 use crate::parse::{self, ParseOptions, ParsedModel};
 use crate::settings::{Asked, Settings};
@@ -173,6 +174,8 @@ pub struct SubgraphContents {
     pub queues: Vec<QueueContents>,
     /// The larger of the local and shared scratchpad sizes.
     pub scratchpad_bytes: u64,
+    /// Its collectives, in engine then record order.
+    pub collectives: Vec<CollectiveInfo>,
 }
 
 /// What the manifests declare, read with the NEFF's own target and
@@ -232,6 +235,7 @@ impl Contents {
                         })
                         .collect(),
                     scratchpad_bytes: k.scratchpad().local.max(k.scratchpad().shared),
+                    collectives: CollectiveInfo::of(std::slice::from_ref(k)),
                 }
             })
             .collect();

@@ -96,6 +96,18 @@ impl StagedImage {
     pub fn slots(&self) -> u64 {
         self.bytes.len() as u64 / crate::kbin::isa::RECORD_LEN as u64
     }
+
+    /// The device address of the slot NEFF record `record` went to (the
+    /// record a collective became, say); `None` for a record deleted or
+    /// not in the stream.
+    pub fn record_address(&self, record: u32) -> Option<u64> {
+        match self.records.fates.get(record as usize)? {
+            Fate::Kept(slot) | Fate::Rewritten(slot) => self
+                .address
+                .checked_add(u64::from(*slot) * crate::kbin::isa::RECORD_LEN as u64),
+            Fate::Deleted => None,
+        }
+    }
 }
 
 /// A static DMA queue's ring as staged (as `neffld load --json` writes it).
