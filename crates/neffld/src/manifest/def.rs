@@ -388,9 +388,30 @@ pub struct UcodeLib {
     pub add_lib: bool,
 }
 
-/// Collectives: one replica group set (groups → subgroups → participant
-/// ids), bounded as every manifest by [`json::MAX_VALUES`].
+/// Collectives: the replica groups, a list of sets (a collective's group
+/// id indexes them), each a list of groups of ranks; bounded as every
+/// manifest by [`json::MAX_VALUES`].
 pub type ReplicaGroups = Vec<Vec<Vec<u32>>>;
+
+/// def.json's `replica_groups` as written: three levels (sets → groups →
+/// ranks) as the compiler writes them, or two (groups → ranks, the HLO's
+/// own form), read as the one set they are. `[[]]`, the runtime's sample,
+/// is three levels: one set of no groups.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawReplicaGroups {
+    Sets(ReplicaGroups),
+    OneSet(Vec<Vec<u32>>),
+}
+
+impl RawReplicaGroups {
+    fn sets(self) -> ReplicaGroups {
+        match self {
+            RawReplicaGroups::Sets(s) => s,
+            RawReplicaGroups::OneSet(groups) => vec![groups],
+        }
+    }
+}
 
 /// Everything def.json says, validated; engine json is read separately.
 #[derive(Clone, Debug, PartialEq)]
@@ -434,7 +455,7 @@ pub struct Def {
 struct RawDef {
     var: Option<BTreeMap<String, RawVar>>,
     dma_queue: Option<BTreeMap<String, RawQueue>>,
-    replica_groups: Option<ReplicaGroups>,
+    replica_groups: Option<RawReplicaGroups>,
     src_target_pairs: Option<json::Count>,
     #[serde(rename = "#rank_world_size")]
     rank_world_size: Option<u64>,
@@ -579,7 +600,10 @@ pub fn parse(
         num_inputs,
         num_outputs,
         queues,
-        replica_groups: raw.replica_groups.unwrap_or_default(),
+        replica_groups: raw
+            .replica_groups
+            .map(RawReplicaGroups::sets)
+            .unwrap_or_default(),
         src_target_pairs: raw.src_target_pairs.unwrap_or_default().0,
         rank_world_size: raw.rank_world_size,
         default_ucode_lib_requested: matches!(target, Arch::Sunda | Arch::Mariana),

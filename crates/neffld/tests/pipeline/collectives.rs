@@ -524,3 +524,28 @@ fn every_byte_of_every_collectives_record_mutated_loads_or_is_refused() {
         "{loaded} loaded, {refused} refused"
     );
 }
+
+/// def.json's replica groups in the compiler's three levels or the HLO's
+/// two (one set) read alike; a list that is neither is refused naming
+/// def.json.
+#[test]
+fn replica_groups_of_two_or_three_levels_read_alike() {
+    let groups = |v: Value| {
+        let mut s = World::new(4)
+            .with_steps(&[cc::Step::AllReduce(16)])
+            .shared_synth();
+        s.edit("sg00/def.json", |d| d["replica_groups"] = v);
+        let neff = s.open(neffld::container::writer::Producer::V2_21);
+        parse::parse(&neff, &ParseOptions::new(Arch::Cayman, 1)).map(|m| {
+            let k = &m.kbins[0];
+            (k.replica_groups().clone(), k.collectives()[0].group_size())
+        })
+    };
+    let want = (vec![vec![vec![0, 1], vec![2, 3]]], 2);
+    assert_eq!(groups(json!([[[0, 1], [2, 3]]])).unwrap(), want);
+    assert_eq!(groups(json!([[0, 1], [2, 3]])).unwrap(), want);
+    assert_eq!(groups(json!([[]])).unwrap(), (vec![vec![]], 1));
+    let e = groups(json!([[0, [1]]])).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Invalid);
+    assert!(e.to_string().contains("sg00/def.json"), "{e}");
+}
