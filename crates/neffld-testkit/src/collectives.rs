@@ -299,7 +299,10 @@ pub struct World {
 }
 
 impl World {
-    /// `ranks` ranks in one group, with every kind of step.
+    /// `ranks` ranks in one group, with every kind of step: an all-reduce
+    /// of 1024 elements, an all-gather and a reduce-scatter of 256 per
+    /// rank, a PTC2 all-reduce of 8 × 64, a send and a receive of 512
+    /// bytes around the ring, the id loads.
     pub fn new(ranks: u32) -> World {
         World {
             ranks,
@@ -309,6 +312,7 @@ impl World {
                 Step::AllGather(256),
                 Step::ReduceScatter(256),
                 Step::Ptc2AllReduce { rows: 8, cols: 64 },
+                Step::SendRecvRing(512),
                 Step::Ids,
             ],
         }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use neffld::capture;
 use neffld::container::writer::Producer;
-use neffld_testkit::collectives::{self as cc, Step, World};
+use neffld_testkit::collectives::{self as cc, World};
 use neffld_testkit::{Synth, CAPTURES, FIXTURES, FUZZ_MANIFEST_MEMBERS as MEMBERS};
 
 fn put(dir: &Path, name: &str, flag: u8, bytes: &[u8]) -> std::io::Result<()> {
@@ -79,16 +79,7 @@ fn main() -> std::io::Result<()> {
     let sample = cc::sample_neff();
     put(&load, "collectives_sample_trn2.neff", 0, &sample)?;
     put(&load, "collectives_sample_trn1.neff", 1, &sample)?;
-    let rank = World::new(4)
-        .with_steps(&[
-            Step::AllReduce(256),
-            Step::AllGather(64),
-            Step::ReduceScatter(64),
-            Step::Ptc2AllReduce { rows: 4, cols: 16 },
-            Step::SendRecvRing(128),
-            Step::Ids,
-        ])
-        .rank_synth(1);
+    let rank = World::new(4).rank_synth(1);
     for (p, tag) in [(Producer::V2_21, "v2_21"), (Producer::Pkg1, "pkg1")] {
         put(
             &load,

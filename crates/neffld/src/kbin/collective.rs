@@ -975,6 +975,17 @@ pub mod encode {
 
     type Record = [u8; RECORD_LEN];
 
+    /// The ADDR8 of byte `offset` of variable `var`.
+    fn var_addr8(var: u16, offset: u32) -> [u8; 8] {
+        Addr8 {
+            offset,
+            id: var,
+            reserved: 0,
+            mode: ADDR8_STATIC_VAR,
+        }
+        .encode()
+    }
+
     /// Wait on semaphore `wait` (> 0), increment `update` on completion.
     pub fn events(wait: Option<u8>, update: Option<u8>) -> Events {
         let mut e = [0u8; 8];
@@ -1029,15 +1040,7 @@ pub mod encode {
     /// elements, rows `cols` elements apart.
     pub fn tile(var: u16, offset: u32, rows: u32, cols: u32) -> [u8; 24] {
         let mut t = [0u8; 24];
-        t[0..8].copy_from_slice(
-            &Addr8 {
-                offset,
-                id: var,
-                reserved: 0,
-                mode: ADDR8_STATIC_VAR,
-            }
-            .encode(),
-        );
+        t[0..8].copy_from_slice(&var_addr8(var, offset));
         t[8..12].copy_from_slice(&(cols as i32).to_le_bytes());
         t[12..16].copy_from_slice(&1i32.to_le_bytes());
         t[16..20].copy_from_slice(&rows.to_le_bytes());
@@ -1093,15 +1096,7 @@ pub mod encode {
     /// A global-id store into variable `var` at byte `offset`.
     pub fn gid_to_memory(var: u16, offset: u32) -> Record {
         let mut r = record(OP_GID_LOAD);
-        r[16..24].copy_from_slice(
-            &Addr8 {
-                offset,
-                id: var,
-                reserved: 0,
-                mode: ADDR8_STATIC_VAR,
-            }
-            .encode(),
-        );
+        r[16..24].copy_from_slice(&var_addr8(var, offset));
         r
     }
 }

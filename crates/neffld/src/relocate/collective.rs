@@ -15,6 +15,7 @@
 //! (docs/decisions.md, "Collectives").
 
 use crate::kbin::collective::Events;
+use crate::kbin::CcLowering;
 use crate::line::regs::{Record, OP_WRITE, RECORD};
 
 /// The first TOP_SP's semaphore window.
@@ -96,6 +97,22 @@ pub fn gid_to_memory(events: &Events, word: u64, gid: u32) -> Record {
     put(&mut r, 2, word);
     put(&mut r, 4, u64::from(gid));
     r
+}
+
+/// The record of a doorbell or a rank-id load, which no address of the
+/// plan changes; `None` for a global id, whose record needs the id and,
+/// stored to memory, its variable's address.
+pub fn fixed(l: &CcLowering) -> Option<Record> {
+    match *l {
+        CcLowering::Trigger { events, stream } => Some(trigger(&events, stream)),
+        CcLowering::RankId {
+            events,
+            group,
+            stream,
+            dst_reg,
+        } => Some(rank_id(&events, stream, group, dst_reg)),
+        CcLowering::GlobalId { .. } => None,
+    }
 }
 
 /// Image offset of a memory destination's word in a [`gid_to_memory`] record.

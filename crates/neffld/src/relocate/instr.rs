@@ -273,22 +273,19 @@ fn collective(
     l: CcLowering,
     r: &dyn Resolve,
 ) -> Result<[u8; 64], RelocError> {
-    Ok(match l {
-        CcLowering::Trigger { events, stream } => cc::trigger(&events, stream),
-        CcLowering::RankId {
-            events,
-            group,
-            stream,
-            dst_reg,
-        } => cc::rank_id(&events, stream, group, dst_reg),
-        CcLowering::GlobalId { events, dest } => match dest {
-            GidDest::Register(reg) => cc::gid_to_register(&events, reg, r.global_id()),
-            GidDest::Memory(operand) => {
-                let word = apply(name, index, OP_GID_LOAD, img, image_offset, operand, r)?
-                    .expect("a variable operand is rewritten");
-                cc::gid_to_memory(&events, word, r.global_id())
-            }
-        },
+    if let Some(record) = cc::fixed(&l) {
+        return Ok(record);
+    }
+    let CcLowering::GlobalId { events, dest } = l else {
+        unreachable!("every other lowering is fixed")
+    };
+    Ok(match dest {
+        GidDest::Register(reg) => cc::gid_to_register(&events, reg, r.global_id()),
+        GidDest::Memory(operand) => {
+            let word = apply(name, index, OP_GID_LOAD, img, image_offset, operand, r)?
+                .expect("a variable operand is rewritten");
+            cc::gid_to_memory(&events, word, r.global_id())
+        }
     })
 }
 

@@ -213,25 +213,20 @@ impl<'a> Core<'a> {
     /// A collectives record: the doorbell or the rank-id load the sealed
     /// lowering names, or a global id stored where its operand says.
     fn check_collective(&mut self, at: &str, record: &[u8], l: CcLowering) {
-        let want = match l {
-            CcLowering::Trigger { events, stream } => cc::trigger(&events, stream),
-            CcLowering::RankId {
-                events,
-                group,
-                stream,
-                dst_reg,
-            } => cc::rank_id(&events, stream, group, dst_reg),
-            CcLowering::GlobalId { dest, .. } => {
-                if record.first() != Some(&cc::OP_MOVE32) {
-                    self.bad(format!("{at}: the global id's record is not a move"));
-                } else if let GidDest::Memory(operand) = dest {
-                    match word(record, cc::GID_MEMORY_WORD) {
-                        Some(got) => self.check_operand(at, got, operand),
-                        None => self.bad(format!("{at}: outside the image")),
-                    }
+        let Some(want) = cc::fixed(&l) else {
+            if record.first() != Some(&cc::OP_MOVE32) {
+                self.bad(format!("{at}: the global id's record is not a move"));
+            } else if let CcLowering::GlobalId {
+                dest: GidDest::Memory(operand),
+                ..
+            } = l
+            {
+                match word(record, cc::GID_MEMORY_WORD) {
+                    Some(got) => self.check_operand(at, got, operand),
+                    None => self.bad(format!("{at}: outside the image")),
                 }
-                return;
             }
+            return;
         };
         if record != want {
             self.bad(format!(

@@ -76,20 +76,9 @@ fn the_samples_all_reduce_becomes_one_doorbell_on_every_chip() {
     }
 }
 
-fn every_step() -> Vec<Step> {
-    vec![
-        Step::AllReduce(1024),
-        Step::AllGather(256),
-        Step::ReduceScatter(256),
-        Step::Ptc2AllReduce { rows: 8, cols: 64 },
-        Step::SendRecvRing(512),
-        Step::Ids,
-    ]
-}
-
 #[test]
 fn each_collective_lowers_to_one_record_and_the_ptc2_extension_is_deleted() {
-    let w = World::new(8).with_steps(&every_step());
+    let w = World::new(8);
     let (rt, _dev) = runtime(Arch::Cayman);
     let m = rt.load(&w.rank(3), None).unwrap();
     let view = StagedView::of(&rt, &m).unwrap();
@@ -176,7 +165,7 @@ fn a_collectives_load_writes_its_global_id() {
 #[test]
 fn worlds_of_2_to_64_ranks_load_checked_per_rank_and_shared() {
     for ranks in [2u32, 8, 32, 64] {
-        let w = World::new(ranks).with_steps(&every_step());
+        let w = World::new(ranks);
         // The staged image is checked against the sealed lowering
         // (`check`), on one runtime loading every rank in turn.
         let (rt, _dev) = runtime(Arch::Cayman);

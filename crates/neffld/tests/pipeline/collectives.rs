@@ -64,14 +64,7 @@ fn the_sample_parses_into_one_all_reduce() {
 #[test]
 fn worlds_of_every_size_parse_per_rank_and_shared() {
     for ranks in [2u32, 8, 32, 64] {
-        let w = World::new(ranks).with_steps(&[
-            cc::Step::AllReduce(1024),
-            cc::Step::AllGather(256),
-            cc::Step::ReduceScatter(256),
-            cc::Step::Ptc2AllReduce { rows: 8, cols: 64 },
-            cc::Step::SendRecvRing(512),
-            cc::Step::Ids,
-        ]);
+        let w = World::new(ranks);
         for (which, bytes) in [("shared", w.shared()), ("rank 1", w.rank(1))] {
             let neff = neffld::container::open(&bytes, &Default::default()).unwrap();
             let m = parse::parse(&neff, &ParseOptions::new(Arch::Cayman, 1))
@@ -456,14 +449,7 @@ fn rank_id_and_global_id_refusals() {
 #[test]
 fn the_vendored_collectives_neffs_are_the_writers() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/written");
-    let every_kind = World::new(2).with_steps(&[
-        cc::Step::AllReduce(1024),
-        cc::Step::AllGather(256),
-        cc::Step::ReduceScatter(256),
-        cc::Step::Ptc2AllReduce { rows: 8, cols: 64 },
-        cc::Step::SendRecvRing(512),
-        cc::Step::Ids,
-    ]);
+    let every_kind = World::new(2);
     for (name, bytes) in [
         ("collectives_sample.neff", cc::sample_neff()),
         ("collectives_tp2_rank1.neff", every_kind.rank(1)),
@@ -486,14 +472,7 @@ fn the_vendored_collectives_neffs_are_the_writers() {
 /// device): each mutant loads or is refused `NRT_INVALID` with a message.
 #[test]
 fn every_byte_of_every_collectives_record_mutated_loads_or_is_refused() {
-    let w = World::new(4).with_steps(&[
-        cc::Step::AllReduce(256),
-        cc::Step::ReduceScatter(64),
-        cc::Step::Ptc2AllReduce { rows: 4, cols: 16 },
-        cc::Step::SendRecvRing(128),
-        cc::Step::Ids,
-    ]);
-    let base = w.rank_synth(1);
+    let base = World::new(4).rank_synth(1);
     let pe = base.members["sg00/PE.bin"].clone();
     let (mut loaded, mut refused) = (0, 0);
     // Record 0 is the ordering record; the rest are the band's.

@@ -37,7 +37,7 @@ use neffld::parse::ParseError;
 use neffld::settings::Settings;
 use neffld::{Arch, NrtStatus};
 use neffld_testkit::beyond_start;
-use neffld_testkit::collectives::{Step as CcStep, World};
+use neffld_testkit::collectives::World;
 use neffld_testkit::Synth;
 use serde_json::{json, Value};
 
@@ -1078,16 +1078,7 @@ fn synthetic_families() {
     let sunda = Synth::static_sunda();
     let cayman = Synth::dynamic_cayman();
     // Every kind of collectives record, a rank of four.
-    let collectives = World::new(4)
-        .with_steps(&[
-            CcStep::AllReduce(256),
-            CcStep::AllGather(64),
-            CcStep::ReduceScatter(64),
-            CcStep::Ptc2AllReduce { rows: 4, cols: 16 },
-            CcStep::SendRecvRing(128),
-            CcStep::Ids,
-        ])
-        .rank_synth(2);
+    let collectives = World::new(4).rank_synth(2);
     let bases = vec![
         (
             Base::synth("sunda 2.0.99229", &sunda, Producer::V2_0_99229, Arch::Sunda),
