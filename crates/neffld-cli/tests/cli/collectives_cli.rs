@@ -2,7 +2,7 @@
 //! `inspect`, `load` (text, `--json`, `--map`) list its collectives.
 
 use crate::common::{json, neffld, scratch};
-use neffld_testkit::collectives::{self as cc, Step, World};
+use neffld_testkit::collectives::{Step, World};
 use serde_json::Value;
 
 fn write(dir: &std::path::Path, name: &str, bytes: &[u8]) -> String {
@@ -11,10 +11,15 @@ fn write(dir: &std::path::Path, name: &str, bytes: &[u8]) -> String {
     p.to_str().unwrap().to_string()
 }
 
+/// The README's example: the runtime's sample NEFF, vendored (a pipeline
+/// test holds it equal to the writer's `collectives::sample_neff`).
 #[test]
 fn a_neff_with_one_all_reduce_verifies_loads_and_is_listed() {
-    let dir = scratch("cc-sample");
-    let sample = write(&dir, "sample.neff", &cc::sample_neff());
+    let sample = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/written/collectives_sample.neff"
+    )
+    .to_string();
     for cmd in [vec!["verify", &sample], vec!["load", "--quiet", &sample]] {
         let out = neffld(&cmd);
         assert!(
