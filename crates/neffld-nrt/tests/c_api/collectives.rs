@@ -4,14 +4,11 @@
 //! them). The calls run in a child process of this binary (libnrt's state is
 //! process-wide), whose stderr the parent reads.
 
-use std::process::Command;
 use std::ptr;
 
 use neffld_nrt::*;
 use neffld_testkit::collectives::{self as cc, Step, World};
-
-/// Set in the child.
-const CHILD: &str = "NEFFLD_COLLECTIVES_CHILD";
+use neffld_testkit::Alone;
 
 fn child() {
     // SAFETY: NULL version strings are allowed.
@@ -44,27 +41,19 @@ fn child() {
 
 #[test]
 fn collectives_neffs_load_and_the_log_names_what_is_not_counted() {
-    if std::env::var_os(CHILD).is_some() {
+    let alone = Alone::new(
+        module_path!(),
+        "collectives_neffs_load_and_the_log_names_what_is_not_counted",
+    )
+    .env("NEURON_RT_ROOT_COMM_ID", "10.1.2.3:62182")
+    .env("NEURON_RT_LOG_LEVEL", "DEBUG")
+    .env_remove("NEFFLD_LOG");
+    if alone.is_child() {
         child();
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "collectives::collectives_neffs_load_and_the_log_names_what_is_not_counted",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .env("NEURON_RT_ROOT_COMM_ID", "10.1.2.3:62182")
-        .env("NEURON_RT_LOG_LEVEL", "DEBUG")
-        .env_remove("NEFFLD_LOG")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = alone.passed();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("1 passed"), "{stdout}");
     let lines: Vec<&str> = stderr.lines().collect();
     let find = |want: &str| {
         lines
