@@ -96,8 +96,10 @@ pub struct EngineImage {
     /// Slots of the runtime's code (image slot ranges) that are filler:
     /// not the runtime's bytes, which are unknown for the load's line.
     pub filler: Vec<Range<u32>>,
-    /// NEFF records (indexes) of triggers whose counts no rule covers
-    /// (transposes): the best-founded value, not surely the runtime's.
+    /// NEFF records (indexes) whose rewrite no rule covers — triggers of
+    /// transposes (their counts), the collectives band (the doorbell's
+    /// address, the loads' opcodes): the best-founded value, not surely the
+    /// runtime's.
     pub approximate: Vec<u32>,
 }
 

@@ -136,7 +136,7 @@ pub struct ImageComparison {
     /// bytes (unknown for the load's line).
     pub filler_slots: u32,
     /// Records our image rewrote with values no rule covers (trigger counts
-    /// of transposes): the image is approximate there.
+    /// of transposes, collectives records): the image is approximate there.
     pub approximate_records: u32,
 }
 

@@ -66,7 +66,8 @@ pub struct StagedImage {
     /// capture.
     pub filler: Vec<Range<u32>>,
     /// NEFF records whose rewrite holds values no rule covers (trigger
-    /// counts of transposes); none for a capture.
+    /// counts of transposes, the collectives' doorbells and loads); none
+    /// for a capture.
     pub approximate: Vec<u32>,
     /// Patch counts of the main section (none for a capture).
     pub patches: Patches,
