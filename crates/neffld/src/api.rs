@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use crate::cache::{Known, ParseCache};
+use crate::comm::{self, CollectivesError, Communicators, Join};
 use crate::config::{ConfigError, DeviceKind, RuntimeConfig};
 use crate::container::{self, ContainerError, Neff, NeffHeader};
 use crate::device::{
@@ -83,10 +84,11 @@ pub enum LoadError {
     /// staged, so the runtime stays usable (`NRT_FAILURE`).
     #[error("the load panicked ({0}); everything it had staged was released")]
     Panicked(String),
-    /// `nrt_load_collectives` without a root communicator, or with a
-    /// device id outside the device count.
+    /// `nrt_load_collectives` refused the load: its root communicator,
+    /// the instance's topology, the core's collectives world, or the
+    /// caller's rank in the NEFF's replica groups.
     #[error("nrt_load_collectives: {0}")]
-    Collectives(String),
+    Collectives(#[from] CollectivesError),
     /// The container's gates (S1) refused the bytes.
     #[error(transparent)]
     Container(#[from] ContainerError),
@@ -107,7 +109,8 @@ impl LoadError {
     pub fn status(&self) -> NrtStatus {
         match self {
             LoadError::Closed => NrtStatus::Closed,
-            LoadError::BadVnc { .. } | LoadError::Collectives(_) => NrtStatus::Invalid,
+            LoadError::BadVnc { .. } => NrtStatus::Invalid,
+            LoadError::Collectives(e) => e.status(),
             LoadError::NoFreeVnc(_) => NrtStatus::LoadNotEnoughNc,
             LoadError::ForeignModel { .. } => NrtStatus::InvalidHandle,
             LoadError::Panicked(_) => NrtStatus::Failure,
@@ -265,7 +268,8 @@ pub struct Model {
     pub name: String,
     /// The NEFF's UUID, from its header (what the parse cache keys on).
     pub uuid: [u8; 16],
-    /// Global device id of a collectives load.
+    /// Global device id of a collectives load (`nrt_load_collectives`'s
+    /// rank; its world is [`ModelSummary::join`]'s).
     pub gid: Option<u32>,
 }
 
@@ -290,6 +294,8 @@ pub struct ModelSummary {
     pub timings: Timings,
     /// The NEFF's collectives, subgraph by subgraph in record order.
     pub collectives: Arc<[Collective]>,
+    /// The rank and world of a collectives load (`nrt_load_collectives`).
+    pub join: Option<Join>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -361,6 +367,9 @@ pub struct Runtime {
     /// Earlier stagings, replayed by later loads of the same parse on the
     /// same cores ([`RuntimeConfig::replays`]).
     recipes: Option<stage::Recipes>,
+    /// Each logical core's global communicator, as collectives loads set
+    /// them up.
+    comms: Communicators,
 }
 
 /// A runtime's parse cache, handed to another runtime over other devices
@@ -660,6 +669,7 @@ impl Runtime {
             state: RwLock::new(RtState::Init),
             registry: Registry::default(),
             names: Arc::default(),
+            comms: Communicators::default(),
         })
     }
 
@@ -889,10 +899,17 @@ impl Runtime {
         self.load_with_gid(bytes, core, None, Some(neff), None)
     }
 
-    /// `nrt_load_collectives`: as `load`, recording the global device id
-    /// (stage.md §2.8). It needs the root communicator's address
-    /// (`NEURON_RT_ROOT_COMM_ID`) and a device id inside the device count;
-    /// the communicator itself is not simulated.
+    /// `nrt_load_collectives`: as `load`, as rank `device_id` of a world of
+    /// `device_count` ranks, with the runtime's checks in its order
+    /// ([`crate::comm`]): the root communicator (`NEURON_RT_ROOT_COMM_ID`,
+    /// `host:port`), the instance family's topology, the rank inside the
+    /// world and the core's communicator (fixed once set), then the load,
+    /// which refuses a NEFF whose replica groups leave the rank out or
+    /// name a rank beyond the world. The model records its rank (the
+    /// global id its rank-id and global-id loads read) and world. The
+    /// communicator itself, and the bootstrap that compares the ranks'
+    /// collectives, are not simulated: a planner holding every rank
+    /// compares them (`neffld plan --world`).
     pub fn load_collectives(
         &self,
         bytes: &[u8],
@@ -900,18 +917,22 @@ impl Runtime {
         device_id: u32,
         device_count: u32,
     ) -> Result<Model, LoadError> {
+        let join = Join {
+            rank: device_id,
+            world: device_count,
+        };
+        self.collectives_guard(join)?;
+        self.load_with_gid(bytes, core, Some(join), None, None)
+    }
+
+    /// What `nrt_load_collectives` checks before it claims a core: the
+    /// runtime is open, the root communicator, the topology, the rank.
+    fn collectives_guard(&self, join: Join) -> Result<(), LoadError> {
         self.guard()?;
-        if self.config.root_comm_id.is_none() {
-            return Err(LoadError::Collectives(
-                "NEURON_RT_ROOT_COMM_ID is not set".into(),
-            ));
-        }
-        if device_id >= device_count {
-            return Err(LoadError::Collectives(format!(
-                "device id {device_id} is not below the device count {device_count}"
-            )));
-        }
-        self.load_with_gid(bytes, core, Some(device_id), None, None)
+        comm::root_comm(&self.config)?;
+        comm::topology(&self.config, join.world)?;
+        join.check()?;
+        Ok(())
     }
 
     /// The load boundary: a panic anywhere in the load has already been
@@ -921,7 +942,7 @@ impl Runtime {
         &self,
         bytes: &[u8],
         core: Option<u32>,
-        gid: Option<u32>,
+        join: Option<Join>,
         opened: Option<Neff>,
         known: Option<Known>,
     ) -> Result<Model, LoadError> {
@@ -932,13 +953,16 @@ impl Runtime {
             header.check_lnc(self.config.lnc_size(), self.config.arch)?;
             let name = header.name_str();
             let claim = self.claim(core, &name)?;
+            if let Some(j) = join {
+                self.comms.join(self.visible[claim.idx], j)?;
+            }
             let guard_time = t0.elapsed();
             let parse = ParseInput {
                 bytes,
                 opened,
                 known,
             };
-            self.load_claimed(parse, &header, name, claim, gid, guard_time)
+            self.load_claimed(parse, &header, name, claim, join, guard_time)
         };
         catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|p| {
             let e = LoadError::Panicked(stage::panic_message(&*p));
@@ -964,7 +988,7 @@ impl Runtime {
         header: &NeffHeader,
         name: String,
         claim: Claim<'_>,
-        gid: Option<u32>,
+        join: Option<Join>,
         guard_time: Duration,
     ) -> Result<Model, LoadError> {
         let ParseInput {
@@ -998,6 +1022,9 @@ impl Runtime {
             },
         );
         let parsed = entry.result?;
+        if let Some(j) = join {
+            comm::check_groups(&parsed.model.kbins, j)?;
+        }
         timings.cache_wait = t0
             .elapsed()
             .saturating_sub(timings.container + timings.parse);
@@ -1017,7 +1044,7 @@ impl Runtime {
             arch: self.config.arch,
             line: self.config.captured_line(),
             fanout_min_bytes: self.config.fanout_min_bytes,
-            global_id: gid.unwrap_or(0),
+            global_id: join.map_or(0, |j| j.rank),
         };
         let kbins = &parsed.model.kbins;
         let t = Instant::now();
@@ -1071,8 +1098,7 @@ impl Runtime {
             device: nd as u32,
             tensors: parsed.model.tensor_info(),
             collectives: parsed.model.collectives(),
-            #[cfg(any(test, feature = "testkit"))]
-            gid,
+            join,
             h_model,
             #[cfg(any(test, feature = "testkit"))]
             mac_count: mac_count(&parsed.neff),
@@ -1094,7 +1120,7 @@ impl Runtime {
             vnc: lcore,
             name,
             uuid: header.uuid,
-            gid,
+            gid: join.map(|j| j.rank),
         })
     }
 
@@ -1147,6 +1173,7 @@ impl Runtime {
             warnings: m.warnings.clone(),
             timings: m.timings,
             collectives: m.collectives.clone(),
+            join: m.join,
         })
     }
 

@@ -60,6 +60,7 @@ internal!(
 pub mod api;
 pub mod arch;
 pub mod capture;
+pub mod comm;
 pub mod config;
 pub mod dtype;
 pub mod error;

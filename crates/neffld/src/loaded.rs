@@ -59,8 +59,8 @@ pub struct LoadedModel {
     pub tensors: std::sync::Arc<[TensorInfo]>,
     /// The NEFF's collectives (shared with its parse).
     pub collectives: std::sync::Arc<[CollectiveInfo]>,
-    #[cfg(any(test, feature = "testkit"))]
-    pub gid: Option<u32>,
+    /// The rank and world of a collectives load.
+    pub join: Option<crate::comm::Join>,
     pub h_model: HModel,
     /// `HloMacCount` of `hlo_stats.json` (0 when absent).
     #[cfg(any(test, feature = "testkit"))]

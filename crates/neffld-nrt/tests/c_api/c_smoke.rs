@@ -185,3 +185,36 @@ fn c_program_tensor_ops() {
         assert!(stdout.contains("nrt_tensor_cast "), "{stdout}");
     }
 }
+
+/// A C client's `nrt_load_collectives` of a NEFF with one all-reduce,
+/// rank 0 of 2: it loads with a root communicator and is refused without
+/// one (`NRT_INVALID`), or with one that is not `host:port`.
+#[test]
+fn c_program_loads_a_rank_of_a_collectives_world() {
+    use neffld_testkit::collectives::{Step, World};
+    let Some(program) = build_program("cc_load", "cc") else {
+        return;
+    };
+    let neff = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cc_load_all_reduce.neff");
+    let bytes = World::new(2).with_steps(&[Step::AllReduce(32)]).shared();
+    std::fs::write(&neff, bytes).unwrap();
+    let path = neff.to_str().unwrap();
+    let (ok, stdout) = run_plain(
+        &program,
+        &[path, "0", "2"],
+        &[("NEURON_RT_ROOT_COMM_ID", "10.0.0.1:62182")],
+    );
+    assert!(ok, "{stdout}");
+    assert!(
+        stdout.contains("nrt_load_collectives NRT_SUCCESS (0)"),
+        "{stdout}"
+    );
+    for env in [&[][..], &[("NEURON_RT_ROOT_COMM_ID", "10.0.0.1")][..]] {
+        let (ok, stdout) = run_plain(&program, &[path, "0", "2"], env);
+        assert!(!ok, "{env:?}: {stdout}");
+        assert!(
+            stdout.contains("nrt_load_collectives NRT_INVALID (2)"),
+            "{stdout}"
+        );
+    }
+}

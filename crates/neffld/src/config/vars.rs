@@ -490,7 +490,7 @@ pub const VARIABLES: &[Variable] = &[
         "NEURON_RT_ROOT_COMM_ID",
         Seam::Runtime,
         "none",
-        "`host:port` of the root communicator, which a load with collectives requires",
+        "`host:port` of the root communicator, which a collectives load (`nrt_load_collectives`, nrtpy's `cc_enabled`) requires: unset, or not `host:port`, it is refused with `NRT_INVALID`; `plan --world` takes it as given, or plans as though the framework had set one",
         |c, _, v| {
             c.root_comm_id = Some(v).filter(|v| !v.trim().is_empty());
             Ok(())

@@ -147,7 +147,8 @@ fn each_collective_lowers_to_one_record_and_the_ptc2_extension_is_deleted() {
 
 #[test]
 fn a_collectives_load_writes_its_global_id() {
-    let w = World::new(2).with_steps(&[Step::Ids]);
+    // A world of eight (rank 5 must be in the NEFF's replica group).
+    let w = World::new(8).with_steps(&[Step::Ids]);
     let cfg = RuntimeConfig {
         arch: Arch::Cayman,
         root_comm_id: Some("10.0.0.1:62182".into()),

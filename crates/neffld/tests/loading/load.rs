@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use neffld::api::{Runtime, TensorUsage};
+use neffld::comm::Join;
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::Producer;
 use neffld::container::{self, OpenOptions};
@@ -392,7 +393,10 @@ fn collectives_loads_need_the_root_communicator_and_record_the_global_id() {
     );
     let m = rt.load_collectives(&bytes, None, 1, 2).unwrap();
     assert_eq!(m.gid, Some(1));
-    assert_eq!(rt.with_model(&m, |lm| lm.gid).unwrap(), Some(1));
+    assert_eq!(
+        rt.summary(&m).unwrap().join,
+        Some(Join { rank: 1, world: 2 })
+    );
     rt.unload(&m).unwrap();
     assert_eq!(beyond_start(&*dev).len(), 0);
 }

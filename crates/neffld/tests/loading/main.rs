@@ -9,6 +9,7 @@ mod faults;
 mod instance;
 mod lifecycle;
 mod load;
+mod load_collectives;
 mod relocation;
 mod retention;
 mod scratchpad;
