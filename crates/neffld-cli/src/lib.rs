@@ -17,6 +17,7 @@ mod plan_map;
 mod plan_outputs;
 mod plan_text;
 mod plan_top;
+mod plan_world;
 mod report;
 mod sigbus;
 mod sorted_json;
@@ -102,10 +103,11 @@ enum Command {
     #[command(after_help = concat!("Example:
   neffld plan --instance trn2.3xlarge --lnc 1 dense.neff@0,0 --tensor kv=4GiB@1
   neffld plan deployment.toml --json
+  neffld plan --instance trn2.48xlarge --world 32 tp.neff@0-31
 
 ", "Exit status:
   0  every step fits
-  1  a step was refused (the report names it, with the runtime's own refusal lines)
+  1  a step was refused (the report names it, with the runtime's own refusal lines), or the ranks of a --world disagree
   2  usage error (a bad LOAD, size, core list, variable or deployment file: the message names it and where), or a file could not be read"))]
     Plan(plan_cmd::PlanArgs),
     /// Load a NEFF as a profiler capture's runtime did and show, per core and

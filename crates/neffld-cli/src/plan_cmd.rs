@@ -69,6 +69,17 @@ pub struct PlanArgs {
     /// Do not allocate each load's input and output tensors (frameworks do).
     #[arg(long)]
     pub no_io_tensors: bool,
+    /// The loads are the N ranks of one collectives world: rank r is the
+    /// r-th load, loaded as nrt_load_collectives(..., r, N) loads it; the
+    /// ranks' collectives are compared before any load (a disagreement or
+    /// a rank that waits for a peer that never loads exits 1).
+    #[arg(long, value_name = "N")]
+    pub world: Option<u32>,
+    /// Instances of the --instance type the world spans, each with its own
+    /// devices; logical cores are numbered across them, host by host
+    /// (default: as many as the world's ranks need).
+    #[arg(long, value_name = "K")]
+    pub hosts: Option<u32>,
     /// Machine-readable output (stable schema, see docs/cli.md).
     #[arg(long)]
     pub json: bool,
@@ -222,6 +233,8 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
             .transpose()
             .map_err(usage)?,
         io_tensors: !a.no_io_tensors,
+        world: a.world,
+        hosts: a.hosts,
     };
     Ok(d.overridden(overrides, |k| std::env::var(k).ok()))
 }

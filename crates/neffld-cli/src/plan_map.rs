@@ -508,14 +508,24 @@ pub fn render(r: &PlanReport) -> String {
     }
     html.push_str("</p>\n");
     html.push_str(&neffs_html(r));
+    html.push_str(&crate::plan_world::world_html(r));
     let groups = rank_groups(r);
     html.push_str(&ranks_html(&groups));
     let grouped: HashSet<(u32, u32)> = groups.iter().flat_map(|g| g.members.clone()).collect();
     for dev in &r.memory.devices {
         let nd = dev.device;
+        // A world over several hosts numbers their devices one after the
+        // other: each is named with its host.
+        let host = r
+            .world
+            .as_ref()
+            .filter(|w| w.shape.hosts > 1)
+            .map_or(String::new(), |w| {
+                format!(", host {}", nd / w.shape.chips_per_host.max(1))
+            });
         let _ = writeln!(
             html,
-            "<section class=\"chip\"><h2>ND {nd}{}</h2>",
+            "<section class=\"chip\"><h2>ND {nd}{}{host}</h2>",
             inst.chip.map_or(String::new(), |c| format!(" ({c})"))
         );
         for hbm in &dev.hbms {

@@ -19,8 +19,10 @@ pub fn human(p: &Plan, style: Style) -> String {
     let mut t = String::new();
     summary(&mut t, p, style);
     refusal(&mut t, p);
+    crate::plan_world::world(&mut t, p, style);
     steps(&mut t, p);
     memory(&mut t, p);
+    crate::plan_world::collectives_memory(&mut t, p);
     crate::plan_top::device_used(&mut t, p);
     headroom(&mut t, p);
     advice(&mut t, p, style);

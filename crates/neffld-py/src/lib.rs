@@ -38,8 +38,8 @@ mod _neffld {
     };
     #[pymodule_export]
     use crate::plan::{
-        _plan, _plan_argv, Advice, Copies, Headroom, LogLine, Plan, PlanInstance, PlanNeff,
-        PlanRefusal, PlanStep, PlanTensor, Pool, Solve, StepError,
+        _plan, _plan_argv, Advice, Copies, Disagreement, Headroom, LogLine, Plan, PlanInstance,
+        PlanNeff, PlanRefusal, PlanStep, PlanTensor, PlanWorld, Pool, Solve, StepError, WorldRank,
     };
     #[pymodule_export]
     use crate::verify::{verify, Problem, VerifyReport};

@@ -45,6 +45,8 @@ pub struct Args {
     pub io_tensors: bool,
     pub solve: Option<String>,
     pub max_inflated: Option<u64>,
+    pub world: Option<u32>,
+    pub hosts: Option<u32>,
 }
 
 /// The deployment the arguments describe: a deployment file with the
@@ -141,6 +143,8 @@ fn deployment(a: &Args) -> FResult<Deployment> {
         lnc: a.lnc.map(|l| (l, "lnc".to_string())),
         max_inflated: a.max_inflated,
         io_tensors: a.io_tensors,
+        world: a.world,
+        hosts: a.hosts,
     };
     let d = d.overridden(overrides, |k| std::env::var(k).ok());
     if d.steps.is_empty() {
@@ -181,7 +185,7 @@ fn answer(d: &Deployment, files: &PlanFiles) -> FResult<(PlanReport, String)> {
 
 /// Plans a deployment described by Python's arguments (see `neffld.plan`).
 #[pyfunction]
-#[pyo3(signature = (loads, instance, lnc, runtime, env, tensors, unloads, frees, io_tensors, map, monitor, sysfs, solve, max_inflated))]
+#[pyo3(signature = (loads, instance, lnc, runtime, env, tensors, unloads, frees, io_tensors, map, monitor, sysfs, solve, max_inflated, world, hosts))]
 #[allow(clippy::too_many_arguments)]
 pub fn _plan(
     py: Python<'_>,
@@ -199,6 +203,8 @@ pub fn _plan(
     sysfs: Option<PathBuf>,
     solve: Option<String>,
     max_inflated: Option<Bound<'_, PyAny>>,
+    world: Option<Bound<'_, PyAny>>,
+    hosts: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Plan> {
     // plan() has checked their types; their values are checked here, any
     // Python integer taken (no OverflowError).
@@ -214,6 +220,12 @@ pub fn _plan(
             int_arg(&m, "max_inflated", 0..=i128::from(u64::MAX), rule).map(|m| m as u64)
         })
         .transpose()?;
+    let count = |v: Option<Bound<'_, PyAny>>, name: &str, rule: &str| {
+        v.map(|v| int_arg(&v, name, 1..=i128::from(u32::MAX), rule).map(|n| n as u32))
+            .transpose()
+    };
+    let world = count(world, "world", "a world has 1 rank or more")?;
+    let hosts = count(hosts, "hosts", "a world spans 1 host or more")?;
     let a = Args {
         loads,
         instance,
@@ -226,6 +238,8 @@ pub fn _plan(
         io_tensors,
         solve,
         max_inflated,
+        world,
+        hosts,
     };
     let out = py.detach(|| {
         // The parse reads no NEFF: its messages are the caller's words.
@@ -402,6 +416,166 @@ pub struct PlanNeff {
     pub device: u32,
     pub core: u32,
     pub pcores: Vec<u32>,
+    /// Its rank, for a rank of a world (`world=`).
+    pub rank: Option<u32>,
+    /// The device memory of its collectives, which its rows leave out, in
+    /// words (None without collectives).
+    pub collectives_not_counted: Option<String>,
+}
+
+/// One rank of a world (`world=`).
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct WorldRank {
+    pub rank: u32,
+    /// Its load step's index.
+    pub step: usize,
+    pub file: String,
+    /// The logical core (numbered across the hosts) and its host, when the
+    /// plan reached its load.
+    pub core: Option<u32>,
+    pub host: Option<u32>,
+    pub loaded: bool,
+    pub collectives: usize,
+    pub groups: usize,
+}
+
+#[pymethods]
+impl WorldRank {
+    fn __repr__(&self) -> String {
+        format!(
+            "WorldRank({} of {} on host {}, core {})",
+            self.rank,
+            self.file,
+            self.host.map_or("?".into(), |h| h.to_string()),
+            self.core.map_or("?".into(), |c| c.to_string())
+        )
+    }
+}
+
+/// Two ranks of a world that do not agree.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct Disagreement {
+    /// "world_size", "mismatch" or "deadlock".
+    pub kind: &'static str,
+    /// The replica group's ranks (None: a send and its receive, or the
+    /// world).
+    pub group: Option<Vec<u32>>,
+    /// The collective's place in the group's ordered list.
+    pub index: Option<usize>,
+    /// The rank compared against (or waited for), and the rank whose load
+    /// step is refused.
+    pub ranks: (u32, u32),
+    pub what: String,
+    /// What the line's runtime logs for it, where known.
+    pub runtime_log: Vec<String>,
+    /// Whether the line's runtime finds it at load.
+    pub runtime_finds: bool,
+    pub step: usize,
+}
+
+#[pymethods]
+impl Disagreement {
+    fn __repr__(&self) -> String {
+        format!(
+            "Disagreement({} of ranks {} and {})",
+            self.kind, self.ranks.0, self.ranks.1
+        )
+    }
+}
+
+/// A world of ranks (`world=`): its shape, its ranks and whether they agree.
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct PlanWorld {
+    pub size: u32,
+    pub hosts: u32,
+    pub cores_per_host: u32,
+    pub chips_per_host: u32,
+    pub root_comm: String,
+    /// NEURON_RT_ROOT_COMM_ID is not set: the plan loads as though the
+    /// framework had set `root_comm`.
+    pub root_comm_assumed: bool,
+    /// The line's runtime compares a signature of each group's collectives
+    /// (else how many there are).
+    pub signature_check: bool,
+    pub replica_group_cap: u32,
+    pub ranks: Vec<Py<WorldRank>>,
+    pub disagreements: Vec<Py<Disagreement>>,
+    /// No disagreement.
+    pub agrees: bool,
+}
+
+#[pymethods]
+impl PlanWorld {
+    fn __repr__(&self) -> String {
+        format!(
+            "PlanWorld({} ranks on {} host(s), {} disagreement(s))",
+            self.size,
+            self.hosts,
+            self.disagreements.len()
+        )
+    }
+}
+
+fn world(py: Python<'_>, w: &lib::WorldPlan) -> PyResult<Py<PlanWorld>> {
+    let ranks = w
+        .ranks
+        .iter()
+        .map(|r| {
+            Py::new(
+                py,
+                WorldRank {
+                    rank: r.rank,
+                    step: r.step,
+                    file: r.file.display().to_string(),
+                    core: r.core,
+                    host: r.host,
+                    loaded: r.loaded,
+                    collectives: r.collectives,
+                    groups: r.groups,
+                },
+            )
+        })
+        .collect::<PyResult<_>>()?;
+    let disagreements = w
+        .disagreements
+        .iter()
+        .map(|d| {
+            Py::new(
+                py,
+                Disagreement {
+                    kind: match d.kind {
+                        lib::DisagreementKind::WorldSize => "world_size",
+                        lib::DisagreementKind::Mismatch => "mismatch",
+                        _ => "deadlock",
+                    },
+                    group: d.group.clone(),
+                    index: d.index,
+                    ranks: d.ranks,
+                    what: d.what.clone(),
+                    runtime_log: d.runtime_log.clone(),
+                    runtime_finds: d.runtime_finds,
+                    step: d.step,
+                },
+            )
+        })
+        .collect::<PyResult<_>>()?;
+    let s = &w.shape;
+    Py::new(
+        py,
+        PlanWorld {
+            size: s.size,
+            hosts: s.hosts,
+            cores_per_host: s.cores_per_host,
+            chips_per_host: s.chips_per_host,
+            root_comm: w.root_comm.clone(),
+            root_comm_assumed: s.root_comm_assumed,
+            signature_check: w.signature_check,
+            replica_group_cap: w.replica_group_cap,
+            ranks,
+            disagreements,
+            agrees: w.agrees(),
+        },
+    )
 }
 
 /// A device tensor held where the plan stopped.
@@ -640,6 +814,8 @@ pub struct Plan {
     pub advice: Vec<Py<Advice>>,
     pub no_fix: Option<String>,
     pub solve: Option<Py<Solve>>,
+    /// The world the loads were the ranks of (`world=`).
+    pub world: Option<Py<PlanWorld>>,
     /// The document `neffld plan --json` prints, as text.
     pub json: String,
 }
@@ -735,6 +911,8 @@ impl Plan {
                         device: n.device,
                         core: n.core,
                         pcores: n.pcores.clone(),
+                        rank: n.rank,
+                        collectives_not_counted: n.collectives_not_counted.clone(),
                     },
                 )
             })
@@ -882,6 +1060,7 @@ impl Plan {
             advice,
             no_fix: r.no_fix.clone(),
             solve,
+            world: r.world.as_ref().map(|w| world(py, w)).transpose()?,
             json,
         })
     }

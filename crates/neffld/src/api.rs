@@ -128,6 +128,7 @@ impl LoadError {
             LoadError::Pipeline(e) => e.stage(),
             LoadError::Validation(_) => "validate",
             LoadError::Config(_) => "config",
+            LoadError::Collectives(_) => "collectives",
             _ => "guard",
         }
     }
@@ -692,6 +693,20 @@ impl Runtime {
         self.load_with_gid(neff.bytes, core, None, opened, known)
     }
 
+    /// [`Runtime::load_collectives`] of bytes fingerprinted before
+    /// ([`Runtime::load_fingerprinted`]): a planner's rank of a world.
+    pub(crate) fn load_fingerprinted_collectives(
+        &self,
+        neff: &Fingerprinted<'_>,
+        opened: Option<Neff>,
+        core: Option<u32>,
+        join: Join,
+    ) -> Result<Model, LoadError> {
+        self.collectives_guard(join)?;
+        let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.known);
+        self.load_with_gid(neff.bytes, core, Some(join), opened, known)
+    }
+
     /// `nrt_tensor_allocate` with device placement: `size` bytes of
     /// tensor memory for visible logical core `vnc`, charged to its first
     /// physical core and to the client, named `name`. A tensor of no bytes
@@ -935,6 +950,56 @@ impl Runtime {
         Ok(())
     }
 
+    /// S1–S3 of `bytes` (whose header is `header`) through the parse
+    /// cache: the parse another load of the same bytes made or is making,
+    /// or a new one (counted), timed into `timings`. The entry holds the
+    /// cache slot while it lives.
+    fn parse_cached(
+        &self,
+        bytes: &[u8],
+        header: &NeffHeader,
+        opened: Option<Neff>,
+        known: Option<Known>,
+        timings: &mut Timings,
+    ) -> crate::cache::Entry<'_, Parsed, LoadError> {
+        let opts = self.config.open_options();
+        let popts = self.config.parse_options();
+        self.cache.get_or_parse_known(
+            header.uuid,
+            bytes,
+            known,
+            || -> Result<Parsed, LoadError> {
+                self.parses.fetch_add(1, Ordering::Relaxed);
+                let t = Instant::now();
+                let neff = match opened {
+                    Some(neff) => neff.held_to(bytes, &opts)?,
+                    None => container::open(bytes, &opts)?,
+                };
+                timings.container = t.elapsed();
+                let t = Instant::now();
+                let model = parse::parse(&neff, &popts).map_err(LoadError::pipeline)?;
+                timings.parse = t.elapsed();
+                Ok(Parsed { neff, model })
+            },
+        )
+    }
+
+    /// The parse a load of bytes fingerprinted before would use, without
+    /// staging anything (a planner reads every rank's collectives before
+    /// it loads any): made once, and kept by the cache for the loads when
+    /// its policy retains parses.
+    pub(crate) fn parse_fingerprinted(
+        &self,
+        neff: &Fingerprinted<'_>,
+        opened: Option<Neff>,
+    ) -> Result<Arc<Parsed>, LoadError> {
+        let _open = self.enter()?;
+        let header = NeffHeader::parse(neff.bytes)?;
+        let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.known);
+        self.parse_cached(neff.bytes, &header, opened, known, &mut Timings::default())
+            .result
+    }
+
     /// The load boundary: a panic anywhere in the load has already been
     /// unwound through its guards when it arrives here, so it becomes an
     /// error and the runtime stays usable.
@@ -996,34 +1061,15 @@ impl Runtime {
             opened,
             known,
         } = input;
-        let opts = self.config.open_options();
-        let popts = self.config.parse_options();
         let t0 = Instant::now();
         let mut timings = Timings {
             guard: guard_time,
             ..Timings::default()
         };
-        let entry = self.cache.get_or_parse_known(
-            header.uuid,
-            bytes,
-            known,
-            || -> Result<Parsed, LoadError> {
-                self.parses.fetch_add(1, Ordering::Relaxed);
-                let t = Instant::now();
-                let neff = match opened {
-                    Some(neff) => neff.held_to(bytes, &opts)?,
-                    None => container::open(bytes, &opts)?,
-                };
-                timings.container = t.elapsed();
-                let t = Instant::now();
-                let model = parse::parse(&neff, &popts).map_err(LoadError::pipeline)?;
-                timings.parse = t.elapsed();
-                Ok(Parsed { neff, model })
-            },
-        );
+        let entry = self.parse_cached(bytes, header, opened, known, &mut timings);
         let parsed = entry.result?;
         if let Some(j) = join {
-            comm::check_groups(&parsed.model.kbins, j)?;
+            comm::check_groups(&parsed.model.kbins, j, self.config.line())?;
         }
         timings.cache_wait = t0
             .elapsed()

@@ -118,6 +118,22 @@ pub enum CollectivesError {
         /// The set's groups, as def.json lists them.
         groups: String,
     },
+    /// A subgraph with more replica-group sets than the line's runtime
+    /// takes: the runtime's replica-group parse numbers them below its
+    /// cap (12, 16 from 2.34).
+    #[error("subgraph {subgraph} declares {sets} replica groups; runtime {line} takes at most {cap} per NEFF{later}")]
+    TooManyGroups {
+        /// The subgraph.
+        subgraph: String,
+        /// Its replica-group sets.
+        sets: usize,
+        /// The line's cap.
+        cap: u32,
+        /// The line.
+        line: crate::RuntimeLine,
+        /// What a later line takes, when one takes more.
+        later: String,
+    },
     /// A rank the NEFF names (in a replica group, or as a send's or
     /// receive's peer) outside the world.
     #[error("{what} of subgraph {subgraph} names rank {named}, beyond the world of {world} ranks (0 to {last})", last = .world.saturating_sub(1))]
@@ -142,9 +158,9 @@ impl CollectivesError {
     /// docs/decisions.md).
     pub fn status(&self) -> NrtStatus {
         match self {
-            CollectivesError::NotMyself { .. } | CollectivesError::RankBeyondWorld { .. } => {
-                NrtStatus::Resource
-            }
+            CollectivesError::NotMyself { .. }
+            | CollectivesError::RankBeyondWorld { .. }
+            | CollectivesError::TooManyGroups { .. } => NrtStatus::Resource,
             _ => NrtStatus::Invalid,
         }
     }
@@ -229,14 +245,34 @@ impl Communicators {
     }
 }
 
-/// What the load finds in the NEFF's replica groups for `join`: every
-/// rank a group or a send/receive names is inside the world, and `join`'s
-/// rank is in a group of each non-empty replica-group set of every
-/// subgraph (an empty set, the runtime's own sample's `[[]]`, is every
-/// rank alone).
-pub(crate) fn check_groups(kbins: &[Kbin], join: Join) -> Result<(), CollectivesError> {
+/// What the load finds in the NEFF's replica groups for `join` under
+/// `line`: no subgraph declares more replica-group sets than the line's
+/// cap, every rank a group or a send/receive names is inside the world,
+/// and `join`'s rank is in a group of each non-empty replica-group set of
+/// every subgraph (an empty set, the runtime's own sample's `[[]]`, is
+/// every rank alone).
+pub(crate) fn check_groups(
+    kbins: &[Kbin],
+    join: Join,
+    line: crate::RuntimeLine,
+) -> Result<(), CollectivesError> {
+    let cap = line.facts().switches.replica_group_cap;
     for k in kbins {
         let sets = k.replica_groups();
+        if sets.len() > cap as usize {
+            return Err(CollectivesError::TooManyGroups {
+                subgraph: k.name().to_string(),
+                sets: sets.len(),
+                cap,
+                line,
+                later: crate::line::facts::FACTS
+                    .iter()
+                    .find(|f| f.switches.replica_group_cap > cap)
+                    .map_or(String::new(), |f| {
+                        format!(" ({} from {})", f.switches.replica_group_cap, f.line)
+                    }),
+            });
+        }
         for (s, set) in sets.iter().enumerate() {
             let beyond = set.iter().flatten().find(|&&r| r >= join.world);
             if let Some(&named) = beyond {

@@ -6,8 +6,10 @@ mod collectives_cli;
 #[path = "../common/mod.rs"]
 mod common;
 mod derived;
+mod examples;
 mod hostile;
 mod large_file;
 mod monitor_cli;
 mod plan_cli;
 mod schema;
+mod world_cli;

@@ -220,6 +220,22 @@ fn every_command_output_follows_the_schema() {
     )
     .unwrap();
     let ranks = format!("{matmul}@0-63");
+    // A world of two ranks, and a rank 1 with a second all-reduce.
+    let (world, two) = (d("world.neff"), d("two.neff"));
+    let all_reduce = |n: usize| {
+        neffld_testkit::collectives::World::new(2)
+            .with_steps(&vec![neffld_testkit::collectives::Step::AllReduce(32); n])
+            .shared()
+    };
+    std::fs::write(&world, all_reduce(1)).unwrap();
+    std::fs::write(&two, all_reduce(2)).unwrap();
+    let (w0, w1, t1) = (
+        format!("{world}@0"),
+        format!("{world}@1"),
+        format!("{two}@1"),
+    );
+    let in_world =
+        |n: &'static str| vec!["plan", "--json", "--instance", "trn2.3xlarge", "--world", n];
     let bad_toml = d("bad.toml");
     std::fs::write(&bad_toml, "[[step]]\nload = \"x.neff\"\ncores = \"3-1\"\n").unwrap();
     let (monitor, sysfs) = (d("m.json"), d("sysfs"));
@@ -324,6 +340,9 @@ fn every_command_output_follows_the_schema() {
             0,
         ),
         (vec!["plan", "--json", "--max-inflated", "1000", demo], 1),
+        ([in_world("2"), vec![&w0, &w1]].concat(), 0),
+        ([in_world("2"), vec![&w0, &t1]].concat(), 1),
+        ([in_world("3"), vec![&w0, &w1]].concat(), 1),
         (vec!["plan", "--json", &bad_toml], 2),
         (vec!["plan", "--json", "--env", "NEURON_NOPE=1", demo], 2),
         (vec!["plan", "--json", "--tensor", "kv=2XB@0", demo], 2),

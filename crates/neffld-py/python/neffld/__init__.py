@@ -37,6 +37,7 @@ from ._neffld import (
     Copies,
     Core,
     CoreComparison,
+    Disagreement,
     Headroom,
     ImageComparison,
     LogLine,
@@ -52,6 +53,7 @@ from ._neffld import (
     PlanRefusal,
     PlanStep,
     PlanTensor,
+    PlanWorld,
     Pool,
     Problem,
     RowComparison,
@@ -61,6 +63,7 @@ from ._neffld import (
     Variable,
     VerifyReport,
     Weight,
+    WorldRank,
     RUNTIME_LINES,
     __version__,
     compare,
@@ -76,6 +79,7 @@ __all__ = [
     "Copies",
     "Core",
     "CoreComparison",
+    "Disagreement",
     "Headroom",
     "ImageComparison",
     "LogLine",
@@ -91,6 +95,7 @@ __all__ = [
     "PlanRefusal",
     "PlanStep",
     "PlanTensor",
+    "PlanWorld",
     "Pool",
     "Problem",
     "RowComparison",
@@ -100,6 +105,7 @@ __all__ = [
     "Variable",
     "VerifyReport",
     "Weight",
+    "WorldRank",
     "RUNTIME_LINES",
     "__version__",
     "compare",
@@ -176,6 +182,8 @@ def plan(
     sysfs=None,
     solve=None,
     max_inflated=None,
+    world=None,
+    hosts=None,
 ) -> Plan:
     """Plans a deployment on a simulated instance, as `neffld plan` does,
     and returns a :class:`Plan` (`to_dict()` gives the document `neffld
@@ -206,10 +214,17 @@ def plan(
     `plan.solve.ranks` how many more loads of FILE fit. Each advice item
     carries `argv`, the whole command line that applies it: give it to
     `plan_argv` to plan it again.
+
+    `world=N` makes the loads the N ranks of one collectives world: rank r
+    is the r-th load, loaded as `nrt_load_collectives(..., r, N)` loads it,
+    and the ranks' collectives are compared before any load (`plan.world`:
+    its ranks and hosts, `plan.world.disagreements`; a disagreement refuses
+    the step of the rank that differs). `hosts=K` spreads a world over K
+    instances of the type (default: as many as its ranks need).
     """
     # Types here (TypeError); values, as for every other argument, in the
     # extension (NeffError, stage "usage").
-    for name, value in (("lnc", lnc), ("max_inflated", max_inflated)):
+    for name, value in (("lnc", lnc), ("max_inflated", max_inflated), ("world", world), ("hosts", hosts)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise TypeError(f"{name}: expected an int, not {_shown(value)}")
     if env is None:
@@ -243,6 +258,8 @@ def plan(
         _text("sysfs", sysfs),
         _text("solve", solve),
         max_inflated,
+        world,
+        hosts,
     )
 
 

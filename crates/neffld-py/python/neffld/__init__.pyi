@@ -429,6 +429,60 @@ class PlanNeff:
     device: int
     core: int
     pcores: list[int]
+    rank: Optional[int]
+    """Its rank, for a rank of a world (world=)."""
+    collectives_not_counted: Optional[str]
+    """The device memory of its collectives, which its rows leave out (no
+    public fact sizes it): "collectives memory not counted: 6 collectives in
+    2 replica groups on rank 0"; None without collectives."""
+
+class WorldRank:
+    """One rank of a world (world=)."""
+
+    rank: int
+    step: int
+    file: str
+    core: Optional[int]
+    """The logical core it loaded on, numbered across the hosts (None: the
+    plan stopped before its load)."""
+    host: Optional[int]
+    loaded: bool
+    collectives: int
+    groups: int
+
+class Disagreement:
+    """Two ranks of a world that do not agree."""
+
+    kind: str
+    """"world_size", "mismatch" or "deadlock"."""
+    group: Optional[list[int]]
+    index: Optional[int]
+    """The collective's place in the group's ordered list."""
+    ranks: tuple[int, int]
+    """The rank compared against (or waited for), and the rank whose load
+    step is refused."""
+    what: str
+    runtime_log: list[str]
+    """What the line's runtime logs for it, where known."""
+    runtime_finds: bool
+    step: int
+
+class PlanWorld:
+    """A world of ranks (world=): its shape, ranks, and whether they agree."""
+
+    size: int
+    hosts: int
+    cores_per_host: int
+    chips_per_host: int
+    root_comm: str
+    root_comm_assumed: bool
+    """NEURON_RT_ROOT_COMM_ID is not set: the plan loads as though the
+    framework had set root_comm."""
+    signature_check: bool
+    replica_group_cap: int
+    ranks: list[WorldRank]
+    disagreements: list[Disagreement]
+    agrees: bool
 
 class PlanTensor:
     """A device tensor held where the plan stopped."""
@@ -523,6 +577,8 @@ class Plan:
     advice: list[Advice]
     no_fix: Optional[str]
     solve: Optional[Solve]
+    world: Optional[PlanWorld]
+    """The world the loads were the ranks of (world=)."""
     json: str
     """The document `neffld plan --json` prints."""
     memory: dict[str, Any]
@@ -545,6 +601,8 @@ def plan(
     sysfs: Optional[Union[str, os.PathLike[str]]] = None,
     solve: Optional[Union[str, os.PathLike[str]]] = None,
     max_inflated: Optional[int] = None,
+    world: Optional[int] = None,
+    hosts: Optional[int] = None,
 ) -> Plan:
     """Plans a deployment on a simulated instance (`neffld plan`): LOADs
     "FILE" or "FILE@CORES" (always files, never options), or one deployment
@@ -561,7 +619,9 @@ def plan(
     neuron-monitor reports it, one line of JSON; sysfs: a directory, the
     driver's sysfs tree (neuron0/neuron_core0/stats/...), missing, empty
     or an earlier such tree; as the command's --map, --monitor and --sysfs
-    (docs/cli.md); to_dict()["written"] says where."""
+    (docs/cli.md); to_dict()["written"] says where. world=N makes the
+    loads the N ranks of one collectives world, compared before any load
+    (plan.world); hosts=K spreads it over K instances."""
 
 def plan_argv(argv: "list[str] | tuple[str, ...]") -> Plan:
     """Plans a `neffld plan` command line (an advice item's argv, with or

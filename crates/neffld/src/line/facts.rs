@@ -84,10 +84,17 @@ pub struct Switches {
     pub oom_log_switch: bool,
     /// What implicit async execution is on the line.
     pub implicit_async: ImplicitAsync,
-    /// Replica groups (communicators) one NEFF may use. Documented, not
-    /// enforced: how the runtime counts them is not public
-    /// (docs/decisions.md, "Runtime lines").
+    /// Replica groups (communicators) one NEFF may use: a collectives load
+    /// refuses a subgraph that declares more replica-group sets, as the
+    /// runtime's replica-group parse numbers them below the cap (the
+    /// refusal's status is not public: docs/decisions.md, "Collectives").
     pub replica_group_cap: u32,
+    /// The ranks of a replica group compare a signature of their
+    /// collectives (operation, size, peer, in order) when they bootstrap
+    /// at load; before, the runtime compared how many collectives each
+    /// rank had, and nothing else (`plan --world` names the difference as
+    /// the line's runtime would log it).
+    pub cc_signature_check: bool,
 }
 
 /// Memory a line's runtime allocates for itself on each physical core when
@@ -225,6 +232,7 @@ const V2_23: LineFacts = LineFacts {
         oom_log_switch: false,
         implicit_async: ImplicitAsync::Supported,
         replica_group_cap: 12,
+        cc_signature_check: false,
     },
     start: &[],
     c_calls: &[],
@@ -280,8 +288,16 @@ const V2_31: LineFacts = LineFacts {
     // is known — 2.30 on trn2 (and trn3, never captured), 2.23 on trn1
     // (2.25's preamble is not known).
     carries: [Captured::V2_23, Captured::V2_30, Captured::V2_30],
+    switches: Switches {
+        cc_signature_check: true,
+        ..V2_30.switches
+    },
     c_calls: &["nrt_cc_create_stream", "nrt_get_attached_efa_bdf"],
     notes: &[
+        note(
+            "the ranks of a replica group compare a signature of their collectives (operation, size, peer, in order) when they bootstrap at load, and a mismatch fails the load; older runtimes compared how many collectives each rank had",
+            "public reverse-engineering notes on libnrt 2.31 (enc_calculate_signature, get_nccl_comm)",
+        ),
         note("async API 3.0 (nrta_*), with a logical-core index on async tensor calls", SDK_NOTES),
         unreproduced(
             "the 512 queue-set-instance cap of a NEFF is removed; no line applies it here, since which NEFF structure counts is not public",
@@ -365,8 +381,8 @@ const V2_34: LineFacts = LineFacts {
     },
     c_calls: &["nrt_inspect_export"],
     notes: &[
-        unreproduced(
-            "a NEFF may use 16 replica groups (12 before); how they are counted is not public, so no cap is applied",
+        note(
+            "a NEFF may use 16 replica groups (12 before, when NEFFs with 13 to 16 failed): a collectives load refuses a subgraph declaring more replica-group sets",
             SDK_NOTES,
         ),
         unreproduced(
@@ -671,6 +687,7 @@ mod tests {
             assert!(b.switches.replica_group_cap >= a.switches.replica_group_cap);
             assert!(a.switches.contiguous_scratchpad <= b.switches.contiguous_scratchpad);
             assert!(a.switches.oom_log_switch <= b.switches.oom_log_switch);
+            assert!(a.switches.cc_signature_check <= b.switches.cc_signature_check);
             assert!(a.switches.virtual_placement >= b.switches.virtual_placement);
         }
         for f in FACTS {

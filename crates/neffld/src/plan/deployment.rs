@@ -48,6 +48,17 @@ pub struct Deployment {
     /// names: the argument (`LOAD 'a.neff@0-40'`) or the file and line;
     /// parallel to `steps` (a step past its end is named by its index).
     pub origins: Vec<String>,
+    /// The loads are the ranks of one collectives world of this many ranks
+    /// (`--world N`, a deployment file's `world`): rank r is the r-th load
+    /// step, loaded as `nrt_load_collectives(…, r, N)` loads it
+    /// ([`super::world`]).
+    pub world: Option<u32>,
+    /// Instances of the named type the world spans, each with its own
+    /// devices (`--hosts K`, `hosts`; `None`: as many as its ranks need);
+    /// logical cores are numbered across them, host by host.
+    pub hosts: Option<u32>,
+    /// Where `world` or `hosts` was given, for their mistakes.
+    pub world_origin: Option<String>,
 }
 
 /// One step: a single load, tensor, unload or free on one logical core
@@ -109,6 +120,7 @@ impl Deployment {
                 "has no step: name a LOAD, a --tensor or a deployment file's [[step]]",
             ));
         }
+        self.validate_world()?;
         let beyond = |v: u32| {
             format!(
                 "logical core {v} is not on this instance: {instance} has {} (0 to {})",
@@ -195,6 +207,60 @@ impl Deployment {
         Ok(())
     }
 
+    /// A world's own mistakes: a size and hosts within their ceilings, hosts
+    /// only with a world, no more load steps than ranks, and no question
+    /// of further loads (they would be ranks beyond the world).
+    fn validate_world(&self) -> Result<(), DeploymentError> {
+        use super::world::{MAX_HOSTS, MAX_WORLD};
+        let place = || {
+            self.world_origin
+                .clone()
+                .unwrap_or_else(|| "--world".into())
+        };
+        let Some(n) = self.world else {
+            if self.hosts.is_some() {
+                return Err(bad(
+                    self.world_origin
+                        .clone()
+                        .unwrap_or_else(|| "--hosts".into()),
+                    "hosts are the instances a world spans: name the world too (--world N)",
+                ));
+            }
+            return Ok(());
+        };
+        if n == 0 || n > MAX_WORLD {
+            return Err(bad(
+                place(),
+                format!("a world of {n} ranks: a world has 1 to {MAX_WORLD}"),
+            ));
+        }
+        if let Some(k) = self.hosts.filter(|&k| k == 0 || k > MAX_HOSTS) {
+            return Err(bad(
+                place(),
+                format!("{k} hosts: a world spans 1 to {MAX_HOSTS}"),
+            ));
+        }
+        let loads: Vec<usize> = (0..self.steps.len())
+            .filter(|&i| matches!(self.steps[i], Step::Load { .. }))
+            .collect();
+        if let Some(&i) = loads.get(n as usize) {
+            return Err(bad(
+                self.origin(i),
+                format!(
+                    "this load would be rank {n} of a world of {n} ranks (0 to {}): every load step of a world is a rank, in order",
+                    n - 1
+                ),
+            ));
+        }
+        if let Some(Solve::Ranks { .. }) = &self.solve {
+            return Err(bad(
+                self.solve_origin.clone().unwrap_or_else(|| "--solve".into()),
+                "further loads of a world would be ranks beyond it: ask a world's questions with --world and its loads",
+            ));
+        }
+        Ok(())
+    }
+
     /// The `neffld plan` command line that plans this deployment, as given
     /// (re-runnable from the same folder): the instance, LNC, runtime line
     /// and variables as flags, then the steps in order, runs of one kind on
@@ -221,6 +287,12 @@ impl Deployment {
         }
         if let Some(r) = self.runtime {
             out.extend(["--runtime".into(), r.to_string()]);
+        }
+        if let Some(n) = self.world {
+            out.extend(["--world".into(), n.to_string()]);
+        }
+        if let Some(k) = self.hosts {
+            out.extend(["--hosts".into(), k.to_string()]);
         }
         // A variable set twice (the file's, then advice's change) once,
         // with the value that wins: the last.
@@ -583,6 +655,8 @@ struct RawDeployment {
     lnc: Option<Spanned<u32>>,
     runtime: Option<Spanned<String>>,
     io_tensors: Option<bool>,
+    world: Option<Spanned<u32>>,
+    hosts: Option<Spanned<u32>>,
     #[serde(default)]
     env: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default)]
@@ -717,6 +791,13 @@ pub fn parse_toml_within(
         io_tensors: raw.io_tensors.unwrap_or(true),
         lnc: raw.lnc.as_ref().map(|l| *l.get_ref()),
         lnc_origin: raw.lnc.as_ref().map(|l| at(l.span().start)),
+        world: raw.world.as_ref().map(|w| *w.get_ref()),
+        hosts: raw.hosts.as_ref().map(|h| *h.get_ref()),
+        world_origin: raw
+            .world
+            .as_ref()
+            .or(raw.hosts.as_ref())
+            .map(|w| at(w.span().start)),
         ..Deployment::default()
     };
     if let Some(i) = &raw.instance {

@@ -3,16 +3,20 @@
 //! reached and the answer to a tensor question. Kept apart from the run's
 //! machinery (`run.rs`), which the headroom and the solver use in turn.
 
-use crate::api::Fingerprinted;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::api::{Collective, Fingerprinted};
 use crate::config::RuntimeConfig;
 use crate::device::CoreCounters;
 use crate::ids::PCore;
 use crate::report::memory::MemoryReport;
 
-use super::deployment::{Deployment, Solve};
+use super::deployment::{Deployment, Solve, Step};
 use super::headroom::{self, Headroom};
 use super::run::{Exec, Session, ROOM_EVERY, STEP_ROOM};
 use super::solve::{self, SolveAnswer, Solved};
+use super::world::{self, NeffCc, RankLoad, RankLoaded, Shape, WorldRun};
 use super::{NeffRecord, PlanError, PlanRefusal, StepReport, TensorRecord};
 
 impl Session {
@@ -26,6 +30,9 @@ impl Session {
         measure: bool,
     ) -> Result<Outcome, PlanError> {
         let mut exec = Exec::start(self, config, prints)?;
+        if let Some(shape) = self.world {
+            exec.world = Some(self.world_run(&exec, d, shape));
+        }
         let start = (exec.held(), exec.fullest_hbm());
         let out_of_memory = |oom, done| PlanError::HostMemory {
             oom,
@@ -83,6 +90,52 @@ impl Session {
         Ok(outcome)
     }
 
+    /// The ranks of `d`'s world and how they agree, before any of them
+    /// loads: each rank's NEFF's collectives read from its parse (once per
+    /// distinct NEFF, the parse its loads use), then compared.
+    fn world_run(&self, exec: &Exec<'_>, d: &Deployment, shape: Shape) -> WorldRun {
+        let loads: Vec<(usize, &PathBuf)> = d
+            .steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Step::Load { file, .. } => Some((i, file)),
+                _ => None,
+            })
+            .take(shape.size as usize)
+            .collect();
+        let facts: Vec<Option<Arc<NeffCc>>> = loads
+            .iter()
+            .map(|(_, file)| {
+                let i = self.file_index(file)?;
+                self.collectives_of(&exec.rt, &exec.prints[i], i)
+            })
+            .collect();
+        let ranks: Vec<RankLoad<'_>> = loads
+            .iter()
+            .zip(&facts)
+            .map(|(&(step, file), cc)| RankLoad {
+                step,
+                file,
+                cc: cc.as_deref(),
+            })
+            .collect();
+        let disagreements = world::compare(&ranks, shape.size, exec.config.line());
+        let ranks = ranks
+            .iter()
+            .map(|r| {
+                let list = r.cc.map(|cc| &cc.collectives()[..]).unwrap_or(&[]);
+                RankLoaded {
+                    step: r.step,
+                    file: r.file.clone(),
+                    collectives: list.len(),
+                    groups: Collective::groups_used(list),
+                }
+            })
+            .collect();
+        WorldRun::new(shape, ranks, disagreements)
+    }
+
     /// [`Session::execute_with`] under the session's configuration.
     pub fn execute(
         &self,
@@ -128,6 +181,7 @@ impl Exec<'_> {
         Outcome {
             neffs,
             tensors,
+            world: self.world,
             steps: self.steps,
             refusal,
             devices,
@@ -169,6 +223,8 @@ pub(crate) struct Outcome {
     /// The driver's counters of each device's physical cores after the
     /// steps.
     pub counters: Vec<Vec<CoreCounters>>,
+    /// The world the loads were the ranks of.
+    pub world: Option<WorldRun>,
 }
 
 impl Outcome {

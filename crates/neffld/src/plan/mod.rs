@@ -26,6 +26,7 @@ pub mod report;
 mod run;
 pub mod solve;
 pub mod sysfs;
+pub mod world;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -55,6 +56,7 @@ pub use headroom::{Copies, Headroom};
 pub use overrides::{deployment_file, Overrides};
 pub use report::PlanReport;
 pub use solve::{SolveAnswer, Solved};
+pub use world::{Disagreement, DisagreementKind, RankPlan, WorldPlan};
 
 /// Why a deployment could not be planned at all — as opposed to a step the
 /// runtime refuses, which is the plan's answer ([`Plan::refusal`]).
@@ -257,6 +259,13 @@ pub struct NeffRecord {
     pub pcores: Vec<u32>,
     /// The physical core of each of its subgraphs, in subgraph order.
     pub subgraphs: Vec<u32>,
+    /// Its rank, when it is a rank of a world (`nrt_load_collectives`).
+    pub rank: Option<u32>,
+    /// What its memory rows leave out: the device memory of its
+    /// collectives, which no public fact sizes ("collectives memory not
+    /// counted: 6 collectives in 2 replica groups"); `None` for a NEFF
+    /// without collectives.
+    pub collectives_not_counted: Option<String>,
 }
 
 /// A device tensor the deployment holds: a named tensor, or one of a load's
@@ -339,10 +348,13 @@ pub struct Plan {
     pub solve: Option<Solved>,
     /// Parses run (each distinct NEFF once, re-plans included).
     pub parses: u64,
+    /// The world the loads were the ranks of (`--world`), its ranks and
+    /// whether they agree.
+    pub world: Option<WorldPlan>,
 }
 
 impl Plan {
-    /// Every step ran.
+    /// Every step ran (a world's disagreements refuse steps).
     pub fn fits(&self) -> bool {
         self.steps.len() == self.planned && self.steps.iter().all(|s| s.outcome.is_ok())
     }
@@ -389,9 +401,23 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
     let session = run::Session::open(deployment)?;
     let prints = session.prints();
     let mut outcome = session.execute(deployment, &prints, true)?;
-    let (advice, considered) = advice::advise(&session, deployment, &outcome, &prints)?;
+    // A collectives load refused (the world's ranks disagree, or a rank's
+    // own collectives world): no memory setting changes that.
+    let collectives = outcome
+        .steps
+        .iter()
+        .find_map(|s| s.outcome.as_ref().err())
+        .is_some_and(|f| f.stage == "collectives");
+    let (advice, considered) = if collectives {
+        (Vec::new(), Vec::new())
+    } else {
+        advice::advise(&session, deployment, &outcome, &prints)?
+    };
     let fits = outcome.completed() == deployment.steps.len();
     let no_fix = (!fits && !advice.iter().any(|a| a.fits)).then(|| {
+        if collectives {
+            return "a collectives load was refused: no memory setting changes what the ranks' NEFFs and their collectives world are (see the refused step)".to_string();
+        }
         let mut said = if considered.is_empty() {
             "no change was found to consider: the plan does not fit as written".to_string()
         } else {
@@ -429,6 +455,10 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         said
     });
     let headroom = outcome.headroom.take().unwrap_or_default();
+    let world = outcome
+        .world
+        .take()
+        .map(|w| world::WorldPlan::of(w, &outcome.steps, &session.config));
     let solve = match &deployment.solve {
         None => None,
         Some(q @ Solve::Tensor { .. }) => Some(outcome.solved.take().unwrap_or(Solved {
@@ -483,6 +513,7 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         no_fix,
         solve,
         parses: session.parse_count(),
+        world,
     })
 }
 

@@ -30,6 +30,10 @@ pub struct Overrides {
     pub solve: Option<Solve>,
     /// `false`: do not allocate the loads' IO tensors, whatever the file says.
     pub io_tensors: bool,
+    /// The loads are the ranks of a world of this many ranks.
+    pub world: Option<u32>,
+    /// Instances the world spans.
+    pub hosts: Option<u32>,
 }
 
 /// The deployment file among a plan's loads: one `*.toml`, given alone.
@@ -75,6 +79,11 @@ impl Deployment {
             self.solve_origin = None;
         }
         self.io_tensors &= o.io_tensors;
+        if o.world.is_some() || o.hosts.is_some() {
+            self.world = o.world.or(self.world);
+            self.hosts = o.hosts.or(self.hosts);
+            self.world_origin = None;
+        }
         self
     }
 }

@@ -70,6 +70,9 @@ pub struct PlanReport {
     pub no_fix: Option<String>,
     /// The deployment's question with its answer.
     pub solve: Option<SolveEntry>,
+    /// The world the loads were the ranks of (`--world`): its ranks, the
+    /// host of each, and whether they agree.
+    pub world: Option<super::WorldPlan>,
 }
 
 /// The instance a plan ran on, with the facts of its chip.
@@ -287,6 +290,13 @@ pub struct NeffEntry {
     pub core: u32,
     /// The physical cores of that logical core.
     pub pcores: Vec<u32>,
+    /// Its rank, when it is a rank of a world.
+    pub rank: Option<u32>,
+    /// The device memory of its collectives, which its rows leave out
+    /// (no public fact sizes it), in words ("collectives memory not
+    /// counted: 6 collectives in 2 replica groups on rank 0"); `None`
+    /// without collectives.
+    pub collectives_not_counted: Option<String>,
 }
 
 /// A device tensor held where the plan stopped.
@@ -676,6 +686,13 @@ impl Plan {
                     device: n.device,
                     core: n.vnc,
                     pcores: n.pcores.clone(),
+                    rank: n.rank,
+                    collectives_not_counted: n.collectives_not_counted.as_ref().map(|note| match n
+                        .rank
+                    {
+                        Some(r) => format!("{note} on rank {r}"),
+                        None => note.clone(),
+                    }),
                 })
                 .collect(),
             tensors: self
@@ -719,6 +736,7 @@ impl Plan {
             advice: self.advice.iter().map(advice).collect(),
             no_fix: self.no_fix.clone(),
             solve: self.solve.as_ref().map(solve),
+            world: self.world.clone(),
         }
     }
 }

@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::api::{started_device, DeviceTensor, Fingerprinted, LoadError, Model, Parses, Runtime};
+use crate::api::{
+    started_device, Collective, DeviceTensor, Fingerprinted, LoadError, Model, Parses, Runtime,
+};
 use crate::config::{DeviceKind, RuntimeConfig};
 use crate::container::{self, Neff};
 use crate::device::tape::Taped;
@@ -24,6 +26,7 @@ use crate::report::memory::{LogLine, MemoryReport, Refusal};
 use crate::settings::{Asked, Settings};
 
 use super::deployment::{same_file, Deployment, DeploymentError, Solve, Step};
+use super::world::{NeffCc, Shape, WorldRun};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
 
 /// A NEFF file's bytes, read once for the whole plan through the bounded
@@ -75,13 +78,19 @@ pub(crate) struct Session {
     /// Each file's container, opened once (S1) for its first load: after
     /// that the parse cache keeps the parse.
     opened: Mutex<Vec<Option<Neff>>>,
+    /// The world the loads are the ranks of.
+    pub world: Option<Shape>,
+    /// Each file's collectives, read once from its parse for comparing a
+    /// world's ranks (`None` inside: the NEFF did not parse).
+    collectives: Mutex<HashMap<usize, Option<Arc<NeffCc>>>>,
 }
 
 /// The configuration a deployment asks for: its variables over the
 /// defaults, then its instance, LNC and runtime line; the devices keep no
 /// bytes and every distinct NEFF's parse is retained.
 pub(crate) fn configure(d: &Deployment, files: usize) -> Result<RuntimeConfig, PlanError> {
-    Ok(tune(settings(d)?.config().clone(), files))
+    let (config, _) = super::world::settle(d, tune(settings(d)?.config().clone(), files))?;
+    Ok(config)
 }
 
 /// The deployment's settings by the one precedence ([`Settings`]): its
@@ -194,11 +203,17 @@ impl Session {
         }
         // With no architecture named, the first NEFF's own.
         let first = opened.first().and_then(Option::as_ref);
-        let config = tune(settings.for_neff(first), count);
+        let (config, world) = super::world::settle(d, tune(settings.for_neff(first), count))?;
         // The deployment's own mistakes, before any load runs.
         let chip = Geometry::for_arch(config.arch);
         if let Ok(visible) = config.logical_cores(&chip, config.chips.max(1)) {
             let mut on = match config.instance {
+                Some(i) if world.is_some_and(|w| w.hosts > 1) => format!(
+                    "{} hosts of {} at LNC {}",
+                    world.map_or(1, |w| w.hosts),
+                    i.name,
+                    config.lnc_size()
+                ),
                 Some(i) => format!("{} at LNC {}", i.name, config.lnc_size()),
                 None => format!(
                     "{} chip{} of {} at LNC {}",
@@ -231,7 +246,29 @@ impl Session {
             by_path,
             parses,
             opened: Mutex::new(opened),
+            world,
+            collectives: Mutex::default(),
         })
+    }
+
+    /// The collectives of file `i`, read from its parse once (the parse
+    /// the cache keeps for its loads): `None` when it does not parse (its
+    /// load says why).
+    pub(super) fn collectives_of(
+        &self,
+        rt: &Runtime,
+        print: &Fingerprinted<'_>,
+        i: usize,
+    ) -> Option<Arc<NeffCc>> {
+        let mut known = self.collectives.lock().unwrap_or_else(|p| p.into_inner());
+        known
+            .entry(i)
+            .or_insert_with(|| {
+                rt.parse_fingerprinted(print, self.take_opened(i))
+                    .ok()
+                    .map(|parsed| Arc::new(NeffCc::of(&parsed)))
+            })
+            .clone()
     }
 
     /// The container of file `i` opened for its first load, once.
@@ -406,6 +443,9 @@ pub(crate) struct Exec<'s> {
     pub steps: Vec<StepReport>,
     pub loads: Vec<LiveLoad>,
     pub tensors: Vec<(TensorRecord, DeviceTensor)>,
+    /// The world the loads are the ranks of: each rank's step, and the
+    /// refusals the comparison of the ranks found, by step.
+    pub world: Option<WorldRun>,
     /// Profiler buffers, once per physical core a load uses.
     profiled: BTreeSet<(u32, u32)>,
     profile_buffers: Vec<Owned>,
@@ -453,6 +493,7 @@ impl<'s> Exec<'s> {
             steps: Vec::new(),
             loads: Vec::new(),
             tensors: Vec::new(),
+            world: None,
             profiled: BTreeSet::new(),
             profile_buffers: Vec::new(),
             rt,
@@ -556,11 +597,27 @@ impl<'s> Exec<'s> {
         io_tensors: bool,
     ) -> (Option<u32>, Result<(), StepFailure>) {
         let opened = self.session.take_opened(i);
-        let model = match self.rt.load_fingerprinted(&self.prints[i], opened, vnc) {
+        // A rank of a world loads as `nrt_load_collectives` loads it; what
+        // the comparison of the ranks found refuses it after that load
+        // went through, as the runtime's bootstrap follows its load.
+        let step = self.steps.len();
+        let rank = self.world.as_ref().and_then(|w| w.rank_of(step));
+        let loaded = match rank {
+            Some((join, _)) => {
+                self.rt
+                    .load_fingerprinted_collectives(&self.prints[i], opened, vnc, join)
+            }
+            None => self.rt.load_fingerprinted(&self.prints[i], opened, vnc),
+        };
+        let model = match loaded {
             Ok(m) => m,
             Err(e) => return (vnc, Err(load_failure(&self.config, e))),
         };
         let at = self.rt.visible_index(model.vnc).unwrap_or(0);
+        if let Some(refused) = rank.and_then(|(_, r)| r) {
+            let _ = self.rt.unload(&model);
+            return (Some(at), Err(refused));
+        }
         let (device, pcores) = self.placement(at).unwrap_or_default();
         match self.first_load_buffers(device, &pcores) {
             Ok(buffers) => {
@@ -576,9 +633,9 @@ impl<'s> Exec<'s> {
             .rt
             .with_model(&model, |lm| lm.h_model)
             .unwrap_or(HModel(0));
-        let subgraphs = self
-            .rt
-            .summary(&model)
+        let summary = self.rt.summary(&model).ok();
+        let subgraphs = summary
+            .as_ref()
             .map(|s| s.pcores.iter().map(|p| p.0).collect())
             .unwrap_or_default();
         let record = NeffRecord {
@@ -590,6 +647,10 @@ impl<'s> Exec<'s> {
             vnc: at,
             pcores,
             subgraphs,
+            rank: model.gid,
+            collectives_not_counted: summary
+                .as_ref()
+                .and_then(|s| Collective::uncounted_note(&s.collectives)),
         };
         let tensors = if io_tensors {
             self.rt.tensor_info(&model).unwrap_or_default()

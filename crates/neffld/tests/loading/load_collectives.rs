@@ -196,3 +196,42 @@ fn a_rank_a_neff_names_beyond_the_world_is_refused() {
     );
     assert_eq!(beyond_start(&*dev).len(), 0);
 }
+
+/// A NEFF's replica groups against the line's cap: the runtime's
+/// replica-group parse numbers a subgraph's sets below 12 (16 from 2.34,
+/// whose release notes say NEFFs with 13 to 16 used to fail).
+#[test]
+fn more_replica_groups_than_the_line_takes_are_refused() {
+    use neffld::container::header::FEATURE_VNC;
+    use neffld::container::writer::{NeffWriter, Producer};
+    let mut s = World::new(2)
+        .with_steps(&[Step::AllReduce(32)])
+        .shared_synth();
+    s.edit("sg00/def.json", |d| {
+        d["replica_groups"] = serde_json::json!(vec![vec![vec![0, 1]]; 13]);
+    });
+    let mut h = Producer::V2_21.default_header();
+    h.feature_bits &= !FEATURE_VNC;
+    let neff = NeffWriter::with_header(Producer::V2_21, h).write(&s.member_list());
+    let under = |line: &str| {
+        runtime_with(RuntimeConfig {
+            arch: Arch::Cayman,
+            root_comm_id: Some(ROOT.into()),
+            runtime: Some(line.parse().unwrap()),
+            ..RuntimeConfig::default()
+        })
+    };
+    let (rt, dev) = under("2.33");
+    let e = rt.load_collectives(&neff, None, 0, 2).unwrap_err();
+    assert_eq!(e.status(), NrtStatus::Resource);
+    assert!(
+        e.to_string()
+            .contains("subgraph sg00 declares 13 replica groups; runtime 2.33 takes at most 12 per NEFF (16 from 2.34)"),
+        "{e}"
+    );
+    assert_eq!(beyond_start(&*dev).len(), 0);
+    // A plain load is not a rank of a world: nothing to count against.
+    rt.load(&neff, None).unwrap();
+    let (rt, _dev) = under("2.34");
+    rt.load_collectives(&neff, None, 0, 2).unwrap();
+}
