@@ -228,6 +228,38 @@ impl Synth {
         self.set(member, text.into_bytes());
     }
 
+    /// Appends `n` elements, `element(i)` each (JSON text), to the array
+    /// under `key` of the JSON object `member` (made if absent), keeping
+    /// the elements it had; written as text, as [`Synth::set_long_array`].
+    pub fn extend_array(
+        &mut self,
+        member: &str,
+        key: &str,
+        n: usize,
+        element: impl Fn(usize) -> String,
+    ) {
+        let mut v = self.json(member);
+        let kept = v
+            .as_object_mut()
+            .and_then(|o| o.remove(key))
+            .unwrap_or_else(|| json!([]));
+        let mut text = serde_json::to_string(&v).unwrap_or_default();
+        text.pop();
+        if text.len() > 1 {
+            text.push(',');
+        }
+        let kept = serde_json::to_string(&kept).unwrap_or_default();
+        text.push_str(&format!("{key:?}:{}", &kept[..kept.len() - 1]));
+        for i in 0..n {
+            if i > 0 || kept.len() > 2 {
+                text.push(',');
+            }
+            text.push_str(&element(i));
+        }
+        text.push_str("]}");
+        self.set(member, text.into_bytes());
+    }
+
     /// Moves a member.
     pub fn rename(&mut self, from: &str, to: &str) {
         if let Some(b) = self.members.remove(from) {
@@ -1122,6 +1154,19 @@ pub fn fuzz_dump_names(input: &[u8]) -> bool {
     assert_eq!(listed(&dest_path), expected);
     let _ = std::fs::remove_dir_all(&scratch);
     !written.is_empty()
+}
+
+/// A field of this process's `/proc/self/status` in KiB (`VmRSS`,
+/// `VmHWM`), 0 where there is none.
+pub fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+            rest.trim().trim_end_matches(" kB").trim().parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 /// Live allocations of `dev` other than those a started runtime holds for

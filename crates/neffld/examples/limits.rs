@@ -18,7 +18,16 @@
 //! elements, 230 MB inflated),
 //! `subgraphs-256` (256 subgraphs naming the same def.json and blobs),
 //! `subgraphs-1e5` (10^5 of them), `dma-rings` (10.5 million DMA descriptor
-//! pairs from five 2^21-run blocks).
+//! pairs from five 2^21-run blocks), and members at the JSON value ceiling
+//! (`manifest::json::MAX_VALUES`) of what the parse keeps: `dma-blocks` (an
+//! engine json of one-descriptor DMA blocks), `dma-descs` (one block of
+//! that many descriptors), `def-dma` (def.json's top-level `dma`),
+//! `carveouts` (`runtime_statebuffer_reservation` entries), `ucode-functions`
+//! (one `ucode_lib` entry's functions), `var-list` (a `list` variable's ids).
+//!
+//! With `--write DIR`, each case's NEFF is written to `DIR/CASE.neff`
+//! instead, for measuring a whole command on it (`/usr/bin/time -v neffld
+//! verify DIR/dma-blocks.neff`).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -30,22 +39,11 @@ use neffld::api::Runtime;
 use neffld::config::RuntimeConfig;
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::device::{Geometry, NullDevice};
+use neffld::kbin::isa::encode;
+use neffld::manifest::json::MAX_VALUES;
 use neffld::Arch;
-use neffld_testkit::beyond_start;
-use neffld_testkit::Synth;
+use neffld_testkit::{beyond_start, status_kib, Synth};
 use serde_json::json;
-
-/// A field of `/proc/self/status`, in KiB.
-fn status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            let rest = l.strip_prefix(field)?.strip_prefix(':')?;
-            rest.trim().trim_end_matches(" kB").trim().parse().ok()
-        })
-        .unwrap_or(0)
-}
 
 /// Resets VmHWM to the current RSS (Linux ≥ 4.0).
 fn reset_peak() {
@@ -178,7 +176,119 @@ fn subgraphs(n: usize) -> Vec<u8> {
     s.write(Producer::V2_21)
 }
 
-const CASES: [Case; 11] = [
+/// How many JSON values `v` is, counting every scalar, array and object
+/// (as `manifest::json::MAX_VALUES` counts them).
+fn values(v: &serde_json::Value) -> u64 {
+    1 + match v {
+        serde_json::Value::Array(a) => a.iter().map(values).sum(),
+        serde_json::Value::Object(o) => o.values().map(values).sum(),
+        _ => 0,
+    }
+}
+
+/// How many elements of `per` values each fit beside `used` values within
+/// the value ceiling.
+fn fit(used: u64, per: &str) -> usize {
+    let per: serde_json::Value = serde_json::from_str(per).expect("JSON");
+    ((MAX_VALUES - used) / values(&per)) as usize
+}
+
+/// A descriptor moving one byte from `spill_a` to the state buffer: 13
+/// values, the fewest a valid descriptor has.
+const SMALL_DESC: &str = r#"{"from":"spill_a","from_off":0,"from_sizes":[1],"from_steps":[1],"to":"SB","to_off":0,"to_sizes":[1],"to_steps":[1]}"#;
+
+/// One-descriptor DMA blocks of `qSPSpillReload0` (whose blocks 0 and 1
+/// exist already), 17 values each, filling `member`'s `dma` to the
+/// ceiling, each triggered once by SP's stream.
+fn small_blocks(s: &mut Synth, member: &str) {
+    let block = |i: usize| {
+        format!(
+            r#"{{"queue":"qSPSpillReload0","id":{},"desc":[{SMALL_DESC}]}}"#,
+            i + 2
+        )
+    };
+    let n = fit(values(&s.json(member)) + 1, &block(0));
+    s.extend_array(member, "dma", n, block);
+    trigger(s, 2..n as u64 + 2);
+}
+
+/// Appends a trigger of each of `ids` of `qSPSpillReload0` to SP's stream.
+fn trigger(s: &mut Synth, ids: std::ops::Range<u64>) {
+    let mut sp = s.members["sg00/SP.bin"].clone();
+    for id in ids {
+        sp.extend_from_slice(&encode::trigger("qSPSpillReload0", id as u32));
+    }
+    s.set("sg00/SP.bin", sp);
+}
+
+fn dma_blocks() -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    small_blocks(&mut s, "sg00/SP.json");
+    s.write(Producer::V2_18)
+}
+
+/// def.json's own `dma` (no real sample has one).
+fn def_dma() -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    small_blocks(&mut s, "sg00/def.json");
+    s.write(Producer::V2_18)
+}
+
+/// One block of `qSPSpillReload0` with as many descriptors as fit.
+fn dma_descs() -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    let n = fit(values(&s.json("sg00/SP.json")) + 4, SMALL_DESC);
+    let descs = vec![SMALL_DESC; n].join(",");
+    let block = format!(r#"{{"queue":"qSPSpillReload0","id":2,"desc":[{descs}]}}"#);
+    s.extend_array("sg00/SP.json", "dma", 1, |_| block.clone());
+    trigger(&mut s, 2..3);
+    s.write(Producer::V2_18)
+}
+
+/// `runtime_statebuffer_reservation` entries (read on every chip, required
+/// on trn2).
+fn carveouts() -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    let entry = r#"{"type":"evtaccel","offset":0,"size":64,"base_partition":0,"partitions":1}"#;
+    let n = fit(values(&s.json("sg00/def.json")) + 1, entry);
+    s.extend_array(
+        "sg00/def.json",
+        "runtime_statebuffer_reservation",
+        n,
+        |_| entry.to_string(),
+    );
+    s.write(Producer::V2_18)
+}
+
+/// One GPSIMD library whose `functions` fill def.json.
+fn ucode_functions() -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    s.set("sg00/gpsimd.elf", vec![0x7F, b'E', b'L', b'F']);
+    let f = |i: usize| format!(r#"{{"name":"f{i}","opcode":1}}"#);
+    let n = fit(values(&s.json("sg00/def.json")) + 8, &f(0));
+    let functions = (0..n).map(f).collect::<Vec<_>>().join(",");
+    let lib = format!(
+        r#"{{"library":"gpsimd.elf","ulib_to_ucode_version":"1.21.1.0","cpu_id":0,"total_cpus":8,"functions":[{functions}]}}"#
+    );
+    s.extend_array("sg00/def.json", "ucode_lib", 1, |_| lib.clone());
+    s.write(Producer::V2_18)
+}
+
+/// A `list` variable naming variable 0 as often as fits.
+fn var_list() -> Vec<u8> {
+    let mut s = Synth::static_sunda();
+    let n = fit(values(&s.json("sg00/def.json")) + 4, "0");
+    let def = String::from_utf8(s.members["sg00/def.json"].clone()).expect("UTF-8");
+    let ids = vec!["0"; n].join(",");
+    let list = format!(r#""var":{{"l":{{"type":"list","var_id":6,"list":[{ids}]}},"#);
+    s.set(
+        "sg00/def.json",
+        def.replacen("\"var\": {", &list, 1).into_bytes(),
+    );
+    s.write(Producer::V2_18)
+}
+
+const CASES: [Case; 17] = [
     Case {
         name: "bomb",
         arch: Arch::Cayman,
@@ -245,10 +355,54 @@ const CASES: [Case; 11] = [
         max_inflated: None,
         build: dma_rings,
     },
+    Case {
+        name: "dma-blocks",
+        arch: Arch::Sunda,
+        max_inflated: None,
+        build: dma_blocks,
+    },
+    Case {
+        name: "dma-descs",
+        arch: Arch::Sunda,
+        max_inflated: None,
+        build: dma_descs,
+    },
+    Case {
+        name: "def-dma",
+        arch: Arch::Sunda,
+        max_inflated: None,
+        build: def_dma,
+    },
+    Case {
+        name: "carveouts",
+        arch: Arch::Sunda,
+        max_inflated: None,
+        build: carveouts,
+    },
+    Case {
+        name: "ucode-functions",
+        arch: Arch::Sunda,
+        max_inflated: None,
+        build: ucode_functions,
+    },
+    Case {
+        name: "var-list",
+        arch: Arch::Sunda,
+        max_inflated: None,
+        build: var_list,
+    },
 ];
 
 fn main() {
-    let wanted: Vec<String> = std::env::args().skip(1).collect();
+    let mut wanted: Vec<String> = std::env::args().skip(1).collect();
+    let write = match wanted.iter().position(|a| a == "--write") {
+        Some(i) if i + 1 < wanted.len() => {
+            let dir = std::path::PathBuf::from(wanted.remove(i + 1));
+            wanted.remove(i);
+            Some(dir)
+        }
+        _ => None,
+    };
     for case in CASES
         .iter()
         .filter(|c| wanted.is_empty() || wanted.iter().any(|w| w == c.name))
@@ -256,6 +410,17 @@ fn main() {
         let t = Instant::now();
         let bytes = (case.build)();
         let build_time = t.elapsed();
+        if let Some(dir) = &write {
+            let path = dir.join(format!("{}.neff", case.name));
+            std::fs::write(&path, &bytes).expect("the NEFF is written");
+            println!(
+                "{:<14} {} bytes: {}",
+                case.name,
+                bytes.len(),
+                path.display()
+            );
+            continue;
+        }
         let dev = Arc::new(NullDevice::new(Geometry::for_arch(case.arch)));
         let cfg = RuntimeConfig {
             arch: case.arch,

@@ -23,20 +23,8 @@ use std::time::Instant;
 
 use neffld::container::writer::Producer;
 use neffld::plan::{parse_toml, plan};
-use neffld_testkit::Synth;
+use neffld_testkit::{status_kib, Synth};
 use serde_json::json;
-
-/// A field of `/proc/self/status`, in KiB.
-fn status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            let rest = l.strip_prefix(field)?.strip_prefix(':')?;
-            rest.trim().trim_end_matches(" kB").trim().parse().ok()
-        })
-        .unwrap_or(0)
-}
 
 /// Plans `toml` (NEFF paths relative to `dir`) in this process and prints
 /// `steps copies seconds peak_kib` for the parent.

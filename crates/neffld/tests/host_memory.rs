@@ -218,3 +218,63 @@ fn a_manifest_parse_builds_nothing_for_what_it_does_not_keep() {
         );
     }
 }
+
+/// How many JSON values `text` holds, counted as the parse counts them
+/// (every scalar, array and object).
+fn json_values(text: &str) -> u64 {
+    fn count(v: &serde_json::Value) -> u64 {
+        1 + match v {
+            serde_json::Value::Array(a) => a.iter().map(count).sum(),
+            serde_json::Value::Object(o) => o.values().map(count).sum(),
+            _ => 0,
+        }
+    }
+    count(&serde_json::from_str(text).expect("JSON"))
+}
+
+/// The free-form parts of a manifest (DMA blocks and their descriptors,
+/// state-buffer carve-outs) cost what their records keep and no JSON tree
+/// besides: a member at the value ceiling, made of the smallest valid
+/// element of each, parses within 40 bytes a value beyond the member's own
+/// bytes (the DMA records keep about 33). Held as `serde_json::Value`s
+/// first, an engine json of DMA blocks peaked at 110 bytes a value.
+#[test]
+fn a_member_at_the_value_ceiling_costs_what_its_records_keep() {
+    use neffld::manifest::{self, json::MAX_VALUES, ParseOptions};
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let desc = r#"{"from":"spill_a","from_off":0,"from_sizes":[1],"from_steps":[1],"to":"SB","to_off":0,"to_sizes":[1],"to_steps":[1]}"#;
+    let block = |i: usize| {
+        format!(
+            r#"{{"queue":"qSPSpillReload0","id":{},"desc":[{desc}]}}"#,
+            i + 2
+        )
+    };
+    let carveout = r#"{"type":"evtaccel","offset":0,"size":64,"base_partition":0,"partitions":1}"#;
+    // (member, key, element), each filling the member to just under the ceiling.
+    type Element<'a> = &'a dyn Fn(usize) -> String;
+    let cases: [(&str, &str, Element); 3] = [
+        ("sg00/SP.json", "dma", &block),
+        ("sg00/def.json", "dma", &block),
+        ("sg00/def.json", "runtime_statebuffer_reservation", &|_| {
+            carveout.to_string()
+        }),
+    ];
+    let opts = ParseOptions::new(Arch::Sunda, 1);
+    for (member, key, element) in cases {
+        let mut s = Synth::static_sunda();
+        let used = json_values(&s.json(member).to_string()) + 1;
+        let n = ((MAX_VALUES - used) / json_values(&element(0))) as usize;
+        s.extend_array(member, key, n, element);
+        let bytes = s.members[member].len();
+        let neff = s.open(Producer::V2_18);
+        let before = reset_peak();
+        let parsed = manifest::parse(&neff, &opts);
+        let peak = PEAK.load(Ordering::Relaxed) - before;
+        drop(parsed.unwrap_or_else(|e| panic!("{member} {key}: {e}")));
+        eprintln!("{member} {key}: {n} elements, {bytes} bytes, peak {peak}");
+        assert!(
+            peak <= bytes + 40 * MAX_VALUES as usize,
+            "{member} {key}: {n} elements: peak heap {peak} beside a {bytes} byte member"
+        );
+    }
+}

@@ -6,10 +6,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::engine_type::EngineType;
-use super::json::{self, describe};
+use super::json::{self, brief, RawValue};
 use super::kelf::GraphRef;
 use super::npy;
 use super::{Blob, ManifestError};
@@ -444,37 +443,71 @@ pub struct Def {
     pub neff_features: Vec<String>,
     pub runtime_event_count: Option<u64>,
     pub runtime_semaphore_count: Option<u64>,
-    /// Values of the `pe/act/pool/dve/sp` keys, by engine type.
-    pub engine_keys: [Option<Value>; 5],
-    /// Top-level `dma` blocks (no real sample).
-    pub top_level_dma: Vec<Value>,
+    /// The `pe/act/pool/dve/sp` keys, by engine type: the member each
+    /// names, or what stands there instead of a string.
+    pub engine_keys: [Option<Result<String, String>>; 5],
+    /// The text of the top-level `dma` array (no real sample), read by the
+    /// engines' parse, which holds the other blocks.
+    pub top_level_dma: Option<Blob>,
     pub warnings: Vec<String>,
 }
 
 #[derive(Deserialize)]
-struct RawDef {
-    var: Option<BTreeMap<String, RawVar>>,
+struct RawDef<'a> {
+    #[serde(borrow)]
+    var: Option<BTreeMap<String, RawVar<'a>>>,
     dma_queue: Option<BTreeMap<String, RawQueue>>,
     replica_groups: Option<RawReplicaGroups>,
     src_target_pairs: Option<json::Count>,
     #[serde(rename = "#rank_world_size")]
     rank_world_size: Option<u64>,
-    ext_isa_ucode_lib_def: Option<Value>,
-    ucode_lib: Option<Vec<Value>>,
-    runtime_statebuffer_reservation: Option<Value>,
+    #[serde(borrow)]
+    ext_isa_ucode_lib_def: Option<&'a RawValue>,
+    #[serde(borrow)]
+    ucode_lib: Option<Vec<&'a RawValue>>,
+    #[serde(borrow)]
+    runtime_statebuffer_reservation: Option<&'a RawValue>,
     num_streams: Option<u64>,
     cc_streams: Option<RawCcStreams>,
-    dma: Option<Vec<Value>>,
+    #[serde(borrow)]
+    dma: Option<&'a RawValue>,
     fp8_conversion_config: Option<Fp8Config>,
     neff_features: Option<Vec<String>>,
     runtime_event_count: Option<u64>,
     runtime_semaphore_count: Option<u64>,
     version: Option<String>,
-    pe: Option<Value>,
-    act: Option<Value>,
-    pool: Option<Value>,
-    dve: Option<Value>,
-    sp: Option<Value>,
+    #[serde(borrow)]
+    pe: Option<&'a RawValue>,
+    #[serde(borrow)]
+    act: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pool: Option<&'a RawValue>,
+    #[serde(borrow)]
+    dve: Option<&'a RawValue>,
+    #[serde(borrow)]
+    sp: Option<&'a RawValue>,
+}
+
+/// The parts of `ext_isa_ucode_lib_def` its count reads.
+#[derive(Deserialize)]
+struct RawExtIsa<'a> {
+    #[serde(borrow)]
+    functions: Option<&'a RawValue>,
+}
+
+/// A carve-out's keys, each read once its form is known.
+#[derive(Deserialize)]
+struct RawCarveout<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow)]
+    offset: Option<&'a RawValue>,
+    #[serde(borrow)]
+    size: Option<&'a RawValue>,
+    #[serde(borrow)]
+    base_partition: Option<&'a RawValue>,
+    #[serde(borrow)]
+    partitions: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -483,7 +516,7 @@ struct RawCcStreams {
 }
 
 #[derive(Deserialize)]
-struct RawVar {
+struct RawVar<'a> {
     #[serde(rename = "type")]
     ty: Option<String>,
     var_id: Option<u64>,
@@ -495,7 +528,8 @@ struct RawVar {
     backing_buf: Option<String>,
     referenced_var_id: Option<u64>,
     io_ref: Option<bool>,
-    list: Option<Value>,
+    #[serde(borrow)]
+    list: Option<&'a RawValue>,
     file_name: Option<String>,
     remote_vtpb_rel_sg_id: Option<u32>,
     remote_var_id: Option<u32>,
@@ -572,13 +606,7 @@ pub fn parse(
         queues.insert(name, dq);
     }
 
-    let ext_isa_ops = match &raw.ext_isa_ucode_lib_def {
-        None => 0,
-        Some(v) => match v.get("functions") {
-            Some(Value::Array(a)) => a.len(),
-            _ => v.as_object().map_or(0, |o| o.len()),
-        },
-    };
+    let ext_isa_ops = raw.ext_isa_ucode_lib_def.map_or(0, ext_isa_count);
     if ext_isa_ops > MAX_EXT_ISA_OPS {
         return Err(ManifestError::ExtIsaTooMany {
             member,
@@ -586,9 +614,23 @@ pub fn parse(
         });
     }
     let ucode_libs = parse_ucode_libs(archive, graph, &member, raw.ucode_lib.unwrap_or_default())?;
+    let top_level_dma = match raw.dma {
+        None => None,
+        Some(dma) if dma.get().starts_with('[') => {
+            let whole = Blob::of(archive, &member).expect("the member was read");
+            let start = json::offset_in(bytes, dma);
+            Some(whole.sub(start, start + dma.get().len()))
+        }
+        Some(other) => {
+            return Err(ManifestError::DefLoad {
+                member,
+                detail: format!("dma must be an array, found {}", brief(other)),
+            })
+        }
+    };
     let sb_carveouts = parse_carveouts(
         &member,
-        raw.runtime_statebuffer_reservation.as_ref(),
+        raw.runtime_statebuffer_reservation,
         target,
         allow_legacy_neff,
         &mut warnings,
@@ -616,22 +658,35 @@ pub fn parse(
         neff_features: raw.neff_features.unwrap_or_default(),
         runtime_event_count: raw.runtime_event_count,
         runtime_semaphore_count: raw.runtime_semaphore_count,
-        engine_keys: [raw.pe, raw.act, raw.pool, raw.dve, raw.sp],
-        top_level_dma: raw.dma.unwrap_or_default(),
+        engine_keys: [raw.pe, raw.act, raw.pool, raw.dve, raw.sp].map(|k| k.map(json::string)),
+        top_level_dma,
         warnings,
         member,
     })
+}
+
+/// How many ExtISA ops `ext_isa_ucode_lib_def` overrides: the length of
+/// its `functions` array, else its number of keys; nothing else is read.
+fn ext_isa_count(def: &RawValue) -> usize {
+    let Some(keys) = json::object_len(def) else {
+        return 0;
+    };
+    json::object::<RawExtIsa>(def)
+        .ok()
+        .and_then(|e| e.functions)
+        .and_then(json::array_len)
+        .unwrap_or(keys)
 }
 
 fn parse_vars(
     archive: &Archive,
     graph: &GraphRef,
     member: &str,
-    raw: BTreeMap<String, RawVar>,
+    raw: BTreeMap<String, RawVar<'_>>,
     warnings: &mut Vec<String>,
 ) -> Result<(Vars, u32, u32), ManifestError> {
     let mut by_id: BTreeMap<u64, Var> = BTreeMap::new();
-    let mut raw_lists: Vec<(u64, String, Value)> = Vec::new();
+    let mut raw_lists: Vec<(u64, String, &RawValue)> = Vec::new();
     let (mut num_inputs, mut num_outputs) = (0u32, 0u32);
     for (name, rv) in raw {
         let ty = rv
@@ -847,14 +902,11 @@ fn parse_vars(
     }
     let count = by_id.len();
     for (id, name, list) in raw_lists {
-        let ids = list
-            .as_array()
-            .and_then(|a| a.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>())
-            .ok_or_else(|| ManifestError::ListUnparsable {
-                member: member.to_string(),
-                var: name.clone(),
-                found: describe(&list),
-            })?;
+        let ids = json::u64_list(list).ok_or_else(|| ManifestError::ListUnparsable {
+            member: member.to_string(),
+            var: name.clone(),
+            found: brief(list),
+        })?;
         let mut out = Vec::with_capacity(ids.len());
         for e in ids {
             if e >= count as u64 {
@@ -1033,7 +1085,7 @@ fn parse_queue(
 
 fn parse_carveouts(
     member: &str,
-    raw: Option<&Value>,
+    raw: Option<&RawValue>,
     target: Arch,
     allow_legacy_neff: bool,
     warnings: &mut Vec<String>,
@@ -1043,20 +1095,26 @@ fn parse_carveouts(
         member: member.to_string(),
         detail,
     };
-    let parsed: Result<Vec<SbCarveout>, ManifestError> = match raw {
+    let parsed: Result<Vec<SbCarveout>, ManifestError> = match raw.map(|r| (r, json::elements(r))) {
         None => Err(missing("the key is absent".into())),
-        Some(Value::Array(entries)) => entries
+        Some((_, Some(entries))) => entries
             .iter()
             .enumerate()
-            .map(|(i, e)| {
-                let num = |k: &str| e.get(k).and_then(Value::as_u64);
-                let ty = e.get("type").and_then(Value::as_str);
+            .map(|(i, &e)| {
+                let lacks = || {
+                    missing(format!(
+                        "entry {i} lacks one of type, offset, size, base_partition, partitions: {}",
+                        brief(e)
+                    ))
+                };
+                let c: RawCarveout = json::object(e).map_err(|_| lacks())?;
+                let num = |v: Option<&RawValue>| v.and_then(json::as_u64);
                 match (
-                    ty,
-                    num("offset"),
-                    num("size"),
-                    num("base_partition"),
-                    num("partitions"),
+                    c.ty.and_then(json::as_string),
+                    num(c.offset),
+                    num(c.size),
+                    num(c.base_partition),
+                    num(c.partitions),
                 ) {
                     (
                         Some(ty),
@@ -1068,7 +1126,7 @@ fn parse_carveouts(
                         if ty != "evtaccel" {
                             return Err(ManifestError::InvalidCarveoutType {
                                 member: member.to_string(),
-                                ty: ty.to_string(),
+                                ty,
                             });
                         }
                         Ok(SbCarveout {
@@ -1079,16 +1137,13 @@ fn parse_carveouts(
                             partitions,
                         })
                     }
-                    _ => Err(missing(format!(
-                        "entry {i} lacks one of type, offset, size, base_partition, partitions: {}",
-                        describe(e)
-                    ))),
+                    _ => Err(lacks()),
                 }
             })
             .collect(),
-        Some(other) => Err(missing(format!(
+        Some((other, None)) => Err(missing(format!(
             "expected an array, found {}",
-            describe(other)
+            brief(other)
         ))),
     };
     let carveouts = match parsed {
@@ -1149,7 +1204,7 @@ fn parse_ucode_libs(
     archive: &Archive,
     graph: &GraphRef,
     member: &str,
-    raw: Vec<Value>,
+    raw: Vec<&RawValue>,
 ) -> Result<Vec<UcodeLib>, ManifestError> {
     let mut out: Vec<UcodeLib> = Vec::with_capacity(raw.len());
     if !raw.is_empty() {
@@ -1160,7 +1215,7 @@ fn parse_ucode_libs(
             member: member.to_string(),
             detail,
         };
-        let r: RawUcodeLib = serde_json::from_value(v).map_err(|e| invalid(e.to_string()))?;
+        let r: RawUcodeLib = json::object(v).map_err(invalid)?;
         let library = r
             .library
             .ok_or_else(|| invalid("an entry has no library".into()))?;

@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::def::{Def, DmaQueue, Vars};
-use super::json::{self, describe};
+use super::json::{self, brief, RawValue};
 use super::kelf::GraphRef;
 use super::{Blob, ManifestError};
 use crate::container::Archive;
@@ -147,13 +146,44 @@ pub struct Engines {
 }
 
 #[derive(Deserialize)]
-struct RawEngine {
-    dma: Option<Vec<Value>>,
-    instr: Option<Value>,
+struct RawEngine<'a> {
+    #[serde(borrow)]
+    dma: Option<Vec<&'a RawValue>>,
+    #[serde(borrow)]
+    instr: Option<&'a RawValue>,
     act_info: Option<String>,
     act_semaphore: Option<u64>,
     activation_function_sets: Option<Vec<String>>,
-    dve_tables: Option<Vec<BTreeMap<String, Value>>>,
+    /// Only the first element is kept.
+    #[serde(borrow)]
+    dve_tables: Option<json::First<json::Obj<RawDveTables<'a>>>>,
+}
+
+/// The tables of `dve_tables[0]`, by [`DveSlot::key`].
+#[derive(Deserialize)]
+struct RawDveTables<'a> {
+    #[serde(borrow)]
+    opcode_table: Option<&'a RawValue>,
+    #[serde(borrow)]
+    control_fast_table: Option<&'a RawValue>,
+    #[serde(borrow)]
+    control_slow_table: Option<&'a RawValue>,
+    #[serde(borrow)]
+    datapath_table: Option<&'a RawValue>,
+    #[serde(borrow)]
+    control_table: Option<&'a RawValue>,
+}
+
+impl<'a> RawDveTables<'a> {
+    fn get(&self, slot: DveSlot) -> Option<&'a RawValue> {
+        match slot {
+            DveSlot::Opcode => self.opcode_table,
+            DveSlot::ControlFast => self.control_fast_table,
+            DveSlot::ControlSlow => self.control_slow_table,
+            DveSlot::Datapath => self.datapath_table,
+            DveSlot::Control => self.control_table,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -182,13 +212,92 @@ struct RawProfileEntry {
 }
 
 #[derive(Deserialize)]
-struct RawBlock {
+struct RawBlock<'a> {
     queue: Option<String>,
     id: Option<u64>,
-    desc: Option<Vec<BTreeMap<String, Value>>>,
+    #[serde(borrow)]
+    desc: Option<Vec<json::Obj<RawDesc<'a>>>>,
     semaphore: Option<u64>,
     #[serde(rename = "#comment")]
     comment: Option<String>,
+}
+
+/// What a malformed block's message names it by.
+#[derive(Deserialize, Default)]
+struct RawBlockName<'a> {
+    #[serde(borrow)]
+    queue: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+}
+
+/// A descriptor's keys, each read once its form is known.
+#[derive(Deserialize)]
+struct RawDesc<'a> {
+    #[serde(borrow)]
+    op: Option<&'a RawValue>,
+    #[serde(borrow)]
+    transpose_op: Option<&'a RawValue>,
+    #[serde(borrow)]
+    transpose_shape: Option<&'a RawValue>,
+    #[serde(borrow)]
+    transpose_element_size: Option<&'a RawValue>,
+    #[serde(borrow)]
+    num_tiling_dimensions: Option<&'a RawValue>,
+    #[serde(borrow)]
+    from: Option<&'a RawValue>,
+    #[serde(borrow)]
+    from_off: Option<&'a RawValue>,
+    #[serde(borrow)]
+    from_sizes: Option<&'a RawValue>,
+    #[serde(borrow)]
+    from_steps: Option<&'a RawValue>,
+    #[serde(borrow)]
+    from_dtype: Option<&'a RawValue>,
+    #[serde(borrow)]
+    to: Option<&'a RawValue>,
+    #[serde(borrow)]
+    to_off: Option<&'a RawValue>,
+    #[serde(borrow)]
+    to_sizes: Option<&'a RawValue>,
+    #[serde(borrow)]
+    to_steps: Option<&'a RawValue>,
+    #[serde(borrow)]
+    to_dtype: Option<&'a RawValue>,
+}
+
+/// One side of a descriptor: its variable, offset, sizes, steps and dtype.
+struct RawSide<'a> {
+    name: &'static str,
+    var: Option<&'a RawValue>,
+    off: Option<&'a RawValue>,
+    sizes: Option<&'a RawValue>,
+    steps: Option<&'a RawValue>,
+    dtype: Option<&'a RawValue>,
+}
+
+impl<'a> RawDesc<'a> {
+    fn from(&self) -> RawSide<'a> {
+        RawSide {
+            name: "from",
+            var: self.from,
+            off: self.from_off,
+            sizes: self.from_sizes,
+            steps: self.from_steps,
+            dtype: self.from_dtype,
+        }
+    }
+
+    fn to(&self) -> RawSide<'a> {
+        RawSide {
+            name: "to",
+            var: self.to,
+            off: self.to_off,
+            sizes: self.to_sizes,
+            steps: self.to_steps,
+            dtype: self.to_dtype,
+        }
+    }
 }
 
 /// Runs the engine loop (fixed order pe, act, pool, dve, sp).
@@ -220,12 +329,11 @@ pub fn parse(archive: &Archive, graph: &GraphRef, def: &Def) -> Result<Engines, 
                 });
                 continue;
             }
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => {
+            Some(Ok(name)) => name.clone(),
+            Some(Err(found)) => {
                 return Err(load_err(format!(
-                    "def.json key {} must name a member, found {}",
+                    "def.json key {} must name a member, found {found}",
                     ty.key(),
-                    describe(other)
                 )))
             }
         };
@@ -235,12 +343,11 @@ pub fn parse(archive: &Archive, graph: &GraphRef, def: &Def) -> Result<Engines, 
             .ok_or_else(|| load_err(format!("engine json {member} is missing")))?;
         let raw: RawEngine = json::parse(&member, bytes)?;
 
-        let instr_name = match raw.instr {
-            Some(Value::String(s)) => s,
-            Some(other) => {
+        let instr_name = match raw.instr.map(json::string) {
+            Some(Ok(name)) => name,
+            Some(Err(found)) => {
                 return Err(load_err(format!(
-                    "{member}: instr must be a string, found {}",
-                    describe(&other)
+                    "{member}: instr must be a string, found {found}"
                 )))
             }
             None => return Err(load_err(format!("{member} has no instr"))),
@@ -277,25 +384,27 @@ pub fn parse(archive: &Archive, graph: &GraphRef, def: &Def) -> Result<Engines, 
             }
         }
         if ty == EngineType::Dve {
-            let tables = raw.dve_tables.unwrap_or_default();
-            if tables.len() > 1 {
+            let tables = raw.dve_tables.unwrap_or(json::First {
+                first: None,
+                len: 0,
+            });
+            if tables.len > 1 {
                 warnings.push(format!(
                     "{member}: dve_tables has {} elements; using the first",
-                    tables.len()
+                    tables.len
                 ));
             }
-            if let Some(t) = tables.first() {
+            if let Some(json::Obj(t)) = tables.first {
                 for slot in DveSlot::ALL {
-                    let Some(v) = t.get(slot.key()) else { continue };
+                    let Some(v) = t.get(slot) else { continue };
                     let dve_err = |detail: String| ManifestError::DveTable {
                         table: slot.key().to_string(),
                         sg: graph.name.clone(),
                         detail,
                     };
-                    let name = v.as_str().ok_or_else(|| {
-                        dve_err(format!("expected a member name, found {}", describe(v)))
-                    })?;
-                    let path = graph.member(name);
+                    let name = json::string(v)
+                        .map_err(|found| dve_err(format!("expected a member name, found {found}")))?;
+                    let path = graph.member(&name);
                     let blob = Blob::of(archive, &path)
                         .ok_or_else(|| dve_err(format!("member {path} is missing")))?;
                     dve_tables[slot as usize] = Some(blob);
@@ -311,8 +420,18 @@ pub fn parse(archive: &Archive, graph: &GraphRef, def: &Def) -> Result<Engines, 
     }
 
     // Top-level def.json blocks (no real sample): each belongs to its queue's owner.
-    for b in &def.top_level_dma {
-        let block = parse_block(&def.member, b.clone(), &def.vars, &def.queues, None)?;
+    let top_level = match &def.top_level_dma {
+        Some(blob) => std::str::from_utf8(blob.bytes(archive))
+            .ok()
+            .and_then(|text| serde_json::from_str::<Vec<&RawValue>>(text).ok())
+            .ok_or_else(|| ManifestError::DefLoad {
+                member: def.member.clone(),
+                detail: "dma must be an array".into(),
+            })?,
+        None => Vec::new(),
+    };
+    for b in top_level {
+        let block = parse_block(&def.member, b, &def.vars, &def.queues, None)?;
         let owner = def
             .queues
             .get(&block.queue)
@@ -358,29 +477,32 @@ fn insert_block(
 /// holds it (`None` for a top-level block: the owner is not checked).
 fn parse_block(
     member: &str,
-    v: Value,
+    v: &RawValue,
     vars: &Vars,
     queues: &BTreeMap<String, DmaQueue>,
     engine: Option<EngineType>,
 ) -> Result<DmaBlock, ManifestError> {
-    let shown_q = v
-        .get("queue")
-        .and_then(Value::as_str)
-        .unwrap_or("?")
-        .to_string();
-    let shown_id = v.get("id").map_or("?".to_string(), describe);
-    let malformed = |detail: String| ManifestError::MalformedDmaBlock {
+    let malformed = |queue: &str, id: String, detail: String| ManifestError::MalformedDmaBlock {
         member: member.to_string(),
-        queue: shown_q.clone(),
-        id: shown_id.clone(),
+        queue: queue.to_string(),
+        id,
         detail,
     };
-    let raw: RawBlock = serde_json::from_value(v).map_err(|e| malformed(e.to_string()))?;
-    let queue = raw.queue.ok_or_else(|| malformed("no queue".into()))?;
-    let id = raw.id.ok_or_else(|| malformed("no id".into()))?;
-    let desc = raw.desc.ok_or_else(|| malformed("no desc".into()))?;
+    let raw: RawBlock = json::object(v).map_err(|detail| {
+        let name: RawBlockName = json::object(v).unwrap_or_default();
+        let queue = name.queue.and_then(json::as_string);
+        let id = name.id.map_or("?".to_string(), brief);
+        malformed(queue.as_deref().unwrap_or("?"), id, detail)
+    })?;
+    let id_shown = raw.id.map_or("?".to_string(), |id| id.to_string());
+    let queue = raw
+        .queue
+        .ok_or_else(|| malformed("?", id_shown.clone(), "no queue".into()))?;
+    let malformed = |detail: &str| malformed(&queue, id_shown.clone(), detail.into());
+    let id = raw.id.ok_or_else(|| malformed("no id"))?;
+    let desc = raw.desc.ok_or_else(|| malformed("no desc"))?;
     if desc.is_empty() {
-        return Err(malformed("desc is empty".into()));
+        return Err(malformed("desc is empty"));
     }
     let q = queues
         .get(&queue)
@@ -401,7 +523,7 @@ fn parse_block(
         }
     }
     let mut descs = Vec::with_capacity(desc.len());
-    for d in &desc {
+    for json::Obj(d) in desc {
         descs.push(parse_desc(member, &queue, id, d, vars)?);
     }
     Ok(DmaBlock {
@@ -417,23 +539,20 @@ fn parse_desc(
     member: &str,
     queue: &str,
     id: u64,
-    d: &BTreeMap<String, Value>,
+    d: RawDesc<'_>,
     vars: &Vars,
 ) -> Result<DmaDesc, ManifestError> {
-    let op_str = d.get("op").map(|v| {
-        v.as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| describe(v))
-    });
-    let transpose = d.get("transpose_op").map(|t| Transpose {
-        op: t.as_str().map_or_else(|| describe(t), str::to_string),
-        shape: u64_list(d.get("transpose_shape")).unwrap_or_default(),
-        element_size: d.get("transpose_element_size").and_then(Value::as_u64),
+    // A name that is not a string is named by what stands there.
+    let name = |v: &RawValue| json::string(v).unwrap_or_else(|found| found);
+    let transpose = d.transpose_op.map(|t| Transpose {
+        op: name(t),
+        shape: d.transpose_shape.and_then(json::u64_list).unwrap_or_default(),
+        element_size: d.transpose_element_size.and_then(json::as_u64),
     });
     let op = if transpose.is_some() {
         DmaOp::Transpose
     } else {
-        match op_str.as_deref() {
+        match d.op.map(name).as_deref() {
             None | Some("copy") => DmaOp::Copy,
             Some("cast") => DmaOp::Cast,
             Some("fma") => DmaOp::Fma,
@@ -451,30 +570,25 @@ fn parse_desc(
             }
         }
     };
-    let from = endpoint(member, queue, id, d, "from", vars, op)?;
-    let to = endpoint(member, queue, id, d, "to", vars, op)?;
+    let from = endpoint(member, queue, id, d.from(), vars, op)?;
+    let to = endpoint(member, queue, id, d.to(), vars, op)?;
     Ok(DmaDesc {
         from,
         to,
         op,
         num_tiling_dimensions: d
-            .get("num_tiling_dimensions")
-            .and_then(Value::as_u64)
+            .num_tiling_dimensions
+            .and_then(json::as_u64)
             .unwrap_or(1),
         transpose,
     })
-}
-
-fn u64_list(v: Option<&Value>) -> Option<Vec<u64>> {
-    v?.as_array()?.iter().map(Value::as_u64).collect()
 }
 
 fn endpoint(
     member: &str,
     queue: &str,
     id: u64,
-    d: &BTreeMap<String, Value>,
-    side: &'static str,
+    raw: RawSide<'_>,
     vars: &Vars,
     op: DmaOp,
 ) -> Result<Endpoint, ManifestError> {
@@ -484,29 +598,29 @@ fn endpoint(
         id: id.to_string(),
         detail,
     };
-    let key = |suffix: &str| format!("{side}{suffix}");
-    let name = d
-        .get(side)
-        .and_then(Value::as_str)
+    let side = raw.name;
+    let name = raw
+        .var
+        .and_then(json::as_string)
         .ok_or_else(|| malformed(format!("descriptor has no string {side}")))?;
     let var = vars
-        .by_name(name)
+        .by_name(&name)
         .ok_or_else(|| ManifestError::DmaUnknownVariable {
             member: member.to_string(),
             queue: queue.to_string(),
             id,
-            var: name.to_string(),
+            var: name.clone(),
         })?;
-    let off = d
-        .get(&key("_off"))
-        .and_then(Value::as_u64)
+    let off = raw
+        .off
+        .and_then(json::as_u64)
         .ok_or_else(|| malformed(format!("{side}_off is missing or not an unsigned integer")))?;
-    let sizes = u64_list(d.get(&key("_sizes"))).ok_or_else(|| {
+    let sizes = raw.sizes.and_then(json::u64_list).ok_or_else(|| {
         malformed(format!(
             "{side}_sizes is missing or not a list of unsigned integers"
         ))
     })?;
-    let steps = u64_list(d.get(&key("_steps"))).ok_or_else(|| {
+    let steps = raw.steps.and_then(json::u64_list).ok_or_else(|| {
         malformed(format!(
             "{side}_steps is missing or not a list of unsigned integers"
         ))
@@ -526,10 +640,7 @@ fn endpoint(
             endpoint: side,
         });
     }
-    let dtype = d
-        .get(&key("_dtype"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let dtype = raw.dtype.and_then(json::as_string);
     if dtype.is_none() && !matches!(op, DmaOp::Copy | DmaOp::Transpose) {
         return Err(ManifestError::DescWithoutDtype {
             member: member.to_string(),
@@ -539,7 +650,7 @@ fn endpoint(
         });
     }
     let ep = Endpoint {
-        var: name.to_string(),
+        var: name.clone(),
         var_id: var.id,
         dtype,
         off,
@@ -551,7 +662,7 @@ fn endpoint(
             member: member.to_string(),
             queue: queue.to_string(),
             id,
-            var: name.to_string(),
+            var: name,
         });
     };
     match ep.end() {
@@ -561,7 +672,7 @@ fn endpoint(
                 member: member.to_string(),
                 queue: queue.to_string(),
                 id,
-                var: name.to_string(),
+                var: name,
                 end: end.unwrap_or(u64::MAX),
                 size,
             })

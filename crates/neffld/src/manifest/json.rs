@@ -11,6 +11,14 @@
 //! not with the bytes, and a few bytes a value (`[0,0,0,…]`) compress a
 //! thousandfold, so a NEFF of 267 KB could otherwise make every front end
 //! spend gigabytes on one def.json before any check looked at it.
+//!
+//! Nothing is built as a `serde_json::Value` (32 bytes for the two of `0,`,
+//! about 4.5 KB for a DMA block of 17 values): a member is read into typed
+//! records, and a part whose form is checked later, or read only in part,
+//! is kept as its text ([`RawValue`], borrowed from the member) and read
+//! typed from there, one part at a time ([`read`], [`object`]). What is
+//! kept of a value is then at most a few dozen bytes, and a member at the
+//! ceiling costs a bounded amount (docs/performance.md).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -19,16 +27,18 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+pub use serde_json::value::RawValue;
 
 use super::ManifestError;
 
 /// The most JSON values one manifest member may hold, counting every
 /// scalar, array and object at any depth. The largest real manifest known
 /// (a 4.7 MB engine json of a 2.0.99229-family NEFF, parse.md §13) holds
-/// a few hundred thousand. Held as `serde_json::Value`s, where a manifest
-/// keeps any, a value costs about a hundred bytes, so a member at the
-/// ceiling parses within about the default inflate floor (256 MiB); past
-/// it the member is refused before anything is built.
+/// a few hundred thousand. What the typed records keep of a value is at
+/// most about 33 bytes (a DMA descriptor's), so a member at the ceiling
+/// parses within about 70 MiB beyond its own bytes, well inside the
+/// default inflate floor (256 MiB); past it the member is refused before
+/// anything is built.
 pub const MAX_VALUES: u64 = 1 << 21;
 
 /// A top-level table of a manifest bounded by a ceiling of its own: the
@@ -334,18 +344,230 @@ impl<'de> Visitor<'de> for KeySeed {
     }
 }
 
-/// A short rendering of a JSON value for "found …" in messages.
-pub fn describe(v: &serde_json::Value) -> String {
-    let s = v.to_string();
-    if s.len() > 60 {
-        let mut cut = 57;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!("{}...", &s[..cut])
-    } else {
-        s
+/// A part of a member whose text is kept, read as `T`.
+pub fn read<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T, serde_json::Error> {
+    serde_json::from_str(raw.get())
+}
+
+/// A part that must be a JSON object, read as the record `T`: an array is
+/// refused rather than read field by field in order, as serde reads a
+/// record from an array. The error is the detail of a message, without
+/// the line and column serde_json adds: they would count from the part,
+/// not from the member.
+pub fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T, String> {
+    if !raw.get().starts_with('{') {
+        return Err(format!("expected an object, found {}", brief(raw)));
     }
+    read(raw).map_err(|e| {
+        let at = format!(" at line {} column {}", e.line(), e.column());
+        let mut detail = e.to_string();
+        if detail.ends_with(&at) {
+            detail.truncate(detail.len() - at.len());
+        }
+        detail
+    })
+}
+
+/// A record `T` read only from a JSON object (serde would also read it
+/// from an array, field by field in order), as a map is: what is not an
+/// object is "invalid type: …, expected a map".
+#[derive(Debug)]
+pub struct Obj<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Obj<T>, D::Error> {
+        struct Objects<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Objects<T> {
+            type Value = Obj<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Obj)
+            }
+        }
+        d.deserialize_map(Objects(std::marker::PhantomData))
+    }
+}
+
+/// The unsigned integer `raw` is, if it is one.
+pub fn as_u64(raw: &RawValue) -> Option<u64> {
+    read(raw).ok()
+}
+
+/// The string `raw` is, if it is one.
+pub fn as_string(raw: &RawValue) -> Option<String> {
+    read(raw).ok()
+}
+
+/// The string `raw` is, or else what stands there instead ([`brief`]), for
+/// the message that refuses it.
+pub fn string(raw: &RawValue) -> Result<String, String> {
+    as_string(raw).ok_or_else(|| brief(raw))
+}
+
+/// The list of unsigned integers `raw` is, if it is one.
+pub fn u64_list(raw: &RawValue) -> Option<Vec<u64>> {
+    read(raw).ok()
+}
+
+/// The elements of the array `raw` is, each as its text; `None` if it is
+/// not an array.
+pub fn elements(raw: &RawValue) -> Option<Vec<&RawValue>> {
+    read(raw).ok()
+}
+
+/// How many entries an array or an object has, counted as they are
+/// skipped, or that it is neither.
+enum Entries {
+    Array(usize),
+    Object(usize),
+    Neither,
+}
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Entries, D::Error> {
+        d.deserialize_any(EntriesVisitor)
+    }
+}
+
+struct EntriesVisitor;
+
+impl<'de> Visitor<'de> for EntriesVisitor {
+    type Value = Entries;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Entries, E> {
+        Ok(Entries::Neither)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Entries, E> {
+        Ok(Entries::Neither)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Entries, E> {
+        Ok(Entries::Neither)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Entries, E> {
+        Ok(Entries::Neither)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Entries, E> {
+        Ok(Entries::Neither)
+    }
+    fn visit_unit<E>(self) -> Result<Entries, E> {
+        Ok(Entries::Neither)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Entries, A::Error> {
+        let mut n = 0;
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {
+            n += 1;
+        }
+        Ok(Entries::Array(n))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries, A::Error> {
+        let mut n = 0;
+        while map
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {
+            n += 1;
+        }
+        Ok(Entries::Object(n))
+    }
+}
+
+/// The length of the array `raw` is, if it is one.
+pub fn array_len(raw: &RawValue) -> Option<usize> {
+    match read(raw) {
+        Ok(Entries::Array(n)) => Some(n),
+        _ => None,
+    }
+}
+
+/// How many keys the object `raw` is has, if it is one.
+pub fn object_len(raw: &RawValue) -> Option<usize> {
+    match read(raw) {
+        Ok(Entries::Object(n)) => Some(n),
+        _ => None,
+    }
+}
+
+/// Where the part `raw` starts in `member`, the text it was read from.
+///
+/// # Panics
+/// When `raw` was read from another text: a caller's mistake.
+pub fn offset_in(member: &[u8], raw: &RawValue) -> usize {
+    let at = (raw.get().as_ptr() as usize).wrapping_sub(member.as_ptr() as usize);
+    assert!(
+        at + raw.get().len() <= member.len(),
+        "a part read from another member"
+    );
+    at
+}
+
+/// The first element of an array and how many it has: every element is
+/// read as `T` (so each must be one), and all but the first dropped as they
+/// are read, so a long array keeps nothing.
+#[derive(Debug)]
+pub struct First<T> {
+    pub first: Option<T>,
+    pub len: usize,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<First<T>, D::Error> {
+        struct Firsts<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Firsts<T> {
+            type Value = First<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<First<T>, A::Error> {
+                let first = seq.next_element::<T>()?;
+                let mut len = usize::from(first.is_some());
+                while seq.next_element::<T>()?.is_some() {
+                    len += 1;
+                }
+                Ok(First { first, len })
+            }
+        }
+        d.deserialize_seq(Firsts(std::marker::PhantomData))
+    }
+}
+
+/// The longest rendering [`brief`] gives before it cuts.
+const BRIEF: usize = 60;
+
+/// A short rendering of a part for "found …" in messages: its text without
+/// the whitespace between tokens, cut at 60 characters. Only what is shown
+/// is read.
+pub fn brief(raw: &RawValue) -> String {
+    let mut out = String::new();
+    let mut shown = 0;
+    let (mut in_string, mut escaped) = (false, false);
+    for c in raw.get().chars() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c.is_whitespace() {
+            continue;
+        } else if c == '"' {
+            in_string = true;
+        }
+        if shown == BRIEF {
+            let cut = out.char_indices().nth(BRIEF - 3).map_or(out.len(), |(i, _)| i);
+            out.truncate(cut);
+            out.push_str("...");
+            return out;
+        }
+        out.push(c);
+        shown += 1;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -437,5 +659,56 @@ mod tests {
             );
             assert!(e.to_string().contains("more than 2"), "{e}");
         }
+    }
+
+    fn raw(text: &str) -> &RawValue {
+        serde_json::from_str(text).expect("JSON")
+    }
+
+    /// A part is shown as written, without the whitespace between tokens,
+    /// and cut at 60 characters (not bytes).
+    #[test]
+    fn a_brief_is_the_text_without_spacing_cut_at_sixty_characters() {
+        assert_eq!(brief(raw(r#"{ "b" : 1e3,  "a" : [ 1 , "x  y" ] }"#)), r#"{"b":1e3,"a":[1,"x  y"]}"#);
+        assert_eq!(brief(raw(r#""a \" }  b""#)), r#""a \" }  b""#);
+        let long = format!("[{}]", vec!["\"é\""; 40].join(", "));
+        let shown = brief(raw(&long));
+        assert_eq!(shown.chars().count(), 60, "{shown}");
+        assert!(shown.starts_with("[\"é\",\"é\"") && shown.ends_with("..."), "{shown}");
+        assert_eq!(brief(raw(&format!("[{}]", "1,".repeat(28) + "1"))).len(), 59);
+    }
+
+    /// A record is read from an object only, and its error reads as serde's
+    /// without a line and column that would count from the part.
+    #[test]
+    fn records_are_read_from_objects_only() {
+        #[derive(Debug, Deserialize)]
+        struct R {
+            #[allow(dead_code)]
+            a: Option<u64>,
+        }
+        assert!(object::<R>(raw(r#"{"a":1}"#)).is_ok());
+        assert_eq!(object::<R>(raw("[1]")).unwrap_err(), "expected an object, found [1]");
+        assert_eq!(
+            object::<R>(raw(r#"{"a":"x"}"#)).unwrap_err(),
+            r#"invalid type: string "x", expected u64"#
+        );
+        let e = serde_json::from_str::<Obj<R>>("[1]").unwrap_err().to_string();
+        assert!(e.starts_with("invalid type: sequence, expected a map"), "{e}");
+        assert!(serde_json::from_str::<Obj<R>>(r#"{"a":2}"#).is_ok());
+    }
+
+    /// `First` keeps the first element, counts them all and reads each as
+    /// its type.
+    #[test]
+    fn first_keeps_one_element_and_counts_all() {
+        let f: First<u64> = serde_json::from_str("[7,8,9]").unwrap();
+        assert_eq!((f.first, f.len), (Some(7), 3));
+        let f: First<u64> = serde_json::from_str("[]").unwrap();
+        assert_eq!((f.first, f.len), (None, 0));
+        assert!(serde_json::from_str::<First<u64>>(r#"[7,"x"]"#).is_err());
+        assert_eq!(array_len(raw("[[1,2],3]")), Some(2));
+        assert_eq!(object_len(raw(r#"{"a":[1,2],"b":3}"#)), Some(2));
+        assert_eq!((array_len(raw("{}")), object_len(raw("[]"))), (None, None));
     }
 }

@@ -4,9 +4,8 @@
 use std::collections::HashSet;
 
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::json::{self, describe};
+use super::json::{self, brief, RawValue};
 use super::{ManifestError, ParseOptions};
 use crate::container::Archive;
 use crate::Arch;
@@ -55,10 +54,22 @@ pub struct Kelf {
 }
 
 #[derive(Deserialize)]
-struct RawKelf {
-    version: Option<Value>,
-    target: Option<Value>,
-    graphs: Option<Value>,
+struct RawKelf<'a> {
+    #[serde(borrow)]
+    version: Option<&'a RawValue>,
+    #[serde(borrow)]
+    target: Option<&'a RawValue>,
+    #[serde(borrow)]
+    graphs: Option<&'a RawValue>,
+}
+
+/// The keys of a `graphs[]` entry the graph list reads.
+#[derive(Deserialize)]
+struct RawGraph<'a> {
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    definition: Option<&'a RawValue>,
 }
 
 /// Resolves a `target` string (§5.2 table).
@@ -118,10 +129,7 @@ pub fn parse(archive: &Archive, member: &str, opts: &ParseOptions) -> Result<Kel
 /// architecture mismatch on another.
 pub fn declared_target(member: &str, bytes: &[u8], instance: Arch) -> Option<Arch> {
     let raw: RawKelf = json::parse(member, bytes).ok()?;
-    match raw.target? {
-        Value::String(s) => parse_target(&s, instance),
-        _ => None,
-    }
+    parse_target(&json::as_string(raw.target?)?, instance)
 }
 
 pub fn parse_bytes(member: &str, bytes: &[u8], opts: &ParseOptions) -> Result<Kelf, ManifestError> {
@@ -133,24 +141,21 @@ pub fn parse_bytes(member: &str, bytes: &[u8], opts: &ParseOptions) -> Result<Ke
         ManifestError::Json { detail, .. } => invalid(detail),
         other => other,
     })?;
-    let string_key = |key: &str, v: Option<Value>| -> Result<String, ManifestError> {
-        match v {
-            Some(Value::String(s)) => Ok(s),
-            Some(other) => Err(invalid(format!(
-                "{key} must be a string, found {}",
-                describe(&other)
-            ))),
+    let string_key = |key: &str, v: Option<&RawValue>| -> Result<String, ManifestError> {
+        match v.map(json::string) {
+            Some(Ok(s)) => Ok(s),
+            Some(Err(found)) => Err(invalid(format!("{key} must be a string, found {found}"))),
             None => Err(invalid(format!("{key} is missing"))),
         }
     };
     let version_str = string_key("version", raw.version)?;
     let target_name = string_key("target", raw.target)?;
-    let graphs_v = match raw.graphs {
-        Some(Value::Array(a)) => a,
-        Some(other) => {
+    let graphs_v = match raw.graphs.map(|g| json::elements(g).ok_or(g)) {
+        Some(Ok(a)) => a,
+        Some(Err(other)) => {
             return Err(invalid(format!(
                 "graphs must be an array, found {}",
-                describe(&other)
+                brief(other)
             )))
         }
         None => return Err(invalid("graphs is missing".into())),
@@ -188,25 +193,23 @@ pub fn parse_bytes(member: &str, bytes: &[u8], opts: &ParseOptions) -> Result<Ke
 
     let mut graphs = Vec::with_capacity(graphs_v.len());
     let mut seen = HashSet::new();
-    for (i, g) in graphs_v.iter().enumerate() {
-        let field = |key: &str| -> Result<String, ManifestError> {
-            g.get(key)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "graphs[{i}] needs a string {key}, found {}",
-                        describe(g)
-                    ))
-                })
+    for (i, &g) in graphs_v.iter().enumerate() {
+        let entry: Option<RawGraph> = json::object(g).ok();
+        let string = |v: Option<&RawValue>, key: &str| {
+            v.and_then(json::as_string).ok_or_else(|| {
+                invalid(format!(
+                    "graphs[{i}] needs a string {key}, found {}",
+                    brief(g)
+                ))
+            })
         };
         // Any string is a graph name, as the runtime takes it: a label in
         // reports and logs, never a path it opens (`definition` is the
         // member it reads). So `../../x` or `/etc/x` loads; what would use
         // it as a file name (`neffld load --dump`) checks it there
         // (`tree::plain_name`) and refuses it before writing anything.
-        let name = field("name")?;
-        let definition = field("definition")?;
+        let name = string(entry.as_ref().and_then(|e| e.name), "name")?;
+        let definition = string(entry.as_ref().and_then(|e| e.definition), "definition")?;
         if !seen.insert(name.clone()) {
             return Err(ManifestError::DuplicateGraph {
                 member: member.to_string(),

@@ -5,10 +5,9 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::dtype::NrtDtype;
-use super::json::{self, describe};
+use super::json::{self, brief, RawValue};
 use super::ManifestError;
 use crate::container::Archive;
 
@@ -60,7 +59,8 @@ struct RawNeffJson<'a> {
     arg_nodes: Option<Vec<u64>>,
     heads: Option<Vec<Vec<u64>>>,
     node_row_ptr: Option<Vec<u64>>,
-    attrs: Option<RawAttrs>,
+    #[serde(borrow)]
+    attrs: Option<RawAttrs<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -69,20 +69,24 @@ struct RawNode<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     output_names: Option<Vec<Cow<'a, str>>>,
-    #[serde(default)]
-    attrs: Option<RawNodeAttrs>,
+    #[serde(borrow, default)]
+    attrs: Option<RawNodeAttrs<'a>>,
 }
 
 #[derive(Deserialize)]
-struct RawNodeAttrs {
-    func_name: Option<Value>,
-    kelf: Option<Value>,
+struct RawNodeAttrs<'a> {
+    #[serde(borrow)]
+    func_name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    kelf: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct RawAttrs {
-    dltype: Option<Value>,
-    shape: Option<Value>,
+struct RawAttrs<'a> {
+    #[serde(borrow)]
+    dltype: Option<&'a RawValue>,
+    #[serde(borrow)]
+    shape: Option<&'a RawValue>,
 }
 
 /// Finds and parses tier 1.
@@ -113,8 +117,8 @@ pub fn parse_bytes(member: &str, bytes: &[u8]) -> Result<NeffJson, ManifestError
             member: member.to_string(),
         });
     };
-    let dltypes = attr_list(member, "dltype", &dltype)?;
-    let shapes = attr_list(member, "shape", &shape)?;
+    let dltypes = attr_list(member, "dltype", dltype)?;
+    let shapes = attr_list(member, "shape", shape)?;
 
     let mut warnings = Vec::new();
     let mut io = IoMaps::default();
@@ -145,7 +149,7 @@ pub fn parse_bytes(member: &str, bytes: &[u8]) -> Result<NeffJson, ManifestError
         let node = node_at(idx)?;
         let eid = row_at(idx)?;
         let name = node.name.as_deref().unwrap_or_default().to_string();
-        let t = tensor(member, &name, eid, dltypes, shapes, &mut warnings)?;
+        let t = tensor(member, &name, eid, &dltypes, &shapes, &mut warnings)?;
         insert(&mut io.inputs, &mut io.input_order, t, &mut warnings);
     }
 
@@ -186,7 +190,7 @@ pub fn parse_bytes(member: &str, bytes: &[u8]) -> Result<NeffJson, ManifestError
         let eid = row_at(node_id)?
             .checked_add(out_idx)
             .ok_or_else(|| invalid("entry id overflows".into()))?;
-        let t = tensor(member, &name, eid, dltypes, shapes, &mut warnings)?;
+        let t = tensor(member, &name, eid, &dltypes, &shapes, &mut warnings)?;
         insert(&mut io.outputs, &mut io.output_order, t, &mut warnings);
     }
 
@@ -199,35 +203,28 @@ pub fn parse_bytes(member: &str, bytes: &[u8]) -> Result<NeffJson, ManifestError
     })
 }
 
-/// `["list_str", [...]]` → the inner list.
+/// `["list_str", [...]]` → the inner list, each element as its text.
 fn attr_list<'v>(
     member: &str,
     what: &'static str,
-    v: &'v Value,
-) -> Result<&'v [Value], ManifestError> {
-    match v {
-        Value::Array(outer) => match outer.get(1) {
-            Some(Value::Array(inner)) => Ok(inner),
-            _ => Err(ManifestError::InvalidAttrFormat {
-                member: member.to_string(),
-                what,
-                found: describe(v),
-            }),
-        },
-        _ => Err(ManifestError::InvalidAttrFormat {
+    v: &'v RawValue,
+) -> Result<Vec<&'v RawValue>, ManifestError> {
+    json::elements(v)
+        .and_then(|outer| outer.get(1).copied())
+        .and_then(json::elements)
+        .ok_or_else(|| ManifestError::InvalidAttrFormat {
             member: member.to_string(),
             what,
-            found: describe(v),
-        }),
-    }
+            found: brief(v),
+        })
 }
 
 fn tensor(
     member: &str,
     name: &str,
     eid: u64,
-    dltypes: &[Value],
-    shapes: &[Value],
+    dltypes: &[&RawValue],
+    shapes: &[&RawValue],
     warnings: &mut Vec<String>,
 ) -> Result<IoTensor, ManifestError> {
     let oob = |len: usize| ManifestError::EidOutOfBounds {
@@ -242,26 +239,21 @@ fn tensor(
         name: name.to_string(),
         detail,
     };
-    let dtype_name = match dt {
-        Value::String(s) => s.clone(),
-        other => {
-            return Err(ManifestError::InvalidAttrFormat {
-                member: member.to_string(),
-                what: "dltype",
-                found: describe(other),
-            })
-        }
-    };
+    let dtype_name = json::string(dt).map_err(|found| ManifestError::InvalidAttrFormat {
+        member: member.to_string(),
+        what: "dltype",
+        found,
+    })?;
     let dtype = NrtDtype::from_io_str(&dtype_name).unwrap_or_else(|| {
         warnings.push(format!(
             "Unknown dtype: {dtype_name}, defaulting to UNKNOWN (tensor {name})"
         ));
         NrtDtype::Unknown
     });
-    let dims = sh.as_array().ok_or_else(|| {
+    let dims = json::elements(sh).ok_or_else(|| {
         invalid(format!(
             "expected an array of dimensions, found {}",
-            describe(sh)
+            brief(sh)
         ))
     })?;
     if dims.len() > MAX_IO_DIMS {
@@ -273,13 +265,12 @@ fn tensor(
     let mut shape = Vec::with_capacity(dims.len());
     let mut elems: u64 = 1;
     for d in dims {
-        let v = d
-            .as_u64()
+        let v = json::as_u64(d)
             .and_then(|v| u32::try_from(v).ok())
             .ok_or_else(|| {
                 invalid(format!(
                     "dimension {} is not an integer in 0..=4294967295",
-                    describe(d)
+                    brief(d)
                 ))
             })?;
         shape.push(v);
@@ -329,27 +320,28 @@ fn find_kelf(member: &str, nodes: &[RawNode]) -> Result<String, ManifestError> {
         .find(|n| {
             n.attrs
                 .as_ref()
-                .and_then(|a| a.func_name.as_ref())
-                .and_then(Value::as_str)
+                .and_then(|a| a.func_name)
+                .and_then(json::as_string)
+                .as_deref()
                 == Some("__kelf")
         })
         .ok_or_else(|| ManifestError::NoKelfNode {
             member: member.to_string(),
         })?;
     let node_name = node.name.as_deref().unwrap_or_default().to_string();
-    match node.attrs.as_ref().and_then(|a| a.kelf.as_ref()) {
+    match node.attrs.as_ref().and_then(|a| a.kelf).map(json::string) {
         None => Err(ManifestError::KelfAttrMissing {
             member: member.to_string(),
             node: node_name,
         }),
-        Some(Value::String(s)) => {
+        Some(Ok(s)) => {
             tracing::debug!("Found KELF node: {s}");
-            Ok(s.clone())
+            Ok(s)
         }
-        Some(other) => Err(ManifestError::KelfAttrNotString {
+        Some(Err(found)) => Err(ManifestError::KelfAttrNotString {
             member: member.to_string(),
             node: node_name,
-            found: describe(other),
+            found,
         }),
     }
 }
