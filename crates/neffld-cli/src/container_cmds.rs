@@ -921,7 +921,7 @@ pub fn pack(dir: &Path, out: &Path, o: &PackOptions<'_>, err: Style) -> CmdResul
     if members.len() as u64 > max_members {
         warnings.push(format!(
             "the NEFF holds {} members, more than the {max_members} a load reads \
-             (NEFFLD_MAX_MEMBERS raises the ceiling)",
+             (neffld's own ceiling, not the runtime's; NEFFLD_MAX_MEMBERS raises it)",
             members.len()
         ));
     }

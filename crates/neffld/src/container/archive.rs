@@ -421,7 +421,7 @@ mod tests {
         assert_eq!(e.status(), NrtStatus::Invalid);
         assert_eq!(
             Archive::from_tar_with(data, 0).unwrap_err().to_string(),
-            "the NEFF payload has more than 0 tar entries (the one at offset 0x0 is past the ceiling; NEFFLD_MAX_MEMBERS raises it)"
+            "the NEFF payload has more than 0 tar entries (the one at offset 0x0 is past the ceiling): neffld's own ceiling, not the runtime's; NEFFLD_MAX_MEMBERS raises it"
         );
     }
 

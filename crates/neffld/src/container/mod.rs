@@ -219,7 +219,7 @@ pub enum ContainerError {
     #[error("the opened NEFF handed in beside its bytes is not theirs: its header differs")]
     NotTheseBytes,
     /// More archive entries than the ceiling (`NEFFLD_MAX_MEMBERS`).
-    #[error("the NEFF payload has more than {limit} tar entries (the one at offset {offset:#x} is past the ceiling; NEFFLD_MAX_MEMBERS raises it)")]
+    #[error("the NEFF payload has more than {limit} tar entries (the one at offset {offset:#x} is past the ceiling): neffld's own ceiling, not the runtime's; NEFFLD_MAX_MEMBERS raises it")]
     TooManyMembers {
         /// The ceiling.
         limit: u64,

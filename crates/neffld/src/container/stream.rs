@@ -78,7 +78,8 @@ pub fn read_neff_within(r: &mut dyn Read, max: u64) -> io::Result<Vec<u8>> {
             io::ErrorKind::InvalidInput,
             format!(
                 "the header declares a payload of {} bytes, more than the {max} bytes a NEFF \
-                 read from a stream may hold (NEFFLD_MAX_NEFF_SIZE raises the ceiling)",
+                 read from a stream may hold: neffld's own ceiling, not the runtime's \
+                 (NEFFLD_MAX_NEFF_SIZE raises it)",
                 h.data_size
             ),
         ));

@@ -748,7 +748,7 @@ impl StepBudget {
                 place,
                 format!(
                     "the deployment would expand to more than {} steps (this adds {n} to {}); \
-                     NEFFLD_MAX_STEPS raises the ceiling",
+                     neffld's own ceiling, NEFFLD_MAX_STEPS raises it",
                     self.max, self.used
                 ),
             ));
