@@ -13,12 +13,12 @@
 //! spend gigabytes on one def.json before any check looked at it.
 //!
 //! Nothing is built as a `serde_json::Value` (32 bytes for the two of `0,`,
-//! about 4.5 KB for a DMA block of 17 values): a member is read into typed
-//! records, and a part whose form is checked later, or read only in part,
-//! is kept as its text ([`RawValue`], borrowed from the member) and read
-//! typed from there, one part at a time ([`read`], [`object`]). What is
-//! kept of a value is then at most a few dozen bytes, and a member at the
-//! ceiling costs a bounded amount (docs/performance.md).
+//! a map node per object): a member is read into typed records, and a part
+//! whose form is checked later, or read only in part, is kept as its text
+//! ([`RawValue`], borrowed from the member) and read typed from there, one
+//! part at a time ([`object`], [`string`], [`elements`]). An engine json of
+//! DMA blocks at the ceiling then peaks at 33 bytes a value beyond its
+//! text, what the records keep, where it peaked at 110 (docs/performance.md).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -345,7 +345,7 @@ impl<'de> Visitor<'de> for KeySeed {
 }
 
 /// A part of a member whose text is kept, read as `T`.
-pub fn read<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T, serde_json::Error> {
+fn read<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T, serde_json::Error> {
     serde_json::from_str(raw.get())
 }
 
