@@ -33,10 +33,11 @@ fn run_list(ranks: &[u32]) -> String {
 }
 
 /// The groups of a replica group: `[0-3] [4-7]`, the first few and a
-/// count when there are many; `each rank alone` for a set of none.
+/// count when there are many; `every rank` for a set of none (one group
+/// of the whole world).
 pub fn groups(groups: &[Vec<u32>]) -> String {
     if groups.is_empty() {
-        return "each rank alone".into();
+        return "every rank".into();
     }
     let mut shown: Vec<String> = groups
         .iter()
@@ -108,7 +109,7 @@ mod tests {
         assert_eq!(run_list(&[0, 2, 4]), "0,2,4");
         assert_eq!(run_list(&[0, 1, 4, 5, 6, 9]), "0,1,4-6,9");
         assert_eq!(run_list(&[]), "");
-        assert_eq!(groups(&[]), "each rank alone");
+        assert_eq!(groups(&[]), "every rank");
         let many: Vec<Vec<u32>> = (0..32).map(|g| vec![2 * g, 2 * g + 1]).collect();
         assert_eq!(groups(&many), "[0,1] [2,3] [4,5] [6,7] … (32 groups)");
     }

@@ -249,8 +249,8 @@ impl Communicators {
 /// `line`: no subgraph declares more replica-group sets than the line's
 /// cap, every rank a group or a send/receive names is inside the world,
 /// and `join`'s rank is in a group of each non-empty replica-group set of
-/// every subgraph (an empty set, the runtime's own sample's `[[]]`, is
-/// every rank alone).
+/// every subgraph (an empty set, the runtime's own sample's `[[]]`, is one
+/// group of every rank).
 pub(crate) fn check_groups(
     kbins: &[Kbin],
     join: Join,

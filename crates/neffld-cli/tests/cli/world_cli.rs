@@ -166,6 +166,45 @@ fn a_rank_with_another_collective_is_refused_naming_both_ranks() {
     assert_eq!(doc["error"]["stage"], "collectives");
 }
 
+/// The runtime's own sample (one all-reduce on `replica_groups = [[]]`,
+/// one group of every rank) as both ranks of two: they agree; when rank
+/// 1's PE stream holds the all-reduce twice, its step is refused naming
+/// both ranks.
+#[test]
+fn the_samples_ranks_are_one_group_and_compared() {
+    use neffld::container::writer::Producer;
+    use neffld_testkit::collectives::{sample, sample_pe};
+    let dir = scratch("world-sample");
+    let a = write(&dir, "a.neff", sample().write(Producer::V2_21));
+    let mut twice = sample();
+    twice.set("sg00/pe.bin", [sample_pe(), sample_pe()].concat());
+    let b = write(&dir, "b.neff", twice.write(Producer::V2_21));
+    let plan = |rank1: &str| {
+        neffld(&[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--world",
+            "2",
+            &format!("{a}@0"),
+            &format!("{rank1}@1"),
+        ])
+    };
+    let out = plan(&a);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("collectives memory not counted"), "{t}");
+    let out = plan(&b);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains(
+            "replica group [0, 1]: collective 1 differs between ranks 0 and 1: rank 0 has none"
+        ),
+        "{t}"
+    );
+}
+
 /// Collectives of one count that differ in kind: a runtime that counts
 /// them loads both ranks; the plan says so and still refuses.
 #[test]

@@ -755,9 +755,10 @@ impl<'a> Scan<'a> {
     }
 
     /// Ranks per group of replica group `id`, which must exist: the
-    /// groups of one set are of one size (a set of no groups, as in the
-    /// runtime's own sample `[[]]`, is each rank alone), and no rank is in
-    /// two of them.
+    /// groups of one set are of one size, and no rank is in two of them.
+    /// A set of no groups (the runtime's own sample's `[[]]`) is one group
+    /// of the whole world, whose size the NEFF does not give: 1 here, its
+    /// counts not scaled.
     fn group(&self, id: u16, at: &Site) -> Result<u32, KbinError> {
         if self.groups.is_empty() {
             return Err(at.refuse(format!(
@@ -1133,11 +1134,12 @@ pub struct CollectiveInfo {
     pub bytes_out: u64,
     /// The replica-group id (an index of def.json's `replica_groups`).
     pub group: Option<u16>,
-    /// Ranks in each group of it (1: each rank alone; 2 for a send or
-    /// receive, the rank and its peer).
+    /// Ranks in each group of it (2 for a send or receive, the rank and its
+    /// peer; 1 for a set of no groups, the whole world, whose size the
+    /// NEFF does not give).
     pub group_size: u32,
     /// The ranks of each group of its replica group, as def.json lists
-    /// them (empty: every rank alone, as in `[[]]`).
+    /// them (empty: one group of every rank of the world, as in `[[]]`).
     pub groups: Vec<Vec<u32>>,
     /// The rank a send goes to or a receive comes from.
     pub peer: Option<u64>,

@@ -381,9 +381,13 @@ fn push<'a, K: PartialEq>(list: &mut Vec<(K, Vec<Entry<'a>>)>, key: K, e: Entry<
 
 /// The distinct groups of a world's NEFFs, each given an id once: a
 /// group's ranks are hashed once per NEFF, subgraph and set that lists it,
-/// never once per rank.
+/// never once per rank. A set of no groups (the runtime's own sample's
+/// `[[]]`) is one group of every rank of the world, as an HLO's empty
+/// `replica_groups` is (docs/decisions.md, "Replica groups").
 #[derive(Default)]
 struct Groups {
+    /// Ranks in the world.
+    world: u32,
     ids: HashMap<Vec<u32>, usize>,
     ranks: Vec<Vec<u32>>,
     /// Per (NEFF, subgraph, set): rank → (group id), built once.
@@ -395,8 +399,13 @@ impl Groups {
     fn of(&mut self, neff: usize, cc: &NeffCc, sg: usize, set: usize, rank: u32) -> Option<usize> {
         if !self.members.contains_key(&(neff, sg, set)) {
             let mut members = HashMap::new();
-            let groups = cc.sets.get(sg).and_then(|(_, s)| s.get(set));
-            for g in groups.into_iter().flatten() {
+            let everyone = [(0..self.world).collect::<Vec<u32>>()];
+            let groups = match cc.sets.get(sg).and_then(|(_, s)| s.get(set)) {
+                Some(listed) if listed.is_empty() => &everyone[..],
+                Some(listed) => &listed[..],
+                None => &[],
+            };
+            for g in groups {
                 let next = self.ranks.len();
                 let id = *self.ids.entry(g.clone()).or_insert(next);
                 if id == next {
@@ -430,7 +439,10 @@ pub(crate) fn compare(ranks: &[RankLoad<'_>], size: u32, line: RuntimeLine) -> V
     let mut found: Vec<Disagreement> = Vec::new();
     // Each NEFF by the address of its facts: ranks share a NEFF's.
     let mut neff_ids: HashMap<*const NeffCc, usize> = HashMap::new();
-    let mut groups = Groups::default();
+    let mut groups = Groups {
+        world: size,
+        ..Groups::default()
+    };
     let mut lists: Vec<RankLists> = Vec::with_capacity(ranks.len());
     for (r, load) in ranks.iter().enumerate() {
         let r = r as u32;
@@ -476,7 +488,6 @@ pub(crate) fn compare(ranks: &[RankLoad<'_>], size: u32, line: RuntimeLine) -> V
             }
             match (c.group, c.peer) {
                 (Some(set), _) => {
-                    // A set of no groups is every rank alone: no peer.
                     if let Some(g) = groups.of(neff, cc, sg, usize::from(set), r) {
                         push(
                             &mut mine.groups,
@@ -966,6 +977,40 @@ mod tests {
         assert_eq!(found[0].kind, DisagreementKind::Deadlock);
     }
 
+    /// A set of no groups (the runtime's sample's `[[]]`) is one group of
+    /// every rank: two ranks whose counts differ there disagree, and a
+    /// rank no step loads is waited for.
+    #[test]
+    fn a_set_of_no_groups_is_the_whole_world() {
+        let one = neff(
+            vec![vec![]],
+            vec![collective(0, "all-reduce", 32, Some(0), None)],
+        );
+        let two = neff(
+            vec![vec![]],
+            vec![
+                collective(0, "all-reduce", 32, Some(0), None),
+                collective(1, "all-reduce", 32, Some(0), None),
+            ],
+        );
+        let files = [PathBuf::from("a.neff")];
+        assert!(compare(&loads(&files, &[&one, &one]), 2, RuntimeLine::NEWEST).is_empty());
+        let found = compare(&loads(&files, &[&one, &two]), 2, RuntimeLine::NEWEST);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].kind, found[0].ranks, found[0].index),
+            (DisagreementKind::Mismatch, (0, 1), Some(1))
+        );
+        assert_eq!(found[0].group, Some(vec![0, 1]));
+        let found = compare(&loads(&files, &[&one, &one]), 3, RuntimeLine::NEWEST);
+        assert_eq!(found[0].kind, DisagreementKind::Deadlock);
+        assert!(
+            found[0].what.contains("waits for rank 2"),
+            "{}",
+            found[0].what
+        );
+    }
+
     /// A group whose first rank's NEFF does not form it: its other ranks
     /// wait for it.
     #[test]
@@ -974,9 +1019,9 @@ mod tests {
             vec![vec![vec![0, 1]]],
             vec![collective(1, "all-reduce", 8, Some(0), None)],
         );
-        let alone = neff(vec![vec![]], Vec::new());
+        let none = neff(Vec::new(), Vec::new());
         let files = [PathBuf::from("a.neff")];
-        let found = compare(&loads(&files, &[&alone, &mine]), 2, RuntimeLine::NEWEST);
+        let found = compare(&loads(&files, &[&none, &mine]), 2, RuntimeLine::NEWEST);
         assert_eq!(found.len(), 1);
         assert_eq!(
             (found[0].kind, found[0].ranks),

@@ -109,7 +109,7 @@ fn a_rank_outside_its_world_is_refused() {
 #[test]
 fn a_cores_collectives_world_is_fixed_once_set() {
     let (rt, dev) = trn2();
-    // The runtime's own sample: every rank alone (`[[]]`), any world.
+    // The runtime's own sample: one group of every rank (`[[]]`), any world.
     let neff = neffld_testkit::collectives::sample_neff();
     let m = rt.load_collectives(&neff, Some(0), 0, 2).unwrap();
     rt.unload(&m).unwrap();
