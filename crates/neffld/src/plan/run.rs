@@ -266,7 +266,7 @@ impl Session {
             .or_insert_with(|| {
                 rt.parse_fingerprinted(print, self.take_opened(i))
                     .ok()
-                    .map(|parsed| Arc::new(NeffCc::of(&parsed)))
+                    .map(|parsed| Arc::new(NeffCc::of(&parsed.model)))
             })
             .clone()
     }

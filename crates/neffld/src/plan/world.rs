@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use crate::api::Collective;
 use crate::line::RuntimeLine;
-use crate::loaded::Parsed;
 use crate::manifest::def::ReplicaGroups;
+use crate::parse::ParsedModel;
 use crate::NrtStatus;
 
 use super::deployment::core_list;
@@ -229,8 +229,7 @@ pub(crate) struct NeffCc {
 }
 
 impl NeffCc {
-    pub(crate) fn of(parsed: &Parsed) -> NeffCc {
-        let model = &parsed.model;
+    pub(crate) fn of(model: &ParsedModel) -> NeffCc {
         NeffCc {
             sets: model
                 .kbins
@@ -379,46 +378,113 @@ fn push<'a, K: PartialEq>(list: &mut Vec<(K, Vec<Entry<'a>>)>, key: K, e: Entry<
     }
 }
 
-/// The distinct groups of a world's NEFFs, each given an id once: a
-/// group's ranks are hashed once per NEFF, subgraph and set that lists it,
-/// never once per rank. A set of no groups (the runtime's own sample's
-/// `[[]]`) is one group of every rank of the world, as an HLO's empty
-/// `replica_groups` is (docs/decisions.md, "Replica groups").
+/// The distinct groups of a world's NEFFs, each given an id once. A set
+/// one rank reads (a NEFF of its own) is scanned for that rank's group,
+/// which alone is hashed; a set a second rank reads (a NEFF ranks share)
+/// is indexed rank by rank once. So the work is the ranks' own groups,
+/// never every group of every rank's NEFF. A set of no groups (the
+/// runtime's own sample's `[[]]`) is one group of every rank of the world,
+/// as an HLO's empty `replica_groups` is (docs/decisions.md, "Replica
+/// groups").
 #[derive(Default)]
 struct Groups {
     /// Ranks in the world.
     world: u32,
     ids: HashMap<Vec<u32>, usize>,
     ranks: Vec<Vec<u32>>,
-    /// Per (NEFF, subgraph, set): rank → (group id), built once.
-    members: HashMap<(usize, usize, usize), HashMap<u32, usize>>,
+    /// The id of the group of every rank, once given.
+    everyone: Option<usize>,
+    /// Per (NEFF, subgraph, set): who asked, and what it knows.
+    members: HashMap<(usize, usize, usize), Members>,
+}
+
+/// What [`Groups`] knows of one set.
+enum Members {
+    /// One rank asked: its group.
+    One { rank: u32, group: Option<usize> },
+    /// Several ranks asked: every rank's group.
+    All(HashMap<u32, usize>),
 }
 
 impl Groups {
     /// The group of `rank` in set `set` of subgraph `sg` of NEFF `neff`.
     fn of(&mut self, neff: usize, cc: &NeffCc, sg: usize, set: usize, rank: u32) -> Option<usize> {
-        if !self.members.contains_key(&(neff, sg, set)) {
-            let mut members = HashMap::new();
-            let everyone = [(0..self.world).collect::<Vec<u32>>()];
-            let groups = match cc.sets.get(sg).and_then(|(_, s)| s.get(set)) {
-                Some(listed) if listed.is_empty() => &everyone[..],
-                Some(listed) => &listed[..],
-                None => &[],
-            };
-            for g in groups {
-                let next = self.ranks.len();
-                let id = *self.ids.entry(g.clone()).or_insert(next);
-                if id == next {
-                    self.ranks.push(g.clone());
-                }
-                for &r in g {
-                    members.insert(r, id);
-                }
-            }
-            self.members.insert((neff, sg, set), members);
+        let listed = cc.sets.get(sg).and_then(|(_, s)| s.get(set))?;
+        if listed.is_empty() {
+            return (rank < self.world).then(|| self.whole_world());
         }
-        self.members[&(neff, sg, set)].get(&rank).copied()
+        let key = (neff, sg, set);
+        match self.members.get(&key) {
+            Some(Members::All(all)) => all.get(&rank).copied(),
+            Some(Members::One { rank: r, group }) if *r == rank => *group,
+            Some(Members::One { .. }) => {
+                let all = listed
+                    .iter()
+                    .flat_map(|g| {
+                        let id = self.intern(g);
+                        g.iter().map(move |&r| (r, id))
+                    })
+                    .collect::<HashMap<u32, usize>>();
+                let group = all.get(&rank).copied();
+                self.members.insert(key, Members::All(all));
+                group
+            }
+            None => {
+                let group = listed
+                    .iter()
+                    .find(|g| g.contains(&rank))
+                    .map(|g| self.intern(g));
+                self.members.insert(key, Members::One { rank, group });
+                group
+            }
+        }
     }
+
+    /// The id of group `ranks`, given once.
+    fn intern(&mut self, ranks: &[u32]) -> usize {
+        if let Some(&id) = self.ids.get(ranks) {
+            return id;
+        }
+        let id = self.ranks.len();
+        self.ids.insert(ranks.to_vec(), id);
+        self.ranks.push(ranks.to_vec());
+        id
+    }
+
+    /// The id of the group of every rank of the world.
+    fn whole_world(&mut self) -> usize {
+        if let Some(id) = self.everyone {
+            return id;
+        }
+        let every: Vec<u32> = (0..self.world).collect();
+        let id = self.intern(&every);
+        self.everyone = Some(id);
+        id
+    }
+}
+
+/// The comparison alone, as a plan makes it once every rank's NEFF is
+/// parsed: rank r of a world of `size` ranks loads `models[r]`, and a
+/// NEFF's facts are read once however many ranks load it. For the
+/// project's benches, which measure how it grows with ranks and
+/// collectives.
+#[cfg(feature = "testkit")]
+pub fn compare_parsed(models: &[&ParsedModel], size: u32, line: RuntimeLine) -> Vec<Disagreement> {
+    let mut facts: HashMap<*const ParsedModel, NeffCc> = HashMap::new();
+    for &m in models {
+        facts.entry(m as *const _).or_insert_with(|| NeffCc::of(m));
+    }
+    let file = PathBuf::from("rank.neff");
+    let ranks: Vec<RankLoad<'_>> = models
+        .iter()
+        .enumerate()
+        .map(|(step, &m)| RankLoad {
+            step,
+            file: &file,
+            cc: facts.get(&(m as *const _)),
+        })
+        .collect();
+    compare(&ranks, size, line)
 }
 
 /// `[0, 1]`, `[0-63]`: a group's ranks, as written when few, else short.
