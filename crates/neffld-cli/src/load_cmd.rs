@@ -474,8 +474,13 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         return Err(Failure::usage(format!("--lnc {e}")));
     }
     // One load per process: the cache need not fingerprint the whole file.
-    config.one_load_at_a_time = true;
-    let (arch, line, checked, device) = (config.arch, config.line(), config.check, config.device);
+    config.loader.one_load_at_a_time = true;
+    let (arch, line, checked, device) = (
+        config.topology.arch,
+        config.line(),
+        config.loader.check,
+        config.loader.device,
+    );
     let geometry = neffld::instance::Geometry::for_arch(arch);
     let (rt, recorder) = Recorder::runtime(config).map_err(|e| load_failure(&e))?;
 

@@ -51,7 +51,10 @@ pub(crate) unsafe fn visible(out: *mut u32) -> NrtResult {
     let config = state::config()?;
     // The check `nrt_init` makes, so the count never names cores it refuses.
     let visible = config
-        .logical_cores(&Geometry::for_arch(config.arch), config.chips.max(1))
+        .logical_cores(
+            &Geometry::for_arch(config.topology.arch),
+            config.topology.chips.max(1),
+        )
         .map_err(|e| {
             error!("{API}: {e}");
             status::from_core(e.status())
@@ -67,8 +70,11 @@ pub(crate) unsafe fn visible(out: *mut u32) -> NrtResult {
 pub(crate) unsafe fn instance_info(info: *mut nrt_instance_info_t, len: usize) -> NrtResult {
     non_null("nrt_get_instance_info", "info", info)?;
     let config = state::config()?;
-    let (family, size) = config.instance.map_or(
-        (family_of_arch(config.arch), NRT_INSTANCE_SIZE_UNKNOWN),
+    let (family, size) = config.topology.instance.map_or(
+        (
+            family_of_arch(config.topology.arch),
+            NRT_INSTANCE_SIZE_UNKNOWN,
+        ),
         codes,
     );
     let mut full = nrt_instance_info_t {
@@ -80,7 +86,7 @@ pub(crate) unsafe fn instance_info(info: *mut nrt_instance_info_t, len: usize) -
     for (dst, &b) in full
         .arch_name
         .iter_mut()
-        .zip(config.arch.instance().as_bytes().iter().take(15))
+        .zip(config.topology.arch.instance().as_bytes().iter().take(15))
     {
         *dst = b as _;
     }

@@ -148,7 +148,7 @@ pub(crate) unsafe fn init(
     crate::memory_log::watch(&rt);
     info!(
         "nrt_init: framework {framework}, framework version {fw:?}, FAL version {fal:?}; {} on {} logical cores ({} visible)",
-        rt.config().arch,
+        rt.config().topology.arch,
         rt.total_vnc_count(),
         rt.visible_vnc_count()
     );

@@ -256,7 +256,7 @@ impl Model {
     #[getter]
     fn runtime_provenance<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let config = self.rt.config();
-        let p = config.line().provenance(config.arch);
+        let p = config.line().provenance(config.topology.arch);
         let d = PyDict::new(py);
         d.set_item("line", p.line.to_string())?;
         d.set_item("captured_by", p.captured_by.to_string())?;
@@ -464,7 +464,7 @@ pub fn load(
         .map(|t| Py::new(py, Tensor::from_info(t)))
         .collect::<PyResult<_>>()?;
     Ok(Model {
-        arch: loaded.rt.config().arch.instance(),
+        arch: loaded.rt.config().topology.arch.instance(),
         runtime: loaded.rt.config().line().to_string(),
         device: device.to_string(),
         name: loaded.handle.name.clone(),

@@ -1202,7 +1202,7 @@ pub fn fuzz_load(input: &[u8]) -> Option<neffld::NrtStatus> {
     use std::sync::Arc;
 
     use neffld::api::{LoadError, Runtime};
-    use neffld::config::{DeviceKind, RuntimeConfig};
+    use neffld::config::{DeviceKind, Libnrt, Loader, RuntimeConfig, Topology};
     use neffld::device::NullDevice;
     use neffld::Arch;
 
@@ -1217,14 +1217,22 @@ pub fn fuzz_load(input: &[u8]) -> Option<neffld::NrtStatus> {
     };
     let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
     let cfg = RuntimeConfig {
-        arch,
-        runtime: Some(runtime_line_of_flag(flag)),
-        device: DeviceKind::Null,
-        validate_hash: flag & 2 != 0,
-        allow_legacy_neff: flag & 4 != 0,
-        max_inflated: Some(MAX_INFLATED),
-        check: true,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch,
+            ..Default::default()
+        },
+        libnrt: Libnrt {
+            line: Some(runtime_line_of_flag(flag)),
+            validate_hash: flag & 2 != 0,
+            allow_legacy_neff: flag & 4 != 0,
+            ..Default::default()
+        },
+        loader: Loader {
+            device: DeviceKind::Null,
+            max_inflated: Some(MAX_INFLATED),
+            check: true,
+            ..Default::default()
+        },
     };
     let rt = Runtime::with_device(cfg, dev.clone()).expect("runtime");
     let status = match rt.load(neff, None) {

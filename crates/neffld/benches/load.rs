@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use neffld::api::Runtime;
-use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::config::{DeviceKind, Loader, RuntimeConfig, Topology};
 use neffld::container::{self, OpenOptions, HEADER_LEN};
 use neffld::device::{Device, Geometry, NullDevice, Observer, SimDevice, Storage, Write};
 use neffld::ids::{HModel, PCore};
@@ -162,10 +162,16 @@ fn popts(arch: Arch, lnc: u32) -> ParseOptions {
 
 fn config(device: DeviceKind, lnc: Option<u32>) -> RuntimeConfig {
     RuntimeConfig {
-        device,
-        lnc,
-        max_inflated: Some(8 << 30),
-        ..RuntimeConfig::default()
+        topology: Topology {
+            lnc,
+            ..Default::default()
+        },
+        loader: Loader {
+            device,
+            max_inflated: Some(8 << 30),
+            ..Default::default()
+        },
+        ..Default::default()
     }
 }
 
@@ -381,9 +387,10 @@ fn fixture_cases(cases: &mut Vec<Case>, name: &str, short: &str) {
         (false, 1, "8 sequential retained"),
     ] {
         let rt = Arc::new(
-            Runtime::new(RuntimeConfig {
-                cache_retain: retain,
-                ..config(DeviceKind::Sim, None)
+            Runtime::new({
+                let mut c = config(DeviceKind::Sim, None);
+                c.loader.cache_retain = retain;
+                c
             })
             .unwrap(),
         );

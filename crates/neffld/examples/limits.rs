@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use neffld::api::Runtime;
-use neffld::config::RuntimeConfig;
+use neffld::config::{Loader, RuntimeConfig, Topology};
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::device::{Geometry, NullDevice};
 use neffld::kbin::isa::encode;
@@ -423,10 +423,16 @@ fn main() {
         }
         let dev = Arc::new(NullDevice::new(Geometry::for_arch(case.arch)));
         let cfg = RuntimeConfig {
-            arch: case.arch,
-            check: true,
-            max_inflated: case.max_inflated,
-            ..RuntimeConfig::default()
+            topology: Topology {
+                arch: case.arch,
+                ..Default::default()
+            },
+            loader: Loader {
+                check: true,
+                max_inflated: case.max_inflated,
+                ..Default::default()
+            },
+            ..Default::default()
         };
         let rt = Runtime::with_device(cfg, dev.clone()).expect("runtime");
         let before = status_kib("VmRSS");

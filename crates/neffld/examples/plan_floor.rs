@@ -56,8 +56,8 @@ fn main() {
     let settings = Settings::resolve(&asked, |k| std::env::var(k).ok())
         .unwrap_or_else(|e| fail(&e.to_string()));
     let mut config = settings.config().clone();
-    config.retain_images = false;
-    config.replay = Some(false);
+    config.loader.retain_images = false;
+    config.loader.replay = Some(false);
     let rt = Runtime::new(config).unwrap_or_else(|e| fail(&e.to_string()));
     let (loaded, taped) = tape::recording(|| rt.load(&bytes, Some(0)));
     loaded.unwrap_or_else(|e| fail(&e.to_string()));

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use neffld::api::Runtime;
-use neffld::config::RuntimeConfig;
+use neffld::config::{Loader, RuntimeConfig, Topology};
 use neffld::container::{self, MappedFile, OpenOptions};
 use neffld::device::{Device, Geometry, NullDevice, SimDevice};
 use neffld::ids::{HModel, PCore};
@@ -99,10 +99,16 @@ fn load(path: &str, kind: &str, sg: u32) {
     // One load per process, as in the CLI: the parse cache need not
     // fingerprint the whole file (which would read every released page back).
     let config = RuntimeConfig {
-        lnc: Some(sg),
-        max_inflated: Some(64 << 30),
-        one_load_at_a_time: true,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            lnc: Some(sg),
+            ..Default::default()
+        },
+        loader: Loader {
+            max_inflated: Some(64 << 30),
+            one_load_at_a_time: true,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     let opts = OpenOptions {
         inflate_limit: Some(64 << 30),

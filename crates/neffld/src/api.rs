@@ -334,7 +334,7 @@ struct Chip {
 /// let settings = Settings::resolve(&Asked::default(), |_| None)?;
 /// let neff = neffld::neff::open(bytes, &settings.open_options())?;
 /// let rt = Runtime::new(settings.for_neff(Some(&neff)))?;
-/// assert_eq!(rt.config().arch, neffld::Arch::Sunda); // the demo is a trn1 NEFF
+/// assert_eq!(rt.config().topology.arch, neffld::Arch::Sunda); // the demo is a trn1 NEFF
 ///
 /// // The container is opened once: `load_opened` does not inflate it again.
 /// let model = rt.load_opened(bytes, neff, None)?;
@@ -532,9 +532,9 @@ testkit_pub! {
     /// is held back like the firmware carve-out, so that a model's first
     /// allocations land where the captures show them.
     fn started_device(config: &RuntimeConfig) -> Arc<Device> {
-        let geometry = Geometry::for_arch(config.arch);
+        let geometry = Geometry::for_arch(config.topology.arch);
         let held = config.start_plan(&geometry).held;
-        match config.device {
+        match config.loader.device {
             DeviceKind::Sim => Arc::new(SimDevice::as_started(geometry, held)),
             DeviceKind::Null => Arc::new(NullDevice::as_started(geometry, held)),
         }
@@ -578,7 +578,7 @@ impl Runtime {
     /// `nrt_init`: a runtime on the configured simulated devices (one per
     /// chip of the instance).
     pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
-        let devices = (0..config.chips.max(1))
+        let devices = (0..config.topology.chips.max(1))
             .map(|_| started_device(&config))
             .collect();
         Runtime::with_devices(config, devices)
@@ -1015,7 +1015,7 @@ impl Runtime {
             let t0 = Instant::now();
             let _open = self.enter()?;
             let header = NeffHeader::parse(bytes)?;
-            header.check_lnc(self.config.lnc_size(), self.config.arch)?;
+            header.check_lnc(self.config.lnc_size(), self.config.topology.arch)?;
             let name = header.name_str();
             let claim = self.claim(core, &name)?;
             if let Some(j) = join {
@@ -1087,9 +1087,9 @@ impl Runtime {
         let h_model = self.registry.new_h_model();
         let named = self.names.enter(h_model, name.clone());
         let sopts = StageOptions {
-            arch: self.config.arch,
+            arch: self.config.topology.arch,
             line: self.config.captured_line(),
-            fanout_min_bytes: self.config.fanout_min_bytes,
+            fanout_min_bytes: self.config.loader.fanout_min_bytes,
             global_id: join.map_or(0, |j| j.rank),
         };
         let kbins = &parsed.model.kbins;
@@ -1122,13 +1122,13 @@ impl Runtime {
         };
         timings.stage = t.elapsed();
         timings.relocate = staged.iter().map(|i| i.reloc_time).sum();
-        if self.config.check {
+        if self.config.loader.check {
             let findings = validate::validate(&chip.device, kbins, &staged);
             if !findings.is_empty() {
                 return Err(LoadError::Validation(findings));
             }
         }
-        if !self.config.retain_images {
+        if !self.config.loader.retain_images {
             staged.iter_mut().for_each(CoreImage::release_images);
         }
         let mut warnings = parsed.model.warnings().to_vec();

@@ -170,6 +170,7 @@ impl CollectivesError {
 /// port from 1 to 65535 (an IPv6 host in brackets).
 pub fn root_comm(config: &RuntimeConfig) -> Result<&str, CollectivesError> {
     let value = config
+        .libnrt
         .root_comm_id
         .as_deref()
         .ok_or(CollectivesError::NoRootComm)?;
@@ -201,11 +202,11 @@ pub fn root_comm(config: &RuntimeConfig) -> Result<&str, CollectivesError> {
 /// the chip trn1 and inf2 share). trn2's and trn3's rules are not public:
 /// nothing is refused there.
 pub fn topology(config: &RuntimeConfig, world: u32) -> Result<(), CollectivesError> {
-    let family = match config.instance {
+    let family = match config.topology.instance {
         Some(i) => i.family,
-        None => config.arch.instance(),
+        None => config.topology.arch.instance(),
     };
-    let trn1 = config.arch == Arch::Sunda && family.starts_with("trn1");
+    let trn1 = config.topology.arch == Arch::Sunda && family.starts_with("trn1");
     if trn1 && !(matches!(world, 1 | 2 | 8 | 16) || world.is_multiple_of(32)) {
         return Err(CollectivesError::Topology { family, world });
     }
@@ -318,7 +319,10 @@ mod tests {
 
     fn config(root: Option<&str>) -> RuntimeConfig {
         RuntimeConfig {
-            root_comm_id: root.map(str::to_string),
+            libnrt: crate::config::Libnrt {
+                root_comm_id: root.map(str::to_string),
+                ..Default::default()
+            },
             ..RuntimeConfig::default()
         }
     }
@@ -374,7 +378,10 @@ mod tests {
         assert_eq!(topology(&on("trn2.48xlarge"), 24), Ok(()));
         // No instance: the chip's family.
         let chip = |arch| RuntimeConfig {
-            arch,
+            topology: crate::config::Topology {
+                arch,
+                ..Default::default()
+            },
             ..RuntimeConfig::default()
         };
         assert!(topology(&chip(Arch::Sunda), 24).is_err());

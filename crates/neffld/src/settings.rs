@@ -120,16 +120,18 @@ impl Settings {
             source = ArchSource::Instance;
         }
         if let Some(a) = asked.arch {
-            config.arch = a;
+            config.topology.arch = a;
             source = ArchSource::Flag;
         }
-        config.lnc = asked.lnc.or(config.lnc);
-        config.runtime = asked.runtime.or(config.runtime);
-        config.device = asked.device.unwrap_or(config.device);
-        config.validate_hash = asked.validate_hash.unwrap_or(config.validate_hash);
-        config.check = asked.check.unwrap_or(config.check);
-        config.allow_legacy_neff = asked.allow_legacy_neff.unwrap_or(config.allow_legacy_neff);
-        config.max_inflated = asked.max_inflated.or(config.max_inflated);
+        config.topology.lnc = asked.lnc.or(config.topology.lnc);
+        config.libnrt.line = asked.runtime.or(config.libnrt.line);
+        config.loader.device = asked.device.unwrap_or(config.loader.device);
+        config.libnrt.validate_hash = asked.validate_hash.unwrap_or(config.libnrt.validate_hash);
+        config.loader.check = asked.check.unwrap_or(config.loader.check);
+        config.libnrt.allow_legacy_neff = asked
+            .allow_legacy_neff
+            .unwrap_or(config.libnrt.allow_legacy_neff);
+        config.loader.max_inflated = asked.max_inflated.or(config.loader.max_inflated);
         Ok(Settings {
             config,
             source,
@@ -143,7 +145,7 @@ impl Settings {
         Settings::resolve(asked, |k| std::env::var(k).ok())
     }
 
-    /// Settings that leave the architecture to the NEFF (`config.arch` only
+    /// Settings that leave the architecture to the NEFF (`config.topology.arch` only
     /// when the NEFF names none) and take everything else from `config`.
     pub fn neff_own(config: RuntimeConfig) -> Settings {
         Settings {
@@ -180,13 +182,13 @@ impl Settings {
         let mut config = self.config.clone();
         if self.source == ArchSource::Neff {
             if let Some(arch) = neff.and_then(crate::parse::declared_arch) {
-                config.arch = arch;
+                config.topology.arch = arch;
             }
         }
-        if self.follow_neff_lnc && config.lnc.is_none() {
-            config.lnc = neff
+        if self.follow_neff_lnc && config.topology.lnc.is_none() {
+            config.topology.lnc = neff
                 .and_then(|n| n.header().declared_lnc())
-                .filter(|l| config.arch.lnc_sizes().contains(l));
+                .filter(|l| config.topology.arch.lnc_sizes().contains(l));
         }
         config
     }
@@ -195,9 +197,9 @@ impl Settings {
     /// (a variable's size is the runtime's to refuse when it starts).
     pub fn check_lnc(&self, config: &RuntimeConfig) -> Result<(), LncUnfit> {
         match self.asked_lnc {
-            Some(lnc) if !config.arch.lnc_sizes().contains(&lnc) => Err(LncUnfit {
+            Some(lnc) if !config.topology.arch.lnc_sizes().contains(&lnc) => Err(LncUnfit {
                 lnc,
-                arch: config.arch,
+                arch: config.topology.arch,
             }),
             _ => Ok(()),
         }
@@ -233,7 +235,7 @@ mod tests {
         let trn1 = env(&[("NEFFLD_ARCH", "trn1")]);
         let s = Settings::resolve(&Asked::default(), &trn1).unwrap();
         assert_eq!(
-            (s.config().arch, s.arch_source()),
+            (s.config().topology.arch, s.arch_source()),
             (Arch::Sunda, ArchSource::Environment)
         );
         let flag = Asked {
@@ -242,13 +244,13 @@ mod tests {
         };
         let s = Settings::resolve(&flag, &trn1).unwrap();
         assert_eq!(
-            (s.config().arch, s.arch_source()),
+            (s.config().topology.arch, s.arch_source()),
             (Arch::Mariana, ArchSource::Flag)
         );
         let s = Settings::resolve(&Asked::default(), env(&[])).unwrap();
         assert_eq!(s.arch_source(), ArchSource::Neff);
         // Without a NEFF to name one, trn2.
-        assert_eq!(s.for_neff(None).arch, Arch::Cayman);
+        assert_eq!(s.for_neff(None).topology.arch, Arch::Cayman);
     }
 
     #[test]
@@ -260,7 +262,11 @@ mod tests {
         };
         let s = Settings::resolve(&asked, env(&[("NEFFLD_ARCH", "trn2")])).unwrap();
         assert_eq!(
-            (s.config().arch, s.config().chips, s.arch_source()),
+            (
+                s.config().topology.arch,
+                s.config().topology.chips,
+                s.arch_source()
+            ),
             (Arch::Sunda, 16, ArchSource::Instance)
         );
     }
@@ -273,9 +279,9 @@ mod tests {
             ("NEURON_RT_VALIDATE_HASH", "1"),
         ]);
         let s = Settings::resolve(&Asked::default(), &e).unwrap();
-        assert_eq!(s.config().runtime, Some(RuntimeLine::V2_27));
-        assert_eq!(s.config().lnc, Some(1));
-        assert!(s.config().validate_hash);
+        assert_eq!(s.config().libnrt.line, Some(RuntimeLine::V2_27));
+        assert_eq!(s.config().topology.lnc, Some(1));
+        assert!(s.config().libnrt.validate_hash);
         let asked = Asked {
             runtime: Some(RuntimeLine::V2_30),
             lnc: Some(2),
@@ -283,9 +289,9 @@ mod tests {
             ..Asked::default()
         };
         let s = Settings::resolve(&asked, &e).unwrap();
-        assert_eq!(s.config().runtime, Some(RuntimeLine::V2_30));
-        assert_eq!(s.config().lnc, Some(2));
-        assert!(!s.config().validate_hash);
+        assert_eq!(s.config().libnrt.line, Some(RuntimeLine::V2_30));
+        assert_eq!(s.config().topology.lnc, Some(2));
+        assert!(!s.config().libnrt.validate_hash);
     }
 
     #[test]

@@ -620,7 +620,7 @@ impl Runtime {
     /// line that has it.
     fn offers(&self, call: TensorCall) -> Result<(), TensorOpError> {
         drop(self.enter()?);
-        let arch = self.config().arch;
+        let arch = self.config().topology.arch;
         if arch == Arch::Sunda {
             return Err(TensorOpError::Chip { call, arch });
         }
@@ -741,12 +741,15 @@ mod tests {
     use half::bf16;
 
     use super::*;
-    use crate::config::RuntimeConfig;
+    use crate::config::{Libnrt, RuntimeConfig, Topology};
 
     fn runtime(arch: Arch) -> Runtime {
         Runtime::new(RuntimeConfig {
-            arch,
-            ..RuntimeConfig::default()
+            topology: Topology {
+                arch,
+                ..Default::default()
+            },
+            ..Default::default()
         })
         .unwrap()
     }
@@ -1143,8 +1146,11 @@ mod tests {
             "tensor_compute runs on trn2 and later",
         );
         let old = Runtime::new(RuntimeConfig {
-            runtime: Some(RuntimeLine::V2_34),
-            ..RuntimeConfig::default()
+            libnrt: Libnrt {
+                line: Some(RuntimeLine::V2_34),
+                ..Default::default()
+            },
+            ..Default::default()
         })
         .unwrap();
         let t = tensor(&old, 0, &[0; 4]);

@@ -12,7 +12,7 @@
 //! error and status.
 
 use crate::api::{LoadError, Runtime};
-use crate::config::{DeviceKind, RuntimeConfig};
+use crate::config::{DeviceKind, Loader, RuntimeConfig};
 use crate::container::{self, Neff};
 use crate::settings::Settings;
 use crate::Arch;
@@ -65,14 +65,17 @@ pub(crate) fn verify_opened(
     config: RuntimeConfig,
 ) -> Result<VerifyReport, LoadError> {
     let config = RuntimeConfig {
-        device: DeviceKind::Null,
-        // The runtime is this call's own and makes one load: no later load
-        // can reuse its parse, so the file is not fingerprinted for one.
-        one_load_at_a_time: true,
+        loader: Loader {
+            device: DeviceKind::Null,
+            // The runtime is this call's own and makes one load: no later load
+            // can reuse its parse, so the file is not fingerprinted for one.
+            one_load_at_a_time: true,
+            ..config.loader
+        },
         ..config
     };
     let lnc = config.lnc_size();
-    let arch = config.arch;
+    let arch = config.topology.arch;
     let rt = Runtime::new(config)?;
     let model = rt.load_opened(bytes, neff, None)?;
     let report = rt.with_model(&model, |m| VerifyReport {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use neffld::api::Runtime;
-use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::config::{DeviceKind, Loader, RuntimeConfig, Topology};
 use neffld::container::writer::Producer;
 use neffld::device::{Device, Geometry, SimDevice};
 use neffld::Arch;
@@ -116,9 +116,15 @@ fn a_dma_expansion_costs_the_rings_it_describes() {
     const RUNS: u64 = 1 << 20;
     let neff = dma_neff(RUNS);
     let config = RuntimeConfig {
-        arch: Arch::Sunda,
-        device: DeviceKind::Null,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Sunda,
+            ..Default::default()
+        },
+        loader: Loader {
+            device: DeviceKind::Null,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     let rt = Runtime::new(config).unwrap();
     let before = reset_peak();

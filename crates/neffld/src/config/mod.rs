@@ -82,9 +82,22 @@ impl std::str::FromStr for DeviceKind {
     }
 }
 
-/// Everything a runtime is configured with.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Everything a runtime is configured with, along its three seams: what
+/// it runs on, what libnrt itself reads, and neffld's own tuning (each
+/// variable's [`vars::Seam`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RuntimeConfig {
+    /// What the runtime runs on: the instance, its chips, the logical cores.
+    pub topology: Topology,
+    /// What libnrt reads: the line it is, and its `NEURON_RT_*` variables.
+    pub libnrt: Libnrt,
+    /// neffld's own tuning of its device, loader, parse cache and planner.
+    pub loader: Loader,
+}
+
+/// What a runtime runs on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Topology {
     /// The instance architecture (the arch gate compares NEFFs against it).
     pub arch: Arch,
     /// Devices (chips) of the instance, each of the architecture's geometry
@@ -93,18 +106,21 @@ pub struct RuntimeConfig {
     /// The instance type (`NEFFLD_INSTANCE`), when one is named: it sets
     /// `arch` and `chips` ([`RuntimeConfig::on_instance`]).
     pub instance: Option<&'static Instance>,
-    /// The runtime line whose behaviour loads reproduce (`NEFFLD_RUNTIME`:
-    /// `2.27` or a version such as `2.27.23`); `None` = the newest line,
-    /// the one users run ([`RuntimeLine::NEWEST`]).
-    pub runtime: Option<RuntimeLine>,
-    /// The simulated device: one that keeps the bytes, or one that only accounts.
-    pub device: DeviceKind,
     /// Logical-core size; `None` = the architecture's default (sunda: 1, else 2).
     pub lnc: Option<u32>,
     /// Logical cores this process may use (`NEURON_RT_VISIBLE_CORES` /
     /// `NEURON_RT_NUM_CORES`); `None` = all. Checked against a device by
     /// [`RuntimeConfig::logical_cores`].
     pub visible_cores: Option<CoreList>,
+}
+
+/// What libnrt itself reads (and which line's libnrt it is).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Libnrt {
+    /// The runtime line whose behaviour loads reproduce (`NEFFLD_RUNTIME`:
+    /// `2.27` or a version such as `2.27.23`); `None` = the newest line,
+    /// the one users run ([`RuntimeLine::NEWEST`]).
+    pub line: Option<RuntimeLine>,
     /// `NEURON_RT_VALIDATE_HASH`: check the payload digest (default off).
     pub validate_hash: bool,
     /// `NEURON_RT_ALLOW_LEGACY_NEFF`: accept an architecture mismatch and a
@@ -120,12 +136,42 @@ pub struct RuntimeConfig {
     /// scratchpad as one contiguous region of 64 MiB pages; `None` = the
     /// runtime line's default ([`RuntimeLine::contiguous_scratchpad`]).
     pub contiguous_scratchpad: Option<bool>,
+    /// `NEURON_RT_ROOT_COMM_ID` (`host:port` of the root communicator),
+    /// required by collectives loads.
+    pub root_comm_id: Option<String>,
+    /// Profiler buffers sized with `NEURON_RT_PROFILE_BUF_<KIND>_MB`, in
+    /// bytes, in [`PROFILE_BUFFERS`] order. Nothing here allocates them:
+    /// the planner does, for a deployment that profiles (docs/decisions.md).
+    pub profile_buffers: Vec<(&'static str, u64)>,
+    /// `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS`, as given: implicit
+    /// async execution, which the runtime warns about from 2.32 and no
+    /// longer does (nothing here executes either way).
+    pub implicit_async: Option<String>,
+    /// `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG` (2.33+; `0` or `1`): whether
+    /// a refused device allocation logs the usage report and writes its
+    /// table file. `None` = unset, or a line without the variable
+    /// ([`RuntimeConfig::oom_log_enabled`]).
+    pub oom_log: Option<bool>,
+}
+
+/// neffld's own tuning: its simulated device, its ceilings, the parse
+/// cache, the staging's threads and the planner's replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loader {
+    /// The simulated device: one that keeps the bytes, or one that only accounts.
+    pub device: DeviceKind,
     /// Ceiling on a NEFF's inflated payload (`NEFFLD_MAX_INFLATED`); `None` =
     /// the container default.
     pub max_inflated: Option<u64>,
     /// Ceiling on a NEFF's tar entries (`NEFFLD_MAX_MEMBERS`); `None` = the
     /// container default.
     pub max_members: Option<u64>,
+    /// Ceiling on a NEFF read from a stream (`NEFFLD_MAX_NEFF_SIZE`),
+    /// read when one is ([`crate::neff::read_neff`]).
+    pub max_neff_size: u64,
+    /// Ceiling on the steps one plan expands to (`NEFFLD_MAX_STEPS`),
+    /// read by a plan before its deployment ([`max_steps`]).
+    pub max_steps: usize,
     /// Parse-cache slots (`NEFFLD_CACHE_SLOTS`); 1 = the reference behaviour.
     pub cache_slots: usize,
     /// Parses the cache keeps after their loads end (`NEFFLD_CACHE_RETAIN`;
@@ -157,31 +203,9 @@ pub struct RuntimeConfig {
     /// not replay, a plan does); a runtime replays only where nothing can
     /// tell a replayed load from a staged one (`RuntimeConfig::replays`).
     pub replay: Option<bool>,
-    /// `NEURON_RT_ROOT_COMM_ID` (`host:port` of the root communicator),
-    /// required by collectives loads.
-    pub root_comm_id: Option<String>,
-    /// Profiler buffers sized with `NEURON_RT_PROFILE_BUF_<KIND>_MB`, in
-    /// bytes, in [`PROFILE_BUFFERS`] order. Nothing here allocates them:
-    /// the planner does, for a deployment that profiles (docs/decisions.md).
-    pub profile_buffers: Vec<(&'static str, u64)>,
-    /// `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS`, as given: implicit
-    /// async execution, which the runtime warns about from 2.32 and no
-    /// longer does (nothing here executes either way).
-    pub implicit_async: Option<String>,
-    /// `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG` (2.33+; `0` or `1`): whether
-    /// a refused device allocation logs the usage report and writes its
-    /// table file. `None` = unset, or a line without the variable
-    /// ([`RuntimeConfig::oom_log_enabled`]).
-    pub oom_log: Option<bool>,
-    /// Ceiling on the steps one plan expands to (`NEFFLD_MAX_STEPS`),
-    /// read by a plan before its deployment ([`max_steps`]).
-    pub max_steps: usize,
     /// Ceiling on the allocations the copies a plan's headroom counts make
     /// (`NEFFLD_MAX_HEADROOM`).
     pub max_headroom: u64,
-    /// Ceiling on a NEFF read from a stream (`NEFFLD_MAX_NEFF_SIZE`),
-    /// read when one is ([`crate::neff::read_neff`]).
-    pub max_neff_size: u64,
 }
 
 /// The profiler buffers the runtime lets a user size, and the variable
@@ -199,23 +223,43 @@ pub(crate) const PROFILE_BUFFERS: [(&str, &str); 5] = [
 
 pub use vars::{Reader, Seam, Variable, VARIABLES};
 
-impl Default for RuntimeConfig {
+impl Default for Topology {
     fn default() -> Self {
-        RuntimeConfig {
+        Topology {
             arch: Arch::Cayman,
             chips: 1,
             instance: None,
-            runtime: None,
-            device: DeviceKind::Sim,
             lnc: None,
             visible_cores: None,
+        }
+    }
+}
+
+impl Default for Libnrt {
+    fn default() -> Self {
+        Libnrt {
+            line: None,
             validate_hash: false,
             allow_legacy_neff: false,
             exec_timeout_s: 30,
             scratchpad_page: ScratchpadMode::DEFAULT_PAGE,
             contiguous_scratchpad: None,
+            root_comm_id: None,
+            profile_buffers: Vec::new(),
+            implicit_async: None,
+            oom_log: None,
+        }
+    }
+}
+
+impl Default for Loader {
+    fn default() -> Self {
+        Loader {
+            device: DeviceKind::Sim,
             max_inflated: None,
             max_members: None,
+            max_neff_size: crate::container::stream::MAX_STREAM_NEFF,
+            max_steps: MAX_STEPS,
             cache_slots: 1,
             cache_retain: 0,
             cache_retain_bytes: crate::cache::DEFAULT_RETAIN_BYTES,
@@ -224,13 +268,7 @@ impl Default for RuntimeConfig {
             retain_images: true,
             fanout_min_bytes: crate::stage::DEFAULT_FANOUT_MIN_BYTES,
             replay: None,
-            root_comm_id: None,
-            profile_buffers: Vec::new(),
-            implicit_async: None,
-            oom_log: None,
-            max_steps: MAX_STEPS,
             max_headroom: crate::plan::headroom::HEADROOM_ALLOCATIONS,
-            max_neff_size: crate::container::stream::MAX_STREAM_NEFF,
         }
     }
 }
@@ -268,6 +306,7 @@ pub const MAX_STEPS: usize = 1 << 18;
 pub fn max_steps(lookup: impl Fn(&str) -> Option<String>) -> Result<usize, ConfigError> {
     Ok(RuntimeConfig::default()
         .with_one(&vars::NEFFLD_MAX_STEPS, lookup)?
+        .loader
         .max_steps)
 }
 
@@ -277,6 +316,7 @@ pub fn max_steps(lookup: impl Fn(&str) -> Option<String>) -> Result<usize, Confi
 pub(crate) fn max_stream_neff(lookup: impl Fn(&str) -> Option<String>) -> Result<u64, ConfigError> {
     Ok(RuntimeConfig::default()
         .with_one(&vars::NEFFLD_MAX_NEFF_SIZE, lookup)?
+        .loader
         .max_neff_size)
 }
 
@@ -344,7 +384,7 @@ impl RuntimeConfig {
     /// before 2.33, else unless `NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG=0`.
     /// The allocation fails either way.
     pub fn oom_log_enabled(&self) -> bool {
-        !self.line().oom_log_switch() || self.oom_log.unwrap_or(true)
+        !self.line().oom_log_switch() || self.libnrt.oom_log.unwrap_or(true)
     }
 
     /// What a runtime of this configuration warns about when it starts:
@@ -352,7 +392,7 @@ impl RuntimeConfig {
     /// (2.32) or removed it (2.33, 2.34; the release notes differ on which).
     pub fn start_warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(v) = &self.implicit_async {
+        if let Some(v) = &self.libnrt.implicit_async {
             let state = match self.line().implicit_async() {
                 ImplicitAsync::Supported => None,
                 ImplicitAsync::Deprecated => Some("deprecated"),
@@ -373,16 +413,16 @@ impl RuntimeConfig {
 
     /// This configuration on `instance`: its architecture and chip count.
     pub fn on_instance(mut self, instance: &'static Instance) -> RuntimeConfig {
-        self.instance = Some(instance);
-        self.arch = instance.arch;
-        self.chips = instance.chips;
+        self.topology.instance = Some(instance);
+        self.topology.arch = instance.arch;
+        self.topology.chips = instance.chips;
         self
     }
 
     /// Logical cores of the whole instance (every chip) at this LNC size.
     pub fn total_vnc_count(&self) -> u32 {
-        let cores = crate::device::Geometry::for_arch(self.arch).cores();
-        self.chips.max(1) * cores / self.lnc_size().max(1)
+        let cores = crate::device::Geometry::for_arch(self.topology.arch).cores();
+        self.topology.chips.max(1) * cores / self.lnc_size().max(1)
     }
 
     /// Defaults overridden by the process environment.
@@ -393,45 +433,46 @@ impl RuntimeConfig {
     /// What the parse cache keeps.
     pub(crate) fn cache_policy(&self) -> crate::cache::CachePolicy {
         crate::cache::CachePolicy {
-            slots: self.cache_slots,
-            retain: self.cache_retain,
-            retain_bytes: self.cache_retain_bytes,
-            late_reuse: !self.one_load_at_a_time,
+            slots: self.loader.cache_slots,
+            retain: self.loader.cache_retain,
+            retain_bytes: self.loader.cache_retain_bytes,
+            late_reuse: !self.loader.one_load_at_a_time,
         }
     }
 
     /// The runtime line loads run under: the configured one, else the
     /// architecture's default.
     pub fn line(&self) -> RuntimeLine {
-        self.runtime.unwrap_or(RuntimeLine::NEWEST)
+        self.libnrt.line.unwrap_or(RuntimeLine::NEWEST)
     }
 
     /// The captured line whose rules loads follow on this architecture
     /// ([`RuntimeLine::captured`]).
     pub(crate) fn captured_line(&self) -> crate::line::Captured {
-        self.line().captured(self.arch)
+        self.line().captured(self.topology.arch)
     }
 
     /// What the runtime allocates for itself when it starts on a device of
     /// `geometry` ([`crate::memory::start_plan`]): its line's rows and
     /// start-up deltas.
     pub(crate) fn start_plan(&self, geometry: &Geometry) -> crate::memory::StartPlan {
-        crate::memory::start_plan(geometry, self.arch, self.line().facts(), |_| true)
+        crate::memory::start_plan(geometry, self.topology.arch, self.line().facts(), |_| true)
     }
 
     /// Whether the contiguous scratchpad is asked for: by the environment,
     /// else by the runtime line.
     pub fn contiguous_scratchpad_asked(&self) -> bool {
-        self.contiguous_scratchpad
+        self.libnrt
+            .contiguous_scratchpad
             .unwrap_or_else(|| self.line().contiguous_scratchpad())
     }
 
     /// How every core keeps its scratchpad (stage.md §6.5): one contiguous
     /// region of 64 MiB pages when that is asked for and allowed — the
     /// runtime turns it off on a one-core logical core of trn2 and trn3 —
-    /// else pages of [`RuntimeConfig::scratchpad_page`] bytes.
+    /// else pages of [`Libnrt::scratchpad_page`] bytes.
     pub(crate) fn scratchpad_mode(&self) -> ScratchpadMode {
-        let allowed = self.arch == Arch::Sunda || self.lnc_size() > 1;
+        let allowed = self.topology.arch == Arch::Sunda || self.lnc_size() > 1;
         if self.contiguous_scratchpad_asked() && allowed {
             if self.line().contiguous_scratchpad() {
                 ScratchpadMode::contiguous()
@@ -439,7 +480,7 @@ impl RuntimeConfig {
                 ScratchpadMode::capped_contiguous()
             }
         } else {
-            ScratchpadMode::paged(self.scratchpad_page)
+            ScratchpadMode::paged(self.libnrt.scratchpad_page)
         }
     }
 
@@ -458,14 +499,14 @@ impl RuntimeConfig {
                 value: lnc.to_string(),
                 reason: format!(
                     "{} takes logical-core size {}",
-                    self.arch.instance(),
+                    self.topology.arch.instance(),
                     chip.lnc_sizes_text()
                 ),
             });
         }
         let cores_per_chip = chip.cores();
         let total = cores_per_chip / lnc * chips;
-        let Some(list) = &self.visible_cores else {
+        let Some(list) = &self.topology.visible_cores else {
             return Ok((0..total).collect());
         };
         if let Some(bad) = list.cores.iter().find(|&&c| c >= total) {
@@ -493,9 +534,9 @@ impl RuntimeConfig {
 
     /// The effective logical-core size: sunda is forced to 1 (stage.md §5.1).
     pub fn lnc_size(&self) -> u32 {
-        match self.arch {
+        match self.topology.arch {
             Arch::Sunda => 1,
-            _ => self.lnc.unwrap_or(2),
+            _ => self.topology.lnc.unwrap_or(2),
         }
     }
 
@@ -505,17 +546,17 @@ impl RuntimeConfig {
     /// load keeps only its allocations, not where each variable, ring and
     /// image landed).
     pub(crate) fn replays(&self) -> bool {
-        self.replay == Some(true)
-            && self.device == DeviceKind::Null
-            && !self.check
-            && !self.retain_images
+        self.loader.replay == Some(true)
+            && self.loader.device == DeviceKind::Null
+            && !self.loader.check
+            && !self.loader.retain_images
     }
 
     /// How a load under this configuration reads the manifests (S2, S3).
     pub(crate) fn parse_options(&self) -> crate::manifest::ParseOptions {
         crate::manifest::ParseOptions {
-            instance_arch: self.arch,
-            allow_legacy_neff: self.allow_legacy_neff,
+            instance_arch: self.topology.arch,
+            allow_legacy_neff: self.libnrt.allow_legacy_neff,
             runtime_lnc: self.lnc_size(),
         }
     }
@@ -524,10 +565,10 @@ impl RuntimeConfig {
     /// and the two ceilings.
     pub fn open_options(&self) -> OpenOptions {
         OpenOptions {
-            verify_hash: self.validate_hash,
+            verify_hash: self.libnrt.validate_hash,
             compare_hash: false,
-            inflate_limit: self.max_inflated,
-            max_members: self.max_members,
+            inflate_limit: self.loader.max_inflated,
+            max_members: self.loader.max_members,
         }
     }
 }
@@ -562,26 +603,32 @@ pub(crate) mod tests {
             ]))
             .unwrap();
         assert_eq!(c.line(), RuntimeLine::V2_25);
-        assert_eq!(c.fanout_min_bytes, 0);
-        assert_eq!(c.max_members, Some(1_000_000));
-        assert_eq!(c.arch, Arch::Sunda);
-        assert_eq!(c.device, DeviceKind::Null);
+        assert_eq!(c.loader.fanout_min_bytes, 0);
+        assert_eq!(c.loader.max_members, Some(1_000_000));
+        assert_eq!(c.topology.arch, Arch::Sunda);
+        assert_eq!(c.loader.device, DeviceKind::Null);
         assert_eq!(
-            c.visible_cores.as_ref().map(|l| &l.cores[..]),
+            c.topology.visible_cores.as_ref().map(|l| &l.cores[..]),
             Some(&[0, 2, 3][..])
         );
-        assert!(c.validate_hash && c.allow_legacy_neff);
-        assert_eq!(c.scratchpad_page, 64 << 20);
+        assert!(c.libnrt.validate_hash && c.libnrt.allow_legacy_neff);
+        assert_eq!(c.libnrt.scratchpad_page, 64 << 20);
         assert_eq!(c.lnc_size(), 1, "sunda forces LNC 1");
         let d = RuntimeConfig::default();
         assert_eq!(d.lnc_size(), 2);
-        assert!(!d.validate_hash);
-        assert_eq!(d.fanout_min_bytes, crate::stage::DEFAULT_FANOUT_MIN_BYTES);
-        assert_eq!(d.max_members, None);
+        assert!(!d.libnrt.validate_hash);
+        assert_eq!(
+            d.loader.fanout_min_bytes,
+            crate::stage::DEFAULT_FANOUT_MIN_BYTES
+        );
+        assert_eq!(d.loader.max_members, None);
         assert_eq!(d.line(), RuntimeLine::NEWEST, "trn2's default: the newest");
         let trn1 = RuntimeConfig {
-            arch: Arch::Sunda,
-            ..RuntimeConfig::default()
+            topology: Topology {
+                arch: Arch::Sunda,
+                ..Default::default()
+            },
+            ..Default::default()
         };
         assert_eq!(
             trn1.line(),
@@ -601,7 +648,7 @@ pub(crate) mod tests {
         let page = |mib: &str| {
             RuntimeConfig::default()
                 .with_env(env(&[("NEURON_SCRATCHPAD_PAGE_SIZE", mib)]))
-                .map(|c| c.scratchpad_page)
+                .map(|c| c.libnrt.scratchpad_page)
         };
         assert_eq!(page("1"), Ok(1 << 20));
         assert_eq!(
@@ -799,9 +846,12 @@ pub(crate) mod tests {
             (Arch::Sunda, 2, true),
         ] {
             let c = RuntimeConfig {
-                arch,
-                lnc: Some(asked),
-                ..RuntimeConfig::default()
+                topology: Topology {
+                    arch,
+                    lnc: Some(asked),
+                    ..Default::default()
+                },
+                ..Default::default()
             };
             let got = c.logical_cores(&Geometry::for_arch(arch), 1);
             assert_eq!(got.is_ok(), takes, "{arch:?} LNC {asked}: {got:?}");
@@ -812,9 +862,12 @@ pub(crate) mod tests {
             }
         }
         let trn1 = RuntimeConfig {
-            arch: Arch::Sunda,
-            lnc: Some(2),
-            ..RuntimeConfig::default()
+            topology: Topology {
+                arch: Arch::Sunda,
+                lnc: Some(2),
+                ..Default::default()
+            },
+            ..Default::default()
         };
         assert_eq!(
             trn1.logical_cores(&Geometry::for_arch(Arch::Sunda), 1)
@@ -829,8 +882,8 @@ pub(crate) mod tests {
         let c = RuntimeConfig::default()
             .with_env(env(&[("NEFFLD_INSTANCE", "inf2.24xlarge")]))
             .unwrap();
-        assert_eq!((c.arch, c.chips), (Arch::Sunda, 6));
-        assert_eq!(c.instance.unwrap().family, "inf2");
+        assert_eq!((c.topology.arch, c.topology.chips), (Arch::Sunda, 6));
+        assert_eq!(c.topology.instance.unwrap().family, "inf2");
         assert_eq!(c.total_vnc_count(), 12, "six chips of two cores, LNC 1");
         let c = RuntimeConfig::default()
             .with_env(env(&[
@@ -860,7 +913,10 @@ pub(crate) mod tests {
                 ("NEURON_RT_PROFILE_BUF_EVENT_MB", "64"),
             ]))
             .unwrap();
-        assert_eq!(c.profile_buffers, [("EVENT", 64 << 20), ("DMA", 512 << 20)]);
+        assert_eq!(
+            c.libnrt.profile_buffers,
+            [("EVENT", 64 << 20), ("DMA", 512 << 20)]
+        );
     }
 
     /// The variables a runtime reads are exactly what `with_env` asks for
@@ -923,6 +979,9 @@ pub(crate) mod tests {
         let c = RuntimeConfig::default()
             .with_env(env(&[("NEURON_RT_PROFILE_BUF_EVENT_MB", "17592186044415")]))
             .unwrap();
-        assert_eq!(c.profile_buffers, vec![("EVENT", 17592186044415u64 << 20)]);
+        assert_eq!(
+            c.libnrt.profile_buffers,
+            vec![("EVENT", 17592186044415u64 << 20)]
+        );
     }
 }

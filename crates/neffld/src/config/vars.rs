@@ -1,5 +1,6 @@
 //! Every environment variable neffld reads, each defined once: its name,
-//! which part of the configuration it sets ([`Seam`]), who reads it
+//! which part of the configuration it sets ([`Seam`]: a
+//! [`RuntimeConfig`]'s `topology`, `libnrt` or `loader`), who reads it
 //! ([`Reader`]), the runtime line it appeared in, its default and doc, and
 //! its parser. [`RuntimeConfig::with_env`] applies the table, the planner
 //! refuses a variable that is not in it, docs/cli.md's table is generated
@@ -18,20 +19,20 @@ pub enum Seam {
     /// What a load runs on: the instance, its chip, the logical cores.
     Topology,
     /// What libnrt itself reads (and the line whose libnrt it is).
-    Runtime,
+    Libnrt,
     /// neffld's own tuning of its loader, parse cache and planner.
     Loader,
 }
 
 impl Seam {
     /// Every seam, in the order docs/cli.md lists them.
-    pub const ALL: [Seam; 3] = [Seam::Topology, Seam::Runtime, Seam::Loader];
+    pub const ALL: [Seam; 3] = [Seam::Topology, Seam::Libnrt, Seam::Loader];
 
     /// The title of its table in docs/cli.md.
     pub fn title(self) -> &'static str {
         match self {
             Seam::Topology => "The topology",
-            Seam::Runtime => "What the runtime reads",
+            Seam::Libnrt => "What the runtime reads",
             Seam::Loader => "neffld's own tuning",
         }
     }
@@ -168,7 +169,7 @@ pub const NEFFLD_MAX_STEPS: Variable = Variable {
         "262144",
         "ceiling on the steps one `plan` expands to: its deployment file's and its command line's loads, tensors and unloads together (each core listed and each `repeat` a step), counted before anything is expanded; the environment or `plan --env` set it, a deployment file cannot",
         |c, var, v| {
-            c.max_steps = parse_num(var, &v)?;
+            c.loader.max_steps = parse_num(var, &v)?;
             Ok(())
         },
     )
@@ -183,7 +184,7 @@ pub const NEFFLD_MAX_NEFF_SIZE: Variable = Variable {
         "34359738368 (32 GiB)",
         "ceiling on the payload of a NEFF read from a stream (standard input, a pipe, a device), in bytes, checked against the header before the payload is read",
         |c, var, v| {
-            c.max_neff_size = parse_num(var, &v)?;
+            c.loader.max_neff_size = parse_num(var, &v)?;
             Ok(())
         },
     )
@@ -194,11 +195,11 @@ pub const NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG: Variable = Variable {
     since: Some(RuntimeLine::V2_33),
     ..var(
         "NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG",
-        Seam::Runtime,
+        Seam::Libnrt,
         "`1`",
         "`0` skips the usage report of a device allocation refused for want of room (its log lines and the `/tmp/neuron_mem_table_*` file; the allocation still fails; `plan` then shows no log lines for its refusal, and keeps its own usage table); any other value than `0` or `1` is refused naming the variable (stage `config`, exit status 2); the older lines ignore it",
         |c, var, v| {
-            c.oom_log = Some(match v.trim() {
+            c.libnrt.oom_log = Some(match v.trim() {
                 "1" => true,
                 "0" => false,
                 _ => {
@@ -231,7 +232,7 @@ pub const NEURON_RT_LOG_LEVEL: Variable = Variable {
     reader: Reader::CLibrary,
     ..var(
         "NEURON_RT_LOG_LEVEL",
-        Seam::Runtime,
+        Seam::Libnrt,
         "`ERROR`",
         "the C library's log level (`QUIET` silences the console; `ERROR`, `WARN`, `INFO`, `DEBUG`, `TRACE`; an unknown name is `ERROR`)",
         read_by_the_c_library,
@@ -243,7 +244,7 @@ pub const NEURON_RT_LOG_LEVEL_NRT: Variable = Variable {
     reader: Reader::CLibrary,
     ..var(
         "NEURON_RT_LOG_LEVEL_NRT",
-        Seam::Runtime,
+        Seam::Libnrt,
         "`NEURON_RT_LOG_LEVEL`'s",
         "the C library's log level for every line but the device-memory report's (`TDRV`)",
         read_by_the_c_library,
@@ -255,7 +256,7 @@ pub const NEURON_RT_LOG_LEVEL_TDRV: Variable = Variable {
     reader: Reader::CLibrary,
     ..var(
         "NEURON_RT_LOG_LEVEL_TDRV",
-        Seam::Runtime,
+        Seam::Libnrt,
         "`NEURON_RT_LOG_LEVEL`'s",
         "the log level of the device-memory report (`TDRV`; `INFO` adds each load's usage lines)",
         read_by_the_c_library,
@@ -294,8 +295,8 @@ fn profile_buffer<const K: usize>(
             ),
         )
     })?;
-    c.profile_buffers.retain(|&(k, _)| k != kind);
-    c.profile_buffers.push((kind, bytes));
+    c.libnrt.profile_buffers.retain(|&(k, _)| k != kind);
+    c.libnrt.profile_buffers.push((kind, bytes));
     Ok(())
 }
 
@@ -304,7 +305,7 @@ const PROFILE_BUFFER_DOC: &str = "a profiler buffer of this many MiB, which `pla
 const fn profile_buffer_var(name: &'static str, apply: Apply) -> Variable {
     var(
         name,
-        Seam::Runtime,
+        Seam::Libnrt,
         "the runtime's",
         PROFILE_BUFFER_DOC,
         apply,
@@ -313,13 +314,13 @@ const fn profile_buffer_var(name: &'static str, apply: Apply) -> Variable {
 
 /// The logical-core size, under either of its names.
 fn lnc(c: &mut RuntimeConfig, var: &'static str, v: String) -> Result<(), ConfigError> {
-    c.lnc = Some(parse_num(var, &v)?);
+    c.topology.lnc = Some(parse_num(var, &v)?);
     Ok(())
 }
 
 /// The contiguous scratchpad, under either of its names.
 fn contiguous(c: &mut RuntimeConfig, var: &'static str, v: String) -> Result<(), ConfigError> {
-    c.contiguous_scratchpad = Some(parse_bool(var, &v)?);
+    c.libnrt.contiguous_scratchpad = Some(parse_bool(var, &v)?);
     Ok(())
 }
 
@@ -346,14 +347,14 @@ pub const VARIABLES: &[Variable] = &[
         "the instance architecture NEFFs are checked against, by `load`, `verify` and `plan` alike (`trn1`, `trn2`, `trn3`; must agree with `NEFFLD_INSTANCE`; see \"Settings\")",
         |c, var, v| {
             let arch: Arch = v.parse().map_err(|reason: String| err(var, v.clone(), reason))?;
-            if let Some(i) = c.instance.filter(|i| i.arch != arch) {
+            if let Some(i) = c.topology.instance.filter(|i| i.arch != arch) {
                 return Err(err(
                     var,
                     v,
                     format!("the instance {i} has {} chips", i.arch.instance()),
                 ));
             }
-            c.arch = arch;
+            c.topology.arch = arch;
             Ok(())
         },
     ),
@@ -384,7 +385,7 @@ pub const VARIABLES: &[Variable] = &[
             // 0 is the variable's default: every core (the runtime's
             // configurable parameters, "0, which is interpreted as 'all'").
             if n > 0 {
-                c.visible_cores = Some(CoreList {
+                c.topology.visible_cores = Some(CoreList {
                     var,
                     cores: (0..n).collect(),
                     value: v,
@@ -399,7 +400,7 @@ pub const VARIABLES: &[Variable] = &[
         "every core",
         "the logical cores the process may use (`0-3,6`; wins over `NEURON_RT_NUM_CORES`): the runtime starts their physical cores only; a core the instance lacks is refused quoting the value",
         |c, var, v| {
-            c.visible_cores = Some(CoreList {
+            c.topology.visible_cores = Some(CoreList {
                 var,
                 cores: parse_core_list(var, &v)?,
                 value: v,
@@ -410,47 +411,47 @@ pub const VARIABLES: &[Variable] = &[
     // What the runtime reads.
     var(
         "NEFFLD_RUNTIME",
-        Seam::Runtime,
+        Seam::Libnrt,
         "`{newest}`, on every chip",
         "the runtime line loads reproduce ({lines}, or a version of one such as `2.27.23`; `--runtime`): a variable a line does not have is ignored under it",
         |c, var, v| {
-            c.runtime = Some(v.parse().map_err(|reason| err(var, v.clone(), reason))?);
+            c.libnrt.line = Some(v.parse().map_err(|reason| err(var, v.clone(), reason))?);
             Ok(())
         },
     ),
     var(
         "NEURON_RT_VALIDATE_HASH",
-        Seam::Runtime,
+        Seam::Libnrt,
         "off",
         "check the payload digest at load (`--validate-hash`; `verify` checks it unless `--ignore-hash`)",
         |c, var, v| {
-            c.validate_hash = parse_bool(var, &v)?;
+            c.libnrt.validate_hash = parse_bool(var, &v)?;
             Ok(())
         },
     ),
     var(
         "NEURON_RT_ALLOW_LEGACY_NEFF",
-        Seam::Runtime,
+        Seam::Libnrt,
         "off",
         "accept a NEFF built for another architecture (the arch gate) and a trn2 NEFF without its state-buffer reservation (`--allow-legacy-neff`)",
         |c, var, v| {
-            c.allow_legacy_neff = parse_bool(var, &v)?;
+            c.libnrt.allow_legacy_neff = parse_bool(var, &v)?;
             Ok(())
         },
     ),
     var(
         "NEURON_RT_EXEC_TIMEOUT",
-        Seam::Runtime,
+        Seam::Libnrt,
         "30",
         "seconds an execution may take, recorded with each model (nothing executes here)",
         |c, var, v| {
-            c.exec_timeout_s = parse_num(var, &v)?;
+            c.libnrt.exec_timeout_s = parse_num(var, &v)?;
             Ok(())
         },
     ),
     var(
         "NEURON_SCRATCHPAD_PAGE_SIZE",
-        Seam::Runtime,
+        Seam::Libnrt,
         "512",
         "the shared scratchpad's page in MiB, 1 to 4095 as the runtime checks it (its documentation advises multiples of 512); no effect while the scratchpad is one contiguous region",
         |c, var, v| {
@@ -468,31 +469,31 @@ pub const VARIABLES: &[Variable] = &[
                     ),
                 ));
             }
-            c.scratchpad_page = mib << 20;
+            c.libnrt.scratchpad_page = mib << 20;
             Ok(())
         },
     ),
     var(
         "NEURON_RT_DBG_EXPERIMENTAL_CONTIGUOUS_SCRATCHPAD",
-        Seam::Runtime,
+        Seam::Libnrt,
         "the line's",
         "`NEURON_RT_CONTIGUOUS_SCRATCHPAD` under its older name (which loses when both are set)",
         contiguous,
     ),
     var(
         "NEURON_RT_CONTIGUOUS_SCRATCHPAD",
-        Seam::Runtime,
+        Seam::Libnrt,
         "the line's: on from 2.33 (trn1, inf2; trn2 and trn3 at LNC 2)",
         "`0` keeps the scratchpad in pages of `NEURON_SCRATCHPAD_PAGE_SIZE` anywhere in the HBM; `1` asks for the one contiguous region of 64 MiB pages on any line (not at LNC 1 on trn2 and trn3); any other value is refused naming the accepted ones (stage `config`, exit status 2)",
         contiguous,
     ),
     var(
         "NEURON_RT_ROOT_COMM_ID",
-        Seam::Runtime,
+        Seam::Libnrt,
         "none",
         "`host:port` of the root communicator, which a collectives load (`nrt_load_collectives`, nrtpy's `cc_enabled`) requires: unset, or not `host:port`, it is refused with `NRT_INVALID`; `plan --world` takes it as given, or plans as though the framework had set one",
         |c, _, v| {
-            c.root_comm_id = Some(v).filter(|v| !v.trim().is_empty());
+            c.libnrt.root_comm_id = Some(v).filter(|v| !v.trim().is_empty());
             Ok(())
         },
     ),
@@ -506,11 +507,11 @@ pub const VARIABLES: &[Variable] = &[
     profile_buffer_var("NEURON_RT_PROFILE_BUF_CC_CORE_EVENT_MB", profile_buffer::<4>),
     var(
         "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS",
-        Seam::Runtime,
+        Seam::Libnrt,
         "unset",
         "implicit async execution: from 2.32 a warning when a runtime starts (deprecated on 2.32, without effect from 2.33), first among `load`'s warnings",
         |c, _, v| {
-            c.implicit_async = Some(v);
+            c.libnrt.implicit_async = Some(v);
             Ok(())
         },
     ),
@@ -525,7 +526,7 @@ pub const VARIABLES: &[Variable] = &[
         "`sim`",
         "the simulated device (the command's is `--device`, Python's `device=`, so only the C library reads this): `sim` keeps the bytes, `null` keeps none",
         |c, var, v| {
-            c.device = v
+            c.loader.device = v
                 .trim()
                 .parse()
                 .map_err(|_| err(var, v.clone(), "expected sim or null"))?;
@@ -538,7 +539,7 @@ pub const VARIABLES: &[Variable] = &[
         "64 × the payload, within 256 MiB–32 GiB",
         "ceiling on the inflated payload, in bytes (`--max-inflated`)",
         |c, var, v| {
-            c.max_inflated = Some(parse_num(var, &v)?);
+            c.loader.max_inflated = Some(parse_num(var, &v)?);
             Ok(())
         },
     ),
@@ -548,7 +549,7 @@ pub const VARIABLES: &[Variable] = &[
         "131072",
         "ceiling on the tar entries of a NEFF, for every command (`inspect`, `verify`, `extract`, `load`, `plan`; `pack` warns when it writes more)",
         |c, var, v| {
-            c.max_members = Some(parse_num(var, &v)?);
+            c.loader.max_members = Some(parse_num(var, &v)?);
             Ok(())
         },
     ),
@@ -560,7 +561,7 @@ pub const VARIABLES: &[Variable] = &[
         "16777216",
         "ceiling on the allocations the copies a `plan`'s headroom counts make, every NEFF on every distinct core together (each counts within an equal part of what is left, then says \"at least\"); load, verify and the C library do not use it",
         |c, var, v| {
-            c.max_headroom = parse_num(var, &v)?;
+            c.loader.max_headroom = parse_num(var, &v)?;
             Ok(())
         },
     ),
@@ -570,7 +571,7 @@ pub const VARIABLES: &[Variable] = &[
         "off",
         "run the staged-model check after every load (`--check`)",
         |c, var, v| {
-            c.check = parse_bool(var, &v)?;
+            c.loader.check = parse_bool(var, &v)?;
             Ok(())
         },
     ),
@@ -580,7 +581,7 @@ pub const VARIABLES: &[Variable] = &[
         "1",
         "parse-cache slots (1 is the reference runtime's; 0 is taken as 1)",
         |c, var, v| {
-            c.cache_slots = parse_num::<usize>(var, &v)?.max(1);
+            c.loader.cache_slots = parse_num::<usize>(var, &v)?.max(1);
             Ok(())
         },
     ),
@@ -590,7 +591,7 @@ pub const VARIABLES: &[Variable] = &[
         "0",
         "parses kept after their loads end (0 keeps none, as the reference)",
         |c, var, v| {
-            c.cache_retain = parse_num(var, &v)?;
+            c.loader.cache_retain = parse_num(var, &v)?;
             Ok(())
         },
     ),
@@ -600,7 +601,7 @@ pub const VARIABLES: &[Variable] = &[
         "1 GiB",
         "ceiling on the bytes of the kept parses",
         |c, var, v| {
-            c.cache_retain_bytes = parse_num(var, &v)?;
+            c.loader.cache_retain_bytes = parse_num(var, &v)?;
             Ok(())
         },
     ),
@@ -610,7 +611,7 @@ pub const VARIABLES: &[Variable] = &[
         "16 MiB",
         "a multi-core load builds its cores on threads only above this many bytes (a plan builds them one after another)",
         |c, var, v| {
-            c.fanout_min_bytes = parse_num(var, &v)?;
+            c.loader.fanout_min_bytes = parse_num(var, &v)?;
             Ok(())
         },
     ),
@@ -620,7 +621,7 @@ pub const VARIABLES: &[Variable] = &[
         "on in `plan`, off elsewhere",
         "a further load of a NEFF already staged on the same physical cores makes that staging's device requests again instead of staging anew (only on devices that keep no bytes, without `--check`; `plan --env NEFFLD_REPLAY=0` stages every load, with the same report)",
         |c, var, v| {
-            c.replay = Some(parse_bool(var, &v)?);
+            c.loader.replay = Some(parse_bool(var, &v)?);
             Ok(())
         },
     ),
@@ -692,6 +693,34 @@ mod tests {
         assert!(named("NEFFLD_NOPE").is_none());
         assert!(!NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG.read_under(RuntimeLine::V2_32));
         assert!(NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG.read_under(RuntimeLine::V2_33));
+        // Each variable sets its own seam's part of the configuration.
+        for v in VARIABLES.iter().filter(|v| v.reader != Reader::CLibrary) {
+            let base = RuntimeConfig::default();
+            let changed = [
+                "2",
+                "1",
+                "0",
+                "trn1",
+                "2.30",
+                "null",
+                "h:1",
+                "trn2.48xlarge",
+            ]
+            .into_iter()
+            .find_map(|value| {
+                let mut c = base.clone();
+                (v.apply(&mut c, value.into()).is_ok() && c != base).then_some(c)
+            })
+            .unwrap_or_else(|| panic!("{}: no sample value changes anything", v.name));
+            let moved = [
+                (Seam::Topology, changed.topology != base.topology),
+                (Seam::Libnrt, changed.libnrt != base.libnrt),
+                (Seam::Loader, changed.loader != base.loader),
+            ];
+            for (seam, differs) in moved {
+                assert_eq!(differs, seam == v.seam, "{} ({seam:?})", v.name);
+            }
+        }
         let md = markdown();
         assert!(
             md.contains(&format!("`{}`, on every chip", RuntimeLine::NEWEST)),

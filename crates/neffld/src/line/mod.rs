@@ -5,7 +5,7 @@
 //! facts per line, is [`facts`].
 //!
 //! A load runs under one [`RuntimeLine`] (`neffld load --runtime`,
-//! `NEFFLD_RUNTIME`, [`crate::config::RuntimeConfig::runtime`]). One module
+//! `NEFFLD_RUNTIME`, [`crate::config::Libnrt::line`]). One module
 //! per line holds only what that line does — its preamble and postamble
 //! layouts and slot counts, the fixed block of instruction memory beside
 //! each image, what it allocates for itself when it starts, how it sizes

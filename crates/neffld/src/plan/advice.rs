@@ -248,7 +248,7 @@ pub(crate) fn advise(
 
 /// The command line of a changed deployment.
 fn argv_of(session: &Session, changed: &Deployment) -> Vec<String> {
-    changed.argv(Some(session.config.arch))
+    changed.argv(Some(session.config.topology.arch))
 }
 
 /// Plans `d` again under its own configuration.
@@ -259,7 +259,10 @@ fn replan(
 ) -> Result<Outcome, PlanError> {
     let config = configure(d, session.files.len())?;
     let config = crate::config::RuntimeConfig {
-        arch: session.config.arch,
+        topology: crate::config::Topology {
+            arch: session.config.topology.arch,
+            ..config.topology
+        },
         ..config
     };
     session.execute_with(d, &config, prints, false)
@@ -289,7 +292,7 @@ fn page_size(
     if private == 0 {
         return Ok(None);
     }
-    let current = session.config.scratchpad_page >> 20;
+    let current = session.config.libnrt.scratchpad_page >> 20;
     considered.push("scratchpad page sizes of 512 MiB to 3.5 GiB".into());
     let mut best: Option<(u64, Judged, Deployment, (u64, u64))> = None;
     for mib in (1..8).map(|k| k * 512).filter(|&m| m != current) {
@@ -421,17 +424,19 @@ fn lnc(
                 return None;
             };
             let lnc = session.files[session.file_index(file)?].lnc?;
-            (lnc != config.lnc_size() && config.arch.lnc_sizes().contains(&lnc)).then(|| {
-                (
-                    lnc,
-                    format!("{} was compiled for LNC {lnc}", file.display()),
-                )
-            })
+            (lnc != config.lnc_size() && config.topology.arch.lnc_sizes().contains(&lnc)).then(
+                || {
+                    (
+                        lnc,
+                        format!("{} was compiled for LNC {lnc}", file.display()),
+                    )
+                },
+            )
         });
     let (size, why) = match compiled {
         Some(c) => c,
         None => {
-            if config.lnc_size() != 1 || !config.arch.lnc_sizes().contains(&2) {
+            if config.lnc_size() != 1 || !config.topology.arch.lnc_sizes().contains(&2) {
                 return Ok(None);
             }
             let Some((nd, hbm, cores)) = noisy(orig) else {
@@ -447,11 +452,9 @@ fn lnc(
             )
         }
     };
-    let logical_cores = crate::config::RuntimeConfig {
-        lnc: Some(size),
-        ..config.clone()
-    }
-    .total_vnc_count();
+    let mut resized = config.clone();
+    resized.topology.lnc = Some(size);
+    let logical_cores = resized.total_vnc_count();
     let named = d.steps.iter().filter_map(|s| match s {
         Step::Load { vnc, .. } => *vnc,
         Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => Some(*vnc),

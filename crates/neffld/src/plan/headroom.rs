@@ -139,7 +139,7 @@ pub(crate) fn measure(exec: &mut Exec<'_>, d: &Deployment) -> Result<Vec<Headroo
     let files: Vec<usize> = (0..exec.session.files.len()).collect();
     let mut measured: HashMap<Layout, (u64, Vec<(PathBuf, Copies)>)> = HashMap::new();
     let mut work = Work {
-        left: exec.session.config.max_headroom,
+        left: exec.session.config.loader.max_headroom,
         measurements: (vncs.len() * files.len()) as u64,
     };
     let mut rows: Vec<Headroom> = Vec::new();

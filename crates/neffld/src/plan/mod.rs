@@ -488,18 +488,18 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         }),
     };
     Ok(Plan {
-        instance: session.config.instance,
-        arch: session.config.arch,
-        chips: session.config.chips,
+        instance: session.config.topology.instance,
+        arch: session.config.topology.arch,
+        chips: session.config.topology.chips,
         lnc: session.config.lnc_size(),
         logical_cores: session.config.total_vnc_count(),
-        visible: session.config.visible_cores.clone(),
+        visible: session.config.topology.visible_cores.clone(),
         line: session.config.line(),
         scratchpad_page: session.config.scratchpad_mode().page,
         contiguous_scratchpad: session.config.scratchpad_mode().contiguous,
         unused_page_size: (session.config.scratchpad_mode().contiguous
-            && session.config.scratchpad_page != crate::stage::ScratchpadMode::DEFAULT_PAGE)
-            .then_some(session.config.scratchpad_page),
+            && session.config.libnrt.scratchpad_page != crate::stage::ScratchpadMode::DEFAULT_PAGE)
+            .then_some(session.config.libnrt.scratchpad_page),
         io_tensors: deployment.io_tensors,
         planned: deployment.steps.len(),
         steps: outcome.steps,

@@ -116,16 +116,16 @@ fn settings(d: &Deployment) -> Result<Settings, PlanError> {
 /// A planner's own use of a configuration: no images kept, every file's
 /// parse retained.
 fn tune(mut config: RuntimeConfig, files: usize) -> RuntimeConfig {
-    config.retain_images = false;
+    config.loader.retain_images = false;
     // A NEFF staged once on a set of cores is replayed there by every
     // further load (`NEFFLD_REPLAY=0` stages each); cores are built one
     // after another, as the replay's recording is (the devices copy
     // nothing, so threads would buy nothing, and the plan does not depend
     // on their timing).
-    config.replay = Some(config.replay.unwrap_or(true));
-    config.fanout_min_bytes = u64::MAX;
-    config.cache_retain = files.max(1);
-    config.cache_retain_bytes = u64::MAX;
+    config.loader.replay = Some(config.loader.replay.unwrap_or(true));
+    config.loader.fanout_min_bytes = u64::MAX;
+    config.loader.cache_retain = files.max(1);
+    config.loader.cache_retain_bytes = u64::MAX;
     config
 }
 
@@ -205,9 +205,9 @@ impl Session {
         let first = opened.first().and_then(Option::as_ref);
         let (config, world) = super::world::settle(d, tune(settings.for_neff(first), count))?;
         // The deployment's own mistakes, before any load runs.
-        let chip = Geometry::for_arch(config.arch);
-        if let Ok(visible) = config.logical_cores(&chip, config.chips.max(1)) {
-            let mut on = match config.instance {
+        let chip = Geometry::for_arch(config.topology.arch);
+        if let Ok(visible) = config.logical_cores(&chip, config.topology.chips.max(1)) {
+            let mut on = match config.topology.instance {
                 Some(i) if world.is_some_and(|w| w.hosts > 1) => format!(
                     "{} hosts of {} at LNC {}",
                     world.map_or(1, |w| w.hosts),
@@ -217,25 +217,28 @@ impl Session {
                 Some(i) => format!("{} at LNC {}", i.name, config.lnc_size()),
                 None => format!(
                     "{} chip{} of {} at LNC {}",
-                    config.chips.max(1),
-                    if config.chips > 1 { "s" } else { "" },
-                    config.arch.instance(),
+                    config.topology.chips.max(1),
+                    if config.topology.chips > 1 { "s" } else { "" },
+                    config.topology.arch.instance(),
                     config.lnc_size()
                 ),
             };
             // The deployment numbers the visible cores only.
-            if let Some(list) = &config.visible_cores {
+            if let Some(list) = &config.topology.visible_cores {
                 on.push_str(&format!(" with {}={}", list.var, list.value));
             }
             d.validate(visible.len() as u32, &on)?;
         }
-        if let Some(l) = d.lnc.filter(|l| !config.arch.lnc_sizes().contains(l)) {
+        if let Some(l) = d
+            .lnc
+            .filter(|l| !config.topology.arch.lnc_sizes().contains(l))
+        {
             return Err(DeploymentError {
                 place: d.lnc_origin.clone().unwrap_or_else(|| "lnc".into()),
                 what: format!(
                     "{} cores take logical-core size {:?}, not {l}",
-                    config.arch.instance(),
-                    config.arch.lnc_sizes()
+                    config.topology.arch.instance(),
+                    config.topology.arch.lnc_sizes()
                 ),
             }
             .into());
@@ -459,7 +462,7 @@ impl<'s> Exec<'s> {
         config: &RuntimeConfig,
         prints: &'s [Fingerprinted<'s>],
     ) -> Result<Exec<'s>, PlanError> {
-        let devices: Vec<Arc<Device>> = (0..config.chips.max(1))
+        let devices: Vec<Arc<Device>> = (0..config.topology.chips.max(1))
             .map(|_| started_device(config))
             .collect();
         let rt = Runtime::with_parses(config.clone(), devices, session.parses.clone())
@@ -681,7 +684,7 @@ impl<'s> Exec<'s> {
         pcores: &[u32],
     ) -> Result<Vec<Owned>, LoadError> {
         let mut buffers = Vec::new();
-        if self.config.profile_buffers.is_empty() {
+        if self.config.libnrt.profile_buffers.is_empty() {
             return Ok(buffers);
         }
         let Some(dev) = self.rt.devices().nth(device as usize) else {
@@ -691,7 +694,7 @@ impl<'s> Exec<'s> {
             if self.profiled.contains(&(device, p)) {
                 continue;
             }
-            for &(kind, bytes) in &self.config.profile_buffers {
+            for &(kind, bytes) in &self.config.libnrt.profile_buffers {
                 let hint = format!("profile buffer {kind}");
                 let req = AllocReq {
                     size: bytes,
@@ -809,8 +812,8 @@ pub(crate) fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure 
             ),
             own_limit: Some("NEFFLD_MAX_MEMBERS"),
         },
-        LoadError::Pipeline(p) if p.foreign_arch() && config.instance.is_some() => {
-            let i = config.instance.expect("checked");
+        LoadError::Pipeline(p) if p.foreign_arch() && config.topology.instance.is_some() => {
+            let i = config.topology.instance.expect("checked");
             StepFailure {
                 message: format!(
                     "{e} (neffld: the NEFF was compiled for another chip than the {} of {}; recompile it for this one with `neuronx-cc --target={}`)",
@@ -826,8 +829,8 @@ pub(crate) fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure 
             neff_lnc,
             sizes,
             ..
-        }) if config.instance.is_some() => {
-            let i = config.instance.expect("checked");
+        }) if config.topology.instance.is_some() => {
+            let i = config.topology.instance.expect("checked");
             let target = target_flag(i);
             StepFailure {
                 message: format!(

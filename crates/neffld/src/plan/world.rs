@@ -208,7 +208,7 @@ impl WorldPlan {
             .collect();
         WorldPlan {
             shape,
-            root_comm: config.root_comm_id.clone().unwrap_or_default(),
+            root_comm: config.libnrt.root_comm_id.clone().unwrap_or_default(),
             signature_check: line.facts().switches.cc_signature_check,
             replica_group_cap: line.facts().switches.replica_group_cap,
             ranks,
@@ -830,8 +830,8 @@ pub(crate) fn settle(
         return Ok((config, None));
     };
     let place = || d.world_origin.clone().unwrap_or_else(|| "--world".into());
-    let chips = config.chips.max(1);
-    let chip = crate::device::Geometry::for_arch(config.arch);
+    let chips = config.topology.chips.max(1);
+    let chip = crate::device::Geometry::for_arch(config.topology.arch);
     // A variable the runtime refuses is the plan's refusal, reported where
     // the plan starts its runtime: count every core here.
     let per_host = config
@@ -840,7 +840,7 @@ pub(crate) fn settle(
         .max(1);
     let hosts = d.hosts.unwrap_or(size.div_ceil(per_host)).max(1);
     if hosts > 1 {
-        if let Some(list) = &config.visible_cores {
+        if let Some(list) = &config.topology.visible_cores {
             return Err(super::DeploymentError {
                 place: place(),
                 what: format!(
@@ -850,10 +850,10 @@ pub(crate) fn settle(
             });
         }
     }
-    config.chips = chips * hosts;
-    let root_comm_assumed = config.root_comm_id.is_none();
+    config.topology.chips = chips * hosts;
+    let root_comm_assumed = config.libnrt.root_comm_id.is_none();
     if root_comm_assumed {
-        config.root_comm_id = Some(ASSUMED_ROOT_COMM.to_string());
+        config.libnrt.root_comm_id = Some(ASSUMED_ROOT_COMM.to_string());
     }
     Ok((
         config,

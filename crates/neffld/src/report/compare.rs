@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use crate::api::PipelineError;
 use crate::api::{LoadError, Runtime};
-use crate::config::{DeviceKind, RuntimeConfig};
+use crate::config::{DeviceKind, Libnrt, Loader, RuntimeConfig, Topology};
 use crate::container::{self, Neff, OpenOptions};
 use crate::line::RuntimeLine;
 use crate::manifest::engine::EngineType;
@@ -559,10 +559,18 @@ pub fn load_and_compare(
         .ok_or(CompareError::UnknownArch(capture.arch_code))?;
     let line = capture_line(capture);
     let config = RuntimeConfig {
-        arch,
-        runtime: Some(line),
-        device: DeviceKind::Sim,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch,
+            ..Default::default()
+        },
+        libnrt: Libnrt {
+            line: Some(line),
+            ..Default::default()
+        },
+        loader: Loader {
+            device: DeviceKind::Sim,
+            ..Default::default()
+        },
     };
     let lnc = config.lnc_size();
     let vnc = logical_core(capture, lnc).ok_or_else(|| CompareError::Cores {

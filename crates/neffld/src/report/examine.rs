@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 
 use crate::api::LoadError;
-use crate::config::RuntimeConfig;
 use crate::container::integrity::{self, DigestForm, HashAlgorithm, Verified};
 use crate::container::{self, payload_window, Archive, ContainerError, Neff, NeffHeader};
 use crate::kbin::collective::CollectiveInfo;
@@ -262,7 +261,7 @@ pub(crate) fn own_parse_options(neff: &Neff) -> ParseOptions {
     let settings =
         Settings::resolve(&own, |_| None).expect("no variable is set, so none is refused");
     let config = settings.for_neff(Some(neff));
-    ParseOptions::new(config.arch, config.lnc_size())
+    ParseOptions::new(config.topology.arch, config.lnc_size())
 }
 
 /// What the gates found in one NEFF, in gate order.
@@ -380,9 +379,9 @@ impl Examination {
     ) -> Examination {
         let config = settings.config();
         let opts = ExamineOptions {
-            require_hash: config.validate_hash,
-            inflate_limit: config.max_inflated,
-            max_members: config.max_members,
+            require_hash: config.libnrt.validate_hash,
+            inflate_limit: config.loader.max_inflated,
+            max_members: config.loader.max_members,
             contents,
         };
         let mut x = Examination::new(bytes);
@@ -392,10 +391,8 @@ impl Examination {
         // The load's own open would refuse a mismatch the config requires;
         // that finding is made already, and the load goes on to say what
         // else it would find.
-        let config = RuntimeConfig {
-            validate_hash: false,
-            ..settings.for_neff(Some(&neff))
-        };
+        let mut config = settings.for_neff(Some(&neff));
+        config.libnrt.validate_hash = false;
         let outcome = if contents {
             let copy = neff.clone();
             std::thread::scope(|sc| {
@@ -411,7 +408,7 @@ impl Examination {
             verify_opened(bytes, neff, config.clone())
         };
         let passed: &[Gate] = match &outcome {
-            Ok(_) if config.check => &[Gate::Parse, Gate::Stage, Gate::Validate],
+            Ok(_) if config.loader.check => &[Gate::Parse, Gate::Stage, Gate::Validate],
             Ok(_) => &[Gate::Parse, Gate::Stage],
             Err(LoadError::Pipeline(e)) if matches!(e.stage(), "stage" | "device") => {
                 &[Gate::Parse]

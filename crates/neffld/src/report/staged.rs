@@ -272,7 +272,7 @@ impl StagedView {
         Ok(StagedView {
             name: model.name.clone(),
             uuid: model.uuid,
-            arch: rt.config().arch,
+            arch: rt.config().topology.arch,
             line,
             device: nd,
             cores,

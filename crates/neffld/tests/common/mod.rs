@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use neffld::api::Runtime;
-use neffld::config::RuntimeConfig;
+use neffld::config::{Loader, RuntimeConfig, Topology};
 use neffld::container::{self, Neff, OpenOptions};
 use neffld::device::{
     AllocReq, Allocation, Device, DeviceError, FaultPlan, Geometry, Ledger, LiveAlloc, MemHandle,
@@ -38,13 +38,19 @@ pub fn runtime_on(geometry: Geometry, lnc: Option<u32>) -> (Runtime, Arc<SimDevi
     let arch = geometry.arch();
     let dev = Arc::new(SimDevice::new(geometry));
     let cfg = RuntimeConfig {
-        arch,
-        lnc,
-        check: true,
-        // Every build on its own thread, as the reference does, so the
-        // threaded path and its rollback are what these tests exercise.
-        fanout_min_bytes: 0,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch,
+            lnc,
+            ..Default::default()
+        },
+        loader: Loader {
+            check: true,
+            // Every build on its own thread, as the reference does, so the
+            // threaded path and its rollback are what these tests exercise.
+            fanout_min_bytes: 0,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
 }
@@ -257,12 +263,18 @@ pub fn gated_runtime_fanout(
     let arch = geometry.arch();
     let dev = gate_device(geometry);
     let cfg = RuntimeConfig {
-        arch,
-        lnc,
-        check: true,
-        cache_slots,
-        fanout_min_bytes,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch,
+            lnc,
+            ..Default::default()
+        },
+        loader: Loader {
+            check: true,
+            cache_slots,
+            fanout_min_bytes,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     (Runtime::with_device(cfg, dev.device.clone()).unwrap(), dev)
 }

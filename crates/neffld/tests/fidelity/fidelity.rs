@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use neffld::api::Runtime;
 use neffld::capture::{self, MEMORY_ROWS};
-use neffld::config::RuntimeConfig;
+use neffld::config::{Libnrt, RuntimeConfig, Topology};
 use neffld::container::{self, OpenOptions};
 use neffld::kbin::isa::{Addr8, ADDR8_STATIC_VAR, D4_DST, D4_SRC, OP_PSEUDO_DMA_DIRECT2D};
 use neffld::manifest::{EngineType, ParseOptions};
@@ -189,10 +189,16 @@ fn check(stem: &str) {
 
     // One accounting: the runtime's report gives the same rows and sums them.
     let rt = Runtime::new(RuntimeConfig {
-        arch: Arch::Cayman,
-        // The captures' own line (2.30.51).
-        runtime: Some(neffld::RuntimeLine::V2_30),
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Cayman,
+            ..Default::default()
+        },
+        libnrt: Libnrt {
+            // The captures' own line (2.30.51).
+            line: Some(neffld::RuntimeLine::V2_30),
+            ..Default::default()
+        },
+        ..Default::default()
     })
     .unwrap();
     let model = rt.load(&neff, Some(2)).unwrap();

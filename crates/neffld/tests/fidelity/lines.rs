@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use neffld::api::Runtime;
 use neffld::capture::{self, Capture, CaptureUuid, Image, MemRow, Subgraph, Version};
-use neffld::config::RuntimeConfig;
+use neffld::config::{Libnrt, Loader, RuntimeConfig, Topology};
 use neffld::container::writer::Producer;
 use neffld::container::{self as c, OpenOptions};
 use neffld::kbin::isa::{self, encode};
@@ -41,10 +41,18 @@ fn slot(img: &StagedImage, i: u32) -> &[u8] {
 /// `vnc`, and returns its staged view.
 fn load(bytes: &[u8], arch: Arch, line: RuntimeLine, vnc: u32) -> Vec<StagedCore> {
     let rt = Runtime::new(RuntimeConfig {
-        arch,
-        runtime: Some(line),
-        check: true,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch,
+            ..Default::default()
+        },
+        libnrt: Libnrt {
+            line: Some(line),
+            ..Default::default()
+        },
+        loader: Loader {
+            check: true,
+            ..Default::default()
+        },
     })
     .unwrap();
     let m = rt

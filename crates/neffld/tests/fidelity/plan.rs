@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use neffld::api::{started_device, Runtime};
-use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::config::{DeviceKind, Loader, RuntimeConfig, Topology};
 use neffld::device::{Device, CARVEOUT, SMALL_POOL_BYTES};
 use neffld::instance::Instance;
 use neffld::line::RuntimeLine;
@@ -151,10 +151,16 @@ fn a_noisy_neighbour_is_refused_as_the_runtime_reports_it_and_lnc2_lets_it_throu
 
     // The same state, built here by hand, and its free ranges.
     let mut config = RuntimeConfig {
-        arch: Arch::Cayman,
-        lnc: Some(1),
-        device: DeviceKind::Null,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Cayman,
+            lnc: Some(1),
+            ..Default::default()
+        },
+        loader: Loader {
+            device: DeviceKind::Null,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     config = config.on_instance(Instance::named("trn2.3xlarge").unwrap());
     let dev: Arc<Device> = started_device(&config);
@@ -573,9 +579,12 @@ fn loads_that_do_not_retain_images_hold_no_copy_of_them() {
     let mut seen = Vec::new();
     for retain_images in [true, false] {
         let rt = Runtime::new(RuntimeConfig {
-            device: DeviceKind::Null,
-            retain_images,
-            ..RuntimeConfig::default()
+            loader: Loader {
+                device: DeviceKind::Null,
+                retain_images,
+                ..Default::default()
+            },
+            ..Default::default()
         })
         .unwrap();
         let m = rt.load(&neff, Some(0)).unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use neffld::api::{LoadError, Model, Runtime};
-use neffld::config::RuntimeConfig;
+use neffld::config::{RuntimeConfig, Topology};
 use neffld::{Arch, NrtStatus};
 
 const ITERATIONS: usize = 20;
@@ -19,8 +19,11 @@ const FRESH_LOADS: usize = 32;
 
 fn config() -> RuntimeConfig {
     RuntimeConfig {
-        arch: Arch::Cayman,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Cayman,
+            ..Default::default()
+        },
+        ..Default::default()
     }
 }
 

@@ -4,7 +4,7 @@
 //! collectives listed by the load, on every world size the writer makes.
 
 use neffld::api::Runtime;
-use neffld::config::RuntimeConfig;
+use neffld::config::{Libnrt, RuntimeConfig, Topology};
 use neffld::kbin::collective::UPDATE_INC_ON_COMPLETE;
 use neffld::manifest::EngineType;
 use neffld::relocate::collective as lowered;
@@ -150,9 +150,15 @@ fn a_collectives_load_writes_its_global_id() {
     // A world of eight (rank 5 must be in the NEFF's replica group).
     let w = World::new(8).with_steps(&[Step::Ids]);
     let cfg = RuntimeConfig {
-        arch: Arch::Cayman,
-        root_comm_id: Some("10.0.0.1:62182".into()),
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Cayman,
+            ..Default::default()
+        },
+        libnrt: Libnrt {
+            root_comm_id: Some("10.0.0.1:62182".into()),
+            ..Default::default()
+        },
+        ..Default::default()
     };
     let rt = Runtime::new(cfg).unwrap();
     let m = rt.load_collectives(&w.shared(), None, 5, 8).unwrap();

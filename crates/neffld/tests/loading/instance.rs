@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use neffld::api::Runtime;
-use neffld::config::{CoreList, RuntimeConfig};
+use neffld::config::{CoreList, Loader, RuntimeConfig, Topology};
 use neffld::device::{Device, Geometry, SimDevice};
 use neffld::ids::PCore;
 use neffld::report::MemoryReport;
@@ -17,15 +17,21 @@ fn instance(chips: usize, visible: Option<Vec<u32>>) -> (Runtime, Vec<Arc<Device
         .map(|_| Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman))) as Arc<Device>)
         .collect();
     let cfg = RuntimeConfig {
-        arch: Arch::Cayman,
-        chips: chips as u32,
-        visible_cores: visible.map(|cores| CoreList {
-            var: "NEURON_RT_VISIBLE_CORES",
-            value: format!("{cores:?}"),
-            cores,
-        }),
-        check: true,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Cayman,
+            chips: chips as u32,
+            visible_cores: visible.map(|cores| CoreList {
+                var: "NEURON_RT_VISIBLE_CORES",
+                value: format!("{cores:?}"),
+                cores,
+            }),
+            ..Default::default()
+        },
+        loader: Loader {
+            check: true,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     (
         Runtime::with_devices(cfg, devices.clone()).unwrap(),

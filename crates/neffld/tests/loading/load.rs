@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use neffld::api::{Runtime, TensorUsage};
 use neffld::comm::Join;
-use neffld::config::RuntimeConfig;
+use neffld::config::{Libnrt, Loader, RuntimeConfig, Topology};
 use neffld::container::writer::Producer;
 use neffld::container::{self, OpenOptions};
 use neffld::device::{FaultPlan, Geometry, SimDevice};
@@ -21,9 +21,15 @@ use neffld_testkit::{fixture, real_fixtures, Synth};
 fn runtime(arch: Arch) -> (Runtime, Arc<SimDevice>) {
     let dev = Arc::new(SimDevice::new(Geometry::for_arch(arch)));
     let cfg = RuntimeConfig {
-        arch,
-        check: true,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch,
+            ..Default::default()
+        },
+        loader: Loader {
+            check: true,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
 }
@@ -381,8 +387,11 @@ fn collectives_loads_need_the_root_communicator_and_record_the_global_id() {
     assert!(e.to_string().contains("NEURON_RT_ROOT_COMM_ID"), "{e}");
     let dev = Arc::new(SimDevice::new(Geometry::for_arch(Arch::Cayman)));
     let cfg = RuntimeConfig {
-        root_comm_id: Some("127.0.0.1:62182".into()),
-        ..RuntimeConfig::default()
+        libnrt: Libnrt {
+            root_comm_id: Some("127.0.0.1:62182".into()),
+            ..Default::default()
+        },
+        ..Default::default()
     };
     let rt = Runtime::with_device(cfg, dev.clone()).unwrap();
     assert_eq!(
@@ -424,8 +433,11 @@ fn an_opened_container_is_held_to_its_bytes_and_the_runtimes_options() {
     let mut bad = small.clone();
     bad[0xAC] ^= 0xFF;
     let checking = Runtime::new(RuntimeConfig {
-        validate_hash: true,
-        ..RuntimeConfig::default()
+        libnrt: Libnrt {
+            validate_hash: true,
+            ..Default::default()
+        },
+        ..Default::default()
     })
     .unwrap();
     let unchecked = container::open(&bad, &OpenOptions::default()).unwrap();

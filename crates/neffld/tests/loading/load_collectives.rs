@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use neffld::api::{LoadError, Runtime};
 use neffld::comm::{CollectivesError, Join};
-use neffld::config::RuntimeConfig;
+use neffld::config::{Libnrt, RuntimeConfig, Topology};
 use neffld::device::{Geometry, SimDevice};
 use neffld::instance::Instance;
 use neffld::{Arch, NrtStatus};
@@ -18,17 +18,28 @@ use neffld_testkit::collectives::{Step, World};
 const ROOT: &str = "10.0.0.1:62182";
 
 fn runtime_with(cfg: RuntimeConfig) -> (Runtime, Arc<SimDevice>) {
-    let dev = Arc::new(SimDevice::new(Geometry::for_arch(cfg.arch)));
+    let dev = Arc::new(SimDevice::new(Geometry::for_arch(cfg.topology.arch)));
     (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
+}
+
+/// A trn2 configuration with the root communicator `root`.
+fn on_trn2(root: Option<&str>) -> RuntimeConfig {
+    RuntimeConfig {
+        topology: Topology {
+            arch: Arch::Cayman,
+            ..Default::default()
+        },
+        libnrt: Libnrt {
+            root_comm_id: root.map(str::to_string),
+            ..Default::default()
+        },
+        ..RuntimeConfig::default()
+    }
 }
 
 /// A trn2 runtime with a root communicator.
 fn trn2() -> (Runtime, Arc<SimDevice>) {
-    runtime_with(RuntimeConfig {
-        arch: Arch::Cayman,
-        root_comm_id: Some(ROOT.into()),
-        ..RuntimeConfig::default()
-    })
+    runtime_with(on_trn2(Some(ROOT)))
 }
 
 fn refusal(e: LoadError) -> CollectivesError {
@@ -46,11 +57,7 @@ fn one_all_reduce(ranks: u32) -> World {
 fn the_root_communicator_is_required_and_must_be_host_and_port() {
     let neff = one_all_reduce(2).shared();
     for (root, expect) in [(None, "is not set"), (Some("10.0.0.1"), "10.0.0.1")] {
-        let (rt, dev) = runtime_with(RuntimeConfig {
-            arch: Arch::Cayman,
-            root_comm_id: root.map(str::to_string),
-            ..RuntimeConfig::default()
-        });
+        let (rt, dev) = runtime_with(on_trn2(root));
         let e = rt.load_collectives(&neff, None, 0, 2).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Invalid, "{e}");
         assert!(e.to_string().contains("NEURON_RT_ROOT_COMM_ID"), "{e}");
@@ -64,7 +71,10 @@ fn the_root_communicator_is_required_and_must_be_host_and_port() {
 #[test]
 fn trn1_refuses_a_world_its_topology_does_not_take() {
     let cfg = RuntimeConfig {
-        root_comm_id: Some(ROOT.into()),
+        libnrt: Libnrt {
+            root_comm_id: Some(ROOT.into()),
+            ..Default::default()
+        },
         ..RuntimeConfig::default()
     }
     .on_instance(Instance::named("trn1.32xlarge").unwrap());
@@ -214,12 +224,9 @@ fn more_replica_groups_than_the_line_takes_are_refused() {
     h.feature_bits &= !FEATURE_VNC;
     let neff = NeffWriter::with_header(Producer::V2_21, h).write(&s.member_list());
     let under = |line: &str| {
-        runtime_with(RuntimeConfig {
-            arch: Arch::Cayman,
-            root_comm_id: Some(ROOT.into()),
-            runtime: Some(line.parse().unwrap()),
-            ..RuntimeConfig::default()
-        })
+        let mut cfg = on_trn2(Some(ROOT));
+        cfg.libnrt.line = Some(line.parse().unwrap());
+        runtime_with(cfg)
     };
     let (rt, dev) = under("2.33");
     let e = rt.load_collectives(&neff, None, 0, 2).unwrap_err();

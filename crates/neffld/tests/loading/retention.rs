@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::common::*;
 use neffld::api::Runtime;
 use neffld::cache::Role;
-use neffld::config::RuntimeConfig;
+use neffld::config::{Loader, RuntimeConfig, Topology};
 use neffld::container::NeffHeader;
 use neffld::device::{Geometry, SimDevice};
 use neffld::manifest::tensor::TensorInfo;
@@ -18,10 +18,16 @@ fn retaining(retain: usize) -> (Runtime, Arc<SimDevice>) {
     let geometry = Geometry::custom(Arch::Cayman, 16, 8, 4 << 30).unwrap();
     let dev = Arc::new(SimDevice::new(geometry));
     let cfg = RuntimeConfig {
-        arch: Arch::Cayman,
-        check: true,
-        cache_retain: retain,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Cayman,
+            ..Default::default()
+        },
+        loader: Loader {
+            check: true,
+            cache_retain: retain,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     (Runtime::with_device(cfg, dev.clone()).unwrap(), dev)
 }

@@ -6,7 +6,7 @@
 //! and the contiguous mode.
 
 use neffld::api::{Model, Runtime};
-use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::config::{DeviceKind, Loader, RuntimeConfig, Topology};
 use neffld::device::{AllocReq, Device, MemUsage, Owner, Place};
 use neffld::ids::{PCore, VarId};
 use neffld::report::{Column, MemoryReport, Usage};
@@ -37,9 +37,15 @@ fn neff(name: &str, vars: [Var; 2]) -> Vec<u8> {
 /// A trn1 runtime on an accounting-only device, configured by `env`.
 fn runtime(env: &[(&str, &str)]) -> Runtime {
     let config = RuntimeConfig {
-        arch: Arch::Sunda,
-        device: DeviceKind::Null,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Sunda,
+            ..Default::default()
+        },
+        loader: Loader {
+            device: DeviceKind::Null,
+            ..Default::default()
+        },
+        ..Default::default()
     }
     .with_env(|k| {
         env.iter()

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use neffld::api::Runtime;
-use neffld::config::{DeviceKind, RuntimeConfig};
+use neffld::config::{DeviceKind, Loader, RuntimeConfig, Topology};
 use neffld::container::mapped::RELEASE_ALIGN;
 use neffld::container::{self, MappedFile, Neff, OpenOptions, STREAM_MIN};
 use neffld::Arch;
@@ -123,11 +123,17 @@ fn a_large_payload_decodes_the_same_and_is_released() {
     let n = container::open_mapped(&map, &opts(false)).unwrap();
     let before = map.resident_bytes().unwrap();
     let config = RuntimeConfig {
-        arch: Arch::Cayman,
-        lnc: Some(1),
-        device: DeviceKind::Null,
-        one_load_at_a_time: true,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Cayman,
+            lnc: Some(1),
+            ..Default::default()
+        },
+        loader: Loader {
+            device: DeviceKind::Null,
+            one_load_at_a_time: true,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     let rt = Runtime::new(config).unwrap();
     let model = rt.load_opened(map.bytes(), n, None).unwrap();

@@ -3,7 +3,7 @@
 //! out (issue 23's reproducers, each a test that failed before its fix).
 
 use neffld::api::{LoadError, Runtime};
-use neffld::config::RuntimeConfig;
+use neffld::config::{RuntimeConfig, Topology};
 use neffld::container::writer::Producer;
 use neffld::{Arch, NrtStatus};
 use neffld_testkit::Synth;
@@ -11,8 +11,11 @@ use serde_json::json;
 
 fn sunda() -> RuntimeConfig {
     RuntimeConfig {
-        arch: Arch::Sunda,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch: Arch::Sunda,
+            ..Default::default()
+        },
+        ..Default::default()
     }
 }
 

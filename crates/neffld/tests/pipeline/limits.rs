@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use neffld::api::{LoadError, Runtime};
-use neffld::config::RuntimeConfig;
+use neffld::config::{Loader, RuntimeConfig, Topology};
 use neffld::container::archive::DEFAULT_MAX_MEMBERS;
 use neffld::container::writer::{tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::container::{ContainerError, OpenOptions};
@@ -28,10 +28,16 @@ use serde_json::json;
 fn load(arch: Arch, max_inflated: Option<u64>, bytes: &[u8]) -> (Result<(), LoadError>, Duration) {
     let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
     let cfg = RuntimeConfig {
-        arch,
-        check: true,
-        max_inflated,
-        ..RuntimeConfig::default()
+        topology: Topology {
+            arch,
+            ..Default::default()
+        },
+        loader: Loader {
+            check: true,
+            max_inflated,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     let rt = Runtime::with_device(cfg, dev.clone()).unwrap();
     let t = Instant::now();
@@ -431,8 +437,11 @@ fn bad_dma_patterns_are_refused_by_the_kbin_build_before_staging() {
 
         let dev = Arc::new(NullDevice::new(Geometry::for_arch(Arch::Sunda)));
         let cfg = RuntimeConfig {
-            arch: Arch::Sunda,
-            ..RuntimeConfig::default()
+            topology: Topology {
+                arch: Arch::Sunda,
+                ..Default::default()
+            },
+            ..Default::default()
         };
         let rt = Runtime::with_device(cfg, dev.clone()).unwrap();
         dev.set_fault_plan(FaultPlan::alloc(1).panicking());

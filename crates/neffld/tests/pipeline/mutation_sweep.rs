@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use neffld::api::{Cause, LoadError, Runtime};
-use neffld::config::RuntimeConfig;
+use neffld::config::{Libnrt, Loader, RuntimeConfig, Topology};
 use neffld::container::writer::{gzip, tar_entry, NeffWriter, Producer, TarEntry, PAYLOAD_BLOCK};
 use neffld::container::{self, OpenOptions, HEADER_LEN};
 use neffld::device::{Geometry, NullDevice};
@@ -859,11 +859,19 @@ impl Rig {
     fn new(arch: Arch, verify: bool) -> Rig {
         let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
         let cfg = RuntimeConfig {
-            arch,
-            check: true,
-            validate_hash: verify,
-            max_inflated: Some(64 << 20),
-            ..RuntimeConfig::default()
+            topology: Topology {
+                arch,
+                ..Default::default()
+            },
+            libnrt: Libnrt {
+                validate_hash: verify,
+                ..Default::default()
+            },
+            loader: Loader {
+                check: true,
+                max_inflated: Some(64 << 20),
+                ..Default::default()
+            },
         };
         Rig {
             rt: Runtime::with_device(cfg, dev.clone()).expect("runtime"),
@@ -1155,15 +1163,21 @@ fn real_fixtures() {
 /// configuration otherwise. Returns the status.
 fn default_load(bytes: &[u8], validate_hash: bool) -> NrtStatus {
     let config = RuntimeConfig {
-        validate_hash,
-        max_inflated: Some(64 << 20),
-        ..RuntimeConfig::default()
+        libnrt: Libnrt {
+            validate_hash,
+            ..Default::default()
+        },
+        loader: Loader {
+            max_inflated: Some(64 << 20),
+            ..Default::default()
+        },
+        ..Default::default()
     };
     let opts = OpenOptions {
         verify_hash: validate_hash,
         compare_hash: false,
-        inflate_limit: config.max_inflated,
-        max_members: config.max_members,
+        inflate_limit: config.loader.max_inflated,
+        max_members: config.loader.max_members,
     };
     let neff = match container::open(bytes, &opts) {
         Ok(n) => n,
@@ -1171,7 +1185,17 @@ fn default_load(bytes: &[u8], validate_hash: bool) -> NrtStatus {
     };
     let arch = neffld::parse::declared_arch(&neff).unwrap_or(Arch::Cayman);
     let dev = Arc::new(NullDevice::new(Geometry::for_arch(arch)));
-    let rt = Runtime::with_device(RuntimeConfig { arch, ..config }, dev.clone()).expect("runtime");
+    let rt = Runtime::with_device(
+        RuntimeConfig {
+            topology: Topology {
+                arch,
+                ..config.topology
+            },
+            ..config
+        },
+        dev.clone(),
+    )
+    .expect("runtime");
     let status = match rt.load_opened(bytes, neff, None) {
         Ok(model) => {
             rt.unload(&model).expect("unload");
@@ -1253,9 +1277,15 @@ fn verify_agrees_with_load() {
             total += 1;
             let load = default_load(&m.bytes, m.verify);
             let config = RuntimeConfig {
-                validate_hash: m.verify,
-                max_inflated: Some(64 << 20),
-                ..RuntimeConfig::default()
+                libnrt: Libnrt {
+                    validate_hash: m.verify,
+                    ..Default::default()
+                },
+                loader: Loader {
+                    max_inflated: Some(64 << 20),
+                    ..Default::default()
+                },
+                ..Default::default()
             };
             let verdict = match neffld::verify(&m.bytes, &Settings::neff_own(config)) {
                 Ok(_) => NrtStatus::Success,
