@@ -163,6 +163,9 @@ fn human(out: &LoadDoc, memory_table: &str, no_timings: bool, style: Style) -> S
             p.carried_over.join("; ")
         );
     }
+    for note in &out.notes {
+        let _ = writeln!(t, "          {note}");
+    }
     let o = &out.stamp.outcome;
     let _ = writeln!(t, "status    {} ({})", o.status, o.status_code);
     if let Some(e) = &o.error {
@@ -481,6 +484,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         config.loader.check,
         config.loader.device,
     );
+    let notes = config.start_notes(config.started_vnc_count());
     let geometry = neffld::instance::Geometry::for_arch(arch);
     let (rt, recorder) = Recorder::runtime(config).map_err(|e| load_failure(&e))?;
 
@@ -541,6 +545,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         arch: arch.instance(),
         runtime: line.to_string(),
         runtime_provenance: line.provenance(arch),
+        notes,
         checked,
         device_cores: geometry.cores(),
         h_nn: None,

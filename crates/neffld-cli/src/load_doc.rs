@@ -154,6 +154,9 @@ pub struct LoadDoc {
     pub arch: &'static str,
     pub runtime: String,
     pub runtime_provenance: LineProvenance,
+    /// What the runtime takes at start beyond its line's carried captured
+    /// rows, and why ([`neffld::config::RuntimeConfig::start_notes`]).
+    pub notes: Vec<String>,
     pub checked: bool,
     pub device_cores: u32,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -63,6 +63,9 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
             format!("scratchpad pages {}", units::human(p.scratchpad_page))
         },
     );
+    for note in &p.notes {
+        let _ = writeln!(t, "note      {note}");
+    }
     match p.failed_step() {
         None => {
             let _ = writeln!(

@@ -56,6 +56,9 @@ pub(crate) struct InspectConfig {
     session_id: c_int,
     output_dir: String,
     sys_trace_max_events_per_nc: Option<u64>,
+    /// Executions of each model that model-mode device profiling skips
+    /// (2.35); nothing executes here, so none is.
+    device_profile_num_warmup: u32,
     disabled_cores: BTreeSet<u32>,
     disabled_event_types: BTreeSet<String>,
     enable_inspect: bool,
@@ -69,6 +72,7 @@ impl Default for InspectConfig {
             session_id: 1,
             output_dir: DEFAULT_OUTPUT_DIR.to_string(),
             sys_trace_max_events_per_nc: None,
+            device_profile_num_warmup: 0,
             disabled_cores: BTreeSet::new(),
             disabled_event_types: BTreeSet::new(),
             enable_inspect: false,
@@ -384,6 +388,25 @@ pub unsafe extern "C" fn nrt_inspect_config_set_output_dir(
             return Err(NRT_STATUS::NRT_INVALID);
         }
         nrt_inspect_config::with_arg(API, "options", options, |c| c.output_dir = dir)
+    })
+}
+
+/// Sets how many executions of each model model-mode device profiling
+/// skips before it profiles one (libnrt 2.35; under an earlier line
+/// `NRT_FAILURE`, the call not being in it). Inferred: the signature (the
+/// release notes give the name and purpose; every other setter of these
+/// options takes the options and one value), and the value's type.
+#[no_mangle]
+pub extern "C" fn nrt_inspect_config_set_device_profile_num_warmup(
+    options: *mut nrt_inspect_config_t,
+    num_warmup: u32,
+) -> NRT_STATUS {
+    const API: &str = "nrt_inspect_config_set_device_profile_num_warmup";
+    guarded(API, || {
+        crate::state::line_has(API)?;
+        nrt_inspect_config::with_arg(API, "options", options, |c| {
+            c.device_profile_num_warmup = num_warmup
+        })
     })
 }
 

@@ -122,6 +122,24 @@ pub(crate) fn config() -> Result<RuntimeConfig, NRT_STATUS> {
     })
 }
 
+/// Refuses `api`, a C entry point a line of the library's table adds
+/// ([`neffld::RuntimeLine::has_call`]), under a configured line before it:
+/// `NRT_FAILURE` (the public status set has no "unsupported"), with one
+/// line naming the line that added it. The configured line is the
+/// initialised runtime's, else the environment's.
+pub(crate) fn line_has(api: &'static str) -> NrtResult {
+    let line = config()?.line();
+    if line.has_call(api) {
+        return Ok(());
+    }
+    crate::log::ensure();
+    match neffld::RuntimeLine::adding(api) {
+        Some(added) => error!("{api} is not in runtime {line}: libnrt {added} added it"),
+        None => error!("{api} is not in runtime {line}"),
+    }
+    Err(NRT_STATUS::NRT_FAILURE)
+}
+
 /// `nrt_init`.
 ///
 /// # Safety

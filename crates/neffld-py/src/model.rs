@@ -246,6 +246,15 @@ impl Model {
         &self.uuid
     }
 
+    /// What the model's runtime took when it started beyond the captured
+    /// rows its line carries over, and why, as `neffld load --json`'s
+    /// `notes` (2.35's 64 MiB per NeuronCore for DMA profiling).
+    #[getter]
+    fn notes(&self) -> Vec<String> {
+        let config = self.rt.config();
+        config.start_notes(config.started_vnc_count())
+    }
+
     /// Where the runtime line's behaviour comes from, as `neffld load
     /// --json` reports it: "line", "captured_by" (the captured line whose
     /// rules the load follows), "captured_on" (the chip its captures were

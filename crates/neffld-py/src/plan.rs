@@ -798,6 +798,9 @@ pub struct Plan {
     pub fits: bool,
     pub instance: Py<PlanInstance>,
     pub runtime: String,
+    /// What the runtime takes when it starts beyond its line's carried
+    /// captured rows, and why (2.35's DMA-profiling reservation).
+    pub notes: Vec<String>,
     pub scratchpad_page: u64,
     pub contiguous_scratchpad: bool,
     /// A page size `NEURON_SCRATCHPAD_PAGE_SIZE` asked for that the
@@ -1046,6 +1049,7 @@ impl Plan {
                 },
             )?,
             runtime: r.runtime.to_string(),
+            notes: r.notes.clone(),
             scratchpad_page: r.scratchpad_page,
             contiguous_scratchpad: r.contiguous_scratchpad,
             unused_page_size: r.unused_page_size,

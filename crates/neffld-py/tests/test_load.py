@@ -225,3 +225,29 @@ def test_an_image_says_how_much_of_it_is_placeholder():
                 slots = [image[i : i + 64] for i in range(0, len(image), 64)]
                 placeholders = sum(s.startswith(marker) for s in slots)
                 assert core.image_filler_slots[engine] == placeholders, (path, engine)
+
+
+def test_the_newest_line_reserves_64_mib_per_neuroncore_for_dma_profiling():
+    # Runtime 2.35 (the default) takes 64 MiB per NeuronCore at start for
+    # host-device DMA profiling (SDK 2.33's runtime notes): on the first
+    # physical core of the logical core, under Profiler Buffers, and in
+    # nrt_get_vnc_memory_stats; 2.34 does not.
+    mib = 1 << 20
+    with neffld.load(LARGE, device="null") as new, neffld.load(
+        LARGE, device="null", runtime="2.34"
+    ) as old:
+        assert new.runtime == neffld.RUNTIME_LINES[-1]
+        assert new.cores[0].memory["Profiler Buffers"] == 64 * mib
+        assert new.cores[1].memory.get("Profiler Buffers", 0) == 0
+        assert old.cores[0].memory.get("Profiler Buffers", 0) == 0
+        grown = new.memory_stats()["used"] - old.memory_stats()["used"]
+        assert grown == 64 * mib
+        assert len(new.notes) == 1 and "64 MiB per NeuronCore" in new.notes[0]
+        assert old.notes == []
+
+
+def test_the_dma_profiling_reservation_can_be_left_out(monkeypatch):
+    monkeypatch.setenv("NEFFLD_DMA_PROFILING", "0")
+    with neffld.load(LARGE, device="null") as m:
+        assert m.cores[0].memory.get("Profiler Buffers", 0) == 0
+        assert "NEFFLD_DMA_PROFILING=0 leaves it out" in m.notes[0]

@@ -354,3 +354,22 @@ def test_a_refused_argument_is_named_as_python_names_it(kwargs, named):
     assert e.value.stage == "usage"
     assert e.value.message.startswith(named), e.value.message
     assert "--" not in e.value.message.split(":")[0], e.value.message
+
+
+def test_a_plan_notes_the_newest_lines_start_up_reservation():
+    # Per logical core (one per HBM at LNC 2), the default line's plan
+    # holds 64 MiB more than 2.34's, and says why.
+    from conftest import LARGE
+
+    def per_hbm(p):
+        return [
+            sum(c["used"] for c in h["cores"]) for h in p.memory["devices"][0]["hbms"]
+        ]
+
+    reserved = 64 << 20  # "64 MB per NeuronCore", SDK 2.33's runtime notes
+    new = neffld.plan(f"{LARGE}@0", instance="trn2.3xlarge")
+    old = neffld.plan(f"{LARGE}@0", instance="trn2.3xlarge", runtime="2.34")
+    assert new.runtime == neffld.RUNTIME_LINES[-1]
+    assert [a - b for a, b in zip(per_hbm(new), per_hbm(old))] == [reserved] * 4
+    assert f"{4 * reserved >> 20} MiB on the 4 logical cores" in new.notes[0], new.notes
+    assert old.notes == [] and new.to_dict()["notes"] == new.notes

@@ -1481,3 +1481,23 @@ pub fn fuzz_tar(input: &[u8]) -> Option<usize> {
     }
     Some(a.len())
 }
+
+/// Bytes a runtime of `line` takes at start on each logical core beyond
+/// the captured rows its line carries over: its row's start-up deltas
+/// (2.35's reservation for DMA profiling), all counted per logical core.
+/// What a plan under `line` holds more than under a line without them.
+pub fn reserved_per_logical_core(line: neffld::RuntimeLine) -> u64 {
+    line.facts()
+        .start
+        .iter()
+        .map(|d| {
+            assert_eq!(
+                d.per,
+                neffld::lines::Per::LogicalCore,
+                "{line}: {} is not per logical core; count it per physical core",
+                d.what
+            );
+            d.bytes
+        })
+        .sum()
+}

@@ -554,10 +554,8 @@ fn start(
 ) -> Result<AllocSet, DeviceError> {
     let geometry = device.geometry();
     let plan = config.start_plan(geometry);
-    let per_core = plan.rows.len() / geometry.cores().max(1) as usize;
     let mut held = AllocSet::new(device);
-    for (i, &(usage, size, place)) in plan.rows.iter().enumerate() {
-        let core = (i / per_core.max(1)) as u32;
+    for &(core, usage, size, place) in &plan.rows {
         if !pcores.contains(&core) {
             continue;
         }

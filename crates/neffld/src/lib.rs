@@ -89,7 +89,7 @@ pub use line::{LineProvenance, RuntimeLine};
 /// line adds, and the documented facts with their sources).
 pub mod lines {
     pub use crate::line::facts::{
-        ImplicitAsync, LineFacts, LineNote, LineProvenance, Note, RuntimeLine, StartDelta,
+        ImplicitAsync, LineFacts, LineNote, LineProvenance, Note, Per, RuntimeLine, StartDelta,
         Switches, FACTS,
     };
 }

@@ -8,7 +8,7 @@
 
 use crate::device::alloc::charged_size;
 use crate::device::{Geometry, MemUsage, Place, Pool, StartTaken};
-use crate::line::{LineFacts, StartDelta};
+use crate::line::{LineFacts, Per, StartDelta};
 use crate::Arch;
 
 /// Where the runtime's start-up allocations go on a device, and what of the
@@ -16,15 +16,17 @@ use crate::Arch;
 /// over.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StartPlan {
-    /// Held back at start, beside the start-up allocations.
+    /// Held back at start, beside the start-up allocations (the same in
+    /// every channel).
     pub held: StartTaken,
-    /// Each row of each core, in order: usage, bytes, and where it goes.
-    pub rows: Vec<(MemUsage, u64, Place)>,
+    /// Each row of each physical core, in order: the core, the usage, the
+    /// bytes, and where it goes.
+    pub rows: Vec<(u32, MemUsage, u64, Place)>,
 }
 
-/// The runtime's start on a device of `geometry` and `arch` under the line
-/// of `facts`, with the line's start-up deltas that `kept` keeps (a
-/// documented switch may turn one off).
+/// The runtime's start on a device of `geometry` and `arch`, at
+/// logical-core size `lnc`, under the line of `facts`, with the line's
+/// start-up deltas that `kept` keeps (a variable may turn one off).
 ///
 /// The captures show a started runtime holding a region at the bottom of
 /// each channel's small pool (2.27, 2.30) or main pool (2.23) before any
@@ -33,57 +35,68 @@ pub struct StartPlan {
 /// while they fit, and the rest of each region is held back, so the region
 /// ends where the captures show it. A row too large for what is left (the
 /// trn1 microcode, 96 MiB) goes to the top of the channel instead, where it
-/// moves no model allocation; so does a line's delta over the captured rows
-/// that does not fit, which therefore moves none either.
+/// moves no model allocation; so does a line's delta over the captured
+/// rows that does not fit (2.35's 64 MiB), which therefore moves none
+/// either. A delta counted per logical core is charged on the first
+/// physical core of each.
 pub fn start_plan(
     geometry: &Geometry,
     arch: Arch,
+    lnc: u32,
     facts: &LineFacts,
     kept: impl Fn(&StartDelta) -> bool,
 ) -> StartPlan {
     let line = facts.captured(arch);
     let region = line.start_taken(arch);
-    let rows = line.start_rows(arch);
-    let per_core: Vec<(MemUsage, u64)> = MemUsage::ALL
-        .into_iter()
-        .map(|u| (u, rows[u.index()]))
-        .filter(|&(_, bytes)| bytes > 0)
-        .chain(
-            facts
-                .start
-                .iter()
-                .filter(|d| kept(d))
-                .map(|d| (d.usage, d.bytes)),
-        )
-        .collect();
+    let captured = line.start_rows(arch);
+    let lnc = lnc.max(1);
+    let rows_of = |core: u32| -> Vec<(MemUsage, u64)> {
+        MemUsage::ALL
+            .into_iter()
+            .map(|u| (u, captured[u.index()]))
+            .filter(|&(_, bytes)| bytes > 0)
+            .chain(
+                facts
+                    .start
+                    .iter()
+                    .filter(|d| kept(d))
+                    .filter(|d| d.per == Per::PhysicalCore || core.is_multiple_of(lnc))
+                    .map(|d| (d.usage, d.bytes)),
+            )
+            .collect()
+    };
     let cores_per_channel = geometry.cores_per_hbm().max(1);
-    let has_small = !region.no_small_pool;
-    let (mut small_left, mut main_left) = (region.small_pool, region.main_pool);
-    let mut placed = Vec::new();
-    for _ in 0..cores_per_channel {
-        for &(usage, bytes) in &per_core {
-            let charged = charged_size(bytes).unwrap_or(u64::MAX);
-            let place = if has_small && charged <= small_left {
-                small_left -= charged;
-                Place::First(Pool::Small)
-            } else if charged <= main_left {
-                main_left -= charged;
-                Place::First(Pool::Main)
-            } else {
-                Place::Top
-            };
-            placed.push((usage, bytes, place));
+    let mut held = None;
+    let mut rows = Vec::new();
+    for channel in 0..geometry.cores() / cores_per_channel {
+        let has_small = !region.no_small_pool;
+        let (mut small_left, mut main_left) = (region.small_pool, region.main_pool);
+        for core in channel * cores_per_channel..(channel + 1) * cores_per_channel {
+            for (usage, bytes) in rows_of(core) {
+                let charged = charged_size(bytes).unwrap_or(u64::MAX);
+                let place = if has_small && charged <= small_left {
+                    small_left -= charged;
+                    Place::First(Pool::Small)
+                } else if charged <= main_left {
+                    main_left -= charged;
+                    Place::First(Pool::Main)
+                } else {
+                    Place::Top
+                };
+                rows.push((core, usage, bytes, place));
+            }
         }
-    }
-    let rows = (0..geometry.cores() / cores_per_channel)
-        .flat_map(|_| placed.iter().copied())
-        .collect();
-    StartPlan {
-        held: StartTaken {
+        // Every channel holds what the first leaves: the device holds one
+        // region per channel (a delta too large for it goes to the top of
+        // its channel and leaves the region as it was).
+        held.get_or_insert(StartTaken {
             small_pool: small_left,
             main_pool: main_left,
             no_small_pool: region.no_small_pool,
-        },
+        });
+    }
+    StartPlan {
+        held: held.unwrap_or(region),
         rows,
     }
 }
@@ -99,11 +112,11 @@ mod tests {
     #[test]
     fn start_rows_fill_the_held_region_and_the_rest_is_held_back() {
         let g = Geometry::for_arch(Arch::Cayman);
-        let plan = start_plan(&g, Arch::Cayman, RuntimeLine::V2_30.facts(), |_| true);
+        let plan = start_plan(&g, Arch::Cayman, 2, RuntimeLine::V2_30.facts(), |_| true);
         let region = Captured::V2_30.start_taken(Arch::Cayman);
         let per_channel: u64 = plan.rows[..plan.rows.len() / 4]
             .iter()
-            .map(|&(_, b, place)| {
+            .map(|&(_, _, b, place)| {
                 assert_eq!(place, Place::First(Pool::Small));
                 charged_size(b).unwrap()
             })
@@ -118,21 +131,48 @@ mod tests {
     #[test]
     fn a_row_larger_than_the_region_goes_to_the_top() {
         let g = Geometry::for_arch(Arch::Sunda);
-        let plan = start_plan(&g, Arch::Sunda, RuntimeLine::V2_23.facts(), |_| true);
+        let plan = start_plan(&g, Arch::Sunda, 1, RuntimeLine::V2_23.facts(), |_| true);
         let ucode = plan
             .rows
             .iter()
-            .find(|r| r.0 == MemUsage::UcodeLib)
+            .find(|r| r.1 == MemUsage::UcodeLib)
             .unwrap();
-        assert_eq!((ucode.1, ucode.2), (100_669_644, Place::Top));
+        assert_eq!((ucode.2, ucode.3), (100_669_644, Place::Top));
         let stdio = plan
             .rows
             .iter()
-            .find(|r| r.0 == MemUsage::PoolStdio)
+            .find(|r| r.1 == MemUsage::PoolStdio)
             .unwrap();
-        assert_eq!(stdio.2, Place::First(Pool::Main));
+        assert_eq!(stdio.3, Place::First(Pool::Main));
         let region = Captured::V2_23.start_taken(Arch::Sunda);
         assert_eq!(plan.held.main_pool, region.main_pool - 4096);
         assert!(plan.held.no_small_pool);
+    }
+
+    /// 2.35's 64 MiB for DMA profiling is one row per logical core (on its
+    /// first physical core), at the top of the channel: what 2.34 holds at
+    /// the bottom of each pool is unchanged, so a model lands where it did.
+    #[test]
+    fn the_2_35_reservation_is_per_logical_core_and_moves_nothing() {
+        let g = Geometry::for_arch(Arch::Cayman);
+        let older = start_plan(&g, Arch::Cayman, 2, RuntimeLine::V2_34.facts(), |_| true);
+        let reserved = |lnc: u32, kept: bool| {
+            let plan = start_plan(&g, Arch::Cayman, lnc, RuntimeLine::V2_35.facts(), |_| kept);
+            assert_eq!(plan.held, older.held);
+            let extra: Vec<(u32, u64, Place)> = plan
+                .rows
+                .iter()
+                .filter(|r| r.1 == MemUsage::Notification)
+                .map(|r| (r.0, r.2, r.3))
+                .collect();
+            assert_eq!(plan.rows.len() - extra.len(), older.rows.len());
+            extra
+        };
+        let at = |cores: &[u32]| -> Vec<(u32, u64, Place)> {
+            cores.iter().map(|&c| (c, 64 << 20, Place::Top)).collect()
+        };
+        assert_eq!(reserved(2, true), at(&[0, 2, 4, 6]));
+        assert_eq!(reserved(1, true), at(&[0, 1, 2, 3, 4, 5, 6, 7]));
+        assert_eq!(reserved(2, false), at(&[]));
     }
 }

@@ -12,6 +12,7 @@ use crate::common::scratch;
 use serde_json::Value;
 
 const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
 
 fn neffld(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_neffld"));
@@ -1715,4 +1716,92 @@ fn the_dominant_neff_is_weighed_with_its_io_tensors() {
     let gb = format!("{:.3}GB of their IO tensors", io as f64 / GIB as f64);
     assert!(reason.contains(&gb), "{reason} lacks {gb}");
     advice_replans_as_said(&doc);
+}
+
+/// Under the default line, the newest, a plan holds exactly what its row
+/// reserves at start (2.35's 64 MiB for DMA profiling, SDK 2.33's runtime
+/// notes) more per NeuronCore than under 2.34: on the first physical core
+/// of each logical core, under Profiler Buffers, and its notes say why;
+/// `NEFFLD_DMA_PROFILING=0` plans as 2.34 does and says what it left out.
+#[test]
+fn the_newest_line_holds_its_reservation_more_per_neuroncore_and_says_why() {
+    use neffld::RuntimeLine;
+    let reserved = neffld_testkit::reserved_per_logical_core(RuntimeLine::NEWEST)
+        - neffld_testkit::reserved_per_logical_core(RuntimeLine::V2_34);
+    assert_eq!(
+        neffld_testkit::reserved_per_logical_core(RuntimeLine::V2_35),
+        64 * MIB,
+        "the notes' 64 MB per NeuronCore"
+    );
+    let large = format!("{}/matmul_large.neff@0", neffld_testkit::FIXTURES);
+    let plan = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["plan", "--json", "--instance", "trn2.3xlarge", &large];
+        all.extend_from_slice(args);
+        let out = neffld(&all, env);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out)
+    };
+    // Device memory used by each physical core, and by each HBM (each
+    // holds one logical core of two physical cores at LNC 2).
+    let used = |doc: &Value| -> (Vec<u64>, Vec<u64>) {
+        let mut pcores = vec![0; 8];
+        let mut hbms = Vec::new();
+        for hbm in doc["memory"]["devices"][0]["hbms"].as_array().unwrap() {
+            let mut sum = 0;
+            for c in hbm["cores"].as_array().unwrap() {
+                let u = c["used"].as_u64().unwrap();
+                pcores[c["pcore"].as_u64().unwrap() as usize] = u;
+                sum += u;
+            }
+            hbms.push(sum);
+        }
+        (pcores, hbms)
+    };
+    let newest = plan(&[], &[]);
+    let older = plan(&["--runtime", "2.34"], &[]);
+    assert_eq!(newest["runtime"], RuntimeLine::NEWEST.to_string());
+    let ((p_new, h_new), (p_old, h_old)) = (used(&newest), used(&older));
+    assert_eq!(h_new.len(), 4, "four logical cores, one per HBM");
+    for (n, o) in h_new.iter().zip(&h_old) {
+        assert_eq!(n - o, reserved);
+    }
+    for (c, (n, o)) in p_new.iter().zip(&p_old).enumerate() {
+        assert_eq!(n - o, if c % 2 == 0 { reserved } else { 0 }, "pcore {c}");
+    }
+    for hbm in newest["memory"]["devices"][0]["hbms"].as_array().unwrap() {
+        let core = &hbm["cores"][0];
+        assert_eq!(core["columns"]["profiler buffers"], reserved, "{core}");
+    }
+    let notes = newest["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let note = notes[0].as_str().unwrap();
+    let mib = |b: u64| format!("{} MiB", b / MIB);
+    assert!(
+        note.contains(&format!(
+            "{} per NeuronCore at start for host-device DMA profiling",
+            mib(reserved)
+        )) && note.contains(&format!("{} on the 4 logical cores", mib(4 * reserved)))
+            && note.contains("NEFFLD_DMA_PROFILING=0"),
+        "{note}"
+    );
+    assert_eq!(older["notes"], serde_json::json!([]));
+    // The text says it too.
+    let text = neffld(&["plan", "--instance", "trn2.3xlarge", &large], &[]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains(&format!("note      {note}")), "{text}");
+    // Off: as 2.34, and said.
+    let off = plan(&[], &[("NEFFLD_DMA_PROFILING", "0")]);
+    assert_eq!(used(&off), used(&older));
+    let note = off["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("NEFFLD_DMA_PROFILING=0 leaves it out here"),
+        "{note}"
+    );
+    let off = plan(&["--env", "NEFFLD_DMA_PROFILING=0"], &[]);
+    assert_eq!(used(&off), used(&older));
 }

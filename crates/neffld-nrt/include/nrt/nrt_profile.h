@@ -133,6 +133,16 @@ NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t *options, int 
 NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *options, const char *output_dir);
 
 /**
+ * Sets how many executions of each model model-mode device profiling
+ * skips before it profiles one (libnrt 2.35; under an earlier line
+ * `NRT_FAILURE`, the call not being in it). Inferred: the signature (the
+ * release notes give the name and purpose; every other setter of these
+ * options takes the options and one value), and the value's type.
+ */
+NRT_STATUS nrt_inspect_config_set_device_profile_num_warmup(nrt_inspect_config_t *options,
+                                                            uint32_t num_warmup);
+
+/**
  * Sets the system-trace event limit per core.
  */
 NRT_STATUS nrt_inspect_config_set_sys_trace_max_events_per_nc(nrt_inspect_config_t *options,

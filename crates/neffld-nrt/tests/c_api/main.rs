@@ -8,6 +8,7 @@ mod collectives;
 mod exports;
 mod fork;
 mod instance;
+mod line_calls;
 mod memory_log;
 mod profile_stop;
 mod reinit;

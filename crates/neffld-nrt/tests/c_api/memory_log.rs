@@ -535,6 +535,36 @@ fn the_oom_report_can_be_silenced_from_2_33() {
     );
 }
 
+/// Runtime 2.35 (the default) reserves 64 MiB per NeuronCore for DMA
+/// profiling when it starts (SDK 2.33's runtime notes): at LNC 1 on every
+/// physical core, in the usage table's Profiler Buffers column and in
+/// `nrt_get_vnc_memory_stats`, exactly that much more than under 2.34;
+/// `NEFFLD_DMA_PROFILING=0` starts without it.
+#[test]
+fn the_2_35_dma_profiling_reservation_is_in_the_table_and_the_stats() {
+    if let Ok(paths) = std::env::var(CHILD) {
+        return child(&paths);
+    }
+    let tag = "the_2_35_dma_profiling_reservation_is_in_the_table_and_the_stats";
+    const PROFILER_BUFFERS: usize = 13;
+    let seen = |env: &[(&str, &str)]| {
+        let run = run(tag, env);
+        let tables = the(&run, "TDRV:log_dev_mem_usage_table");
+        let rows = rows(&tables[0].text);
+        let cells = [4, 5].map(|nc| rows[&format!("\\_NC {nc}")][PROFILER_BUFFERS].clone());
+        (run.stats[&4][0].0, run.stats[&5][0].0, cells)
+    };
+    let reserved = neffld_testkit::reserved_per_logical_core(neffld::RuntimeLine::NEWEST);
+    let (new4, new5, new_cells) = seen(&[]);
+    let (old4, old5, old_cells) = seen(&[("NEFFLD_RUNTIME", "2.34")]);
+    assert_eq!((new4 - old4, new5 - old5), (reserved, reserved));
+    let cell = format!("{:.3}MB", reserved as f64 / MIB as f64);
+    assert_eq!(new_cells, [cell.clone(), cell]);
+    assert_eq!(old_cells, ["0.000B", "0.000B"]);
+    let (off4, off5, off_cells) = seen(&[("NEFFLD_DMA_PROFILING", "0")]);
+    assert_eq!((off4, off5, off_cells), (old4, old5, old_cells));
+}
+
 /// Issue 29 row 8: the memory table's file, planted beforehand as a
 /// symbolic link (or a hard link) to a victim, is replaced, never written
 /// through: the victim keeps its bytes.

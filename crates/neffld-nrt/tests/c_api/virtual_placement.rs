@@ -56,6 +56,7 @@ fn virtual_placement_is_refused_from_2_32() {
         ("2.32", NRT_STATUS::NRT_INVALID),
         ("2.33.10", NRT_STATUS::NRT_INVALID),
         ("2.34", NRT_STATUS::NRT_INVALID),
+        ("2.35", NRT_STATUS::NRT_INVALID),
     ] {
         assert_eq!(virtual_tensor_on(line), want, "on {line}");
     }

@@ -16,7 +16,7 @@ bytearray, memoryview or any buffer): bytes are always contents, never a
 path. When a short buffer that names an existing file fails as contents,
 the error says so (pass a str or a pathlib.Path to name a file)."""
 
-_RuntimeLine = Literal["2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34"]
+_RuntimeLine = Literal["2.23", "2.25", "2.27", "2.30", "2.31", "2.32", "2.33", "2.34", "2.35"]
 """The runtime lines neffld reproduces, oldest first; the last is the
 newest, the default (the library's table of lines; a test holds this list
 to it)."""
@@ -216,6 +216,10 @@ class Model:
     arch: Literal["trn1", "trn2", "trn3"]
     runtime: _RuntimeLine
     """The runtime line the load reproduced."""
+    notes: list[str]
+    """What the runtime took when it started beyond the captured rows its
+    line carries over, and why, as `neffld load --json`'s notes (2.35's 64
+    MiB per NeuronCore for DMA profiling)."""
     runtime_provenance: dict[str, Any]
     """Where the line's behaviour comes from, as `neffld load --json` says:
     "line", "captured_by", "captured_on" (the chip its captures were taken
@@ -561,6 +565,10 @@ class Plan:
     fits: bool
     instance: PlanInstance
     runtime: str
+    notes: list[str]
+    """What the runtime takes when it starts beyond the captured rows its
+    line carries over, and why, a sentence each (2.35 reserves 64 MiB per
+    NeuronCore for DMA profiling), as `neffld plan` notes it."""
     scratchpad_page: int
     contiguous_scratchpad: bool
     unused_page_size: Optional[int]

@@ -152,6 +152,10 @@ pub struct Libnrt {
     /// table file. `None` = unset, or a line without the variable
     /// ([`RuntimeConfig::oom_log_enabled`]).
     pub oom_log: Option<bool>,
+    /// The line's start-up deltas turned off, by the variable that turns
+    /// each off ([`crate::line::StartDelta::off_by`];
+    /// `NEFFLD_DMA_PROFILING=0`).
+    pub start_off: Vec<&'static str>,
 }
 
 /// neffld's own tuning: its simulated device, its ceilings, the parse
@@ -248,6 +252,7 @@ impl Default for Libnrt {
             profile_buffers: Vec::new(),
             implicit_async: None,
             oom_log: None,
+            start_off: Vec::new(),
         }
     }
 }
@@ -425,6 +430,16 @@ impl RuntimeConfig {
         self.topology.chips.max(1) * cores / self.lnc_size().max(1)
     }
 
+    /// Logical cores a runtime of this configuration starts: the visible
+    /// ones (`NEURON_RT_VISIBLE_CORES`, `NEURON_RT_NUM_CORES`), else every
+    /// one of the instance.
+    pub fn started_vnc_count(&self) -> usize {
+        self.topology
+            .visible_cores
+            .as_ref()
+            .map_or(self.total_vnc_count() as usize, |v| v.cores.len())
+    }
+
     /// Defaults overridden by the process environment.
     pub fn from_env() -> Result<RuntimeConfig, ConfigError> {
         RuntimeConfig::default().with_env(|k| std::env::var(k).ok())
@@ -456,7 +471,65 @@ impl RuntimeConfig {
     /// `geometry` ([`crate::memory::start_plan`]): its line's rows and
     /// start-up deltas.
     pub(crate) fn start_plan(&self, geometry: &Geometry) -> crate::memory::StartPlan {
-        crate::memory::start_plan(geometry, self.topology.arch, self.line().facts(), |_| true)
+        crate::memory::start_plan(
+            geometry,
+            self.topology.arch,
+            self.lnc_size(),
+            self.line().facts(),
+            |d| self.keeps(d),
+        )
+    }
+
+    /// What a runtime of this configuration takes at start beyond the
+    /// captured rows its line carries over, and why, in a sentence each:
+    /// the line's start-up deltas on `logical_cores` started logical cores,
+    /// or that a variable turned one off. What a plan notes, so that a
+    /// plan under one line and under the line before it differ by what is
+    /// said here.
+    pub fn start_notes(&self, logical_cores: usize) -> Vec<String> {
+        use crate::line::facts::mib;
+        let line = self.line();
+        line.facts()
+            .start
+            .iter()
+            .map(|d| {
+                let cores = match d.per {
+                    crate::line::Per::PhysicalCore => {
+                        logical_cores.saturating_mul(self.lnc_size() as usize)
+                    }
+                    _ => logical_cores,
+                };
+                let noun = match d.per {
+                    crate::line::Per::PhysicalCore => "physical core",
+                    _ => "logical core",
+                };
+                match d.off_by {
+                    Some(var) if !self.keeps(d) => format!(
+                        "runtime {line} would take {} per {} at start for {}; {var}=0 leaves it out here",
+                        mib(d.bytes),
+                        d.per.noun(),
+                        d.what,
+                    ),
+                    _ => format!(
+                        "runtime {line} takes {} per {} at start for {}: {} on the {} it starts here{}",
+                        mib(d.bytes),
+                        d.per.noun(),
+                        d.what,
+                        mib(d.bytes.saturating_mul(cores as u64)),
+                        crate::text::count(cores as u64, noun),
+                        d.off_by
+                            .map_or(String::new(), |var| format!("; {var}=0 leaves it out")),
+                    ),
+                }
+            })
+            .collect()
+    }
+
+    /// Whether a runtime of this configuration takes its line's start-up
+    /// delta `d`: unless the variable that turns it off says `0`.
+    pub fn keeps(&self, d: &crate::line::StartDelta) -> bool {
+        d.off_by
+            .is_none_or(|var| !self.libnrt.start_off.contains(&var))
     }
 
     /// Whether the contiguous scratchpad is asked for: by the environment,

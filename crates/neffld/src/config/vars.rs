@@ -215,6 +215,34 @@ pub const NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG: Variable = Variable {
     )
 };
 
+/// A variable that turns a line's start-up delta off
+/// ([`crate::line::StartDelta::off_by`]) with `0`.
+fn start_delta_switch(
+    c: &mut RuntimeConfig,
+    var: &'static str,
+    v: String,
+) -> Result<(), ConfigError> {
+    let on = parse_bool(var, &v)?;
+    c.libnrt.start_off.retain(|&n| n != var);
+    if !on {
+        c.libnrt.start_off.push(var);
+    }
+    Ok(())
+}
+
+/// `NEFFLD_DMA_PROFILING`: neffld's, since libnrt 2.35 documents no switch
+/// for its reservation (docs/decisions.md, "Runtime lines").
+pub const NEFFLD_DMA_PROFILING: Variable = Variable {
+    since: Some(RuntimeLine::V2_35),
+    ..var(
+        "NEFFLD_DMA_PROFILING",
+        Seam::Libnrt,
+        "`1`",
+        "neffld's, not the runtime's (2.35 documents none): `0` starts the runtime without the 64 MiB per NeuronCore that 2.35 reserves for host-device DMA profiling, as a runtime that does not make the reservation would (one on a driver before 2.31, which the feature needs); `plan` notes it either way",
+        start_delta_switch,
+    )
+};
+
 /// `NEFFLD_LOG`.
 pub const NEFFLD_LOG: Variable = Variable {
     reader: Reader::CLibrary,
@@ -516,6 +544,7 @@ pub const VARIABLES: &[Variable] = &[
         },
     ),
     NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG,
+    NEFFLD_DMA_PROFILING,
     NEURON_RT_LOG_LEVEL,
     NEURON_RT_LOG_LEVEL_NRT,
     NEURON_RT_LOG_LEVEL_TDRV,
@@ -693,6 +722,16 @@ mod tests {
         assert!(named("NEFFLD_NOPE").is_none());
         assert!(!NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG.read_under(RuntimeLine::V2_32));
         assert!(NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG.read_under(RuntimeLine::V2_33));
+        // A start-up delta's switch is a variable of the table, read from
+        // the line that brought the delta.
+        for f in crate::line::facts::FACTS {
+            for d in f.start {
+                if let Some(name) = d.off_by {
+                    let v = named(name).unwrap_or_else(|| panic!("{name} is no variable"));
+                    assert!(v.read_under(f.line), "{name} under {}", f.line);
+                }
+            }
+        }
         // Each variable sets its own seam's part of the configuration.
         for v in VARIABLES.iter().filter(|v| v.reader != Reader::CLibrary) {
             let base = RuntimeConfig::default();

@@ -48,6 +48,9 @@ pub enum RuntimeLine {
     V2_33,
     /// Runtime 2.34.
     V2_34,
+    /// Runtime 2.35 (Neuron SDK 2.33), which reserves device memory for
+    /// DMA profiling and adds the tensor operations.
+    V2_35,
 }
 
 /// Implicit async execution (`NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS`)
@@ -107,12 +110,60 @@ pub struct StartDelta {
     /// column and the profiler's row follow).
     #[serde(serialize_with = "usage_name")]
     pub usage: MemUsage,
-    /// Bytes on each physical core the runtime starts.
+    /// Bytes on each core of `per` the runtime starts.
     pub bytes: u64,
-    /// The runtime variable whose value `0` turns it off, if one does.
+    /// Whether `bytes` is taken per physical or per logical core.
+    pub per: Per,
+    /// The variable whose value `0` turns it off, if one does.
     pub off_by: Option<&'static str>,
-    /// What it is, in a few words, for reports and plans.
+    /// What it is for, in a few words ("host-device DMA profiling"), for
+    /// reports and plans.
     pub what: &'static str,
+}
+
+impl StartDelta {
+    /// In a few words: "64 MiB per NeuronCore reserved at start for
+    /// host-device DMA profiling (Profiler Buffers)".
+    pub fn summary(&self) -> String {
+        format!(
+            "{} per {} reserved at start for {}",
+            mib(self.bytes),
+            self.per.noun(),
+            self.what
+        )
+    }
+}
+
+/// `bytes` in whole MiB where it is a whole number of them.
+pub(crate) fn mib(bytes: u64) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        crate::text::count(bytes, "byte")
+    }
+}
+
+/// What a start-up delta is counted per.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Per {
+    /// Every physical core the runtime starts.
+    PhysicalCore,
+    /// Every logical core (the NeuronCore a program sees), charged on its
+    /// first physical core; at LNC 1 the same as [`Per::PhysicalCore`].
+    LogicalCore,
+}
+
+impl Per {
+    /// What users call one: "NeuronCore" (the logical core a program
+    /// sees) or "physical core".
+    pub fn noun(self) -> &'static str {
+        match self {
+            Per::PhysicalCore => "physical core",
+            Per::LogicalCore => "NeuronCore",
+        }
+    }
 }
 
 fn usage_name<S: serde::Serializer>(u: &MemUsage, s: S) -> Result<S::Ok, S::Error> {
@@ -393,20 +444,65 @@ const V2_34: LineFacts = LineFacts {
     ..V2_33.next(RuntimeLine::V2_34, (2, 34), "2.34.10.0")
 };
 
-/// C entry points of a libnrt line newer than any row, which no line has
-/// ([`RuntimeLine::has_call`]): libnrt 2.35's tensor operations (Neuron
-/// SDK 2.33.0 release notes, Neuron Runtime). They move to the `c_calls`
-/// of the row that adds the line.
-pub const LATER_CALLS: &[&str] = &[
-    "nrt_tensor_cast",
-    "nrta_tensor_cast",
-    "nrt_tensor_compute",
-    "nrta_tensor_compute",
-];
+const SDK_2_33: &str = "Neuron SDK 2.33.0 release notes, Neuron Runtime 2.35 (docs/reference/documented-lines.md §2)";
+
+/// 2.35's reservation for host-device DMA profiling: 64 MB per NeuronCore
+/// by default (driver 2.31 or later). The per-logical-core reading, the
+/// Profiler Buffers category and the switch are neffld's
+/// (docs/decisions.md, "Runtime lines").
+const DMA_PROFILING: StartDelta = StartDelta {
+    usage: MemUsage::Notification,
+    bytes: 64 << 20,
+    per: Per::LogicalCore,
+    off_by: Some("NEFFLD_DMA_PROFILING"),
+    what: "host-device DMA profiling (Profiler Buffers)",
+};
+
+const V2_35: LineFacts = LineFacts {
+    sdk: Some("2.33.0"),
+    date: Some("2026-10-19"),
+    start: &[DMA_PROFILING],
+    c_calls: &[
+        "nrt_tensor_cast",
+        "nrta_tensor_cast",
+        "nrt_tensor_compute",
+        "nrta_tensor_compute",
+        "nrt_inspect_config_set_device_profile_num_warmup",
+    ],
+    notes: &[
+        note(
+            "host-to-device and device-to-host DMA profiling reserves 64 MB of device memory per NeuronCore by default (driver 2.31 or later); which category, per logical or physical core, and any switch are not stated",
+            SDK_2_33,
+        ),
+        note(
+            "nrt_tensor_cast and nrt_tensor_compute (sync and nrta_ async): dtype conversion and element-wise ADD, MIN or MAX on the device, no NEFF; compute on trn2 and trn3 only",
+            SDK_2_33,
+        ),
+        note(
+            "nrt_inspect_config_set_device_profile_num_warmup: model-mode device profiling skips each model's first executions",
+            SDK_2_33,
+        ),
+        unreproduced(
+            "NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP, the same as a variable; nothing executes here, so it is not read",
+            "Neuron Explorer documentation, environment variables (SDK 2.33.0)",
+        ),
+        unreproduced(
+            "on trn3 GpSimd computes activation functions in high-precision FP32; execution only",
+            SDK_2_33,
+        ),
+        unreproduced(
+            "2.35.33 (SDK 2.33.1) fixes a race between HWDGE and other transpose DMA and checks DmaGatherTranspose indices in groups of 16; execution only",
+            "Neuron SDK 2.33.1 release notes",
+        ),
+    ],
+    ..V2_34.next(RuntimeLine::V2_35, (2, 35), "2.35.30.0")
+};
 
 /// Every line's facts, oldest first; a line's row is
 /// `FACTS[line as usize]`.
-pub const FACTS: &[LineFacts] = &[V2_23, V2_25, V2_27, V2_30, V2_31, V2_32, V2_33, V2_34];
+pub const FACTS: &[LineFacts] = &[
+    V2_23, V2_25, V2_27, V2_30, V2_31, V2_32, V2_33, V2_34, V2_35,
+];
 
 /// The table's order is the enum's, and versions rise: checked when the
 /// crate builds.
@@ -523,7 +619,7 @@ impl RuntimeLine {
     /// this one adds. The hook for the calls of a new line: the C library
     /// refuses such a call under an older line.
     pub fn has_call(self, call: &str) -> bool {
-        !LATER_CALLS.contains(&call) && RuntimeLine::adding(call).is_none_or(|l| l <= self)
+        RuntimeLine::adding(call).is_none_or(|l| l <= self)
     }
 
     /// The line that adds the C entry point `call`, if a line of [`FACTS`]
@@ -547,30 +643,34 @@ impl RuntimeLine {
         let own = captured.line() == self && captured.chip() == arch;
         let base = captured.line().facts();
         let (now, then) = (&facts.switches, &base.switches);
-        let mut documented: Vec<&'static str> = Vec::new();
+        let mut documented: Vec<String> = Vec::new();
         if now.contiguous_scratchpad && !then.contiguous_scratchpad {
             documented.push(
-                "contiguous shared scratchpad by default (trn1, inf2; trn2 and trn3 at LNC 2), 64 MiB steps",
+                "contiguous shared scratchpad by default (trn1, inf2; trn2 and trn3 at LNC 2), 64 MiB steps".into(),
             );
         }
         if !now.virtual_placement && then.virtual_placement {
-            documented.push("NRT_TENSOR_PLACEMENT_VIRTUAL refused");
+            documented.push("NRT_TENSOR_PLACEMENT_VIRTUAL refused".into());
         }
         if now.neff_usage_table && !then.neff_usage_table {
-            documented.push("a usage table with a row per NEFF in a refused allocation's report");
+            documented
+                .push("a usage table with a row per NEFF in a refused allocation's report".into());
         }
         if now.oom_log_switch && !then.oom_log_switch {
-            documented.push("NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG read");
+            documented.push("NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG read".into());
         }
         if now.implicit_async != then.implicit_async {
-            documented.push(match now.implicit_async {
-                ImplicitAsync::Supported => "implicit async execution supported",
-                ImplicitAsync::Deprecated => "implicit async execution deprecated (a warning)",
-                ImplicitAsync::Removed => "implicit async execution removed (a warning)",
-            });
+            documented.push(
+                match now.implicit_async {
+                    ImplicitAsync::Supported => "implicit async execution supported",
+                    ImplicitAsync::Deprecated => "implicit async execution deprecated (a warning)",
+                    ImplicitAsync::Removed => "implicit async execution removed (a warning)",
+                }
+                .into(),
+            );
         }
-        let carried_start = base.start.len();
-        documented.extend(facts.start[carried_start.min(facts.start.len())..].iter().map(|d| d.what));
+        let new_start = facts.start.get(base.start.len()..).unwrap_or_default();
+        documented.extend(new_start.iter().map(StartDelta::summary));
         // The notes of the lines between the captured one and this one.
         let notes = FACTS
             .iter()
@@ -611,7 +711,7 @@ pub struct LineProvenance {
     pub captured_on: &'static str,
     /// What the load takes from its line's documentation, against
     /// `captured_by`.
-    pub documented: Vec<&'static str>,
+    pub documented: Vec<String>,
     /// What the load takes from `captured_by` (empty when that is `line`,
     /// captured on the load's own chip).
     pub carried_over: Vec<&'static str>,
@@ -700,10 +800,25 @@ mod tests {
         assert!(RuntimeLine::V2_33.has_call("nrt_debug_log_oom_report"));
         assert!(!RuntimeLine::V2_32.has_call("nrt_debug_log_oom_report"));
         assert!(RuntimeLine::V2_23.has_call("nrt_load"));
-        for c in LATER_CALLS {
-            assert_eq!(RuntimeLine::adding(c), None, "{c}: a row adds it; take it off LATER_CALLS");
-            assert!(!RuntimeLine::NEWEST.has_call(c), "{c}");
-        }
+        assert!(RuntimeLine::V2_35.has_call("nrt_tensor_cast"));
+        assert!(!RuntimeLine::V2_34.has_call("nrt_tensor_cast"));
+    }
+
+    /// Line 2.35 as SDK 2.33.0's release notes give it (component table and
+    /// runtime notes): libnrt 2.35.30.0 of 2026-10-19, 64 MB more per
+    /// NeuronCore at start; SDK 2.33.1's 2.35.33 is the
+    /// same line, and SDK 2.34's runtime, whose version is not known, is no
+    /// line here.
+    #[test]
+    fn line_2_35_is_sdk_2_33s_runtime() {
+        let f = RuntimeLine::V2_35.facts();
+        assert_eq!((f.library, f.sdk, f.date), ("2.35.30.0", Some("2.33.0"), Some("2026-10-19")));
+        let [d] = f.start else { panic!("{:?}", f.start) };
+        assert_eq!((d.bytes, d.per, d.usage), (64 << 20, Per::LogicalCore, MemUsage::Notification));
+        assert_eq!("2.35.33".parse(), Ok(RuntimeLine::V2_35));
+        assert_eq!(RuntimeLine::V2_35.to_string(), "2.35");
+        assert!("2.36".parse::<RuntimeLine>().is_err());
+        assert!(RuntimeLine::V2_34.facts().start.is_empty());
     }
 
     #[test]

@@ -32,7 +32,7 @@ use crate::device::{MemUsage, StartTaken};
 use crate::manifest::engine::EngineType;
 use crate::Arch;
 
-pub use facts::{ImplicitAsync, LineFacts, LineProvenance, RuntimeLine, StartDelta};
+pub use facts::{ImplicitAsync, LineFacts, LineProvenance, Per, RuntimeLine, StartDelta};
 pub use regs::{Bases, DmaWindow, OwnedQueue, Record, TableLoad, Trigger};
 pub use v2_30::QueueShape;
 

@@ -316,6 +316,10 @@ pub struct Plan {
     /// A page size `NEURON_SCRATCHPAD_PAGE_SIZE` asked for that the
     /// contiguous region does not use (`None`: none asked, or pages used).
     pub unused_page_size: Option<u64>,
+    /// What the runtime takes when it starts beyond its carried captured
+    /// rows, and why (2.35's reservation for DMA profiling), a sentence
+    /// each ([`crate::config::RuntimeConfig::start_notes`]).
+    pub notes: Vec<String>,
     /// Each load's inputs and outputs were allocated on its core.
     pub io_tensors: bool,
     /// Steps of the deployment (each load, tensor, unload, free on one core).
@@ -500,6 +504,9 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         unused_page_size: (session.config.scratchpad_mode().contiguous
             && session.config.libnrt.scratchpad_page != crate::stage::ScratchpadMode::DEFAULT_PAGE)
             .then_some(session.config.libnrt.scratchpad_page),
+        notes: session
+            .config
+            .start_notes(session.config.started_vnc_count()),
         io_tensors: deployment.io_tensors,
         planned: deployment.steps.len(),
         steps: outcome.steps,

@@ -46,6 +46,9 @@ pub struct PlanReport {
     /// A page size `NEURON_SCRATCHPAD_PAGE_SIZE` asked for that the
     /// contiguous region does not use.
     pub unused_page_size: Option<u64>,
+    /// What the runtime takes when it starts beyond its line's carried
+    /// captured rows, and why, a sentence each.
+    pub notes: Vec<String>,
     /// Each load's inputs and outputs were allocated after it.
     pub io_tensors: bool,
     /// Steps of the deployment.
@@ -665,6 +668,7 @@ impl Plan {
             scratchpad_page: self.scratchpad_page,
             contiguous_scratchpad: self.contiguous_scratchpad,
             unused_page_size: self.unused_page_size,
+            notes: self.notes.clone(),
             io_tensors: self.io_tensors,
             planned_steps: self.planned,
             parses: self.parses,

@@ -829,7 +829,22 @@ mod tests {
         assert_eq!(c4.models[0].1[MemUsage::InstrPe.index()], 12_416);
         assert_eq!(s.cores[1].row(MemUsage::InstrPe), 0);
         assert_eq!(s.used, s.cores[0].total() + s.cores[1].total());
-        assert_eq!(s.used, 12_416 + 2 * (13_312 + 1_088 + 28_672 + 1_744_584));
+        // The default line (2.35) reserves its row's start-up deltas (64
+        // MiB for DMA profiling) per logical core, on its first physical
+        // core, beside 2.30's rows.
+        let profiling: u64 = crate::RuntimeLine::NEWEST
+            .facts()
+            .start
+            .iter()
+            .map(|d| d.bytes)
+            .sum();
+        assert_eq!(profiling, 64 << 20);
+        assert_eq!(c4.row(MemUsage::Notification), profiling);
+        assert_eq!(s.cores[1].row(MemUsage::Notification), 0);
+        assert_eq!(
+            s.used,
+            12_416 + 2 * (13_312 + 1_088 + 28_672 + 1_744_584) + profiling
+        );
         drop(runtime);
     }
 
