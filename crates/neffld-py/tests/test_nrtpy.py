@@ -404,16 +404,22 @@ def test_a_tensors_device_dtype_follows_its_numpy_dtype():
         t.device_dtype = 6
 
 
-def offers_tensor_ops():
-    """Whether the runtime's line has the calls; if not, the refusal is the
-    documented one."""
+def test_tensor_ops_are_refused_before_2_35_and_on_trn1(monkeypatch):
+    # The newest line (the default) has them; the line before it and trn1
+    # refuse them with NRT_FAILURE, saying why.
     one = NrtpyTensor.from_numpy(np.ones(1, np.float32))
-    try:
-        nrtpy.tensor_cast(one, one, 1)
-        return True
-    except NrtError as e:
-        assert (e.status, "libnrt 2.35 added it") == (1, e.message[-len("libnrt 2.35 added it"):]), e
-        return False
+    nrtpy.tensor_cast(one, one, 1)
+    for var, value, why in (("NEFFLD_RUNTIME", "2.34", "not in runtime 2.34: libnrt 2.35 added it"),
+                            ("NEFFLD_ARCH", "trn1", "runs on trn2 and later")):
+        nrtpy.reset()
+        monkeypatch.setenv(var, value)
+        t = NrtpyTensor.from_numpy(np.ones(1, np.float32))
+        for call in (lambda: nrtpy.tensor_cast(t, t, 1),
+                     lambda: nrtpy.tensor_compute(nrtpy.NrtComputeOp.ADD, [t], t, 1)):
+            with pytest.raises(NrtError, match="NRT_FAILURE") as e:
+                call()
+            assert why in str(e.value), e.value
+        monkeypatch.delenv(var)
 
 
 def bf16_bits(x):
@@ -435,10 +441,6 @@ def test_tensor_cast_fp32_to_bf16_rounds_to_nearest_even():
     src = NrtpyTensor.from_numpy(x, name="src")
     dst = NrtpyTensor.from_numpy(np.zeros(x.size, np.uint16), name="dst")
     dst.device_dtype = nrtpy.NrtDtype.BFLOAT16
-    if not offers_tensor_ops():
-        with pytest.raises(NrtError, match="NRT_FAILURE.*tensor_cast is not in runtime"):
-            nrtpy.tensor_cast(src, dst, x.size)
-        return
     nrtpy.tensor_cast(src, dst, x.size)
     got = dst.numpy()
     assert got.tobytes() == bf16_bits(x).tobytes()
@@ -455,10 +457,6 @@ def test_tensor_compute_is_numpys_elementwise_reduction():
     srcs = [NrtpyTensor.from_numpy(v) for v in (a, b, c)]
     dst = NrtpyTensor.from_numpy(np.zeros(1000, np.float32))
     O = nrtpy.NrtComputeOp
-    if not offers_tensor_ops():
-        with pytest.raises(NrtError, match="tensor_compute is not in runtime"):
-            nrtpy.tensor_compute(O.ADD, srcs, dst, 1000)
-        return
     for op, want in ((O.ADD, (a + b) + c), (O.MAX, np.maximum(np.maximum(a, b), c)),
                      (O.MIN, np.minimum(np.minimum(a, b), c))):
         nrtpy.tensor_compute(op, srcs, dst, 1000)
@@ -489,12 +487,11 @@ def test_tensor_op_arguments_are_checked():
     with pytest.raises(NrtError) as e:
         nrtpy.tensor_compute(1, [t], t, 4)  # NRT_OP_FMA: not one compute takes
     assert e.value.status_name == "NRT_INVALID" and "ADD (0), MAX (2) or MIN (3)" in str(e.value)
-    if offers_tensor_ops():
-        none = NrtpyTensor.from_numpy(np.ones(4, np.float64))
-        with pytest.raises(NrtError, match="NRT_INVALID.*no device dtype"):
-            nrtpy.tensor_cast(none, t, 4)
-        with pytest.raises(NrtError, match="NRT_INVALID.*fewer than 5 elements"):
-            nrtpy.tensor_cast(t, t, 5)
+    none = NrtpyTensor.from_numpy(np.ones(4, np.float64))
+    with pytest.raises(NrtError, match="NRT_INVALID.*no device dtype"):
+        nrtpy.tensor_cast(none, t, 4)
+    with pytest.raises(NrtError, match="NRT_INVALID.*fewer than 5 elements"):
+        nrtpy.tensor_cast(t, t, 5)
     gone = NrtpyTensor.from_numpy(np.ones(4, np.float32))
     nrtpy.get_nrtpy_singleton().free_tensor(gone)
     with pytest.raises(NrtpyError):

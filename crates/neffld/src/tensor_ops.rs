@@ -53,6 +53,11 @@ impl TensorCall {
             TensorCall::Compute => "nrt_tensor_compute",
         }
     }
+
+    /// The line that added the call (its row's `c_calls`).
+    pub fn line(self) -> RuntimeLine {
+        RuntimeLine::adding(self.c_name()).unwrap_or(RuntimeLine::NEWEST)
+    }
 }
 
 impl fmt::Display for TensorCall {
@@ -236,7 +241,7 @@ pub enum TensorOpError {
         arch: Arch,
     },
     /// The runtime line has no such call.
-    #[error("{call} is not in runtime {line}: libnrt 2.35 added it")]
+    #[error("{call} is not in runtime {line}: libnrt {} added it", .call.line())]
     Line {
         /// The call.
         call: TensorCall,
@@ -1160,6 +1165,9 @@ mod tests {
             NrtStatus::Failure,
             "tensor_cast is not in runtime 2.34: libnrt 2.35 added it",
         );
+        for call in [TensorCall::Cast, TensorCall::Compute] {
+            assert_eq!(RuntimeLine::adding(call.c_name()), Some(call.line()));
+        }
         old.close();
         refusal(
             old.check_tensor_cast(o, o, 1).unwrap_err(),

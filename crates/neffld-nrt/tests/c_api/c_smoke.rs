@@ -154,31 +154,26 @@ fn c_program_async_api_3() {
     assert!(stdout.ends_with("OK\n"), "{stdout}");
 }
 
-/// The tensor operations from C on trn2 under the default line: an ADD of
-/// two float32 tensors reads back as the C client's own sums, a float32
-/// to bfloat16 cast as its own round-to-nearest-even, the async forms
-/// complete, and every bad argument is `NRT_INVALID`. On trn1, and under a
-/// line before 2.35, every call is `NRT_FAILURE`. Until a line neffld
-/// models has the calls (line 2.35), the default line refuses them too,
-/// and only that is checked.
+/// The tensor operations from C on trn2 under the default line (the
+/// newest, which has them): an ADD of two float32 tensors reads back as
+/// the C client's own sums, a float32 to bfloat16 cast as its own
+/// round-to-nearest-even, the async forms complete, and every bad argument
+/// is `NRT_INVALID`. On trn1, and under a line before 2.35, every call is
+/// `NRT_FAILURE`.
 #[test]
 fn c_program_tensor_ops() {
     let Some(program) = build_program("tensor_ops", "tensor_ops") else {
         return;
     };
-    let mut refused = vec![("NEFFLD_ARCH", "trn1"), ("NEFFLD_RUNTIME", "2.34")];
-    if neffld::RuntimeLine::NEWEST.has_call("nrt_tensor_cast") {
-        let (ok, stdout) = run_plain(&program, &[], &[]);
-        assert!(ok, "tensor_ops failed:\n{stdout}");
-        assert!(
-            stdout.contains("c is the element-wise float32 sum"),
-            "{stdout}"
-        );
-        assert!(stdout.ends_with("OK\n"), "{stdout}");
-    } else {
-        eprintln!("no runtime line has the tensor operations yet: only their refusal is checked");
-        refused.push(("NEFFLD_ARCH", "trn2"));
-    }
+    assert!(neffld::RuntimeLine::NEWEST.has_call("nrt_tensor_cast"));
+    let (ok, stdout) = run_plain(&program, &[], &[]);
+    assert!(ok, "tensor_ops failed:\n{stdout}");
+    assert!(
+        stdout.contains("c is the element-wise float32 sum"),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("OK\n"), "{stdout}");
+    let refused = [("NEFFLD_ARCH", "trn1"), ("NEFFLD_RUNTIME", "2.34")];
     for env in refused {
         let (ok, stdout) = run_plain(&program, &["--refused"], &[env]);
         assert!(ok, "tensor_ops --refused under {env:?} failed:\n{stdout}");

@@ -2,9 +2,8 @@
 //! device dtypes set and read back, casts and computes on slices, the
 //! async forms' queue and eventfd, and the statuses outside an initialised
 //! runtime. Each test is alone in its process (the runtime is
-//! process-wide) under the default runtime line and chip. Until a line
-//! neffld models has the calls (line 2.35), the default line refuses them
-//! (`NRT_FAILURE`), and only that is checked.
+//! process-wide) under the default runtime line (the newest, which has
+//! the calls) and chip.
 
 use std::ptr;
 
@@ -19,19 +18,6 @@ const OK: NRT_STATUS = NRT_STATUS::NRT_SUCCESS;
 fn init() {
     // SAFETY: NULL version strings are allowed.
     assert_eq!(unsafe { nrt_init(1, ptr::null(), ptr::null()) }, OK);
-}
-
-/// Whether the default line has the tensor operations; when it has not,
-/// checks that it refuses them, says so, and closes the runtime.
-fn offered(a: *mut nrt_tensor_t, b: *mut nrt_tensor_t) -> bool {
-    if neffld::RuntimeLine::NEWEST.has_call("nrt_tensor_cast") {
-        return true;
-    }
-    assert_eq!(nrt_tensor_cast(a, b, 1), NRT_STATUS::NRT_FAILURE);
-    eprintln!("no runtime line has the tensor operations yet: only their refusal is checked");
-    free(&mut [a, b]);
-    nrt_close();
-    false
 }
 
 /// A device tensor on logical core 0 holding `bytes`, of `dtype`.
@@ -102,10 +88,6 @@ fn dtypes_casts_and_computes_through_the_c_api() {
         unsafe { nrt_tensor_get_dtype(t, ptr::null_mut()) },
         NRT_STATUS::NRT_INVALID
     );
-    let spare = tensor(&[0; 4], NRT_DTYPE_FLOAT32);
-    if !offered(t, spare) {
-        return;
-    }
 
     // MIN of three sources, one a slice from its third element (which
     // keeps the float32 dtype of its tensor), into a float16 destination.
@@ -159,7 +141,7 @@ fn dtypes_casts_and_computes_through_the_c_api() {
     );
     assert_eq!(nrt_tensor_set_dtype(h, NRT_DTYPE_FLOAT32 as u32), OK);
     assert_eq!(nrt_tensor_cast(h, x, 4), NRT_STATUS::NRT_INVALID);
-    free(&mut [t, spare, a, slice, b, c, d, x, e4, i, u, h]);
+    free(&mut [t, a, slice, b, c, d, x, e4, i, u, h]);
     nrt_close();
 }
 
@@ -174,9 +156,6 @@ fn an_async_compute_completes_in_its_queue_and_signals_its_eventfd() {
     init();
     let a = tensor(&f32s(&[1.0, 2.0]), nrt_dtype_t::NRT_DTYPE_FLOAT32);
     let b = tensor(&f32s(&[0.25, 0.5]), nrt_dtype_t::NRT_DTYPE_FLOAT32);
-    if !offered(a, b) {
-        return;
-    }
     // SAFETY: a plain syscall; the descriptor is this test's.
     let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK) };
     assert!(fd >= 0);
@@ -223,9 +202,6 @@ fn outside_an_initialised_runtime_the_state_is_the_answer() {
     init();
     let a = tensor(&f32s(&[1.0]), nrt_dtype_t::NRT_DTYPE_FLOAT32);
     let b = tensor(&f32s(&[0.0]), nrt_dtype_t::NRT_DTYPE_FLOAT32);
-    if !offered(a, b) {
-        return;
-    }
     assert_eq!(nrt_tensor_cast(a, b, 1), OK);
     nrt_close();
     assert_eq!(nrt_tensor_cast(a, b, 1), NRT_STATUS::NRT_CLOSED);
