@@ -14,3 +14,4 @@ mod relocation;
 mod retention;
 mod scratchpad;
 mod staging;
+mod world_plan;
