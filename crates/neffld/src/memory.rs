@@ -6,7 +6,7 @@
 //! ([`crate::api::Runtime`]), so they are in the one ledger every memory
 //! report projects ([`crate::report::memory`]).
 
-use crate::device::alloc::charged_size;
+use crate::device::alloc::{charged_size, SMALL_REQUEST_MAX};
 use crate::device::{Geometry, MemUsage, Place, Pool, StartTaken};
 use crate::line::{LineFacts, Per, StartDelta};
 use crate::Arch;
@@ -35,10 +35,12 @@ pub struct StartPlan {
 /// while they fit, and the rest of each region is held back, so the region
 /// ends where the captures show it. A row too large for what is left (the
 /// trn1 microcode, 96 MiB) goes to the top of the channel instead, where it
-/// moves no model allocation; so does a line's delta over the captured
-/// rows that does not fit (2.35's 64 MiB), which therefore moves none
-/// either. A delta counted per logical core is charged on the first
-/// physical core of each.
+/// moves no model allocation. A line's delta over the captured rows (2.35's
+/// 64 MiB) goes where the kernel sends a request of its size, the main pool
+/// when it is larger than the small pool's requests, at the top of that
+/// pool: it moves no model allocation either, and the room left for a
+/// large tensor is smaller by it. A delta counted per logical core is
+/// charged on the first physical core of each.
 pub fn start_plan(
     geometry: &Geometry,
     arch: Arch,
@@ -50,20 +52,17 @@ pub fn start_plan(
     let region = line.start_taken(arch);
     let captured = line.start_rows(arch);
     let lnc = lnc.max(1);
-    let rows_of = |core: u32| -> Vec<(MemUsage, u64)> {
-        MemUsage::ALL
-            .into_iter()
-            .map(|u| (u, captured[u.index()]))
-            .filter(|&(_, bytes)| bytes > 0)
-            .chain(
-                facts
-                    .start
-                    .iter()
-                    .filter(|d| kept(d))
-                    .filter(|d| d.per == Per::PhysicalCore || core.is_multiple_of(lnc))
-                    .map(|d| (d.usage, d.bytes)),
-            )
-            .collect()
+    let captured_rows: Vec<(MemUsage, u64)> = MemUsage::ALL
+        .into_iter()
+        .map(|u| (u, captured[u.index()]))
+        .filter(|&(_, bytes)| bytes > 0)
+        .collect();
+    let deltas_of = |core: u32| {
+        facts
+            .start
+            .iter()
+            .filter(|d| kept(d))
+            .filter(move |d| d.per == Per::PhysicalCore || core.is_multiple_of(lnc))
     };
     let cores_per_channel = geometry.cores_per_hbm().max(1);
     let mut held = None;
@@ -72,7 +71,7 @@ pub fn start_plan(
         let has_small = !region.no_small_pool;
         let (mut small_left, mut main_left) = (region.small_pool, region.main_pool);
         for core in channel * cores_per_channel..(channel + 1) * cores_per_channel {
-            for (usage, bytes) in rows_of(core) {
+            for &(usage, bytes) in &captured_rows {
                 let charged = charged_size(bytes).unwrap_or(u64::MAX);
                 let place = if has_small && charged <= small_left {
                     small_left -= charged;
@@ -85,10 +84,18 @@ pub fn start_plan(
                 };
                 rows.push((core, usage, bytes, place));
             }
+            for d in deltas_of(core) {
+                let small = charged_size(d.bytes).is_some_and(|c| c <= SMALL_REQUEST_MAX);
+                let pool = if has_small && small {
+                    Pool::Small
+                } else {
+                    Pool::Main
+                };
+                rows.push((core, d.usage, d.bytes, Place::TopOf(pool)));
+            }
         }
         // Every channel holds what the first leaves: the device holds one
-        // region per channel (a delta too large for it goes to the top of
-        // its channel and leaves the region as it was).
+        // region per channel (the deltas are outside it).
         held.get_or_insert(StartTaken {
             small_pool: small_left,
             main_pool: main_left,
@@ -150,8 +157,9 @@ mod tests {
     }
 
     /// 2.35's 64 MiB for DMA profiling is one row per logical core (on its
-    /// first physical core), at the top of the channel: what 2.34 holds at
-    /// the bottom of each pool is unchanged, so a model lands where it did.
+    /// first physical core), at the top of the main pool, where the kernel
+    /// sends a request of its size: what 2.34 holds at the bottom of each
+    /// pool is unchanged, so a model lands where it did.
     #[test]
     fn the_2_35_reservation_is_per_logical_core_and_moves_nothing() {
         let g = Geometry::for_arch(Arch::Cayman);
@@ -169,7 +177,10 @@ mod tests {
             extra
         };
         let at = |cores: &[u32]| -> Vec<(u32, u64, Place)> {
-            cores.iter().map(|&c| (c, 64 << 20, Place::Top)).collect()
+            cores
+                .iter()
+                .map(|&c| (c, 64 << 20, Place::TopOf(Pool::Main)))
+                .collect()
         };
         assert_eq!(reserved(2, true), at(&[0, 2, 4, 6]));
         assert_eq!(reserved(1, true), at(&[0, 1, 2, 3, 4, 5, 6, 7]));

@@ -1777,6 +1777,33 @@ fn the_newest_line_holds_its_reservation_more_per_neuroncore_and_says_why() {
         let core = &hbm["cores"][0];
         assert_eq!(core["columns"]["profiler buffers"], reserved, "{core}");
     }
+    // It is taken from the main pool, where the driver sends a request of
+    // its size: the largest tensor a core can still take is that much
+    // smaller, and the small pool is untouched.
+    let room = |doc: &Value| -> Vec<(u64, u64)> {
+        doc["headroom"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                let small = h["pools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|p| p["pool"] == "small")
+                    .unwrap();
+                (
+                    h["largest_tensor"].as_u64().unwrap(),
+                    small["free"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (r_new, r_old) = (room(&newest), room(&older));
+    assert!(!r_new.is_empty());
+    for (n, o) in r_new.iter().zip(&r_old) {
+        assert_eq!((o.0 - n.0, n.1), (reserved, o.1));
+    }
     let notes = newest["notes"].as_array().unwrap();
     assert_eq!(notes.len(), 1, "{notes:?}");
     let note = notes[0].as_str().unwrap();

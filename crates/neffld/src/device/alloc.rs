@@ -47,6 +47,10 @@ pub enum Place {
     /// As high in the channel as it fits (the runtime's own start-up
     /// allocations that would otherwise move every model's).
     Top,
+    /// As high in this pool as it fits, then in the other: a start-up
+    /// allocation the kernel's rule sends to the main pool (larger than
+    /// [`SMALL_REQUEST_MAX`]) that moves no model's either.
+    TopOf(Pool),
     /// A page of the contiguous scratchpad, which the driver grows as one
     /// region downward from the top of the main pool: `None` for the first
     /// page (as high in the main pool as it fits), else ending exactly at
@@ -372,7 +376,7 @@ impl HbmAllocator {
         }
         let align = align.max(GRANULE);
         let first = match place {
-            Place::First(pool) => pool,
+            Place::First(pool) | Place::TopOf(pool) => pool,
             Place::Kernel if charged <= SMALL_REQUEST_MAX => Pool::Small,
             Place::Kernel => Pool::Main,
             // The small pool sits above the main one.
@@ -396,7 +400,7 @@ impl HbmAllocator {
         };
         for pool in order {
             let taken = heap.pool_mut(pool).and_then(|p| match place {
-                Place::Top => p.take_top(charged, align),
+                Place::Top | Place::TopOf(_) => p.take_top(charged, align),
                 _ => p.take(charged, align),
             });
             if let Some(pa) = taken {
