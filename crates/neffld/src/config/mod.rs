@@ -493,15 +493,12 @@ impl RuntimeConfig {
             .start
             .iter()
             .map(|d| {
-                let cores = match d.per {
-                    crate::line::Per::PhysicalCore => {
-                        logical_cores.saturating_mul(self.lnc_size() as usize)
-                    }
-                    _ => logical_cores,
-                };
-                let noun = match d.per {
-                    crate::line::Per::PhysicalCore => "physical core",
-                    _ => "logical core",
+                let (cores, noun) = match d.per {
+                    crate::line::Per::PhysicalCore => (
+                        logical_cores.saturating_mul(self.lnc_size() as usize),
+                        "physical core",
+                    ),
+                    _ => (logical_cores, "logical core"),
                 };
                 match d.off_by {
                     Some(var) if !self.keeps(d) => format!(
