@@ -1773,9 +1773,19 @@ fn the_newest_line_holds_its_reservation_more_per_neuroncore_and_says_why() {
     for (c, (n, o)) in p_new.iter().zip(&p_old).enumerate() {
         assert_eq!(n - o, if c % 2 == 0 { reserved } else { 0 }, "pcore {c}");
     }
-    for hbm in newest["memory"]["devices"][0]["hbms"].as_array().unwrap() {
-        let core = &hbm["cores"][0];
-        assert_eq!(core["columns"]["profiler buffers"], reserved, "{core}");
+    // Under the usage table's Profiler Buffers, which neuron-monitor and
+    // neuron-top count as runtime memory.
+    let hbms = |doc: &Value| {
+        doc["memory"]["devices"][0]["hbms"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    for (n, o) in hbms(&newest).iter().zip(&hbms(&older)) {
+        let (n, o) = (&n["cores"][0], &o["cores"][0]);
+        assert_eq!(n["columns"]["profiler buffers"], reserved, "{n}");
+        let runtime = |c: &Value| c["categories"]["runtime_memory"].as_u64().unwrap();
+        assert_eq!(runtime(n) - runtime(o), reserved, "{n}");
     }
     // It is taken from the main pool, where the driver sends a request of
     // its size: the largest tensor a core can still take is that much
