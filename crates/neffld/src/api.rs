@@ -42,6 +42,7 @@ pub use crate::loaded::LoadedModel;
 pub(crate) use crate::loaded::LoadedModel;
 pub(crate) use crate::loaded::Parsed;
 pub use crate::loaded::Timings;
+use crate::manifest::ParseOptions;
 use crate::parse::{self, ParseError};
 use crate::registry::{ModelNames, Registry, RegistryError};
 use crate::stage::validate::{self, Finding};
@@ -688,7 +689,7 @@ impl Runtime {
         core: Option<u32>,
     ) -> Result<Model, LoadError> {
         let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.known);
-        self.load_with_gid(neff.bytes, core, None, opened, known)
+        self.load_with_gid(neff.bytes, core, None, opened.into(), known)
     }
 
     /// [`Runtime::load_collectives`] of bytes fingerprinted before
@@ -702,7 +703,7 @@ impl Runtime {
     ) -> Result<Model, LoadError> {
         self.collectives_guard(join)?;
         let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.known);
-        self.load_with_gid(neff.bytes, core, Some(join), opened, known)
+        self.load_with_gid(neff.bytes, core, Some(join), opened.into(), known)
     }
 
     /// `nrt_tensor_allocate` with device placement: `size` bytes of
@@ -894,7 +895,7 @@ impl Runtime {
     ///
     /// [`Runtime`]'s own documentation shows a whole load.
     pub fn load(&self, bytes: &[u8], core: Option<u32>) -> Result<Model, LoadError> {
-        self.load_with_gid(bytes, core, None, None, None)
+        self.load_with_gid(bytes, core, None, Ahead::Nothing, None)
     }
 
     /// As [`Runtime::load`], for a caller that already opened the container
@@ -909,7 +910,21 @@ impl Runtime {
         neff: Neff,
         core: Option<u32>,
     ) -> Result<Model, LoadError> {
-        self.load_with_gid(bytes, core, None, Some(neff), None)
+        self.load_with_gid(bytes, core, None, Ahead::Opened(neff), None)
+    }
+
+    /// As [`Runtime::load`], with what the caller made of `bytes` already:
+    /// their container, held to this runtime's options as
+    /// [`Runtime::load_opened`] holds it, or their parse, used as it is
+    /// when made under this runtime's options (`verify` reports on it and
+    /// loads it, one parse for both) and made again otherwise.
+    pub(crate) fn load_ahead(
+        &self,
+        bytes: &[u8],
+        ahead: Ahead,
+        core: Option<u32>,
+    ) -> Result<Model, LoadError> {
+        self.load_with_gid(bytes, core, None, ahead, None)
     }
 
     /// `nrt_load_collectives`: as `load`, as rank `device_id` of a world of
@@ -935,7 +950,7 @@ impl Runtime {
             world: device_count,
         };
         self.collectives_guard(join)?;
-        self.load_with_gid(bytes, core, Some(join), None, None)
+        self.load_with_gid(bytes, core, Some(join), Ahead::Nothing, None)
     }
 
     /// What `nrt_load_collectives` checks before it claims a core: the
@@ -956,7 +971,7 @@ impl Runtime {
         &self,
         bytes: &[u8],
         header: &NeffHeader,
-        opened: Option<Neff>,
+        ahead: Ahead,
         known: Option<Known>,
         timings: &mut Timings,
     ) -> crate::cache::Entry<'_, Parsed, LoadError> {
@@ -969,13 +984,20 @@ impl Runtime {
             || -> Result<Parsed, LoadError> {
                 self.parses.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
-                let neff = match opened {
-                    Some(neff) => neff.held_to(bytes, &opts)?,
-                    None => container::open(bytes, &opts)?,
+                let (neff, model) = match ahead {
+                    Ahead::Nothing => (container::open(bytes, &opts)?, None),
+                    Ahead::Opened(neff) => (neff.held_to(bytes, &opts)?, None),
+                    Ahead::Parsed(p, o) => (
+                        p.neff.held_to(bytes, &opts)?,
+                        (o == popts).then_some(p.model),
+                    ),
                 };
                 timings.container = t.elapsed();
                 let t = Instant::now();
-                let model = parse::parse(&neff, &popts).map_err(LoadError::pipeline)?;
+                let model = match model {
+                    Some(model) => model,
+                    None => parse::parse(&neff, &popts).map_err(LoadError::pipeline)?,
+                };
                 timings.parse = t.elapsed();
                 Ok(Parsed { neff, model })
             },
@@ -994,8 +1016,14 @@ impl Runtime {
         let _open = self.enter()?;
         let header = NeffHeader::parse(neff.bytes)?;
         let known = Arc::ptr_eq(&neff.cache, &self.cache).then_some(neff.known);
-        self.parse_cached(neff.bytes, &header, opened, known, &mut Timings::default())
-            .result
+        self.parse_cached(
+            neff.bytes,
+            &header,
+            opened.into(),
+            known,
+            &mut Timings::default(),
+        )
+        .result
     }
 
     /// The load boundary: a panic anywhere in the load has already been
@@ -1006,7 +1034,7 @@ impl Runtime {
         bytes: &[u8],
         core: Option<u32>,
         join: Option<Join>,
-        opened: Option<Neff>,
+        ahead: Ahead,
         known: Option<Known>,
     ) -> Result<Model, LoadError> {
         let load = || {
@@ -1022,7 +1050,7 @@ impl Runtime {
             let guard_time = t0.elapsed();
             let parse = ParseInput {
                 bytes,
-                opened,
+                ahead,
                 known,
             };
             self.load_claimed(parse, &header, name, claim, join, guard_time)
@@ -1056,7 +1084,7 @@ impl Runtime {
     ) -> Result<Model, LoadError> {
         let ParseInput {
             bytes,
-            opened,
+            ahead,
             known,
         } = input;
         let t0 = Instant::now();
@@ -1064,7 +1092,7 @@ impl Runtime {
             guard: guard_time,
             ..Timings::default()
         };
-        let entry = self.parse_cached(bytes, header, opened, known, &mut timings);
+        let entry = self.parse_cached(bytes, header, ahead, known, &mut timings);
         let parsed = entry.result?;
         if let Some(j) = join {
             comm::check_groups(&parsed.model.kbins, j, self.config.line())?;
@@ -1270,12 +1298,31 @@ impl Runtime {
     }
 }
 
-/// What a load parses from: the bytes, the container if the caller
-/// already opened it, and the bytes' fingerprint if already taken.
+/// What a load parses from: the bytes, what the caller made of them
+/// already, and the bytes' fingerprint if already taken.
 struct ParseInput<'a> {
     bytes: &'a [u8],
-    opened: Option<Neff>,
+    ahead: Ahead,
     known: Option<Known>,
+}
+
+/// What a caller made of a load's bytes before the load. Made and moved
+/// once a load, as large as the `Option<Neff>` it replaces: the lint's
+/// concern (copies of a large value) does not arise.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Ahead {
+    /// Nothing: the load opens and parses them.
+    Nothing,
+    /// Their container, opened.
+    Opened(Neff),
+    /// Their container, parsed under these options.
+    Parsed(Box<Parsed>, ParseOptions),
+}
+
+impl From<Option<Neff>> for Ahead {
+    fn from(opened: Option<Neff>) -> Ahead {
+        opened.map_or(Ahead::Nothing, Ahead::Opened)
+    }
 }
 
 /// `HloMacCount` of `hlo_stats.json`, 0 when absent: the metric it feeds

@@ -11,9 +11,9 @@
 //! then unloads. What a load can reject, `verify` rejects, with the same
 //! error and status.
 
-use crate::api::{LoadError, Runtime};
+use crate::api::{Ahead, LoadError, Runtime};
 use crate::config::{DeviceKind, Loader, RuntimeConfig};
-use crate::container::{self, Neff};
+use crate::container;
 use crate::settings::Settings;
 use crate::Arch;
 
@@ -53,15 +53,15 @@ pub struct VerifyReport {
 pub fn verify(bytes: &[u8], settings: &Settings) -> Result<VerifyReport, LoadError> {
     let neff = container::open(bytes, &settings.open_options())?;
     let config = settings.for_neff(Some(&neff));
-    verify_opened(bytes, neff, config)
+    verify_ahead(bytes, Ahead::Opened(neff), config)
 }
 
-/// [`verify`] of `bytes` already opened, under `config` already resolved
-/// for it ([`Settings::for_neff`]), so a caller that also reports on the
-/// container opens it once.
-pub(crate) fn verify_opened(
+/// [`verify`] of `bytes` already opened or parsed, under `config` already
+/// resolved for them ([`Settings::for_neff`]), so a caller that also
+/// reports on the container or the manifests opens and parses it once.
+pub(crate) fn verify_ahead(
     bytes: &[u8],
-    neff: Neff,
+    ahead: Ahead,
     config: RuntimeConfig,
 ) -> Result<VerifyReport, LoadError> {
     let config = RuntimeConfig {
@@ -77,7 +77,7 @@ pub(crate) fn verify_opened(
     let lnc = config.lnc_size();
     let arch = config.topology.arch;
     let rt = Runtime::new(config)?;
-    let model = rt.load_opened(bytes, neff, None)?;
+    let model = rt.load_ahead(bytes, ahead, None)?;
     let report = rt.with_model(&model, |m| VerifyReport {
         arch,
         lnc,

@@ -284,3 +284,55 @@ fn a_member_at_the_value_ceiling_costs_what_its_records_keep() {
         );
     }
 }
+
+/// `verify` with the manifests' report (`neffld verify --json`) parses the
+/// NEFF once, for the report and the load: its peak is the load's, plus
+/// the report. The report's parse ran beside the load's, so both parses'
+/// records were held at once: for an engine json of 30,839 DMA blocks (a
+/// quarter of the value ceiling), 1.78 times the peak of `verify` without
+/// the report.
+#[test]
+fn verify_with_its_report_parses_once() {
+    use neffld::kbin::isa::encode;
+    use neffld::manifest::json::MAX_VALUES;
+    use neffld::report::Examination;
+    use neffld::settings::{Asked, Settings};
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let desc = r#"{"from":"spill_a","from_off":0,"from_sizes":[1],"from_steps":[1],"to":"SB","to_off":0,"to_sizes":[1],"to_steps":[1]}"#;
+    let block = |i: usize| {
+        format!(
+            r#"{{"queue":"qSPSpillReload0","id":{},"desc":[{desc}]}}"#,
+            i + 2
+        )
+    };
+    let mut s = Synth::static_sunda();
+    let used = json_values(&s.json("sg00/SP.json").to_string()) + 1;
+    let n = ((MAX_VALUES - used) / json_values(&block(0)) / 4) as usize;
+    s.extend_array("sg00/SP.json", "dma", n, block);
+    let mut sp = s.members["sg00/SP.bin"].clone();
+    for i in 0..n {
+        sp.extend_from_slice(&encode::trigger("qSPSpillReload0", i as u32 + 2));
+    }
+    s.set("sg00/SP.bin", sp);
+    let bytes = s.write(Producer::V2_18);
+    let settings = Settings::resolve(&Asked::default(), |_| None).unwrap();
+    let mut peaks = [0; 2];
+    for (contents, peak) in [false, true].into_iter().zip(&mut peaks) {
+        let before = reset_peak();
+        let x = Examination::verify(&bytes, &settings, contents);
+        *peak = PEAK.load(Ordering::Relaxed) - before;
+        assert!(x.passed(), "{:?}", x.problem());
+        assert_eq!(x.contents.is_some(), contents);
+        assert_eq!(x.verdict.map(|v| v.subgraphs), Some(1));
+    }
+    eprintln!(
+        "{n} blocks: verify peak {} alone, {} with the report",
+        peaks[0], peaks[1]
+    );
+    assert!(
+        peaks[1] <= peaks[0] + peaks[0] / 8,
+        "{n} blocks: verify peaks at {} with the report, {} without",
+        peaks[1],
+        peaks[0]
+    );
+}

@@ -10,14 +10,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::api::LoadError;
+use crate::api::{Ahead, LoadError, Parsed};
 use crate::container::integrity::{self, DigestForm, HashAlgorithm, Verified};
 use crate::container::{self, payload_window, Archive, ContainerError, Neff, NeffHeader};
 use crate::kbin::collective::CollectiveInfo;
 pub use crate::manifest::IoTensor;
 use crate::parse::{self, ParseOptions, ParsedModel};
 use crate::settings::{Asked, Settings};
-use crate::verify::{verify_opened, VerifyReport};
+use crate::verify::{verify_ahead, VerifyReport};
 use crate::Arch;
 
 /// How far to look.
@@ -350,8 +350,10 @@ impl Examination {
     /// `settings` ([`crate::verify`]: the architecture a flag or the
     /// environment named, else the NEFF's own), with the digest required as
     /// the settings' `validate_hash` says. The container is
-    /// opened once and that one open serves the report and the load; the
-    /// report's parse runs beside the load, on a second core.
+    /// opened once and that one open serves the report and the load; so
+    /// does the parse when the load's options are the NEFF's own (its
+    /// architecture and logical-core size, as the report reads it), else
+    /// the report's parse runs beside the load, on a second core.
     pub fn verify(bytes: &[u8], settings: &Settings, contents: bool) -> Examination {
         Examination::verify_source(
             bytes,
@@ -393,19 +395,33 @@ impl Examination {
         // else it would find.
         let mut config = settings.for_neff(Some(&neff));
         config.libnrt.validate_hash = false;
-        let outcome = if contents {
+        let own = own_parse_options(&neff);
+        let outcome = if contents && own == config.parse_options() {
+            match parse::parse(&neff, &own) {
+                Ok(model) => {
+                    x.report(&model);
+                    verify_ahead(
+                        bytes,
+                        Ahead::Parsed(Box::new(Parsed { neff, model }), own),
+                        config.clone(),
+                    )
+                }
+                // The load parses it again and says why it fails.
+                Err(_) => verify_ahead(bytes, Ahead::Opened(neff), config.clone()),
+            }
+        } else if contents {
             let copy = neff.clone();
             std::thread::scope(|sc| {
                 // A report part the manifests cannot give is left out: the
                 // verdict is the load's.
                 let side = sc.spawn(|| x.parse(&copy).ok());
-                let outcome = verify_opened(bytes, neff, config.clone());
+                let outcome = verify_ahead(bytes, Ahead::Opened(neff), config.clone());
                 side.join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 outcome
             })
         } else {
-            verify_opened(bytes, neff, config.clone())
+            verify_ahead(bytes, Ahead::Opened(neff), config.clone())
         };
         let passed: &[Gate] = match &outcome {
             Ok(_) if config.loader.check => &[Gate::Parse, Gate::Stage, Gate::Validate],
@@ -528,9 +544,14 @@ impl Examination {
     /// S2 and S3 with the NEFF's own options, for [`Examination::contents`].
     fn parse(&mut self, neff: &Neff) -> Result<(), LoadError> {
         let parsed = parse::parse(neff, &own_parse_options(neff)).map_err(LoadError::pipeline)?;
-        let contents = Contents::of(&parsed);
+        self.report(&parsed);
+        Ok(())
+    }
+
+    /// The report's part of the manifests, and their warnings.
+    fn report(&mut self, parsed: &ParsedModel) {
+        let contents = Contents::of(parsed);
         self.warn(&contents.warnings);
         self.contents = Some(contents);
-        Ok(())
     }
 }
