@@ -15,8 +15,10 @@
 //! copies really move their bytes on the simulated device. When it
 //! completes, its `NRT_STATUS *ret` is written, the queue's last completed
 //! sequence advances to it, and the eventfds registered for the queue and
-//! for that sequence are signalled (an 8-byte write of 1). So a call that
-//! returns `NRT_SUCCESS` has completed its request. Faults a call can find
+//! for that sequence are signalled (an 8-byte write of 1), after the queue's
+//! lock is released. So a call that returns `NRT_SUCCESS` has completed its
+//! request. Only an eventfd is taken at registration ([`EventFd`]): a
+//! pipe's write can raise SIGPIPE or block, a file's overwrites data. Faults a call can find
 //! before accepting (a bad tensor, a window outside it, a bad core or
 //! queue) are returned by the call, with nothing accepted.
 //!
@@ -154,9 +156,9 @@ struct QueueState {
     /// The last sequence number completed; requests complete in order.
     completed: u64,
     /// The eventfd signalled at every completion on the queue.
-    xu_fd: Option<c_int>,
+    xu_fd: Option<EventFd>,
     /// Eventfds signalled when one pending sequence number completes.
-    seq_fds: BTreeMap<u64, c_int>,
+    seq_fds: BTreeMap<u64, EventFd>,
 }
 
 #[derive(Debug, Default)]
@@ -194,19 +196,89 @@ pub(crate) fn forget_registrations() {
     }
 }
 
-/// Signals an eventfd: adds 1 to its counter. The descriptor stays the
-/// client's; a failure is logged, not returned (the request has completed).
-fn signal(fd: c_int) {
-    let one: u64 = 1;
-    // SAFETY: `one` is 8 readable bytes that outlive the call, which does
-    // not keep the pointer; any descriptor value is safe to pass (a bad one
-    // gives EBADF).
-    let n = unsafe { libc::write(fd, (&one as *const u64).cast::<c_void>(), 8) };
-    if n != 8 {
-        warn!(
-            "cannot signal a completion on file descriptor {fd}: {}",
-            std::io::Error::last_os_error()
-        );
+/// A client's eventfd, as `fstat` saw it at registration. The descriptor
+/// stays the client's, who may close it and reuse its number for another
+/// file: signalling writes only while the number still names that file.
+#[derive(Clone, Copy, Debug)]
+struct EventFd {
+    fd: c_int,
+    dev: u64,
+    ino: u64,
+}
+
+/// `fstat` of `fd`, or the error it gave.
+fn stat_of(fd: c_int) -> std::io::Result<libc::stat> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is writable for one `stat`; any descriptor value is safe
+    // to pass (a bad one gives EBADF).
+    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fstat` succeeded, so it filled `st`.
+    Ok(unsafe { st.assume_init() })
+}
+
+impl EventFd {
+    /// `fd` when it is an eventfd, else `NRT_INVALID` saying what it is.
+    /// The kernel names an eventfd's file `anon_inode:[eventfd]` (what
+    /// `/proc/self/fd` shows); where `/proc` is not mounted, an anonymous
+    /// inode (no file type) is taken, which a pipe, a socket, a FIFO, a
+    /// device or a regular file never is.
+    fn of(api: &str, fd: c_int) -> Result<EventFd, NRT_STATUS> {
+        let refuse = |what: String| {
+            error!("{api}: file descriptor {fd} {what}; register an eventfd (eventfd(2)), or -1 to unregister");
+            Err(NRT_STATUS::NRT_INVALID)
+        };
+        let st = match stat_of(fd) {
+            Ok(st) => st,
+            Err(e) => return refuse(format!("cannot be used ({e})")),
+        };
+        match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+            Ok(link) if link.as_os_str() == "anon_inode:[eventfd]" => {}
+            Ok(link) => return refuse(format!("is not an eventfd: it is {}", link.display())),
+            Err(_) if st.st_mode & libc::S_IFMT == 0 => {}
+            Err(_) => return refuse("is not an eventfd".to_string()),
+        }
+        Ok(EventFd {
+            fd,
+            dev: st.st_dev,
+            ino: st.st_ino,
+        })
+    }
+
+    /// Adds 1 to the eventfd's counter. Never blocks and never writes to
+    /// another kind of file: a number that no longer names the file
+    /// registered (closed, or reused for a pipe or a file) and a counter
+    /// with no room left (a blocking eventfd's write would wait for a
+    /// read) are logged and skipped. A failure is not returned: the request
+    /// has completed.
+    fn signal(self) {
+        let fd = self.fd;
+        let skip = |why: &str| warn!("cannot signal a completion on file descriptor {fd}: {why}");
+        match stat_of(fd) {
+            Ok(st) if (st.st_dev, st.st_ino) == (self.dev, self.ino) => {}
+            Ok(_) => return skip("it is no longer the eventfd registered"),
+            Err(e) => return skip(&e.to_string()),
+        }
+        let mut ready = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid `pollfd`; a zero timeout never waits.
+        let n = unsafe { libc::poll(&mut ready, 1, 0) };
+        if n != 1 || ready.revents & libc::POLLOUT == 0 {
+            return skip("its counter is full (the client has not read it)");
+        }
+        let one: u64 = 1;
+        // SAFETY: `one` is 8 readable bytes that outlive the call, which
+        // does not keep the pointer; `fd` is an eventfd with room for 1
+        // (checked just above), whose write neither blocks nor raises a
+        // signal.
+        let n = unsafe { libc::write(fd, (&one as *const u64).cast::<c_void>(), 8) };
+        if n != 8 {
+            skip(&std::io::Error::last_os_error().to_string());
+        }
     }
 }
 
@@ -232,11 +304,13 @@ impl Turn {
         let mut s = self.queue.lock();
         s.completed = self.n;
         let seq_fd = s.seq_fds.remove(&self.n);
-        for fd in s.xu_fd.into_iter().chain(seq_fd) {
-            signal(fd);
-        }
+        let fds: Vec<EventFd> = s.xu_fd.into_iter().chain(seq_fd).collect();
         drop(s);
         self.queue.turn.notify_all();
+        // Outside the lock: a client's descriptor never holds up the queue.
+        for fd in fds {
+            fd.signal();
+        }
     }
 }
 
@@ -645,7 +719,11 @@ pub unsafe extern "C" fn nrta_get_sequence(
 /// completion on queue `queue` of unit `xu` on logical core `lnc`,
 /// replacing an earlier registration; `fd` -1 unregisters. The descriptor
 /// stays the caller's: it is never closed here, and must stay open while
-/// registered. `nrt_close` drops every registration.
+/// registered. `nrt_close` drops every registration. `NRT_INVALID` for a
+/// descriptor that is not an eventfd (a pipe, a socket, a file): their
+/// writes could raise SIGPIPE, block, or overwrite data. Signalling never
+/// blocks: a number closed and reused for another file since, or an
+/// eventfd whose counter is full, is skipped with a warning.
 ///
 /// libnrt 2.32+. Inferred: the signature (from the release notes' name and
 /// a client's calls; `lnc` typed as in `nrta_get_sequence`) and the
@@ -661,8 +739,8 @@ pub extern "C" fn nrta_event_register_xu_completion(
     guarded(API, || {
         let rt = state::runtime()?;
         let id = QueueId::of_args(API, &rt, lnc.into(), xu, queue)?;
-        check_fd(API, fd)?;
-        self::queue(id).lock().xu_fd = (fd != -1).then_some(fd);
+        let fd = registered(API, fd)?;
+        self::queue(id).lock().xu_fd = fd;
         Ok(())
     })
 }
@@ -670,8 +748,8 @@ pub extern "C" fn nrta_event_register_xu_completion(
 /// Registers eventfd `fd` to be signalled (an 8-byte write of 1) when the
 /// request `seq` completes — at once when it already has (then nothing
 /// stays registered); `fd` -1 unregisters. `NRT_INVALID` for an id never
-/// issued. The descriptor stays the caller's, as for
-/// `nrta_event_register_xu_completion`.
+/// issued. The descriptor stays the caller's and must be an eventfd, as
+/// for `nrta_event_register_xu_completion`.
 ///
 /// libnrt 2.32+. Inferred: the signature (from the migration guide's call
 /// and a client's) and the signalling.
@@ -680,25 +758,34 @@ pub extern "C" fn nrta_event_register_seq_id_completion(seq: nrta_seq_t, fd: c_i
     const API: &str = "nrta_event_register_seq_id_completion";
     guarded(API, || {
         state::runtime()?;
-        check_fd(API, fd)?;
+        let fd = registered(API, fd)?;
         let (q, n) = issued(API, seq)?;
         let mut s = q.lock();
-        if fd == -1 {
-            s.seq_fds.remove(&n);
-        } else if n <= s.completed {
-            signal(fd);
-        } else {
-            s.seq_fds.insert(n, fd);
+        match fd {
+            None => {
+                s.seq_fds.remove(&n);
+            }
+            Some(fd) if n <= s.completed => {
+                drop(s);
+                fd.signal();
+            }
+            Some(fd) => {
+                s.seq_fds.insert(n, fd);
+            }
         }
         Ok(())
     })
 }
 
-/// A descriptor or -1, else `NRT_INVALID`.
-fn check_fd(api: &str, fd: c_int) -> NrtResult {
-    if fd < -1 {
-        error!("{api}: {fd} is not a file descriptor (nor -1, which unregisters)");
-        return Err(NRT_STATUS::NRT_INVALID);
+/// What a registration names: an eventfd, or nothing for -1; any other
+/// value or kind of file is `NRT_INVALID`.
+fn registered(api: &str, fd: c_int) -> Result<Option<EventFd>, NRT_STATUS> {
+    match fd {
+        -1 => Ok(None),
+        fd if fd < 0 => {
+            error!("{api}: {fd} is not a file descriptor (nor -1, which unregisters)");
+            Err(NRT_STATUS::NRT_INVALID)
+        }
+        fd => EventFd::of(api, fd).map(Some),
     }
-    Ok(())
 }

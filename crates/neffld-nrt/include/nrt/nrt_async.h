@@ -241,7 +241,11 @@ NRT_STATUS nrta_get_sequence(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t *
  * completion on queue `queue` of unit `xu` on logical core `lnc`,
  * replacing an earlier registration; `fd` -1 unregisters. The descriptor
  * stays the caller's: it is never closed here, and must stay open while
- * registered. `nrt_close` drops every registration.
+ * registered. `nrt_close` drops every registration. `NRT_INVALID` for a
+ * descriptor that is not an eventfd (a pipe, a socket, a file): their
+ * writes could raise SIGPIPE, block, or overwrite data. Signalling never
+ * blocks: a number closed and reused for another file since, or an
+ * eventfd whose counter is full, is skipped with a warning.
  *
  * libnrt 2.32+. Inferred: the signature (from the release notes' name and
  * a client's calls; `lnc` typed as in `nrta_get_sequence`) and the
@@ -253,8 +257,8 @@ NRT_STATUS nrta_event_register_xu_completion(uint32_t lnc, nrta_xu_t xu, int que
  * Registers eventfd `fd` to be signalled (an 8-byte write of 1) when the
  * request `seq` completes — at once when it already has (then nothing
  * stays registered); `fd` -1 unregisters. `NRT_INVALID` for an id never
- * issued. The descriptor stays the caller's, as for
- * `nrta_event_register_xu_completion`.
+ * issued. The descriptor stays the caller's and must be an eventfd, as
+ * for `nrta_event_register_xu_completion`.
  *
  * libnrt 2.32+. Inferred: the signature (from the migration guide's call
  * and a client's) and the signalling.

@@ -5,6 +5,7 @@ mod abi_probe;
 mod c_smoke;
 mod close_race;
 mod collectives;
+mod eventfds;
 mod exports;
 mod fork;
 mod instance;
