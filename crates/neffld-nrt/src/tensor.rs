@@ -200,37 +200,76 @@ impl View {
     }
 
     fn read(&self, api: &str, offset: u64, out: &mut [u8]) -> NrtResult {
-        self.check(api, offset, out.len() as u64)?;
+        // SAFETY: `out` is a Rust buffer of its length, apart from the
+        // view's bytes while borrowed mutably.
+        unsafe { self.read_to(api, offset, out.as_mut_ptr(), out.len()) }
+    }
+
+    fn write(&self, api: &str, offset: u64, data: &[u8]) -> NrtResult {
+        // SAFETY: `data` is a Rust buffer of its length.
+        unsafe { self.write_from(api, offset, data.as_ptr(), data.len()) }
+    }
+
+    /// Copies `len` bytes of the view at `offset` to `out`, which may lie
+    /// in the view's own host bytes (a client reading a host tensor into
+    /// its own memory, `nrt_tensor_get_va` + 1): host bytes move as
+    /// `memmove` moves them, and no Rust reference is made to them.
+    ///
+    /// # Safety
+    /// `out` must be writable for `len` bytes.
+    unsafe fn read_to(&self, api: &str, offset: u64, out: *mut u8, len: usize) -> NrtResult {
+        self.check(api, offset, len as u64)?;
         let at = self.offset + offset;
         match &*self.storage {
-            Storage::Device(d) => d.read(at, out).map_err(|e| status::device_error(api, &e)),
+            Storage::Device(d) => {
+                // SAFETY: writable for `len` bytes per this function's
+                // contract, and apart from the device's bytes, which are not
+                // mapped into the client's reach (`nrt_tensor_get_va` gives
+                // NULL for a device tensor).
+                let out = unsafe { std::slice::from_raw_parts_mut(out, len) };
+                d.read(at, out).map_err(|e| status::device_error(api, &e))
+            }
             Storage::Host(h) => {
-                // SAFETY: `at + out.len() <= h.len` (checked against the view,
-                // which lies inside the buffer); `out` is a distinct Rust buffer.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        h.ptr.add(at as usize),
-                        out.as_mut_ptr(),
-                        out.len(),
-                    )
-                };
+                // SAFETY: `at + len <= h.len` (checked against the view,
+                // which lies inside the buffer); `out` is writable for
+                // `len` bytes; `ptr::copy` allows the two to overlap.
+                unsafe { std::ptr::copy(h.ptr.add(at as usize), out, len) };
                 Ok(())
             }
         }
     }
 
-    fn write(&self, api: &str, offset: u64, data: &[u8]) -> NrtResult {
-        self.check(api, offset, data.len() as u64)?;
+    /// Copies `len` bytes from `data` into the view at `offset`, as
+    /// [`View::read_to`] reads: `data` may lie in the view's own bytes.
+    ///
+    /// # Safety
+    /// `data` must be readable for `len` bytes.
+    unsafe fn write_from(&self, api: &str, offset: u64, data: *const u8, len: usize) -> NrtResult {
+        self.check(api, offset, len as u64)?;
         let at = self.offset + offset;
         match &*self.storage {
-            Storage::Device(d) => d.write(at, data).map_err(|e| status::device_error(api, &e)),
+            Storage::Device(d) => {
+                // SAFETY: as in `read_to`, with the roles swapped.
+                let data = unsafe { std::slice::from_raw_parts(data, len) };
+                d.write(at, data).map_err(|e| status::device_error(api, &e))
+            }
             Storage::Host(h) => {
-                // SAFETY: as in `read`, with the roles swapped.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(data.as_ptr(), h.ptr.add(at as usize), data.len())
-                };
+                // SAFETY: as in `read_to`, with the roles swapped.
+                unsafe { std::ptr::copy(data, h.ptr.add(at as usize), len) };
                 Ok(())
             }
+        }
+    }
+
+    /// Where byte `offset` of the view is, as a copy orders its chunks by:
+    /// the storage's address space (0 for host memory, which every host
+    /// tensor shares: two attached buffers may overlap) and the address in
+    /// it.
+    fn position(&self, offset: u64) -> (usize, u64) {
+        let at = self.offset + offset;
+        match &*self.storage {
+            Storage::Host(h) => (0, h.ptr as u64 + at),
+            Storage::Device(_) => (Arc::as_ptr(&self.storage) as usize, at),
         }
     }
 }
@@ -468,8 +507,7 @@ pub(crate) unsafe fn read(
     let v = usable(API, ptr)?;
     non_null(API, "buf", buf)?;
     // SAFETY: non-NULL with `size` writable bytes per this function's contract.
-    let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size) };
-    v.read(API, offset, out)
+    unsafe { v.read_to(API, offset, buf.cast::<u8>(), size) }
 }
 
 /// `nrt_tensor_write`.
@@ -486,8 +524,7 @@ pub(crate) unsafe fn write(
     let v = usable(API, ptr)?;
     non_null(API, "buf", buf)?;
     // SAFETY: non-NULL with `size` readable bytes per this function's contract.
-    let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) };
-    v.write(API, offset, data)
+    unsafe { v.write_from(API, offset, buf.cast::<u8>(), size) }
 }
 
 /// `nrt_tensor_read_batch` / `nrt_tensor_write_batch`.
@@ -524,29 +561,23 @@ pub(crate) unsafe fn batch(
                 continue;
             }
             non_null(api, "op buffer", op.buffer)?;
+            let buf = op.buffer.cast::<u8>();
             match dir {
-                Direction::Read => {
-                    // SAFETY: the op's buffer has `size` writable bytes per this function's contract.
-                    let out =
-                        unsafe { std::slice::from_raw_parts_mut(op.buffer.cast::<u8>(), len) };
-                    v.read(api, op.offset, out)?;
-                }
-                Direction::Write => {
-                    // SAFETY: the op's buffer has `size` readable bytes per this function's contract.
-                    let data = unsafe {
-                        std::slice::from_raw_parts(op.buffer.cast::<u8>().cast_const(), len)
-                    };
-                    v.write(api, op.offset, data)?;
-                }
+                // SAFETY: the op's buffer has `size` writable bytes per this function's contract.
+                Direction::Read => unsafe { v.read_to(api, op.offset, buf, len) }?,
+                // SAFETY: the op's buffer has `size` readable bytes per this function's contract.
+                Direction::Write => unsafe { v.write_from(api, op.offset, buf, len) }?,
             }
         }
     }
     Ok(())
 }
 
-/// `nrt_tensor_copy`: chunked through a bounded buffer; when both windows
-/// share a storage and the destination lies after the source, the chunks go
-/// backwards so overlapping bytes are read before they are overwritten.
+/// `nrt_tensor_copy`: chunked through a bounded buffer; when the
+/// destination lies after the source in the same memory (one device
+/// allocation, or host memory: two attached buffers may overlap), the
+/// chunks go backwards so overlapping bytes are read before they are
+/// overwritten.
 pub(crate) fn copy(
     src: *const nrt_tensor_t,
     src_offset: u64,
@@ -569,8 +600,8 @@ pub(crate) fn copy(
             return Err(NRT_STATUS::NRT_INVALID);
         }
     }
-    let backwards =
-        Arc::ptr_eq(&s.storage, &d.storage) && d.offset + dst_offset > s.offset + src_offset;
+    let (from, to) = (s.position(src_offset), d.position(dst_offset));
+    let backwards = from.0 == to.0 && to.1 > from.1;
     let mut buf = vec![0u8; size.min(CHUNK) as usize];
     let chunks = size.div_ceil(CHUNK);
     for k in 0..chunks {

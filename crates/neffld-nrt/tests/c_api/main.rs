@@ -11,6 +11,7 @@ mod fork;
 mod instance;
 mod line_calls;
 mod memory_log;
+mod overlap;
 mod profile_stop;
 mod reinit;
 mod tag_names;
