@@ -6,7 +6,7 @@ import struct
 import pytest
 
 import neffld
-from conftest import LARGE, NAME, PAYLOAD, SMALL, VERSION_MAJOR
+from conftest import FIXTURES, LARGE, NAME, PAYLOAD, SMALL, VERSION_MAJOR
 
 
 def raises(fn, *args, **kw):
@@ -228,7 +228,7 @@ def test_an_architecture_named_by_the_environment_is_the_instances(monkeypatch):
     monkeypatch.setenv("NEFFLD_ARCH", "trn1")
     err = raises(neffld.load, SMALL)
     assert (err.status, err.stage) == (2, "container")
-    assert "trn1 takes logical-core size 1" in err.message
+    assert "which trn1 cannot take (it takes logical-core size 1)" in err.message
     assert [p.message for p in neffld.verify(SMALL).problems] == [err.message]
     # Allowed, the trn2 NEFF loads on the trn3 device; an argument still
     # beats the variable.
@@ -362,3 +362,20 @@ def test_load_names_its_core_start_core_only():
         neffld.load(SMALL, core_id=0)
     with pytest.raises(TypeError, match="unexpected keyword argument 'cores'"):
         neffld.load(SMALL, cores=0)
+
+
+def test_a_neff_of_another_chip_gets_the_advice_the_plan_gives(monkeypatch):
+    """A trn2 NEFF (LNC 2) loaded or verified on trn1 is to be recompiled
+    for trn1 (`neuronx-cc --target=trn1`), as the plan says; it was told
+    `--lnc=1`, which still builds for trn2."""
+    trn2 = FIXTURES / "kfusion__fused_attention__fused.neff"
+    flag = "`neuronx-cc --target=trn1`"
+    err = raises(neffld.load, trn2, arch="trn1")
+    assert f"recompile it for trn1 with {flag}" in err.message and "--lnc" not in err.message
+    monkeypatch.setenv("NEFFLD_ARCH", "trn1")
+    report = neffld.verify(trn2)
+    assert not report.ok
+    assert any(flag in p.message and "--lnc" not in p.message for p in report.problems), report.problems
+    monkeypatch.delenv("NEFFLD_ARCH")
+    step = neffld.plan(f"{trn2}@0", instance="trn1.32xlarge").steps[0]
+    assert f"of trn1.32xlarge with {flag}" in step.error.message

@@ -154,7 +154,7 @@ fn inflate_floor(window: &[u8], inflated: usize) -> usize {
 
 fn popts(arch: Arch, lnc: u32) -> ParseOptions {
     ParseOptions {
-        instance_arch: arch,
+        chip: neffld::arch::Chip::of(arch),
         allow_legacy_neff: false,
         runtime_lnc: lnc,
     }

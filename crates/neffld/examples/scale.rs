@@ -159,7 +159,7 @@ fn stage_rss(path: &str) {
     let bytes = std::fs::read(path).expect("read");
     let neff = container::open(&bytes, &OpenOptions::default()).expect("open");
     let popts = ParseOptions {
-        instance_arch: Arch::Cayman,
+        chip: neffld::arch::Chip::of(Arch::Cayman),
         allow_legacy_neff: false,
         runtime_lnc: 2,
     };

@@ -197,18 +197,6 @@ impl PipelineError {
         }
     }
 
-    /// The NEFF was compiled for another chip than the runtime's (the
-    /// kelf json's arch gate): a report may name the chip and the
-    /// compiler's flag beside the runtime's own message.
-    pub(crate) fn foreign_arch(&self) -> bool {
-        matches!(
-            &self.0,
-            Cause::Parse(ParseError::Manifest(
-                crate::manifest::ManifestError::ArchMismatch { .. }
-            ))
-        )
-    }
-
     /// The layer's own error, for tests that check which case refused.
     #[cfg(feature = "testkit")]
     pub fn cause(&self) -> &Cause {
@@ -1041,7 +1029,7 @@ impl Runtime {
             let t0 = Instant::now();
             let _open = self.enter()?;
             let header = NeffHeader::parse(bytes)?;
-            header.check_lnc(self.config.lnc_size(), self.config.topology.arch)?;
+            header.check_lnc(self.config.lnc_size(), self.config.chip())?;
             let name = header.name_str();
             let claim = self.claim(core, &name)?;
             if let Some(j) = join {

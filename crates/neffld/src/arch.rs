@@ -79,6 +79,66 @@ impl fmt::Display for Arch {
     }
 }
 
+/// The chip a load runs on as a message names it: the instance's chip when
+/// the runtime knows its instance (`the Inferentia2 of inf2.xlarge`), else
+/// the architecture (`trn1`); and the compiler's `--target` that builds
+/// for it. Every "recompile it" advice is [`Chip::recompile`], so a load,
+/// `verify`, a plan and the C library say the same thing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chip {
+    /// The architecture.
+    pub arch: Arch,
+    /// The instance's chip name, its EC2 name and its family's compiler
+    /// target, when the instance is known.
+    instance: Option<(&'static str, &'static str, &'static str)>,
+}
+
+impl Chip {
+    /// The chip of `arch`, no instance named.
+    pub const fn of(arch: Arch) -> Chip {
+        Chip {
+            arch,
+            instance: None,
+        }
+    }
+
+    /// The chip `chip` (`Inferentia2`) of instance `name`, whose family
+    /// the compiler targets as `target` (`inf2`).
+    pub(crate) const fn on_instance(
+        arch: Arch,
+        chip: &'static str,
+        name: &'static str,
+        target: &'static str,
+    ) -> Chip {
+        Chip {
+            arch,
+            instance: Some((chip, name, target)),
+        }
+    }
+
+    /// The value of `neuronx-cc --target` that compiles for this chip.
+    pub fn target(self) -> &'static str {
+        self.instance.map_or(self.arch.instance(), |(_, _, t)| t)
+    }
+
+    /// What to do with a NEFF compiled for another chip.
+    pub fn recompile(self) -> String {
+        format!(
+            "recompile it for {self} with `neuronx-cc --target={}`",
+            self.target()
+        )
+    }
+}
+
+impl fmt::Display for Chip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.instance {
+            Some((chip, name, _)) => write!(f, "the {chip} of {name}"),
+            None => f.write_str(self.arch.instance()),
+        }
+    }
+}
+
 /// Parses an instance name (`trn1`, `inf2`, `trn2`, `trn3`) or a target name.
 impl FromStr for Arch {
     type Err = String;

@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use crate::arch::Chip;
 pub use crate::device::Geometry;
 use crate::Arch;
 
@@ -87,6 +88,16 @@ impl Instance {
     pub fn device_memory(&self) -> u64 {
         let g = self.geometry();
         u64::from(self.chips) * u64::from(g.hbm_channels()) * g.hbm_bytes_per_channel()
+    }
+
+    /// Its chip as messages name it, with the compiler's `--target` for
+    /// its family (`trn1n` compiles as `trn1`).
+    pub fn chip(&self) -> Chip {
+        let target = ["inf2", "trn1", "trn2", "trn3"]
+            .into_iter()
+            .find(|t| self.family.starts_with(t))
+            .unwrap_or(self.family);
+        Chip::on_instance(self.arch, self.chip, self.name, target)
     }
 
     /// Physical cores of the whole instance.

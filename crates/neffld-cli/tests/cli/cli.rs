@@ -1274,7 +1274,10 @@ fn an_architecture_named_by_the_environment_gives_one_verdict_everywhere() {
     // runtime's arch gate, naming both architectures by their ids.
     let (_, _, e) = run(&[("NEFFLD_ARCH", "trn1")], &["verify", "--json"]);
     let msg = e["message"].as_str().unwrap();
-    assert!(msg.contains("trn1 takes logical-core size 1"), "{msg}");
+    assert!(
+        msg.contains("which trn1 cannot take (it takes logical-core size 1)"),
+        "{msg}"
+    );
     let (_, _, e) = run(&[("NEFFLD_ARCH", "trn3")], &["plan", "--json"]);
     assert_eq!(e["stage"], "parse");
     let msg = e["message"].as_str().unwrap();

@@ -268,7 +268,7 @@ fn lnc_advice_only_for_a_size_the_chip_takes() {
             Synth::static_sunda(),
             Producer::V2_18,
             2,
-            "recompile it for trn1 with `--lnc=1`",
+            "recompile it for trn1 with `neuronx-cc --target=trn1`",
         ),
     ];
     for (i, (synth, producer, vnc, says)) in cases.into_iter().enumerate() {

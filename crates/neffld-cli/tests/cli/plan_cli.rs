@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use neffld_testkit::any_lnc_cayman;
 
-use crate::common::scratch;
+use crate::common::{fixture, scratch};
 use serde_json::Value;
 
 const GIB: u64 = 1 << 30;
@@ -948,6 +948,66 @@ fn neffld_limits_are_neffld_s_and_a_foreign_chip_names_the_target() {
             && m.contains("`neuronx-cc --target=trn2`"),
         "{m}"
     );
+}
+
+/// A NEFF compiled for another chip gets one advice from `load`, `verify`
+/// and `plan`: recompile it with the compiler's target for the chip it is
+/// loaded on. `load --arch trn1` of a trn2 NEFF (LNC 2) advised `--lnc=1`,
+/// which still builds for trn2; a trn1 NEFF on trn2 got only the runtime's
+/// `--target <correct_arch>`.
+#[test]
+fn a_neff_of_another_chip_gets_the_same_advice_from_every_command() {
+    let trn2_neff = fixture("kfusion__fused_attention__fused.neff");
+    let trn2_neff = trn2_neff.to_str().unwrap();
+    let trn1_neff = crate::common::demo();
+    let trn1_neff = trn1_neff.to_str().unwrap();
+    for (neff, arch, instance, advice) in [
+        (
+            trn2_neff,
+            "trn1",
+            "trn1.32xlarge",
+            "the NEFF was compiled for trn2 or trn3: recompile it for",
+        ),
+        (
+            trn1_neff,
+            "trn2",
+            "trn2.3xlarge",
+            "(neffld: the NEFF was compiled for trn1; recompile it for",
+        ),
+    ] {
+        let flag = format!("`neuronx-cc --target={arch}`");
+        let load = json(&neffld(&["load", "--arch", arch, neff, "--json"], &[]));
+        let verify = json(&neffld(
+            &["verify", neff, "--json"],
+            &[("NEFFLD_ARCH", arch)],
+        ));
+        let plan = json(&neffld(
+            &["plan", "--instance", instance, neff, "--json"],
+            &[],
+        ));
+        let messages = [
+            ("load", load["error"]["message"].as_str().unwrap()),
+            (
+                "verify",
+                verify["files"][0]["error"]["message"].as_str().unwrap(),
+            ),
+            (
+                "plan",
+                plan["steps"][0]["error"]["message"].as_str().unwrap(),
+            ),
+        ];
+        for (command, m) in messages {
+            assert!(m.contains(advice) && m.contains(&flag), "{command}: {m}");
+            assert!(!m.contains("--lnc"), "{command}: {m}");
+        }
+        // The load names the chip, the plan the instance's.
+        assert!(messages[0]
+            .1
+            .contains(&format!("recompile it for {arch} with {flag}")));
+        assert!(messages[2]
+            .1
+            .contains(&format!(" of {instance} with {flag}")));
+    }
 }
 
 /// A deployment file naming a NEFF that does not exist: the error names the

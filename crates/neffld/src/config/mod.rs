@@ -622,10 +622,18 @@ impl RuntimeConfig {
             && !self.loader.retain_images
     }
 
+    /// The chip a load runs on, as messages name it: the instance's when
+    /// one is set.
+    pub fn chip(&self) -> crate::arch::Chip {
+        self.topology
+            .instance
+            .map_or(crate::arch::Chip::of(self.topology.arch), Instance::chip)
+    }
+
     /// How a load under this configuration reads the manifests (S2, S3).
     pub(crate) fn parse_options(&self) -> crate::manifest::ParseOptions {
         crate::manifest::ParseOptions {
-            instance_arch: self.topology.arch,
+            chip: self.chip(),
             allow_legacy_neff: self.libnrt.allow_legacy_neff,
             runtime_lnc: self.lnc_size(),
         }

@@ -7,6 +7,7 @@
 
 use super::sniff::FileKind;
 use super::ContainerError;
+use crate::arch::Chip;
 use crate::Arch;
 
 /// Size of the header; the payload always starts here, whatever `header_size` says.
@@ -353,14 +354,16 @@ impl NeffHeader {
     }
 
     /// The LNC gate of parse.md §2.2 1d, for the loader to call with the
-    /// runtime's configured logical-core size on `arch`. The reference's
+    /// runtime's configured logical-core size on `chip`. The reference's
     /// message advises re-running with the NEFF's size; that advice is given
-    /// only when `arch` takes that size, else the error says what is wrong
-    /// with the file (a size no chip takes, or one of another chip).
-    pub fn check_lnc(&self, runtime_lnc: u32, arch: Arch) -> Result<(), ContainerError> {
+    /// only when the chip takes that size, else the error says what is
+    /// wrong with the file (a size no chip takes, or one of another chip,
+    /// to recompile for this one).
+    pub fn check_lnc(&self, runtime_lnc: u32, chip: Chip) -> Result<(), ContainerError> {
         if !self.declares_lnc() || self.vnc_size == runtime_lnc {
             return Ok(());
         }
+        let arch = chip.arch;
         if arch.lnc_sizes().contains(&self.vnc_size) {
             return Err(ContainerError::LncMismatch {
                 name: self.name_str(),
@@ -376,15 +379,14 @@ impl NeffHeader {
         Err(ContainerError::LncForeign {
             name: self.name_str(),
             neff_lnc: self.vnc_size,
-            arch,
-            sizes: arch.lnc_sizes_text(),
+            chip,
             why: if built_for.is_empty() {
                 "no chip takes that size: the header is damaged".to_string()
             } else {
                 format!(
-                    "the NEFF was compiled for {}: recompile it for {} with `--lnc={runtime_lnc}`",
+                    "the NEFF was compiled for {}: {}",
                     built_for.join(" or "),
-                    arch.instance()
+                    chip.recompile()
                 )
             },
         })
@@ -545,8 +547,8 @@ mod tests {
             vnc_size: 2,
             ..Default::default()
         };
-        h.check_lnc(2, Arch::Cayman).unwrap();
-        let e = h.check_lnc(1, Arch::Cayman).unwrap_err();
+        h.check_lnc(2, Chip::of(Arch::Cayman)).unwrap();
+        let e = h.check_lnc(1, Chip::of(Arch::Cayman)).unwrap_err();
         assert_eq!(e.status(), NrtStatus::Invalid);
         assert!(e.to_string().contains("--lnc=2"), "{e}");
         let h = NeffHeader {
@@ -554,7 +556,7 @@ mod tests {
             vnc_size: 2,
             ..h
         };
-        h.check_lnc(1, Arch::Sunda).unwrap();
+        h.check_lnc(1, Chip::of(Arch::Sunda)).unwrap();
     }
 
     /// The reference's advice (recompile, or re-run with the NEFF's size)
@@ -568,28 +570,45 @@ mod tests {
             ..Default::default()
         };
         h.set_name("m.neff");
-        let e = h.check_lnc(2, Arch::Cayman).unwrap_err().to_string();
+        let e = h.check_lnc(2, Chip::of(Arch::Cayman)).unwrap_err().to_string();
         assert!(
             e.contains("re-run with `NEURON_LOGICAL_NC_CONFIG=1`"),
             "{e}"
         );
         for bad in [0, 3, u32::MAX] {
             h.vnc_size = bad;
-            let e = h.check_lnc(2, Arch::Cayman).unwrap_err();
+            let e = h.check_lnc(2, Chip::of(Arch::Cayman)).unwrap_err();
             assert_eq!(e.status(), NrtStatus::Invalid);
             let e = e.to_string();
             assert!(!e.contains("NEURON_LOGICAL_NC_CONFIG="), "{e}");
             assert!(!e.contains(&format!("--lnc={bad}")), "{e}");
             assert!(e.contains(&format!("vnc_size {bad}")), "{e}");
-            assert!(e.contains("trn2 takes logical-core size 1 or 2"), "{e}");
+            assert!(
+                e.contains("which trn2 cannot take (it takes logical-core size 1 or 2)"),
+                "{e}"
+            );
         }
         // trn1 takes only 1: a NEFF built for 2 is for another chip.
         h.vnc_size = 2;
-        let e = h.check_lnc(1, Arch::Sunda).unwrap_err().to_string();
+        let e = h.check_lnc(1, Chip::of(Arch::Sunda)).unwrap_err().to_string();
         assert!(!e.contains("NEURON_LOGICAL_NC_CONFIG=2"), "{e}");
         assert!(e.contains("compiled for trn2 or trn3"), "{e}");
-        assert!(e.contains("recompile it for trn1 with `--lnc=1`"), "{e}");
-        assert!(e.contains("trn1 takes logical-core size 1"), "{e}");
+        // Recompiled for the chip, not with another LNC: a trn2 NEFF at
+        // `--lnc=1` is still a trn2 NEFF.
+        assert!(
+            e.contains("recompile it for trn1 with `neuronx-cc --target=trn1`"),
+            "{e}"
+        );
+        assert!(!e.contains("--lnc"), "{e}");
+        assert!(e.contains("which trn1 cannot take (it takes logical-core size 1)"), "{e}");
+        // On an instance, its chip and its family's target.
+        let inf2 = crate::instance::Instance::named("inf2.xlarge").unwrap().chip();
+        let e = h.check_lnc(1, inf2).unwrap_err().to_string();
+        assert!(
+            e.contains("which the Inferentia2 of inf2.xlarge cannot take")
+                && e.contains("recompile it for the Inferentia2 of inf2.xlarge with `neuronx-cc --target=inf2`"),
+            "{e}"
+        );
     }
 
     /// A tar archive whose first member has a short name fails the packager

@@ -64,16 +64,14 @@ pub enum ContainerError {
         neff_lnc: u32,
     },
     /// The NEFF's logical-core size is not one the chip takes at all.
-    #[error("NEFF {name} declares logical-core size {neff_lnc} (header vnc_size {neff_lnc}), which {} cannot take ({} takes logical-core size {sizes}); {why}", arch.instance(), arch.instance())]
+    #[error("NEFF {name} declares logical-core size {neff_lnc} (header vnc_size {neff_lnc}), which {chip} cannot take (it takes logical-core size {}); {why}", chip.arch.lnc_sizes_text())]
     LncForeign {
         /// The name involved (the NEFF's, or the member's).
         name: String,
         /// The NEFF's declared logical-core size.
         neff_lnc: u32,
-        /// The chip.
-        arch: crate::Arch,
-        /// The sizes the chip takes.
-        sizes: String,
+        /// The runtime's chip.
+        chip: crate::arch::Chip,
         /// What to do about it.
         why: String,
     },

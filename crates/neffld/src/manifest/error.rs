@@ -5,7 +5,8 @@
 
 use thiserror::Error;
 
-use crate::NrtStatus;
+use crate::arch::Chip;
+use crate::{Arch, NrtStatus};
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ManifestError {
@@ -91,8 +92,10 @@ pub enum ManifestError {
     InvalidVersion { member: String, version: String },
     #[error("Invalid target '{target}' in {member} (expected sunda, v2, cayman, v3, mariana, v4, * or empty)")]
     InvalidTarget { member: String, target: String },
-    #[error("Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{neff}, instance arch: v{instance}. Please ensure that --target <correct_arch> is passed as a neuronx-cc command line flag. To override, set NEURON_RT_ALLOW_LEGACY_NEFF=1 and restart.")]
-    ArchMismatch { neff: u32, instance: u32 },
+    /// The runtime's own message, then neffld's: which chip the NEFF is
+    /// for and the compiler's flag for this one.
+    #[error("Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{}, instance arch: v{}. Please ensure that --target <correct_arch> is passed as a neuronx-cc command line flag. To override, set NEURON_RT_ALLOW_LEGACY_NEFF=1 and restart. (neffld: the NEFF was compiled for {}; {})", neff.id(), chip.arch.id(), neff.instance(), chip.recompile())]
+    ArchMismatch { neff: Arch, chip: Chip },
     #[error("Duplicate graph name {name} in {member}")]
     DuplicateGraph { member: String, name: String },
     /// Row 63, raised as soon as the kelf json gives the graph count (the

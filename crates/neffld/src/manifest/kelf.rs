@@ -168,7 +168,8 @@ pub fn parse_bytes(member: &str, bytes: &[u8], opts: &ParseOptions) -> Result<Ke
         version.minor,
         version.suffix
     );
-    let target = parse_target(&target_name, opts.instance_arch).ok_or_else(|| {
+    let instance_arch = opts.chip.arch;
+    let target = parse_target(&target_name, instance_arch).ok_or_else(|| {
         ManifestError::InvalidTarget {
             member: member.to_string(),
             target: target_name.clone(),
@@ -177,17 +178,17 @@ pub fn parse_bytes(member: &str, bytes: &[u8], opts: &ParseOptions) -> Result<Ke
     tracing::debug!("Target found '{target_name}', id={}", target.id());
 
     let mut warnings = Vec::new();
-    if target != opts.instance_arch {
+    if target != instance_arch {
         if !opts.allow_legacy_neff {
             return Err(ManifestError::ArchMismatch {
-                neff: target.id(),
-                instance: opts.instance_arch.id(),
+                neff: target,
+                chip: opts.chip,
             });
         }
         warnings.push(format!(
             "Loading a NEFF compiled for a different arch (NEFF arch: v{}, instance arch: v{}) because NEURON_RT_ALLOW_LEGACY_NEFF is set",
             target.id(),
-            opts.instance_arch.id()
+            instance_arch.id()
         ));
     }
 

@@ -29,14 +29,16 @@ pub use tensor::{TensorInfo, TensorUsage};
 
 use crate::container::archive::ArchiveId;
 use crate::container::{Archive, Neff};
+use crate::arch::Chip;
 use crate::Arch;
 
 /// What the caller loads for. Options come from the caller (the API layer
 /// reads `NEURON_RT_*`); the library core never reads the environment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParseOptions {
-    /// The architecture of the instance the NEFF is loaded on.
-    pub instance_arch: Arch,
+    /// The chip the NEFF is loaded on (its architecture, and how advice
+    /// names it).
+    pub chip: Chip,
     /// `NEURON_RT_ALLOW_LEGACY_NEFF=1`: accept a foreign-arch NEFF and a
     /// Cayman NEFF without the EVTACCEL reservation, with a warning.
     pub allow_legacy_neff: bool,
@@ -47,7 +49,7 @@ pub struct ParseOptions {
 impl ParseOptions {
     pub fn new(instance_arch: Arch, runtime_lnc: u32) -> ParseOptions {
         ParseOptions {
-            instance_arch,
+            chip: Chip::of(instance_arch),
             allow_legacy_neff: false,
             runtime_lnc,
         }

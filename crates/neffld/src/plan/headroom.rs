@@ -251,7 +251,7 @@ fn copies(
         Ok(model) => model,
         Err(e) => {
             work.spend(watch.recorded().len() as u64);
-            let f = load_failure(exec.rt.config(), e);
+            let f = load_failure(e);
             return Ok(Copies {
                 refused: (f.status != NrtStatus::Resource).then_some(f),
                 ..none

@@ -614,7 +614,7 @@ impl<'s> Exec<'s> {
         };
         let model = match loaded {
             Ok(m) => m,
-            Err(e) => return (vnc, Err(load_failure(&self.config, e))),
+            Err(e) => return (vnc, Err(load_failure(e))),
         };
         let at = self.rt.visible_index(model.vnc).unwrap_or(0);
         if let Some(refused) = rank.and_then(|(_, r)| r) {
@@ -791,9 +791,9 @@ pub(crate) fn failure(e: LoadError) -> StepFailure {
 }
 
 /// A refused load as the plan reports it: neffld's own ceilings as
-/// neffld's, with the setting that raises them; a NEFF of another chip
-/// named against the instance's chip and the compiler's target flag.
-pub(crate) fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure {
+/// neffld's, with the setting that raises them. (A NEFF of another chip is
+/// named against the instance's chip by the load's own error.)
+pub(crate) fn load_failure(e: LoadError) -> StepFailure {
     use crate::container::ContainerError as C;
     match &e {
         LoadError::Container(C::InflateLimit { limit }) => StepFailure {
@@ -812,44 +812,8 @@ pub(crate) fn load_failure(config: &RuntimeConfig, e: LoadError) -> StepFailure 
             ),
             own_limit: Some("NEFFLD_MAX_MEMBERS"),
         },
-        LoadError::Pipeline(p) if p.foreign_arch() && config.topology.instance.is_some() => {
-            let i = config.topology.instance.expect("checked");
-            StepFailure {
-                message: format!(
-                    "{e} (neffld: the NEFF was compiled for another chip than the {} of {}; recompile it for this one with `neuronx-cc --target={}`)",
-                    i.chip,
-                    i.name,
-                    target_flag(i)
-                ),
-                ..failure(e)
-            }
-        }
-        LoadError::Container(C::LncForeign {
-            name,
-            neff_lnc,
-            sizes,
-            ..
-        }) if config.topology.instance.is_some() => {
-            let i = config.topology.instance.expect("checked");
-            let target = target_flag(i);
-            StepFailure {
-                message: format!(
-                    "NEFF {name} declares logical-core size {neff_lnc} (header vnc_size {neff_lnc}), which the {} of {} cannot take (it takes logical-core size {sizes}): the NEFF was compiled for another chip; recompile it for this one with `neuronx-cc --target={target}`",
-                    i.chip, i.name
-                ),
-                ..failure(e)
-            }
-        }
         _ => failure(e),
     }
-}
-
-/// The compiler's `--target` value for an instance's chip.
-fn target_flag(i: &crate::instance::Instance) -> &'static str {
-    ["inf2", "trn1", "trn2", "trn3"]
-        .into_iter()
-        .find(|t| i.family.starts_with(t))
-        .unwrap_or(i.family)
 }
 
 fn missing(step: &Step, what: &str) -> PlanError {
