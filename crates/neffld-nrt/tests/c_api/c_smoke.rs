@@ -213,3 +213,96 @@ fn c_program_loads_a_rank_of_a_collectives_world() {
         );
     }
 }
+
+/// The README's C example, as a reader copies it: the one ```c block,
+/// compiled with warnings as errors against the shipped headers, called
+/// from a small `main` on the example NEFF (on trn1, its chip). It lacked
+/// `#include <nrt/nrt_experimental.h>` (`nrt_get_model_tensor_info`) and
+/// did not compile.
+#[test]
+fn the_readme_c_example_compiles_and_lists_the_tensors() {
+    let readme = std::fs::read_to_string(crate_dir().join("../../README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```c\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 1, "the README has one C example");
+    let Some(lib) = lib_dir("readme") else {
+        eprintln!("skipping: libneffld_nrt.so was not built next to the tests");
+        return;
+    };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let source = dir.join("readme_example.c");
+    let main = r#"
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    static char buf[1 << 20];
+    FILE *f = argc > 1 ? fopen(argv[1], "rb") : NULL;
+    if (!f) return 2;
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return list_tensors(buf, n);
+}
+"#;
+    std::fs::write(&source, format!("{}{main}", blocks[0])).unwrap();
+    let program = dir.join("readme_example");
+    let out = Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg(&source)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lnrt", "-o"])
+        .arg(&program)
+        .output()
+        .expect("cc runs");
+    assert!(
+        out.status.success(),
+        "the README's C example does not compile:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let demo = crate_dir().join("../../examples/demo.neff");
+    assert!(std::fs::metadata(&demo).unwrap().len() < 1 << 20);
+    // The example NEFF is trn1's; the library's default device is trn2.
+    let out = Command::new(&program)
+        .arg(&demo)
+        .env("NEFFLD_ARCH", "trn1")
+        .output()
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // One line per tensor, as the NEFF's source tree declares them: the
+    // input node and the output of the one subgraph, fp16 of their shapes.
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(crate_dir().join("../../examples/demo/neff.json")).unwrap(),
+    )
+    .unwrap();
+    let nodes = manifest["nodes"].as_array().unwrap();
+    let input = nodes[manifest["arg_nodes"][0].as_u64().unwrap() as usize]["name"].as_str();
+    let head = manifest["heads"][0][0].as_u64().unwrap() as usize;
+    let output = nodes[head]["output_names"][0].as_str();
+    let shapes = manifest["attrs"]["shape"][1].as_array().unwrap();
+    assert!(manifest["attrs"]["dltype"][1]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|d| d == "float16"));
+    let bytes = |i: usize| -> u64 {
+        let dims = shapes[i].as_array().unwrap();
+        2 * dims.iter().map(|d| d.as_u64().unwrap()).product::<u64>()
+    };
+    let expected = format!(
+        "{}: {} bytes\n{}: {} bytes\n",
+        input.unwrap(),
+        bytes(0),
+        output.unwrap(),
+        bytes(1)
+    );
+    assert_eq!(stdout, expected);
+}
