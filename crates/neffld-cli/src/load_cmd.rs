@@ -185,9 +185,18 @@ fn human(out: &LoadDoc, memory_table: &str, no_timings: bool, style: Style) -> S
     if let (Some(m), Some(h_nn)) = (&out.model, out.h_nn) {
         let pcores: Vec<String> = m.pcores.iter().map(|p| format!("nc{p}")).collect();
         let _ = writeln!(t, "model     nn{h_nn} \"{}\" uuid {}", s(&m.name), m.uuid);
+        // The runtime's number first; the device's when they differ.
+        let device = if m.instance_vnc == m.vnc {
+            String::new()
+        } else {
+            format!(
+                " (the device's logical core {}: the runtime numbers the visible cores from 0)",
+                m.instance_vnc
+            )
+        };
         let _ = writeln!(
             t,
-            "placed    logical core {} -> physical {}",
+            "placed    logical core {} -> physical {}{device}",
             m.vnc,
             pcores.join(", ")
         );
@@ -426,7 +435,8 @@ fn describe_model(
         model: ModelDoc {
             name: model.name.clone(),
             uuid: hex(&model.uuid),
-            vnc: model.vnc.0,
+            vnc: model.vnc,
+            instance_vnc: model.lcore.0,
             pcores,
         },
         timings: TimingsDoc {

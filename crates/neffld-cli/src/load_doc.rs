@@ -85,7 +85,11 @@ pub struct CoreDoc {
 pub struct ModelDoc {
     pub name: String,
     pub uuid: String,
+    /// The logical core as the runtime numbers it: among the visible ones.
     pub vnc: u32,
+    /// The same core as the device numbers it (`vnc` unless
+    /// `NEURON_RT_VISIBLE_CORES` starts past 0).
+    pub instance_vnc: u32,
     pub pcores: Vec<u32>,
 }
 

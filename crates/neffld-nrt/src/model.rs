@@ -84,7 +84,9 @@ pub(crate) unsafe fn load(req: LoadRequest, out: *mut *mut nrt_model_t) -> NrtRe
     let model = loaded.map_err(|e| status::load_error(api, &e))?;
     info!(
         "{api}: loaded \"{}\" as {} on {}",
-        model.name, model.h_nn, model.vnc
+        model.name,
+        model.h_nn,
+        placement(&rt, &model)
     );
     memory_log::loaded(&rt, &model);
     log_collectives(api, &rt, &model);
@@ -135,6 +137,22 @@ fn log_collectives(api: &str, rt: &Runtime, model: &Model) {
             c.peer.map_or(String::new(), |p| format!(", peer rank {p}"))
         );
     }
+}
+
+/// Where a loaded model is, in the runtime's numbering and the device's:
+/// `logical core 0 (the instance's logical core 2: ND 0 nc4, nc5)`.
+fn placement(rt: &Runtime, model: &Model) -> String {
+    let Ok(m) = rt.summary(model) else {
+        return format!("logical core {}", model.vnc);
+    };
+    let pcores: Vec<String> = m.pcores.iter().map(|p| format!("nc{}", p.0)).collect();
+    format!(
+        "logical core {} (the instance's logical core {}: ND {} {})",
+        m.vnc,
+        m.lcore.0,
+        m.device,
+        pcores.join(", ")
+    )
 }
 
 /// A copy of the model behind a handle, or `NRT_INVALID` (NULL) /
@@ -214,8 +232,7 @@ pub(crate) unsafe fn info(
     let rt = state::runtime()?;
     let model = lookup("nrt_get_model_info", &rt, ptr)?;
     non_null("nrt_get_model_info", "info", info)?;
-    let vnc = rt.visible_index(model.vnc).unwrap_or(0);
-    let full = nrt_model_info_t { vnc };
+    let full = nrt_model_info_t { vnc: model.vnc };
     // SAFETY: forwarded from this function's contract.
     unsafe { write_prefix(&full, info, size_in, size_out) };
     Ok(())

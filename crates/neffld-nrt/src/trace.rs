@@ -120,7 +120,9 @@ fn now_ns() -> u64 {
 fn record(kind: &'static str, model: &Model) {
     let mut guard = session();
     let Some(s) = guard.as_mut() else { return };
-    let nc_idx = model.vnc.0;
+    // The client's numbering: what it passed to `nrt_load` and to
+    // `nrt_sys_trace_config_set_capture_enabled_for_nc`.
+    let nc_idx = model.vnc;
     if !s.config.enabled_types.contains(kind) || s.config.disabled_cores.contains(&nc_idx) {
         return;
     }

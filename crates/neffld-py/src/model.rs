@@ -214,9 +214,14 @@ pub struct Model {
     /// "sim" or "null".
     #[pyo3(get)]
     device: String,
-    /// The logical core the model was placed on.
+    /// The logical core the model was placed on, as the runtime numbers
+    /// it: among the visible cores (`NEURON_RT_VISIBLE_CORES`), from 0.
     #[pyo3(get)]
     vnc: u32,
+    /// The same core as the device numbers it: `vnc` unless only some
+    /// cores are visible.
+    #[pyo3(get)]
+    instance_vnc: u32,
     /// One entry per physical core, in logical-core order.
     #[pyo3(get)]
     cores: Vec<Py<Core>>,
@@ -478,7 +483,8 @@ pub fn load(
         device: device.to_string(),
         name: loaded.handle.name.clone(),
         uuid: loaded.handle.uuid,
-        vnc: loaded.handle.vnc.0,
+        vnc: loaded.handle.vnc,
+        instance_vnc: loaded.handle.lcore.0,
         handle: Mutex::new(Some(loaded.handle)),
         rt: loaded.rt,
         bytes: src.bytes,

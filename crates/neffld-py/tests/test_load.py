@@ -251,3 +251,18 @@ def test_the_dma_profiling_reservation_can_be_left_out(monkeypatch):
     with neffld.load(LARGE, device="null") as m:
         assert m.cores[0].memory.get("Profiler Buffers", 0) == 0
         assert "NEFFLD_DMA_PROFILING=0 leaves it out" in m.notes[0]
+
+
+def test_a_visible_core_is_core_0_and_says_which_core_of_the_device_it_is(monkeypatch):
+    """NEURON_RT_VISIBLE_CORES=2: the model is on the runtime's core 0 (what
+    start_core takes), the device's logical core 2 (trn2 at LNC 2: physical
+    cores 4 and 5); memory_stats() asks about that core. Model.vnc said 2 and
+    memory_stats() raised ("visible vncs: 1")."""
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "2")
+    for start in (-1, 0):
+        with neffld.load(SMALL, start_core=start) as m:
+            assert (m.vnc, m.instance_vnc, m.pcores) == (0, 2, [4, 5])
+            assert m.memory_stats()["used"] > 0
+    with pytest.raises(neffld.NeffError):
+        neffld.load(SMALL, start_core=2)
+

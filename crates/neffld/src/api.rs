@@ -252,8 +252,15 @@ pub struct Model {
     pub runtime: RuntimeGen,
     /// Its registry handle, what the runtime's logs name.
     pub h_nn: HNn,
-    /// The logical core of the instance it claims.
-    pub vnc: LCore,
+    /// The logical core it claims as the runtime numbers it for this
+    /// process: its index among the visible cores (what `nrt_load`'s `vnc`
+    /// and `nrt_get_model_info` say). `NEURON_RT_VISIBLE_CORES=2` makes the
+    /// instance's logical core 2 this process's core 0.
+    pub vnc: u32,
+    /// The same core as the instance numbers it (what the device's own
+    /// tools name, and which physical cores it is): `vnc` unless only some
+    /// cores are visible.
+    pub lcore: LCore,
     /// The NEFF's name, from its header.
     pub name: String,
     /// The NEFF's UUID, from its header (what the parse cache keys on).
@@ -270,8 +277,11 @@ pub struct ModelSummary {
     pub name: String,
     /// The NEFF's UUID, from its header.
     pub uuid: [u8; 16],
-    /// The logical core of the instance it claims.
-    pub vnc: LCore,
+    /// The logical core it claims, numbered among the visible ones
+    /// ([`Model::vnc`]).
+    pub vnc: u32,
+    /// The same core as the instance numbers it ([`Model::lcore`]).
+    pub lcore: LCore,
     /// The device (`ND n`) its cores are on.
     pub device: u32,
     /// Its id in memory reports (`H_MODEL`).
@@ -756,7 +766,7 @@ impl Runtime {
     testkit_pub! {
         /// The device a loaded model is on, and its index (`ND n`).
         fn device_of(&self, model: &Model) -> Result<(u32, &Arc<Device>), LoadError> {
-            let (nd, chip, _) = self.chip_of(model.vnc)?;
+            let (nd, chip, _) = self.chip_of(model.lcore)?;
             Ok((nd as u32, &chip.device))
         }
     }
@@ -795,15 +805,6 @@ impl Runtime {
         fn model_names(&self) -> Arc<ModelNames> {
             Arc::clone(&self.names)
         }
-    }
-
-    /// The visible index (what `nrt_load` calls `vnc`) of a logical core
-    /// of the instance, if this process may use it.
-    pub fn visible_index(&self, lcore: LCore) -> Option<u32> {
-        self.visible
-            .iter()
-            .position(|&v| v == lcore.0)
-            .map(|i| i as u32)
     }
 
     /// This runtime's generation (what its [`Model`]s carry).
@@ -1172,12 +1173,14 @@ impl Runtime {
         let mut loaded = loaded;
         loaded.cores = staged;
         let h_nn = self.registry.register(loaded);
+        let claim_idx = claim.idx as u32;
         claim.keep();
         tracing::info!("Loaded NN \"{name}\" ID: {}", h_nn.0);
         Ok(Model {
             runtime: self.generation,
             h_nn,
-            vnc: lcore,
+            vnc: claim_idx,
+            lcore,
             name,
             uuid: header.uuid,
             gid: join.map(|j| j.rank),
@@ -1226,7 +1229,8 @@ impl Runtime {
         self.with_model(model, |m| ModelSummary {
             name: m.name.clone(),
             uuid: m.uuid,
-            vnc: m.vnc,
+            vnc: model.vnc,
+            lcore: m.vnc,
             device: m.device,
             h_model: m.h_model,
             pcores: m.cores.iter().map(|c| c.pcore()).collect(),

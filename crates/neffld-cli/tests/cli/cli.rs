@@ -1495,3 +1495,49 @@ fn load_notes_and_shows_the_newest_lines_start_up_reservation() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("'2.36'"), "{}", stderr(&out));
 }
+
+/// `NEURON_RT_VISIBLE_CORES=2`: the runtime numbers that core 0, and so do
+/// `--start-core`, the report and its JSON; the report also says which
+/// core of the device it is. On trn2 at LNC 2, logical core 2 is the
+/// physical pair nc4, nc5 (logical core k pairs cores 2k and 2k + 1). The
+/// report said "logical core 2" where `--start-core 2` was refused.
+#[test]
+fn visible_cores_are_numbered_from_0_and_named_on_the_device() {
+    let small = fixture("matmul_small.neff");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_neffld"))
+            .arg("load")
+            .arg(&small)
+            .args(args)
+            .env("NEURON_RT_VISIBLE_CORES", "2")
+            .env_remove("NEURON_RT_NUM_CORES")
+            .env_remove("NEFFLD_ARCH")
+            .env_remove("NEFFLD_INSTANCE")
+            .output()
+            .expect("run neffld")
+    };
+    for start in [None, Some("0")] {
+        let args: Vec<&str> = start.map_or(vec![], |s| vec!["--start-core", s]);
+        let mut with_json = args.clone();
+        with_json.push("--json");
+        let doc = json(&run(&with_json));
+        assert_eq!(doc["status_code"], 0, "{doc}");
+        assert_eq!(doc["model"]["vnc"], 0);
+        assert_eq!(doc["model"]["instance_vnc"], 2);
+        assert_eq!(doc["model"]["pcores"], json!([4, 5]));
+        let mut text_args = args.clone();
+        text_args.push("--no-timings");
+        let text = stdout(&run(&text_args));
+        let placed = text.lines().find(|l| l.starts_with("placed")).unwrap();
+        assert!(
+            placed.starts_with(
+                "placed    logical core 0 -> physical nc4, nc5 (the device's logical core 2"
+            ),
+            "{placed}"
+        );
+    }
+    // The device's number is not the runtime's: there is one visible core.
+    let out = run(&["--start-core", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--start-core 2"), "{}", stderr(&out));
+}

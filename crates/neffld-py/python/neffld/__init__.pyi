@@ -228,6 +228,11 @@ class Model:
     captured one, each {"line", "fact", "source", "reproduced"}."""
     device: Literal["sim", "null"]
     vnc: int
+    """The logical core, as the runtime numbers it: among the visible
+    cores (NEURON_RT_VISIBLE_CORES), from 0 (what start_core takes)."""
+    instance_vnc: int
+    """The same core as the device numbers it (pcores are its physical
+    cores): vnc unless NEURON_RT_VISIBLE_CORES starts past 0."""
     cores: list[Core]
     tensors: list[Tensor]
     """Inputs then outputs, each in name order (nrt_get_model_tensor_info)."""

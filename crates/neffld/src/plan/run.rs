@@ -616,7 +616,7 @@ impl<'s> Exec<'s> {
             Ok(m) => m,
             Err(e) => return (vnc, Err(load_failure(e))),
         };
-        let at = self.rt.visible_index(model.vnc).unwrap_or(0);
+        let at = model.vnc;
         if let Some(refused) = rank.and_then(|(_, r)| r) {
             let _ = self.rt.unload(&model);
             return (Some(at), Err(refused));

@@ -85,7 +85,7 @@ fn sweep(
     let m = rt
         .load(bytes, None)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(m.vnc.0, 0, "{name}");
+    assert_eq!(m.vnc, 0, "{name}");
     if let Some(role) = expect_role {
         assert_eq!(
             rt.with_model(&m, |lm| lm.cache_role).unwrap(),
@@ -126,7 +126,7 @@ fn sweep(
                 Ok(m) => {
                     dev.set_fault_plan(FaultPlan::default());
                     // The claim was released every time: still logical core 0.
-                    assert_eq!(m.vnc.0, 0, "{name}: {op} sweep");
+                    assert_eq!(m.vnc, 0, "{name}: {op} sweep");
                     rt.unload(&m).unwrap();
                     check_clean(op);
                     break;
@@ -176,7 +176,7 @@ fn with_holder<R>(
     let r = f();
     dev.gate.open();
     let m = holder.join().unwrap().unwrap();
-    assert_eq!(m.vnc.0, holder_vnc);
+    assert_eq!(m.vnc, holder_vnc);
     rt.unload(&m).unwrap();
     assert!(!dev.gate.timed_out());
     r

@@ -92,7 +92,9 @@ fn visible_cores_reach_the_second_device() {
     assert_eq!(rt.visible_vnc_count(), 2);
     let a = rt.load(&fixture("matmul_small.neff"), None).unwrap();
     let b = rt.load(&fixture("matmul_small.neff"), None).unwrap();
-    assert_eq!((a.vnc.0, b.vnc.0), (4, 6));
+    // The runtime numbers them 0 and 1; they are the instance's 4 and 6.
+    assert_eq!((a.vnc, b.vnc), (0, 1));
+    assert_eq!((a.lcore.0, b.lcore.0), (4, 6));
     assert_eq!(rt.device_of(&b).unwrap().0, 1);
     let (nd, dev, core) = rt.placement_of_vnc(1).unwrap();
     assert_eq!((nd, core), (1, PCore(4)));

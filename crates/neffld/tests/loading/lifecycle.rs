@@ -82,7 +82,7 @@ fn sixteen_concurrent_loads_of_one_neff_parse_it_once() {
                 .all(|r| matches!(r, Role::Creator | Role::Reuse | Role::ReuseAfterWait)),
             "{roles:?}"
         );
-        let mut vncs: Vec<u32> = models.iter().map(|m| m.vnc.0).collect();
+        let mut vncs: Vec<u32> = models.iter().map(|m| m.vnc).collect();
         vncs.sort();
         assert_eq!(vncs, (0..16).collect::<Vec<_>>());
         for m in &models {
@@ -263,7 +263,8 @@ fn unload_of_unknown_or_already_unloaded_handles() {
     let stranger = Model {
         runtime: m.runtime,
         h_nn: HNn(m.h_nn.0 + 1000),
-        vnc: LCore(0),
+        vnc: 0,
+        lcore: LCore(0),
         name: "file.neff".into(),
         uuid: m.uuid,
         gid: None,
@@ -279,7 +280,7 @@ fn unload_of_unknown_or_already_unloaded_handles() {
     assert_eq!(rt.loaded_models(), 1);
     assert!(rt.with_model(&m, |lm| lm.cores.len()).unwrap() == 2);
     assert_eq!(
-        rt.load(&bytes, None).map(|n| n.vnc.0).ok(),
+        rt.load(&bytes, None).map(|n| n.vnc).ok(),
         Some(1),
         "core 0 still claimed"
     );

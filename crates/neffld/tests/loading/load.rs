@@ -201,7 +201,7 @@ fn every_injected_allocation_or_write_failure_rolls_back_completely() {
     dev.set_fault_plan(FaultPlan::default());
     // The logical core was released every time: a load still gets core 0.
     let m = rt.load(&bytes, None).unwrap();
-    assert_eq!(m.vnc.0, 0);
+    assert_eq!(m.vnc, 0);
     rt.unload(&m).unwrap();
 }
 
@@ -227,7 +227,7 @@ fn guard_statuses() {
     );
     // An explicit core may be shared.
     let shared = rt.load(&bytes, Some(0)).unwrap();
-    assert_eq!(shared.vnc.0, 0);
+    assert_eq!(shared.vnc, 0);
     rt.unload(&shared).unwrap();
     assert_eq!(
         rt.unload(&shared).unwrap_err().status(),

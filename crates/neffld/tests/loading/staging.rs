@@ -30,7 +30,7 @@ fn every_fixture_stages_subgraph_i_on_physical_core_2l_plus_i() {
             let m = rt
                 .load(&bytes, Some(vnc))
                 .unwrap_or_else(|e| panic!("{name} on vnc {vnc}: {e} [{}]", e.status()));
-            assert_eq!(m.vnc.0, vnc, "{name}");
+            assert_eq!(m.vnc, vnc, "{name}");
             rt.with_model(&m, |lm| {
                 assert_eq!(lm.cores.len(), parsed.kbins.len(), "{name}");
                 let channel = geometry.hbm_of(PCore(2 * vnc)).unwrap();
@@ -129,7 +129,7 @@ fn a_trn2_neff_on_trn1_fails_with_invalid() {
     let ok = Synth::static_sunda().write(Producer::V2_18);
     let a = rt.load(&ok, None).unwrap();
     let b = rt.load(&ok, None).unwrap();
-    assert_eq!((a.vnc.0, b.vnc.0), (0, 1));
+    assert_eq!((a.vnc, b.vnc), (0, 1));
 }
 
 /// More subgraphs than the logical core has physical cores. Through the
