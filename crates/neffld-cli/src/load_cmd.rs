@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 use neffld::api::{LoadError, Runtime};
 use neffld::config::DeviceKind;
 use neffld::ids::HModel;
-use neffld::report::{Collective, MemoryReport, Recorder, StagedView};
+use neffld::report::{Collective, IoTensors, MemoryReport, Recorder, StagedView};
 use neffld::settings::{Asked, Settings};
 use neffld::{Arch, NrtStatus, RuntimeLine};
 
 use crate::load_doc::{
-    collective_docs, core_docs, CollectiveDoc, CoreDoc, LoadDoc, ModelDoc, TensorDoc, TimingsDoc,
+    collective_docs, core_docs, CollectiveDoc, CoreDoc, IoDoc, IoHbmDoc, LoadDoc, ModelDoc,
+    TensorDoc, TimingsDoc,
 };
 use crate::report::{
     emit, exit_after_report, hex, print_json, shown, unwritten_warning, write_html, Failure, Stamp,
@@ -204,6 +205,9 @@ fn human(out: &LoadDoc, memory_table: &str, no_timings: bool, style: Style) -> S
     if !out.memory.hbm.is_empty() {
         let _ = writeln!(t, "memory    {}", memory::answer(&out.memory));
     }
+    if let Some(io) = out.io_tensors.as_ref().filter(|io| io.count > 0) {
+        let _ = writeln!(t, "io        {}", io_sentence(io));
+    }
     if let Some(tm) = out.timings_us.as_ref().filter(|_| !no_timings) {
         let _ = writeln!(t, "\ntimings");
         for (label, micros) in [
@@ -346,6 +350,65 @@ fn human(out: &LoadDoc, memory_table: &str, no_timings: bool, style: Style) -> S
     t
 }
 
+/// What the load does not hold, and the memory with it, in words.
+fn io_sentence(io: &IoDoc) -> String {
+    let what = format!(
+        "not held by a load: {} ({}), bound at execute",
+        units::count(io.count as u64, "input and output tensor"),
+        units::human(io.bytes)
+    );
+    match &io.error {
+        Some(e) => format!("{what}, do not fit beside it: {}", shown(&e.message)),
+        None => {
+            let per_hbm: Vec<String> = io
+                .hbm
+                .iter()
+                .map(|h| {
+                    format!(
+                        "HBM {} {} used, {} free",
+                        h.hbm,
+                        units::human(h.used),
+                        units::human(h.free)
+                    )
+                })
+                .collect();
+            format!(
+                "{what}; with them {} (as `neffld plan` counts them)",
+                per_hbm.join("; ")
+            )
+        }
+    }
+}
+
+/// The load's input and output tensors measured as a plan charges them,
+/// on the HBMs the load's report shows.
+fn io_doc(io: IoTensors, shown_hbms: &[(u32, u32)]) -> IoDoc {
+    let (hbm, error) = match io.with_them {
+        Ok(report) => {
+            let hbm = report
+                .hbms
+                .iter()
+                .filter(|h| shown_hbms.contains(&(report.device, h.hbm)))
+                .map(|h| IoHbmDoc {
+                    device: report.device,
+                    hbm: h.hbm,
+                    used: h.usage().total(),
+                    free: h.free(),
+                })
+                .collect();
+            (hbm, None)
+        }
+        Err(e) => (Vec::new(), Some(load_failure(&e).object())),
+    };
+    IoDoc {
+        count: io.count,
+        bytes: io.bytes,
+        fits: error.is_none(),
+        hbm,
+        error,
+    }
+}
+
 /// `--start-core`: -1 leaves the core to the runtime, a core below it is
 /// none.
 fn start_core(n: i32, rt: &Runtime) -> Result<Option<u32>, Failure> {
@@ -379,6 +442,8 @@ struct Loaded {
     model: ModelDoc,
     timings: TimingsDoc,
     tensors: Vec<TensorDoc>,
+    /// Its input and output tensors, which the load does not hold.
+    io: IoTensors,
     warnings: Vec<String>,
     cores: Vec<CoreDoc>,
     /// Each collective with the device address of its record.
@@ -424,6 +489,7 @@ fn describe_model(
             shape: t.shape.clone(),
         })
         .collect();
+    let io = IoTensors::measure(rt, model).map_err(|e| load_failure(&e))?;
     let tu = Instant::now();
     let unloaded = rt.unload(model);
     let unload_time = tu.elapsed();
@@ -450,6 +516,7 @@ fn describe_model(
             total: us(t_total.elapsed()),
         },
         tensors,
+        io,
         warnings,
         cores,
         collectives,
@@ -562,6 +629,7 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         model: None,
         timings_us: None,
         tensors: None,
+        io_tensors: None,
         warnings: None,
         cores: None,
         collectives: None,
@@ -570,6 +638,8 @@ pub fn load(a: &LoadArgs, style: Style) -> Result<ExitCode, Failure> {
         stamp: Stamp::new("load", outcome.as_ref().err()),
     };
     if let Some(d) = described {
+        let hbms: Vec<(u32, u32)> = doc.memory.hbm.iter().map(|h| (h.device, h.hbm)).collect();
+        doc.io_tensors = Some(io_doc(d.io, &hbms));
         doc.h_nn = Some(d.h_nn);
         doc.model = Some(d.model);
         doc.timings_us = Some(d.timings);

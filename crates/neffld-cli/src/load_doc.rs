@@ -8,7 +8,7 @@ use neffld::LineProvenance;
 use serde::Serialize;
 
 use crate::memory::MemoryDoc;
-use crate::report::Stamp;
+use crate::report::{ErrorObject, Stamp};
 
 /// One variable where the load put it.
 #[derive(Serialize)]
@@ -106,6 +106,32 @@ pub struct TimingsDoc {
     pub total: u64,
 }
 
+/// What the load does not hold: its input and output tensors, bound at
+/// execute, measured as `plan` charges them after a load.
+#[derive(Serialize)]
+pub struct IoDoc {
+    /// Input and output tensors with bytes.
+    pub count: usize,
+    /// Their sizes summed.
+    pub bytes: u64,
+    /// Whether they fit beside the load.
+    pub fits: bool,
+    /// Each HBM the load uses, with them allocated (empty when they do
+    /// not fit).
+    pub hbm: Vec<IoHbmDoc>,
+    /// The refusal, when they do not fit.
+    pub error: Option<ErrorObject>,
+}
+
+/// One HBM with the load and its input and output tensors.
+#[derive(Serialize)]
+pub struct IoHbmDoc {
+    pub device: u32,
+    pub hbm: u32,
+    pub used: u64,
+    pub free: u64,
+}
+
 /// One IO tensor as `nrt_get_model_tensor_info` reports it.
 #[derive(Serialize)]
 pub struct TensorDoc {
@@ -171,6 +197,8 @@ pub struct LoadDoc {
     pub timings_us: Option<TimingsDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tensors: Option<Vec<TensorDoc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io_tensors: Option<IoDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -30,7 +30,7 @@ mod _neffld {
     #[pymodule_export]
     use crate::info::{inspect, Collective, NeffInfo, Tensor};
     #[pymodule_export]
-    use crate::model::{load, Core, Model, Variable};
+    use crate::model::{load, Core, IoTensors, Model, Variable};
     #[pymodule_export]
     use crate::nrtpy::{
         _LoadedModel, _nrtpy_active, _nrtpy_enums, _nrtpy_reset, _tensor_cast, _tensor_compute,

@@ -53,6 +53,62 @@ impl Variable {
     }
 }
 
+/// What a load does not hold: the model's input and output tensors, which
+/// a framework binds at execute; measured as `plan` charges them after a
+/// load (`neffld load` prints the same figure).
+#[pyclass(frozen, get_all, module = "neffld")]
+pub struct IoTensors {
+    /// Input and output tensors with bytes.
+    pub count: usize,
+    /// Their sizes summed.
+    pub bytes: u64,
+    /// Whether they fit beside the load.
+    pub fits: bool,
+    /// Bytes used on each HBM of the model with them allocated, by HBM
+    /// index (empty when they do not fit).
+    pub hbm_used: BTreeMap<u32, u64>,
+    /// Bytes free on each of those HBMs with them allocated.
+    pub hbm_free: BTreeMap<u32, u64>,
+    /// Why they do not fit (the runtime's refusal), else None.
+    pub error: Option<String>,
+}
+
+impl IoTensors {
+    /// The measurement, on the HBMs `hbms`.
+    fn of(io: neffld::report::IoTensors, hbms: &[u32]) -> IoTensors {
+        let (mut hbm_used, mut hbm_free) = (BTreeMap::new(), BTreeMap::new());
+        let error = match io.with_them {
+            Ok(report) => {
+                for h in report.hbms.iter().filter(|h| hbms.contains(&h.hbm)) {
+                    hbm_used.insert(h.hbm, h.usage().total());
+                    hbm_free.insert(h.hbm, h.free());
+                }
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        };
+        IoTensors {
+            count: io.count,
+            bytes: io.bytes,
+            fits: error.is_none(),
+            hbm_used,
+            hbm_free,
+            error,
+        }
+    }
+}
+
+#[pymethods]
+impl IoTensors {
+    fn __repr__(&self) -> String {
+        let fits = if self.fits { "True" } else { "False" };
+        format!(
+            "IoTensors(count={}, bytes={}, fits={fits})",
+            self.count, self.bytes
+        )
+    }
+}
+
 /// One physical core of the model's logical core and what landed on it.
 #[pyclass(frozen, get_all, module = "neffld")]
 pub struct Core {
@@ -138,6 +194,7 @@ struct Loaded {
     handle: api::Model,
     cores: Vec<StagedCore>,
     tensors: Vec<api::TensorInfo>,
+    io: IoTensors,
     warnings: Vec<String>,
     timings: Timings,
     collectives: std::sync::Arc<[neffld::report::Collective]>,
@@ -181,11 +238,14 @@ fn run_load(
         (summary.warnings, summary.timings, summary.collectives);
     timings.container = s1;
     let tensors = rt.tensor_info(&handle)?;
+    let hbms: Vec<u32> = cores.iter().map(|c| c.hbm).collect();
+    let io = IoTensors::of(neffld::report::IoTensors::measure(&rt, &handle)?, &hbms);
     Ok(Loaded {
         rt,
         handle,
         cores,
         tensors: tensors.to_vec(),
+        io,
         warnings,
         timings,
         collectives,
@@ -229,6 +289,10 @@ pub struct Model {
     /// each in name order.
     #[pyo3(get)]
     tensors: Vec<Py<Tensor>>,
+    /// What the load does not hold: its input and output tensors, bound
+    /// at execute, and the memory with them (as `plan` counts them).
+    #[pyo3(get)]
+    io_tensors: Py<IoTensors>,
     /// Non-fatal findings of the parse and the plan.
     #[pyo3(get)]
     warnings: Vec<String>,
@@ -491,6 +555,7 @@ pub fn load(
         weights: OnceLock::new(),
         cores,
         tensors,
+        io_tensors: Py::new(py, loaded.io)?,
         warnings: loaded.warnings,
         collectives: Collective::list(py, loaded.collectives.iter())?,
         collectives_memory: neffld::report::Collective::uncounted_note(&loaded.collectives),

@@ -3,6 +3,7 @@ variables and tensors; unloaded when the with-block ends."""
 
 import ast
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -266,3 +267,24 @@ def test_a_visible_core_is_core_0_and_says_which_core_of_the_device_it_is(monkey
     with pytest.raises(neffld.NeffError):
         neffld.load(SMALL, start_core=2)
 
+
+def test_io_tensors_are_what_the_load_does_not_hold_counted_as_plan_counts_them():
+    """matmul_large's inputs and outputs (4 GiB: the input and output
+    variables of its subgraphs' def.json, by name, read with tarfile) are not
+    held by the load; with them, the model's HBM is what the plan of the same
+    NEFF reports."""
+    io_vars = {}
+    for name, data in members(LARGE).items():
+        if name.endswith("/def.json"):
+            for var, v in json.loads(data)["var"].items():
+                if v.get("type") in ("input", "output"):
+                    io_vars[var] = v["size"]
+    sizes = list(io_vars.values())
+    planned = neffld.plan(str(LARGE)).memory["devices"][0]["hbms"][0]
+    with neffld.load(LARGE) as m:
+        io = m.io_tensors
+        assert (io.count, io.bytes, io.fits, io.error) == (len(sizes), sum(sizes), True, None)
+        assert (io.hbm_used[0], io.hbm_free[0]) == (planned["used"], planned["free"])
+        # The load itself holds none of it.
+        held = m.memory_stats()["used"]
+        assert held < sum(sizes) and held + sum(sizes) <= io.hbm_used[0]

@@ -704,6 +704,24 @@ impl Runtime {
         self.load_with_gid(neff.bytes, core, Some(join), opened.into(), known)
     }
 
+    /// `model`'s input and output tensors allocated on its logical core,
+    /// as a framework allocates them to execute it: each of
+    /// [`Runtime::tensor_info`]'s with bytes, inputs then outputs, handed to
+    /// `keep` as it is allocated. A load holds none of them; a plan charges
+    /// them after each load, and `neffld load` counts them with this very
+    /// call. The first refusal ends it and is returned; what `keep` took
+    /// stays the caller's.
+    pub fn allocate_io(
+        &self,
+        model: &Model,
+        mut keep: impl FnMut(&TensorInfo, DeviceTensor),
+    ) -> Result<(), LoadError> {
+        for t in self.tensor_info(model)?.iter().filter(|t| t.size > 0) {
+            keep(t, self.allocate_tensor(model.vnc, t.size, &t.name)?);
+        }
+        Ok(())
+    }
+
     /// `nrt_tensor_allocate` with device placement: `size` bytes of
     /// tensor memory for visible logical core `vnc`, charged to its first
     /// physical core and to the client, named `name`. A tensor of no bytes

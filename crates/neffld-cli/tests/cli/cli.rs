@@ -1541,3 +1541,111 @@ fn visible_cores_are_numbered_from_0_and_named_on_the_device() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--start-core 2"), "{}", stderr(&out));
 }
+
+/// `neffld load` says what a load does not hold — the input and output
+/// tensors a framework binds at execute — and the memory with them, the
+/// figure `neffld plan` gives for the same NEFF. matmul_large's 4 GiB of
+/// inputs and outputs went unsaid beside "fits: yes; 135.4 MiB used". The
+/// tensors are checked against the compiler's own subgraph definitions
+/// (each `sg*/def.json`'s input and output variables, by name).
+#[test]
+fn load_says_what_it_does_not_hold_and_the_figure_with_it() {
+    let large = fixture("matmul_large.neff");
+    let large = large.to_str().unwrap();
+    let dir = scratch("io-tensors");
+    let x = dir.join("x");
+    assert!(neffld(&["extract", large, "-o", x.to_str().unwrap()])
+        .status
+        .success());
+    let mut io_vars = std::collections::BTreeMap::new();
+    for sg in std::fs::read_dir(&x).unwrap() {
+        let def = sg.unwrap().path().join("def.json");
+        let Ok(bytes) = std::fs::read(&def) else {
+            continue;
+        };
+        let def: Value = serde_json::from_slice(&bytes).unwrap();
+        for (name, v) in def["var"].as_object().unwrap() {
+            if v["type"] == "input" || v["type"] == "output" {
+                io_vars.insert(name.clone(), v["size"].as_u64().unwrap());
+            }
+        }
+    }
+    let expected = (io_vars.len(), io_vars.values().sum::<u64>());
+
+    let load = json(&neffld(&["load", large, "--json"]));
+    let io = &load["io_tensors"];
+    assert_eq!(
+        (
+            io["count"].as_u64().unwrap() as usize,
+            io["bytes"].as_u64().unwrap()
+        ),
+        expected
+    );
+    assert_eq!(
+        (io["fits"].as_bool(), &io["error"]),
+        (Some(true), &Value::Null)
+    );
+    let plan = json(&neffld(&["plan", large, "--json"]));
+    let planned = &plan["memory"]["devices"][0]["hbms"][0];
+    let with_io = &io["hbm"][0];
+    assert_eq!(with_io["hbm"], 0);
+    assert_eq!(
+        (&with_io["used"], &with_io["free"]),
+        (&planned["used"], &planned["free"]),
+        "the load's figure with its inputs and outputs is the plan's"
+    );
+    let loaded_alone = load["memory"]["hbm"][0]["used"].as_u64().unwrap();
+    assert!(with_io["used"].as_u64().unwrap() >= loaded_alone + expected.1);
+
+    // In words, the plan's own words for that HBM.
+    let text = String::from_utf8(neffld(&["load", "--no-timings", large]).stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("io "))
+        .expect("an io line");
+    let plan_text = String::from_utf8(neffld(&["plan", large]).stdout).unwrap();
+    let planned = plan_text
+        .lines()
+        .find_map(|l| l.strip_prefix("memory    ND 0 "))
+        .expect("the plan's memory line");
+    assert!(
+        line.starts_with("io        not held by a load: 3 input and output tensors (4.0 GiB), bound at execute; with them ")
+            && line.contains(planned),
+        "{line}\n{planned}"
+    );
+
+    // Inputs larger than the HBM: the load fits, its inputs do not, and
+    // the report says so with the runtime's refusal.
+    let huge = dir.join("huge.neff");
+    let mut synth = neffld_testkit::Synth::dynamic_cayman_n(1);
+    synth.edit("sg00/def.json", |v| {
+        v["var"]["q"]["size"] = json!(40u64 << 30)
+    });
+    // 10 Gi float32 elements.
+    synth.edit("neff.json", |v| {
+        v["attrs"]["shape"][1][0] = json!([10, 1u64 << 30])
+    });
+    let producer = neffld::container::writer::Producer::V2_21;
+    let mut header = producer.default_header();
+    header.feature_bits &= !neffld::container::header::FEATURE_VNC;
+    let writer = neffld::container::writer::NeffWriter::with_header(producer, header);
+    std::fs::write(&huge, writer.write(&synth.member_list())).unwrap();
+    let huge = huge.to_str().unwrap();
+    let doc = json(&neffld(&["load", huge, "--json"]));
+    assert_eq!(doc["status_code"], 0, "{doc}");
+    let io = &doc["io_tensors"];
+    assert_eq!(
+        (io["fits"].as_bool(), io["hbm"].as_array().map(Vec::len)),
+        (Some(false), Some(0))
+    );
+    assert_eq!(io["error"]["status"], "NRT_RESOURCE", "{io}");
+    let text = String::from_utf8(neffld(&["load", "--no-timings", huge]).stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("io "))
+        .expect("an io line");
+    assert!(
+        line.contains("(40.0 GiB), bound at execute, do not fit beside it: "),
+        "{line}"
+    );
+}

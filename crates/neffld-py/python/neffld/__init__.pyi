@@ -207,6 +207,24 @@ class Weight:
     def __len__(self) -> int: ...
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
+class IoTensors:
+    """What a load does not hold: the model's input and output tensors,
+    which a framework binds at execute, measured as `plan` charges them
+    after a load (the figure `neffld load` prints)."""
+
+    count: int
+    """Input and output tensors with bytes."""
+    bytes: int
+    """Their sizes summed."""
+    fits: bool
+    """Whether they fit beside the load."""
+    hbm_used: dict[int, int]
+    """Bytes used on each HBM of the model with them allocated (empty when
+    they do not fit)."""
+    hbm_free: dict[int, int]
+    error: Optional[str]
+    """The runtime's refusal when they do not fit, else None."""
+
 class Model:
     """A model loaded on a simulated device; a context manager that unloads
     on exit."""
@@ -238,6 +256,9 @@ class Model:
     """Inputs then outputs, each in name order (nrt_get_model_tensor_info)."""
     inputs: list[Tensor]
     outputs: list[Tensor]
+    io_tensors: IoTensors
+    """Not held by the load: its inputs and outputs, bound at execute, and
+    the memory with them as `plan` counts them."""
     pcores: list[int]
     warnings: list[str]
     collectives: list[Collective]

@@ -655,21 +655,19 @@ impl<'s> Exec<'s> {
                 .as_ref()
                 .and_then(|s| Collective::uncounted_note(&s.collectives)),
         };
-        let tensors = if io_tensors {
-            self.rt.tensor_info(&model).unwrap_or_default()
-        } else {
-            Default::default()
-        };
         self.loads.push(LiveLoad {
-            model,
+            model: model.clone(),
             record,
             io: Vec::new(),
         });
-        for t in tensors.iter().filter(|t| t.size > 0) {
+        if io_tensors {
             let live = self.loads.last_mut().expect("just pushed");
-            match allocate(&self.rt, &t.name, t.size, at, Some(h_model)) {
-                Ok(x) => live.io.push(x),
-                Err(e) => return (Some(at), Err(failure(e))),
+            let bound = self.rt.allocate_io(&model, |t, x| {
+                live.io
+                    .push((tensor_record(&t.name, t.size, at, Some(h_model), &x), x));
+            });
+            if let Err(e) = bound {
+                return (Some(at), Err(failure(e)));
             }
         }
         (Some(at), Ok(()))
@@ -769,7 +767,19 @@ pub(crate) fn allocate(
     io_of: Option<HModel>,
 ) -> Result<(TensorRecord, DeviceTensor), LoadError> {
     let t = rt.allocate_tensor(vnc, size, name)?;
-    let record = TensorRecord {
+    Ok((tensor_record(name, size, vnc, io_of, &t), t))
+}
+
+/// The plan's record of tensor `t`, allocated as `name` of `size` bytes
+/// on visible logical core `vnc` (for the input or output of `io_of`).
+fn tensor_record(
+    name: &str,
+    size: u64,
+    vnc: u32,
+    io_of: Option<HModel>,
+    t: &DeviceTensor,
+) -> TensorRecord {
+    TensorRecord {
         name: name.to_string(),
         size,
         vnc,
@@ -777,8 +787,7 @@ pub(crate) fn allocate(
         pcore: t.core().0,
         hbm: t.hbm(),
         io_of,
-    };
-    Ok((record, t))
+    }
 }
 
 pub(crate) fn failure(e: LoadError) -> StepFailure {
