@@ -10,7 +10,11 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
-venv="$root/target/py-venv"
+# The venv goes where cargo builds (CARGO_TARGET_DIR, or the workspace's
+# target directory), never into a checkout whose build is elsewhere.
+target="$(cargo metadata --format-version 1 --no-deps --manifest-path "$root/Cargo.toml" |
+  sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+venv="$target/py-venv"
 python="${PYTHON:-python3}"
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
@@ -26,4 +30,6 @@ echo "neffld-py: building the package (a release build of the library, minutes; 
 echo "neffld-py: fresh-venv install took $(($(date +%s) - start)) s"
 
 cd "$root"
-"$venv/bin/python" -m pytest -q crates/neffld-py/tests "$@"
+# pytest's cache and Python's bytecode go there too.
+PYTHONPYCACHEPREFIX="$target/py-cache" \
+  "$venv/bin/python" -m pytest -q -o cache_dir="$target/pytest-cache" crates/neffld-py/tests "$@"

@@ -11,5 +11,6 @@ mod hostile;
 mod large_file;
 mod monitor_cli;
 mod plan_cli;
+mod readme;
 mod schema;
 mod world_cli;
