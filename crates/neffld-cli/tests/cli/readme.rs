@@ -78,11 +78,13 @@ fn run(args: &[&str], dir: &Path) -> (Option<i32>, String) {
 fn every_readme_snippet_is_run_or_compiled_by_a_test() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let (lines, fenced) = snippets(&readme);
-    // Where the reader stands: a directory with the example NEFF at the
-    // README's path (the map and other outputs land here, not in the
-    // checkout).
+    // Where the reader stands: a directory with the example NEFFs and the
+    // test data at the README's paths (the map and other outputs land
+    // here, not in the checkout).
     let dir = scratch("readme");
-    std::os::unix::fs::symlink(root().join("examples"), dir.join("examples")).unwrap();
+    for d in ["examples", "testdata"] {
+        std::os::unix::fs::symlink(root().join(d), dir.join(d)).unwrap();
+    }
 
     let mut commands: Vec<String> = inline_commands(&readme);
     for line in &lines {
@@ -131,10 +133,17 @@ fn every_readme_snippet_is_run_or_compiled_by_a_test() {
             _ => panic!("README snippet no test runs: {line}"),
         }
     }
-    // The C example is compiled and run by crates/neffld-nrt's
+    // The monitoring commands are run by
+    // monitor_cli::the_readme_monitoring_commands_run, the C example
+    // compiled and run by crates/neffld-nrt's
     // c_smoke::the_readme_c_example_compiles_and_lists_the_tensors, the
     // Python one by crates/neffld-py/tests/test_readme.py.
-    assert_eq!(fenced, ["c", "python"], "a fenced block no test runs");
+    assert_eq!(fenced, ["sh", "c", "python"], "a fenced block no test runs");
+    let monitor =
+        std::fs::read_to_string(root().join("crates/neffld-cli/tests/cli/monitor_cli.rs"));
+    assert!(monitor
+        .unwrap()
+        .contains("fn the_readme_monitoring_commands_run()"));
     assert!(root()
         .join("crates/neffld-py/tests/test_readme.py")
         .is_file());
@@ -147,6 +156,9 @@ fn every_readme_snippet_is_run_or_compiled_by_a_test() {
         // the README says: refused, exit 1, and why.
         let expected = if args[0] == "plan" { 1 } else { 0 };
         assert_eq!(code, Some(expected), "{command}:\n{text}");
+        if args.contains(&"testdata/written/collectives_sample.neff") {
+            assert!(text.contains("collectives"), "{command}:\n{text}");
+        }
         if args[0] == "plan" {
             assert!(
                 text.contains("fits      no") && text.contains("more"),
