@@ -373,8 +373,8 @@ fn answers_html(r: &PlanReport) -> String {
                     (false, false) => "each HBM shared by cores of the plan, counted once: ".into(),
                     (false, true) => "on this core, the HBM shared with an earlier one: ".into(),
                 },
-                units::human_floor(h.hbm_free),
-                units::human_floor(h.largest_tensor),
+                units::human(h.hbm_free),
+                units::human(h.largest_tensor),
                 if copies.is_empty() {
                     String::new()
                 } else {
@@ -426,7 +426,7 @@ fn answers_html(r: &PlanReport) -> String {
     }
     if let Some(solve) = &r.solve {
         let answer = if let Some(b) = solve.bytes {
-            format!("at most {b} bytes ({}) on each core", units::human_floor(b))
+            format!("at most {b} bytes ({}) on each core", units::human(b))
         } else if let Some(n) = solve.ranks {
             let mut said = format!(
                 "{n} more of {} asked",
@@ -546,7 +546,7 @@ pub fn render(r: &PlanReport) -> String {
                 hbm.hbm,
                 cores.join(", "),
                 esc(&units::used_of(hbm.used, hbm.size)),
-                units::human_floor(hbm.free)
+                units::human(hbm.free)
             );
             if let Some(f) = r
                 .refusal
@@ -560,7 +560,7 @@ pub fn render(r: &PlanReport) -> String {
                     esc(f.usage),
                     esc(&f.what),
                     units::human(f.size),
-                    units::human_floor(hbm.free)
+                    units::human(hbm.free)
                 );
             }
             html.push_str(&hbm_svg(nd, hbm, r, &grouped));

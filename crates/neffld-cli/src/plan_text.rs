@@ -107,7 +107,7 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
             "ND {nd} HBM {} {} used, {} free",
             h.hbm,
             units::human(h.usage().total()),
-            units::human_floor(h.free())
+            units::human(h.free())
         )
     };
     if busy.len() > 4 {
@@ -382,8 +382,8 @@ fn headroom_rows(headroom: &[Headroom]) -> Vec<[String; 6]> {
                 short_list(run.iter().map(|h| h.device).collect()),
                 short_list(run.iter().map(|h| h.hbm).collect())
                     + if group.len() > 1 { "*" } else { "" },
-                units::human_floor(h.hbm_free),
-                units::human_floor(h.largest_tensor),
+                units::human(h.hbm_free),
+                units::human(h.largest_tensor),
                 format!("{}   ({each})", copies(h)),
             ]);
             continue;
@@ -408,8 +408,8 @@ fn headroom_rows(headroom: &[Headroom]) -> Vec<[String; 6]> {
                     ),
                 ),
                 None => (
-                    units::human_floor(h.hbm_free),
-                    units::human_floor(h.largest_tensor),
+                    units::human(h.hbm_free),
+                    units::human(h.largest_tensor),
                     copies(h),
                 ),
             };
@@ -533,7 +533,7 @@ fn solve_text(p: &Plan) -> Option<String> {
     Some(match (&s.solve, &s.answer) {
         (Solve::Tensor { name, cores }, Ok(SolveAnswer::Bytes(b))) => format!(
             "solve     {name}: at most {b} bytes ({}) on each of {} at once (one 4 KiB granule more is refused)",
-            units::human_floor(*b),
+            units::human(*b),
             count(cores.len() as u64, "logical core")
         ),
         (
@@ -582,7 +582,7 @@ fn refused(f: &StepFailure) -> String {
 fn step_text(s: &Step) -> String {
     match s {
         Step::Load { file, .. } => format!("load {}", file.display()),
-        Step::Tensor { name, size, .. } => format!("tensor {name} ({})", units::human_floor(*size)),
+        Step::Tensor { name, size, .. } => format!("tensor {name} ({})", units::human(*size)),
         Step::Unload { file, .. } => format!("unload {}", file.display()),
         Step::Free { name, .. } => format!("free {name}"),
     }

@@ -1,35 +1,15 @@
 //! Sizes for people: the exact byte count beside a binary-prefixed figure.
 
-/// `1536` → `1.5 KiB`; below 1 KiB, `N B`.
+/// `1536` → `1.5 KiB`; below 1 KiB, `N B`. Rounded down, as every size
+/// neffld prints ([`neffld::text::binary_floor`]): 2,102,796,288 bytes is
+/// `1.9 GiB`, not `2.0 GiB`, so a tensor of the size printed fits.
 pub fn human(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     if bytes < 1024 {
         return format!("{bytes} B");
     }
-    let mut v = bytes as f64 / 1024.0;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{v:.1} {}", UNITS[u])
-}
-
-/// As [`human`], rounded down instead of to the nearest tenth: for a figure
-/// that promises room (a tensor of the size printed must fit), so
-/// 2,102,796,288 bytes is `1.9 GiB`, not `2.0 GiB`.
-pub fn human_floor(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut u = 0;
-    while u + 1 < UNITS.len() && bytes >> (10 * (u + 2)) > 0 {
-        u += 1;
-    }
-    let scale = 1u128 << (10 * (u + 1));
-    let tenths = u128::from(bytes) * 10 / scale;
-    format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[u])
+    let (value, unit) = neffld::text::binary_floor(bytes, 1, UNITS.len());
+    format!("{value} {}", UNITS[unit - 1])
 }
 
 pub use neffld::text::count;
@@ -45,12 +25,17 @@ pub fn bytes(n: u64) -> String {
 
 /// `used / total (pct)` with human units.
 pub fn used_of(used: u64, total: u64) -> String {
-    let pct = if total == 0 {
-        0.0
-    } else {
-        used as f64 * 100.0 / total as f64
-    };
-    format!("{} / {} ({pct:.2} %)", human(used), human(total))
+    // Hundredths of a percent, rounded down as the sizes are.
+    let pct = (u128::from(used) * 10_000)
+        .checked_div(u128::from(total))
+        .unwrap_or(0);
+    format!(
+        "{} / {} ({}.{:02} %)",
+        human(used),
+        human(total),
+        pct / 100,
+        pct % 100
+    )
 }
 
 #[cfg(test)]
@@ -67,12 +52,10 @@ mod tests {
         assert_eq!((bytes(1), bytes(0)), ("1 byte".into(), "0 bytes".into()));
         assert_eq!(used_of(1 << 30, 4 << 30), "1.0 GiB / 4.0 GiB (25.00 %)");
         // Rounded down: 2,102,796,288 B is 1.958 GiB.
-        assert_eq!(human_floor(2_102_796_288), "1.9 GiB");
-        assert_eq!(human(2_102_796_288), "2.0 GiB");
-        assert_eq!(human_floor(2 << 30), "2.0 GiB");
-        assert_eq!(human_floor((2 << 30) - 1), "1.9 GiB");
-        assert_eq!(human_floor(1023), "1023 B");
-        assert_eq!(human_floor(1024 * 1024 - 1), "1023.9 KiB");
-        assert_eq!(human_floor(1 << 20), "1.0 MiB");
+        assert_eq!(human(2_102_796_288), "1.9 GiB");
+        assert_eq!(human(2 << 30), "2.0 GiB");
+        assert_eq!(human((2 << 30) - 1), "1.9 GiB");
+        assert_eq!(human(1024 * 1024 - 1), "1023.9 KiB");
+        assert_eq!(human(1 << 20), "1.0 MiB");
     }
 }

@@ -84,9 +84,43 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     }
 }
 
+/// `bytes` in the largest binary unit (1024 B, 1024², …, at most unit
+/// `max_unit`) it holds at least one of, rounded down to `decimals` places,
+/// and that unit's index (0: bytes). Every size neffld prints goes through
+/// this one rule, so no figure promises room that is not there (a tensor
+/// of the size shown fits) and two commands never show one state
+/// differently (`load` said 15.9 GiB free where `plan` said 15.8).
+pub fn binary_floor(bytes: u64, decimals: u32, max_unit: usize) -> (String, usize) {
+    let mut unit = 0;
+    while unit < max_unit.min(6) && bytes >> (10 * (unit + 1)) > 0 {
+        unit += 1;
+    }
+    let den = 10u128.pow(decimals.min(18));
+    let fixed = (u128::from(bytes) * den) >> (10 * unit);
+    let (whole, frac) = (fixed / den, fixed % den);
+    let shown = match decimals {
+        0 => whole.to_string(),
+        d => format!("{whole}.{frac:0width$}", width = d.min(18) as usize),
+    };
+    (shown, unit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_round_down() {
+        // 2,102,796,288 B is 1.958 GiB: 1.9, not 2.0.
+        assert_eq!(binary_floor(2_102_796_288, 1, 6), ("1.9".into(), 3));
+        assert_eq!(binary_floor(2_102_796_288, 3, 6), ("1.958".into(), 3));
+        assert_eq!(binary_floor(2 << 30, 1, 6), ("2.0".into(), 3));
+        assert_eq!(binary_floor((1 << 20) - 1, 1, 6), ("1023.9".into(), 1));
+        assert_eq!(binary_floor(1023, 3, 6), ("1023.000".into(), 0));
+        assert_eq!(binary_floor(0, 3, 6), ("0.000".into(), 0));
+        assert_eq!(binary_floor(u64::MAX, 3, 4), ("16777215.999".into(), 4));
+        assert_eq!(binary_floor(u64::MAX, 1, 6), ("15.9".into(), 6));
+    }
 
     #[test]
     fn plain_text_is_borrowed_unchanged() {

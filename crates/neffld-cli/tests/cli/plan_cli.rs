@@ -1144,6 +1144,45 @@ fn the_report_rounds_sizes_down_throughout() {
     );
 }
 
+/// Issue 40 row 15: `load` and `plan` show one state with one figure,
+/// rounded down as everything is (load said 15.9 GiB free where plan said
+/// 15.8 of the same bytes). Several scratchpad sizes put the free bytes at
+/// every tenth's offset, so some round differently up and down.
+#[test]
+fn load_and_plan_round_the_same_free_bytes_alike() {
+    let dir = scratch("rounding");
+    let mut differ = 0;
+    for k in 1..8u64 {
+        let f = write_neff(&dir, &format!("r{k}"), k * (16 << 20));
+        let load = |json: bool| {
+            let mut a = vec!["load", f.as_str()];
+            if json {
+                a.push("--json");
+            }
+            neffld(&a, &[])
+        };
+        let free = json(&load(true))["memory"]["hbm"][0]["free"]
+            .as_u64()
+            .unwrap();
+        // Independent of the code under test: tenths of a GiB, down.
+        let tenths = free * 10 / GIB;
+        let down = format!("{}.{} GiB free", tenths / 10, tenths % 10);
+        let nearest = format!("{:.1} GiB free", free as f64 / GIB as f64);
+        differ += usize::from(down != nearest);
+        let text = String::from_utf8(load(false).stdout).unwrap();
+        assert!(
+            text.contains(&format!("used, {down} of ")),
+            "{down}: {text}"
+        );
+        let planned = neffld(&["plan", &format!("{f}@0"), "--no-io-tensors"], &[]);
+        let text = String::from_utf8(planned.stdout).unwrap();
+        let line = text.lines().find(|l| l.starts_with("memory    ")).unwrap();
+        assert!(line.contains("ND 0 HBM 0 "), "{line}");
+        assert!(line.contains(&format!("used, {down}")), "{down}: {line}");
+    }
+    assert!(differ > 0, "no size rounded differently up and down");
+}
+
 /// A variable's value the runtime refuses is stage `config` in a plan, as
 /// in a load (a plan said `usage`), from the environment or from `--env`.
 #[test]

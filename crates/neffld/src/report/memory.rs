@@ -404,16 +404,12 @@ impl Usage {
 }
 
 /// The runtime's human-readable size: three decimals and the binary unit it
-/// names B, KB, MB or GB (`96.065MB`, `0.000B`).
+/// names B, KB, MB or GB (`96.065MB`, `0.000B`), rounded down as every size
+/// neffld prints ([`crate::text::binary_floor`]).
 pub fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.3}{}", UNITS[unit])
+    let (value, unit) = crate::text::binary_floor(bytes, 3, UNITS.len() - 1);
+    format!("{value}{}", UNITS[unit])
 }
 
 /// Memory of one HBM of a device and the cores that allocate from it.
