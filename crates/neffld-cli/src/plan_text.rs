@@ -78,6 +78,13 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
             );
         }
         Some((n, s, f)) => {
+            // A refusal with the bytes free that it asked is headed by why
+            // (one contiguous block, the largest is ...), the message after.
+            let reason = p
+                .refusal
+                .as_ref()
+                .filter(|r| r.step == n)
+                .and_then(|r| r.reason());
             let _ = writeln!(
                 t,
                 "{}",
@@ -89,9 +96,15 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
                     // A load for the next free core that found none has no core.
                     s.vnc
                         .map_or("on the next free core".into(), |v| format!("on core {v}")),
-                    refused(f),
+                    match &reason {
+                        Some(why) => format!("refused [{}]: {why}", f.status),
+                        None => refused(f),
+                    },
                 ))
             );
+            if reason.is_some() {
+                let _ = writeln!(t, "          {}", f.message);
+            }
         }
     }
     if let Some(line) = solve_text(p) {
@@ -159,6 +172,7 @@ fn steps(t: &mut String, p: &Plan) {
         let result = match &s.outcome {
             Ok(()) => "ok".to_string(),
             Err(f) if f.own_limit.is_some() => "neffld's own limit".to_string(),
+            Err(f) if f.damaged => format!("damaged [{}]", f.status),
             Err(f) => format!("refused [{}]", f.status),
         };
         (step_text(&s.step), result)
@@ -494,6 +508,19 @@ fn advice(t: &mut String, p: &Plan, style: Style) {
     if let Some(n) = &p.no_fix {
         let _ = writeln!(t, "\n{}", style.fail(&format!("no fix    {n}")));
     }
+    if let Some((_, s, _)) = p.failed_step().filter(|(_, _, f)| f.damaged) {
+        let file = match &s.step {
+            Step::Load { file, .. } => file.display().to_string(),
+            _ => "the NEFF".into(),
+        };
+        let _ = writeln!(
+            t,
+            "\n{}",
+            style.fail(&format!(
+                "damaged   {file} is damaged, not short of memory: no setting or placement loads it (`neffld verify` names what is wrong; a fresh copy or compile replaces it)"
+            ))
+        );
+    }
 }
 
 /// Writes `rows` (the heading first) as a table: each column as wide as
@@ -574,6 +601,8 @@ fn solve_text(p: &Plan) -> Option<String> {
 fn refused(f: &StepFailure) -> String {
     if f.own_limit.is_some() {
         format!("stopped by neffld's own limit: {}", f.message)
+    } else if f.damaged {
+        format!("refused [{}]: the NEFF is damaged: {}", f.status, f.message)
     } else {
         format!("refused [{}]: {}", f.status, f.message)
     }

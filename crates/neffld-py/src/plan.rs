@@ -326,6 +326,8 @@ pub struct StepError {
     pub message: String,
     /// neffld's own ceiling, not the runtime's: the setting that raises it.
     pub own_limit: Option<&'static str>,
+    /// The NEFF's own bytes are damaged: no change to the deployment loads it.
+    pub damaged: bool,
 }
 
 fn step_error(py: Python<'_>, e: &r::StepError) -> PyResult<Py<StepError>> {
@@ -337,6 +339,7 @@ fn step_error(py: Python<'_>, e: &r::StepError) -> PyResult<Py<StepError>> {
             status_name: e.status,
             message: e.message.clone(),
             own_limit: e.own_limit,
+            damaged: e.damaged,
         },
     )
 }

@@ -122,6 +122,11 @@ impl LoadError {
         }
     }
 
+    /// The NEFF's own bytes are damaged ([`ContainerError::damaged`]).
+    pub fn damaged(&self) -> bool {
+        matches!(self, LoadError::Container(e) if e.damaged())
+    }
+
     /// The pipeline stage that refused the load, as tools name it.
     pub fn stage(&self) -> &'static str {
         match self {

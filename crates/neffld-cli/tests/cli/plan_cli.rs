@@ -1183,6 +1183,106 @@ fn load_and_plan_round_the_same_free_bytes_alike() {
     assert!(differ > 0, "no size rounded differently up and down");
 }
 
+/// Issue 40 row 15: a NEFF cut short is reported as damaged — its step,
+/// the JSON error's `damaged`, a line saying no setting loads it — never
+/// as a plan that "does not fit" with "no fix" (nor advice to drop it).
+#[test]
+fn a_damaged_neff_in_a_plan_is_named_damaged() {
+    let dir = scratch("damaged");
+    let whole = write_neff(&dir, "whole", 0);
+    let cut = dir.join("cut.neff");
+    let bytes = std::fs::read(&whole).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let args = |json: bool| {
+        let mut a = vec![
+            "plan".to_string(),
+            "--instance".into(),
+            "trn2.3xlarge".into(),
+            format!("{whole}@0"),
+            format!("{cut}@0"),
+        ];
+        if json {
+            a.push("--json".into());
+        }
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        neffld(&refs, &[])
+    };
+    let out = args(true);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    let error = &doc["steps"][1]["error"];
+    assert_eq!(error["damaged"], true, "{error}");
+    assert_eq!(error["stage"], "container", "{error}");
+    assert_eq!(doc["steps"][0]["error"], Value::Null);
+    assert_eq!(doc["no_fix"], Value::Null, "{doc}");
+    assert_eq!(doc["advice"], serde_json::json!([]));
+    let text = String::from_utf8(args(false).stdout).unwrap();
+    let fits = text.lines().find(|l| l.starts_with("fits ")).unwrap();
+    assert!(fits.contains("the NEFF is damaged"), "{fits}");
+    assert!(
+        text.contains("cut.neff is damaged, not short of memory"),
+        "{text}"
+    );
+    assert!(!text.contains("no fix"), "{text}");
+    // A whole NEFF refused for memory is not damaged.
+    let doc = json(&neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--tensor",
+            "t=30GiB@0",
+            "--json",
+        ],
+        &[],
+    ));
+    assert_eq!(doc["steps"][0]["error"]["damaged"], false);
+}
+
+/// Issue 40 row 15: a refusal with more bytes free than it asked is
+/// headed by why (one contiguous block, the largest is ...), not by the
+/// free bytes the runtime's message names, thirty lines before the reason.
+#[test]
+fn a_refusal_headline_carries_its_reason() {
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.3xlarge",
+            "--tensor",
+            "a=6GiB@0",
+            "--tensor",
+            "b=6GiB@0",
+            "--tensor",
+            "c=6GiB@0",
+            "--free",
+            "b@0",
+            "--tensor",
+            "d=7.5GiB@0",
+        ],
+        &[],
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("fits "));
+    let fits = lines.next().unwrap();
+    assert!(
+        fits.contains("refused [NRT_RESOURCE (4)]: ")
+            && fits.contains(
+                "the request of 7.500GB needs one contiguous block and the largest is 6.000GB"
+            ),
+        "{fits}"
+    );
+    // The runtime's message follows on the next line, whole.
+    let message = lines.next().unwrap();
+    assert!(
+        message
+            .trim_start()
+            .starts_with("Failed to allocate 8053063680 bytes"),
+        "{message}"
+    );
+}
+
 /// A variable's value the runtime refuses is stage `config` in a plan, as
 /// in a load (a plan said `usage`), from the environment or from `--env`.
 #[test]

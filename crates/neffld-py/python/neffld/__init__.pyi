@@ -403,6 +403,9 @@ class StepError:
     message: str
     own_limit: Optional[str]
     """neffld's own ceiling rather than the runtime's: the setting that raises it."""
+    damaged: bool
+    """The NEFF's own bytes are damaged (cut short, a digest, gzip stream or
+    tar that does not check): no change to the deployment loads it."""
 
 class PlanStep:
     """One step of a plan as it ran."""

@@ -239,6 +239,27 @@ impl ContainerError {
             _ => NrtStatus::Invalid,
         }
     }
+
+    /// The file's bytes contradict themselves: a header whose payload is
+    /// cut short or empty, a digest, gzip stream or tar archive that does
+    /// not check. Nothing about where or how it is loaded changes that (a
+    /// plan says so instead of advising), where a size the chip does not
+    /// take, a newer format or one of neffld's ceilings is not damage.
+    pub fn damaged(&self) -> bool {
+        matches!(
+            self,
+            ContainerError::DataSize { .. }
+                | ContainerError::EmptyPayload
+                | ContainerError::HashMismatch { .. }
+                | ContainerError::Gzip { .. }
+                | ContainerError::TarChecksum { .. }
+                | ContainerError::TarTruncated { .. }
+                | ContainerError::TarField { .. }
+                | ContainerError::MemberPastEnd { .. }
+                | ContainerError::BadPax { .. }
+                | ContainerError::EmptyMemberName { .. }
+        )
+    }
 }
 
 /// How to open a container.

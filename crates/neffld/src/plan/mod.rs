@@ -119,6 +119,9 @@ pub struct StepFailure {
     /// inflated payload, the archive's member count): the setting that
     /// raises it (`--max-inflated` / `NEFFLD_MAX_INFLATED`, ...).
     pub own_limit: Option<&'static str>,
+    /// The NEFF's own bytes are damaged (cut short, a digest, gzip stream
+    /// or tar that does not check): no change to the deployment loads it.
+    pub damaged: bool,
 }
 
 /// One step as it ran.
@@ -171,6 +174,22 @@ impl PlanRefusal {
     /// the free bytes are split between the pools and between ranges, and
     /// one request takes one range. `None` when fewer bytes were free.
     pub fn explain(&self) -> Option<String> {
+        let (reason, pools) = self.why()?;
+        Some(match pools {
+            Some(p) => format!("{reason}: {p}"),
+            None => reason,
+        })
+    }
+
+    /// [`PlanRefusal::explain`] without the pools' figures: the clause a
+    /// report's headline carries, so that the free bytes the runtime's
+    /// message names never head a refusal without its reason.
+    pub fn reason(&self) -> Option<String> {
+        self.why().map(|(reason, _)| reason)
+    }
+
+    /// The reason, and the pools' figures behind it when they are not in it.
+    fn why(&self) -> Option<(String, Option<String>)> {
         use crate::report::memory::human_size;
         let free: u64 = self.pools.iter().map(|p| p.free).sum();
         let asked = crate::device::alloc::charged_size(self.request.size)?;
@@ -179,29 +198,38 @@ impl PlanRefusal {
         }
         let longest = self.pools.iter().map(|p| p.longest).max().unwrap_or(0);
         if self.in_place {
-            return Some(format!(
+            return Some((format!(
                 "{} free on the HBM in all, the largest block {}, but a page of the contiguous scratchpad must end where the region begins (it grows only in place, down from its lowest page), and the {} below the region are taken",
                 human_size(free),
                 human_size(longest),
                 human_size(asked)
-            ));
+            ), None));
         }
         if asked <= longest && self.request.align > crate::device::GRANULE {
             // Size is not why: only an aligned start is.
-            return Some(format!(
+            return Some((format!(
                 "{} free on the HBM, and a block of {} is larger than the request of {}, but no free block holds it at an address aligned to {}",
                 human_size(free),
                 human_size(longest),
                 human_size(asked),
                 human_size(self.request.align)
-            ));
+            ), None));
         }
-        Some(gap_sentence(&self.pools, Some(asked)))
+        let (reason, pools) = gap(&self.pools, Some(asked));
+        Some((reason, Some(pools)))
     }
 }
 
 /// The sentence that explains free bytes no single request can take.
 pub(crate) fn gap_sentence(pools: &[PoolFree], asked: Option<u64>) -> String {
+    let (reason, pools) = gap(pools, asked);
+    format!("{reason}: {pools}")
+}
+
+/// Free bytes no single request can take: the reason (the free bytes in
+/// all, and the largest block one request may take), and each pool's
+/// figures.
+fn gap(pools: &[PoolFree], asked: Option<u64>) -> (String, String) {
     use crate::report::memory::human_size;
     let free: u64 = pools.iter().map(|p| p.free).sum();
     let longest = pools.iter().map(|p| p.longest).max().unwrap_or(0);
@@ -232,10 +260,12 @@ pub(crate) fn gap_sentence(pools: &[PoolFree], asked: Option<u64>) -> String {
         Some(a) => format!("the request of {a} needs"),
         None => "a tensor needs".into(),
     };
-    format!(
-        "{} free on the HBM in all, but {needs} one contiguous block and the largest is {longest_text}: {}",
-        human_size(free),
-        parts.join("; ")
+    (
+        format!(
+            "{} free on the HBM in all, but {needs} one contiguous block and the largest is {longest_text}",
+            human_size(free)
+        ),
+        parts.join("; "),
     )
 }
 
@@ -346,7 +376,8 @@ pub struct Plan {
     /// Changes that would make a plan that does not fit fit, each tried.
     pub advice: Vec<Advice>,
     /// For a plan that does not fit when no advice makes it fit: says so,
-    /// with what was considered.
+    /// with what was considered (`None` too when a damaged NEFF stopped
+    /// it: [`StepFailure::damaged`] says so, and nothing is advised).
     pub no_fix: Option<String>,
     /// The deployment's question (`--solve`) with its answer.
     pub solve: Option<Solved>,
@@ -406,19 +437,22 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
     let prints = session.prints();
     let mut outcome = session.execute(deployment, &prints, true)?;
     // A collectives load refused (the world's ranks disagree, or a rank's
-    // own collectives world): no memory setting changes that.
-    let collectives = outcome
+    // own collectives world): no memory setting changes that. A damaged
+    // NEFF loads nowhere, however the deployment changes: the plan says
+    // what is damaged, not what was considered.
+    let refused = outcome
         .steps
         .iter()
-        .find_map(|s| s.outcome.as_ref().err())
-        .is_some_and(|f| f.stage == "collectives");
-    let (advice, considered) = if collectives {
+        .find_map(|s| s.outcome.as_ref().err());
+    let collectives = refused.is_some_and(|f| f.stage == "collectives");
+    let damaged = refused.is_some_and(|f| f.damaged);
+    let (advice, considered) = if collectives || damaged {
         (Vec::new(), Vec::new())
     } else {
         advice::advise(&session, deployment, &outcome, &prints)?
     };
     let fits = outcome.completed() == deployment.steps.len();
-    let no_fix = (!fits && !advice.iter().any(|a| a.fits)).then(|| {
+    let no_fix = (!fits && !damaged && !advice.iter().any(|a| a.fits)).then(|| {
         if collectives {
             return "a collectives load was refused: no memory setting changes what the ranks' NEFFs and their collectives world are (see the refused step)".to_string();
         }

@@ -145,6 +145,8 @@ pub struct StepError {
     /// neffld's own ceiling rather than the runtime's refusal: the setting
     /// that raises it.
     pub own_limit: Option<&'static str>,
+    /// The NEFF's own bytes are damaged: no change to the deployment loads it.
+    pub damaged: bool,
 }
 
 /// The free bytes of one allocator pool of an HBM.
@@ -540,6 +542,7 @@ fn step_error(f: &super::StepFailure) -> StepError {
         status_code: f.status.code(),
         message: f.message.clone(),
         own_limit: f.own_limit,
+        damaged: f.damaged,
     }
 }
 

@@ -796,6 +796,7 @@ pub(crate) fn failure(e: LoadError) -> StepFailure {
         status: e.status(),
         message: e.to_string(),
         own_limit: None,
+        damaged: e.damaged(),
     }
 }
 
@@ -812,6 +813,7 @@ pub(crate) fn load_failure(e: LoadError) -> StepFailure {
                 "not the runtime's refusal but neffld's own ceiling: the NEFF's payload inflates past {limit} bytes (by default 64 times the compressed payload, 256 MiB to 32 GiB, against decompression bombs); raise it with `neffld plan --max-inflated BYTES` (NEFFLD_MAX_INFLATED)"
             ),
             own_limit: Some("--max-inflated / NEFFLD_MAX_INFLATED"),
+            damaged: false,
         },
         LoadError::Container(C::TooManyMembers { limit, .. }) => StepFailure {
             stage: "neffld",
@@ -820,6 +822,7 @@ pub(crate) fn load_failure(e: LoadError) -> StepFailure {
                 "not the runtime's refusal but neffld's own ceiling: the NEFF's archive has more than {limit} members; raise it with --env NEFFLD_MAX_MEMBERS=N"
             ),
             own_limit: Some("NEFFLD_MAX_MEMBERS"),
+            damaged: false,
         },
         _ => failure(e),
     }
