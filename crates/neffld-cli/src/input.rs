@@ -27,23 +27,7 @@ pub fn display(path: &Path) -> String {
 /// would not be (`/dev/zero` never ends).
 pub fn read_regular(path: &Path) -> Result<Vec<u8>, Failure> {
     let err = |e: std::io::Error| Failure::io(format!("cannot read {}: {e}", display(path)));
-    // Opened without blocking: a FIFO with no writer would hold the open
-    // itself, before the type could be checked (a regular file reads the
-    // same either way).
-    let mut f = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .map_err(err)?
-    };
-    if !f.metadata().map_err(err)?.is_file() {
-        return Err(Failure::io(format!(
-            "cannot read {}: not a regular file",
-            display(path)
-        )));
-    }
+    let mut f = neffld::neff::open_regular(path).map_err(err)?;
     let mut out = Vec::new();
     f.read_to_end(&mut out).map_err(err)?;
     Ok(out)

@@ -2,6 +2,7 @@
 //! (the library's planner, `neffld::plan`); this module reads the command
 //! line or the deployment file and renders the answer.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -26,7 +27,7 @@ pub struct PlanArgs {
     /// deployment file (*.toml) for anything longer.
     /// (None: a plan of tensors only, `--tensor`.)
     #[arg(value_name = "LOAD|DEPLOYMENT.toml")]
-    pub loads: Vec<String>,
+    pub loads: Vec<OsString>,
     /// Instance type: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge,
     /// inf2.xlarge, inf2.8xlarge, inf2.24xlarge, inf2.48xlarge,
     /// trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge (default:
@@ -51,7 +52,7 @@ pub struct PlanArgs {
     /// Unload the latest load of FILE on each listed core, in command-line
     /// order with the loads (repeatable).
     #[arg(long = "unload", value_name = "FILE@CORES")]
-    pub unloads: Vec<String>,
+    pub unloads: Vec<OsString>,
     /// Free the tensor NAME of each listed core, in command-line order with
     /// the loads (repeatable).
     #[arg(long = "free", value_name = "NAME@CORES")]
@@ -61,7 +62,7 @@ pub struct PlanArgs {
     /// FILE.neff[@CORES], how many more loads of FILE fit (on the listed
     /// cores in order, else each on the next free core).
     #[arg(long, value_name = "NAME@CORES|FILE.neff[@CORES]")]
-    pub solve: Option<String>,
+    pub solve: Option<OsString>,
     /// Ceiling on a NEFF's inflated payload in bytes, neffld's own guard
     /// (NEFFLD_MAX_INFLATED; default: 64x the payload, 256 MiB to 32 GiB).
     #[arg(long, value_name = "BYTES")]
@@ -145,7 +146,7 @@ fn command_line_steps(
     if with_loads {
         for (i, arg) in at("loads", a.loads.len()).into_iter().zip(&a.loads) {
             let steps = plan::parse_load(arg).map_err(usage)?;
-            push(i, steps, format!("LOAD '{arg}'"))?;
+            push(i, steps, format!("LOAD '{}'", arg.display()))?;
         }
     }
     for (i, arg) in at("tensors", a.tensors.len()).into_iter().zip(&a.tensors) {
@@ -154,7 +155,7 @@ fn command_line_steps(
     }
     for (i, arg) in at("unloads", a.unloads.len()).into_iter().zip(&a.unloads) {
         let steps = plan::parse_unload(arg).map_err(usage)?;
-        push(i, steps, format!("--unload '{arg}'"))?;
+        push(i, steps, format!("--unload '{}'", arg.display()))?;
     }
     for (i, arg) in at("frees", a.frees.len()).into_iter().zip(&a.frees) {
         let steps = plan::parse_free(arg).map_err(usage)?;

@@ -455,7 +455,7 @@ fn answers_html(r: &PlanReport) -> String {
                 esc(&a.change),
                 esc(&a.reason),
                 if a.fits { "yes" } else { "no" },
-                esc(&a.argv.join(" "))
+                esc(&crate::plan_text::shell_words(&a.argv))
             );
         }
         if let Some(n) = &r.no_fix {

@@ -657,20 +657,56 @@ fn short_list(mut v: Vec<u32>) -> String {
     }
 }
 
-/// A command line as a POSIX shell reads it back: words of plain
-/// characters as they are, others in single quotes.
-fn shell_words(argv: &[String]) -> String {
+/// A command line as a POSIX shell reads it back, word for word: words of
+/// plain characters as they are, others in single quotes; a word holding
+/// a control character or bytes that are not UTF-8 in `$'…'` with those
+/// bytes as `\xHH` (POSIX.1-2024, bash, zsh, ksh), so the line stays one
+/// line and names the exact bytes.
+pub(crate) fn shell_words<W: AsRef<std::ffi::OsStr>>(argv: &[W]) -> String {
     argv.iter()
-        .map(|w| {
-            let plain = !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_./@=,:+-%".contains(c));
-            if plain {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
+        .map(|w| shell_word(w.as_ref()))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+fn shell_word(w: &std::ffi::OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = w.as_bytes();
+    match w.to_str() {
+        // `=` first is zsh's command expansion.
+        Some(s)
+            if !s.is_empty()
+                && !s.starts_with('=')
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./@=,:+-%".contains(c)) =>
+        {
+            s.to_string()
+        }
+        Some(s) if !s.chars().any(char::is_control) => format!("'{}'", s.replace('\'', "'\\''")),
+        _ => {
+            let mut out = String::from("$'");
+            for chunk in bytes.utf8_chunks() {
+                for c in chunk.valid().chars() {
+                    match c {
+                        '\\' | '\'' => {
+                            out.push('\\');
+                            out.push(c);
+                        }
+                        c if c.is_control() => {
+                            let mut b = [0; 4];
+                            for byte in c.encode_utf8(&mut b).bytes() {
+                                let _ = write!(out, "\\x{byte:02x}");
+                            }
+                        }
+                        c => out.push(c),
+                    }
+                }
+                for byte in chunk.invalid() {
+                    let _ = write!(out, "\\x{byte:02x}");
+                }
+            }
+            out.push('\'');
+            out
+        }
+    }
 }

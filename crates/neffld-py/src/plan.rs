@@ -5,6 +5,8 @@
 //! `plan.refusal.log`, `plan.advice[i].argv`, ... `to_dict()` gives the
 //! document `neffld plan --json` prints.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use neffld::instance::Instance;
@@ -32,21 +34,35 @@ fn named(place: String) -> impl FnOnce(lib::DeploymentError) -> Failure {
     }
 }
 
-/// What Python's `neffld.plan` was given.
+/// What Python's `neffld.plan` was given. Words are taken as the OS takes
+/// paths (a `str` of `os.fsdecode`'s undecodable bytes included): a file
+/// may be any path; a word that must be text is checked by [`text`].
 pub struct Args {
-    pub loads: Vec<String>,
-    pub instance: Option<String>,
+    pub loads: Vec<OsString>,
+    pub instance: Option<OsString>,
     pub lnc: Option<u32>,
-    pub runtime: Option<String>,
-    pub env: Vec<(String, String)>,
-    pub tensors: Vec<String>,
-    pub unloads: Vec<String>,
-    pub frees: Vec<String>,
+    pub runtime: Option<OsString>,
+    pub env: Vec<(OsString, OsString)>,
+    pub tensors: Vec<OsString>,
+    pub unloads: Vec<OsString>,
+    pub frees: Vec<OsString>,
     pub io_tensors: bool,
-    pub solve: Option<String>,
+    pub solve: Option<OsString>,
     pub max_inflated: Option<u64>,
     pub world: Option<u32>,
     pub hosts: Option<u32>,
+}
+
+/// A word that must be text (a tensor's name, an instance, a variable):
+/// one holding bytes that are not UTF-8 is the value refused it is, never
+/// Python's `UnicodeEncodeError`.
+fn text(what: &str, word: &OsStr) -> FResult<String> {
+    word.to_str().map(str::to_string).ok_or_else(|| {
+        usage(format!(
+            "{what} '{}': not text (it holds bytes that are not UTF-8)",
+            word.display()
+        ))
+    })
 }
 
 /// The deployment the arguments describe: a deployment file with the
@@ -82,7 +98,7 @@ fn deployment(a: &Args) -> FResult<Deployment> {
     };
     if file.is_none() {
         for l in &a.loads {
-            let place = format!("load '{l}'");
+            let place = format!("load '{}'", l.display());
             add(
                 lib::parse_load(l).map_err(named(place.clone()))?,
                 place,
@@ -91,15 +107,16 @@ fn deployment(a: &Args) -> FResult<Deployment> {
         }
     }
     for t in &a.tensors {
+        let t = text("tensors", t)?;
         let place = format!("tensors '{t}'");
         add(
-            lib::parse_tensor(t).map_err(named(place.clone()))?,
+            lib::parse_tensor(&t).map_err(named(place.clone()))?,
             place,
             &mut d,
         )?;
     }
     for u in &a.unloads {
-        let place = format!("unloads '{u}'");
+        let place = format!("unloads '{}'", u.display());
         add(
             lib::parse_unload(u).map_err(named(place.clone()))?,
             place,
@@ -107,9 +124,10 @@ fn deployment(a: &Args) -> FResult<Deployment> {
         )?;
     }
     for f in &a.frees {
+        let f = text("frees", f)?;
         let place = format!("frees '{f}'");
         add(
-            lib::parse_free(f).map_err(named(place.clone()))?,
+            lib::parse_free(&f).map_err(named(place.clone()))?,
             place,
             &mut d,
         )?;
@@ -121,16 +139,21 @@ fn deployment(a: &Args) -> FResult<Deployment> {
             .env
             .iter()
             .map(|(k, v)| {
+                let (k, v) = (text("env", k)?, text("env", v)?);
                 lib::parse_env(&format!("{k}={v}")).map_err(named(format!("env {k}={v:?}")))
             })
             .collect::<Result<_, _>>()?,
         instance: match &a.instance {
-            Some(i) => Some(Instance::named(i).map_err(|e| usage(format!("instance: {e}")))?),
+            Some(i) => Some(
+                Instance::named(&text("instance", i)?)
+                    .map_err(|e| usage(format!("instance: {e}")))?,
+            ),
             None => None,
         },
         runtime: match &a.runtime {
             Some(l) => Some(
-                l.parse::<RuntimeLine>()
+                text("runtime", l)?
+                    .parse::<RuntimeLine>()
                     .map_err(|e| usage(format!("runtime: {e}")))?,
             ),
             None => None,
@@ -138,7 +161,7 @@ fn deployment(a: &Args) -> FResult<Deployment> {
         solve: a
             .solve
             .as_deref()
-            .map(|q| lib::parse_solve(q).map_err(named(format!("solve '{q}'"))))
+            .map(|q| lib::parse_solve(q).map_err(named(format!("solve '{}'", q.display()))))
             .transpose()?,
         lnc: a.lnc.map(|l| (l, "lnc".to_string())),
         max_inflated: a.max_inflated,
@@ -189,19 +212,19 @@ fn answer(d: &Deployment, files: &PlanFiles) -> FResult<(PlanReport, String)> {
 #[allow(clippy::too_many_arguments)]
 pub fn _plan(
     py: Python<'_>,
-    loads: Vec<String>,
-    instance: Option<String>,
+    loads: Vec<OsString>,
+    instance: Option<OsString>,
     lnc: Option<Bound<'_, PyAny>>,
-    runtime: Option<String>,
-    env: Vec<(String, String)>,
-    tensors: Vec<String>,
-    unloads: Vec<String>,
-    frees: Vec<String>,
+    runtime: Option<OsString>,
+    env: Vec<(OsString, OsString)>,
+    tensors: Vec<OsString>,
+    unloads: Vec<OsString>,
+    frees: Vec<OsString>,
     io_tensors: bool,
     map: Option<PathBuf>,
     monitor: Option<PathBuf>,
     sysfs: Option<PathBuf>,
-    solve: Option<String>,
+    solve: Option<OsString>,
     max_inflated: Option<Bound<'_, PyAny>>,
     world: Option<Bound<'_, PyAny>>,
     hosts: Option<Bound<'_, PyAny>>,
@@ -263,10 +286,11 @@ pub fn _plan(
 /// Whether a `neffld plan` command line asks for the command's help: a
 /// `--help`, or a cluster of short flags starting with `-h` (plan has no
 /// other short flag), before any `--`.
-fn asks_for_help(args: &[String]) -> bool {
+fn asks_for_help(args: &[OsString]) -> bool {
     args.iter()
-        .take_while(|w| *w != "--")
-        .any(|w| w == "--help" || (w.starts_with("-h") && !w.starts_with("--")))
+        .map(|w| w.as_bytes())
+        .take_while(|w| *w != b"--")
+        .any(|w| w == b"--help" || (w.starts_with(b"-h") && !w.starts_with(b"--")))
 }
 
 /// Plans a `neffld plan` command line (an advice's `argv`, the words after
@@ -275,9 +299,9 @@ fn asks_for_help(args: &[String]) -> bool {
 /// the command's help is refused as one that plans nothing, naming where
 /// the help is, since `plan_argv` returns a Plan.
 #[pyfunction]
-pub fn _plan_argv(py: Python<'_>, args: Vec<String>) -> PyResult<Plan> {
+pub fn _plan_argv(py: Python<'_>, args: Vec<OsString>) -> PyResult<Plan> {
     let out = py.detach(|| {
-        let parsed = neffld_cli::plan_command(args.iter().map(Into::into)).map_err(|f| {
+        let parsed = neffld_cli::plan_command(args.iter().cloned()).map_err(|f| {
             if f.stage == "usage" && asks_for_help(&args) {
                 return usage(
                     "plan_argv plans a `neffld plan` command line and returns its Plan; \
@@ -628,7 +652,7 @@ pub struct Advice {
     pub change: String,
     /// The whole `neffld plan` command line that applies it
     /// (`neffld.plan_argv(advice.argv)` plans it).
-    pub argv: Vec<String>,
+    pub argv: Vec<OsString>,
     /// A placement's moves, (from, to) logical cores.
     pub moves: Option<Vec<(u32, u32)>>,
     pub reason: String,

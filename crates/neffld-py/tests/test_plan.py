@@ -373,3 +373,53 @@ def test_a_plan_notes_the_newest_lines_start_up_reservation():
     assert [a - b for a, b in zip(per_hbm(new), per_hbm(old))] == [reserved] * 4
     assert f"{4 * reserved >> 20} MiB on the 4 logical cores" in new.notes[0], new.notes
     assert old.notes == [] and new.to_dict()["notes"] == new.notes
+
+
+def test_any_path_the_os_takes_is_a_load_and_no_word_raises_unicode_errors(tmp_path):
+    # Issue 40 row 7: os.fsdecode's str of a non-UTF-8 name raised
+    # UnicodeEncodeError; it is the file's path.
+    odd = os.path.join(os.fsdecode(bytes(tmp_path)), os.fsdecode(b"\xff.neff"))
+    shutil.copy(SMALL, os.fsencode(odd))
+    p = neffld.plan(f"{odd}@0", instance="trn2.3xlarge", unloads=[f"{odd}@0"])
+    assert p.fits is True and [s.kind for s in p.steps] == ["load", "unload"]
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan(os.fsdecode(b"\xfe.neff") + "@0", instance="trn2.3xlarge")
+    assert e.value.stage == "io"
+    # A word that must be text is refused as a value, never UnicodeEncodeError.
+    for kwargs in (
+        {"tensors": [os.fsdecode(b"kv\xff=4096@0")]},
+        {"frees": [os.fsdecode(b"kv\xff@0")]},
+        {"instance": os.fsdecode(b"trn2\xff")},
+        {"env": {"NEURON_RT_VISIBLE_CORES": os.fsdecode(b"\xff")}},
+    ):
+        with pytest.raises(neffld.NeffError) as e:
+            neffld.plan(f"{SMALL}@0", **kwargs)
+        assert e.value.stage == "usage" and "not UTF-8" in e.value.message, kwargs
+    # A str no file system can write (a lone surrogate) is the wrong type of
+    # word, as for load.
+    with pytest.raises(TypeError):
+        neffld.plan("\ud800.neff")
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    # Issue 40 row 7: the plan blocked in the open of a FIFO with no writer.
+    fifo = tmp_path / "f.neff"
+    os.mkfifo(fifo)
+    code = (
+        "import neffld, sys\n"
+        "try:\n"
+        f"    neffld.plan({str(fifo)!r} + '@0', instance='trn2.3xlarge')\n"
+        "except neffld.NeffError as e:\n"
+        "    print(e.stage, e.message)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.startswith("io ") and "this is a FIFO" in out.stdout, out
+
+
+def test_a_damaged_neff_is_named_damaged(tmp_path):
+    # Issue 40 row 15: a NEFF cut short is damaged, not "does not fit".
+    cut = tmp_path / "cut.neff"
+    cut.write_bytes(SMALL.read_bytes()[:-100])
+    p = neffld.plan(f"{cut}@0", instance="trn2.3xlarge")
+    assert p.fits is False and p.steps[0].error.damaged is True
+    assert p.no_fix is None and p.advice == []

@@ -63,7 +63,11 @@ impl Source {
         let Some(path) = path else {
             return read_neff(&mut std::io::stdin().lock()).map(Source::Read);
         };
-        let f = File::open(path)?;
+        Source::of_file(File::open(path)?)
+    }
+
+    /// An opened file: mapped when it is a regular file, else read.
+    pub fn of_file(f: File) -> std::io::Result<Source> {
         let meta = f.metadata()?;
         if meta.is_file() && meta.len() >= HEADER_LEN as u64 {
             if let Ok(m) = MappedFile::map(&f) {
@@ -98,6 +102,40 @@ impl Source {
             Source::Mapped(m) => open_mapped(m, opts),
         }
     }
+}
+
+/// The regular file at `path` (a link to one is followed), opened for
+/// reading; anything else is refused, naming what it is, before a byte is
+/// read. The open itself never waits: a FIFO no process writes to would
+/// hold a plain `open` forever (a plan's NEFF, a deployment file, a
+/// capture), so it is opened without blocking and refused as a FIFO.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    // O_NONBLOCK changes nothing for a regular file's reads.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let t = f.metadata()?.file_type();
+    if t.is_file() {
+        return Ok(f);
+    }
+    let what = if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "a special file"
+    };
+    Err(Error::new(
+        ErrorKind::InvalidInput,
+        format!("not a regular file: this is {what}"),
+    ))
 }
 
 /// The bytes of the NEFF at `path`, read (never mapped, so a file another

@@ -1127,22 +1127,20 @@ fn a_stream_declaring_a_huge_payload_is_refused_at_once() {
     }
 }
 
-/// Row 5: `plan` reads NEFFs through the bounded reader (a device or a
-/// pipe that never ends is refused at its header) and refuses a
-/// deployment file that is not a regular file; `-` is named.
+/// Row 5: `plan` refuses a NEFF or a deployment file that is not a
+/// regular file (a device or a pipe that never ends) before reading it
+/// (issue 40 row 7: naming what it is); `-` is named.
 #[test]
 fn plan_reads_every_file_through_the_bounded_reader() {
     let dir = scratch("plan-streams");
     let zero_link = dir.join("dep.toml");
     std::os::unix::fs::symlink("/dev/zero", &zero_link).unwrap();
+    let device = "not a regular file: this is a device";
     for (args, says) in [
-        (vec!["plan", "--json", "/dev/urandom@0"], ""),
-        (vec!["plan", "--json", "/dev/zero@0"], ""),
-        (vec!["plan", "--json", "/dev/full@0"], ""),
-        (
-            vec!["plan", "--json", zero_link.to_str().unwrap()],
-            "must be a regular file",
-        ),
+        (vec!["plan", "--json", "/dev/urandom@0"], device),
+        (vec!["plan", "--json", "/dev/zero@0"], device),
+        (vec!["plan", "--json", "/dev/full@0"], device),
+        (vec!["plan", "--json", zero_link.to_str().unwrap()], device),
         (vec!["plan", "--json", "-"], "standard input"),
     ] {
         let out = bounded(&args, 60);
@@ -1167,8 +1165,14 @@ fn plan_reads_every_file_through_the_bounded_reader() {
     let _ = yes.wait();
     assert!(out.status.code().is_some(), "{:?}", out.status);
     let doc = json(&out);
-    assert_ne!(out.status.code(), Some(0), "{doc}");
-    assert_ne!(out.status.code(), Some(124), "timed out: {doc}");
+    assert_eq!(out.status.code(), Some(2), "{doc}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a regular file: this is a FIFO"),
+        "{doc}"
+    );
 }
 
 /// Row 9: a profiler buffer whose MiB overflow 64 bits is refused naming
@@ -1437,4 +1441,50 @@ fn a_fifo_capture_is_refused_without_waiting_for_a_writer() {
             .contains("not a regular file"),
         "{doc}"
     );
+}
+
+/// Issue 40 row 7: a plan's NEFF is opened as a capture is: a FIFO with no
+/// writer is refused at once, naming what it is (the plan blocked in the
+/// open); and a path the OS takes is a path, UTF-8 or not (clap refused
+/// it as "invalid UTF-8"), in a LOAD and an `--unload` alike.
+#[test]
+fn a_plan_refuses_a_fifo_at_once_and_takes_any_path() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("plan-paths");
+    let fifo = dir.join("f.neff");
+    mkfifo(&fifo);
+    let out = Command::new("timeout")
+        .arg("20")
+        .arg(env!("CARGO_BIN_EXE_neffld"))
+        .args(["plan", "--json", &format!("{}@0", fifo.display())])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(124), "blocked on the FIFO");
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(2), "{doc}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("not a regular file: this is a FIFO") && message.contains("f.neff"),
+        "{doc}"
+    );
+    let odd = dir.join(std::ffi::OsStr::from_bytes(b"\xff.neff"));
+    std::fs::copy(demo(), &odd).unwrap();
+    let at = |p: &Path| {
+        let mut w = p.as_os_str().to_owned();
+        w.push("@0");
+        w
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_neffld"))
+        .arg("plan")
+        .arg("--json")
+        .arg(at(&odd))
+        .arg("--unload")
+        .arg(at(&odd))
+        .output()
+        .unwrap();
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["fits"], true);
+    assert_eq!(doc["planned_steps"], 2, "{doc}");
+    assert_eq!(doc["steps"][1]["kind"], "unload", "{doc}");
 }

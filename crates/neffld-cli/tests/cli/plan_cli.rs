@@ -2041,3 +2041,179 @@ fn the_newest_line_holds_its_reservation_more_per_neuroncore_and_says_why() {
     let off = plan(&["--env", "NEFFLD_DMA_PROFILING=0"], &[]);
     assert_eq!(used(&off), used(&older));
 }
+
+/// A path as a plan names its file: `./-x` and `-x` are one file.
+fn same_path(a: &Path, b: &Path) -> bool {
+    let parts = |p: &Path| -> Vec<std::ffi::OsString> {
+        p.components()
+            .filter(|c| *c != std::path::Component::CurDir)
+            .map(|c| c.as_os_str().to_owned())
+            .collect()
+    };
+    parts(a) == parts(b)
+}
+
+/// Issue 40 row 4: every command line the planner writes reads back,
+/// through the command's own parser, to the steps it was written from —
+/// files that look like flags (`--tensor=x=4096`, `-lead.neff`, `-`), hold
+/// an `@`, a quote or bytes that are not UTF-8; tensors named like flags
+/// (`-t`, `--free`); runs on cores and loads on the next free core,
+/// interleaved (a file named `--tensor=x=4096` re-ran as a tensor, and
+/// `-lead.neff@0` as "unexpected argument '-l'").
+#[test]
+fn every_command_line_the_planner_writes_reads_back_as_its_steps() {
+    use neffld::plan::{Deployment, Step};
+    use std::os::unix::ffi::OsStringExt;
+    let mut files: Vec<PathBuf> = [
+        "--tensor=x=4096",
+        "-lead.neff",
+        "-",
+        "-@0.neff",
+        "m@v2.neff",
+        "a b'c\".neff",
+        "/abs/-x.neff",
+        "=eq.neff",
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .collect();
+    files.push(PathBuf::from(std::ffi::OsString::from_vec(
+        b"\xff.neff".to_vec(),
+    )));
+    let names = ["-t", "kv", "a@b", "x y", "--free", "-"];
+    let mut steps = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let name = names[i % names.len()].to_string();
+        let core = i as u32 % 3;
+        steps.extend([
+            Step::Load {
+                file: f.clone(),
+                vnc: Some(core),
+            },
+            Step::Load {
+                file: f.clone(),
+                vnc: Some(core + 1),
+            },
+            Step::Tensor {
+                name: name.clone(),
+                size: 4096 * (i as u64 + 1),
+                vnc: core,
+            },
+            Step::Load {
+                file: f.clone(),
+                vnc: None,
+            },
+            Step::Unload {
+                file: f.clone(),
+                vnc: core + 1,
+            },
+            Step::Free { name, vnc: core },
+        ]);
+    }
+    let d = Deployment {
+        instance: Some(neffld::instance::Instance::named("trn2.48xlarge").unwrap()),
+        io_tensors: true,
+        steps,
+        ..Deployment::default()
+    };
+    let argv = d.argv(None);
+    let (back, _) = neffld_cli::plan_command(argv[2..].iter().cloned())
+        .unwrap_or_else(|f| panic!("{}: {argv:?}", f.message));
+    assert_eq!(back.instance, d.instance);
+    assert_eq!(back.steps.len(), d.steps.len(), "{argv:?}");
+    for (was, is) in d.steps.iter().zip(&back.steps) {
+        let alike = match (was, is) {
+            (Step::Load { file: a, vnc: x }, Step::Load { file: b, vnc: y }) => {
+                same_path(a, b) && x == y
+            }
+            (Step::Unload { file: a, vnc: x }, Step::Unload { file: b, vnc: y }) => {
+                a == b && x == y
+            }
+            (a, b) => a == b,
+        };
+        assert!(alike, "{was:?} read back as {is:?}: {argv:?}");
+    }
+}
+
+/// Issue 40 row 4, from outside: a deployment beside a NEFF named
+/// `--tensor=x=4096` and one named `-lead.neff`. The advice's command line
+/// re-runs, as printed and as `argv`, to the plan it describes (it planned
+/// a tensor and no NEFF), and the map shows it quoted as the text does.
+#[test]
+fn advice_beside_files_named_like_flags_re_runs_as_said() {
+    let dir = scratch("flag-names");
+    // Real NEFFs: matmul_large holds 4 GiB of inputs and outputs a load.
+    std::fs::copy(fixture("matmul_small.neff"), dir.join("--tensor=x=4096")).unwrap();
+    std::fs::copy(fixture("matmul_large.neff"), dir.join("-lead.neff")).unwrap();
+    std::fs::write(
+        dir.join("d.toml"),
+        "instance = \"trn2.3xlarge\"\n[[step]]\nload = \"--tensor=x=4096\"\ncores = 0\n\
+         [[step]]\nload = \"-lead.neff\"\ncores = 0\nrepeat = 6\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_neffld"));
+        c.current_dir(&*dir).args(args);
+        for v in neffld::config::VARIABLES {
+            c.env_remove(v.name);
+        }
+        c.output().unwrap()
+    };
+    let doc = json(&run(&["plan", "d.toml", "--json", "--map", "m.html"]));
+    assert_eq!(doc["fits"], false, "{doc}");
+    let advice = doc["advice"].as_array().unwrap();
+    assert!(!advice.is_empty(), "{doc}");
+    let text = String::from_utf8(run(&["plan", "d.toml"]).stdout).unwrap();
+    let map = std::fs::read_to_string(dir.join("m.html")).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once("; run: ").map(|(_, r)| r))
+        .collect();
+    assert_eq!(lines.len(), advice.len(), "{text}");
+    for (a, line) in advice.iter().zip(lines) {
+        let argv = argv_of(a);
+        let mut args = argv[1..].to_vec();
+        args.push("--json");
+        let again = json(&run(&args));
+        assert_eq!(again["fits"], a["fits"], "{argv:?}");
+        // The same NEFFs, by name: no NEFF was planned as a tensor.
+        let loads = |d: &Value| -> Vec<String> {
+            d["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["kind"] == "load")
+                .map(|s| {
+                    s["file"]
+                        .as_str()
+                        .unwrap()
+                        .trim_start_matches("./")
+                        .to_string()
+                })
+                .collect()
+        };
+        assert!(
+            loads(&again).iter().any(|f| f == "--tensor=x=4096"),
+            "{again}"
+        );
+        assert!(
+            again["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|s| s["kind"] != "tensor"),
+            "{again}"
+        );
+        // The text's `run:` line, through a shell, is the same words.
+        let words = Command::new("bash")
+            .args(["-c", &format!("printf '%s\\n' {line}")])
+            .output()
+            .unwrap();
+        let words: Vec<&str> = std::str::from_utf8(&words.stdout)
+            .unwrap()
+            .lines()
+            .collect();
+        assert_eq!(words, argv, "{line}");
+        assert!(map.contains(line), "{line}");
+    }
+}

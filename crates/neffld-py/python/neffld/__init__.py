@@ -157,8 +157,22 @@ def _words(what, value, files=False):
         if not isinstance(w, (str, _os.PathLike)):
             why = not_contents if files and isinstance(w, _BUFFERS) else ""
             raise TypeError(f"{what}: {_shown(w)} is not a string or a path{why}")
-        words.append(_os.fspath(w))
+        words.append(_os_word(what, w))
     return words
+
+
+def _os_word(what, value):
+    """`value` (a str or a path) as a str the OS can take: any path
+    `os.fsdecode` gives, undecodable bytes included; a str no file system
+    encoding can write (a lone surrogate) is a TypeError, as for `load`."""
+    word = _os.fspath(value)
+    if isinstance(word, bytes):
+        word = _os.fsdecode(word)
+    try:
+        _os.fsencode(word)
+    except UnicodeEncodeError as e:
+        raise TypeError(f"{what}: {_shown(word)} is not a usable path or word: {e}") from e
+    return word
 
 
 def _text(what, value):
@@ -166,7 +180,7 @@ def _text(what, value):
         return None
     if not isinstance(value, (str, _os.PathLike)):
         raise TypeError(f"{what}: expected a string or a path, not {_shown(value)}")
-    return _os.fspath(value)
+    return _os_word(what, value)
 
 
 def plan(
@@ -192,7 +206,8 @@ def plan(
     plan --json` prints, docs/cli.md).
 
     `loads` are "FILE" or "FILE@CORES" strings (or paths), or one
-    deployment file (*.toml); a load is always a file, never an option.
+    deployment file (*.toml); a load is always a file, never an option, and
+    any path the OS takes (`os.fsdecode` of bytes that are not UTF-8 too).
     `tensors` "NAME=SIZE@CORES", `unloads` "FILE@CORES" and `frees`
     "NAME@CORES" (lists) run after the loads, in that order (interleave them
     in a deployment file); `env` maps runtime variables to values. A
@@ -200,9 +215,10 @@ def plan(
     An argument of the wrong type (a string where a list is expected, the
     bytes of a NEFF rather than its path, lnc="2") raises TypeError; a value
     the planner refuses (lnc=0, an unknown instance, a malformed tensor)
-    NeffError with stage "usage"; a file that cannot be read or written (a
-    load, the deployment file, the `map`, `monitor` or `sysfs`) NeffError
-    with stage "io".
+    NeffError with stage "usage" (a name that must be text and is not
+    UTF-8 too); a file that cannot be read or written (a load, the
+    deployment file, the `map`, `monitor` or `sysfs`; a FIFO or a device,
+    refused at once) NeffError with stage "io".
 
     `map` writes the HTML map of the instance, `monitor` the deployment as
     neuron-monitor reports it (one line of JSON), `sysfs` the directory of
@@ -244,7 +260,7 @@ def plan(
                 f"env: {_shown(k)} maps to {_shown(v)}:"
                 " a variable name (a string) maps to a string or an int"
             )
-        pairs.append((k, str(v)))
+        pairs.append((_os_word("env", k), _os_word("env", str(v))))
     return _plan(
         _words("loads", loads, files=True),
         _text("instance", instance),

@@ -559,7 +559,8 @@ class Advice:
     kind: Literal["scratchpad_page", "paged_scratchpad", "lnc", "placement", "without_neff"]
     change: str
     argv: list[str]
-    """The whole `neffld plan` command line that applies it (plan_argv plans it)."""
+    """The whole `neffld plan` command line that applies it (plan_argv plans
+    it); a path that is not UTF-8 is given as `os.fsdecode` gives it."""
     moves: Optional[list[tuple[int, int]]]
     reason: str
     fits: bool
@@ -649,10 +650,13 @@ def plan(
     step is the answer (fits is False), not an exception. Raises TypeError
     for an argument of the wrong type (a string where a list is expected,
     a NEFF's bytes rather than its path: a plan may read a NEFF more than
-    once, lnc="2"); NeffError with stage "usage" for a value the planner
-    refuses (lnc=0, an unknown instance, a malformed tensor), "io" for a
-    file that cannot be read or written (a load, the deployment file, the
-    map, monitor or sysfs). map: the HTML map; monitor: the deployment as
+    once, lnc="2", a str no file system can encode); NeffError with stage
+    "usage" for a value the planner refuses (lnc=0, an unknown instance, a
+    malformed tensor, a name that is not UTF-8 text), "io" for a file that
+    cannot be read or written (a load, the deployment file, the map,
+    monitor or sysfs; a FIFO or a device, refused at once). A file is any
+    path the OS takes: `os.fsdecode(b"\\xff.neff")` names the file of
+    those bytes. map: the HTML map; monitor: the deployment as
     neuron-monitor reports it, one line of JSON; sysfs: a directory, the
     driver's sysfs tree (neuron0/neuron_core0/stats/...), missing, empty
     or an earlier such tree; as the command's --map, --monitor and --sysfs

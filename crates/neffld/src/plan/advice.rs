@@ -21,6 +21,7 @@
 //! stops at a refused step; a change that lets it go further says so).
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::api::Fingerprinted;
@@ -72,7 +73,7 @@ pub struct Advice {
     pub change: String,
     /// The whole `neffld plan` command line with the change applied,
     /// re-runnable as given: planning it gives `fits` ([`Deployment::argv`]).
-    pub argv: Vec<String>,
+    pub argv: Vec<OsString>,
     /// Why, in a sentence with the figures.
     pub reason: String,
     /// Every step runs with the change.
@@ -146,7 +147,13 @@ impl Judged {
         )
     }
 
-    fn advice(self, kind: AdviceKind, change: String, reason: String, argv: Vec<String>) -> Advice {
+    fn advice(
+        self,
+        kind: AdviceKind,
+        change: String,
+        reason: String,
+        argv: Vec<OsString>,
+    ) -> Advice {
         Advice {
             kind,
             change,
@@ -247,7 +254,7 @@ pub(crate) fn advise(
 }
 
 /// The command line of a changed deployment.
-fn argv_of(session: &Session, changed: &Deployment) -> Vec<String> {
+fn argv_of(session: &Session, changed: &Deployment) -> Vec<OsString> {
     changed.argv(Some(session.config.topology.arch))
 }
 

@@ -4,7 +4,9 @@
 //! Every form is checked here, once; a mistake names what and where.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -265,28 +267,38 @@ impl Deployment {
     /// (re-runnable from the same folder): the instance, LNC, runtime line
     /// and variables as flags, then the steps in order, runs of one kind on
     /// consecutive cores written as one argument (`FILE@0-63`,
-    /// `--tensor kv=4096@0,2`). `arch` names the chip for a deployment
+    /// `--tensor=kv=4096@0,2`). `arch` names the chip for a deployment
     /// that names no instance (one chip of it), so the line plans on the
     /// same chip whatever its first NEFF is.
-    pub fn argv(&self, arch: Option<crate::Arch>) -> Vec<String> {
-        let mut out: Vec<String> = vec!["neffld".into(), "plan".into()];
+    ///
+    /// Every word reads back as written: a flag's value is joined to it
+    /// (`--tensor=-t=4096@0`, never read as a flag of its own), and a load
+    /// whose path begins with `-` is written `./-…`, the same file, never
+    /// an option (`--` would end the options, and a load may come before a
+    /// `--tensor`). What a word cannot say is refused where it is written
+    /// ([`sayable_name`], [`sayable_load`]). Paths are the OS's bytes.
+    pub fn argv(&self, arch: Option<crate::Arch>) -> Vec<OsString> {
+        let mut out: Vec<OsString> = vec!["neffld".into(), "plan".into()];
         match (self.instance, arch) {
-            (Some(i), _) => out.extend(["--instance".into(), i.name.to_string()]),
+            (Some(i), _) => out.extend(["--instance".into(), i.name.into()]),
             (None, Some(a))
                 if !self
                     .env
                     .iter()
                     .any(|(k, _)| k == "NEFFLD_INSTANCE" || k == "NEFFLD_ARCH") =>
             {
-                out.extend(["--env".into(), format!("NEFFLD_ARCH={}", a.instance())]);
+                out.extend([
+                    "--env".into(),
+                    format!("NEFFLD_ARCH={}", a.instance()).into(),
+                ]);
             }
             _ => {}
         }
         if let Some(l) = self.lnc {
-            out.extend(["--lnc".into(), l.to_string()]);
+            out.extend(["--lnc".into(), l.to_string().into()]);
         }
         if let Some(r) = self.runtime {
-            out.extend(["--runtime".into(), r.to_string()]);
+            out.extend(["--runtime".into(), r.to_string().into()]);
         }
         if let Some(n) = self.world {
             out.extend(["--world".into(), n.to_string()]);
@@ -298,53 +310,126 @@ impl Deployment {
         // with the value that wins: the last.
         for (i, (k, v)) in self.env.iter().enumerate() {
             if !self.env[i + 1..].iter().any(|(later, _)| later == k) {
-                out.extend(["--env".into(), format!("{k}={v}")]);
+                // `KEY=VALUE` begins with a variable's name, never `-`.
+                out.extend(["--env".into(), format!("{k}={v}").into()]);
             }
         }
         if !self.io_tensors {
             out.push("--no-io-tensors".into());
         }
-        let mut steps: Vec<String> = Vec::new();
+        let vnc = |s: &Step| match s {
+            Step::Load { vnc, .. } => *vnc,
+            Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => {
+                Some(*vnc)
+            }
+        };
+        // Steps of one kind, file or tensor (and size) on consecutive
+        // places are one word; a load on the next free core is its own.
+        let alike = |a: &Step, b: &Step| match (a, b) {
+            (
+                Step::Load {
+                    file: f,
+                    vnc: Some(_),
+                },
+                Step::Load {
+                    file: g,
+                    vnc: Some(_),
+                },
+            )
+            | (Step::Unload { file: f, .. }, Step::Unload { file: g, .. }) => f == g,
+            (
+                Step::Tensor {
+                    name: n, size: x, ..
+                },
+                Step::Tensor {
+                    name: m, size: y, ..
+                },
+            ) => n == m && x == y,
+            (Step::Free { name: n, .. }, Step::Free { name: m, .. }) => n == m,
+            _ => false,
+        };
         let mut i = 0;
         while i < self.steps.len() {
-            let key = |s: &Step| match s {
-                Step::Load { file, vnc: Some(_) } => Some((0, file.display().to_string(), 0)),
-                Step::Tensor { name, size, .. } => Some((1, name.clone(), *size)),
-                Step::Unload { file, .. } => Some((2, file.display().to_string(), 0)),
-                Step::Free { name, .. } => Some((3, name.clone(), 0)),
-                Step::Load { vnc: None, .. } => None,
-            };
-            let vnc = |s: &Step| match s {
-                Step::Load { vnc, .. } => *vnc,
-                Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => {
-                    Some(*vnc)
+            let first = &self.steps[i];
+            let n = 1 + self.steps[i + 1..]
+                .iter()
+                .take_while(|s| alike(first, s))
+                .count();
+            let cores: Vec<u32> = self.steps[i..i + n].iter().filter_map(vnc).collect();
+            let at = |mut w: OsString| {
+                if vnc(first).is_some() {
+                    w.push(format!("@{}", core_list(&cores)));
                 }
+                w
             };
-            let Some(k) = key(&self.steps[i]) else {
-                if let Step::Load { file, .. } = &self.steps[i] {
-                    steps.push(file.display().to_string());
+            out.push(match first {
+                Step::Load { file, .. } => {
+                    let mut w = OsString::new();
+                    if file.as_os_str().as_bytes().starts_with(b"-") {
+                        w.push("./");
+                    }
+                    w.push(file);
+                    at(w)
                 }
-                i += 1;
-                continue;
-            };
-            let mut cores = Vec::new();
-            let mut j = i;
-            while j < self.steps.len() && key(&self.steps[j]).as_ref() == Some(&k) {
-                cores.extend(vnc(&self.steps[j]));
-                j += 1;
-            }
-            let list = core_list(&cores);
-            match k.0 {
-                0 => steps.push(format!("{}@{list}", k.1)),
-                1 => steps.extend(["--tensor".into(), format!("{}={}@{list}", k.1, k.2)]),
-                2 => steps.extend(["--unload".into(), format!("{}@{list}", k.1)]),
-                _ => steps.extend(["--free".into(), format!("{}@{list}", k.1)]),
-            }
-            i = j;
+                Step::Tensor { name, size, .. } => at(format!("--tensor={name}={size}").into()),
+                Step::Unload { file, .. } => {
+                    let mut w = OsString::from("--unload=");
+                    w.push(file);
+                    at(w)
+                }
+                Step::Free { name, .. } => at(format!("--free={name}").into()),
+            });
+            i += n;
         }
-        out.extend(steps);
         out
     }
+}
+
+/// Why a tensor's name (a deployment file's `tensor` or `free`) cannot be
+/// written on the command line as itself, if it cannot: `NAME=SIZE@CORES`
+/// ends the name at its first `=`, and the command line trims a name. A
+/// plan's advice must be able to name every step it plans.
+pub(crate) fn sayable_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("a tensor has a name (this one is empty)".into());
+    }
+    if name.contains('=') {
+        return Err(format!(
+            "the tensor name {name:?} holds '=', which ends a name in NAME=SIZE@CORES"
+        ));
+    }
+    if name.trim() != name {
+        return Err(format!(
+            "the tensor name {name:?} begins or ends with white space, which NAME=SIZE@CORES drops"
+        ));
+    }
+    Ok(())
+}
+
+/// Why the load of `file` on the next free core (a deployment file's
+/// `load` without `cores`) cannot be written on the command line as
+/// itself, if it cannot: a LOAD reads what follows its last `@` as a core
+/// list when it has no `.` or `/` (`w@1` is the file `w` on core 1), and
+/// a lone `*.toml` is a deployment file.
+pub(crate) fn sayable_load(file: &Path) -> Result<(), String> {
+    let shown = file.display();
+    let bytes = file.as_os_str().as_bytes();
+    if bytes.is_empty() {
+        return Err("no file named".into());
+    }
+    if let Some((_, cores)) = split_last_at(file.as_os_str()) {
+        if !cores.as_bytes().iter().any(|c| b"./".contains(c)) {
+            return Err(format!(
+                "a LOAD of {shown} reads as a core list after its last '@' on the command line, so no plan could name it on the next free core: give cores = ..., or rename the file"
+            ));
+        }
+    }
+    if bytes.ends_with(b".toml") {
+        return Err(format!(
+            "a LOAD of {shown} alone reads as a deployment file on the command line: give cores = ..., or rename the file"
+        ));
+    }
+    Ok(())
 }
 
 impl fmt::Display for Step {
@@ -477,14 +562,24 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     u64::try_from(bytes).map_err(|_| format!("'{s}' is too large"))
 }
 
+/// `arg` split at its last `@`: the bytes before it and after it, as the
+/// OS gave them (a path need not be UTF-8).
+fn split_last_at(arg: &OsStr) -> Option<(&OsStr, &OsStr)> {
+    let b = arg.as_bytes();
+    let i = b.iter().rposition(|&c| c == b'@')?;
+    Some((OsStr::from_bytes(&b[..i]), OsStr::from_bytes(&b[i + 1..])))
+}
+
 /// `FILE` or `FILE@CORES`: one load step per listed core. The `@` splits
 /// only when what follows it is a core list, so a file name may contain one.
-pub fn parse_load(arg: &str) -> Result<Vec<Step>, DeploymentError> {
-    let place = || format!("LOAD '{arg}'");
+/// FILE is any path the OS takes (UTF-8 or not).
+pub fn parse_load(arg: impl AsRef<OsStr>) -> Result<Vec<Step>, DeploymentError> {
+    let arg = arg.as_ref();
+    let place = || format!("LOAD '{}'", arg.display());
     if arg.is_empty() {
         return Err(bad(place(), "no file named"));
     }
-    if arg == "-" || arg.starts_with("-@") {
+    if arg == "-" || arg.as_bytes().starts_with(b"-@") {
         return Err(bad(
             place(),
             "standard input (`-`) cannot be planned: a plan reads each NEFF from a file \
@@ -494,12 +589,15 @@ pub fn parse_load(arg: &str) -> Result<Vec<Step>, DeploymentError> {
     // After the last `@`, what has no `.` or `/` is meant as a core list
     // (`a.neff@x`, `a.neff@`: a mistake in it), what has one is part of
     // the file name (`m@v2.neff`).
-    let (file, cores) = match arg.rsplit_once('@') {
-        Some((file, cores)) if !file.is_empty() && !cores.contains(['.', '/']) => {
+    let (file, cores) = match split_last_at(arg) {
+        Some((file, cores))
+            if !file.is_empty() && !cores.as_bytes().iter().any(|c| b"./".contains(c)) =>
+        {
+            let cores = cores.to_string_lossy();
             if cores.trim().is_empty() {
                 return Err(bad(place(), "no cores after @ (e.g. a.neff@0-3)"));
             }
-            let cores = parse_cores(cores).map_err(|e| bad(place(), e))?;
+            let cores = parse_cores(&cores).map_err(|e| bad(place(), e))?;
             (file, Some(cores))
         }
         _ => (arg, None),
@@ -548,13 +646,12 @@ pub fn parse_tensor(arg: &str) -> Result<Vec<Step>, DeploymentError> {
         .collect())
 }
 
-/// `FILE@CORES` of an unload.
-pub fn parse_unload(arg: &str) -> Result<Vec<Step>, DeploymentError> {
-    let place = || format!("--unload '{arg}'");
-    let (file, cores) = arg
-        .rsplit_once('@')
-        .ok_or_else(|| bad(place(), "expected FILE@CORES"))?;
-    let cores = parse_cores(cores).map_err(|e| bad(place(), e))?;
+/// `FILE@CORES` of an unload (FILE any path the OS takes).
+pub fn parse_unload(arg: impl AsRef<OsStr>) -> Result<Vec<Step>, DeploymentError> {
+    let arg = arg.as_ref();
+    let place = || format!("--unload '{}'", arg.display());
+    let (file, cores) = split_last_at(arg).ok_or_else(|| bad(place(), "expected FILE@CORES"))?;
+    let cores = parse_cores(&cores.to_string_lossy()).map_err(|e| bad(place(), e))?;
     Ok(cores
         .into_iter()
         .map(|vnc| Step::Unload {
@@ -566,23 +663,24 @@ pub fn parse_unload(arg: &str) -> Result<Vec<Step>, DeploymentError> {
 
 /// `NAME@CORES` (the largest tensor NAME that fits on every listed core at
 /// once) or `FILE.neff[@CORES]` (how many more loads of FILE fit, on the
-/// listed cores in order or each on the next free core).
-pub fn parse_solve(arg: &str) -> Result<Solve, DeploymentError> {
-    let place = || format!("--solve '{arg}'");
-    let split = arg
-        .rsplit_once('@')
-        .filter(|(_, c)| c.starts_with(|c: char| c.is_ascii_digit()));
+/// listed cores in order or each on the next free core; FILE any path the
+/// OS takes).
+pub fn parse_solve(arg: impl AsRef<OsStr>) -> Result<Solve, DeploymentError> {
+    let arg = arg.as_ref();
+    let place = || format!("--solve '{}'", arg.display());
+    let split =
+        split_last_at(arg).filter(|(_, c)| c.as_bytes().first().is_some_and(u8::is_ascii_digit));
     let (what, cores) = match split {
         Some((what, cores)) => (what, Some(cores)),
         None => (arg, None),
     };
     let cores = cores
-        .map(|c| parse_cores(c).map_err(|e| bad(place(), e)))
+        .map(|c| parse_cores(&c.to_string_lossy()).map_err(|e| bad(place(), e)))
         .transpose()?;
-    if what.trim().is_empty() {
+    if what.as_bytes().trim_ascii().is_empty() {
         return Err(bad(place(), "expected NAME@CORES or FILE.neff[@CORES]"));
     }
-    if what.ends_with(".neff") {
+    if what.as_bytes().ends_with(b".neff") {
         return Ok(Solve::Ranks {
             file: PathBuf::from(what),
             cores,
@@ -594,8 +692,11 @@ pub fn parse_solve(arg: &str) -> Result<Solve, DeploymentError> {
             "no @CORES: name the logical cores the tensor goes on, e.g. kv@0-63 (a NEFF to count ranks of ends in .neff)",
         )
     })?;
+    let name = what
+        .to_str()
+        .ok_or_else(|| bad(place(), "a tensor's name is text: this one is not UTF-8"))?;
     Ok(Solve::Tensor {
-        name: what.trim().to_string(),
+        name: name.trim().to_string(),
         cores,
     })
 }
@@ -683,24 +784,12 @@ pub(crate) const MAX_DEPLOYMENT_BYTES: u64 = 16 << 20;
 
 /// The text of the deployment file at `path`: a regular file (a link to
 /// one is followed) of at most [`MAX_DEPLOYMENT_BYTES`], UTF-8. A device,
-/// FIFO or socket is refused before a byte is read (`/dev/zero` never
-/// ends); a larger file is refused after that many bytes.
+/// FIFO or socket is refused before a byte is read, without waiting on it
+/// ([`crate::neff::open_regular`]: `/dev/zero` never ends, a FIFO with no
+/// writer never opens); a larger file is refused after that many bytes.
 pub fn read_deployment(path: &Path) -> std::io::Result<String> {
     use std::io::{Error, ErrorKind, Read};
-    use std::os::unix::fs::OpenOptionsExt;
-    // O_NONBLOCK: a FIFO with no writer is refused below instead of
-    // blocking the open (it has no effect on a regular file's reads).
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            "a deployment file must be a regular file (this is a device, a FIFO or a socket)",
-        ));
-    }
+    let f = crate::neff::open_regular(path)?;
     let mut text = String::new();
     f.take(MAX_DEPLOYMENT_BYTES + 1)
         .read_to_string(&mut text)
@@ -910,10 +999,19 @@ fn toml_step(
     if s.size.is_some() && s.tensor.is_none() {
         return Err(bad(place, "size = ... belongs to a tensor step"));
     }
+    // What the command line cannot say is refused here, where it is
+    // written: a plan's advice names every step as a command line.
+    let unsayable = |what: String| bad(place, what);
+    for name in [&s.tensor, &s.free].into_iter().flatten() {
+        sayable_name(name).map_err(unsayable)?;
+    }
     let mut one: Vec<Step> = if let Some(f) = &s.load {
         let file = base.join(f);
         match &cores {
-            None => vec![Step::Load { file, vnc: None }],
+            None => {
+                sayable_load(&file).map_err(|why| unsayable(format!("load = {f:?}: {why}")))?;
+                vec![Step::Load { file, vnc: None }]
+            }
             Some(cs) => cs
                 .iter()
                 .map(|&vnc| Step::Load {
@@ -1059,10 +1157,10 @@ mod tests {
             }],
             ..Deployment::default()
         };
-        let argv = d.argv(None).join(" ");
+        let argv = d.argv(None).join(OsStr::new(" "));
         assert_eq!(
             argv,
-            "neffld plan --env NEURON_RT_NUM_CORES=2 --env NEURON_SCRATCHPAD_PAGE_SIZE=512 --no-io-tensors --tensor kv=4096@0"
+            "neffld plan --env NEURON_RT_NUM_CORES=2 --env NEURON_SCRATCHPAD_PAGE_SIZE=512 --no-io-tensors --tensor=kv=4096@0"
         );
     }
 
@@ -1149,6 +1247,22 @@ mod tests {
         );
     }
 
+    /// What the command line can say is taken: a name that begins with
+    /// `-` (`--tensor=-t=...`), a file with `@` in it given cores, a file
+    /// on the next free core whose last `@` is followed by a `.`.
+    #[test]
+    fn names_the_command_line_can_say_are_taken() {
+        let text = "[[step]]\ntensor = \"-t\"\nsize = 1\ncores = 0\n\
+                    [[step]]\nload = \"w@1\"\ncores = 0\n\
+                    [[step]]\nload = \"m@v2.neff\"\n";
+        let d = parse_toml(text, "d.toml", Path::new("")).unwrap();
+        assert_eq!(d.steps.len(), 3);
+        assert_eq!(
+            d.argv(None)[2..],
+            ["--tensor=-t=1@0", "w@1@0", "m@v2.neff"].map(OsString::from)
+        );
+    }
+
     #[test]
     fn a_deployment_file_expands_its_steps_in_order() {
         let text = r#"
@@ -1219,7 +1333,7 @@ cores = 4
     /// Each mistake names the file, the line and what is wrong.
     #[test]
     fn mistakes_in_a_deployment_file_name_the_line() {
-        let cases: [(&str, &str, &str); 9] = [
+        let cases: [(&str, &str, &str); 14] = [
             ("instance = \"trn9\"\n", "d.toml line 1", "unknown instance"),
             ("lnc = 1\nbogus = 2\n", "d.toml line 2", "bogus"),
             (
@@ -1252,6 +1366,33 @@ cores = 4
                 "[[step]]\nload = \"a\"\ncores = \"0-60000\"\nrepeat = 60000\n",
                 "d.toml line 1 (step 1)",
                 "more than",
+            ),
+            // Issue 40 row 4: what no command line can say, refused where
+            // it is written (an advice's command line planned another step).
+            (
+                "[[step]]\ntensor = \"\"\nsize = 1\ncores = 0\n",
+                "d.toml line 1 (step 1)",
+                "is empty",
+            ),
+            (
+                "[[step]]\ntensor = \"a=b@c\"\nsize = 1\ncores = 0\n",
+                "d.toml line 1 (step 1)",
+                "holds '='",
+            ),
+            (
+                "[[step]]\nfree = \" kv\"\ncores = 0\n",
+                "d.toml line 1 (step 1)",
+                "white space",
+            ),
+            (
+                "[[step]]\nload = \"w@1\"\n",
+                "d.toml line 1 (step 1)",
+                "reads as a core list",
+            ),
+            (
+                "[[step]]\nload = \"m.toml\"\n",
+                "d.toml line 1 (step 1)",
+                "deployment file",
             ),
         ];
         for (text, place, what) in cases {

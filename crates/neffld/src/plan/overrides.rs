@@ -3,6 +3,8 @@
 //! the two front ends cannot drift apart (the settings of each load are
 //! then [`crate::settings`]'s).
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::config::vars::{self, Reader};
@@ -38,10 +40,11 @@ pub struct Overrides {
 
 /// The deployment file among a plan's loads: one `*.toml`, given alone.
 /// `Err` names the mistake of a file given beside other loads.
-pub fn deployment_file(loads: &[String]) -> Result<Option<&Path>, &'static str> {
+pub fn deployment_file<S: AsRef<OsStr>>(loads: &[S]) -> Result<Option<&Path>, &'static str> {
+    let toml = |l: &S| l.as_ref().as_bytes().ends_with(b".toml");
     match loads {
-        [one] if one.ends_with(".toml") => Ok(Some(Path::new(one))),
-        many if many.iter().any(|l| l.ends_with(".toml")) => {
+        [one] if toml(one) => Ok(Some(Path::new(one.as_ref()))),
+        many if many.iter().any(toml) => {
             Err("a deployment file is given alone: put its loads in it")
         }
         _ => Ok(None),

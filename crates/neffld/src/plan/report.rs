@@ -28,6 +28,10 @@ fn display<S: Serializer>(line: &RuntimeLine, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(line)
 }
 
+fn words<S: Serializer>(w: &[std::ffi::OsString], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(w.iter().map(|w| w.to_string_lossy()))
+}
+
 /// The whole report of one plan.
 #[derive(Clone, Debug, Serialize)]
 pub struct PlanReport {
@@ -370,8 +374,11 @@ pub struct AdviceEntry {
     pub kind: &'static str,
     /// The change as a user makes it.
     pub change: String,
-    /// The whole `neffld plan` command line with the change applied.
-    pub argv: Vec<String>,
+    /// The whole `neffld plan` command line with the change applied: the
+    /// OS's words (a path need not be UTF-8); JSON writes each as text,
+    /// a byte that is not UTF-8 as U+FFFD.
+    #[serde(serialize_with = "words")]
+    pub argv: Vec<std::ffi::OsString>,
     /// A placement's moves (`None` for other kinds).
     pub moves: Option<Vec<Move>>,
     /// Why, with the figures.

@@ -29,16 +29,19 @@ use super::deployment::{same_file, Deployment, DeploymentError, Solve, Step};
 use super::world::{NeffCc, Shape, WorldRun};
 use super::{NeffRecord, PlanError, PlanRefusal, StepFailure, StepReport, TensorRecord};
 
-/// A NEFF file's bytes, read once for the whole plan through the bounded
-/// reader every command uses ([`Source`]): a regular file mapped (its pages
-/// are the page cache's), anything else — a device, a pipe — read only as
-/// far as its header says, so `/dev/zero` or `yes` cannot hold the plan
-/// forever.
+/// A NEFF file's bytes, read once for the whole plan: a regular file,
+/// mapped (its pages are the page cache's). Anything else — a FIFO, a
+/// device, a socket — is refused before a byte is read and without waiting
+/// on it ([`crate::neff::open_regular`]: a FIFO with no writer held the
+/// plan in its open forever), as standard input is: a plan reads NEFFs
+/// from files.
 fn read_file(path: &Path) -> Result<Source, PlanError> {
-    Source::read(Some(path)).map_err(|source| PlanError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    crate::neff::open_regular(path)
+        .and_then(Source::of_file)
+        .map_err(|source| PlanError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// A regular file as the file system knows it: its device and inode, with

@@ -372,7 +372,7 @@ fn ranks_of_one_neff_over_a_whole_instance_parse_once() {
         lnc_writer(2).write(&Synth::dynamic_cayman_n(2).member_list()),
     )
     .unwrap();
-    let steps = plan::parse_load(&format!("{}@0-63", path.display())).unwrap();
+    let steps = plan::parse_load(format!("{}@0-63", path.display())).unwrap();
     assert_eq!(steps.len(), 64);
     let d = Deployment {
         instance: Some(Instance::named("trn2.48xlarge").unwrap()),
