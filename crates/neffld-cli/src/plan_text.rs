@@ -710,3 +710,40 @@ fn shell_word(w: &std::ffi::OsStr) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// Each word, read back by a shell, is the exact bytes it was: plain,
+    /// quoted, with a quote, a line break, a byte that is not UTF-8, an
+    /// `=` first (zsh's expansion), a `$`, nothing at all.
+    #[test]
+    fn a_shell_reads_every_word_back_as_it_was() {
+        let words: Vec<&OsStr> = [
+            &b"plain.neff@0-3"[..],
+            b"a b.neff",
+            b"it's",
+            b"\xff.neff",
+            b"line\nbreak\t\x1b[1m",
+            b"=eq",
+            b"$HOME",
+            b"",
+            "\u{85}\u{e9}".as_bytes(),
+        ]
+        .into_iter()
+        .map(OsStr::from_bytes)
+        .collect();
+        let line = shell_words(&words);
+        assert!(!line.contains('\n'), "{line}");
+        let out = std::process::Command::new("bash")
+            .args(["-c", &format!("printf '%s\\0' {line}")])
+            .output()
+            .unwrap();
+        let back: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
+        let was: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+        assert_eq!(back[..back.len() - 1], was[..], "{line}");
+    }
+}

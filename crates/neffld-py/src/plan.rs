@@ -646,15 +646,18 @@ pub struct Headroom {
 /// One piece of advice, judged by planning again with it.
 #[pyclass(frozen, get_all, module = "neffld")]
 pub struct Advice {
-    /// "scratchpad_page", "paged_scratchpad", "lnc", "placement" or
-    /// "without_neff".
+    /// "scratchpad_page", "paged_scratchpad", "lnc", "placement",
+    /// "spread", "tensor_size" or "without_neff".
     pub kind: &'static str,
     pub change: String,
     /// The whole `neffld plan` command line that applies it
     /// (`neffld.plan_argv(advice.argv)` plans it).
     pub argv: Vec<OsString>,
-    /// A placement's moves, (from, to) logical cores.
+    /// A placement's or a spread's moves, (from, to) logical cores (a
+    /// spread's first step moved is the document's `from_step`).
     pub moves: Option<Vec<(u32, u32)>>,
+    /// A tensor size's bytes: the refused tensor at the largest size that fits.
+    pub size: Option<u64>,
     pub reason: String,
     pub fits: bool,
     pub completed_before: usize,
@@ -1019,6 +1022,7 @@ impl Plan {
                             .moves
                             .as_ref()
                             .map(|m| m.iter().map(|m| (m.from, m.to)).collect()),
+                        size: a.size,
                         reason: a.reason.clone(),
                         fits: a.fits,
                         completed_before: a.completed_before,

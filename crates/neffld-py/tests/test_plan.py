@@ -423,3 +423,17 @@ def test_a_damaged_neff_is_named_damaged(tmp_path):
     p = neffld.plan(f"{cut}@0", instance="trn2.3xlarge")
     assert p.fits is False and p.steps[0].error.damaged is True
     assert p.no_fix is None and p.advice == []
+
+
+def test_a_tensor_named_like_a_flag_is_advised_a_size_that_re_plans():
+    # Issue 40 rows 4 and 12: a refused tensor named "-t" is advised the
+    # largest size that fits; its argv (`--tensor=-t=...`) plans again, as
+    # said (`--tensor -t=...` was "unexpected argument '-t'").
+    p = neffld.plan(f"{SMALL}@0", instance="trn2.3xlarge", tensors=["-t=30GiB@0"])
+    assert p.fits is False
+    sized = [a for a in p.advice if a.kind == "tensor_size"]
+    assert len(sized) == 1 and sized[0].fits is True
+    assert f"--tensor=-t={sized[0].size}@0" in sized[0].argv
+    assert 20 * GIB < sized[0].size < 24 * GIB
+    again = neffld.plan_argv(sized[0].argv)
+    assert again.fits is True and again.steps[-1].size == sized[0].size

@@ -458,7 +458,9 @@ fn advice_command_lines_replan_to_their_verdict_and_hopeless_plans_say_so() {
     assert_eq!(doc["fits"], false);
     assert!(!doc["advice"].as_array().unwrap().is_empty());
     advice_replans_as_said(&doc);
-    // A tensor larger than any HBM: nothing helps, and the report says so.
+    // A NEFF larger than any HBM: nothing helps, and the report says so
+    // (a tensor larger than any HBM is now advised the size that fits).
+    let huge = write_neff(&dir, "huge", 30 * GIB);
     let hopeless = [
         "plan",
         "--instance",
@@ -467,8 +469,7 @@ fn advice_command_lines_replan_to_their_verdict_and_hopeless_plans_say_so() {
         "1",
         &format!("{light}@0"),
         &format!("{dense}@1"),
-        "--tensor",
-        "kv=30GiB@2",
+        &format!("{huge}@2"),
         "--json",
     ];
     let doc = json(&neffld(&hopeless, &[]));
@@ -694,36 +695,117 @@ fn the_lines_before_2_26_log_no_neff_usage_table() {
     }
 }
 
-/// A refused tensor's "no fix" asks for the size on the cores of the
-/// argument that was refused, in place of that argument: with kv on cores
-/// 0-2 beside a refused kv on core 3, the question is kv@3 (it was kv@0-3,
-/// whose answer is bounded by the 20 GiB the other three already hold).
+/// Issue 40 row 12: a refused tensor is advised the largest size that
+/// fits on the cores of the argument that was refused, in its place: with
+/// kv on cores 0-2 beside a refused kv on core 3, the size is --solve
+/// kv@3's (not kv@0-3's, bounded by the 20 GiB the other three hold); it
+/// comes before leaving anything out, and its command line fits (a
+/// refused kv beside models was offered only "drop the model").
 #[test]
-fn a_refused_tensor_is_solved_on_its_own_cores() {
+fn a_refused_tensor_is_advised_the_size_that_fits_on_its_own_cores() {
+    let dir = scratch("tensor-size");
+    let model = write_neff(&dir, "model", 64 << 20);
+    let other = write_neff(&dir, "other", 64 << 20);
     let base = [
-        "plan",
-        "--instance",
-        "trn2.3xlarge",
-        "--json",
-        "--tensor",
-        "kv=20GiB@0-2",
+        "plan".to_string(),
+        "--instance".into(),
+        "trn2.3xlarge".into(),
+        "--json".into(),
+        format!("{model}@3"),
+        format!("{other}@3"),
+        "--tensor".into(),
+        "kv=20GiB@0-2".into(),
     ];
-    let mut args = base.to_vec();
-    args.extend(["--tensor", "kv=30GiB@3"]);
-    let out = neffld(&args, &[]);
+    let run = |extra: &[&str]| {
+        let mut a: Vec<&str> = base.iter().map(String::as_str).collect();
+        a.extend(extra);
+        neffld(&a, &[])
+    };
+    let out = run(&["--tensor", "kv=30GiB@3"]);
     assert_eq!(out.status.code(), Some(1));
     let doc = json(&out);
-    let no_fix = doc["no_fix"].as_str().unwrap();
+    let kinds: Vec<&str> = doc["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    let sized = kinds
+        .iter()
+        .position(|&k| k == "tensor_size")
+        .expect("tensor_size");
+    if let Some(without) = kinds.iter().position(|&k| k == "without_neff") {
+        assert!(sized < without, "{kinds:?}");
+    }
+    let advice = &doc["advice"][sized];
+    assert_eq!(advice["fits"], true, "{advice}");
+    // Independent: the question asked of the deployment without the
+    // refused argument.
+    let answer = json(&run(&["--solve", "kv@3"]));
+    let bytes = answer["solve"]["bytes"].as_u64().unwrap();
+    assert!(bytes > 20 * GIB && bytes < 24 * GIB, "{answer}");
+    assert_eq!(advice["size"], bytes, "{advice}");
+    let argv = argv_of(advice);
     assert!(
-        no_fix.ends_with("--solve kv@3 in place of --tensor 'kv=30GiB@3'"),
-        "{no_fix}"
+        argv.contains(&format!("--tensor=kv={bytes}@3").as_str()),
+        "{argv:?}"
     );
-    // Asked as said, the answer is a size the refused core can take.
-    let mut args = base.to_vec();
-    args.extend(["--solve", "kv@3"]);
+    assert!(argv.contains(&"--tensor=kv=21474836480@0-2"), "{argv:?}");
+    assert!(doc["no_fix"].is_null(), "{doc}");
+    advice_replans_as_said(&doc);
+}
+
+/// Issue 40 row 12: a refused plan with 31 of 32 cores empty is advised to
+/// spread its crowded core onto empty ones (it said "no change was found
+/// to consider"): the refused step and the core's later steps go to the
+/// first core of an empty HBM, and a step refused there moves on again.
+#[test]
+fn a_crowded_core_is_advised_to_spread_onto_empty_ones() {
+    let demo = demo();
+    let args = [
+        "plan",
+        "--instance",
+        "trn1.32xlarge",
+        &format!("{demo}@0"),
+        "--tensor",
+        "a=10GiB@0",
+        "--tensor",
+        "b=10GiB@0",
+        "--tensor",
+        "c=10GiB@0",
+        "--json",
+    ];
     let doc = json(&neffld(&args, &[]));
-    let bytes = doc["solve"]["bytes"].as_u64().unwrap();
-    assert!(bytes > 20 * GIB, "{doc}");
+    assert_eq!(doc["fits"], false);
+    assert_eq!(doc["steps"].as_array().unwrap().len(), 3, "b is refused");
+    let spread = advice_of_kind(&doc, "spread");
+    assert_eq!(spread.len(), 1, "{}", doc["advice"]);
+    assert_eq!(spread[0]["fits"], true, "{}", spread[0]);
+    let moves = spread[0]["moves"].as_array().unwrap();
+    assert_eq!(moves.len(), 2, "{}", spread[0]);
+    assert_eq!(
+        (&moves[0]["from"], &moves[0]["from_step"]),
+        (&0.into(), &2.into())
+    );
+    assert_eq!(
+        (&moves[1]["from"], &moves[1]["from_step"]),
+        (&moves[0]["to"], &3.into())
+    );
+    assert!(doc["no_fix"].is_null(), "{doc}");
+    advice_replans_as_said(&doc);
+    // Independent: each 10 GiB tensor then has an HBM of its own.
+    let argv = argv_of(spread[0]);
+    let mut again: Vec<&str> = argv[1..].to_vec();
+    again.push("--json");
+    let planned = json(&neffld(&again, &[]));
+    let hbms: std::collections::BTreeSet<(u64, u64)> = planned["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["size"] == 10 * GIB)
+        .map(|t| (t["device"].as_u64().unwrap(), t["hbm"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(hbms.len(), 3, "{planned}");
 }
 
 /// An unload names the file it undoes by any path to it: relative with or

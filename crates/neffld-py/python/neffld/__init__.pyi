@@ -556,12 +556,25 @@ class Headroom:
 class Advice:
     """One piece of advice, judged by planning again with it."""
 
-    kind: Literal["scratchpad_page", "paged_scratchpad", "lnc", "placement", "without_neff"]
+    kind: Literal[
+        "scratchpad_page",
+        "paged_scratchpad",
+        "lnc",
+        "placement",
+        "spread",
+        "tensor_size",
+        "without_neff",
+    ]
     change: str
     argv: list[str]
     """The whole `neffld plan` command line that applies it (plan_argv plans
     it); a path that is not UTF-8 is given as `os.fsdecode` gives it."""
     moves: Optional[list[tuple[int, int]]]
+    """A placement's or a spread's moves, (from, to) logical cores (a
+    spread moves the core's steps from `to_dict()`'s `from_step` on)."""
+    size: Optional[int]
+    """A tensor_size's bytes: the refused tensor at the largest size that
+    fits on its cores beside the rest (what solve="NAME@CORES" answers)."""
     reason: str
     fits: bool
     completed_before: int

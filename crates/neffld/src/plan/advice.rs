@@ -27,9 +27,10 @@ use std::path::PathBuf;
 use crate::api::Fingerprinted;
 use crate::report::memory::{human_size, Column};
 
-use super::deployment::{Deployment, Step};
+use super::deployment::{Deployment, Solve, Step};
 use super::execute::Outcome;
 use super::run::{configure, Session};
+use super::solve::SolveAnswer;
 use super::PlanError;
 
 /// Which change.
@@ -56,6 +57,21 @@ pub enum AdviceKind {
     Placement {
         /// (from, to) visible logical cores.
         moves: Vec<(u32, u32)>,
+    },
+    /// A crowded core's steps spread onto cores whose HBMs the deployment
+    /// leaves empty: each move takes core `from`'s steps from step `step`
+    /// on (what they allocate, and what releases it) to core `to`.
+    Spread {
+        /// (step, from, to): the first step moved and the cores.
+        moves: Vec<(usize, u32, u32)>,
+    },
+    /// A refused tensor at the largest size that fits on its cores beside
+    /// the rest of the deployment (what `--solve NAME@CORES` answers).
+    TensorSize {
+        /// The tensor.
+        name: String,
+        /// The size that fits.
+        bytes: u64,
     },
     /// The deployment without this NEFF.
     Without {
@@ -233,6 +249,11 @@ pub(crate) fn advise(
     orig: &Outcome,
     prints: &[Fingerprinted<'_>],
 ) -> Result<(Vec<Advice>, Vec<String>), PlanError> {
+    // The deployment's own question is not asked again of each change.
+    let d = &Deployment {
+        solve: None,
+        ..d.clone()
+    };
     let mut out = Vec::new();
     let mut considered = Vec::new();
     if let Some(a) = page_size(session, d, orig, prints, &mut considered)? {
@@ -247,10 +268,201 @@ pub(crate) fn advise(
     if let Some(a) = placement(session, d, orig, prints, &mut considered)? {
         out.push(a);
     }
+    // Room elsewhere, and the size that fits, before leaving anything out.
+    if let Some(a) = spread(session, d, orig, prints, &mut considered)? {
+        out.push(a);
+    }
+    if let Some(a) = tensor_size(session, d, orig, prints, &mut considered)? {
+        out.push(a);
+    }
     if let Some(a) = dominant(session, d, orig, prints, &mut considered)? {
         out.push(a);
     }
     Ok((out, considered))
+}
+
+/// Replans that spreading a refused plan may take: each moves one more
+/// core's steps onto one more empty HBM.
+const SPREAD_TRIED: usize = 16;
+
+/// A refused plan's crowded core spread onto cores whose HBMs nothing of
+/// the deployment uses: the refused step and the core's later steps move
+/// to the first such core ([`super::spread::moved`]); planned again, a
+/// step refused further on moves on to the next, and so on, at most
+/// [`SPREAD_TRIED`] times. Considered when every step names its core and
+/// the refusal is for want of memory (31 empty cores beside a refused one
+/// gave "no change was found to consider").
+fn spread(
+    session: &Session,
+    d: &Deployment,
+    orig: &Outcome,
+    prints: &[Fingerprinted<'_>],
+    considered: &mut Vec<String>,
+) -> Result<Option<Advice>, PlanError> {
+    let core = |s: &Step| match s {
+        Step::Load { vnc, .. } => *vnc,
+        Step::Tensor { vnc, .. } | Step::Unload { vnc, .. } | Step::Free { vnc, .. } => Some(*vnc),
+    };
+    if orig.refusal.is_none() || d.steps.iter().any(|s| core(s).is_none()) {
+        return Ok(None);
+    }
+    let hbm = |v: u32| orig.hbm_of_vnc.get(v as usize).copied().flatten();
+    let mut used: Vec<(u32, u32)> = d.steps.iter().filter_map(|s| hbm(core(s)?)).collect();
+    let mut spare: Vec<u32> = Vec::new();
+    for v in 0..orig.hbm_of_vnc.len() as u32 {
+        if let Some(h) = hbm(v).filter(|h| !used.contains(h)) {
+            used.push(h);
+            spare.push(v);
+        }
+    }
+    if spare.is_empty() {
+        return Ok(None);
+    }
+    considered.push("spreading the refused core's steps onto cores whose HBMs are empty".into());
+    let mut changed = d.clone();
+    let mut moves: Vec<(usize, u32, u32)> = Vec::new();
+    let mut refused = orig.completed();
+    let mut last = None;
+    for &to in spare.iter().take(SPREAD_TRIED) {
+        let Some(from) = changed.steps.get(refused).and_then(core) else {
+            break;
+        };
+        let next = super::spread::moved(&changed, refused, from, to);
+        if next.validate(orig.hbm_of_vnc.len() as u32, "").is_err() {
+            break;
+        }
+        let o = replan(session, &next, prints)?;
+        // A step that does not fit on an empty HBM either ends it.
+        if o.completed() <= refused {
+            break;
+        }
+        changed = next;
+        moves.push((refused, from, to));
+        refused = o.completed();
+        let done = refused == changed.steps.len() || o.refusal.is_none();
+        last = Some(o);
+        if done {
+            break;
+        }
+    }
+    let Some(j) = last.and_then(|o| Judged::new(orig, o, d.steps.len())) else {
+        return Ok(None);
+    };
+    let list: Vec<String> = moves
+        .iter()
+        .map(|&(step, from, to)| {
+            format!("core {from}'s steps from step {} on to core {to}", step + 1)
+        })
+        .collect();
+    let reason = format!(
+        "{} of {} logical cores have an HBM nothing of the deployment uses; {}: {}",
+        spare.len(),
+        orig.hbm_of_vnc.len(),
+        list.join(", "),
+        j.effect()
+    );
+    let onto: Vec<String> = moves.iter().map(|m| m.2.to_string()).collect();
+    Ok(Some(j.advice(
+        AdviceKind::Spread { moves },
+        format!(
+            "spread onto empty core{} {}",
+            if onto.len() == 1 { "" } else { "s" },
+            onto.join(", ")
+        ),
+        reason,
+        argv_of(session, &changed),
+    )))
+}
+
+/// A refused tensor at the largest size that fits: the size `--solve
+/// NAME@CORES` finds for the tensor of the refused argument (or deployment
+/// step) on its cores beside the rest of the deployment, put in its place
+/// and planned again (a refused tensor beside models was offered only
+/// leaving a model out).
+fn tensor_size(
+    session: &Session,
+    d: &Deployment,
+    orig: &Outcome,
+    prints: &[Fingerprinted<'_>],
+    considered: &mut Vec<String>,
+) -> Result<Option<Advice>, PlanError> {
+    let at = orig.completed();
+    let (Some(Step::Tensor { name, size, .. }), Some(_)) = (d.steps.get(at), &orig.refusal) else {
+        return Ok(None);
+    };
+    // The tensor's steps of the argument (or deployment step) refused.
+    let origin = d.origins.get(at);
+    let of_it = |j: usize| {
+        d.origins.get(j) == origin
+            && matches!(&d.steps[j], Step::Tensor { name: n, size: s, .. } if n == name && s == size)
+    };
+    let cores: Vec<u32> = (0..d.steps.len())
+        .filter(|&j| of_it(j))
+        .filter_map(|j| match d.steps[j] {
+            Step::Tensor { vnc, .. } => Some(vnc),
+            _ => None,
+        })
+        .collect();
+    considered.push(format!("a smaller {name}"));
+    let probe = Deployment {
+        steps: (0..d.steps.len())
+            .filter(|&j| !of_it(j))
+            .map(|j| d.steps[j].clone())
+            .collect(),
+        solve: Some(Solve::Tensor {
+            name: name.clone(),
+            cores: cores.clone(),
+        }),
+        ..d.clone()
+    };
+    // Frees of the tensor have nothing to free without it.
+    if probe.validate(orig.hbm_of_vnc.len() as u32, "").is_err() {
+        return Ok(None);
+    }
+    let bytes = match replan(session, &probe, prints)?.solved.map(|s| s.answer) {
+        Some(Ok(SolveAnswer::Bytes(b))) if b > 0 => b,
+        _ => return Ok(None),
+    };
+    let changed = Deployment {
+        steps: (0..d.steps.len())
+            .map(|j| match &d.steps[j] {
+                Step::Tensor { name, vnc, .. } if of_it(j) => Step::Tensor {
+                    name: name.clone(),
+                    size: bytes,
+                    vnc: *vnc,
+                },
+                s => s.clone(),
+            })
+            .collect(),
+        ..d.clone()
+    };
+    let Some(j) = Judged::new(orig, replan(session, &changed, prints)?, d.steps.len()) else {
+        return Ok(None);
+    };
+    if !j.helps() {
+        return Ok(None);
+    }
+    let list = super::deployment::core_list(&cores);
+    let reason = format!(
+        "the largest {name} that fits on {} {list} beside the rest of the deployment is {bytes} bytes ({}), found by allocating as --solve {name}@{list} does, where {} ({size} bytes) was asked: {}",
+        if cores.len() == 1 { "core" } else { "each of cores" },
+        human_size(bytes),
+        human_size(*size),
+        j.effect()
+    );
+    Ok(Some(j.advice(
+        AdviceKind::TensorSize {
+            name: name.clone(),
+            bytes,
+        },
+        format!(
+            "{name} of {bytes} bytes ({}) on {} {list}",
+            human_size(bytes),
+            if cores.len() == 1 { "core" } else { "cores" }
+        ),
+        reason,
+        argv_of(session, &changed),
+    )))
 }
 
 /// The command line of a changed deployment.

@@ -65,8 +65,10 @@ impl Session {
         let fits = exec.steps.len() == d.steps.len()
             && refusal.is_none()
             && exec.steps.iter().all(|s| s.outcome.is_ok());
+        // A tensor question is answered on any run that fits (advice asks
+        // one of a changed deployment), the headroom only when measured.
         let solved = match &d.solve {
-            Some(Solve::Tensor { name, cores }) if measure && fits => Some(Solved {
+            Some(Solve::Tensor { name, cores }) if fits => Some(Solved {
                 solve: Solve::Tensor {
                     name: name.clone(),
                     cores: cores.clone(),

@@ -25,6 +25,7 @@ mod overrides;
 pub mod report;
 mod run;
 pub mod solve;
+mod spread;
 pub mod sysfs;
 pub mod world;
 
@@ -456,41 +457,14 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
         if collectives {
             return "a collectives load was refused: no memory setting changes what the ranks' NEFFs and their collectives world are (see the refused step)".to_string();
         }
-        let mut said = if considered.is_empty() {
+        if considered.is_empty() {
             "no change was found to consider: the plan does not fit as written".to_string()
         } else {
             format!(
                 "nothing considered makes the plan fit (considered: {})",
                 considered.join("; ")
             )
-        };
-        // A refused tensor: the question that has an answer is its size,
-        // on the cores of the argument or deployment step that asked for it.
-        if let Some((at, Step::Tensor { name, .. })) = outcome
-            .steps
-            .iter()
-            .enumerate()
-            .find(|(_, s)| s.outcome.is_err())
-            .map(|(i, s)| (i, &s.step))
-        {
-            let origin = deployment.origins.get(at);
-            let cores: Vec<u32> = deployment
-                .steps
-                .iter()
-                .enumerate()
-                .filter(|&(j, _)| deployment.origins.get(j) == origin)
-                .filter_map(|(_, s)| match s {
-                    Step::Tensor { name: n, vnc, .. } if n == name => Some(*vnc),
-                    _ => None,
-                })
-                .collect();
-            said.push_str(&format!(
-                "; the largest {name} that fits on each of its cores beside the rest: --solve {name}@{} in place of {}",
-                deployment::core_list(&cores),
-                origin.map_or("its tensor steps", String::as_str)
-            ));
         }
-        said
     });
     let headroom = outcome.headroom.take().unwrap_or_default();
     let world = outcome

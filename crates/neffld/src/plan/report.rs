@@ -369,8 +369,8 @@ pub struct CopiesEntry {
 /// One piece of advice with what planning again with it showed.
 #[derive(Clone, Debug, Serialize)]
 pub struct AdviceEntry {
-    /// `scratchpad_page`, `paged_scratchpad`, `lnc`, `placement` or
-    /// `without_neff`.
+    /// `scratchpad_page`, `paged_scratchpad`, `lnc`, `placement`,
+    /// `spread`, `tensor_size` or `without_neff`.
     pub kind: &'static str,
     /// The change as a user makes it.
     pub change: String,
@@ -379,8 +379,11 @@ pub struct AdviceEntry {
     /// a byte that is not UTF-8 as U+FFFD.
     #[serde(serialize_with = "words")]
     pub argv: Vec<std::ffi::OsString>,
-    /// A placement's moves (`None` for other kinds).
+    /// A placement's or a spread's moves (`None` for other kinds).
     pub moves: Option<Vec<Move>>,
+    /// A tensor size's bytes: the refused tensor at the largest size that
+    /// fits (`None` for other kinds).
+    pub size: Option<u64>,
     /// Why, with the figures.
     pub reason: String,
     /// Every step runs with the change.
@@ -403,13 +406,16 @@ pub struct AdviceEntry {
     pub unblocked: Option<Unblocked>,
 }
 
-/// A logical core a placement moves.
+/// A logical core a placement or a spread moves.
 #[derive(Clone, Debug, Serialize)]
 pub struct Move {
     /// The core as written.
     pub from: u32,
     /// The core it moves to.
     pub to: u32,
+    /// A spread's first step moved (its steps from this one on, with what
+    /// releases them); `None`: a placement moves every step of the core.
+    pub from_step: Option<usize>,
 }
 
 /// The refused step a change lets through.
@@ -599,14 +605,37 @@ fn advice(a: &super::Advice) -> AdviceEntry {
             AdviceKind::PagedScratchpad => "paged_scratchpad",
             AdviceKind::Lnc { .. } => "lnc",
             AdviceKind::Placement { .. } => "placement",
+            AdviceKind::Spread { .. } => "spread",
+            AdviceKind::TensorSize { .. } => "tensor_size",
             AdviceKind::Without { .. } => "without_neff",
         },
         change: a.change.clone(),
         argv: a.argv.clone(),
         moves: match &a.kind {
-            AdviceKind::Placement { moves } => {
-                Some(moves.iter().map(|&(from, to)| Move { from, to }).collect())
-            }
+            AdviceKind::Placement { moves } => Some(
+                moves
+                    .iter()
+                    .map(|&(from, to)| Move {
+                        from,
+                        to,
+                        from_step: None,
+                    })
+                    .collect(),
+            ),
+            AdviceKind::Spread { moves } => Some(
+                moves
+                    .iter()
+                    .map(|&(step, from, to)| Move {
+                        from,
+                        to,
+                        from_step: Some(step),
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        },
+        size: match &a.kind {
+            AdviceKind::TensorSize { bytes, .. } => Some(*bytes),
             _ => None,
         },
         reason: a.reason.clone(),

@@ -930,7 +930,13 @@ fn the_scratchpad_figure_of_a_refused_plan_is_the_tables() {
     } else {
         panic!("page-size advice expected: {:?}", p.advice);
     }
-    assert!(p.no_fix.is_some());
+    // The tensor at the size that fits beside the rest does (issue 40 row
+    // 12), so the plan has a fix.
+    assert!(p
+        .advice
+        .iter()
+        .any(|a| matches!(a.kind, AdviceKind::TensorSize { .. }) && a.fits));
+    assert!(p.no_fix.is_none());
 }
 
 /// Issue 40 row 3: the headroom's counting is bounded by the allocations
