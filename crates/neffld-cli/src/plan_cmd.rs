@@ -59,8 +59,9 @@ pub struct PlanArgs {
     pub frees: Vec<String>,
     /// Solve instead of check: NAME@CORES, the largest tensor NAME that fits
     /// on every listed logical core at once beside the whole deployment; or
-    /// FILE.neff[@CORES], how many more loads of FILE fit (on the listed
-    /// cores in order, else each on the next free core).
+    /// FILE.neff[@CORES], how many copies of FILE fit on the listed cores
+    /// (else on every logical core) beside it. Needs no LOAD: asked alone,
+    /// of the empty instance.
     #[arg(long, value_name = "NAME@CORES|FILE.neff[@CORES]")]
     pub solve: Option<OsString>,
     /// Ceiling on a NEFF's inflated payload in bytes, neffld's own guard
@@ -183,13 +184,7 @@ fn deployment(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Deployment, Failur
         .collect::<Result<_, _>>()
         .map_err(usage)?;
     // `--env NEFFLD_MAX_STEPS=N` over the process's, as for every variable.
-    let max_steps = neffld::config::max_steps(|k| {
-        let given = env.iter().rev().find(|(name, _)| name == k);
-        given
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var(k).ok())
-    })
-    .map_err(|e| Failure::config(&e))?;
+    let max_steps = plan::step_ceiling(&env).map_err(|e| Failure::config(&e))?;
     let mut budget = plan::StepBudget::new(max_steps);
     let d = match file {
         Some(path) => {
@@ -372,9 +367,7 @@ pub fn command_deployment(
 /// JSON when asked) instead of a kill by `SIGBUS` ([`crate::sigbus`]).
 fn evaluate(a: &PlanArgs, m: Option<&ArgMatches>) -> Result<Plan, Failure> {
     let d = deployment(a, m)?;
-    if d.steps.is_empty() {
-        return Err(Failure::usage("the deployment has no step".into()));
-    }
+    d.has_work().map_err(|e| Failure::usage(e.to_string()))?;
     let _shortened = {
         let mut seen = std::collections::BTreeSet::new();
         let mut files: Vec<String> = Vec::new();

@@ -428,12 +428,25 @@ fn answers_html(r: &PlanReport) -> String {
         let answer = if let Some(b) = solve.bytes {
             format!("at most {b} bytes ({}) on each core", units::human(b))
         } else if let Some(n) = solve.ranks {
+            let per_core = solve.per_core.as_deref().unwrap_or_default();
             let mut said = format!(
-                "{n} more of {} asked",
-                solve.tried.map_or("null".to_string(), |t| t.to_string())
+                "{}{n} cop{} fit ({})",
+                if solve.ceiling.is_some() {
+                    "at least "
+                } else {
+                    ""
+                },
+                if n == 1 { "y" } else { "ies" },
+                per_core
+                    .iter()
+                    .map(|c| format!("{} on core {}", c.copies, c.core))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
-            if let Some(e) = &solve.stopped {
-                let _ = write!(said, "; the next refused [{}]: {}", e.status, e.message);
+            if let Some(c) = &solve.ceiling {
+                let _ = write!(said, "; counting stopped at neffld's own ceiling {c}");
+            } else if let Some(e) = &solve.stopped {
+                let _ = write!(said, "; one more refused [{}]: {}", e.status, e.message);
             }
             said
         } else {

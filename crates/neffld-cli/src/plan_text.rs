@@ -10,7 +10,6 @@ use neffld::plan::deployment::core_list;
 use neffld::plan::{self, Headroom, Plan, Solve, SolveAnswer, Step, StepFailure};
 use neffld::report::{HbmMemory, MemoryReport};
 use neffld::text::count;
-use neffld::NrtStatus;
 
 use crate::style::Style;
 use crate::units;
@@ -67,6 +66,12 @@ fn summary(t: &mut String, p: &Plan, style: Style) {
         let _ = writeln!(t, "note      {note}");
     }
     match p.failed_step() {
+        None if p.planned == 0 => {
+            let _ = writeln!(
+                t,
+                "fits      nothing to fit: no step, the question is asked of the empty instance"
+            );
+        }
         None => {
             let _ = writeln!(
                 t,
@@ -168,6 +173,10 @@ fn refusal(t: &mut String, p: &Plan) {
 /// The steps: consecutive steps of one file or tensor with one result (the
 /// ranks of one NEFF) are one line, their cores listed together.
 fn steps(t: &mut String, p: &Plan) {
+    // A question asked of the empty instance has no step to list.
+    if p.steps.is_empty() {
+        return;
+    }
     let rows = runs(p.steps.iter().map(|s| {
         let result = match &s.outcome {
             Ok(()) => "ok".to_string(),
@@ -564,37 +573,63 @@ fn solve_text(p: &Plan) -> Option<String> {
             count(cores.len() as u64, "logical core")
         ),
         (
-            Solve::Ranks { file, cores },
+            Solve::Ranks { file, .. },
             Ok(SolveAnswer::Ranks {
                 count: n,
-                tried,
+                per_core,
                 stopped,
+                ceiling,
             }),
         ) => {
+            let cores: Vec<u32> = per_core.iter().map(|&(c, _)| c).collect();
             let mut line = format!(
-                "solve     {}: {n} more load{} fit, of {tried} asked ({})",
+                "solve     {}: {}{n} cop{} fit on {}",
                 file.display(),
-                if *n == 1 { "" } else { "s" },
-                match cores {
-                    Some(c) => format!("on cores {} in order", plan::deployment::core_list(c)),
-                    None => "each on the next free logical core".into(),
-                }
+                if ceiling.is_some() { "at least " } else { "" },
+                if *n == 1 { "y" } else { "ies" },
+                cores_named(&cores),
             );
-            if let Some(f) = stopped {
-                let _ = write!(line, "; the next {}", refused(f));
-                if cores.is_none() && f.status == NrtStatus::LoadNotEnoughNc {
-                    let _ = write!(
-                        line,
-                        " (every logical core holds a load: {} counts loads beside them)",
-                        shell_words(&["--solve".into(), format!("{}@CORES", file.display())])
-                    );
-                }
+            if cores.len() > 1 {
+                let _ = write!(line, " ({})", copies_by_core(per_core));
+            }
+            if let Some(c) = ceiling {
+                let _ = write!(line, "; counting stopped at neffld's own ceiling {c}");
+            } else if let Some(f) = stopped {
+                let _ = write!(line, "; one more {}", refused(f));
             }
             line
         }
         (q, Err(e)) => format!("solve     {q}: no answer: {e}"),
         (q, Ok(_)) => format!("solve     {q}: no answer"),
     })
+}
+
+/// `core 3` or `cores 0-3,8`.
+fn cores_named(cores: &[u32]) -> String {
+    match cores {
+        [one] => format!("core {one}"),
+        _ => format!("cores {}", plan::deployment::core_list(cores)),
+    }
+}
+
+/// Each count of copies with the cores that took it: `10 on cores 0-2, 9
+/// on core 3`.
+fn copies_by_core(per_core: &[(u32, u32)]) -> String {
+    let mut counts: Vec<u32> = per_core.iter().map(|&(_, n)| n).collect();
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    counts.dedup();
+    counts
+        .iter()
+        .map(|&n| {
+            let cores: Vec<u32> = per_core
+                .iter()
+                .filter(|&&(_, k)| k == n)
+                .map(|&(c, _)| c)
+                .collect();
+            format!("{n} on {}", cores_named(&cores))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// How a step that did not go through was stopped, and the message.

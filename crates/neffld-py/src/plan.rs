@@ -170,9 +170,7 @@ fn deployment(a: &Args) -> FResult<Deployment> {
         hosts: a.hosts,
     };
     let d = d.overridden(overrides, |k| std::env::var(k).ok());
-    if d.steps.is_empty() {
-        return Err(usage("the deployment has no step"));
-    }
+    d.has_work().map_err(usage)?;
     Ok(d)
 }
 
@@ -313,9 +311,7 @@ pub fn _plan_argv(py: Python<'_>, args: Vec<OsString>) -> PyResult<Plan> {
             Failure::new(f.stage, f.status, f.message).of_callers_words()
         });
         let (d, files) = parsed?;
-        if d.steps.is_empty() {
-            return Err(usage("the deployment has no step"));
-        }
+        d.has_work().map_err(usage)?;
         answer(&d, &files)
     });
     let (report, json) = raise(py, out)?;
@@ -776,13 +772,11 @@ impl Solve {
     fn __repr__(&self) -> String {
         let answer = match (self.bytes, self.ranks, &self.unanswered) {
             (Some(b), _, _) => format!("{b} bytes"),
-            (_, Some(n), _) => {
-                let tried = self.tried.map_or("?".into(), |t| t.to_string());
-                match &self.stopped {
-                    Some(e) => format!("{n} more of {tried}, then {}", e.get().status_name),
-                    None => format!("{n} more of {tried}"),
-                }
-            }
+            (_, Some(n), _) => match (&self.ceiling, &self.stopped) {
+                (Some(c), _) => format!("at least {n} copies, stopped at {c}"),
+                (None, Some(e)) => format!("{n} copies, then {}", e.get().status_name),
+                (None, None) => format!("{n} copies"),
+            },
             (_, _, Some(why)) => format!("no answer: {why}"),
             _ => "no answer".into(),
         };
@@ -812,11 +806,14 @@ pub struct Solve {
     pub cores: Option<Vec<u32>>,
     /// The largest tensor that fits on every listed core at once.
     pub bytes: Option<u64>,
-    /// Further loads that fit, of `tried`.
+    /// Copies of the NEFF that fit, every core together.
     pub ranks: Option<u32>,
-    pub tried: Option<u32>,
-    /// Why the next load tried did not go through.
+    /// Each core counted: (core, copies it took).
+    pub per_core: Option<Vec<(u32, u32)>>,
+    /// Why the last core to stop took no further copy.
     pub stopped: Option<Py<StepError>>,
+    /// The ceiling that stopped the count (then at least `ranks`).
+    pub ceiling: Option<String>,
     /// Why there is no answer.
     pub unanswered: Option<String>,
 }
@@ -1054,8 +1051,12 @@ impl Plan {
                         cores: s.cores.clone(),
                         bytes: s.bytes,
                         ranks: s.ranks,
-                        tried: s.tried,
+                        per_core: s
+                            .per_core
+                            .as_ref()
+                            .map(|p| p.iter().map(|c| (c.core, c.copies)).collect()),
                         stopped: s.stopped.as_ref().map(|e| step_error(py, e)).transpose()?,
+                        ceiling: s.ceiling.clone(),
                         unanswered: s.unanswered.clone(),
                     },
                 )

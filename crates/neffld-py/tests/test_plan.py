@@ -280,23 +280,33 @@ def test_solve_gives_a_size_that_fits_and_one_granule_more_does_not():
     assert over.fits is False
 
 
-def test_a_count_of_more_loads_says_what_stopped_it():
-    # Every logical core holds a load: none more goes on the next free one,
-    # and the refusal is the one a plan with one more load appended meets.
-    p = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", solve=str(SMALL))
-    s = p.solve
-    assert (s.kind, s.ranks, s.tried) == ("ranks", 0, 4)
-    appended = neffld.plan(f"{SMALL}@0-3", str(SMALL), instance="trn2.3xlarge")
-    refused = appended.steps[4].error
-    assert s.stopped.status_name == refused.status_name == "NRT_LOAD_NOT_ENOUGH_NC"
+def test_a_solve_on_the_empty_instance_counts_copies_on_its_cores():
+    # Nothing loaded: the question is asked of the empty instance (it was
+    # "the deployment has no step"), and LARGE@0,0 counts the copies that
+    # fit on core 0, not one per listing.
+    kv = neffld.plan(instance="trn2.3xlarge", solve="kv@0").solve
+    assert kv.kind == "tensor" and kv.bytes > 20 * GIB
+    s = neffld.plan(instance="trn2.3xlarge", solve=f"{LARGE}@0,0").solve
+    n = s.ranks
+    assert s.kind == "ranks" and n > 2 and s.per_core == [(0, n)]
+    assert s.ceiling is None
+    fits = neffld.plan(*[f"{LARGE}@0"] * n, instance="trn2.3xlarge")
+    assert fits.fits is True
+    over = neffld.plan(*[f"{LARGE}@0"] * (n + 1), instance="trn2.3xlarge")
+    refused = over.steps[n].error
+    assert s.stopped.status_name == refused.status_name == "NRT_RESOURCE"
     assert (s.stopped.status, s.stopped.message) == (refused.status, refused.message)
-    assert repr(s) == f"Solve({SMALL}: 0 more of 4, then NRT_LOAD_NOT_ENOUGH_NC)"
-    assert repr(s.stopped).startswith("StepError(NRT_LOAD_NOT_ENOUGH_NC (9): No free logical")
+    assert repr(s) == f"Solve({LARGE}@0,0: {n} copies, then NRT_RESOURCE)"
+    # Without @: over every logical core of the instance.
+    every = neffld.plan(instance="trn2.3xlarge", solve=str(LARGE)).solve
+    assert [c for c, _ in every.per_core] == [0, 1, 2, 3]
+    assert every.ranks == sum(k for _, k in every.per_core)
+    p = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge")
     assert repr(p.neffs[0]) == f"PlanNeff(1 {SMALL} on core 0)"
     t = p.tensors[0]
     assert repr(t) == f"PlanTensor({t.name}: {t.size} bytes on core 0)"
-    beside = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", solve=f"{SMALL}@0,1")
-    assert (beside.solve.ranks, beside.solve.stopped) == (2, None)
+    with pytest.raises(neffld.NeffError, match="has no step"):
+        neffld.plan(instance="trn2.3xlarge")
 
 
 def test_a_neff_that_cannot_load_is_not_counted_as_no_room():

@@ -1838,55 +1838,133 @@ fn grouped_columns_stay_under_their_headings() {
     assert_eq!(end_of(head, "free"), end_of(row, free) + 4, "{headroom:?}");
 }
 
-/// `--solve FILE` with every logical core already holding a load: none
-/// more goes "on the next free core", and the answer says why, with the
-/// refusal a plan with one more load appended meets, and how to count
-/// loads beside the ones there (headroom finds room for them).
+/// A solve asked of the empty instance answers (`neffld plan --instance
+/// trn2.48xlarge --solve kv@0` said "the deployment has no step", exit 2),
+/// and `--solve FILE@CORES` counts the copies that fit on those cores,
+/// each listed core once (`@0,0,0` tried three loads and answered 3): the
+/// count is checked by planning that many loads, which fit, and one more,
+/// refused as the answer says.
 #[test]
-fn a_count_of_more_loads_says_what_stopped_it() {
-    let dir = scratch("solve-stopped");
-    let a = write_neff(&dir, "s", 0);
-    let on_every_core = format!("{a}@0-3");
-    let base = ["plan", "--instance", "trn2.3xlarge", on_every_core.as_str()];
-    let solved = neffld(&[&base[..], &["--solve", &a, "--json"]].concat(), &[]);
-    assert_eq!(solved.status.code(), Some(0));
-    let doc = json(&solved);
-    let solve = &doc["solve"];
-    assert_eq!(
-        (solve["ranks"].as_u64(), solve["tried"].as_u64()),
-        (Some(0), Some(4))
-    );
-    let appended = neffld(&[&base[..], &[a.as_str(), "--json"]].concat(), &[]);
-    assert_eq!(appended.status.code(), Some(1));
-    let next = json(&appended)["steps"][4]["error"].clone();
-    assert_eq!(next["status"], "NRT_LOAD_NOT_ENOUGH_NC", "{next}");
-    assert_eq!(solve["stopped"], next);
-
-    let map = dir.join("solve.html");
-    let map_arg = map.to_str().unwrap();
-    let text = neffld(
-        &[&base[..], &["--solve", &a, "--map", map_arg]].concat(),
+fn a_solve_on_the_empty_instance_counts_the_copies_that_fit() {
+    let dir = scratch("solve-empty");
+    let out = neffld(
+        &[
+            "plan",
+            "--instance",
+            "trn2.48xlarge",
+            "--solve",
+            "kv@0",
+            "--json",
+        ],
         &[],
     );
-    let text = String::from_utf8(text.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = json(&out)["solve"]["bytes"].as_u64().unwrap();
+    let kv = |size: u64| {
+        let t = format!("kv={size}@0");
+        neffld(
+            &["plan", "--instance", "trn2.48xlarge", "--tensor", &t],
+            &[],
+        )
+        .status
+        .code()
+    };
+    assert_eq!((kv(bytes), kv(bytes + 4096)), (Some(0), Some(1)), "{bytes}");
+    let out = neffld(
+        &["plan", "--instance", "trn2.48xlarge", "--solve", "kv@0"],
+        &[],
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("fits      nothing to fit: no step")
+            && text.contains(&format!("solve     kv: at most {bytes} bytes"))
+            && !text.contains("\nsteps\n"),
+        "{text}"
+    );
+
+    let a = write_neff(&dir, "s", 2 << 30);
+    let base = ["plan", "--instance", "trn2.3xlarge"];
+    let asked = format!("{a}@0,0,0");
+    let solved = neffld(&[&base[..], &["--solve", &asked, "--json"]].concat(), &[]);
+    assert_eq!(
+        solved.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&solved.stderr)
+    );
+    let doc = json(&solved);
+    let solve = &doc["solve"];
+    let n = solve["ranks"].as_u64().unwrap() as usize;
+    assert!(n > 3, "{solve}");
+    assert_eq!(
+        solve["per_core"],
+        serde_json::json!([{"core": 0, "copies": n}])
+    );
+    assert!(solve["ceiling"].is_null(), "{solve}");
+    let copies = |k: usize| {
+        let loads = vec![format!("{a}@0"); k];
+        let words: Vec<&str> = loads.iter().map(String::as_str).collect();
+        neffld(&[&base[..], &words, &["--json"]].concat(), &[])
+    };
+    assert_eq!(copies(n).status.code(), Some(0));
+    let over = copies(n + 1);
+    assert_eq!(over.status.code(), Some(1));
+    let next = json(&over)["steps"][n]["error"].clone();
+    assert_eq!(next["status"], "NRT_RESOURCE", "{next}");
+    assert_eq!(solve["stopped"], next);
+
+    // The human report and the map say the count, by core.
+    let map = dir.join("solve.html");
+    let out = neffld(
+        &[
+            &base[..],
+            &["--solve", &asked, "--map", map.to_str().unwrap()],
+        ]
+        .concat(),
+        &[],
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
     let line = text.lines().find(|l| l.starts_with("solve")).unwrap();
     assert!(
-        line.contains("0 more loads fit, of 4 asked")
-            && line.contains("the next refused [NRT_LOAD_NOT_ENOUGH_NC (9)]")
-            && line.contains(&format!("--solve {a}@CORES")),
+        line.contains(&format!(
+            "{n} copies fit on core 0; one more refused [NRT_RESOURCE"
+        )),
         "{line}"
     );
     let html = std::fs::read_to_string(&map).unwrap();
     assert!(
-        html.contains("0 more of 4 asked; the next refused [NRT_LOAD_NOT_ENOUGH_NC]"),
+        html.contains(&format!(
+            "{n} copies fit ({n} on core 0); one more refused [NRT_RESOURCE]"
+        )),
         "{html}"
     );
-    // Listed cores: the loads go beside the ones there, until memory ends.
-    let beside = format!("{a}@0,0,0");
-    let solved = neffld(&[&base[..], &["--solve", &beside, "--json"]].concat(), &[]);
+
+    // Without @: every logical core of the instance, each in turn.
+    let solved = neffld(&[&base[..], &["--solve", &a, "--json"]].concat(), &[]);
     let solve = &json(&solved)["solve"];
-    assert_eq!(solve["ranks"], 3, "{solve}");
-    assert!(solve["stopped"].is_null(), "{solve}");
+    let per_core = solve["per_core"].as_array().unwrap();
+    let cores: Vec<u64> = per_core
+        .iter()
+        .map(|c| c["core"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        cores,
+        (0..4).collect::<Vec<_>>(),
+        "trn2.3xlarge at LNC 2: {solve}"
+    );
+    let total: u64 = per_core.iter().map(|c| c["copies"].as_u64().unwrap()).sum();
+    assert_eq!(solve["ranks"].as_u64(), Some(total));
+    assert!(
+        per_core
+            .iter()
+            .all(|c| c["copies"].as_u64() == Some(n as u64)),
+        "{solve}"
+    );
 }
 
 /// A NEFF refused for the logical-core size it was compiled for is

@@ -229,7 +229,9 @@ def plan(
     `solve` asks for a figure instead of a verdict: "NAME@CORES" gives in
     `plan.solve.bytes` the largest tensor NAME that fits on every listed
     core at once beside the deployment; "FILE.neff[@CORES]" gives in
-    `plan.solve.ranks` how many more loads of FILE fit. Each advice item
+    `plan.solve.ranks` how many copies of FILE fit on the listed cores
+    (else every core of the instance; `plan.solve.per_core` by core). With
+    no load, either is asked of the empty instance. Each advice item
     carries `argv`, the whole command line that applies it: give it to
     `plan_argv` to plan it again.
 

@@ -597,9 +597,13 @@ class Solve:
     cores: Optional[list[int]]
     bytes: Optional[int]
     ranks: Optional[int]
-    tried: Optional[int]
+    """Copies of FILE.neff that fit, every core together."""
+    per_core: Optional[list[tuple[int, int]]]
+    """Each core counted, in the order listed: (core, copies it took)."""
     stopped: Optional[StepError]
-    """Why the next load tried did not go through (None when every one did)."""
+    """Why the last core to stop took no further copy."""
+    ceiling: Optional[str]
+    """neffld's own ceiling that stopped the count (then at least ranks)."""
     unanswered: Optional[str]
 
 class Plan:
@@ -659,7 +663,9 @@ def plan(
     "FILE" or "FILE@CORES" (always files, never options), or one deployment
     file; returns a Plan (fits, steps, refusal with the runtime's log lines,
     headroom, advice each with the argv that applies it, solve: the largest
-    tensor NAME@CORES or further ranks of FILE.neff[@CORES]). A refused
+    tensor NAME@CORES, or how many copies of FILE.neff fit on CORES or,
+    without @CORES, over the instance; with no load, asked of the empty
+    instance). A refused
     step is the answer (fits is False), not an exception. Raises TypeError
     for an argument of the wrong type (a string where a list is expected,
     a NEFF's bytes rather than its path: a plan may read a NEFF more than

@@ -352,7 +352,6 @@ impl Bookkeeping {
         }
     }
 
-    #[cfg(any(test, feature = "testkit"))]
     pub fn live_count(&self) -> usize {
         self.live.iter().map(|(_, row)| row.len()).sum()
     }

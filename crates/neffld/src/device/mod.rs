@@ -665,8 +665,7 @@ impl<S: Storage + ?Sized> Device<S> {
         self.books().ledger.channel_used(channel)
     }
 
-    /// Number of live allocations.
-    #[cfg(any(test, feature = "testkit"))]
+    /// Number of live allocations (what a plan's own work is counted in).
     pub fn live_count(&self) -> usize {
         self.books().live_count()
     }

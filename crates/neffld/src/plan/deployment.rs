@@ -113,15 +113,11 @@ impl Deployment {
     /// listed core exists among the `visible` logical cores of the
     /// instance (`instance` describes it), every unload names a NEFF an
     /// earlier step loads on that core, every free a tensor an earlier step
-    /// allocates there, and the deployment has a step.
+    /// allocates there, and the deployment has a step or a question (a
+    /// question alone is asked of the empty instance).
     pub fn validate(&self, visible: u32, instance: &str) -> Result<(), DeploymentError> {
         use std::collections::HashMap;
-        if self.steps.is_empty() {
-            return Err(bad(
-                "the deployment",
-                "has no step: name a LOAD, a --tensor or a deployment file's [[step]]",
-            ));
-        }
+        self.has_work()?;
         self.validate_world()?;
         let beyond = |v: u32| {
             format!(
@@ -258,6 +254,18 @@ impl Deployment {
             return Err(bad(
                 self.solve_origin.clone().unwrap_or_else(|| "--solve".into()),
                 "further loads of a world would be ranks beyond it: ask a world's questions with --world and its loads",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A step or a question (`--solve`, asked of the empty instance when
+    /// there is no step), else the mistake of asking nothing.
+    pub fn has_work(&self) -> Result<(), DeploymentError> {
+        if self.steps.is_empty() && self.solve.is_none() {
+            return Err(bad(
+                "the deployment",
+                "has no step: name a LOAD, a --tensor, a --solve or a deployment file's [[step]]",
             ));
         }
         Ok(())
@@ -662,9 +670,9 @@ pub fn parse_unload(arg: impl AsRef<OsStr>) -> Result<Vec<Step>, DeploymentError
 }
 
 /// `NAME@CORES` (the largest tensor NAME that fits on every listed core at
-/// once) or `FILE.neff[@CORES]` (how many more loads of FILE fit, on the
-/// listed cores in order or each on the next free core; FILE any path the
-/// OS takes).
+/// once) or `FILE.neff[@CORES]` (how many copies of FILE fit on the
+/// listed cores, or on every core of the instance; FILE any path the OS
+/// takes).
 pub fn parse_solve(arg: impl AsRef<OsStr>) -> Result<Solve, DeploymentError> {
     let arg = arg.as_ref();
     let place = || format!("--solve '{}'", arg.display());
@@ -815,6 +823,19 @@ const MAX_REPEAT: u32 = 1 << 16;
 /// and `repeat = 16` used to expand to 40 million steps (27 s and 3 GB)
 /// before anything looked at them.
 pub use crate::config::MAX_STEPS;
+
+/// The step ceiling of a plan whose variables are `env`: the last
+/// `NEFFLD_MAX_STEPS` among them over the process environment's, else
+/// [`MAX_STEPS`].
+pub fn step_ceiling(env: &[(String, String)]) -> Result<usize, crate::config::ConfigError> {
+    crate::config::max_steps(|k| {
+        env.iter()
+            .rev()
+            .find(|(name, _)| name == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k).ok())
+    })
+}
 
 /// The steps a deployment may still expand to: each step is counted
 /// before it is expanded.
@@ -1093,12 +1114,12 @@ pub enum Solve {
         /// The visible logical cores it must fit on.
         cores: Vec<u32>,
     },
-    /// How many more loads of `file` fit: on the listed cores in order, or
-    /// (`None`) each on the next free logical core.
+    /// How many copies of `file` fit on the listed cores, each counted
+    /// once (`None`: every visible logical core of the instance).
     Ranks {
         /// The NEFF.
         file: PathBuf,
-        /// The visible logical cores, in order (`None`: the next free ones).
+        /// The visible logical cores, as listed (`None`: every one).
         cores: Option<Vec<u32>>,
     },
 }

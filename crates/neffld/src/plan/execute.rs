@@ -12,7 +12,7 @@ use crate::device::CoreCounters;
 use crate::ids::PCore;
 use crate::report::memory::MemoryReport;
 
-use super::deployment::{Deployment, Solve, Step};
+use super::deployment::{step_ceiling, Deployment, Solve, Step};
 use super::headroom::{self, Headroom};
 use super::run::{Exec, Session, ROOM_EVERY, STEP_ROOM};
 use super::solve::{self, SolveAnswer, Solved};
@@ -29,42 +29,15 @@ impl Session {
         prints: &[Fingerprinted<'_>],
         measure: bool,
     ) -> Result<Outcome, PlanError> {
-        let mut exec = Exec::start(self, config, prints)?;
-        if let Some(shape) = self.world {
-            exec.world = Some(self.world_run(&exec, d, shape));
-        }
-        let start = (exec.held(), exec.fullest_hbm());
-        let out_of_memory = |oom, done| PlanError::HostMemory {
-            oom,
-            done,
-            steps: d.steps.len(),
-        };
-        for (done, step) in d.steps.iter().enumerate() {
-            if done % ROOM_EVERY == 0 {
-                crate::fallible::room(STEP_ROOM, "further steps of the plan")
-                    .map_err(|oom| out_of_memory(oom, done))?;
-            }
-            let report = exec.step(step, d.io_tensors)?;
-            let failed = report.outcome.is_err();
-            exec.steps.push(report);
-            if failed {
-                break;
-            }
-            // A refusal some code recovered from is not the plan's.
-            for w in &exec.watches {
-                w.take_refusal();
-            }
-        }
-        let refusal = exec.refusal();
-        for w in &exec.watches {
-            w.disarm();
-        }
+        let Ran {
+            mut exec,
+            start,
+            refusal,
+            fits,
+        } = self.run(d, config, prints)?;
         // The driver's counters as the steps left them: what is measured
         // next allocates and frees, which a driver would count.
         let counters = exec.counters();
-        let fits = exec.steps.len() == d.steps.len()
-            && refusal.is_none()
-            && exec.steps.iter().all(|s| s.outcome.is_ok());
         // A tensor question is answered on any run that fits (advice asks
         // one of a changed deployment), the headroom only when measured.
         let solved = match &d.solve {
@@ -81,8 +54,11 @@ impl Session {
         };
         let headroom = match measure {
             true => Some(
-                headroom::measure(&mut exec, d)
-                    .map_err(|oom| out_of_memory(oom, exec.steps.len()))?,
+                headroom::measure(&mut exec, d).map_err(|oom| PlanError::HostMemory {
+                    oom,
+                    done: exec.steps.len(),
+                    steps: d.steps.len(),
+                })?,
             ),
             false => None,
         };
@@ -136,6 +112,100 @@ impl Session {
             })
             .collect();
         WorldRun::new(shape, ranks, disagreements)
+    }
+
+    /// The answer to `d`'s copies question ([`Solve::Ranks`]), on a run of
+    /// its own, whose copies go with it. `None` when `d` asks none; an
+    /// `Err` answer when the deployment itself does not fit.
+    pub fn copies(
+        &self,
+        d: &Deployment,
+        prints: &[Fingerprinted<'_>],
+    ) -> Result<Option<Solved>, PlanError> {
+        let Some(q @ Solve::Ranks { file, cores }) = &d.solve else {
+            return Ok(None);
+        };
+        let solved = |answer| {
+            Some(Solved {
+                solve: q.clone(),
+                answer,
+            })
+        };
+        let Ran { mut exec, fits, .. } = self.run(d, &self.config, prints)?;
+        if !fits {
+            return Ok(solved(Err("the deployment itself does not fit".into())));
+        }
+        let Some(i) = self.file_index(file) else {
+            return Ok(solved(Err("the plan did not read this file".into())));
+        };
+        let cores = match cores {
+            Some(c) => c.clone(),
+            None => (0..exec.rt.visible_vnc_count()).collect(),
+        };
+        let answer = solve::copies(
+            &mut exec,
+            i,
+            file,
+            &cores,
+            d.io_tensors,
+            (step_ceiling(&d.env)?, d.steps.len()),
+            self.config.max_headroom,
+        )
+        .map_err(|oom| PlanError::HostMemory {
+            oom,
+            done: d.steps.len(),
+            steps: d.steps.len(),
+        })?;
+        Ok(solved(Ok(answer)))
+    }
+
+    /// Runs `d`'s steps under `config` on a fresh runtime until one is
+    /// refused.
+    fn run<'s>(
+        &'s self,
+        d: &Deployment,
+        config: &RuntimeConfig,
+        prints: &'s [Fingerprinted<'s>],
+    ) -> Result<Ran<'s>, PlanError> {
+        let mut exec = Exec::start(self, config, prints)?;
+        if let Some(shape) = self.world {
+            exec.world = Some(self.world_run(&exec, d, shape));
+        }
+        let start = (exec.held(), exec.fullest_hbm());
+        for (done, step) in d.steps.iter().enumerate() {
+            if done % ROOM_EVERY == 0 {
+                crate::fallible::room(STEP_ROOM, "further steps of the plan").map_err(|oom| {
+                    PlanError::HostMemory {
+                        oom,
+                        done,
+                        steps: d.steps.len(),
+                    }
+                })?;
+            }
+            let report = exec.step(step, d.io_tensors)?;
+            let failed = report.outcome.is_err();
+            exec.steps.push(report);
+            if failed {
+                break;
+            }
+            // A refusal some code recovered from is not the plan's.
+            for w in &exec.watches {
+                w.take_refusal();
+            }
+        }
+        let refusal = exec.refusal();
+        for w in &exec.watches {
+            w.disarm();
+        }
+        let fits = exec.steps.len() == d.steps.len()
+            && refusal.is_none()
+            && exec.steps.iter().all(|s| s.outcome.is_ok());
+        Ok(Ran {
+            exec,
+            start,
+            refusal,
+            fits,
+        })
     }
 
     /// [`Session::execute_with`] under the session's configuration.
@@ -205,6 +275,16 @@ impl Exec<'_> {
             })
             .collect()
     }
+}
+
+/// A run whose steps are done.
+struct Ran<'s> {
+    exec: Exec<'s>,
+    /// Bytes held on the instance, and on its fullest HBM, before any step.
+    start: (u64, u64),
+    refusal: Option<PlanRefusal>,
+    /// Every step went through.
+    fits: bool,
 }
 
 /// What one run found.

@@ -50,8 +50,8 @@ pub use advice::{Advice, AdviceKind};
 pub use deployment::Solve;
 pub use deployment::{
     parse_cores, parse_env, parse_free, parse_load, parse_size, parse_solve, parse_tensor,
-    parse_toml, parse_toml_within, parse_unload, read_deployment, Deployment, DeploymentError,
-    Step, StepBudget,
+    parse_toml, parse_toml_within, parse_unload, read_deployment, step_ceiling, Deployment,
+    DeploymentError, Step, StepBudget,
 };
 pub use headroom::{Copies, Headroom};
 pub use overrides::{deployment_file, Overrides};
@@ -441,10 +441,7 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
     // own collectives world): no memory setting changes that. A damaged
     // NEFF loads nowhere, however the deployment changes: the plan says
     // what is damaged, not what was considered.
-    let refused = outcome
-        .steps
-        .iter()
-        .find_map(|s| s.outcome.as_ref().err());
+    let refused = outcome.steps.iter().find_map(|s| s.outcome.as_ref().err());
     let collectives = refused.is_some_and(|f| f.stage == "collectives");
     let damaged = refused.is_some_and(|f| f.damaged);
     let (advice, considered) = if collectives || damaged {
@@ -477,27 +474,7 @@ pub fn plan(deployment: &Deployment) -> Result<Plan, PlanError> {
             solve: q.clone(),
             answer: Err("the deployment itself does not fit".into()),
         })),
-        Some(q @ Solve::Ranks { file, cores }) => Some(Solved {
-            solve: q.clone(),
-            answer: if outcome.completed() < deployment.steps.len() {
-                Err("the deployment itself does not fit".into())
-            } else {
-                let (changed, tried) = solve::with_ranks(
-                    deployment,
-                    file,
-                    cores.as_deref(),
-                    session.config.total_vnc_count(),
-                );
-                let o = session.execute(&changed, &prints, false)?;
-                let count = o.completed().saturating_sub(deployment.steps.len()) as u32;
-                let stopped = o.steps.into_iter().find_map(|s| s.outcome.err());
-                Ok(SolveAnswer::Ranks {
-                    count,
-                    tried,
-                    stopped,
-                })
-            },
-        }),
+        Some(Solve::Ranks { .. }) => session.copies(deployment, &prints)?,
     };
     Ok(Plan {
         instance: session.config.topology.instance,

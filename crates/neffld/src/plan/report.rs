@@ -432,7 +432,7 @@ pub struct Unblocked {
 /// A question (`--solve`) and its answer.
 #[derive(Clone, Debug, Serialize)]
 pub struct SolveEntry {
-    /// `tensor` (the largest tensor) or `ranks` (more loads of a NEFF).
+    /// `tensor` (the largest tensor) or `ranks` (copies of a NEFF).
     pub kind: &'static str,
     /// The question as written.
     pub query: String,
@@ -444,14 +444,25 @@ pub struct SolveEntry {
     pub cores: Option<Vec<u32>>,
     /// The largest tensor that fits on every listed core at once.
     pub bytes: Option<u64>,
-    /// Further loads that fit ...
+    /// Copies of the NEFF that fit, every core together.
     pub ranks: Option<u32>,
-    /// ... of these tried.
-    pub tried: Option<u32>,
-    /// Why the next load tried did not go through.
+    /// Each core counted, with the copies it took.
+    pub per_core: Option<Vec<CoreCopies>>,
+    /// Why the last core to stop took no further copy.
     pub stopped: Option<StepError>,
+    /// The ceiling that stopped the count (then "at least" `ranks`).
+    pub ceiling: Option<String>,
     /// Why there is no answer.
     pub unanswered: Option<String>,
+}
+
+/// One core of a copies question.
+#[derive(Clone, Debug, Serialize)]
+pub struct CoreCopies {
+    /// The visible logical core.
+    pub core: u32,
+    /// Copies it took.
+    pub copies: u32,
 }
 
 fn pools(pools: &[super::PoolFree]) -> Vec<PoolEntry> {
@@ -569,33 +580,40 @@ fn solve(s: &super::Solved) -> SolveEntry {
             cores.clone(),
         ),
     };
-    let (bytes, ranks, tried, stopped, unanswered) = match &s.answer {
-        Ok(SolveAnswer::Bytes(b)) => (Some(*b), None, None, None, None),
-        Ok(SolveAnswer::Ranks {
-            count,
-            tried,
-            stopped,
-        }) => (
-            None,
-            Some(*count),
-            Some(*tried),
-            stopped.as_ref().map(step_error),
-            None,
-        ),
-        Err(e) => (None, None, None, None, Some(e.clone())),
-    };
-    SolveEntry {
+    let mut e = SolveEntry {
         kind,
         query: s.solve.to_string(),
         name,
         file,
         cores,
-        bytes,
-        ranks,
-        tried,
-        stopped,
-        unanswered,
+        bytes: None,
+        ranks: None,
+        per_core: None,
+        stopped: None,
+        ceiling: None,
+        unanswered: None,
+    };
+    match &s.answer {
+        Ok(SolveAnswer::Bytes(b)) => e.bytes = Some(*b),
+        Ok(SolveAnswer::Ranks {
+            count,
+            per_core,
+            stopped,
+            ceiling,
+        }) => {
+            e.ranks = Some(*count);
+            e.per_core = Some(
+                per_core
+                    .iter()
+                    .map(|&(core, copies)| CoreCopies { core, copies })
+                    .collect(),
+            );
+            e.stopped = stopped.as_ref().map(step_error);
+            e.ceiling = ceiling.clone();
+        }
+        Err(why) => e.unanswered = Some(why.clone()),
     }
+    e
 }
 
 fn advice(a: &super::Advice) -> AdviceEntry {

@@ -595,7 +595,7 @@ impl<'s> Exec<'s> {
     /// buffers of the physical cores it is the first load on (the load's
     /// own: refused, it leaves nothing behind), then its input and output
     /// tensors (the framework's, after the load: refused, the load stays).
-    fn load_step(
+    pub(super) fn load_step(
         &mut self,
         i: usize,
         path: &Path,

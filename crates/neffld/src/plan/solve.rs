@@ -9,16 +9,22 @@
 //!   answer is exactly what planning the deployment again with
 //!   `--tensor NAME=S@CORES` appended finds: the allocator's state after
 //!   the deployment is the same, and a tensor of `S` is the same request.
-//! - Ranks of a NEFF ([`Solve::Ranks`]): how many further loads of FILE go
-//!   through after the deployment, one per listed core in order (or each on
-//!   the next free logical core), stopping at the first refused, whose
-//!   refusal the answer keeps — found by planning the deployment again
-//!   with those loads appended.
+//! - Copies of a NEFF ([`Solve::Ranks`]): how many loads of FILE fit on
+//!   the listed logical cores (each listed once, whatever the list
+//!   repeats), or on every visible logical core without `@`, beside the
+//!   whole deployment — found by loading copies on the state the deployment
+//!   reached, one on each core in turn, a core leaving the turn at its
+//!   first refusal, until none takes another. A deployment with no step is
+//!   the empty instance: the question is then what fits on it alone.
+//!   Counting is neffld's own work, so it is bounded as a plan's is: the
+//!   copies by what is left of the step ceiling (`NEFFLD_MAX_STEPS`), the
+//!   allocations they make by the headroom's (`NEFFLD_MAX_HEADROOM`); a
+//!   count stopped there is "at least" what it found.
 
 use crate::device::GRANULE;
 
-use super::deployment::{Deployment, Solve, Step};
-use super::run::{allocate, largest_fitting, Exec};
+use super::deployment::Solve;
+use super::run::{allocate, largest_fitting, Exec, ROOM_EVERY, STEP_ROOM};
 use super::StepFailure;
 
 /// The answer.
@@ -27,18 +33,21 @@ pub enum SolveAnswer {
     /// The largest tensor, in bytes (0: not one granule fits on every
     /// listed core).
     Bytes(u64),
-    /// Further loads that go through, of `tried` asked (one per listed
-    /// core, or one per logical core of the instance for "the next free
-    /// core"; counting stops at the first refused).
+    /// Copies that fit: each listed core's count, and why the last core
+    /// to stop took no more.
     Ranks {
-        /// Loads that went through.
+        /// Copies loaded, every core together.
         count: u32,
-        /// Loads asked.
-        tried: u32,
-        /// Why the next load did not go through (`None`: every load tried
-        /// did): out of device memory, or, for "the next free core", no
-        /// logical core left without a load.
+        /// Each core counted (in the order listed, once each) and the
+        /// copies it took.
+        per_core: Vec<(u32, u32)>,
+        /// Why the last core to leave the turn took no further copy
+        /// (`None` when a ceiling stopped the count first).
         stopped: Option<StepFailure>,
+        /// The ceiling that stopped the count, as the variable that raises
+        /// it with its value (`None`: every core refused a copy): the
+        /// answer is then "at least" `count`.
+        ceiling: Option<String>,
     },
 }
 
@@ -80,32 +89,75 @@ pub(crate) fn largest_everywhere(exec: &Exec<'_>, name: &str, cores: &[u32]) -> 
     largest_fitting(hi_bytes / GRANULE, fits)
 }
 
-/// The deployment with the loads a ranks question tries appended, and how
-/// many there are.
-pub(crate) fn with_ranks(
-    d: &Deployment,
-    file: &std::path::Path,
-    cores: Option<&[u32]>,
-    logical_cores: u32,
-) -> (Deployment, u32) {
-    let extra: Vec<Step> = match cores {
-        Some(cs) => cs
-            .iter()
-            .map(|&v| Step::Load {
-                file: file.to_path_buf(),
-                vnc: Some(v),
-            })
-            .collect(),
-        None => (0..logical_cores)
-            .map(|_| Step::Load {
-                file: file.to_path_buf(),
-                vnc: None,
-            })
-            .collect(),
-    };
-    let tried = extra.len() as u32;
-    let mut changed = d.clone();
-    changed.solve = None;
-    changed.steps.extend(extra);
-    (changed, tried)
+/// Copies of NEFF file `file` (at `path`) loaded on `cores` in turn on the
+/// state `exec` reached, until every core has refused one or a ceiling is
+/// reached: the step ceiling `max_steps`, of which the deployment used
+/// `used`, or `max_allocations` allocations. They stay loaded: the caller
+/// drops the run.
+pub(crate) fn copies(
+    exec: &mut Exec<'_>,
+    file: usize,
+    path: &std::path::Path,
+    cores: &[u32],
+    io_tensors: bool,
+    (max_steps, used): (usize, usize),
+    max_allocations: u64,
+) -> Result<SolveAnswer, crate::fallible::HostOom> {
+    let mut per_core: Vec<(u32, u32)> = Vec::new();
+    for &v in cores {
+        if !per_core.iter().any(|&(c, _)| c == v) {
+            per_core.push((v, 0));
+        }
+    }
+    let max_copies = max_steps.saturating_sub(used);
+    let live = |exec: &Exec<'_>| -> u64 { exec.rt.devices().map(|d| d.live_count() as u64).sum() };
+    let first = live(exec);
+    let mut turn: Vec<usize> = (0..per_core.len()).collect();
+    let (mut count, mut stopped, mut ceiling) = (0u32, None, None);
+    while !turn.is_empty() && ceiling.is_none() {
+        let mut next = Vec::with_capacity(turn.len());
+        for &at in &turn {
+            if count as usize >= max_copies {
+                ceiling = Some(format!(
+                    "NEFFLD_MAX_STEPS={max_steps} (the deployment's {used} steps and {count} copies)"
+                ));
+            } else if live(exec).saturating_sub(first) >= max_allocations {
+                ceiling = Some(format!("NEFFLD_MAX_HEADROOM={max_allocations} allocations"));
+            }
+            if ceiling.is_some() {
+                break;
+            }
+            if count as usize % ROOM_EVERY == 0 {
+                crate::fallible::room(STEP_ROOM, "further copies of a solve")?;
+            }
+            let loads = exec.loads.len();
+            match exec
+                .load_step(file, path, Some(per_core[at].0), io_tensors)
+                .1
+            {
+                Ok(()) => {
+                    count += 1;
+                    per_core[at].1 += 1;
+                    next.push(at);
+                }
+                Err(f) => {
+                    // A copy whose input and output tensors were refused
+                    // does not count: its load goes too.
+                    if exec.loads.len() > loads {
+                        if let Some(l) = exec.loads.pop() {
+                            let _ = exec.rt.unload(&l.model);
+                        }
+                    }
+                    stopped = Some(f);
+                }
+            }
+        }
+        turn = next;
+    }
+    Ok(SolveAnswer::Ranks {
+        count,
+        per_core,
+        stopped,
+        ceiling,
+    })
 }

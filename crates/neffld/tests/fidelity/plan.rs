@@ -755,8 +755,7 @@ fn paths_to_the_same_bytes_are_one_neff() {
 
 /// `--solve kv@CORES`: the answer S is checked by planning again, as a user
 /// would, with the tensor appended: S on every core fits, one granule more
-/// is refused. Ranks of a NEFF: the count is checked against the plans of
-/// one more and one fewer appended load.
+/// is refused.
 #[test]
 fn a_solved_size_fits_and_one_granule_more_does_not() {
     let dir = tmpdir("solve");
@@ -782,41 +781,139 @@ fn a_solved_size_fits_and_one_granule_more_does_not() {
     assert!(!with(s + 4096), "S + 4 KiB must be refused");
     // Cores 0 and 1 share HBM 0 at LNC 1: S is under half of it.
     assert!(s < 12 * GIB, "{s}");
+}
 
-    // Ranks: how many more loads on the listed cores in order: one each
-    // on cores 3..=7, all of which fit, and 64 on core 3, which do not.
-    for (cores, all_fit) in [(vec![3, 4, 5, 6, 7], true), (vec![3; 64], false)] {
-        let mut d = trn2_3xl(1, base.clone());
+/// The copies answer of `d`: (count, per core, stopped, ceiling).
+fn copies_of(
+    d: &Deployment,
+) -> (
+    u32,
+    Vec<(u32, u32)>,
+    Option<plan::StepFailure>,
+    Option<String>,
+) {
+    let p = plan::plan(d).unwrap();
+    let Some(Ok(plan::SolveAnswer::Ranks {
+        count,
+        per_core,
+        stopped,
+        ceiling,
+    })) = p.solve.as_ref().map(|s| s.answer.clone())
+    else {
+        panic!("{:?}", p.solve)
+    };
+    (count, per_core, stopped, ceiling)
+}
+
+/// `--solve FILE@CORES`: how many copies of FILE fit on those cores, each
+/// listed core counted once (`@3,3,3` asked three loads and answered at
+/// most 3), beside the deployment or on the empty instance (a deployment
+/// of no step was refused, "has no step"). Each answer is checked as a
+/// user would: the deployment planned again with the copies appended fits,
+/// and with one more copy on a core it is refused as the answer says.
+#[test]
+fn a_solve_counts_the_copies_that_fit_on_its_cores() {
+    let dir = tmpdir("copies");
+    let a = neff(&dir, "copies-a", 2 * GIB);
+    let b = neff(&dir, "copies-b", 3 * GIB);
+    let ask = |steps: Vec<Step>, cores: Option<Vec<u32>>| {
+        let mut d = trn2_3xl(1, steps);
         d.solve = Some(plan::Solve::Ranks {
             file: a.clone(),
-            cores: Some(cores.clone()),
+            cores,
         });
-        let p = plan::plan(&d).unwrap();
-        let Some(Ok(plan::SolveAnswer::Ranks {
-            count,
-            tried,
-            stopped,
-        })) = p.solve.as_ref().map(|s| s.answer.clone())
-        else {
-            panic!("{:?}", p.solve)
-        };
-        assert_eq!(tried as usize, cores.len());
-        assert_eq!(count == tried, all_fit, "{cores:?}: {count}");
-        let with = |n: u32| {
-            let mut steps = base.clone();
-            steps.extend(cores[..n as usize].iter().map(|&v| load(&a, v)));
-            plan::plan(&trn2_3xl(1, steps)).unwrap()
-        };
-        assert!(with(count).fits());
-        assert_eq!(stopped.is_some(), count < tried, "{cores:?}: {stopped:?}");
-        if count < tried {
-            // The refusal the answer keeps is the one the next load meets.
-            let next = with(count + 1);
-            let (_, _, refused) = next.failed_step().expect("the next load is refused");
-            assert_eq!(stopped.as_ref(), Some(refused));
-            assert_eq!(refused.status, neffld::NrtStatus::Resource, "{refused:?}");
+        d
+    };
+    let with = |steps: &[Step], copies: &[u32]| {
+        let mut steps = steps.to_vec();
+        steps.extend(copies.iter().map(|&v| load(&a, v)));
+        plan::plan(&trn2_3xl(1, steps)).unwrap()
+    };
+    for base in [vec![], vec![load(&b, 2), load(&b, 3)]] {
+        // One core, however often it is listed.
+        let (n, per_core, stopped, ceiling) = copies_of(&ask(base.clone(), Some(vec![3, 3, 3])));
+        assert_eq!(per_core, [(3, n)], "{base:?}");
+        assert_eq!(ceiling, None);
+        assert!(n > 3, "{n}: more than one per listing");
+        assert!(with(&base, &vec![3; n as usize]).fits(), "{n} copies fit");
+        let over = with(&base, &vec![3; n as usize + 1]);
+        let (_, _, refused) = over.failed_step().expect("one more is refused");
+        assert_eq!(stopped.as_ref(), Some(refused));
+        assert_eq!(refused.status, neffld::NrtStatus::Resource, "{refused:?}");
+        // Beside b on core 2, which shares core 3's HBM: fewer.
+        if !base.is_empty() {
+            let (alone, ..) = copies_of(&ask(vec![], Some(vec![3])));
+            assert!(n < alone, "{n} beside b, {alone} alone");
         }
     }
+    // Without @: over every logical core of the instance, in turn.
+    let (n, per_core, _, ceiling) = copies_of(&ask(vec![], None));
+    assert_eq!(ceiling, None);
+    assert_eq!(
+        per_core.iter().map(|&(c, _)| c).collect::<Vec<_>>(),
+        (0..8).collect::<Vec<_>>()
+    );
+    assert_eq!(per_core.iter().map(|&(_, k)| k).sum::<u32>(), n);
+    let mut turn: Vec<u32> = Vec::new();
+    for round in 0..per_core.iter().map(|&(_, k)| k).max().unwrap() {
+        turn.extend(
+            per_core
+                .iter()
+                .filter(|&&(_, k)| k > round)
+                .map(|&(c, _)| c),
+        );
+    }
+    assert!(with(&[], &turn).fits(), "the {n} copies fit");
+    for &(core, _) in &per_core {
+        let mut more = turn.clone();
+        more.push(core);
+        assert!(
+            !with(&[], &more).fits(),
+            "core {core} takes no further copy"
+        );
+    }
+}
+
+/// The copies a solve loads are neffld's own work, bounded by the step
+/// ceiling (`NEFFLD_MAX_STEPS`, the deployment's steps counted in): a
+/// count stopped there says so and is "at least".
+#[test]
+fn a_copies_count_stops_at_the_step_ceiling() {
+    let dir = tmpdir("copies-ceiling");
+    let a = neff(&dir, "ceiling-a", 64 * MIB);
+    let mut d = trn2_3xl(1, vec![load(&a, 0)]);
+    d.env.push(("NEFFLD_MAX_STEPS".into(), "4".into()));
+    d.solve = Some(plan::Solve::Ranks {
+        file: a.clone(),
+        cores: Some(vec![0]),
+    });
+    let (n, per_core, _, ceiling) = copies_of(&d);
+    assert_eq!((n, per_core), (3, vec![(0, 3)]));
+    let c = ceiling.expect("the ceiling stopped it");
+    assert!(c.starts_with("NEFFLD_MAX_STEPS=4"), "{c}");
+}
+
+/// `--solve NAME@CORES` with no step: the largest tensor on the empty
+/// instance, which a tensor of that size fits and one granule more does
+/// not.
+#[test]
+fn a_tensor_solve_answers_on_the_empty_instance() {
+    let mut d = trn2_3xl(1, vec![]);
+    d.solve = Some(plan::Solve::Tensor {
+        name: "kv".into(),
+        cores: vec![0],
+    });
+    let p = plan::plan(&d).unwrap();
+    assert!(p.fits() && p.steps.is_empty());
+    let Some(Ok(plan::SolveAnswer::Bytes(s))) = p.solve.as_ref().map(|s| s.answer.clone()) else {
+        panic!("{:?}", p.solve)
+    };
+    let with = |size: u64| {
+        let steps = plan::parse_tensor(&format!("kv={size}@0")).unwrap();
+        plan::plan(&trn2_3xl(1, steps)).unwrap().fits()
+    };
+    assert!(s > 20 * GIB, "{s}: most of an empty 24 GiB HBM");
+    assert!(with(s) && !with(s + 4096), "{s}");
 }
 
 /// A tensor refused with more bytes free on its HBM than it asks: the
