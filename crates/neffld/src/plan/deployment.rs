@@ -309,10 +309,10 @@ impl Deployment {
             out.extend(["--runtime".into(), r.to_string().into()]);
         }
         if let Some(n) = self.world {
-            out.extend(["--world".into(), n.to_string()]);
+            out.extend(["--world".into(), n.to_string().into()]);
         }
         if let Some(k) = self.hosts {
-            out.extend(["--hosts".into(), k.to_string()]);
+            out.extend(["--hosts".into(), k.to_string().into()]);
         }
         // A variable set twice (the file's, then advice's change) once,
         // with the value that wins: the last.

@@ -130,6 +130,7 @@ impl Disagreement {
             status,
             message,
             own_limit: None,
+            damaged: false,
         }
     }
 }
