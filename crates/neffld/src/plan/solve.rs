@@ -127,7 +127,7 @@ pub(crate) fn copies(
             if ceiling.is_some() {
                 break;
             }
-            if count as usize % ROOM_EVERY == 0 {
+            if (count as usize).is_multiple_of(ROOM_EVERY) {
                 crate::fallible::room(STEP_ROOM, "further copies of a solve")?;
             }
             let loads = exec.loads.len();

@@ -783,15 +783,16 @@ fn a_solved_size_fits_and_one_granule_more_does_not() {
     assert!(s < 12 * GIB, "{s}");
 }
 
-/// The copies answer of `d`: (count, per core, stopped, ceiling).
-fn copies_of(
-    d: &Deployment,
-) -> (
+/// A copies answer: (count, per core, stopped, ceiling).
+type Copies = (
     u32,
     Vec<(u32, u32)>,
     Option<plan::StepFailure>,
     Option<String>,
-) {
+);
+
+/// The copies answer of `d`.
+fn copies_of(d: &Deployment) -> Copies {
     let p = plan::plan(d).unwrap();
     let Some(Ok(plan::SolveAnswer::Ranks {
         count,
