@@ -149,7 +149,7 @@ impl Session {
             &cores,
             d.io_tensors,
             (step_ceiling(&d.env)?, d.steps.len()),
-            self.config.max_headroom,
+            self.config.loader.max_headroom,
         )
         .map_err(|oom| PlanError::HostMemory {
             oom,
