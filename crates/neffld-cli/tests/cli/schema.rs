@@ -220,6 +220,10 @@ fn every_command_output_follows_the_schema() {
     )
     .unwrap();
     let ranks = format!("{matmul}@0-63");
+    // A copies question whose count memory ends (4 GiB of inputs and
+    // outputs a copy): matmul_small's would run to the step ceiling.
+    let large = root().join("testdata/fixtures/matmul_large.neff");
+    let large = large.to_str().unwrap();
     // A world of two ranks, and a rank 1 with a second all-reduce.
     let (world, two) = (d("world.neff"), d("two.neff"));
     let all_reduce = |n: usize| {
@@ -323,7 +327,7 @@ fn every_command_output_follows_the_schema() {
                 "trn2.48xlarge",
                 &ranks,
                 "--solve",
-                matmul,
+                large,
             ],
             0,
         ),
