@@ -65,12 +65,23 @@ fn text(what: &str, word: &OsStr) -> FResult<String> {
     })
 }
 
+/// `env`'s variables as the library takes them, each checked.
+fn env(a: &Args) -> FResult<Vec<(String, String)>> {
+    a.env
+        .iter()
+        .map(|(k, v)| {
+            let (k, v) = (text("env", k)?, text("env", v)?);
+            lib::parse_env(&format!("{k}={v}")).map_err(named(format!("env {k}={v:?}")))
+        })
+        .collect()
+}
+
 /// The deployment the arguments describe: a deployment file with the
 /// arguments over it, or the loads; then the tensors, unloads and frees;
 /// the process's runtime variables first, `env` over them.
 fn deployment(a: &Args) -> FResult<Deployment> {
-    let max_steps =
-        neffld::config::max_steps(|k| std::env::var(k).ok()).map_err(|e| Failure::config(&e))?;
+    // `env={"NEFFLD_MAX_STEPS": n}` over the process's, as for every variable.
+    let max_steps = lib::step_ceiling(&env(a)?).map_err(|e| Failure::config(&e))?;
     let mut budget = StepBudget::new(max_steps);
     let file = lib::deployment_file(&a.loads).map_err(usage)?;
     let mut d = match file {
@@ -135,14 +146,7 @@ fn deployment(a: &Args) -> FResult<Deployment> {
     // In the order the mistakes are reported: variables, instance, line,
     // question.
     let overrides = lib::Overrides {
-        env: a
-            .env
-            .iter()
-            .map(|(k, v)| {
-                let (k, v) = (text("env", k)?, text("env", v)?);
-                lib::parse_env(&format!("{k}={v}")).map_err(named(format!("env {k}={v:?}")))
-            })
-            .collect::<Result<_, _>>()?,
+        env: env(a)?,
         instance: match &a.instance {
             Some(i) => Some(
                 Instance::named(&text("instance", i)?)

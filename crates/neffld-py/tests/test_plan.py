@@ -61,6 +61,15 @@ def test_a_refused_step_is_the_answer_and_a_mistake_raises():
         neffld.plan(SMALL, env={"NEURON_NOPE": 1})
 
 
+
+def test_env_sets_the_step_ceiling_as_the_process_environment_does():
+    # NEFFLD_MAX_STEPS in env= bounds the plan, as --env does the command's.
+    with pytest.raises(neffld.NeffError) as e:
+        neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", env={"NEFFLD_MAX_STEPS": 3})
+    assert e.value.status_name == "NRT_INVALID" and "NEFFLD_MAX_STEPS" in e.value.message
+    p = neffld.plan(f"{SMALL}@0-3", instance="trn2.3xlarge", env={"NEFFLD_MAX_STEPS": 4})
+    assert p.fits is True and len(p.steps) == 4
+
 def run(*args):
     return subprocess.run(list(args), capture_output=True, text=True)
 
