@@ -83,18 +83,11 @@ pub fn synth_n_bytes(n: usize, declare_lnc: bool) -> Vec<u8> {
     write_with_lnc(&Synth::dynamic_cayman_n(n), n as u32, declare_lnc)
 }
 
-/// Host resident set size in bytes (`VmRSS` of /proc/self/status).
+/// Host resident set size in bytes (the testkit's `VmRSS` reading); a
+/// process with none would make every comparison of it pass, so it fails.
 pub fn rss_bytes() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let line = s
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .expect("VmRSS line");
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .expect("VmRSS value");
+    let kib = neffld_testkit::status_kib("VmRSS");
+    assert!(kib > 0, "no VmRSS in /proc/self/status");
     kib * 1024
 }
 
